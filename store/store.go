@@ -1,0 +1,125 @@
+// Package store keeps the gateway's queryable state in PostgreSQL or SQLite
+// through GORM: projections of job state (Temporal stays the source of truth
+// for execution) and idempotency keys.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the gateway's database.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+}
+
+// Open connects to databaseURL: a postgres:// or postgresql:// URL, or
+// sqlite:PATH (a file, created when missing).
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	dialector, dialect, err := dialectorFor(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		Logger:                 logger.Default.LogMode(logger.Silent),
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if dialect == "sqlite" {
+		// One writer at a time is all SQLite allows; a single connection
+		// makes callers queue instead of failing with SQLITE_BUSY.
+		sqlDB.SetMaxOpenConns(1)
+	} else {
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	s := &Store{db: db, dialect: dialect}
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
+	switch {
+	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
+		return postgres.Open(databaseURL), "postgres", nil
+	case strings.HasPrefix(databaseURL, "sqlite:"):
+		path := strings.TrimPrefix(databaseURL, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return nil, "", errors.New("database URL: sqlite: needs a file path, e.g. sqlite:./.data/gateway.db")
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, "", fmt.Errorf("database URL: create %s: %w", dir, err)
+			}
+		}
+		dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
+		return sqlite.Open(dsn), "sqlite", nil
+	default:
+		return nil, "", fmt.Errorf("database URL %q: use postgres://user@host:port/db or sqlite:path/to/file.db", redact(databaseURL))
+	}
+}
+
+// redact hides a password in a URL for error messages.
+func redact(u string) string {
+	at := strings.Index(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	creds := u[scheme+3 : at]
+	if user, _, ok := strings.Cut(creds, ":"); ok {
+		return u[:scheme+3] + user + ":***" + u[at:]
+	}
+	return u
+}
+
+// Dialect names the database: "postgres" or "sqlite".
+func (s *Store) Dialect() string { return s.dialect }
+
+// Ping checks the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
