@@ -1,0 +1,44 @@
+# The gateway's tasks. `make help` lists them.
+GO        ?= go
+BIN       := bin/gateway
+DATA_DIR  ?= ./.data
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the tasks
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: build ## run the whole stack (API, worker, embedded Temporal + UI) with `gateway dev`
+	$(BIN) dev --data-dir $(DATA_DIR)
+
+.PHONY: build
+build: ## build bin/gateway
+	$(GO) build -o $(BIN) ./cmd/gateway
+
+.PHONY: test
+test: ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: test-short
+test-short: ## the fast tests only (no embedded Temporal server)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1)
+	$(GO) vet ./...
+	@test -x $(STATICCHECK) || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$(STATICCHECK) ./...
+
+.PHONY: token
+token: ## print a dev token with every job scope (tenant "acme")
+	@$(GO) run ./cmd/gateway token --data-dir $(DATA_DIR) --tenant acme --sub dev-user \
+	  --scope "transcriptions:read transcriptions:write translations:read translations:write video-analyses:read video-analyses:write llm-tasks:read llm-tasks:write"
+
+.PHONY: clean
+clean: ## remove the binary and the dev data dir
+	rm -rf bin $(DATA_DIR)

@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// Error types of CallProvider failures, for the workflow to branch on.
+const (
+	// ErrTypeProviderUnavailable is a retryable failure (429, 5xx, timeout).
+	ErrTypeProviderUnavailable = "ProviderUnavailable"
+	// ErrTypeProviderRejected is a failure the provider marks permanent:
+	// retrying the same provider is pointless, another may succeed.
+	ErrTypeProviderRejected = "ProviderRejected"
+	// ErrTypeInvalidInput is a failure of the job's input itself; the job
+	// fails at once, with the JobError in the details.
+	ErrTypeInvalidInput = "InvalidInput"
+)
+
+// CallInput is one provider call for a job.
+type CallInput struct {
+	JobID      string              `json:"job_id"`
+	Service    providers.ServiceID `json:"service"`
+	ProviderID string              `json:"provider_id"`
+	Input      json.RawMessage     `json:"input"`
+	Options    json.RawMessage     `json:"options,omitempty"`
+}
+
+// CallOutput is the provider's result.
+type CallOutput struct {
+	Result   json.RawMessage `json:"result"`
+	WorkerID string          `json:"worker_id"`
+}
+
+// CallProvider runs the job on the provider. It heartbeats its progress,
+// resumes from the progress of an earlier attempt, and keeps the job's
+// projected progress up to date.
+func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput, error) {
+	adapter, ok := a.Providers.Adapter(in.ProviderID)
+	if !ok {
+		return CallOutput{}, temporal.NewNonRetryableApplicationError(
+			"provider "+in.ProviderID+" is not in this worker's catalog", ErrTypeProviderRejected, nil)
+	}
+	provider, _ := a.Providers.Catalog().Lookup(in.ProviderID)
+
+	var resumeFrom int
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &resumeFrom)
+	}
+	var progress atomic.Int64
+	progress.Store(int64(resumeFrom))
+	stop := a.heartbeat(ctx, &progress)
+	defer stop()
+
+	result, err := adapter.Run(ctx, providers.Call{
+		JobID:      in.JobID,
+		Service:    in.Service,
+		Provider:   provider,
+		Input:      in.Input,
+		Options:    in.Options,
+		ResumeFrom: resumeFrom,
+		Report: func(p int) {
+			if int64(p) <= progress.Load() && p != 0 {
+				return
+			}
+			progress.Store(int64(p))
+			activity.RecordHeartbeat(ctx, p)
+			if err := a.Store.UpdateProgress(ctx, in.JobID, p); err != nil {
+				activity.GetLogger(ctx).Warn("progress not projected", "job", in.JobID, "error", err)
+			}
+		},
+	})
+	if err != nil {
+		return CallOutput{}, classify(err)
+	}
+	return CallOutput{Result: result, WorkerID: a.WorkerID}, nil
+}
+
+// heartbeat keeps the call alive between progress reports, so a long step
+// is not mistaken for a dead worker.
+func (a *Activities) heartbeat(ctx context.Context, progress *atomic.Int64) (stop func()) {
+	interval := a.HeartbeatInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				activity.RecordHeartbeat(ctx, int(progress.Load()))
+			}
+		}
+	}()
+	return cancel
+}
+
+// classify turns an adapter's error into a Temporal error the workflow can
+// branch on.
+func classify(err error) error {
+	var perr *providers.Error
+	if !errors.As(err, &perr) {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeProviderUnavailable, err)
+	}
+	details := JobError{Code: perr.Code, Message: perr.Message}
+	switch perr.Kind {
+	case providers.KindInput:
+		return temporal.NewNonRetryableApplicationError(perr.Error(), ErrTypeInvalidInput, perr, details)
+	case providers.KindPermanent:
+		return temporal.NewNonRetryableApplicationError(perr.Error(), ErrTypeProviderRejected, perr, details)
+	default:
+		return temporal.NewApplicationErrorWithCause(perr.Error(), ErrTypeProviderUnavailable, perr, details)
+	}
+}

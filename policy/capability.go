@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// Requirements is what a job asks of a provider's capability.
+type Requirements struct {
+	Service providers.ServiceID
+	// Features the capability must list.
+	Features []string
+	// Language the capability's languages must accept (transcriptions).
+	Language string
+	// SourceLanguage and TargetLanguage for translations; "" when detected.
+	SourceLanguage string
+	TargetLanguage string
+	// Model the capability's models must list (llm-tasks, when pinned).
+	Model string
+}
+
+// RequirementsOf derives a job's requirements from its validated input and
+// options.
+func RequirementsOf(service providers.ServiceID, input, options json.RawMessage) (Requirements, error) {
+	req := Requirements{Service: service}
+	switch service {
+	case providers.Transcriptions:
+		var opts providers.TranscriptionOptions
+		if err := decodeOptional(options, &opts); err != nil {
+			return req, err
+		}
+		if opts.WantsTimestamps() {
+			req.Features = append(req.Features, "timestamps")
+		}
+		if opts.WantsDiarization() {
+			req.Features = append(req.Features, "diarization")
+		}
+		if opts.Language == "" {
+			req.Features = append(req.Features, "language_detection")
+		}
+		req.Language = opts.Language
+	case providers.Translations:
+		var in providers.TranslationInput
+		var opts providers.TranslationOptions
+		if err := decodeOptional(input, &in); err != nil {
+			return req, err
+		}
+		if err := decodeOptional(options, &opts); err != nil {
+			return req, err
+		}
+		if opts.SourceLanguage == "" || opts.SourceLanguage == "auto" {
+			req.Features = append(req.Features, "language_detection")
+		} else {
+			req.SourceLanguage = opts.SourceLanguage
+		}
+		if opts.Formality != "" && opts.Formality != "default" {
+			req.Features = append(req.Features, "formality")
+		}
+		req.TargetLanguage = in.TargetLanguage
+	case providers.VideoAnalyses:
+		var in providers.VideoAnalysisInput
+		if err := decodeOptional(input, &in); err != nil {
+			return req, err
+		}
+		req.Features = append(req.Features, in.Features...)
+	case providers.LLMTasks:
+		var opts providers.LLMTaskOptions
+		if err := decodeOptional(options, &opts); err != nil {
+			return req, err
+		}
+		req.Model = opts.Model
+	default:
+		return req, fmt.Errorf("unknown service %q", service)
+	}
+	return req, nil
+}
+
+func decodeOptional(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// Unsupported tells why a provider cannot run a job with these
+// requirements: an evaluation reason (service_not_supported or
+// option_not_supported) and a message, or "" when it can.
+func Unsupported(p *providers.Provider, req Requirements) (reason, message string) {
+	capability, ok := p.Services[req.Service]
+	if !ok {
+		return EvalServiceNotSupported, fmt.Sprintf("provider %s does not offer %s", p.ID, req.Service)
+	}
+	for _, f := range req.Features {
+		if !slices.Contains(capability.Features, f) {
+			return EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer the %s feature for %s", p.ID, f, req.Service)
+		}
+	}
+	if req.Language != "" && !acceptsLanguage(capability.Languages, req.Language) {
+		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not transcribe language %s", p.ID, req.Language)
+	}
+	if req.SourceLanguage != "" && !acceptsLanguage(capability.SourceLanguages, req.SourceLanguage) {
+		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate from %s", p.ID, req.SourceLanguage)
+	}
+	if req.TargetLanguage != "" && !acceptsLanguage(capability.TargetLanguages, req.TargetLanguage) {
+		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate into %s", p.ID, req.TargetLanguage)
+	}
+	if req.Model != "" && !slices.Contains(capability.Models, req.Model) {
+		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer model %s", p.ID, req.Model)
+	}
+	return "", ""
+}
+
+// acceptsLanguage reports whether a capability's language list accepts a
+// language code. An empty list accepts every language; a listed primary
+// language ("en") accepts its regional forms ("en-GB").
+func acceptsLanguage(list []string, code string) bool {
+	if len(list) == 0 {
+		return true
+	}
+	for _, l := range list {
+		if strings.EqualFold(l, code) || strings.HasPrefix(strings.ToLower(code), strings.ToLower(l)+"-") {
+			return true
+		}
+	}
+	return false
+}

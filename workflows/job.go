@@ -1,0 +1,232 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// a is the nil receiver workflow code names activities through.
+var a *activities.Activities
+
+// JobInput is what the API submits: the validated job.
+type JobInput struct {
+	JobID       string              `json:"job_id"`
+	Service     providers.ServiceID `json:"service"`
+	Tenant      string              `json:"tenant"`
+	UserID      string              `json:"user_id"`
+	Application string              `json:"application,omitempty"`
+	// Provider is the provider the job named, if any.
+	Provider   string          `json:"provider,omitempty"`
+	PolicyID   string          `json:"policy_id,omitempty"`
+	Input      json.RawMessage `json:"input"`
+	Options    json.RawMessage `json:"options,omitempty"`
+	ClientMeta json.RawMessage `json:"client_meta,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+// CodeCancelled is the error code of a cancelled job.
+const CodeCancelled = "CANCELLED"
+
+// Activity timeouts and retries.
+var (
+	// projectionOptions: short local steps, retried until they succeed so
+	// no projection write is lost while the database is away.
+	projectionOptions = workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	}
+	// providerCallOptions: the provider call heartbeats every second, so a
+	// dead worker is noticed after HeartbeatTimeout and the call resumes on
+	// another one. Three tries per provider before failing over.
+	providerCallOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeInvalidInput, activities.ErrTypeProviderRejected},
+		},
+	}
+)
+
+// job is the workflow's private state.
+type job struct {
+	in     JobInput
+	snap   activities.JobSnapshot
+	failed []string
+}
+
+// JobWorkflow runs one job: route it, call the provider (failing over to
+// the next candidate when a provider fails), and project every state change
+// into the store. A job that fails is a completed workflow whose result has
+// status failed; only cancellation ends the workflow as cancelled.
+func JobWorkflow(ctx workflow.Context, in JobInput) (*activities.JobSnapshot, error) {
+	j := &job{}
+	if err := j.setup(ctx, in); err != nil {
+		return nil, err
+	}
+	return j.run(ctx)
+}
+
+func (j *job) setup(ctx workflow.Context, in JobInput) error {
+	if in.JobID == "" || in.Service == "" {
+		return temporal.NewNonRetryableApplicationError("job id and service are required", "InvalidWorkflowInput", nil)
+	}
+	j.in = in
+	j.snap = activities.JobSnapshot{
+		ID:             in.JobID,
+		Service:        string(in.Service),
+		Tenant:         in.Tenant,
+		UserID:         in.UserID,
+		Application:    in.Application,
+		PolicyID:       in.PolicyID,
+		Provider:       in.Provider,
+		Status:         store.StatusPending,
+		Input:          in.Input,
+		Options:        in.Options,
+		ClientMeta:     in.ClientMeta,
+		RoutingHistory: []policy.RoutingInfo{},
+		CreatedAt:      in.CreatedAt,
+	}
+	return workflow.SetQueryHandler(ctx, StateQuery, func() (activities.JobSnapshot, error) {
+		return j.snap, nil
+	})
+}
+
+func (j *job) run(ctx workflow.Context) (*activities.JobSnapshot, error) {
+	for attempt := 1; ; attempt++ {
+		route, err := j.decide(ctx, attempt)
+		if err != nil {
+			return j.stop(ctx, err)
+		}
+		if route.Error != nil {
+			return j.finish(ctx, nil, route.Error)
+		}
+		if err := j.startProcessing(ctx, route); err != nil {
+			return j.stop(ctx, err)
+		}
+		out, err := j.callProvider(ctx, route.Routing.ProviderID)
+		if err == nil {
+			j.snap.WorkerID = out.WorkerID
+			return j.finish(ctx, out.Result, nil)
+		}
+		if jobErr, ok := inputError(err); ok {
+			return j.finish(ctx, nil, jobErr)
+		}
+		if temporal.IsCanceledError(err) {
+			return j.stop(ctx, err)
+		}
+		workflow.GetLogger(ctx).Warn("provider failed, failing over", "provider", route.Routing.ProviderID, "attempt", attempt, "error", err)
+		j.failed = append(j.failed, route.Routing.ProviderID)
+	}
+}
+
+func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
+	var out activities.RouteOutput
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.DecideRoute, activities.RouteInput{
+		JobID:    j.in.JobID,
+		Service:  j.in.Service,
+		Tenant:   j.in.Tenant,
+		Input:    j.in.Input,
+		Options:  j.in.Options,
+		Explicit: j.in.Provider,
+		Failed:   j.failed,
+		Attempt:  attempt,
+	}).Get(ctx, &out)
+	return out, err
+}
+
+func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {
+	routing := route.Routing
+	j.snap.Status = store.StatusProcessing
+	j.snap.Provider = routing.ProviderID
+	j.snap.Progress = 0
+	j.snap.Routing = &routing
+	j.snap.RoutingHistory = append(j.snap.RoutingHistory, routing)
+	j.snap.WorkerID = route.WorkerID
+	if j.snap.ProcessedAt == nil {
+		now := workflow.Now(ctx).UTC()
+		j.snap.ProcessedAt = &now
+	}
+	return j.save(ctx)
+}
+
+func (j *job) callProvider(ctx workflow.Context, providerID string) (activities.CallOutput, error) {
+	var out activities.CallOutput
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, providerCallOptions), a.CallProvider, activities.CallInput{
+		JobID:      j.in.JobID,
+		Service:    j.in.Service,
+		ProviderID: providerID,
+		Input:      j.in.Input,
+		Options:    j.in.Options,
+	}).Get(ctx, &out)
+	return out, err
+}
+
+// finish ends the job as completed (result) or failed (jobErr).
+func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *activities.JobError) (*activities.JobSnapshot, error) {
+	now := workflow.Now(ctx).UTC()
+	j.snap.CompletedAt = &now
+	if jobErr != nil {
+		j.snap.Status = store.StatusFailed
+		j.snap.Error = jobErr
+	} else {
+		j.snap.Status = store.StatusCompleted
+		j.snap.Progress = 100
+		j.snap.Result = result
+	}
+	if err := j.save(ctx); err != nil {
+		return nil, err
+	}
+	return &j.snap, nil
+}
+
+// stop handles an error that interrupts the workflow itself: cancellation
+// ends the job as failed with CANCELLED; anything else fails the workflow
+// task so Temporal retries it.
+func (j *job) stop(ctx workflow.Context, err error) (*activities.JobSnapshot, error) {
+	if !temporal.IsCanceledError(err) && !errors.Is(ctx.Err(), workflow.ErrCanceled) {
+		return nil, err
+	}
+	ctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if _, ferr := j.finish(ctx, nil, &activities.JobError{Code: CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
+		return nil, ferr
+	}
+	return &j.snap, temporal.NewCanceledError(fmt.Sprintf("job %s cancelled", j.in.JobID))
+}
+
+func (j *job) save(ctx workflow.Context) error {
+	j.snap.Revision++
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.SaveJob, j.snap).Get(ctx, nil)
+}
+
+// inputError reports whether a provider call failed because of the job's
+// own input, and the error the job fails with.
+func inputError(err error) (*activities.JobError, bool) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeInvalidInput {
+		return nil, false
+	}
+	var jobErr activities.JobError
+	if appErr.HasDetails() && appErr.Details(&jobErr) == nil && jobErr.Code != "" {
+		return &jobErr, true
+	}
+	return &activities.JobError{Code: "INVALID_INPUT", Message: appErr.Message()}, true
+}

@@ -1,0 +1,224 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+var acts *activities.Activities
+
+type bundle struct {
+	env   *testsuite.TestWorkflowEnvironment
+	saved []activities.JobSnapshot
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	b := &bundle{env: suite.NewTestWorkflowEnvironment()}
+	b.env.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+	b.env.RegisterActivity(acts)
+	b.env.OnActivity(acts.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap activities.JobSnapshot) error {
+		b.saved = append(b.saved, snap)
+		return nil
+	})
+	t.Cleanup(func() { b.env.AssertExpectations(t) })
+	return b
+}
+
+func input() workflows.JobInput {
+	return workflows.JobInput{
+		JobID:     "0193a9d4-7c5e-7000-8000-000000000001",
+		Service:   providers.Transcriptions,
+		Tenant:    "acme",
+		UserID:    "alice",
+		Input:     json.RawMessage(`{"type":"audio","url":"https://media.test/a.wav"}`),
+		CreatedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
+	}
+}
+
+func routeTo(provider string, attempt int) activities.RouteOutput {
+	reason := policy.ReasonDefault
+	if attempt > 1 {
+		reason = policy.ReasonFailover
+	}
+	return activities.RouteOutput{Routing: policy.RoutingInfo{
+		ProviderID: provider, Reason: reason, Attempt: attempt,
+		ProviderEvaluations: []policy.Evaluation{{ProviderID: provider, Selected: true, Reason: policy.EvalSelected}},
+	}, WorkerID: "worker-1"}
+}
+
+func attemptIs(n int) any {
+	return mock.MatchedBy(func(in activities.RouteInput) bool { return in.Attempt == n })
+}
+
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) activities.JobSnapshot {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var snap activities.JobSnapshot
+	require.NoError(t, env.GetWorkflowResult(&snap))
+	return snap
+}
+
+func TestJobCompletes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.ProviderID == "sandbox-fast" && in.JobID == input().JobID
+	})).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`), WorkerID: "worker-2"}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, 100, snap.Progress)
+	require.JSONEq(t, `{"format":"json"}`, string(snap.Result))
+	require.Equal(t, "sandbox-fast", snap.Provider)
+	require.Equal(t, "worker-2", snap.WorkerID)
+	require.NotNil(t, snap.ProcessedAt)
+	require.NotNil(t, snap.CompletedAt)
+	require.Len(t, snap.RoutingHistory, 1)
+	require.Nil(t, snap.Error)
+
+	require.Len(t, b.saved, 2, "one projection write on entering processing, one at the end")
+	require.Equal(t, store.StatusProcessing, b.saved[0].Status)
+	require.Equal(t, 0, b.saved[0].Progress)
+	require.NotNil(t, b.saved[0].Routing)
+	require.Equal(t, store.StatusCompleted, b.saved[1].Status)
+	require.Less(t, b.saved[0].Revision, b.saved[1].Revision, "revisions increase")
+}
+
+func TestJobFailsOverToNextProvider(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+		return in.Attempt == 2 && len(in.Failed) == 1 && in.Failed[0] == "sandbox-flaky"
+	})).Return(routeTo("sandbox-fast", 2), nil).Once()
+	unavailable := temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.ProviderID == "sandbox-flaky"
+	})).Return(activities.CallOutput{}, unavailable).Times(3) // the retry policy's three tries
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.ProviderID == "sandbox-fast"
+	})).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, "sandbox-fast", snap.Provider)
+	require.Len(t, snap.RoutingHistory, 2)
+	require.Equal(t, "sandbox-flaky", snap.RoutingHistory[0].ProviderID)
+	require.Equal(t, policy.ReasonFailover, snap.RoutingHistory[1].Reason)
+	require.Equal(t, 2, snap.Routing.Attempt)
+	require.Equal(t, snap.RoutingHistory[1], *snap.Routing)
+	require.Equal(t, b.saved[0].ProcessedAt, snap.ProcessedAt, "processed_at is when the job first left pending")
+}
+
+func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
+		Error: &activities.JobError{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+	}, nil).Once()
+	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, rejected).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
+	require.Len(t, snap.RoutingHistory, 1, "a decision without a provider is not a routing")
+	require.NotNil(t, snap.CompletedAt)
+	require.Nil(t, snap.Result)
+}
+
+func TestUnreadableInputFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	inputErr := temporal.NewNonRetryableApplicationError("HEAD answered 404", activities.ErrTypeInvalidInput, nil,
+		activities.JobError{Code: "AUDIO_UNREADABLE", Message: "the audio at input.url could not be read (404)"})
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, inputErr).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, "AUDIO_UNREADABLE", snap.Error.Code)
+	require.Contains(t, snap.Error.Message, "404")
+}
+
+func TestNoEligibleProvider(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{
+		Routing: policy.RoutingInfo{ProviderEvaluations: []policy.Evaluation{{ProviderID: "sandbox-fast", Reason: policy.EvalOptionNotSupported}}},
+		Error:   &activities.JobError{Code: policy.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
+	}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, policy.CodeNoEligibleProvider, snap.Error.Code)
+	require.Nil(t, snap.Routing, "a job that never left pending has no routing")
+	require.Nil(t, snap.ProcessedAt)
+	require.Empty(t, snap.RoutingHistory)
+	require.Len(t, b.saved, 1)
+}
+
+func TestCancelWhileProcessing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	require.True(t, b.env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.True(t, errors.As(b.env.GetWorkflowError(), &canceled), "the workflow ends cancelled: %v", b.env.GetWorkflowError())
+	last := b.saved[len(b.saved)-1]
+	require.Equal(t, store.StatusFailed, last.Status)
+	require.Equal(t, workflows.CodeCancelled, last.Error.Code)
+	require.NotNil(t, last.CompletedAt)
+}
+
+func TestStateQuery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Minute).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.RegisterDelayedCallback(func() {
+		value, err := b.env.QueryWorkflow(workflows.StateQuery)
+		require.NoError(t, err)
+		var snap activities.JobSnapshot
+		require.NoError(t, value.Get(&snap))
+		require.Equal(t, store.StatusProcessing, snap.Status)
+	}, 30*time.Second)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+}
