@@ -1,0 +1,231 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func capability(amount float64, features ...string) *providers.Capability {
+	return &providers.Capability{Features: features, Pricing: providers.Pricing{Unit: "per_minute", Amount: amount, Currency: "USD"}}
+}
+
+func catalog() []*providers.Provider {
+	return []*providers.Provider{
+		{ID: "pricey", Services: map[providers.ServiceID]*providers.Capability{
+			providers.Transcriptions: capability(0.02, "timestamps", "diarization", "language_detection"),
+		}},
+		{ID: "cheap", Services: map[providers.ServiceID]*providers.Capability{
+			providers.Transcriptions: capability(0.005, "timestamps", "language_detection"),
+		}},
+		{ID: "mid", Services: map[providers.ServiceID]*providers.Capability{
+			providers.Transcriptions: capability(0.01, "timestamps", "language_detection"),
+		}},
+		{ID: "llm-only", Services: map[providers.ServiceID]*providers.Capability{
+			providers.LLMTasks: {Models: []string{"m1"}},
+		}},
+	}
+}
+
+func needs(features ...string) policy.Requirements {
+	return policy.Requirements{Service: providers.Transcriptions, Features: features}
+}
+
+func evaluation(t *testing.T, info policy.RoutingInfo, provider string) policy.Evaluation {
+	t.Helper()
+	for _, e := range info.ProviderEvaluations {
+		if e.ProviderID == provider {
+			return e
+		}
+	}
+	t.Fatalf("no evaluation for %s in %+v", provider, info.ProviderEvaluations)
+	return policy.Evaluation{}
+}
+
+func TestDefaultRouting(t *testing.T) {
+	t.Parallel()
+	statuses := func(m map[string]providers.Status) func(p *providers.Provider) (providers.Status, providers.Status) {
+		return func(p *providers.Provider) (providers.Status, providers.Status) {
+			if s, ok := m[p.ID]; ok {
+				return s, providers.StatusActive
+			}
+			return providers.StatusActive, providers.StatusActive
+		}
+	}
+	tests := []struct {
+		name       string
+		req        policy.Request
+		want       string
+		wantReason policy.Reason
+		evals      map[string]string
+		wantCode   string
+	}{
+		{
+			name:       "cheapest capable provider wins",
+			req:        policy.Request{Needs: needs("timestamps")},
+			want:       "cheap",
+			wantReason: policy.ReasonDefault,
+			evals:      map[string]string{"cheap": policy.EvalSelected, "mid": policy.EvalNotChosen, "pricey": policy.EvalNotChosen, "llm-only": policy.EvalServiceNotSupported},
+		},
+		{
+			name:  "a feature only one provider has",
+			req:   policy.Request{Needs: needs("diarization")},
+			want:  "pricey",
+			evals: map[string]string{"cheap": policy.EvalOptionNotSupported, "mid": policy.EvalOptionNotSupported},
+		},
+		{
+			name:  "disabled providers are excluded",
+			req:   policy.Request{Needs: needs(), Status: statuses(map[string]providers.Status{"cheap": providers.StatusDisabled})},
+			want:  "mid",
+			evals: map[string]string{"cheap": policy.EvalProviderDisabled},
+		},
+		{
+			name:  "degraded providers rank after active ones",
+			req:   policy.Request{Needs: needs(), Status: statuses(map[string]providers.Status{"cheap": providers.StatusDegraded, "mid": providers.StatusDegraded})},
+			want:  "pricey",
+			evals: map[string]string{"cheap": policy.EvalProviderDegraded, "mid": policy.EvalProviderDegraded},
+		},
+		{
+			name:  "tenant switches exclude providers",
+			req:   policy.Request{Needs: needs(), TenantAllows: func(id string) bool { return id != "cheap" }},
+			want:  "mid",
+			evals: map[string]string{"cheap": policy.EvalTenantProviderDisabled},
+		},
+		{
+			name:       "failover skips providers that failed",
+			req:        policy.Request{Needs: needs(), Failed: []string{"cheap"}, Attempt: 2},
+			want:       "mid",
+			wantReason: policy.ReasonFailover,
+			evals:      map[string]string{"cheap": policy.EvalFailed, "mid": policy.EvalSelected},
+		},
+		{
+			name:     "nothing capable",
+			req:      policy.Request{Needs: policy.Requirements{Service: providers.VideoAnalyses}},
+			wantCode: policy.CodeNoEligibleProvider,
+			evals:    map[string]string{"cheap": policy.EvalServiceNotSupported},
+		},
+		{
+			name:     "every candidate failed",
+			req:      policy.Request{Needs: needs("diarization"), Failed: []string{"pricey"}, Attempt: 2},
+			wantCode: policy.CodeProvidersExhausted,
+			evals:    map[string]string{"pricey": policy.EvalFailed},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.req.Catalog, tt.req.Now = catalog(), now
+			info, err := policy.Decide(tt.req)
+			if tt.wantCode != "" {
+				var nc *policy.NoCandidateError
+				require.True(t, errors.As(err, &nc), "error %v", err)
+				require.ErrorIs(t, err, policy.ErrNoCandidate)
+				require.Equal(t, tt.wantCode, nc.Code)
+				info.ProviderEvaluations = nc.Evaluations
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tt.want, info.ProviderID)
+				if tt.wantReason != "" {
+					require.Equal(t, tt.wantReason, info.Reason)
+				}
+				require.Equal(t, policy.SourceNone, info.PolicySource)
+				require.Equal(t, now, info.DecidedAt)
+				selected := 0
+				for _, e := range info.ProviderEvaluations {
+					if e.Selected {
+						selected++
+						require.Equal(t, tt.want, e.ProviderID)
+					}
+				}
+				require.Equal(t, 1, selected, "exactly one evaluation is selected")
+			}
+			for provider, reason := range tt.evals {
+				e := evaluation(t, info, provider)
+				require.Equal(t, reason, e.Reason, "reason for %s", provider)
+				require.NotEmpty(t, e.Message)
+				require.Equal(t, now, e.EvaluatedAt)
+			}
+			require.Len(t, info.ProviderEvaluations, len(catalog()), "every catalog provider is evaluated")
+		})
+	}
+}
+
+func TestExplicitChoice(t *testing.T) {
+	t.Parallel()
+	info, err := policy.Decide(policy.Request{Needs: needs(), Catalog: catalog(), Explicit: "pricey", Attempt: 1, Now: now})
+	require.NoError(t, err)
+	require.Equal(t, "pricey", info.ProviderID)
+	require.Equal(t, policy.ReasonExplicitChoice, info.Reason)
+	require.Empty(t, info.PolicyID)
+	require.Equal(t, 1, info.Attempt)
+
+	_, err = policy.Decide(policy.Request{Needs: needs(), Catalog: catalog(), Explicit: "pricey", Failed: []string{"pricey"}, Attempt: 2, Now: now})
+	var nc *policy.NoCandidateError
+	require.True(t, errors.As(err, &nc))
+	require.Equal(t, policy.CodeProvidersExhausted, nc.Code, "an explicit choice has no other candidate")
+}
+
+func TestUnsupported(t *testing.T) {
+	t.Parallel()
+	p := &providers.Provider{ID: "p", Services: map[providers.ServiceID]*providers.Capability{
+		providers.Transcriptions: {Features: []string{"timestamps"}, Languages: []string{"en", "de"}},
+		providers.Translations:   {SourceLanguages: []string{"en"}, TargetLanguages: []string{"de", "fr"}},
+		providers.LLMTasks:       {Models: []string{"m1"}},
+	}}
+	tests := []struct {
+		name   string
+		req    policy.Requirements
+		reason string
+	}{
+		{"supported", policy.Requirements{Service: providers.Transcriptions, Features: []string{"timestamps"}, Language: "en"}, ""},
+		{"regional form of a listed language", policy.Requirements{Service: providers.Transcriptions, Language: "en-GB"}, ""},
+		{"unlisted language", policy.Requirements{Service: providers.Transcriptions, Language: "fr"}, policy.EvalOptionNotSupported},
+		{"missing feature", policy.Requirements{Service: providers.Transcriptions, Features: []string{"diarization"}}, policy.EvalOptionNotSupported},
+		{"service not offered", policy.Requirements{Service: providers.VideoAnalyses}, policy.EvalServiceNotSupported},
+		{"target language", policy.Requirements{Service: providers.Translations, TargetLanguage: "es"}, policy.EvalOptionNotSupported},
+		{"source language", policy.Requirements{Service: providers.Translations, SourceLanguage: "ja", TargetLanguage: "de"}, policy.EvalOptionNotSupported},
+		{"model", policy.Requirements{Service: providers.LLMTasks, Model: "m2"}, policy.EvalOptionNotSupported},
+		{"listed model", policy.Requirements{Service: providers.LLMTasks, Model: "m1"}, ""},
+	}
+	for _, tt := range tests {
+		reason, message := policy.Unsupported(p, tt.req)
+		require.Equal(t, tt.reason, reason, tt.name)
+		if tt.reason != "" {
+			require.NotEmpty(t, message, tt.name)
+		}
+	}
+}
+
+func TestRequirementsOf(t *testing.T) {
+	t.Parallel()
+	req, err := policy.RequirementsOf(providers.Transcriptions, json.RawMessage(`{"type":"audio","url":"https://x.test/a"}`), json.RawMessage(`{"diarization":true,"language":"de"}`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"timestamps", "diarization"}, req.Features, "timestamps default to true; a given language needs no detection")
+	require.Equal(t, "de", req.Language)
+
+	req, err = policy.RequirementsOf(providers.Transcriptions, json.RawMessage(`{}`), json.RawMessage(`{"timestamps":false}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"language_detection"}, req.Features)
+
+	req, err = policy.RequirementsOf(providers.Translations, json.RawMessage(`{"type":"text","content":"hi","target_language":"de"}`), json.RawMessage(`{"formality":"formal","source_language":"en"}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"formality"}, req.Features)
+	require.Equal(t, "en", req.SourceLanguage)
+	require.Equal(t, "de", req.TargetLanguage)
+
+	req, err = policy.RequirementsOf(providers.VideoAnalyses, json.RawMessage(`{"url":"https://x.test/v","features":["labels","ocr"]}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"labels", "ocr"}, req.Features)
+
+	req, err = policy.RequirementsOf(providers.LLMTasks, json.RawMessage(`{}`), json.RawMessage(`{"model":"m1"}`))
+	require.NoError(t, err)
+	require.Equal(t, "m1", req.Model)
+}
