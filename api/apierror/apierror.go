@@ -1,0 +1,93 @@
+// Package apierror is the one error type API handlers and middleware return;
+// the API renders it as {"error": {"code", "message"}}.
+package apierror
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error is an API error with its HTTP status and machine-readable code.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	// Header holds extra response headers (WWW-Authenticate, Retry-After).
+	Header http.Header
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// New builds an error with a formatted message.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithHeader returns the error with one more response header.
+func (e *Error) WithHeader(key, value string) *Error {
+	if e.Header == nil {
+		e.Header = http.Header{}
+	}
+	e.Header.Set(key, value)
+	return e
+}
+
+// Codes of decisions.md section 4.
+const (
+	CodeUnauthorized       = "UNAUTHORIZED"
+	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"
+	CodeForbidden          = "FORBIDDEN"
+	CodeNotFound           = "NOT_FOUND"
+	CodeResultNotReady     = "RESULT_NOT_READY"
+	CodeJobFailed          = "JOB_FAILED"
+	CodeJobFinished        = "JOB_FINISHED"
+	CodeMalformedJSON      = "MALFORMED_JSON"
+	CodePayloadTooLarge    = "PAYLOAD_TOO_LARGE"
+	CodeValidation         = "VALIDATION_ERROR"
+	CodeProviderAndPolicy  = "PROVIDER_AND_POLICY"
+	CodeUnknownProvider    = "UNKNOWN_PROVIDER"
+	CodeUnknownPolicy      = "UNKNOWN_POLICY"
+	CodeUnsupportedOption  = "UNSUPPORTED_OPTION"
+	CodeServiceDisabled    = "SERVICE_DISABLED"
+	CodeProviderDisabled   = "PROVIDER_DISABLED"
+	CodeServiceNotEnabled  = "SERVICE_NOT_ENABLED"
+	CodeProviderNotEnabled = "PROVIDER_NOT_ENABLED"
+	CodeConflict           = "CONFLICT"
+	CodeRateLimited        = "RATE_LIMITED"
+	CodeNotAcceptable      = "NOT_ACCEPTABLE"
+	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
+	CodeInternal           = "INTERNAL_ERROR"
+	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
+)
+
+// Unauthorized is the 401 for a missing or invalid token.
+func Unauthorized(message string) *Error {
+	return New(http.StatusUnauthorized, CodeUnauthorized, "%s", message).
+		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
+}
+
+// InsufficientScope is the 403 for a token without the needed scope.
+func InsufficientScope(scope string) *Error {
+	return New(http.StatusForbidden, CodeInsufficientScope, "the token lacks the scope %q", scope)
+}
+
+// Forbidden is the 403 for a caller without the privilege.
+func Forbidden(format string, args ...any) *Error {
+	return New(http.StatusForbidden, CodeForbidden, format, args...)
+}
+
+// NotFound is the 404 for an unknown (or hidden) resource.
+func NotFound(format string, args ...any) *Error {
+	return New(http.StatusNotFound, CodeNotFound, format, args...)
+}
+
+// Validation is the 422 for a request field that breaks a rule; pointer is
+// the field's JSON pointer.
+func Validation(pointer, format string, args ...any) *Error {
+	return New(http.StatusUnprocessableEntity, CodeValidation, "%s: %s", pointer, fmt.Sprintf(format, args...))
+}
+
+// Unprocessable is a 422 with a specific code.
+func Unprocessable(code, format string, args ...any) *Error {
+	return New(http.StatusUnprocessableEntity, code, format, args...)
+}

@@ -1,0 +1,477 @@
+package auth_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/gin-gonic/gin"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.TestMode)
+	os.Exit(m.Run())
+}
+
+const audience = "ai-job-gateway"
+
+// bundle is one dev issuer served over HTTP, a verifier for it and an API
+// router behind auth.Middleware.
+type bundle struct {
+	dataDir  string
+	issuer   *devidp.Issuer
+	server   *httptest.Server
+	handler  *atomic.Pointer[http.Handler] // swapped to simulate a restart
+	verifier *auth.Verifier
+	api      *gin.Engine
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := &bundle{dataDir: t.TempDir(), handler: &atomic.Pointer[http.Handler]{}}
+	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*b.handler.Load()).ServeHTTP(w, r)
+	}))
+	b.issuer = b.openIssuer(t)
+	b.server.Start()
+	t.Cleanup(b.server.Close)
+	b.verifier = auth.NewVerifier(b.issuer.URL(), audience, b.server.Client())
+	b.api = newAPI(b.verifier)
+	return b
+}
+
+// openIssuer opens the issuer from the data dir and serves it.
+func (b *bundle) openIssuer(t *testing.T) *devidp.Issuer {
+	t.Helper()
+	iss, err := devidp.Open(b.dataDir, "http://"+b.server.Listener.Addr().String()+devidp.Path)
+	require.NoError(t, err)
+	r := gin.New()
+	iss.Routes(r)
+	var h http.Handler = r
+	b.handler.Store(&h)
+	return iss
+}
+
+func (b *bundle) mint(t *testing.T, req devidp.TokenRequest) string {
+	t.Helper()
+	token, err := b.issuer.Mint(req)
+	require.NoError(t, err)
+	return token
+}
+
+// signWithDevKey signs arbitrary claims with the dev key on disk, for tokens
+// the issuer would never mint.
+func (b *bundle) signWithDevKey(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(b.dataDir, "dev-oidc", "signing-key.json"))
+	require.NoError(t, err)
+	var key jose.JSONWebKey
+	require.NoError(t, json.Unmarshal(raw, &key))
+	return sign(t, key, claims)
+}
+
+func sign(t *testing.T, key jose.JSONWebKey, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
+	require.NoError(t, err)
+	token, err := jwt.Signed(signer).Claims(claims).Serialize()
+	require.NoError(t, err)
+	return token
+}
+
+// validClaims are the claims of a good token, to be varied by tests.
+func (b *bundle) validClaims() map[string]any {
+	now := time.Now()
+	return map[string]any{
+		"iss": b.issuer.URL(), "sub": "alice", "aud": audience, "tenant_id": "acme",
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(), "scope": "jobs:read",
+	}
+}
+
+// renderErrors stands in for the API's error renderer.
+func renderErrors(c *gin.Context) {
+	c.Next()
+	for _, e := range c.Errors {
+		var apiErr *apierror.Error
+		if errors.As(e.Err, &apiErr) {
+			for k, vs := range apiErr.Header {
+				for _, v := range vs {
+					c.Writer.Header().Add(k, v)
+				}
+			}
+			c.JSON(apiErr.Status, gin.H{"error": gin.H{"code": apiErr.Code, "message": apiErr.Message}})
+			return
+		}
+	}
+}
+
+func newAPI(v *auth.Verifier) *gin.Engine {
+	r := gin.New()
+	r.Use(renderErrors)
+	g := r.Group("/v1", auth.Middleware(v))
+	g.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, auth.CallerFrom(c)) })
+	g.GET("/scoped", auth.RequireScope("jobs:write"), func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	g.GET("/admin", auth.RequireSuperAdmin(), func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	g.GET("/effective", func(c *gin.Context) {
+		tenant, user, err := auth.EffectiveIdentity(c)
+		if err != nil {
+			_ = c.Error(err)
+			c.Abort()
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"tenant": tenant, "user": user})
+	})
+	return r
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func (r reply) errorCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+func (r reply) errorMessage() string {
+	e, _ := r.body["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	return msg
+}
+
+func (b *bundle) call(t *testing.T, path, authorization string, headers ...string) reply {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	b.api.ServeHTTP(rec, req)
+	out := reply{status: rec.Code, header: rec.Header()}
+	if rec.Body.Len() > 0 {
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out.body))
+	}
+	return out
+}
+
+func requireUnauthorized(t *testing.T, r reply, message string) {
+	t.Helper()
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Equal(t, apierror.CodeUnauthorized, r.errorCode())
+	require.Equal(t, `Bearer error="invalid_token"`, r.header.Get("WWW-Authenticate"))
+	require.Contains(t, r.errorMessage(), message)
+}
+
+func TestValidTokenYieldsCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.mint(t, devidp.TokenRequest{
+		Tenant: "acme", Subject: "alice", Scopes: []string{"jobs:read", "admin:cross-tenant"},
+		Roles: []string{"super-admin"}, Audience: audience,
+	})
+
+	caller, err := b.verifier.Verify(context.Background(), token)
+	require.NoError(t, err)
+	require.Equal(t, auth.Caller{
+		Subject: "alice", Tenant: "acme",
+		Scopes: []string{"jobs:read", "admin:cross-tenant"}, Roles: []string{"super-admin"},
+	}, caller)
+	require.True(t, caller.HasScope("jobs:read"))
+	require.False(t, caller.HasScope("jobs:write"))
+	require.True(t, caller.IsSuperAdmin())
+	require.True(t, caller.CrossTenant())
+
+	r := b.call(t, "/v1/whoami", "Bearer "+token)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "alice", r.body["Subject"])
+	r = b.call(t, "/v1/whoami", "bearer "+token)
+	require.Equal(t, http.StatusOK, r.status, "the scheme is case-insensitive")
+}
+
+func TestTokenWithoutTenantIsAllowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	caller, err := b.verifier.Verify(context.Background(), b.mint(t, devidp.TokenRequest{Subject: "root", Roles: []string{"super-admin"}}))
+	require.NoError(t, err)
+	require.Empty(t, caller.Tenant)
+	require.Nil(t, caller.Scopes)
+	require.True(t, caller.IsSuperAdmin())
+}
+
+func TestScopeAndRolesClaimForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	claims := b.validClaims()
+	claims["scope"] = []string{"a:read", "b:write"}
+	claims["roles"] = "super-admin"
+	caller, err := b.verifier.Verify(context.Background(), b.signWithDevKey(t, claims))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a:read", "b:write"}, caller.Scopes)
+	require.Equal(t, []string{"super-admin"}, caller.Roles)
+}
+
+func TestRejectedTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+
+	otherKeyIssuer, err := devidp.Open(t.TempDir(), b.issuer.URL()) // same iss, other key
+	require.NoError(t, err)
+	otherURLIssuer, err := devidp.Open(b.dataDir, "http://127.0.0.1:1/dev/oidc") // same key, other iss
+	require.NoError(t, err)
+	impostorKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	forged := b.validClaims()
+
+	withClaims := func(change func(map[string]any)) string {
+		claims := b.validClaims()
+		change(claims)
+		return b.signWithDevKey(t, claims)
+	}
+	hs256, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: []byte("0123456789abcdef0123456789abcdef")}, nil)
+	require.NoError(t, err)
+	hsToken, err := jwt.Signed(hs256).Claims(b.validClaims()).Serialize()
+	require.NoError(t, err)
+	mustMint := func(iss *devidp.Issuer, req devidp.TokenRequest) string {
+		token, err := iss.Mint(req)
+		require.NoError(t, err)
+		return token
+	}
+	at := func(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+	for _, tc := range []struct {
+		name    string
+		token   string
+		kind    error
+		message string
+	}{
+		{"expired", mustMint(b.issuer.WithClock(at(now.Add(-2*time.Hour))), devidp.TokenRequest{Subject: "a"}), auth.ErrExpired, "expired"},
+		{"nbf beyond go-oidc's 5 min leeway", mustMint(b.issuer.WithClock(at(now.Add(10*time.Minute))), devidp.TokenRequest{Subject: "a"}), auth.ErrNotYetValid, "not valid yet"},
+		{"nbf within go-oidc's leeway but beyond ours", mustMint(b.issuer.WithClock(at(now.Add(3*time.Minute))), devidp.TokenRequest{Subject: "a"}), auth.ErrNotYetValid, "not valid yet"},
+		{"wrong audience", mustMint(b.issuer, devidp.TokenRequest{Subject: "a", Audience: "another-api"}), auth.ErrAudience, `audience does not include "ai-job-gateway"`},
+		{"wrong issuer", mustMint(otherURLIssuer, devidp.TokenRequest{Subject: "a"}), auth.ErrIssuer, "not issued by " + b.issuer.URL()},
+		{"signed by another key", mustMint(otherKeyIssuer, devidp.TokenRequest{Subject: "a"}), auth.ErrSignature, "signature"},
+		{"another key claiming the dev kid", sign(t, jose.JSONWebKey{Key: impostorKey, KeyID: b.issuer.KeyID()}, forged), auth.ErrSignature, "signature"},
+		{"HS256", hsToken, auth.ErrMalformed, "supported algorithm"},
+		{"not a JWT", "not-a-jwt", auth.ErrMalformed, "supported algorithm"},
+		{"no sub", withClaims(func(c map[string]any) { delete(c, "sub") }), auth.ErrClaims, "no subject"},
+		{"no exp", withClaims(func(c map[string]any) { delete(c, "exp") }), auth.ErrClaims, "no expiry"},
+		{"tenant_id not a string", withClaims(func(c map[string]any) { c["tenant_id"] = 7 }), auth.ErrClaims, "malformed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := b.verifier.Verify(context.Background(), tc.token)
+			require.ErrorIs(t, err, tc.kind)
+			var te *auth.TokenError
+			require.ErrorAs(t, err, &te)
+			requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+tc.token), tc.message)
+		})
+	}
+}
+
+func TestNotBeforeWithinLeewayIsAccepted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	soon := time.Now().Add(20 * time.Second)
+	token := b.mint(t, devidp.TokenRequest{Subject: "a"})
+	token2, err := b.issuer.WithClock(func() time.Time { return soon }).Mint(devidp.TokenRequest{Subject: "a"})
+	require.NoError(t, err)
+	for _, tok := range []string{token, token2} {
+		_, err := b.verifier.Verify(context.Background(), tok)
+		require.NoError(t, err)
+	}
+}
+
+func TestMalformedAuthorizationHeader(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	valid := b.mint(t, devidp.TokenRequest{Subject: "a"})
+	for header, message := range map[string]string{
+		"":                        "missing bearer token",
+		"Basic x":                 "Bearer scheme",
+		"Bearer":                  "no token",
+		"Bearer   ":               "no token",
+		"Bearer " + valid + " x":  "single JWT",
+		"Token " + valid:          "Bearer scheme",
+		"Bearer not.a.jwt-at-all": "supported algorithm",
+	} {
+		requireUnauthorized(t, b.call(t, "/v1/whoami", header), message)
+	}
+}
+
+func TestRequireScopeAndSuperAdmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plain := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "acme", Subject: "a", Scopes: []string{"jobs:read"}})
+	writer := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "acme", Subject: "a", Scopes: []string{"jobs:write"}})
+	admin := "Bearer " + b.mint(t, devidp.TokenRequest{Subject: "root", Roles: []string{"super-admin"}})
+
+	r := b.call(t, "/v1/scoped", plain)
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Equal(t, apierror.CodeInsufficientScope, r.errorCode())
+	require.Contains(t, r.errorMessage(), "jobs:write")
+	require.Equal(t, http.StatusNoContent, b.call(t, "/v1/scoped", writer).status)
+
+	r = b.call(t, "/v1/admin", writer)
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Equal(t, apierror.CodeForbidden, r.errorCode())
+	require.Equal(t, http.StatusNoContent, b.call(t, "/v1/admin", admin).status)
+}
+
+func TestEffectiveIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	regular := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "acme", Subject: "alice", Scopes: []string{"jobs:read"}})
+	cross := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "ops", Subject: "bob", Scopes: []string{"admin:cross-tenant"}})
+
+	for _, tc := range []struct {
+		name         string
+		token        string
+		headers      []string
+		tenant, user string
+		forbidden    bool
+	}{
+		{"token identity", regular, nil, "acme", "alice", false},
+		{"empty headers are absent", regular, []string{auth.HeaderEffectiveTenant, " ", auth.HeaderEffectiveUser, ""}, "acme", "alice", false},
+		{"tenant header without scope", regular, []string{auth.HeaderEffectiveTenant, "globex"}, "", "", true},
+		{"user header without scope", regular, []string{auth.HeaderEffectiveUser, "mallory"}, "", "", true},
+		{"cross-tenant tenant only", cross, []string{auth.HeaderEffectiveTenant, "globex"}, "globex", "bob", false},
+		{"cross-tenant both", cross, []string{auth.HeaderEffectiveTenant, "globex", auth.HeaderEffectiveUser, "carol"}, "globex", "carol", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := b.call(t, "/v1/effective", tc.token, tc.headers...)
+			if tc.forbidden {
+				require.Equal(t, http.StatusForbidden, r.status)
+				require.Equal(t, apierror.CodeForbidden, r.errorCode())
+				require.Contains(t, r.errorMessage(), "admin:cross-tenant")
+				return
+			}
+			require.Equal(t, http.StatusOK, r.status)
+			require.Equal(t, map[string]any{"tenant": tc.tenant, "user": tc.user}, r.body)
+		})
+	}
+}
+
+func TestHelpersWithoutMiddleware(t *testing.T) {
+	t.Parallel()
+	c, _ := gin.CreateTestContext(httptest.NewRecorder())
+	c.Request = httptest.NewRequest(http.MethodGet, "/", nil)
+	_, ok := auth.LookupCaller(c)
+	require.False(t, ok)
+	require.Panics(t, func() { auth.CallerFrom(c) })
+	_, _, err := auth.EffectiveIdentity(c)
+	var apiErr *apierror.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusUnauthorized, apiErr.Status)
+
+	auth.SetCaller(c, auth.Caller{Subject: "s", Tenant: "t"})
+	require.Equal(t, "t", auth.CallerFrom(c).Tenant)
+}
+
+func TestTokenFromTokenEndpointVerifies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp, err := b.server.Client().PostForm(b.issuer.URL()+"/token", url.Values{
+		"grant_type": {"client_credentials"}, "client_id": {"ci-bot"},
+		"scope": {"llm-tasks:write llm-tasks:read"}, "tenant_id": {"acme"},
+	})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+
+	caller, err := b.verifier.Verify(context.Background(), body.AccessToken)
+	require.NoError(t, err)
+	require.Equal(t, auth.Caller{Subject: "ci-bot", Tenant: "acme", Scopes: []string{"llm-tasks:write", "llm-tasks:read"}}, caller)
+}
+
+func TestTokensOutliveRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := b.issuer
+	token := b.mint(t, devidp.TokenRequest{Tenant: "acme", Subject: "alice"})
+
+	// Restart: reopen the issuer from the data dir and verify with a fresh
+	// verifier (no cached keys).
+	after := b.openIssuer(t)
+	require.Equal(t, before.KeyID(), after.KeyID())
+	fresh := auth.NewVerifier(after.URL(), audience, b.server.Client())
+	caller, err := fresh.Verify(context.Background(), token)
+	require.NoError(t, err)
+	require.Equal(t, "alice", caller.Subject)
+}
+
+func TestLazyDiscovery(t *testing.T) {
+	t.Parallel()
+	// Reserve an address, then leave it closed: the issuer is not up yet.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	dataDir := t.TempDir()
+	iss, err := devidp.Open(dataDir, "http://"+addr+devidp.Path)
+	require.NoError(t, err)
+	v := auth.NewVerifier(iss.URL(), audience, nil)
+	token, err := iss.Mint(devidp.TokenRequest{Subject: "alice"})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.Error(t, v.Ready(ctx))
+	_, err = v.Verify(ctx, token)
+	require.Error(t, err)
+	var te *auth.TokenError
+	require.False(t, errors.As(err, &te), "an unreachable issuer is not the token's fault")
+
+	api := newAPI(v)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	api.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Contains(t, rec.Body.String(), apierror.CodeServiceUnavailable)
+
+	// Now the listener comes up.
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("address %s was taken meanwhile: %v", addr, err)
+	}
+	r := gin.New()
+	iss.Routes(r)
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: r}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	require.NoError(t, v.Ready(ctx))
+	caller, err := v.Verify(ctx, token)
+	require.NoError(t, err)
+	require.Equal(t, "alice", caller.Subject)
+}

@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/gin-gonic/gin"
+)
+
+// Well-known scope, role and header names.
+const (
+	ScopeCrossTenant      = "admin:cross-tenant"
+	RoleSuperAdmin        = "super-admin"
+	HeaderEffectiveTenant = "X-Effective-Tenant-Id"
+	HeaderEffectiveUser   = "X-Effective-User-Id"
+)
+
+// Caller is the verified identity of a request.
+type Caller struct {
+	Subject string   // sub: the user or client
+	Tenant  string   // tenant_id; empty for tenant-less (super-admin tooling) tokens
+	Scopes  []string // scope
+	Roles   []string // roles
+}
+
+// HasScope reports whether the token grants scope.
+func (c Caller) HasScope(scope string) bool { return slices.Contains(c.Scopes, scope) }
+
+// IsSuperAdmin reports whether roles contains super-admin.
+func (c Caller) IsSuperAdmin() bool { return slices.Contains(c.Roles, RoleSuperAdmin) }
+
+// CrossTenant reports whether the token has the admin:cross-tenant scope.
+func (c Caller) CrossTenant() bool { return c.HasScope(ScopeCrossTenant) }
+
+type callerKey struct{}
+
+// SetCaller stores caller on the gin context, as Middleware does (also for
+// handler tests).
+func SetCaller(c *gin.Context, caller Caller) { c.Set(callerKey{}, caller) }
+
+// LookupCaller returns the caller stored by Middleware, if any.
+func LookupCaller(c *gin.Context) (Caller, bool) {
+	v, ok := c.Get(callerKey{})
+	if !ok {
+		return Caller{}, false
+	}
+	caller, ok := v.(Caller)
+	return caller, ok
+}
+
+// CallerFrom returns the caller stored by Middleware. It panics when there is
+// none: a handler that calls it must be routed behind Middleware.
+func CallerFrom(c *gin.Context) Caller {
+	caller, ok := LookupCaller(c)
+	if !ok {
+		panic("auth.CallerFrom: no caller on the context; route the handler behind auth.Middleware")
+	}
+	return caller
+}
+
+// RequireScope answers 403 INSUFFICIENT_SCOPE unless the token has scope.
+func RequireScope(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		caller, ok := LookupCaller(c)
+		if !ok {
+			abort(c, unauthenticated())
+			return
+		}
+		if !caller.HasScope(scope) {
+			abort(c, apierror.InsufficientScope(scope))
+		}
+	}
+}
+
+// RequireSuperAdmin answers 403 FORBIDDEN unless the caller is super-admin.
+func RequireSuperAdmin() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		caller, ok := LookupCaller(c)
+		if !ok {
+			abort(c, unauthenticated())
+			return
+		}
+		if !caller.IsSuperAdmin() {
+			abort(c, apierror.Forbidden("this operation needs the %s role", RoleSuperAdmin))
+		}
+	}
+}
+
+// EffectiveIdentity returns the tenant and user the request acts as: the
+// token's, or those of X-Effective-Tenant-Id / X-Effective-User-Id, which
+// need admin:cross-tenant (else a 403 FORBIDDEN *apierror.Error). Empty
+// header values count as absent.
+func EffectiveIdentity(c *gin.Context) (tenant, user string, err error) {
+	caller, ok := LookupCaller(c)
+	if !ok {
+		return "", "", unauthenticated()
+	}
+	tenant, user = caller.Tenant, caller.Subject
+	effTenant := strings.TrimSpace(c.GetHeader(HeaderEffectiveTenant))
+	effUser := strings.TrimSpace(c.GetHeader(HeaderEffectiveUser))
+	if effTenant == "" && effUser == "" {
+		return tenant, user, nil
+	}
+	if !caller.CrossTenant() {
+		header := HeaderEffectiveTenant
+		if effTenant == "" {
+			header = HeaderEffectiveUser
+		}
+		return "", "", apierror.Forbidden("%s needs the %s scope", header, ScopeCrossTenant)
+	}
+	if effTenant != "" {
+		tenant = effTenant
+	}
+	if effUser != "" {
+		user = effUser
+	}
+	return tenant, user, nil
+}
+
+// unauthenticated is the error of a route reached without Middleware.
+func unauthenticated() *apierror.Error {
+	return apierror.Unauthorized("missing bearer token")
+}
+
+// abort hands err to the API's error renderer and stops the chain.
+func abort(c *gin.Context, err *apierror.Error) {
+	_ = c.Error(err)
+	c.Abort()
+}

@@ -1,0 +1,58 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/gin-gonic/gin"
+)
+
+// Middleware requires a valid bearer token and stores its Caller on the gin
+// context. A missing or rejected token aborts with 401 UNAUTHORIZED; an
+// issuer that cannot be discovered aborts with 503 SERVICE_UNAVAILABLE, since
+// the token may well be fine.
+func Middleware(v *Verifier) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		raw, problem := bearerToken(c.GetHeader("Authorization"))
+		if problem != "" {
+			abort(c, apierror.Unauthorized(problem))
+			return
+		}
+		caller, err := v.Verify(c.Request.Context(), raw)
+		var rejected *TokenError
+		switch {
+		case errors.As(err, &rejected):
+			abort(c, apierror.Unauthorized(rejected.Reason))
+			return
+		case err != nil:
+			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
+				"the identity provider is unavailable, so the token cannot be verified; try again shortly").
+				WithHeader("Retry-After", "5"))
+			return
+		}
+		SetCaller(c, caller)
+	}
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer <token>" header
+// (scheme case-insensitive, RFC 7235); problem says what is wrong otherwise.
+func bearerToken(header string) (token, problem string) {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return "", `missing bearer token: send "Authorization: Bearer <token>"`
+	}
+	scheme, token, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", "the Authorization header must use the Bearer scheme"
+	}
+	token = strings.TrimSpace(token)
+	switch {
+	case token == "":
+		return "", "the Authorization header has no token after Bearer"
+	case strings.ContainsAny(token, " \t"):
+		return "", "the bearer token must be a single JWT"
+	}
+	return token, ""
+}
