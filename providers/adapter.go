@@ -1,0 +1,140 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Call is one provider call for one job.
+type Call struct {
+	JobID    string
+	Service  ServiceID
+	Provider *Provider
+	// Input is the job's input object as validated by the API; decode it
+	// into TranscriptionInput and the like.
+	Input json.RawMessage
+	// Options is the job's options object; it may be empty or null.
+	Options json.RawMessage
+	// ResumeFrom is the progress (0..100) an earlier attempt of this call
+	// reached; adapters that can resume skip the work already done.
+	ResumeFrom int
+	// Report is called with increasing percentages 0..100; it may be nil.
+	Report func(progress int)
+}
+
+// Capability returns the provider's capability for the call's service, or
+// a zero one when the catalog lists none.
+func (c Call) Capability() Capability {
+	if c.Provider != nil {
+		if capab := c.Provider.Services[c.Service]; capab != nil {
+			return *capab
+		}
+	}
+	return Capability{}
+}
+
+// Progress reports progress when the call has a Report function.
+func (c Call) Progress(p int) {
+	if c.Report != nil {
+		c.Report(p)
+	}
+}
+
+// Adapter calls one provider.
+type Adapter interface {
+	// Run performs the call and returns the result object of the job's
+	// service, JSON-encoded. Failures are *Error values, except that a
+	// cancelled or expired ctx gives ctx.Err().
+	Run(ctx context.Context, call Call) (json.RawMessage, error)
+}
+
+// Factory builds the adapter of a provider, validating p.Settings.
+type Factory func(p *Provider) (Adapter, error)
+
+// ErrorKind tells the caller of an adapter what to do about a failure.
+type ErrorKind int
+
+// Error kinds.
+const (
+	// KindRetryable is a transient failure (429, 5xx, timeouts, network):
+	// retry the same provider.
+	KindRetryable ErrorKind = iota
+	// KindPermanent means the provider refuses this job for good (4xx
+	// auth, unsupported input): try another provider.
+	KindPermanent
+	// KindInput means the job's input itself is bad (unreadable audio):
+	// fail the job at once.
+	KindInput
+)
+
+// String names the kind.
+func (k ErrorKind) String() string {
+	switch k {
+	case KindRetryable:
+		return "retryable"
+	case KindPermanent:
+		return "permanent"
+	case KindInput:
+		return "input"
+	}
+	return fmt.Sprintf("ErrorKind(%d)", int(k))
+}
+
+// Error codes adapters use; Code becomes the failed job's error code when
+// the failure ends the job.
+const (
+	CodeProviderUnavailable = "PROVIDER_UNAVAILABLE" // retryable
+	CodeProviderRejected    = "PROVIDER_REJECTED"    // permanent
+	CodeBadResponse         = "PROVIDER_BAD_RESPONSE"
+	CodeUnsupportedService  = "UNSUPPORTED_SERVICE"
+	CodeUnsupportedInput    = "UNSUPPORTED_INPUT"
+	CodeUnsupportedOption   = "UNSUPPORTED_OPTION"
+	CodeFileTooLarge        = "FILE_TOO_LARGE"
+	CodeAudioUnreadable     = "AUDIO_UNREADABLE" // input error, transcriptions
+	CodeInputUnreadable     = "INPUT_UNREADABLE" // input error, other services
+	CodeInvalidInput        = "INVALID_INPUT"
+)
+
+// Error is a classified provider call failure.
+type Error struct {
+	Kind       ErrorKind
+	Code       string
+	Message    string
+	StatusCode int // HTTP status of the provider's answer, when there was one
+	Err        error
+}
+
+// Error returns the code, the message and the cause.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Code)
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable builds a KindRetryable error.
+func Retryable(code, msg string, err error) *Error {
+	return &Error{Kind: KindRetryable, Code: code, Message: msg, Err: err}
+}
+
+// Permanent builds a KindPermanent error.
+func Permanent(code, msg string, err error) *Error {
+	return &Error{Kind: KindPermanent, Code: code, Message: msg, Err: err}
+}
+
+// InputError builds a KindInput error.
+func InputError(code, msg string, err error) *Error {
+	return &Error{Kind: KindInput, Code: code, Message: msg, Err: err}
+}

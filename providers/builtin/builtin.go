@@ -1,0 +1,28 @@
+// Package builtin lists the adapters that ship with the gateway.
+package builtin
+
+import (
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/openai"
+	"github.com/ai-job-gateway/gateway/providers/sandbox"
+)
+
+// Factories returns the built-in adapter factories keyed by adapter name.
+func Factories() map[string]providers.Factory {
+	return map[string]providers.Factory{
+		"sandbox": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := sandbox.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"openai": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := openai.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+	}
+}

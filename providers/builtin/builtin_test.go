@@ -1,0 +1,54 @@
+package builtin_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/builtin"
+)
+
+func TestDefaultCatalogBuilds(t *testing.T) {
+	t.Parallel()
+
+	r, err := providers.NewRegistry(providers.DefaultCatalog(), builtin.Factories())
+	require.NoError(t, err)
+	for _, p := range r.Catalog().Providers {
+		_, ok := r.Adapter(p.ID)
+		require.True(t, ok, "adapter for %s", p.ID)
+	}
+
+	a, _ := r.Adapter("sandbox-fast")
+	out, err := a.Run(context.Background(), providers.Call{
+		Service: providers.LLMTasks, Provider: r.Catalog().Providers[0],
+		Input: json.RawMessage(`{"type":"text","text":"hello","prompt":"Say hi"}`),
+	})
+	require.NoError(t, err)
+	require.Contains(t, string(out), "[sandbox]")
+}
+
+func TestCatalogErrorsNameTheProvider(t *testing.T) {
+	t.Parallel()
+
+	c, err := providers.ParseCatalog([]byte(`
+providers:
+  - id: gpt
+    name: GPT
+    adapter: openai
+    settings: {base_url: "https://api.openai.com/v1"}
+    services:
+      llm-tasks: {pricing: {unit: per_token, amount: 0.000001, currency: USD}}
+  - id: whisper
+    name: Whisper
+    adapter: whisper
+    services:
+      transcriptions: {pricing: {unit: per_minute, amount: 0.006, currency: USD}}
+`))
+	require.NoError(t, err)
+	_, err = providers.NewRegistry(c, builtin.Factories())
+	require.ErrorContains(t, err, `providers file: provider "gpt" (adapter openai): settings: model is missing`)
+	require.ErrorContains(t, err, `providers file: provider "whisper" uses unknown adapter "whisper" (known adapters: openai, sandbox)`)
+}

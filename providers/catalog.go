@@ -1,0 +1,447 @@
+package providers
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/text/language"
+	"gopkg.in/yaml.v3"
+)
+
+// Status is the operational status of a provider or of one of its services.
+type Status string
+
+// Provider and capability statuses.
+const (
+	StatusActive   Status = "active"
+	StatusDegraded Status = "degraded"
+	StatusDisabled Status = "disabled"
+)
+
+// Statuses lists the valid statuses.
+var Statuses = []Status{StatusActive, StatusDegraded, StatusDisabled}
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
+
+// Pricing units.
+const (
+	PerMinute    = "per_minute"
+	PerCharacter = "per_character"
+	PerPage      = "per_page"
+	PerRequest   = "per_request"
+	PerToken     = "per_token"
+)
+
+// PricingUnits lists the valid Pricing.Unit values.
+var PricingUnits = []string{PerMinute, PerCharacter, PerPage, PerRequest, PerToken}
+
+// Catalog is the set of configured providers.
+type Catalog struct {
+	Providers []*Provider `yaml:"providers"` // in file order
+}
+
+// Lookup finds a provider by id.
+func (c *Catalog) Lookup(id string) (*Provider, bool) {
+	for _, p := range c.Providers {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Provider is one backend a job can be routed to.
+type Provider struct {
+	ID            string                    `yaml:"id"`
+	Name          string                    `yaml:"name"`
+	Adapter       string                    `yaml:"adapter"`
+	Quality       float64                   `yaml:"quality"`         // 0..1, optional
+	LatencyMSHint int                       `yaml:"latency_ms_hint"` // optional
+	Status        Status                    `yaml:"status"`          // default active
+	Settings      map[string]any            `yaml:"settings"`        // adapter-specific
+	Services      map[ServiceID]*Capability `yaml:"services"`
+}
+
+// Capability is what a provider offers for one service.
+type Capability struct {
+	Features        []string `json:"features,omitempty" yaml:"features"`
+	Languages       []string `json:"languages,omitempty" yaml:"languages"`
+	SourceLanguages []string `json:"source_languages,omitempty" yaml:"source_languages"`
+	TargetLanguages []string `json:"target_languages,omitempty" yaml:"target_languages"`
+	Models          []string `json:"models,omitempty" yaml:"models"`
+	Limits          Limits   `json:"limits" yaml:"limits"`
+	Pricing         Pricing  `json:"pricing" yaml:"pricing"`
+	Status          Status   `json:"status" yaml:"status"` // default active
+}
+
+// Limits are a capability's published limits; zero means not limited.
+type Limits struct {
+	RequestsPerMinute  int `json:"requests_per_minute" yaml:"requests_per_minute"`
+	RequestsPerDay     int `json:"requests_per_day" yaml:"requests_per_day"`
+	MaxFileSizeMB      int `json:"max_file_size_mb" yaml:"max_file_size_mb"`
+	MaxDurationSeconds int `json:"max_duration_seconds" yaml:"max_duration_seconds"`
+}
+
+// Pricing is the cost of a capability per unit.
+type Pricing struct {
+	Unit     string  `json:"unit" yaml:"unit"` // one of PricingUnits
+	Amount   float64 `json:"amount" yaml:"amount"`
+	Currency string  `json:"currency" yaml:"currency"` // ISO 4217
+}
+
+//go:embed default_catalog.yaml
+var defaultCatalogYAML []byte
+
+// DefaultCatalog is the built-in catalog of sandbox providers; each call
+// returns a fresh copy.
+func DefaultCatalog() *Catalog {
+	c, err := ParseCatalog(defaultCatalogYAML)
+	if err != nil {
+		panic("providers: built-in catalog is invalid: " + err.Error())
+	}
+	return c
+}
+
+// LoadCatalog reads and validates a providers file; an empty path gives
+// DefaultCatalog.
+func LoadCatalog(path string) (*Catalog, error) {
+	if path == "" {
+		return DefaultCatalog(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("providers file: %w (check --providers / GATEWAY_PROVIDERS_FILE)", err)
+	}
+	c, err := ParseCatalog(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseCatalog decodes and validates a providers file: YAML with a top-level
+// providers: list. Unknown keys are errors; every problem found is reported,
+// each naming the provider and field.
+func ParseCatalog(data []byte) (*Catalog, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("providers file: %w", err)
+	}
+	if root.Kind == 0 {
+		return nil, errors.New("providers file: the file is empty; it needs a top-level providers: list")
+	}
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 && root.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("providers file: the top level must be a mapping with a providers: list")
+	}
+	lines := providerLines(&root)
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Catalog
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, explainDecodeError(err, lines)
+	}
+	if err := validateCatalog(&c, lines); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// providerLine is where a provider entry starts in the file.
+type providerLine struct {
+	line int
+	id   string
+}
+
+// providerLines finds the line and id of each entry of the providers list.
+func providerLines(root *yaml.Node) []providerLine {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	top := root.Content[0]
+	var out []providerLine
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "providers" || top.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, item := range top.Content[i+1].Content {
+			pl := providerLine{line: item.Line}
+			if item.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(item.Content); j += 2 {
+					if item.Content[j].Value == "id" {
+						pl.id = item.Content[j+1].Value
+					}
+				}
+			}
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// describe names the provider that starts at or before line.
+func describe(lines []providerLine, line int) string {
+	var found *providerLine
+	for i := range lines {
+		if lines[i].line <= line {
+			found = &lines[i]
+		}
+	}
+	switch {
+	case found == nil:
+		return fmt.Sprintf("line %d", line)
+	case found.id == "":
+		return fmt.Sprintf("line %d (provider on line %d)", line, found.line)
+	default:
+		return fmt.Sprintf("line %d (provider %q)", line, found.id)
+	}
+}
+
+var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+var errorLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// yamlTypes describes the decoded types for unknown-key messages.
+var yamlTypes = map[string]struct {
+	what string
+	typ  reflect.Type
+}{
+	"providers.Catalog":    {"at the top level", reflect.TypeFor[Catalog]()},
+	"providers.Provider":   {"in a provider", reflect.TypeFor[Provider]()},
+	"providers.Capability": {"in a service capability", reflect.TypeFor[Capability]()},
+	"providers.Limits":     {"in limits", reflect.TypeFor[Limits]()},
+	"providers.Pricing":    {"in pricing", reflect.TypeFor[Pricing]()},
+}
+
+// explainDecodeError rewrites yaml.v3 type errors into messages that name
+// the provider and say which keys are allowed.
+func explainDecodeError(err error, lines []providerLine) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("providers file: %w", err)
+	}
+	errs := make([]error, 0, len(te.Errors))
+	for _, msg := range te.Errors {
+		if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			if t, ok := yamlTypes[m[3]]; ok {
+				errs = append(errs, fmt.Errorf("providers file: %s: unknown key %q %s; allowed keys: %s",
+					describe(lines, line), m[2], t.what, strings.Join(yamlKeys(t.typ), ", ")))
+				continue
+			}
+		}
+		if m := errorLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			errs = append(errs, fmt.Errorf("providers file: %s: %s", describe(lines, line), m[2]))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("providers file: %s", msg))
+	}
+	return errors.Join(errs...)
+}
+
+// yamlKeys lists the YAML keys of a struct type.
+func yamlKeys(t reflect.Type) []string {
+	keys := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+var (
+	providerIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]*$`)
+	currencyRE   = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+// validateCatalog checks c, fills in defaults and reports every problem.
+func validateCatalog(c *Catalog, lines []providerLine) error {
+	var errs []error
+	if len(c.Providers) == 0 {
+		return errors.New("providers file: no providers; add at least one entry to the top-level providers: list")
+	}
+	seen := map[string]int{} // id → index
+	for i, p := range c.Providers {
+		line := 0
+		if i < len(lines) {
+			line = lines[i].line
+		}
+		where := fmt.Sprintf("provider #%d (line %d)", i+1, line)
+		if p == nil {
+			errs = append(errs, fmt.Errorf("providers file: %s is empty; give it id, name, adapter and services", where))
+			continue
+		}
+		if p.ID != "" {
+			where = fmt.Sprintf("provider %q (line %d)", p.ID, line)
+		}
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("providers file: %s: %s", where, fmt.Sprintf(format, args...)))
+		}
+
+		switch {
+		case p.ID == "":
+			fail("id is missing; give every provider a unique id such as my-provider")
+		case !providerIDRE.MatchString(p.ID):
+			fail("id %q may contain only letters, digits, '.', '_', '~' and '-', starting with a letter or digit", p.ID)
+		default:
+			if j, dup := seen[p.ID]; dup {
+				other := 0
+				if j < len(lines) {
+					other = lines[j].line
+				}
+				fail("id %q is already used by the provider on line %d; ids must be unique", p.ID, other)
+			} else {
+				seen[p.ID] = i
+			}
+		}
+		if strings.TrimSpace(p.Name) == "" {
+			fail("name is missing; set a human-readable name")
+		}
+		if strings.TrimSpace(p.Adapter) == "" {
+			fail("adapter is missing; set the adapter that calls this provider, e.g. sandbox or openai")
+		}
+		if p.Quality < 0 || p.Quality > 1 || math.IsNaN(p.Quality) {
+			fail("quality %v is out of range; use a number from 0 to 1", p.Quality)
+		}
+		if p.LatencyMSHint < 0 {
+			fail("latency_ms_hint %d is negative; use milliseconds >= 0", p.LatencyMSHint)
+		}
+		if p.Status == "" {
+			p.Status = StatusActive
+		} else if !p.Status.Valid() {
+			fail("status %q is not valid; use one of %s", p.Status, joinStatuses())
+		}
+		if len(p.Services) == 0 {
+			fail("services is empty; list at least one of %s", serviceNames())
+			continue
+		}
+		ids := make([]string, 0, len(p.Services))
+		for id := range p.Services {
+			ids = append(ids, string(id))
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if _, ok := LookupService(id); !ok {
+				fail("services: unknown service %q; use one of %s", id, serviceNames())
+				continue
+			}
+			sid := ServiceID(id)
+			capab := p.Services[sid]
+			if capab == nil {
+				capab = &Capability{}
+				p.Services[sid] = capab
+			}
+			for _, msg := range validateCapability(sid, capab) {
+				fail("services.%s.%s", id, msg)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateCapability checks one capability and fills in its default status;
+// each message starts with the field it concerns.
+func validateCapability(sid ServiceID, c *Capability) []string {
+	var msgs []string
+	add := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
+
+	if allowed := FeaturesOf(sid); len(c.Features) > 0 && len(allowed) == 0 {
+		add("features: %s has no features; remove the list (llm-tasks capabilities list models instead)", sid)
+	} else {
+		for _, f := range c.Features {
+			if !slices.Contains(allowed, f) {
+				add("features: %q is not a %s feature; use some of %s", f, sid, strings.Join(allowed, ", "))
+			}
+		}
+	}
+	if len(c.Models) > 0 && sid != LLMTasks {
+		add("models: only llm-tasks capabilities list models; remove it here")
+	}
+	for _, m := range c.Models {
+		if strings.TrimSpace(m) == "" {
+			add("models: a model name is empty")
+		}
+	}
+	checkLangs := func(field string, langs []string, allowedFor ServiceID) {
+		if len(langs) == 0 {
+			return
+		}
+		if sid != allowedFor {
+			add("%s: only %s capabilities list %s; remove it here", field, allowedFor, field)
+			return
+		}
+		for _, l := range langs {
+			if _, err := language.Parse(l); err != nil {
+				add("%s: %q is not a BCP 47 language code (%v); use codes such as en, de or pt-BR", field, l, err)
+			}
+		}
+	}
+	checkLangs("languages", c.Languages, Transcriptions)
+	checkLangs("source_languages", c.SourceLanguages, Translations)
+	checkLangs("target_languages", c.TargetLanguages, Translations)
+
+	l := c.Limits
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"requests_per_minute", l.RequestsPerMinute},
+		{"requests_per_day", l.RequestsPerDay},
+		{"max_file_size_mb", l.MaxFileSizeMB},
+		{"max_duration_seconds", l.MaxDurationSeconds},
+	} {
+		if f.v < 0 {
+			add("limits.%s: %d is negative; use 0 (no limit) or a positive number", f.name, f.v)
+		}
+	}
+
+	pr := c.Pricing
+	switch {
+	case pr.Unit == "":
+		add("pricing.unit is missing; use one of %s", strings.Join(PricingUnits, ", "))
+	case !slices.Contains(PricingUnits, pr.Unit):
+		add("pricing.unit: %q is not valid; use one of %s", pr.Unit, strings.Join(PricingUnits, ", "))
+	}
+	if pr.Amount < 0 || math.IsNaN(pr.Amount) || math.IsInf(pr.Amount, 0) {
+		add("pricing.amount: %v is not valid; use a cost per unit >= 0", pr.Amount)
+	}
+	if !currencyRE.MatchString(pr.Currency) {
+		add("pricing.currency: %q is not an ISO 4217 code; use three capital letters such as USD or EUR", pr.Currency)
+	}
+
+	if c.Status == "" {
+		c.Status = StatusActive
+	} else if !c.Status.Valid() {
+		add("status: %q is not valid; use one of %s", c.Status, joinStatuses())
+	}
+	return msgs
+}
+
+func joinStatuses() string {
+	s := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+func serviceNames() string {
+	s := make([]string, 0, len(services))
+	for _, svc := range services {
+		s = append(s, string(svc.ID))
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,84 @@
+// Package media checks a job's media URL and classifies failures to fetch it.
+package media
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// CodeMediaUnavailable marks a retryable failure to reach the media host.
+const CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
+
+// UnreadableCode is the input error code for media of a service that cannot
+// be read.
+func UnreadableCode(s providers.ServiceID) string {
+	if s == providers.Transcriptions {
+		return providers.CodeAudioUnreadable
+	}
+	return providers.CodeInputUnreadable
+}
+
+// ParseURL checks that rawURL is an absolute http or https URL.
+func ParseURL(s providers.ServiceID, rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, providers.InputError(UnreadableCode(s), "input.url must be an absolute http or https URL", err)
+	}
+	return u, nil
+}
+
+// StatusError classifies the media host's answer: nil for 2xx, an input
+// error for 4xx other than 408 and 429, retryable otherwise. The message
+// names the host only, as URLs may carry signed credentials.
+func StatusError(s providers.ServiceID, u *url.URL, status int) error {
+	if status >= 200 && status < 300 {
+		return nil
+	}
+	msg := fmt.Sprintf("media host %s answered %d %s for input.url", u.Host, status, http.StatusText(status))
+	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
+		e := providers.InputError(UnreadableCode(s), msg+"; check that the URL is reachable by the gateway", nil)
+		e.StatusCode = status
+		return e
+	}
+	e := providers.Retryable(CodeMediaUnavailable, msg, nil)
+	e.StatusCode = status
+	return e
+}
+
+// TransportError classifies a request that got no answer: ctx.Err() when
+// ctx ended, a retryable error otherwise.
+func TransportError(ctx context.Context, u *url.URL, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return providers.Retryable(CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
+}
+
+// Head asks the media host about input.url and returns its Content-Length,
+// or -1 when unknown. Hosts that do not allow HEAD (405, 501) are trusted.
+func Head(ctx context.Context, client *http.Client, s providers.ServiceID, rawURL string) (int64, error) {
+	u, err := ParseURL(s, rawURL)
+	if err != nil {
+		return -1, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), nil)
+	if err != nil {
+		return -1, providers.InputError(UnreadableCode(s), "input.url is not a valid request URL", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return -1, TransportError(ctx, u, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented {
+		return -1, nil
+	}
+	if err := StatusError(s, u, resp.StatusCode); err != nil {
+		return -1, err
+	}
+	return resp.ContentLength, nil
+}

@@ -1,0 +1,77 @@
+// Package settings decodes the adapter-specific settings of a provider.
+package settings
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Decode decodes a provider's settings into the struct pointed to by
+// into, whose json tags name the known keys; unknown keys and wrong types
+// are errors that say how to fix them.
+func Decode(settings map[string]any, into any) error {
+	t := reflect.TypeOf(into)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("settings: settings.Decode needs a pointer to a struct, got %T", into)
+	}
+	var known []string
+	for f := range t.Elem().Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			known = append(known, name)
+		}
+	}
+	var unknown []string
+	for k := range settings {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("settings: unknown key(s) %s; known keys: %s",
+			quoteAll(unknown), strings.Join(known, ", "))
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("settings: %s must be %s, not %s", te.Field, describeType(te.Type), te.Value)
+		}
+		return fmt.Errorf("settings: %w", err)
+	}
+	return nil
+}
+
+func quoteAll(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return t.String()
+}

@@ -1,0 +1,46 @@
+package settings_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+)
+
+type sample struct {
+	LatencyMS int     `json:"latency_ms"`
+	FailRate  float64 `json:"fail_rate"`
+	Name      string  `json:"name"`
+}
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		in      map[string]any
+		want    sample
+		wantErr string
+	}{
+		{"nil", nil, sample{}, ""},
+		{"values", map[string]any{"latency_ms": 200, "fail_rate": 0.5, "name": "x"}, sample{200, 0.5, "x"}, ""},
+		{"whole float for int", map[string]any{"latency_ms": 200.0}, sample{LatencyMS: 200}, ""},
+		{"unknown key", map[string]any{"latncy_ms": 1, "zz": 2}, sample{}, `settings: unknown key(s) "latncy_ms", "zz"; known keys: latency_ms, fail_rate, name`},
+		{"wrong type", map[string]any{"latency_ms": "fast"}, sample{}, "settings: latency_ms must be a whole number, not string"},
+		{"fraction for int", map[string]any{"latency_ms": 1.5}, sample{}, "latency_ms must be a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got sample
+			err := settings.Decode(tt.in, &got)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,205 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+)
+
+// temperatures maps llm-task creativity to a sampling temperature.
+var temperatures = map[string]float64{"precise": 0.0, "balanced": 0.7, "creative": 1.2}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []chatMessage `json:"messages"`
+	Temperature *float64      `json:"temperature,omitempty"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// chat sends one chat completion and returns its first choice.
+func (a *Adapter) chat(ctx context.Context, req chatRequest) (content, finish string, resp chatResponse, err error) {
+	httpReq, err := a.newJSONRequest(ctx, "/chat/completions", req)
+	if err != nil {
+		return "", "", resp, err
+	}
+	body, err := a.send(ctx, httpReq)
+	if err != nil {
+		return "", "", resp, err
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return "", "", resp, a.badResponse(err)
+	}
+	if len(resp.Choices) == 0 {
+		return "", "", resp, a.badResponse(fmt.Errorf("no choices in the answer"))
+	}
+	c := resp.Choices[0]
+	if c.Message.Content != nil {
+		content = *c.Message.Content
+	}
+	return content, c.FinishReason, resp, nil
+}
+
+// chatUsage builds a result's usage from the answer's token counts; cost is
+// given when the pricing unit can be measured here.
+func chatUsage(p providers.Pricing, resp chatResponse, characters int) *providers.Usage {
+	u := &providers.Usage{}
+	m := usage.Metered{Characters: characters, Pages: 1}
+	measurable := p.Unit == providers.PerRequest || p.Unit == providers.PerCharacter
+	if resp.Usage != nil {
+		in, out := resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+		u.InputTokens, u.OutputTokens = &in, &out
+		m.Tokens = in + out
+		measurable = measurable || p.Unit == providers.PerToken
+	}
+	if measurable {
+		cost := usage.Cost(p, m)
+		u.Cost = &cost
+	}
+	return u
+}
+
+// llmTask runs an llm-task through chat completions.
+func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error) {
+	var (
+		in   providers.LLMTaskInput
+		opts providers.LLMTaskOptions
+	)
+	if err := decode(call, &in, &opts); err != nil {
+		return nil, err
+	}
+	if in.Type == "document" {
+		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the openai adapter takes llm-task input of type text only; route document tasks to another provider", nil)
+	}
+	req := chatRequest{Model: a.model}
+	if opts.Model != "" {
+		req.Model = opts.Model
+	}
+	if opts.Creativity != "" {
+		t, ok := temperatures[opts.Creativity]
+		if !ok {
+			return nil, providers.InputError(providers.CodeInvalidInput,
+				fmt.Sprintf("options.creativity %q is not one of precise, balanced, creative", opts.Creativity), nil)
+		}
+		req.Temperature = &t
+	}
+	if in.SystemPrompt != "" {
+		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: in.SystemPrompt})
+	}
+	user := in.Prompt
+	if in.Text != "" {
+		user += "\n\n" + in.Text
+	}
+	req.Messages = append(req.Messages, chatMessage{Role: "user", Content: user})
+
+	content, finish, resp, err := a.chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := providers.LLMTaskResult{Content: content, FinishReason: "completed"}
+	if finish == "length" {
+		res.FinishReason = "max_tokens"
+	}
+	if opts.IncludeUsage {
+		res.Usage = chatUsage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
+	}
+	return res, nil
+}
+
+// translate runs a text translation through chat completions.
+func (a *Adapter) translate(ctx context.Context, call providers.Call) (any, error) {
+	var (
+		in   providers.TranslationInput
+		opts providers.TranslationOptions
+	)
+	if err := decode(call, &in, &opts); err != nil {
+		return nil, err
+	}
+	if in.Type != "text" {
+		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the openai adapter translates input of type text only; route document translations to another provider", nil)
+	}
+	source := opts.SourceLanguage
+	if source == "auto" {
+		source = ""
+	}
+	req := chatRequest{Model: a.model, Messages: []chatMessage{
+		{Role: "system", Content: translationInstruction(source, in.TargetLanguage, opts.Formality)},
+		{Role: "user", Content: in.Content},
+	}}
+	content, _, resp, err := a.chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	chars := utf8.RuneCountInString(in.Content)
+	res := providers.TranslationResult{
+		// The chat API does not say which language it detected: "und"
+		// is BCP 47 for undetermined.
+		SourceLanguage: "und",
+		TargetLanguage: in.TargetLanguage,
+		Content:        content,
+		CharacterCount: chars,
+	}
+	if source != "" {
+		res.SourceLanguage = source
+	}
+	if opts.IncludeUsage {
+		res.Usage = chatUsage(call.Capability().Pricing, resp, chars)
+	}
+	return res, nil
+}
+
+// translationInstruction is the system message of a translation.
+func translationInstruction(source, target, formality string) string {
+	var b strings.Builder
+	b.WriteString("You are a translation engine. Translate the user's message")
+	if source != "" {
+		b.WriteString(" from " + languageName(source))
+	}
+	b.WriteString(" into " + languageName(target) + ".")
+	switch formality {
+	case "formal":
+		b.WriteString(" Use a formal register.")
+	case "informal":
+		b.WriteString(" Use an informal register.")
+	}
+	b.WriteString(" Reply with the translation only, without explanations, notes or quotation marks.")
+	return b.String()
+}
+
+// languageName spells a language code out for a prompt: "German (de)".
+func languageName(code string) string {
+	tag, err := language.Parse(code)
+	if err != nil {
+		return code
+	}
+	if name := display.English.Tags().Name(tag); name != "" {
+		return fmt.Sprintf("%s (%s)", name, code)
+	}
+	return code
+}

@@ -1,0 +1,493 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/openai"
+)
+
+// bundle is what setup gives each test.
+type bundle struct {
+	adapter  *openai.Adapter
+	provider *providers.Provider
+	server   *httptest.Server
+	mu       sync.Mutex
+	handler  http.HandlerFunc
+	requests int
+	reports  []int
+}
+
+// setup starts a fake OpenAI server whose answers the test sets with
+// b.handle, and an adapter for it using the key "sk-test".
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := &bundle{}
+	b.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		h := b.handler
+		b.requests++
+		b.mu.Unlock()
+		if h == nil {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL)
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		h(w, r)
+	}))
+	t.Cleanup(b.server.Close)
+	b.provider = &providers.Provider{
+		ID: "oa", Name: "OpenAI test", Adapter: "openai",
+		Settings: map[string]any{"base_url": b.server.URL + "/v1/", "api_key_env": "TEST_OPENAI_KEY", "model": "gpt-test"},
+		Services: map[providers.ServiceID]*providers.Capability{
+			providers.LLMTasks:       {Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.001, Currency: "USD"}},
+			providers.Translations:   {Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.01, Currency: "USD"}},
+			providers.Transcriptions: {Limits: providers.Limits{MaxFileSizeMB: 1}, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.006, Currency: "USD"}},
+		},
+	}
+	env := func(name string) (string, bool) {
+		if name == "TEST_OPENAI_KEY" {
+			return "sk-test", true
+		}
+		return "", false
+	}
+	a, err := openai.New(b.provider, openai.WithHTTPClient(b.server.Client()), openai.WithLookupEnv(env))
+	require.NoError(t, err)
+	b.adapter = a
+	return b
+}
+
+func (b *bundle) handle(h http.HandlerFunc) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handler = h
+}
+
+func (b *bundle) run(ctx context.Context, svc providers.ServiceID, input, options string) (map[string]any, error) {
+	out, err := b.adapter.Run(ctx, providers.Call{
+		JobID: "job-1", Service: svc, Provider: b.provider,
+		Input: json.RawMessage(input), Options: json.RawMessage(options),
+		Report: func(p int) { b.reports = append(b.reports, p) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// chatAnswer replies with one choice and token usage.
+func chatAnswer(content, finish string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id":      "chatcmpl-1",
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+		})
+	}
+}
+
+type chatBody struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	Temperature *float64 `json:"temperature"`
+}
+
+// capture records the chat request and then answers with next.
+func capture(t *testing.T, got *chatBody, raw *map[string]any, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, http.MethodPost, r.Method)
+		assert.Equal(t, "/v1/chat/completions", r.URL.Path)
+		assert.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
+		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		data, err := io.ReadAll(r.Body)
+		assert.NoError(t, err)
+		assert.NoError(t, json.Unmarshal(data, got))
+		assert.NoError(t, json.Unmarshal(data, raw))
+		next(w, r)
+	}
+}
+
+func TestLLMTask(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, input, options string
+		answerFinish         string
+		wantModel            string
+		wantMessages         [][2]string
+		wantTemperature      *float64
+		check                func(t *testing.T, res map[string]any)
+	}{
+		{
+			name:         "system prompt, text, no creativity",
+			input:        `{"type":"text","text":"The quick brown fox.","prompt":"Summarise this.","system_prompt":"You are terse."}`,
+			answerFinish: "stop", wantModel: "gpt-test",
+			wantMessages: [][2]string{{"system", "You are terse."}, {"user", "Summarise this.\n\nThe quick brown fox."}},
+			check: func(t *testing.T, res map[string]any) {
+				require.Equal(t, map[string]any{"content": "answer", "finish_reason": "completed"}, res, "no usage unless asked")
+			},
+		},
+		{
+			name: "precise sends temperature 0", input: `{"type":"text","prompt":"Hi"}`, options: `{"creativity":"precise"}`,
+			answerFinish: "stop", wantModel: "gpt-test", wantMessages: [][2]string{{"user", "Hi"}}, wantTemperature: ptr(0.0),
+		},
+		{
+			name: "balanced, model override, usage", input: `{"type":"text","prompt":"Hi"}`, options: `{"creativity":"balanced","model":"gpt-big","include_usage":true}`,
+			answerFinish: "stop", wantModel: "gpt-big", wantMessages: [][2]string{{"user", "Hi"}}, wantTemperature: ptr(0.7),
+			check: func(t *testing.T, res map[string]any) {
+				require.Equal(t, map[string]any{"input_tokens": 10.0, "output_tokens": 5.0, "cost": 0.015}, res["usage"])
+			},
+		},
+		{
+			name: "creative, cut short", input: `{"type":"text","prompt":"Hi"}`, options: `{"creativity":"creative"}`,
+			answerFinish: "length", wantModel: "gpt-test", wantMessages: [][2]string{{"user", "Hi"}}, wantTemperature: ptr(1.2),
+			check: func(t *testing.T, res map[string]any) {
+				require.Equal(t, "max_tokens", res["finish_reason"])
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var got chatBody
+			var raw map[string]any
+			b.handle(capture(t, &got, &raw, chatAnswer("answer", tt.answerFinish)))
+
+			res, err := b.run(context.Background(), providers.LLMTasks, tt.input, tt.options)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantModel, got.Model)
+			msgs := make([][2]string, len(got.Messages))
+			for i, m := range got.Messages {
+				msgs[i] = [2]string{m.Role, m.Content}
+			}
+			require.Equal(t, tt.wantMessages, msgs)
+			if tt.wantTemperature == nil {
+				require.NotContains(t, raw, "temperature")
+			} else {
+				require.Contains(t, raw, "temperature", "a temperature of 0 is sent, not omitted")
+				require.InDelta(t, *tt.wantTemperature, *got.Temperature, 1e-9)
+			}
+			require.Equal(t, []int{0, 100}, b.reports)
+			if tt.check != nil {
+				tt.check(t, res)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestLLMTaskDocumentIsUnsupported(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"document","url":"https://example.com/a.pdf","prompt":"p"}`, ``)
+	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedInput, 0)
+	require.Zero(t, b.requests)
+}
+
+func TestTranslate(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, options string
+		wantSystem    []string
+		notSystem     []string
+		wantSource    string
+	}{
+		{"auto source", `{"source_language":"auto"}`, []string{"into German (de)", "translation only"}, []string{"from", "register"}, "und"},
+		{"given source, formal, usage", `{"source_language":"en","formality":"formal","include_usage":true}`,
+			[]string{"from English (en) into German (de)", "formal register"}, nil, "en"},
+		{"informal", `{"formality":"informal"}`, []string{"informal register"}, nil, "und"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var got chatBody
+			var raw map[string]any
+			b.handle(capture(t, &got, &raw, chatAnswer("Hallo Wélt", "stop")))
+
+			res, err := b.run(context.Background(), providers.Translations, `{"type":"text","content":"Hello wörld","target_language":"de"}`, tt.options)
+			require.NoError(t, err)
+			require.Len(t, got.Messages, 2)
+			require.Equal(t, "system", got.Messages[0].Role)
+			for _, w := range tt.wantSystem {
+				require.Contains(t, got.Messages[0].Content, w)
+			}
+			for _, w := range tt.notSystem {
+				require.NotContains(t, got.Messages[0].Content, w)
+			}
+			require.Equal(t, "user", got.Messages[1].Role)
+			require.Equal(t, "Hello wörld", got.Messages[1].Content)
+			require.Equal(t, "gpt-test", got.Model)
+
+			require.Equal(t, "Hallo Wélt", res["content"])
+			require.Equal(t, tt.wantSource, res["source_language"])
+			require.Equal(t, "de", res["target_language"])
+			require.Equal(t, 11.0, res["character_count"])
+			if strings.Contains(tt.options, "include_usage") {
+				require.Equal(t, map[string]any{"input_tokens": 10.0, "output_tokens": 5.0, "cost": 0.11}, res["usage"], "per_character pricing")
+			} else {
+				require.NotContains(t, res, "usage")
+			}
+		})
+	}
+}
+
+func TestTranslateDocumentIsUnsupported(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.run(context.Background(), providers.Translations, `{"type":"document","url":"https://example.com/a.pdf","target_language":"de"}`, ``)
+	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedInput, 0)
+	require.Zero(t, b.requests)
+}
+
+func TestVideoAnalysisIsUnsupported(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.run(context.Background(), providers.VideoAnalyses, `{"url":"https://example.com/a.mp4","features":["labels"]}`, ``)
+	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedService, 0)
+}
+
+var audio = []byte("ID3\x04fake mp3 bytes")
+
+// transcriptionServer serves audio at /media/talk.mp3 and answers
+// /v1/audio/transcriptions after checking the multipart request.
+func transcriptionServer(t *testing.T, b *bundle, wantLanguage string) {
+	b.handle(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/media/talk.mp3":
+			assert.Equal(t, http.MethodGet, r.Method)
+			assert.Empty(t, r.Header.Get("Authorization"), "the API key is not sent to the media host")
+			_, _ = w.Write(audio)
+		case "/media/missing.mp3":
+			http.NotFound(w, r)
+		case "/media/big.wav":
+			_, _ = w.Write(make([]byte, 1<<20+1))
+		case "/v1/audio/transcriptions":
+			assert.Equal(t, http.MethodPost, r.Method)
+			assert.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
+			if !assert.NoError(t, r.ParseMultipartForm(10<<20)) {
+				return
+			}
+			assert.Equal(t, "gpt-test", r.FormValue("model"))
+			assert.Equal(t, "verbose_json", r.FormValue("response_format"))
+			assert.Equal(t, wantLanguage, r.FormValue("language"))
+			f, hdr, err := r.FormFile("file")
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.Equal(t, "talk.mp3", hdr.Filename)
+			data, err := io.ReadAll(f)
+			assert.NoError(t, err)
+			assert.Equal(t, audio, data)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"task":"transcribe","language":"english","duration":120,"text":" Hello there. General Kenobi.",
+				"segments":[{"id":0,"start":0,"end":1.5,"text":" Hello there.","avg_logprob":-0.1},
+				            {"id":1,"start":1.5,"end":3.2,"text":" General Kenobi.","avg_logprob":-0.3}]}`)
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL)
+		}
+	})
+}
+
+func TestTranscribe(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, options, wantLanguage string
+		check                       func(t *testing.T, res map[string]any)
+	}{
+		{"defaults", ``, "", func(t *testing.T, res map[string]any) {
+			require.Equal(t, "json", res["format"])
+			require.Equal(t, "en", res["language"], "Whisper's language name becomes a code")
+			require.Equal(t, 120.0, res["duration"])
+			segs := res["segments"].([]any)
+			require.Len(t, segs, 2)
+			first := segs[0].(map[string]any)
+			require.Equal(t, "Hello there.", first["text"])
+			require.Equal(t, 1.5, first["end"])
+			require.InDelta(t, math.Exp(-0.1), first["confidence"], 0.001)
+			require.NotContains(t, res, "usage")
+		}},
+		{"language, vtt, no timestamps, usage", `{"language":"pt-BR","format":"vtt","timestamps":false,"include_usage":true}`, "pt", func(t *testing.T, res map[string]any) {
+			require.Equal(t, "vtt", res["format"])
+			require.Equal(t, "pt-BR", res["language"])
+			require.NotContains(t, res, "segments")
+			require.Equal(t, map[string]any{"cost": 0.012}, res["usage"], "two minutes at per_minute pricing")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			transcriptionServer(t, b, tt.wantLanguage)
+			res, err := b.run(context.Background(), providers.Transcriptions, `{"type":"audio","url":"`+b.server.URL+`/media/talk.mp3"}`, tt.options)
+			require.NoError(t, err)
+			tt.check(t, res)
+			require.Equal(t, []int{0, 100}, b.reports)
+		})
+	}
+}
+
+func TestTranscribeFailures(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, path, options string
+		kind                providers.ErrorKind
+		code                string
+		status              int
+	}{
+		{"media 404", "/media/missing.mp3", ``, providers.KindInput, providers.CodeAudioUnreadable, 404},
+		{"media over the capability limit", "/media/big.wav", ``, providers.KindPermanent, providers.CodeFileTooLarge, 0},
+		{"diarization", "/media/talk.mp3", `{"diarization":true}`, providers.KindPermanent, providers.CodeUnsupportedOption, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			transcriptionServer(t, b, "")
+			_, err := b.run(context.Background(), providers.Transcriptions, `{"type":"audio","url":"`+b.server.URL+tt.path+`"}`, tt.options)
+			requireKind(t, err, tt.kind, tt.code, tt.status)
+		})
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		kind   providers.ErrorKind
+		code   string
+		msg    string
+	}{
+		{"rate limited", 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, providers.KindRetryable, providers.CodeProviderUnavailable, "Rate limit reached"},
+		{"quota exhausted", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, providers.KindPermanent, providers.CodeProviderRejected, "quota"},
+		{"server error", 500, `{"error":{"message":"The server had an error"}}`, providers.KindRetryable, providers.CodeProviderUnavailable, "server had an error"},
+		{"overloaded", 503, `upstream overloaded`, providers.KindRetryable, providers.CodeProviderUnavailable, "upstream overloaded"},
+		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, providers.KindPermanent, providers.CodeProviderRejected, "Incorrect API key"},
+		{"forbidden", 403, `{"error":{"message":"Country not supported"}}`, providers.KindPermanent, providers.CodeProviderRejected, "Country not supported"},
+		{"bad request", 400, `{"error":{"message":"context too long"}}`, providers.KindPermanent, providers.CodeProviderRejected, "context too long"},
+		{"unknown model", 404, `{"error":{"message":"model not found"}}`, providers.KindPermanent, providers.CodeProviderRejected, "model not found"},
+		{"unprocessable", 422, `{"detail":"bad"}`, providers.KindPermanent, providers.CodeProviderRejected, `{"detail":"bad"}`},
+		{"garbage 200", 200, `not json`, providers.KindPermanent, providers.CodeBadResponse, "not a valid OpenAI API response"},
+		{"no choices", 200, `{"choices":[]}`, providers.KindPermanent, providers.CodeBadResponse, "no choices"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.handle(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			})
+			_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+			status := tt.status
+			if status == 200 {
+				status = 0
+			}
+			requireKind(t, err, tt.kind, tt.code, status)
+			require.ErrorContains(t, err, tt.msg)
+			require.ErrorContains(t, err, `"oa"`, "the message names the provider")
+		})
+	}
+}
+
+func TestNetworkErrorIsRetryable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.server.Close()
+	_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+	requireKind(t, err, providers.KindRetryable, providers.CodeProviderUnavailable, 0)
+}
+
+func TestClientTimeoutIsRetryable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	b.handle(func(http.ResponseWriter, *http.Request) { <-release })
+
+	client := b.server.Client()
+	client.Timeout = 50 * time.Millisecond
+	a, err := openai.New(b.provider, openai.WithHTTPClient(client), openai.WithLookupEnv(func(string) (string, bool) { return "k", true }))
+	require.NoError(t, err)
+	_, err = a.Run(context.Background(), providers.Call{Service: providers.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"Hi"}`)})
+	requireKind(t, err, providers.KindRetryable, providers.CodeProviderUnavailable, 0)
+}
+
+func TestCancelledContext(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	b.handle(func(http.ResponseWriter, *http.Request) { <-release })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := b.run(ctx, providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestNewValidatesSettings(t *testing.T) {
+	t.Parallel()
+
+	noEnv := openai.WithLookupEnv(func(string) (string, bool) { return "", false })
+	tests := []struct {
+		name     string
+		settings map[string]any
+		want     []string
+	}{
+		{"missing everything", nil, []string{"base_url is missing", "model is missing"}},
+		{"relative base_url", map[string]any{"base_url": "api.openai.com/v1", "model": "m"}, []string{`base_url "api.openai.com/v1" is not an absolute http or https URL`}},
+		{"unset key variable", map[string]any{"base_url": "https://api.openai.com/v1", "model": "m", "api_key_env": "OPENAI_API_KEY"},
+			[]string{"api_key_env names OPENAI_API_KEY, but that environment variable is not set"}},
+		{"unknown key", map[string]any{"base_url": "https://x", "model": "m", "api_key": "sk-..."}, []string{`unknown key(s) "api_key"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := openai.New(&providers.Provider{ID: "x", Settings: tt.settings}, noEnv)
+			for _, w := range tt.want {
+				require.ErrorContains(t, err, w)
+			}
+		})
+	}
+
+	_, err := openai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "http://localhost:11434/v1", "model": "llama3"}}, noEnv)
+	require.NoError(t, err, "a server without authentication needs no api_key_env")
+}
+
+func requireKind(t *testing.T, err error, kind providers.ErrorKind, code string, status int) {
+	t.Helper()
+	var pe *providers.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, kind, pe.Kind, "error: %v", err)
+	require.Equal(t, code, pe.Code)
+	require.Equal(t, status, pe.StatusCode)
+}

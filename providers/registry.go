@@ -1,0 +1,57 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Registry holds the catalog and one adapter per provider.
+type Registry struct {
+	catalog  *Catalog
+	adapters map[string]Adapter
+}
+
+// NewRegistry builds the adapter of every provider in c with the factory
+// named by its adapter field; every failure is reported.
+func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
+	if c == nil {
+		return nil, errors.New("providers: NewRegistry needs a catalog")
+	}
+	known := make([]string, 0, len(factories))
+	for name := range factories {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+
+	r := &Registry{catalog: c, adapters: make(map[string]Adapter, len(c.Providers))}
+	var errs []error
+	for _, p := range c.Providers {
+		f, ok := factories[p.Adapter]
+		if !ok {
+			errs = append(errs, fmt.Errorf("providers file: provider %q uses unknown adapter %q (known adapters: %s)",
+				p.ID, p.Adapter, strings.Join(known, ", ")))
+			continue
+		}
+		a, err := f(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("providers file: provider %q (adapter %s): %w", p.ID, p.Adapter, err))
+			continue
+		}
+		r.adapters[p.ID] = a
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Catalog returns the catalog the registry was built from.
+func (r *Registry) Catalog() *Catalog { return r.catalog }
+
+// Adapter returns the adapter of a provider.
+func (r *Registry) Adapter(providerID string) (Adapter, bool) {
+	a, ok := r.adapters[providerID]
+	return a, ok
+}

@@ -1,0 +1,96 @@
+package providers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+type fakeAdapter struct{ id string }
+
+func (f fakeAdapter) Run(context.Context, providers.Call) (json.RawMessage, error) {
+	return json.RawMessage(`{"id":"` + f.id + `"}`), nil
+}
+
+func fakeFactory(p *providers.Provider) (providers.Adapter, error) {
+	return fakeAdapter{id: p.ID}, nil
+}
+
+func twoProviders(t *testing.T, adapter1, adapter2 string) *providers.Catalog {
+	t.Helper()
+	c, err := providers.ParseCatalog([]byte(`
+providers:
+  - {id: a, name: A, adapter: ` + adapter1 + `, services: {llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: b, name: B, adapter: ` + adapter2 + `, services: {llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}}}}
+`))
+	require.NoError(t, err)
+	return c
+}
+
+func TestNewRegistry(t *testing.T) {
+	t.Parallel()
+
+	c := twoProviders(t, "sandbox", "openai")
+	r, err := providers.NewRegistry(c, map[string]providers.Factory{"sandbox": fakeFactory, "openai": fakeFactory})
+	require.NoError(t, err)
+	require.Same(t, c, r.Catalog())
+
+	a, ok := r.Adapter("b")
+	require.True(t, ok)
+	out, err := a.Run(context.Background(), providers.Call{})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"b"}`, string(out))
+
+	_, ok = r.Adapter("missing")
+	require.False(t, ok)
+}
+
+func TestNewRegistryUnknownAdapter(t *testing.T) {
+	t.Parallel()
+
+	c := twoProviders(t, "sandbox", "foo")
+	_, err := providers.NewRegistry(c, map[string]providers.Factory{"sandbox": fakeFactory, "openai": fakeFactory})
+	require.EqualError(t, err, `providers file: provider "b" uses unknown adapter "foo" (known adapters: openai, sandbox)`)
+}
+
+func TestNewRegistryFactoryError(t *testing.T) {
+	t.Parallel()
+
+	cause := errors.New("settings: base_url is missing")
+	failing := func(*providers.Provider) (providers.Adapter, error) { return nil, cause }
+	c := twoProviders(t, "openai", "openai")
+	_, err := providers.NewRegistry(c, map[string]providers.Factory{"openai": failing})
+	require.ErrorIs(t, err, cause)
+	require.ErrorContains(t, err, `provider "a" (adapter openai): settings: base_url is missing`)
+	require.ErrorContains(t, err, `provider "b" (adapter openai)`, "every provider's failure is reported")
+}
+
+func TestErrorFormatting(t *testing.T) {
+	t.Parallel()
+
+	cause := errors.New("dial tcp: connection refused")
+	tests := []struct {
+		err  *providers.Error
+		kind providers.ErrorKind
+		text string
+	}{
+		{providers.Retryable("PROVIDER_UNAVAILABLE", "provider down", cause), providers.KindRetryable, "PROVIDER_UNAVAILABLE: provider down: dial tcp: connection refused"},
+		{providers.Permanent("PROVIDER_REJECTED", "bad key", nil), providers.KindPermanent, "PROVIDER_REJECTED: bad key"},
+		{providers.InputError("AUDIO_UNREADABLE", "404", nil), providers.KindInput, "AUDIO_UNREADABLE: 404"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.kind, tt.err.Kind)
+		require.EqualError(t, tt.err, tt.text)
+	}
+
+	var wrapped error = providers.Retryable("X", "y", cause)
+	require.ErrorIs(t, wrapped, cause)
+	var pe *providers.Error
+	require.ErrorAs(t, errors.Join(errors.New("ctx"), wrapped), &pe)
+	require.Equal(t, "retryable", pe.Kind.String())
+}

@@ -1,0 +1,211 @@
+// Package sandbox is the "sandbox" adapter: a simulated provider for
+// development and tests. It calls no AI service; its results are made up,
+// shaped like real ones and deterministic for a given job input. The only
+// network request it makes is a HEAD of the job's media URL.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/media"
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+)
+
+// Settings are the sandbox adapter's provider settings.
+type Settings struct {
+	// LatencyMS is the simulated time a job takes, in milliseconds.
+	LatencyMS int `json:"latency_ms"`
+	// FailRate is the share of calls (0..1) that fail with a retryable error.
+	FailRate float64 `json:"fail_rate"`
+}
+
+// Adapter simulates one provider.
+type Adapter struct {
+	provider *providers.Provider
+	settings Settings
+	client   *http.Client
+	// wait sleeps for d or until ctx ends; tests replace it.
+	wait func(ctx context.Context, d time.Duration) error
+	// draw returns a number in [0, 1) for the fail_rate draw.
+	draw func() float64
+}
+
+// Option customises an Adapter.
+type Option func(*Adapter)
+
+// WithHTTPClient sets the client used for the HEAD of media URLs.
+func WithHTTPClient(c *http.Client) Option {
+	return func(a *Adapter) { a.client = c }
+}
+
+// New builds the sandbox adapter of p, validating p.Settings.
+func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
+	var s Settings
+	if err := settings.Decode(p.Settings, &s); err != nil {
+		return nil, err
+	}
+	if s.LatencyMS < 0 {
+		return nil, fmt.Errorf("settings: latency_ms %d is negative; use milliseconds >= 0", s.LatencyMS)
+	}
+	if s.FailRate < 0 || s.FailRate > 1 {
+		return nil, fmt.Errorf("settings: fail_rate %v is out of range; use a number from 0 (never fail) to 1 (always fail)", s.FailRate)
+	}
+	a := &Adapter{
+		provider: p,
+		settings: s,
+		client:   &http.Client{Timeout: 10 * time.Second},
+		wait:     sleep,
+		draw:     rand.Float64,
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a, nil
+}
+
+// Run simulates the call: it may fail per fail_rate, checks the media URL,
+// spends latency_ms (less the share done before call.ResumeFrom) reporting
+// progress, and returns a made-up result of the service's shape.
+func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if a.settings.FailRate > 0 && a.draw() < a.settings.FailRate {
+		return nil, providers.Retryable(providers.CodeProviderUnavailable,
+			fmt.Sprintf("sandbox provider %q: simulated failure (fail_rate %g)", a.provider.ID, a.settings.FailRate), nil)
+	}
+	start := min(max(call.ResumeFrom, 0), 100)
+	call.Progress(start)
+
+	job, err := a.prepare(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.spend(ctx, call, start); err != nil {
+		return nil, err
+	}
+	result, err := json.Marshal(job.result())
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: encode result: %w", err)
+	}
+	return result, nil
+}
+
+// job is a decoded call, ready to produce its result.
+type job interface{ result() any }
+
+// prepare decodes the call and checks its media URL.
+func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error) {
+	svc := call.Service
+	size := int64(-1)
+	head := func(url string) error {
+		n, err := media.Head(ctx, a.client, svc, url)
+		size = n
+		return err
+	}
+	pricing := call.Capability().Pricing
+
+	switch svc {
+	case providers.Transcriptions:
+		j := &transcription{pricing: pricing}
+		if err := decode(call, &j.in, &j.opts); err != nil {
+			return nil, err
+		}
+		if err := head(j.in.URL); err != nil {
+			return nil, err
+		}
+		j.size, j.seed = size, newSeed(svc, j.in)
+		return j, nil
+	case providers.Translations:
+		j := &translation{pricing: pricing}
+		if err := decode(call, &j.in, &j.opts); err != nil {
+			return nil, err
+		}
+		if j.in.Type == "document" {
+			if err := head(j.in.URL); err != nil {
+				return nil, err
+			}
+		}
+		j.size, j.seed = size, newSeed(svc, j.in)
+		return j, nil
+	case providers.VideoAnalyses:
+		j := &videoAnalysis{pricing: pricing}
+		if err := decode(call, &j.in, &j.opts); err != nil {
+			return nil, err
+		}
+		if err := head(j.in.URL); err != nil {
+			return nil, err
+		}
+		j.size, j.seed = size, newSeed(svc, j.in)
+		return j, nil
+	case providers.LLMTasks:
+		j := &llmTask{pricing: pricing, provider: a.provider.Name, models: call.Capability().Models}
+		if err := decode(call, &j.in, &j.opts); err != nil {
+			return nil, err
+		}
+		if j.in.Type == "document" {
+			if err := head(j.in.URL); err != nil {
+				return nil, err
+			}
+		}
+		j.size, j.seed = size, newSeed(svc, j.in)
+		return j, nil
+	}
+	return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		fmt.Sprintf("sandbox: unknown service %q", svc), nil)
+}
+
+// decode reads the call's input and options.
+func decode(call providers.Call, in, opts any) error {
+	if err := json.Unmarshal(call.Input, in); err != nil {
+		return providers.InputError(providers.CodeInvalidInput, "sandbox: cannot decode the job input", err)
+	}
+	if len(call.Options) > 0 && string(call.Options) != "null" {
+		if err := json.Unmarshal(call.Options, opts); err != nil {
+			return providers.InputError(providers.CodeInvalidInput, "sandbox: cannot decode the job options", err)
+		}
+	}
+	return nil
+}
+
+// steps is how many progress reports a full simulated job makes.
+const steps = 10
+
+// spend waits out latency_ms from progress start to 100, reporting each
+// tenth; time already spent by an earlier attempt is skipped.
+func (a *Adapter) spend(ctx context.Context, call providers.Call, start int) error {
+	total := time.Duration(a.settings.LatencyMS) * time.Millisecond
+	if total == 0 || start >= 100 {
+		if start < 100 {
+			call.Progress(100)
+		}
+		return nil
+	}
+	prev := start
+	for p := (start/steps + 1) * steps; p <= 100; p += steps {
+		if err := a.wait(ctx, total*time.Duration(p-prev)/100); err != nil {
+			return err
+		}
+		call.Progress(p)
+		prev = p
+	}
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
