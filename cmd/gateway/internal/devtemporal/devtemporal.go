@@ -1,20 +1,575 @@
-// Package devtemporal runs an embedded Temporal dev server for `gateway dev`.
+// Package devtemporal runs an embedded Temporal dev server (and, optionally,
+// the Temporal Web UI) inside the `gateway dev` process.
+//
+// The server is go.temporal.io/server with all four services (frontend,
+// history, matching, worker) in one process, static membership (no ringpop),
+// one history shard and SQLite persistence, either in a file (state survives
+// restarts) or in memory (tests).
 package devtemporal
 
 import (
-	_ "github.com/coreos/go-oidc/v3/oidc"
-	_ "github.com/gin-gonic/gin"
-	_ "github.com/glebarez/sqlite"
-	_ "github.com/google/uuid"
-	_ "github.com/stretchr/testify/require"
-	_ "github.com/temporalio/ui-server/v2/server"
-	_ "go.temporal.io/sdk/client"
-	_ "go.temporal.io/sdk/testsuite"
-	_ "go.temporal.io/sdk/worker"
-	_ "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
-	_ "go.temporal.io/server/temporal"
-	_ "go.temporal.io/server/temporaltest"
-	_ "gopkg.in/yaml.v3"
-	_ "gorm.io/driver/postgres"
-	_ "gorm.io/gorm"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
+
+const (
+	// DefaultNamespace is used when Options.Namespace is empty.
+	DefaultNamespace = "default"
+	// DefaultFrontendAddress is used when Options.FrontendAddress is empty.
+	DefaultFrontendAddress = "127.0.0.1:7233"
+	// DefaultRetention is the retention of closed workflow histories in the
+	// namespace created by Start. It only applies when the namespace is
+	// created; an existing namespace keeps its retention.
+	DefaultRetention = 72 * time.Hour
+	// DefaultStartTimeout bounds Start when ctx carries no deadline.
+	DefaultStartTimeout = 60 * time.Second
+
+	clusterName = "active"
+	loopbackV4  = "127.0.0.1"
+)
+
+// Options configures Start.
+type Options struct {
+	// DatabaseFile is the SQLite file. It is created (schema and namespace) on
+	// first start and reused afterwards, so workflows survive a process
+	// restart. The parent directory must exist. "" keeps everything in memory
+	// (tests); note that the SQLite plugin never frees its connections, so an
+	// in-memory database lives until the process exits.
+	DatabaseFile string
+	// FrontendAddress is the host:port of the gRPC frontend, e.g.
+	// "127.0.0.1:7233". Port 0 picks a free port. An empty host or
+	// "localhost" means 127.0.0.1; otherwise the host must be an IP literal.
+	// "" means DefaultFrontendAddress.
+	FrontendAddress string
+	// UIAddress is the host:port of the Web UI. "" disables the UI; port 0
+	// picks a free port. Host handling as for FrontendAddress.
+	UIAddress string
+	// Namespace is created if missing. "" means DefaultNamespace.
+	Namespace string
+	// Logger receives the server's logs. nil means slog.Default().
+	Logger *slog.Logger
+	// LogLevel is the minimum level of server logs passed to Logger. The
+	// server is chatty, so nil means slog.LevelWarn. Any slog.Level can be
+	// assigned; a *slog.LevelVar allows changing it at run time.
+	//
+	// This is a slog.Leveler rather than a slog.Level because the zero Level
+	// is Info, which would make "unset → Warn" impossible to express.
+	LogLevel slog.Leveler
+}
+
+// Server is a running embedded Temporal dev server.
+type Server struct {
+	frontendAddress string
+	uiAddress       string
+	namespace       string
+
+	server temporal.Server
+	ui     *uiserver.Server
+	uiDone chan struct{}
+	logger *slog.Logger
+
+	stopOnce sync.Once
+}
+
+// FrontendAddress returns the host:port clients should dial.
+func (s *Server) FrontendAddress() string { return s.frontendAddress }
+
+// UIAddress returns the host:port of the Web UI, or "" when it is disabled.
+func (s *Server) UIAddress() string { return s.uiAddress }
+
+// Namespace returns the namespace created (or found) by Start.
+func (s *Server) Namespace() string { return s.namespace }
+
+// Stop stops the UI and then the server. It is idempotent and safe to call
+// from several goroutines.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.ui != nil {
+			s.ui.Stop()
+			select {
+			case <-s.uiDone:
+			case <-time.After(5 * time.Second):
+				s.logger.Warn("devtemporal: UI server did not stop in time")
+			}
+		}
+		if s.server != nil {
+			if err := s.server.Stop(); err != nil {
+				s.logger.Warn("devtemporal: error stopping Temporal server", "error", err)
+			}
+		}
+	})
+}
+
+// Start starts the server (and the UI when Options.UIAddress is set). It
+// returns once the frontend accepts connections, the namespace can be
+// described and the history service answers for it. It gives up when ctx is
+// done or, if ctx has no deadline, after DefaultStartTimeout.
+func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if opts.FrontendAddress == "" {
+		opts.FrontendAddress = DefaultFrontendAddress
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LogLevel == nil {
+		opts.LogLevel = slog.LevelWarn
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultStartTimeout)
+		defer cancel()
+	}
+
+	// Ports. Everything is resolved and checked before the server is built:
+	// Temporal and the UI server treat a failing listener as fatal (the UI
+	// server even calls os.Exit), so a conflict must be reported here.
+	frontendIP, frontendPort, err := resolveListenAddress("frontend", opts.FrontendAddress)
+	if err != nil {
+		return nil, err
+	}
+	frontendDial := net.JoinHostPort(dialIP(frontendIP), strconv.Itoa(frontendPort))
+	var uiIP string
+	var uiPort int
+	if opts.UIAddress != "" {
+		if uiIP, uiPort, err = resolveListenAddress("UI", opts.UIAddress); err != nil {
+			return nil, err
+		}
+	}
+	// Internal services only ever talk to each other: keep them on loopback.
+	var internalPorts [3]int
+	for i := range internalPorts {
+		if internalPorts[i], err = freePort(loopbackV4); err != nil {
+			return nil, fmt.Errorf("devtemporal: picking a port for an internal service: %w", err)
+		}
+	}
+
+	sqlConf, err := prepareDatabase(opts.DatabaseFile, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+
+	logger := &serverLogger{log: opts.Logger, level: opts.LogLevel}
+	conf := buildConfig(sqlConf, frontendIP, frontendPort, frontendDial, internalPorts)
+	serverOpts, err := buildServerOptions(conf, logger, frontendDial, internalPorts)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := temporal.NewServer(serverOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("devtemporal: creating Temporal server: %w", err)
+	}
+	s := &Server{
+		frontendAddress: frontendDial,
+		namespace:       opts.Namespace,
+		logger:          opts.Logger,
+	}
+	started := time.Now()
+	if err := srv.Start(); err != nil {
+		// Start may have brought up some services before failing.
+		_ = srv.Stop()
+		return nil, fmt.Errorf("devtemporal: starting Temporal server on %s: %w", frontendDial, err)
+	}
+	s.server = srv
+	defer func() {
+		if retErr != nil {
+			s.Stop()
+		}
+	}()
+
+	if err := waitReady(ctx, frontendDial, opts.Namespace); err != nil {
+		return nil, fmt.Errorf("devtemporal: Temporal server on %s not ready after %s: %w",
+			frontendDial, time.Since(started).Round(time.Millisecond), err)
+	}
+
+	if opts.UIAddress != "" {
+		if err := s.startUI(ctx, uiIP, uiPort, frontendDial, opts.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	opts.Logger.Debug("devtemporal: started",
+		"frontend", s.frontendAddress, "ui", s.uiAddress, "namespace", s.namespace,
+		"database", opts.DatabaseFile, "elapsed", time.Since(started))
+	return s, nil
+}
+
+// prepareDatabase builds the SQLite persistence config, creating the schema
+// when the database file does not exist yet and the namespace when missing.
+func prepareDatabase(file, namespace string) (*config.SQL, error) {
+	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
+	if file == "" {
+		// The plugin creates the schema itself for in-memory databases. The
+		// name only has to be unique in this process: the plugin shares one
+		// connection per DSN between all services.
+		conf.DatabaseName = fmt.Sprintf("devtemporal-%d-%d", os.Getpid(), memDBSeq.Add(1))
+		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
+	} else {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, fmt.Errorf("devtemporal: database file %q: %w", file, err)
+		}
+		// The plugin builds a "file:<name>?<params>" URI, so these characters
+		// would be misread as query, fragment or escape.
+		if strings.ContainsAny(abs, "?#%") {
+			return nil, fmt.Errorf("devtemporal: database file %q: path must not contain '?', '#' or '%%'", abs)
+		}
+		conf.DatabaseName = abs
+		// Every key that is not an SQLite URI parameter (mode, cache, ...)
+		// is turned into a "_pragma=key=value" DSN parameter by the v1.32.1
+		// plugin, which modernc.org/sqlite runs as "PRAGMA key=value" on each
+		// new connection. The plugin itself does not restrict pragmas (only
+		// temporaltest's wrapper does, to these two).
+		conf.ConnectAttributes = map[string]string{
+			"mode": "rwc",
+			// WAL: readers do not block the writer and each commit is one
+			// sequential append instead of a rollback-journal round trip.
+			"journal_mode": "wal",
+			// NORMAL in WAL mode: no fsync per commit, only at checkpoints.
+			// A process crash loses nothing; a power loss or OS crash can
+			// lose the last transactions but never corrupts the database.
+			"synchronous": "NORMAL",
+		}
+		// MaxConns stays at the plugin default of 1: all services share one
+		// connection, which avoids SQLITE_BUSY between Temporal's own
+		// transactions (WAL would allow more readers, but deferred
+		// transactions that upgrade to writers can then fail with BUSY).
+
+		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Dir(abs)); err != nil {
+				return nil, fmt.Errorf("devtemporal: directory for database file: %w", err)
+			}
+			if err := sqliteschema.SetupSchema(conf); err != nil {
+				// Do not leave a half-initialised file behind: the next start
+				// would skip the schema setup.
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					_ = os.Remove(abs + suffix)
+				}
+				return nil, fmt.Errorf("devtemporal: setting up schema in %s: %w", abs, err)
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("devtemporal: database file: %w", err)
+		}
+	}
+
+	nsConf, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("devtemporal: namespace config: %w", err)
+	}
+	nsConf.Detail.Config.Retention = durationpb.New(DefaultRetention)
+	// CreateNamespaces skips namespaces that already exist (looked up by
+	// name), so this is safe on every start.
+	if err := sqliteschema.CreateNamespaces(conf, nsConf); err != nil {
+		return nil, fmt.Errorf("devtemporal: creating namespace %q: %w", namespace, err)
+	}
+	return conf, nil
+}
+
+var memDBSeq atomic.Int64
+
+func buildConfig(sqlConf *config.SQL, frontendIP string, frontendPort int, frontendDial string, internalPorts [3]int) *config.Config {
+	const store = "sqlite-default"
+	var conf config.Config
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = loopbackV4
+	// Global.Metrics nil → no-op metrics handler, no Prometheus listener.
+	// Global.PProf.Port 0 → no pprof listener.
+	conf.Persistence.DefaultStore = store
+	conf.Persistence.VisibilityStore = store
+	conf.Persistence.NumHistoryShards = 1
+	conf.Persistence.DataStores = map[string]config.DataStore{store: {SQL: sqlConf}}
+	conf.ClusterMetadata = &cluster.Config{
+		EnableGlobalNamespace:    false,
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				// Updated in the persisted cluster metadata on each start,
+				// so a new port after a restart is fine.
+				RPCAddress: frontendDial,
+			},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Services = map[string]config.Service{
+		// HTTPPort 0: the frontend's HTTP API is not started.
+		string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: frontendPort, BindOnIP: frontendIP}},
+		string(primitives.HistoryService):  {RPC: config.RPC{GRPCPort: internalPorts[0], BindOnIP: loopbackV4}},
+		string(primitives.MatchingService): {RPC: config.RPC{GRPCPort: internalPorts[1], BindOnIP: loopbackV4}},
+		string(primitives.WorkerService):   {RPC: config.RPC{GRPCPort: internalPorts[2], BindOnIP: loopbackV4}},
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontendDial
+	return &conf
+}
+
+func buildServerOptions(conf *config.Config, logger *serverLogger, frontendDial string, internalPorts [3]int) ([]temporal.ServerOption, error) {
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("devtemporal: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("devtemporal: claim mapper: %w", err)
+	}
+	internal := func(port int) static.Hosts {
+		return static.SingleLocalHost(net.JoinHostPort(loopbackV4, strconv.Itoa(port)))
+	}
+	return []temporal.ServerOption{
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		// Static membership: no ringpop gossip, no membership ports, and no
+		// join delay at start-up.
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(frontendDial),
+			primitives.HistoryService:  internal(internalPorts[0]),
+			primitives.MatchingService: internal(internalPorts[1]),
+			primitives.WorkerService:   internal(internalPorts[2]),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicConfig()),
+	}, nil
+}
+
+// dynamicConfig returns the dynamic config of the dev server. Only values
+// that differ from the v1.32.1 defaults in a way that matters here are set.
+func dynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		// Mutable-state cache: 8096 entries (as the Temporal CLI dev server)
+		// instead of 128000, to bound memory; a dev gateway never has that
+		// many workflows hot at once.
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8096,
+		// Visibility API rate limit per namespace: 100 RPS (as the CLI)
+		// instead of 10, so that the Web UI's list/count polling and the
+		// gateway's own list calls are not throttled.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key():        100,
+		dynamicconfig.TimerProcessorSchedulerWorkerCount.Key():                  32,
+		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():               32,
+		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key():             32,
+		dynamicconfig.MemoryTimerProcessorSchedulerWorkerCount.Key():            8,
+		dynamicconfig.ReplicationProcessorSchedulerWorkerCount.Key():            1,
+		dynamicconfig.ReplicationLowPriorityProcessorSchedulerWorkerCount.Key(): 1,
+	}
+}
+
+// waitReady polls until the frontend answers, the namespace is visible and
+// the history service owns its shard (a describe of an unknown workflow
+// returns NotFound rather than Unavailable).
+func waitReady(ctx context.Context, hostPort, namespace string) error {
+	var c client.Client
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		lastErr := probe(attemptCtx, &c, hostPort, namespace)
+		cancel()
+		if lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func probe(ctx context.Context, c *client.Client, hostPort, namespace string) error {
+	if *c == nil {
+		dialed, err := client.DialContext(ctx, client.Options{
+			HostPort:  hostPort,
+			Namespace: namespace,
+			Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+		})
+		if err != nil {
+			return err
+		}
+		*c = dialed
+	}
+	if _, err := (*c).CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return err
+	}
+	if _, err := (*c).WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace}); err != nil {
+		return err
+	}
+	_, err := (*c).DescribeWorkflowExecution(ctx, "devtemporal-readiness-probe", "")
+	var notFound *serviceerror.NotFound
+	if err == nil || errors.As(err, &notFound) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial, namespace string) error {
+	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+		Host:                hostForURL(ip),
+		Port:                port,
+		TemporalGRPCAddress: frontendDial,
+		DefaultNamespace:    namespace,
+		// Assets compiled into the ui-server module (ui/assets, go:embed);
+		// no UIAssetPath, nothing fetched at run time.
+		EnableUI: true,
+		// Served over plain HTTP on a local address: the CSRF cookie must not
+		// be marked Secure or browsers drop it. The UI is same-origin, so no
+		// CORS origins are needed.
+		CORS: uiconfig.CORS{CookieInsecure: true},
+		// No calls to the internet: the browser-side news feed is off, and
+		// the server-side GitHub release check runs only with
+		// NotifyOnNewVersion (left false).
+		DisableNewsFetch:   true,
+		NotifyOnNewVersion: false,
+		HideLogs:           true,
+	}))
+	s.ui = ui
+	s.uiDone = make(chan struct{})
+	go func() {
+		defer close(s.uiDone)
+		// Blocks until Stop. On a listen error the UI server calls os.Exit
+		// through echo's logger; the port was checked free just before, so
+		// only the small race described at freePort remains.
+		if err := ui.Start(); err != nil {
+			s.logger.Error("devtemporal: UI server failed", "error", err)
+		}
+	}()
+	s.uiAddress = net.JoinHostPort(dialIP(ip), strconv.Itoa(port))
+
+	url := "http://" + s.uiAddress + "/healthz"
+	httpClient := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("devtemporal: UI health request: %w", err)
+		}
+		resp, err := httpClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devtemporal: UI on %s not ready: %w (last error: %v)", s.uiAddress, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// resolveListenAddress parses host:port, normalises the host to an IP and
+// resolves port 0 to a free port. A fixed port is checked by binding it, so
+// that a conflict is reported as an error instead of crashing the server.
+func resolveListenAddress(what, addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("devtemporal: %s address %q: %w", what, addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("devtemporal: %s address %q: invalid port", what, addr)
+	}
+	switch host {
+	case "", "localhost":
+		host = loopbackV4
+	default:
+		ip := net.ParseIP(host)
+		if ip == nil {
+			return "", 0, fmt.Errorf("devtemporal: %s address %q: host must be an IP address or localhost", what, addr)
+		}
+		host = ip.String()
+	}
+	if port == 0 {
+		if port, err = freePort(host); err != nil {
+			return "", 0, fmt.Errorf("devtemporal: %s address %q: picking a free port: %w", what, addr, err)
+		}
+		return host, port, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return "", 0, fmt.Errorf("devtemporal: %s address %s is not available: %w", what, addr, err)
+	}
+	_ = ln.Close()
+	return host, port, nil
+}
+
+// freePort asks the kernel for a free TCP port on ip by listening on port 0
+// and closing the listener again. The port is then handed to the Temporal or
+// UI server, which binds it a few milliseconds later. Another process can
+// grab the port in between; that race is accepted for a dev server (the
+// kernel does not hand out a just-released ephemeral port again right away,
+// so in practice it only matters when something else binds fixed ports in
+// the ephemeral range).
+func freePort(ip string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
+}
+
+// dialIP maps an unspecified listen IP (0.0.0.0, ::) to the loopback address
+// clients in this process should dial.
+func dialIP(ip string) string {
+	parsed := net.ParseIP(ip)
+	switch {
+	case parsed == nil || !parsed.IsUnspecified():
+		return ip
+	case parsed.To4() != nil:
+		return loopbackV4
+	default:
+		return "::1"
+	}
+}
+
+// hostForURL brackets IPv6 literals; the UI server formats "%s:%d".
+func hostForURL(ip string) string {
+	if strings.Contains(ip, ":") {
+		return "[" + ip + "]"
+	}
+	return ip
+}

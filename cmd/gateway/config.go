@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// config is the gateway's configuration: defaults, then environment
+// variables, then flags (decisions.md §1), then validate().
+type config struct {
+	Listen               string
+	DataDir              string
+	ProvidersFile        string
+	DatabaseURL          string
+	TemporalAddress      string
+	TemporalNamespace    string
+	TemporalDevListen    string
+	TemporalUIListen     string
+	OIDCIssuer           string
+	OIDCAudience         string
+	Region               string
+	LogLevel             string
+	AllowPrivateNetworks bool
+}
+
+// registerFlags binds the flags a command takes; each default is the
+// environment variable's value when set.
+func (c *config) registerFlags(fs *flag.FlagSet, command string) {
+	str := func(p *string, name, env, def, usage string) {
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+env+")")
+	}
+	str(&c.LogLevel, "log-level", "GATEWAY_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	str(&c.DataDir, "data-dir", "GATEWAY_DATA_DIR", "./.data", "directory for the dev databases and keys")
+	if command == "token" {
+		str(&c.OIDCAudience, "audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience of the token")
+		return
+	}
+	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
+	if command == "migrate" {
+		return
+	}
+	str(&c.Listen, "listen", "GATEWAY_LISTEN", "127.0.0.1:8080", "address of the HTTP API (worker: health endpoints)")
+	str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
+	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (dev default: the embedded server)")
+	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
+	if command == "worker" {
+		return
+	}
+	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
+	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
+	if command == "dev" {
+		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
+		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
+	}
+	if command == "serve" {
+		allow := os.Getenv("GATEWAY_ALLOW_PRIVATE_NETWORKS") == "true"
+		fs.BoolVar(&c.AllowPrivateNetworks, "allow-private-networks", allow, "allow webhook and media URLs on loopback, private and link-local addresses (env GATEWAY_ALLOW_PRIVATE_NETWORKS)")
+	}
+}
+
+// validate checks what a command requires, with messages that say how to
+// fix it.
+func (c *config) validate(command string) error {
+	var problems []string
+	need := func(value, flagName, env string) {
+		if value == "" {
+			problems = append(problems, fmt.Sprintf("%s needs --%s or %s", command, flagName, env))
+		}
+	}
+	switch command {
+	case "serve":
+		need(c.DatabaseURL, "database-url", "DATABASE_URL")
+		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+		need(c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL")
+	case "worker":
+		need(c.DatabaseURL, "database-url", "DATABASE_URL")
+		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: use debug, info, warn or error", s)
+	}
+	return level, nil
+}
+
+// tokenFlags are the flags of `gateway token`.
+type tokenFlags struct {
+	Tenant     string
+	Subject    string
+	Scope      string
+	SuperAdmin bool
+	TTL        time.Duration
+}

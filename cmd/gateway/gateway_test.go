@@ -1,0 +1,355 @@
+package main
+
+// End-to-end tests: they build the gateway binary, run `gateway dev` (with
+// its embedded Temporal server, on SQLite and on PostgreSQL) and drive it
+// over HTTP like a client would, including killing the process mid-job.
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+var gatewayBin string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		flag.Parse()
+		if testing.Short() {
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "gateway-e2e")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		gatewayBin = filepath.Join(dir, "gateway")
+		build := exec.Command("go", "build", "-o", gatewayBin, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build gateway:", err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+const allJobScopes = "transcriptions:read transcriptions:write translations:read translations:write " +
+	"video-analyses:read video-analyses:write llm-tasks:read llm-tasks:write"
+
+// gateway is one `gateway dev` process.
+type gateway struct {
+	t       *testing.T
+	dataDir string
+	env     []string
+	listen  string
+	ui      string
+	args    []string
+	cmd     *exec.Cmd
+	logs    *bytes.Buffer
+	token   string
+}
+
+func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: runs the embedded Temporal server")
+	}
+	g := &gateway{
+		t:       t,
+		dataDir: t.TempDir(),
+		listen:  freeAddr(t),
+		ui:      freeAddr(t),
+		args:    extraArgs,
+	}
+	temporal := freeAddr(t)
+	g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
+		"--temporal-dev-listen", temporal, "--temporal-ui-listen", g.ui}, g.args...)
+	g.env = append(os.Environ(), "DATABASE_URL="+databaseURL)
+	g.start()
+	t.Cleanup(g.stop)
+	g.token = g.mint("acme", allJobScopes)
+	return g
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (g *gateway) start() {
+	g.t.Helper()
+	g.logs = &bytes.Buffer{}
+	g.cmd = exec.Command(gatewayBin, g.args...)
+	g.cmd.Env = g.env
+	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
+	require.NoError(g.t, g.cmd.Start())
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(g.url("/readyz"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if g.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	g.t.Fatalf("gateway dev did not become ready; its output:\n%s", g.logs.String())
+}
+
+// kill ends the process the hard way, as a crash would.
+func (g *gateway) kill() {
+	g.t.Helper()
+	require.NoError(g.t, g.cmd.Process.Signal(syscall.SIGKILL))
+	_ = g.cmd.Wait()
+}
+
+func (g *gateway) stop() {
+	if g.cmd == nil || g.cmd.ProcessState != nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = g.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-done
+	}
+	if g.t.Failed() {
+		g.t.Logf("gateway output:\n%s", g.logs.String())
+	}
+}
+
+func (g *gateway) url(path string) string { return "http://" + g.listen + path }
+
+// mint runs `gateway token`, as the README tells users to.
+func (g *gateway) mint(tenant, scopes string) string {
+	g.t.Helper()
+	out, err := exec.Command(gatewayBin, "token", "--data-dir", g.dataDir, "--tenant", tenant, "--sub", "e2e-user", "--scope", scopes).Output()
+	require.NoError(g.t, err)
+	return strings.TrimSpace(string(out))
+}
+
+func (g *gateway) do(method, path, body string, header ...string) (int, []byte, http.Header) {
+	g.t.Helper()
+	req, err := http.NewRequest(method, g.url(path), strings.NewReader(body))
+	require.NoError(g.t, err)
+	req.Header.Set("Authorization", "Bearer "+g.token)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(g.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(g.t, err)
+	return resp.StatusCode, b, resp.Header
+}
+
+type jobDoc struct {
+	Data struct {
+		ID         string `json:"id"`
+		Type       string `json:"type"`
+		Attributes struct {
+			Status         string            `json:"status"`
+			Provider       string            `json:"provider"`
+			Progress       *int              `json:"progress"`
+			Routing        map[string]any    `json:"routing"`
+			RoutingHistory []json.RawMessage `json:"routing_history"`
+			Result         json.RawMessage   `json:"result"`
+			Error          *struct{ Code string }
+			ProcessedAt    *time.Time `json:"processed_at"`
+			CompletedAt    *time.Time `json:"completed_at"`
+		} `json:"attributes"`
+		Meta struct {
+			Client map[string]any    `json:"client"`
+			System map[string]string `json:"system"`
+		} `json:"meta"`
+	} `json:"data"`
+}
+
+func (g *gateway) create(resource, body string) jobDoc {
+	g.t.Helper()
+	status, b, _ := g.do(http.MethodPost, "/v1/"+resource, body)
+	require.Equal(g.t, http.StatusAccepted, status, "create %s: %s", resource, b)
+	var doc jobDoc
+	require.NoError(g.t, json.Unmarshal(b, &doc))
+	require.Equal(g.t, "pending", doc.Data.Attributes.Status)
+	return doc
+}
+
+func (g *gateway) get(resource, id string) jobDoc {
+	g.t.Helper()
+	status, b, _ := g.do(http.MethodGet, "/v1/"+resource+"/"+id, "")
+	require.Equal(g.t, http.StatusOK, status, "get %s/%s: %s", resource, id, b)
+	var doc jobDoc
+	require.NoError(g.t, json.Unmarshal(b, &doc))
+	return doc
+}
+
+// waitFor polls a job until cond holds.
+func (g *gateway) waitFor(resource, id string, timeout time.Duration, cond func(jobDoc) bool) jobDoc {
+	g.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var doc jobDoc
+	for time.Now().Before(deadline) {
+		doc = g.get(resource, id)
+		if cond(doc) {
+			return doc
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	g.t.Fatalf("job %s/%s: condition not met within %s; last state %+v", resource, id, timeout, doc.Data.Attributes)
+	return doc
+}
+
+func terminal(doc jobDoc) bool {
+	s := doc.Data.Attributes.Status
+	return s == "completed" || s == "failed"
+}
+
+// jobsOfEachService are create requests for the four services, using the
+// sample media `gateway dev` serves.
+func jobsOfEachService(g *gateway) map[string]string {
+	wav := g.url("/dev/samples/tone.wav")
+	return map[string]string{
+		"transcriptions": `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"` + wav + `"},"options":{"format":"srt"}},"meta":{"client":{"ref":"t-1","nested":{"n":1}}}}}`,
+		"translations":   `{"data":{"type":"translation-job","attributes":{"input":{"type":"text","content":"Hello world","target_language":"de"}}}}`,
+		"video-analyses": `{"data":{"type":"video-analysis-job","attributes":{"input":{"url":"` + wav + `","features":["labels","summary"]}}}}`,
+		"llm-tasks":      `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"The gateway routes jobs.","prompt":"Summarise."},"options":{"include_usage":true}}}}`,
+	}
+}
+
+func TestEveryServiceEndToEnd(t *testing.T) {
+	t.Parallel()
+	for name, databaseURL := range map[string]func(*testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": func(t *testing.T) string { return storetest.FreshPostgresURL(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t, databaseURL(t))
+			for resource, body := range jobsOfEachService(g) {
+				created := g.create(resource, body)
+				require.NotEmpty(t, created.Data.Meta.System["worker_id"])
+				done := g.waitFor(resource, created.Data.ID, 60*time.Second, terminal)
+				attrs := done.Data.Attributes
+				require.Equal(t, "completed", attrs.Status, "%s: %+v", resource, attrs)
+				require.NotEmpty(t, attrs.Provider)
+				require.NotNil(t, attrs.ProcessedAt)
+				require.NotNil(t, attrs.CompletedAt)
+				require.Equal(t, attrs.Provider, attrs.Routing["provider_id"])
+				require.Equal(t, "default", attrs.Routing["reason"])
+				require.Len(t, attrs.RoutingHistory, 1)
+				require.NotEmpty(t, attrs.Result)
+
+				status, result, header := g.do(http.MethodGet, "/v1/"+resource+"/"+created.Data.ID+"/result", "")
+				require.Equal(t, http.StatusOK, status, "%s result: %s", resource, result)
+				switch resource {
+				case "transcriptions":
+					require.Equal(t, "t-1", done.Data.Meta.Client["ref"])
+					require.Contains(t, header.Get("Content-Type"), "text/srt")
+					require.Contains(t, string(result), " --> ")
+				case "llm-tasks":
+					var r struct {
+						Content      string         `json:"content"`
+						FinishReason string         `json:"finish_reason"`
+						Usage        map[string]any `json:"usage"`
+					}
+					require.NoError(t, json.Unmarshal(result, &r))
+					require.NotEmpty(t, r.Content)
+					require.Equal(t, "completed", r.FinishReason)
+					require.NotEmpty(t, r.Usage, "include_usage was true")
+				default:
+					require.Contains(t, header.Get("Content-Type"), "application/json")
+				}
+			}
+
+			// The Temporal Web UI is up for operators.
+			resp, err := http.Get("http://" + g.ui + "/")
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+	}
+}
+
+// slowCatalog has one sandbox provider per service that takes seconds, so a
+// test can kill the gateway while jobs are processing.
+const slowCatalog = `providers:
+  - id: sandbox-slow
+    name: Sandbox (slow)
+    adapter: sandbox
+    settings: {latency_ms: 6000, fail_rate: 0}
+    services:
+      transcriptions:
+        features: [language_detection, diarization, timestamps]
+        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 500, max_duration_seconds: 14400}
+        pricing: {unit: per_minute, amount: 0.006, currency: USD}
+      translations:
+        features: [language_detection, formality]
+        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 50, max_duration_seconds: 600}
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+      video-analyses:
+        features: [labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary]
+        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 2000, max_duration_seconds: 14400}
+        pricing: {unit: per_minute, amount: 0.1, currency: USD}
+      llm-tasks:
+        models: [sandbox-model]
+        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 10, max_duration_seconds: 600}
+        pricing: {unit: per_token, amount: 0.000002, currency: USD}
+`
+
+func TestRestartMidJobLosesNothing(t *testing.T) {
+	t.Parallel()
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
+	g := newGateway(t, "", "--providers", catalog)
+
+	ids := map[string]string{}
+	for resource, body := range jobsOfEachService(g) {
+		ids[resource] = g.create(resource, body).Data.ID
+	}
+	for resource, id := range ids {
+		g.waitFor(resource, id, 30*time.Second, func(d jobDoc) bool {
+			return d.Data.Attributes.Status == "processing" && d.Data.Attributes.Progress != nil && *d.Data.Attributes.Progress > 0
+		})
+	}
+
+	g.kill()
+	g.start()
+
+	for resource, id := range ids {
+		done := g.waitFor(resource, id, 90*time.Second, terminal)
+		require.Equal(t, "completed", done.Data.Attributes.Status, "%s %s after restart: %+v", resource, id, done.Data.Attributes)
+		require.Equal(t, id, done.Data.ID)
+		require.NotEmpty(t, done.Data.Attributes.Result)
+	}
+}

@@ -1,0 +1,126 @@
+// Command gateway runs the asynchronous AI job gateway.
+//
+//	gateway dev      everything in one process, with an embedded Temporal
+//	gateway serve    the API against an external Temporal and PostgreSQL
+//	gateway worker   the Temporal worker
+//	gateway migrate  apply the database schema and exit
+//	gateway token    mint a token from the dev identity provider
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/api/devidp"
+)
+
+const usage = `gateway: an asynchronous AI job gateway on Temporal.
+
+Usage:
+  gateway dev      [flags]   API, worker, embedded Temporal + Web UI, dev identity provider
+  gateway serve    [flags]   API only (needs TEMPORAL_ADDRESS, DATABASE_URL, OIDC_ISSUER_URL)
+  gateway worker   [flags]   Temporal worker only (needs TEMPORAL_ADDRESS, DATABASE_URL)
+  gateway migrate  [flags]   apply the database schema and exit
+  gateway token    [flags]   print a token signed by the dev identity provider
+
+Run "gateway <command> -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	command := args[0]
+	var cfg config
+	var tok tokenFlags
+	fs := flag.NewFlagSet("gateway "+command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	switch command {
+	case "dev", "serve", "worker", "migrate", "token":
+		cfg.registerFlags(fs, command)
+	default:
+		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", command, usage)
+		return 2
+	}
+	if command == "token" {
+		fs.StringVar(&tok.Tenant, "tenant", "", "tenant_id claim")
+		fs.StringVar(&tok.Subject, "sub", "dev-user", "subject (user id)")
+		fs.StringVar(&tok.Scope, "scope", "", "space-separated scopes")
+		fs.BoolVar(&tok.SuperAdmin, "super-admin", false, "add the super-admin role")
+		fs.DurationVar(&tok.TTL, "ttl", time.Hour, "lifetime of the token")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := cfg.validate(command); err != nil {
+		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)
+		return 2
+	}
+	level, _ := parseLevel(cfg.LogLevel)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch command {
+	case "dev":
+		err = runDev(ctx, cfg, logger)
+	case "serve":
+		err = runServe(ctx, cfg, logger)
+	case "worker":
+		err = runWorker(ctx, cfg, logger)
+	case "migrate":
+		err = runMigrate(ctx, cfg, logger)
+	case "token":
+		err = runToken(cfg, tok, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)
+		return 1
+	}
+	return 0
+}
+
+func runToken(cfg config, tok tokenFlags, stdout io.Writer) error {
+	issuer, err := devidp.OpenExisting(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	req := devidp.TokenRequest{
+		Tenant:   tok.Tenant,
+		Subject:  tok.Subject,
+		Scopes:   strings.Fields(tok.Scope),
+		Audience: cfg.OIDCAudience,
+		TTL:      tok.TTL,
+	}
+	if tok.SuperAdmin {
+		req.Roles = []string{"super-admin"}
+	}
+	token, err := issuer.Mint(req)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, token)
+	return err
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/builtin"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// runDev runs the whole stack in one process.
+func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
+	}
+	registry, err := loadRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	if cfg.TemporalAddress == "" {
+		start := time.Now()
+		server, err := devtemporal.Start(ctx, devtemporal.Options{
+			DatabaseFile:    filepath.Join(cfg.DataDir, "temporal.db"),
+			FrontendAddress: cfg.TemporalDevListen,
+			UIAddress:       cfg.TemporalUIListen,
+			Namespace:       cfg.TemporalNamespace,
+			Logger:          logger.With("component", "temporal"),
+			LogLevel:        slog.LevelWarn,
+		})
+		if err != nil {
+			return fmt.Errorf("embedded Temporal: %w", err)
+		}
+		defer server.Stop()
+		cfg.TemporalAddress = server.FrontendAddress()
+		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
+	}
+	tc, err := dialTemporal(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	nodeID := nodeID()
+	w, err := startWorker(tc, st, registry, nodeID)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	base := "http://" + listener.Addr().String()
+	issuerURL := cfg.OIDCIssuer
+	var issuer *devidp.Issuer
+	if issuerURL == "" {
+		issuerURL = base + "/dev/oidc"
+		if issuer, err = devidp.Open(cfg.DataDir, issuerURL); err != nil {
+			return err
+		}
+	}
+	verifier := auth.NewVerifier(issuerURL, cfg.OIDCAudience, nil)
+	routes := []func(gin.IRouter){registerSamples}
+	if issuer != nil {
+		routes = append(routes, issuer.Routes)
+	}
+	srv := api.New(api.Config{
+		Store:       st,
+		Temporal:    tc,
+		Catalog:     registry.Catalog(),
+		Verifier:    verifier,
+		Routes:      routes,
+		ReadyChecks: readyChecks(st, tc, verifier, true),
+		Region:      cfg.Region,
+		NodeID:      nodeID,
+		EagerStart:  true,
+		Logger:      logger,
+	})
+	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
+	return serveHTTP(ctx, listener, srv.Handler(), logger)
+}
+
+// runServe runs the API against an external Temporal and database.
+func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
+	registry, err := loadRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tc, err := dialTemporal(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
+	srv := api.New(api.Config{
+		Store:       st,
+		Temporal:    tc,
+		Catalog:     registry.Catalog(),
+		Verifier:    verifier,
+		ReadyChecks: readyChecks(st, tc, verifier, false),
+		Region:      cfg.Region,
+		NodeID:      nodeID(),
+		Logger:      logger,
+	})
+	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
+	return serveHTTP(ctx, listener, srv.Handler(), logger)
+}
+
+// runWorker runs the Temporal worker, with health endpoints on --listen.
+func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+	registry, err := loadRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tc, err := dialTemporal(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	w, err := startWorker(tc, st, registry, nodeID())
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	r := gin.New()
+	checks := readyChecks(st, tc, nil, false)
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", func(c *gin.Context) {
+		for _, check := range checks {
+			if err := check.Check(c); err != nil {
+				c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not ready", check.Name: err.Error()})
+				return
+			}
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	})
+	logger.Info("gateway worker ready", "task_queue", workflows.TaskQueue, "health", "http://"+listener.Addr().String())
+	return serveHTTP(ctx, listener, r, logger)
+}
+
+// runMigrate applies the schema and exits.
+func runMigrate(ctx context.Context, cfg config, logger *slog.Logger) error {
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
+	}
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	logger.Info("database schema is up to date")
+	return st.Close()
+}
+
+func loadRegistry(cfg config) (*providers.Registry, error) {
+	catalog, err := providers.LoadCatalog(cfg.ProvidersFile)
+	if err != nil {
+		return nil, err
+	}
+	return providers.NewRegistry(catalog, builtin.Factories())
+}
+
+func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if migrate {
+		if err := st.Migrate(ctx); err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.Client, error) {
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	return tc, nil
+}
+
+func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string) (worker.Worker, error) {
+	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
+	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+	w.RegisterActivity(&activities.Activities{Store: st, Providers: registry, WorkerID: nodeID})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, nil
+}
+
+func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker bool) []api.ReadyCheck {
+	checks := []api.ReadyCheck{
+		{Name: "store", Check: st.Ping},
+		{Name: "temporal", Check: func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+	}
+	if verifier != nil {
+		checks = append(checks, api.ReadyCheck{Name: "identity", Check: verifier.Ready})
+	}
+	if worker {
+		checks = append(checks, api.ReadyCheck{Name: "worker", Check: func(ctx context.Context) error {
+			resp, err := tc.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+			if err != nil {
+				return err
+			}
+			if len(resp.GetPollers()) == 0 {
+				return errors.New("no worker polls the task queue yet")
+			}
+			return nil
+		}})
+	}
+	return checks
+}
+
+func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, logger *slog.Logger) error {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- server.Serve(listener) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func nodeID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "gateway"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+func uiURL(addr string) string {
+	if addr == "" {
+		return "disabled"
+	}
+	return "http://" + addr
+}
