@@ -97,4 +97,3 @@ func open(t testing.TB, databaseURL string) *store.Store {
 	}
 	return s
 }
-

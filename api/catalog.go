@@ -1,0 +1,104 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+type serviceResource struct {
+	ID         string            `json:"id"`
+	Type       string            `json:"type"`
+	Attributes serviceAttributes `json:"attributes"`
+}
+
+type serviceAttributes struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Endpoint    string `json:"endpoint"`
+	JobType     string `json:"job_type"`
+	Status      string `json:"status"`
+}
+
+type providerResource struct {
+	ID         string             `json:"id"`
+	Type       string             `json:"type"`
+	Attributes providerAttributes `json:"attributes"`
+}
+
+type providerAttributes struct {
+	Name     string                          `json:"name"`
+	Status   providers.Status                `json:"status"`
+	Services map[string]providers.Capability `json:"services"`
+}
+
+func serviceView(svc providers.Service) serviceResource {
+	return serviceResource{
+		ID:   string(svc.ID),
+		Type: "service",
+		Attributes: serviceAttributes{
+			Name:        svc.Name,
+			Description: svc.Description,
+			Endpoint:    svc.Endpoint(),
+			JobType:     svc.JobType,
+			Status:      "active",
+		},
+	}
+}
+
+func providerView(p *providers.Provider) providerResource {
+	status := p.Status
+	if status == "" {
+		status = providers.StatusActive
+	}
+	services := map[string]providers.Capability{}
+	for id, capability := range p.Services {
+		c := *capability
+		if c.Status == "" {
+			c.Status = providers.StatusActive
+		}
+		services[string(id)] = c
+	}
+	return providerResource{
+		ID:         p.ID,
+		Type:       "provider",
+		Attributes: providerAttributes{Name: p.Name, Status: status, Services: services},
+	}
+}
+
+func (s *Server) listServices(c *gin.Context) {
+	out := []serviceResource{}
+	for _, svc := range providers.Services() {
+		out = append(out, serviceView(svc))
+	}
+	c.JSON(http.StatusOK, gin.H{"data": out})
+}
+
+func (s *Server) getService(c *gin.Context) {
+	svc, ok := providers.LookupService(c.Param("id"))
+	if !ok {
+		abort(c, apierror.NotFound("no service %q", c.Param("id")))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc)})
+}
+
+func (s *Server) listProviders(c *gin.Context) {
+	out := []providerResource{}
+	for _, p := range s.cfg.Catalog.Providers {
+		out = append(out, providerView(p))
+	}
+	c.JSON(http.StatusOK, gin.H{"data": out})
+}
+
+func (s *Server) getProvider(c *gin.Context) {
+	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
+	if !ok {
+		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": providerView(p)})
+}

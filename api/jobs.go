@@ -1,0 +1,248 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// createJob handles POST /v1/{resource}.
+func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		tenant, user, err := auth.EffectiveIdentity(c)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		if tenant == "" {
+			abort(c, apierror.Forbidden("the token carries no tenant_id claim; jobs belong to a tenant"))
+			return
+		}
+		application := c.GetHeader("X-Application")
+		if err := validApplication(application); err != nil {
+			abort(c, err)
+			return
+		}
+		idempotencyKey := c.GetHeader("Idempotency-Key")
+		if len(idempotencyKey) > 255 {
+			abort(c, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be at most 255 characters"))
+			return
+		}
+		body, rerr := io.ReadAll(c.Request.Body)
+		if rerr != nil {
+			abort(c, rerr)
+			return
+		}
+		req, verr := parseJobRequest(svc, body)
+		if verr != nil {
+			abort(c, verr)
+			return
+		}
+		if err := s.checkRouting(svc, req); err != nil {
+			abort(c, err)
+			return
+		}
+
+		now := s.cfg.Now().UTC()
+		jobID := uuid.Must(uuid.NewV7()).String()
+		if idempotencyKey != "" {
+			claimedID, claimed, err := s.cfg.Store.ClaimIdempotencyKey(c, tenant, idempotencyKey, jobID, now, IdempotencyTTL)
+			if err != nil {
+				abort(c, err)
+				return
+			}
+			if !claimed {
+				if existing, err := s.cfg.Store.GetJob(c, claimedID); err == nil {
+					c.Header("Location", svc.Endpoint()+"/"+existing.ID)
+					c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(existing, true)})
+					return
+				}
+				// The first request's job was not recorded yet (or that
+				// request died before starting it): finish its start under
+				// the same id. Starting a workflow is idempotent per id.
+				jobID = claimedID
+			}
+		}
+
+		in := workflows.JobInput{
+			JobID:       jobID,
+			Service:     svc.ID,
+			Tenant:      tenant,
+			UserID:      user,
+			Application: application,
+			Provider:    req.Provider,
+			PolicyID:    req.PolicyID,
+			Input:       req.Input,
+			Options:     req.Options,
+			ClientMeta:  req.ClientMeta,
+			CreatedAt:   now,
+		}
+		if _, err := s.cfg.Temporal.ExecuteWorkflow(c, client.StartWorkflowOptions{
+			ID:                       workflows.JobWorkflowID(jobID),
+			TaskQueue:                workflows.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			EnableEagerStart:         s.cfg.EagerStart,
+			Priority:                 temporal.Priority{PriorityKey: priorityKey(req.Options)},
+		}, workflows.JobWorkflowName, in); err != nil {
+			s.cfg.Logger.Error("start job workflow", "job", jobID, "error", err)
+			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be queued; retry the request (with the same Idempotency-Key)"))
+			return
+		}
+		job := &store.Job{
+			ID:          jobID,
+			Service:     string(svc.ID),
+			Tenant:      tenant,
+			UserID:      user,
+			Provider:    req.Provider,
+			Status:      store.StatusPending,
+			PolicyID:    req.PolicyID,
+			Application: application,
+			Input:       string(req.Input),
+			Options:     string(req.Options),
+			ClientMeta:  string(req.ClientMeta),
+			CreatedAt:   now,
+		}
+		// The workflow projects the job too, so a failed insert loses
+		// nothing: the job is accepted once its workflow started.
+		if err := s.cfg.Store.InsertJob(c, job); err != nil {
+			s.cfg.Logger.Warn("record new job", "job", jobID, "error", err)
+		}
+		c.Header("Location", svc.Endpoint()+"/"+jobID)
+		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
+	}
+}
+
+// checkRouting checks an explicit provider (or policy) against the catalog.
+func (s *Server) checkRouting(svc providers.Service, req *jobRequest) *apierror.Error {
+	if req.PolicyID != "" {
+		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/policy_id: no policy %s", ptrAttributes, req.PolicyID)
+	}
+	if req.Provider == "" {
+		return nil
+	}
+	p, ok := s.cfg.Catalog.Lookup(req.Provider)
+	if !ok {
+		return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s/provider: no provider %q (see GET /v1/providers)", ptrAttributes, req.Provider)
+	}
+	needs, err := policy.RequirementsOf(svc.ID, req.Input, req.Options)
+	if err != nil {
+		return apierror.Validation(ptrAttributes, "%v", err)
+	}
+	if reason, message := policy.Unsupported(p, needs); reason != "" {
+		return apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s/provider: %s", ptrAttributes, message)
+	}
+	providerStatus, serviceStatus := policy.CatalogStatus(p, svc.ID)
+	if providerStatus == providers.StatusDisabled {
+		return apierror.Unprocessable(apierror.CodeProviderDisabled, "%s/provider: provider %s is disabled", ptrAttributes, p.ID)
+	}
+	if serviceStatus == providers.StatusDisabled {
+		return apierror.Unprocessable(apierror.CodeProviderDisabled, "%s/provider: provider %s is disabled for %s", ptrAttributes, p.ID, svc.ID)
+	}
+	return nil
+}
+
+// priorityKey maps options.priority onto Temporal's task priority (1 is
+// served first, 3 is the default).
+func priorityKey(options []byte) int {
+	switch {
+	case strings.Contains(string(options), `"priority":"high"`):
+		return 1
+	case strings.Contains(string(options), `"priority":"low"`):
+		return 5
+	}
+	return 3
+}
+
+// getJob handles GET /v1/{resource}/{id}.
+func (s *Server) getJob(svc providers.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		job, err := s.visibleJob(c, svc)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"data": s.jobResource(job, true)})
+	}
+}
+
+// cancelJob handles POST /v1/{resource}/{id}/cancel.
+func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		job, err := s.visibleJob(c, svc)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		if job.Terminal() {
+			abort(c, apierror.New(http.StatusConflict, apierror.CodeJobFinished, "job %s already %s", job.ID, job.Status))
+			return
+		}
+		err = s.cfg.Temporal.CancelWorkflow(c, workflows.JobWorkflowID(job.ID), "")
+		if err != nil && !isNotFound(err) {
+			abort(c, err)
+			return
+		}
+		// Give the workflow a moment to record the cancellation, so the
+		// answer usually shows the job failed with CANCELLED.
+		ctx, cancel := context.WithTimeout(c, 5*time.Second)
+		defer cancel()
+		_ = s.cfg.Temporal.GetWorkflow(ctx, workflows.JobWorkflowID(job.ID), "").Get(ctx, nil)
+		if fresh, err := s.cfg.Store.GetJob(c, job.ID); err == nil {
+			job = fresh
+		}
+		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
+	}
+}
+
+// visibleJob loads the job named by the path, as the caller may see it:
+// another tenant's job, another service's job and a malformed id are all
+// 404, so ids leak nothing.
+func (s *Server) visibleJob(c *gin.Context, svc providers.Service) (*store.Job, error) {
+	tenant, _, err := auth.EffectiveIdentity(c)
+	if err != nil {
+		return nil, err
+	}
+	id := c.Param("id")
+	notFound := apierror.NotFound("no %s with id %s", svc.JobType, id)
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return nil, notFound
+	}
+	job, err := s.cfg.Store.GetJob(c, strings.ToLower(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	caller := auth.CallerFrom(c)
+	actingAs := c.GetHeader("X-Effective-Tenant-Id") != ""
+	if job.Service != string(svc.ID) || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
+		return nil, notFound
+	}
+	return job, nil
+}
+
+// isNotFound reports a workflow that no longer runs (it finished between
+// the projection read and the cancel request).
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}

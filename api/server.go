@@ -1,0 +1,142 @@
+// Package api is the gateway's REST API: gin handlers that translate HTTP
+// into calls on the store, the provider catalog and Temporal, and back.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// JobStore is what the API needs of the store.
+type JobStore interface {
+	InsertJob(ctx context.Context, job *store.Job) error
+	GetJob(ctx context.Context, id string) (*store.Job, error)
+	ClaimIdempotencyKey(ctx context.Context, tenant, key, jobID string, now time.Time, ttl time.Duration) (string, bool, error)
+}
+
+// ReadyCheck is one dependency /readyz waits for.
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Config is the API's dependencies.
+type Config struct {
+	Store    JobStore
+	Temporal client.Client
+	Catalog  *providers.Catalog
+	Verifier *auth.Verifier
+	// Routes registers extra routes outside /v1, such as the dev issuer.
+	Routes []func(gin.IRouter)
+	// ReadyChecks gate /readyz.
+	ReadyChecks []ReadyCheck
+	// Region and NodeID fill meta.system of responses.
+	Region string
+	NodeID string
+	// EagerStart asks Temporal to hand new workflows straight to this
+	// process's worker (only when the worker runs in the same process).
+	EagerStart bool
+	Logger     *slog.Logger
+	// Now is the clock (tests fix it).
+	Now func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	cfg Config
+}
+
+// MaxBodyBytes is the largest request body accepted (decisions.md §4).
+const MaxBodyBytes = 8 << 20
+
+// IdempotencyTTL is how long an Idempotency-Key stands for its first job.
+const IdempotencyTTL = 24 * time.Hour
+
+// New builds the API server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Region == "" {
+		cfg.Region = "local"
+	}
+	return &Server{cfg: cfg}
+}
+
+// Handler returns the HTTP handler with every route.
+func (s *Server) Handler() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes))
+	r.NoRoute(func(c *gin.Context) { abort(c, notFoundRoute(c)) })
+	r.NoMethod(func(c *gin.Context) { abort(c, methodNotAllowed(c)) })
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	for _, register := range s.cfg.Routes {
+		register(r)
+	}
+
+	v1 := r.Group("/v1", auth.Middleware(s.cfg.Verifier))
+	for _, svc := range providers.Services() {
+		res := v1.Group(svc.Endpoint()[len("/v1"):])
+		write := auth.RequireScope(string(svc.ID) + ":write")
+		read := auth.RequireScope(string(svc.ID) + ":read")
+		res.POST("", write, s.createJob(svc))
+		res.GET("/:id", read, s.getJob(svc))
+		res.GET("/:id/result", read, s.getResult(svc))
+		res.POST("/:id/cancel", write, s.cancelJob(svc))
+	}
+	v1.GET("/services", s.listServices)
+	v1.GET("/services/:id", s.getService)
+	v1.GET("/providers", s.listProviders)
+	v1.GET("/providers/:id", s.getProvider)
+	return r
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	checks := gin.H{}
+	ready := true
+	for _, check := range s.cfg.ReadyChecks {
+		if err := check.Check(ctx); err != nil {
+			checks[check.Name] = err.Error()
+			ready = false
+			continue
+		}
+		checks[check.Name] = "ok"
+	}
+	if !ready {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not ready", "checks": checks})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
+}
+
+func (s *Server) logRequests() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		s.cfg.Logger.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
+			"status", c.Writer.Status(), "duration", time.Since(start))
+	}
+}
