@@ -69,6 +69,13 @@ type gateway struct {
 
 func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway {
 	t.Helper()
+	return newGatewayOn(t, databaseURL, "", extraArgs...)
+}
+
+// newGatewayOn starts `gateway dev` with the embedded Temporal frontend on
+// temporalAddr ("" for any free port).
+func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...string) *gateway {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: runs the embedded Temporal server")
 	}
@@ -79,7 +86,10 @@ func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway 
 		ui:      freeAddr(t),
 		args:    extraArgs,
 	}
-	temporal := freeAddr(t)
+	temporal := temporalAddr
+	if temporal == "" {
+		temporal = freeAddr(t)
+	}
 	g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
 		"--temporal-dev-listen", temporal, "--temporal-ui-listen", g.ui}, g.args...)
 	g.env = append(os.Environ(), "DATABASE_URL="+databaseURL)

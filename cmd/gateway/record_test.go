@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+)
+
+// recordCatalog makes failover happen: the cheapest provider always fails.
+const recordCatalog = `providers:
+  - id: sandbox-broken
+    name: Sandbox (always fails)
+    adapter: sandbox
+    settings: {latency_ms: 0, fail_rate: 1}
+    services:
+      transcriptions:
+        features: [language_detection, timestamps]
+        pricing: {unit: per_minute, amount: 0.001, currency: USD}
+  - id: sandbox-steady
+    name: Sandbox (steady)
+    adapter: sandbox
+    settings: {latency_ms: 1500, fail_rate: 0}
+    services:
+      transcriptions:
+        features: [language_detection, diarization, timestamps]
+        pricing: {unit: per_minute, amount: 0.01, currency: USD}
+      llm-tasks:
+        models: [sandbox-model]
+        pricing: {unit: per_token, amount: 0.000002, currency: USD}
+`
+
+// TestRecordHistories records the job workflow's histories for the replay
+// tests in workflows/. It runs only when GATEWAY_RECORD_HISTORIES names the
+// directory to write to:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordHistories
+//
+// Record new histories whenever the workflow changes, and keep the old ones:
+// the replay tests prove that running workflows survive the change.
+func TestRecordHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
+	temporalAddr := freeAddr(t)
+	g := newGatewayOn(t, "", temporalAddr, "--providers", catalog)
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
+	require.NoError(t, err)
+	defer tc.Close()
+
+	wav := g.url("/dev/samples/tone.wav")
+	jobs := map[string]string{}
+
+	// Fails over from sandbox-broken to sandbox-steady, then completes.
+	jobs["failover-completed"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
+	// The media answers 404: the job fails at once with AUDIO_UNREADABLE.
+	jobs["audio-unreadable"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+g.url("/dev/samples/missing.wav")+`"}}}}`).Data.ID
+	// No provider offers the model: NO_ELIGIBLE_PROVIDER.
+	jobs["no-eligible-provider"] = g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`).Data.ID
+	// Cancelled while processing.
+	cancelled := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-steady","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
+	jobs["cancelled"] = cancelled
+	g.waitFor("llm-tasks", cancelled, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "processing" })
+	status, body, _ := g.do(http.MethodPost, "/v1/llm-tasks/"+cancelled+"/cancel", "")
+	require.Equal(t, http.StatusAccepted, status, "%s", body)
+
+	for name, id := range jobs {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		_ = tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		cancel()
+		history := &historypb.History{}
+		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			event, err := iter.Next()
+			require.NoError(t, err)
+			history.Events = append(history.Events, event)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-v1-"+name+".json"), data, 0o644))
+	}
+}

@@ -1,0 +1,31 @@
+package workflows_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// TestReplayRecordedHistories replays every recorded history in testdata/
+// against the current JobWorkflow: a change that would break running
+// workflows (non-determinism) fails here. Histories are recorded by
+// cmd/gateway's TestRecordHistories; keep old ones when adding new.
+func TestReplayRecordedHistories(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories in testdata/")
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			replayer := worker.NewWorkflowReplayer()
+			replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, file))
+		})
+	}
+}
