@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func parse(t *testing.T, command string, args ...string) config {
+	t.Helper()
+	var cfg config
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	cfg.registerFlags(fs, command)
+	require.NoError(t, fs.Parse(args))
+	return cfg
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	cfg := parse(t, "dev")
+	require.Equal(t, "127.0.0.1:8080", cfg.Listen, "default")
+	require.Equal(t, "./.data", cfg.DataDir)
+	require.Equal(t, "127.0.0.1:8233", cfg.TemporalUIListen)
+	require.Equal(t, "ai-job-gateway", cfg.OIDCAudience)
+
+	t.Setenv("GATEWAY_LISTEN", "127.0.0.1:9000")
+	t.Setenv("OIDC_AUDIENCE", "from-env")
+	cfg = parse(t, "dev")
+	require.Equal(t, "127.0.0.1:9000", cfg.Listen, "environment over default")
+	require.Equal(t, "from-env", cfg.OIDCAudience)
+
+	cfg = parse(t, "dev", "--listen", "127.0.0.1:9100")
+	require.Equal(t, "127.0.0.1:9100", cfg.Listen, "flag over environment")
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	var cfg config
+	cfg.LogLevel = "info"
+	err := cfg.validate("serve")
+	require.ErrorContains(t, err, "serve needs --database-url or DATABASE_URL")
+	require.ErrorContains(t, err, "--temporal-address or TEMPORAL_ADDRESS")
+	require.ErrorContains(t, err, "--oidc-issuer or OIDC_ISSUER_URL")
+
+	err = cfg.validate("worker")
+	require.ErrorContains(t, err, "worker needs --database-url")
+	require.NotContains(t, err.Error(), "oidc", "the worker verifies no tokens")
+
+	require.NoError(t, cfg.validate("dev"), "dev has defaults for everything")
+
+	cfg.LogLevel = "loud"
+	require.ErrorContains(t, cfg.validate("dev"), `--log-level "loud"`)
+}
+
+func TestRunRejectsUnknownCommand(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	require.Equal(t, 2, run([]string{"launch"}, &stderr, &stderr))
+	require.Contains(t, stderr.String(), `unknown command "launch"`)
+	require.Equal(t, 2, run(nil, &stderr, &stderr))
+}
+
+func TestUnknownAdapterIsAStartupError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	catalog := filepath.Join(dir, "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(`providers:
+  - id: acme-ai
+    name: Acme AI
+    adapter: acme
+    services:
+      llm-tasks:
+        models: [m1]
+        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+`), 0o644))
+	var stderr bytes.Buffer
+	code := run([]string{"dev", "--data-dir", dir, "--providers", catalog, "--listen", "127.0.0.1:0"}, &stderr, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), `provider "acme-ai" uses unknown adapter "acme"`)
+}
+
+func TestTokenNeedsADevIssuer(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"token", "--data-dir", t.TempDir(), "--tenant", "acme"}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), "gateway dev")
+	require.Empty(t, stdout.String())
+}
