@@ -1,0 +1,198 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// recordingStore remembers what the activities wrote; the store's own tests
+// cover the database.
+type recordingStore struct {
+	mu       sync.Mutex
+	saved    []*store.Job
+	progress []int
+}
+
+func (s *recordingStore) SaveJob(_ context.Context, job *store.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saved = append(s.saved, job)
+	return nil
+}
+
+func (s *recordingStore) UpdateProgress(_ context.Context, _ string, progress int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.progress = append(s.progress, progress)
+	return nil
+}
+
+// scriptedAdapter is a provider adapter whose outcome a test sets.
+type scriptedAdapter struct {
+	err        error
+	resumeFrom int
+	steps      []int
+}
+
+func (a *scriptedAdapter) Run(_ context.Context, call providers.Call) (json.RawMessage, error) {
+	a.resumeFrom = call.ResumeFrom
+	for _, p := range a.steps {
+		call.Progress(p)
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	return json.RawMessage(`{"content":"ok","finish_reason":"completed"}`), nil
+}
+
+func setup(t *testing.T, adapter *scriptedAdapter) (*testsuite.TestActivityEnvironment, *recordingStore) {
+	t.Helper()
+	catalog, err := providers.ParseCatalog([]byte(`providers:
+  - id: scripted
+    name: Scripted
+    adapter: scripted
+    services:
+      llm-tasks:
+        models: [m1]
+        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+`))
+	require.NoError(t, err)
+	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+		"scripted": func(*providers.Provider) (providers.Adapter, error) { return adapter, nil },
+	})
+	require.NoError(t, err)
+	st := &recordingStore{}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: time.Hour})
+	return env, st
+}
+
+func call() activities.CallInput {
+	return activities.CallInput{JobID: "job-1", Service: providers.LLMTasks, ProviderID: "scripted",
+		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
+}
+
+var acts *activities.Activities
+
+func TestCallProviderReturnsResultAndProjectsProgress(t *testing.T) {
+	t.Parallel()
+	adapter := &scriptedAdapter{steps: []int{0, 30, 20, 60, 100}}
+	env, st := setup(t, adapter)
+	value, err := env.ExecuteActivity(acts.CallProvider, call())
+	require.NoError(t, err)
+	var out activities.CallOutput
+	require.NoError(t, value.Get(&out))
+	require.JSONEq(t, `{"content":"ok","finish_reason":"completed"}`, string(out.Result))
+	require.Equal(t, "worker-7", out.WorkerID)
+	require.Equal(t, []int{0, 30, 60, 100}, st.progress, "progress only rises")
+}
+
+func TestCallProviderResumesFromHeartbeat(t *testing.T) {
+	t.Parallel()
+	adapter := &scriptedAdapter{}
+	env, _ := setup(t, adapter)
+	env.SetHeartbeatDetails(40)
+	_, err := env.ExecuteActivity(acts.CallProvider, call())
+	require.NoError(t, err)
+	require.Equal(t, 40, adapter.resumeFrom)
+}
+
+func TestCallProviderClassifiesErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		err          error
+		wantType     string
+		nonRetryable bool
+		wantCode     string
+	}{
+		{"retryable", providers.Retryable(providers.CodeProviderUnavailable, "503", nil), activities.ErrTypeProviderUnavailable, false, providers.CodeProviderUnavailable},
+		{"permanent", providers.Permanent(providers.CodeProviderRejected, "401", nil), activities.ErrTypeProviderRejected, true, providers.CodeProviderRejected},
+		{"input", providers.InputError(providers.CodeAudioUnreadable, "404", nil), activities.ErrTypeInvalidInput, true, providers.CodeAudioUnreadable},
+		{"unclassified", errors.New("boom"), activities.ErrTypeProviderUnavailable, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env, _ := setup(t, &scriptedAdapter{err: tt.err})
+			_, err := env.ExecuteActivity(acts.CallProvider, call())
+			var appErr *temporal.ApplicationError
+			require.True(t, errors.As(err, &appErr), "%v", err)
+			require.Equal(t, tt.wantType, appErr.Type())
+			require.Equal(t, tt.nonRetryable, appErr.NonRetryable())
+			if tt.wantCode != "" {
+				var jobErr activities.JobError
+				require.NoError(t, appErr.Details(&jobErr))
+				require.Equal(t, tt.wantCode, jobErr.Code)
+			}
+		})
+	}
+}
+
+func TestCallProviderUnknownProvider(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t, &scriptedAdapter{})
+	in := call()
+	in.ProviderID = "gone"
+	_, err := env.ExecuteActivity(acts.CallProvider, in)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.Equal(t, activities.ErrTypeProviderRejected, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+}
+
+func TestDecideRoute(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t, &scriptedAdapter{})
+	in := activities.RouteInput{JobID: "job-1", Service: providers.LLMTasks, Input: json.RawMessage(`{}`), Attempt: 1}
+	value, err := env.ExecuteActivity(acts.DecideRoute, in)
+	require.NoError(t, err)
+	var out activities.RouteOutput
+	require.NoError(t, value.Get(&out))
+	require.Nil(t, out.Error)
+	require.Equal(t, "scripted", out.Routing.ProviderID)
+	require.Equal(t, policy.ReasonDefault, out.Routing.Reason)
+
+	in.Failed = []string{"scripted"}
+	in.Attempt = 2
+	value, err = env.ExecuteActivity(acts.DecideRoute, in)
+	require.NoError(t, err, "running out of providers is a decision, not an activity failure")
+	require.NoError(t, value.Get(&out))
+	require.Equal(t, policy.CodeProvidersExhausted, out.Error.Code)
+	require.Equal(t, policy.EvalFailed, out.Routing.ProviderEvaluations[0].Reason)
+}
+
+func TestSaveJobProjectsSnapshot(t *testing.T) {
+	t.Parallel()
+	env, st := setup(t, &scriptedAdapter{})
+	processed := time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC)
+	routing := policy.RoutingInfo{ProviderID: "scripted", Reason: policy.ReasonDefault, Attempt: 1}
+	_, err := env.ExecuteActivity(acts.SaveJob, activities.JobSnapshot{
+		ID: "job-1", Service: "llm-tasks", Tenant: "acme", UserID: "u", Status: store.StatusFailed,
+		Input: json.RawMessage(`{"a":1}`), Routing: &routing, RoutingHistory: []policy.RoutingInfo{routing},
+		Error: &activities.JobError{Code: "PROVIDERS_EXHAUSTED", Message: "m"}, ProcessedAt: &processed, Revision: 3,
+	})
+	require.NoError(t, err)
+	require.Len(t, st.saved, 1)
+	row := st.saved[0]
+	require.Equal(t, "PROVIDERS_EXHAUSTED", row.ErrorCode)
+	require.Equal(t, 3, row.Revision)
+	require.JSONEq(t, `{"a":1}`, row.Input)
+	require.Contains(t, row.Routing, `"provider_id":"scripted"`)
+	require.Contains(t, row.RoutingHistory, `"reason":"default"`)
+	require.Equal(t, processed, *row.ProcessedAt)
+}
