@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
 )
 
 func parse(t *testing.T, command string, args ...string) config {
@@ -90,4 +92,12 @@ func TestTokenNeedsADevIssuer(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "gateway dev")
 	require.Empty(t, stdout.String())
+}
+
+func TestExampleCatalogIsValid(t *testing.T) {
+	t.Parallel()
+	catalog, err := providers.LoadCatalog(filepath.Join("..", "..", "deploy", "providers.example.yaml"))
+	require.NoError(t, err)
+	_, ok := catalog.Lookup("openai")
+	require.True(t, ok)
 }
