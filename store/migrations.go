@@ -64,6 +64,89 @@ type idempotencyKeyV1 struct {
 
 func (idempotencyKeyV1) TableName() string { return "idempotency_keys" }
 
+// Tables of routing policies, tenants, operational statuses and the shared
+// routing state (rate-limit counters, round-robin cursors, observed
+// latencies) that every worker reads and writes.
+type policyV1 struct {
+	ID              string  `gorm:"primaryKey;size:36"`
+	Tenant          *string `gorm:"size:128"` // NULL: gateway-wide
+	Name            string  `gorm:"size:255;not null"`
+	Description     string  `gorm:"type:text;not null;default:''"`
+	Version         int     `gorm:"not null"`
+	RoutingStrategy string  `gorm:"size:32;not null"`
+	Services        string  `gorm:"type:text;not null;default:'[]'"` // JSON array; [] is every service
+	Application     *string `gorm:"size:63"`
+	Providers       string  `gorm:"type:text;not null;default:'[]'"` // JSON array of policy entries
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func (policyV1) TableName() string { return "policies" }
+
+type policyVersionV1 struct {
+	PolicyID  string `gorm:"primaryKey;size:36"`
+	Version   int    `gorm:"primaryKey"`
+	Document  string `gorm:"type:text;not null"` // the whole policy at that version, JSON
+	CreatedAt time.Time
+}
+
+func (policyVersionV1) TableName() string { return "policy_versions" }
+
+type tenantV1 struct {
+	ID              string  `gorm:"primaryKey;size:128"`
+	DefaultPolicyID *string `gorm:"size:36"`
+	Services        string  `gorm:"type:text;not null;default:'{}'"` // JSON {service: {enabled}}
+	Providers       string  `gorm:"type:text;not null;default:'{}'"` // JSON {provider: {enabled}}
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func (tenantV1) TableName() string { return "tenants" }
+
+type serviceStatusV1 struct {
+	ServiceID string `gorm:"primaryKey;size:32"`
+	Status    string `gorm:"size:16;not null"`
+	UpdatedAt time.Time
+}
+
+func (serviceStatusV1) TableName() string { return "service_statuses" }
+
+type providerStatusV1 struct {
+	ProviderID string `gorm:"primaryKey;size:128"`
+	Status     string `gorm:"size:16;not null;default:''"`     // '' keeps the catalog's
+	Services   string `gorm:"type:text;not null;default:'{}'"` // JSON {service: status}
+	UpdatedAt  time.Time
+}
+
+func (providerStatusV1) TableName() string { return "provider_statuses" }
+
+type rateCounterV1 struct {
+	ProviderID string `gorm:"primaryKey;size:128"`
+	Service    string `gorm:"primaryKey;size:32"`
+	Window     string `gorm:"primaryKey;size:32"` // e.g. m:202611211205 or d:20261121
+	Count      int    `gorm:"not null;default:0"`
+	ExpiresAt  time.Time
+}
+
+func (rateCounterV1) TableName() string { return "rate_counters" }
+
+type routingCursorV1 struct {
+	Key     string `gorm:"primaryKey;size:128"`
+	Counter int64  `gorm:"not null;default:0"`
+}
+
+func (routingCursorV1) TableName() string { return "routing_cursors" }
+
+type providerLatencyV1 struct {
+	ProviderID string  `gorm:"primaryKey;size:128"`
+	Service    string  `gorm:"primaryKey;size:32"`
+	EWMAMillis float64 `gorm:"not null"`
+	Samples    int     `gorm:"not null"`
+	UpdatedAt  time.Time
+}
+
+func (providerLatencyV1) TableName() string { return "provider_latencies" }
+
 var migrations = []*gormigrate.Migration{
 	{
 		ID: "202611210001_jobs",
@@ -84,6 +167,29 @@ var migrations = []*gormigrate.Migration{
 		},
 		Rollback: func(tx *gorm.DB) error {
 			return tx.Migrator().DropTable(&idempotencyKeyV1{}, &jobV1{})
+		},
+	},
+	{
+		ID: "202611210002_routing_and_administration",
+		Migrate: func(tx *gorm.DB) error {
+			if err := tx.Migrator().CreateTable(&policyV1{}, &policyVersionV1{}, &tenantV1{}, &serviceStatusV1{},
+				&providerStatusV1{}, &rateCounterV1{}, &routingCursorV1{}, &providerLatencyV1{}); err != nil {
+				return err
+			}
+			for _, stmt := range []string{
+				// Routing resolves policies by scope, newest first.
+				"CREATE INDEX idx_policies_scope ON policies (tenant, application, updated_at DESC)",
+				"CREATE INDEX idx_rate_counters_expiry ON rate_counters (expires_at)",
+			} {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Rollback: func(tx *gorm.DB) error {
+			return tx.Migrator().DropTable(&policyV1{}, &policyVersionV1{}, &tenantV1{}, &serviceStatusV1{},
+				&providerStatusV1{}, &rateCounterV1{}, &routingCursorV1{}, &providerLatencyV1{})
 		},
 	},
 }
