@@ -21,6 +21,23 @@ type Requirements struct {
 	TargetLanguage string
 	// Model the capability's models must list (llm-tasks, when pinned).
 	Model string
+	// VideoLanguage is a video analysis's language ("auto" or "" when
+	// detected); capabilities list no video languages, so only policy
+	// conditions check it.
+	VideoLanguage string
+}
+
+// JobLanguages are the languages a policy's language condition is checked
+// against: the transcription or video language, or a translation's target
+// and (when given) source language. Auto-detected languages are unknown.
+func (r Requirements) JobLanguages() []string {
+	var out []string
+	for _, l := range []string{r.Language, r.SourceLanguage, r.TargetLanguage, r.VideoLanguage} {
+		if l != "" && l != "auto" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // RequirementsOf derives a job's requirements from its validated input and
@@ -63,10 +80,15 @@ func RequirementsOf(service providers.ServiceID, input, options json.RawMessage)
 		req.TargetLanguage = in.TargetLanguage
 	case providers.VideoAnalyses:
 		var in providers.VideoAnalysisInput
+		var opts providers.VideoAnalysisOptions
 		if err := decodeOptional(input, &in); err != nil {
 			return req, err
 		}
+		if err := decodeOptional(options, &opts); err != nil {
+			return req, err
+		}
 		req.Features = append(req.Features, in.Features...)
+		req.VideoLanguage = opts.Language
 	case providers.LLMTasks:
 		var opts providers.LLMTaskOptions
 		if err := decodeOptional(options, &opts); err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -43,12 +44,29 @@ type Request struct {
 	// Catalog lists the providers in catalog order.
 	Catalog []*providers.Provider
 	// Status gives the effective provider-level status and the status of
-	// the provider's capability for the job's service.
+	// the provider's capability for the job's service (default: the
+	// catalog's).
 	Status func(p *providers.Provider) (provider, service providers.Status)
-	// TenantAllows reports whether the job's tenant may use a provider.
+	// TenantAllows reports whether the job's tenant may use a provider
+	// (default: every provider).
 	TenantAllows func(providerID string) bool
+	// RateLimited reports a provider at its published request limit
+	// (default: none).
+	RateLimited func(providerID string) bool
+	// Latency is a provider's observed latency for the service in
+	// milliseconds, if any was observed.
+	Latency func(providerID string) (ms float64, ok bool)
 	// Explicit is the provider the job named, if any.
 	Explicit string
+	// Policy is the policy in force (nil: no policy, default routing) and
+	// Source where it came from.
+	Policy *Policy
+	Source Source
+	// FileSizeMB is the size of the job's media when known.
+	FileSizeMB *float64
+	// RoundRobinTurn is the policy's shared round-robin counter for this
+	// decision (round_robin policies only).
+	RoundRobinTurn int64
 	// Failed lists providers an earlier attempt of this job failed on.
 	Failed []string
 	// Attempt numbers this decision, from 1.
@@ -58,17 +76,21 @@ type Request struct {
 
 // Decide picks the provider for one attempt of a job.
 func Decide(req Request) (RoutingInfo, error) {
-	if req.Explicit != "" {
+	switch {
+	case req.Explicit != "":
 		return decideExplicit(req)
+	case req.Policy != nil:
+		return decidePolicy(req)
+	default:
+		return decideDefault(req)
 	}
-	return decideDefault(req)
 }
 
 // decideExplicit honours the provider the job named. Its status no longer
 // matters once the job was accepted ("accepted jobs keep running"); only an
 // earlier failure removes it.
 func decideExplicit(req Request) (RoutingInfo, error) {
-	info := req.info(ReasonExplicitChoice, SourceNone)
+	info := req.info(ReasonExplicitChoice)
 	eval := Evaluation{ProviderID: req.Explicit, EvaluatedAt: req.Now}
 	if slices.Contains(req.Failed, req.Explicit) {
 		eval.Reason, eval.Message = EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", req.Explicit)
@@ -80,33 +102,74 @@ func decideExplicit(req Request) (RoutingInfo, error) {
 	return info, nil
 }
 
+// candidate is an eligible provider and its evaluation's index.
+type candidate struct {
+	p        *providers.Provider
+	entry    Entry // zero without a policy
+	degraded bool
+	eval     int
+}
+
 // decideDefault routes a job no policy covers: every capable, available
 // provider, active before degraded, cheapest first, catalog order on ties.
 func decideDefault(req Request) (RoutingInfo, error) {
-	info := req.info(ReasonDefault, SourceNone)
-	type candidate struct {
-		p        *providers.Provider
-		degraded bool
-		eval     int
-	}
-	var (
-		evals      []Evaluation
-		candidates []candidate
-	)
-	for _, p := range req.Catalog {
+	info := req.info(ReasonDefault)
+	info.PolicySource = SourceNone
+	var evals []Evaluation
+	var candidates []candidate
+	for i, p := range req.Catalog {
 		eval := Evaluation{ProviderID: p.ID, EvaluatedAt: req.Now}
 		reason, message, degraded := req.screen(p)
 		if reason != "" {
 			eval.Reason, eval.Message = reason, message
+		} else {
+			candidates = append(candidates, candidate{p: p, degraded: degraded, eval: len(evals), entry: Entry{Priority: i + 1}})
+		}
+		evals = append(evals, eval)
+	}
+	return req.choose(info, evals, candidates, StrategyPrice)
+}
+
+// decidePolicy routes by a policy: its entries are evaluated in ascending
+// priority, every eligible one becomes a candidate, and the policy's
+// strategy ranks the candidates (see docs/routing.md).
+func decidePolicy(req Request) (RoutingInfo, error) {
+	pol := req.Policy
+	info := req.info(ReasonPolicyRule)
+	info.PolicyID, info.PolicyVersion, info.PolicySource = pol.ID, pol.Version, req.Source
+	entries := slices.Clone(pol.Providers)
+	slices.SortStableFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Priority, b.Priority) })
+	var evals []Evaluation
+	var candidates []candidate
+	for _, entry := range entries {
+		eval := Evaluation{ProviderID: entry.ProviderID, EvaluatedAt: req.Now}
+		p, ok := lookup(req.Catalog, entry.ProviderID)
+		if !ok {
+			eval.Reason, eval.Message = EvalProviderDisabled, fmt.Sprintf("provider %s is no longer in the catalog", entry.ProviderID)
 			evals = append(evals, eval)
 			continue
 		}
-		candidates = append(candidates, candidate{p: p, degraded: degraded, eval: len(evals)})
+		reason, message, degraded := req.screen(p)
+		if reason == "" {
+			reason, message = req.conditionFailure(entry)
+		}
+		if reason != "" {
+			eval.Reason, eval.Message = reason, message
+		} else {
+			candidates = append(candidates, candidate{p: p, entry: entry, degraded: degraded, eval: len(evals)})
+		}
 		evals = append(evals, eval)
 	}
+	return req.choose(info, evals, candidates, pol.Strategy)
+}
+
+// choose ranks the candidates by strategy (active before degraded, priority
+// on ties), selects the first and explains every verdict.
+func (req Request) choose(info RoutingInfo, evals []Evaluation, candidates []candidate, strategy Strategy) (RoutingInfo, error) {
 	if len(candidates) == 0 {
 		return info, req.noCandidate(evals)
 	}
+	score := req.scorer(strategy, candidates)
 	slices.SortStableFunc(candidates, func(a, b candidate) int {
 		if a.degraded != b.degraded {
 			if a.degraded {
@@ -114,24 +177,103 @@ func decideDefault(req Request) (RoutingInfo, error) {
 			}
 			return -1
 		}
-		return cmp.Compare(price(a.p, req.Needs.Service), price(b.p, req.Needs.Service))
+		if c := cmp.Compare(score(a), score(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.entry.Priority, b.entry.Priority)
 	})
 	chosen := candidates[0]
 	info.ProviderID = chosen.p.ID
 	evals[chosen.eval].Selected = true
 	evals[chosen.eval].Reason = EvalSelected
-	evals[chosen.eval].Message = fmt.Sprintf("cheapest available provider (%s %g %s)",
-		chosen.p.Services[req.Needs.Service].Pricing.Unit, price(chosen.p, req.Needs.Service), chosen.p.Services[req.Needs.Service].Pricing.Currency)
+	evals[chosen.eval].Message = req.explain(strategy, chosen)
 	for _, c := range candidates[1:] {
 		e := &evals[c.eval]
 		if c.degraded {
 			e.Reason, e.Message = EvalProviderDegraded, fmt.Sprintf("provider %s is degraded and ranked after active providers", c.p.ID)
 			continue
 		}
-		e.Reason, e.Message = EvalNotChosen, fmt.Sprintf("eligible, but %s is cheaper", chosen.p.ID)
+		e.Reason, e.Message = EvalNotChosen, fmt.Sprintf("eligible, but ranked below %s by %s", chosen.p.ID, strategy)
 	}
 	info.ProviderEvaluations = evals
 	return info, nil
+}
+
+// scorer returns the strategy's ranking key: lower ranks first.
+func (req Request) scorer(strategy Strategy, candidates []candidate) func(candidate) float64 {
+	switch strategy {
+	case StrategyLatency:
+		return func(c candidate) float64 { return req.expectedLatency(c.p) }
+	case StrategyQuality:
+		return func(c candidate) float64 { return -c.p.Quality }
+	case StrategyRoundRobin:
+		turn := roundRobinPick(candidates, req.RoundRobinTurn)
+		return func(c candidate) float64 {
+			if c.p.ID == turn {
+				return 0
+			}
+			return 1
+		}
+	default: // price
+		return func(c candidate) float64 { return price(c.p, req.Needs.Service) }
+	}
+}
+
+// expectedLatency is the observed latency of a provider for the service,
+// else its catalog hint, else unknown (ranked last).
+func (req Request) expectedLatency(p *providers.Provider) float64 {
+	if req.Latency != nil {
+		if ms, ok := req.Latency(p.ID); ok {
+			return ms
+		}
+	}
+	if p.LatencyMSHint > 0 {
+		return float64(p.LatencyMSHint)
+	}
+	return math.Inf(1)
+}
+
+// roundRobinPick spreads turns over the candidates in proportion to their
+// weights, interleaved (smooth weighted round robin): with weights 2 and 1
+// the turns go A, B, A, A, B, A, ... The turn counter is shared by every
+// worker, so the spread holds across the whole deployment.
+func roundRobinPick(candidates []candidate, turn int64) string {
+	ordered := slices.Clone(candidates)
+	slices.SortStableFunc(ordered, func(a, b candidate) int { return cmp.Compare(a.entry.Priority, b.entry.Priority) })
+	total := 0
+	for _, c := range ordered {
+		total += max(c.entry.Weight, 1)
+	}
+	current := make([]int, len(ordered))
+	pick := 0
+	for range turn%int64(total) + 1 {
+		pick = 0
+		for i, c := range ordered {
+			current[i] += max(c.entry.Weight, 1)
+			if current[i] > current[pick] {
+				pick = i
+			}
+		}
+		current[pick] -= total
+	}
+	return ordered[pick].p.ID
+}
+
+func (req Request) explain(strategy Strategy, c candidate) string {
+	switch strategy {
+	case StrategyLatency:
+		if ms := req.expectedLatency(c.p); !math.IsInf(ms, 1) {
+			return fmt.Sprintf("lowest expected latency (%.0f ms)", ms)
+		}
+		return "no latency known for any candidate; first by priority"
+	case StrategyQuality:
+		return fmt.Sprintf("highest quality score (%g)", c.p.Quality)
+	case StrategyRoundRobin:
+		return fmt.Sprintf("its round-robin turn (weight %d)", max(c.entry.Weight, 1))
+	default:
+		pricing := c.p.Services[req.Needs.Service].Pricing
+		return fmt.Sprintf("cheapest eligible provider (%g %s %s)", pricing.Amount, pricing.Currency, pricing.Unit)
+	}
 }
 
 // screen applies the checks every automatic candidate must pass. It returns
@@ -154,8 +296,36 @@ func (req Request) screen(p *providers.Provider) (reason, message string, degrad
 	if req.TenantAllows != nil && !req.TenantAllows(p.ID) {
 		return EvalTenantProviderDisabled, fmt.Sprintf("provider %s is not enabled for the tenant", p.ID), false
 	}
+	if req.RateLimited != nil && req.RateLimited(p.ID) {
+		return EvalRateLimited, fmt.Sprintf("provider %s is at its published request limit for %s", p.ID, req.Needs.Service), false
+	}
 	degraded = providerStatus == providers.StatusDegraded || serviceStatus == providers.StatusDegraded
 	return "", "", degraded
+}
+
+// conditionFailure checks a policy entry's conditions. A file-size
+// condition holds when the size is unknown (the provider still enforces its
+// own limit); a language condition needs a known language.
+func (req Request) conditionFailure(entry Entry) (reason, message string) {
+	c := entry.Conditions
+	if c == nil {
+		return "", ""
+	}
+	if c.MaxFileSizeMB != nil && req.FileSizeMB != nil && *req.FileSizeMB > float64(*c.MaxFileSizeMB) {
+		return EvalConditionFileSize, fmt.Sprintf("the media is %.1f MB; the policy sends at most %d MB to %s", *req.FileSizeMB, *c.MaxFileSizeMB, entry.ProviderID)
+	}
+	if len(c.Languages) > 0 {
+		languages := req.Needs.JobLanguages()
+		if len(languages) == 0 {
+			return EvalConditionLanguage, fmt.Sprintf("the job's language is not known, and %s is limited to %v", entry.ProviderID, c.Languages)
+		}
+		for _, l := range languages {
+			if !acceptsLanguage(c.Languages, l) {
+				return EvalConditionLanguage, fmt.Sprintf("language %s is not among %v for %s", l, c.Languages, entry.ProviderID)
+			}
+		}
+	}
+	return "", ""
 }
 
 func (req Request) status(p *providers.Provider) (providers.Status, providers.Status) {
@@ -177,20 +347,28 @@ func CatalogStatus(p *providers.Provider, service providers.ServiceID) (provider
 	return provider, capability
 }
 
-func price(p *providers.Provider, service providers.ServiceID) float64 {
-	return p.Services[service].Pricing.Amount
+func lookup(catalog []*providers.Provider, id string) (*providers.Provider, bool) {
+	for _, p := range catalog {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
-func (req Request) info(reason Reason, source Source) RoutingInfo {
+func price(p *providers.Provider, service providers.ServiceID) float64 {
+	if c, ok := p.Services[service]; ok {
+		return c.Pricing.Amount
+	}
+	return math.Inf(1)
+}
+
+func (req Request) info(reason Reason) RoutingInfo {
 	attempt := max(req.Attempt, 1)
 	if attempt > 1 {
 		reason = ReasonFailover
 	}
-	info := RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}
-	if source != SourceNone || reason == ReasonDefault || (reason == ReasonFailover && req.Explicit == "") {
-		info.PolicySource = source
-	}
-	return info
+	return RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}
 }
 
 func (req Request) noCandidate(evals []Evaluation) error {

@@ -123,7 +123,7 @@ func (providerStatusV1) TableName() string { return "provider_statuses" }
 type rateCounterV1 struct {
 	ProviderID string `gorm:"primaryKey;size:128"`
 	Service    string `gorm:"primaryKey;size:32"`
-	Window     string `gorm:"primaryKey;size:32"` // e.g. m:202611211205 or d:20261121
+	TimeWindow string `gorm:"primaryKey;size:32"` // e.g. m:202611211205 or d:20261121
 	Count      int    `gorm:"not null;default:0"`
 	ExpiresAt  time.Time
 }
