@@ -47,6 +47,9 @@ func decodeStrict(raw json.RawMessage, pointer string, v any) *apierror.Error {
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
 		return apierror.Validation(pointerOrRoot(pointer), "must be an object")
 	}
+	if err := exactNames(raw, pointer, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -65,6 +68,31 @@ func decodeStrict(raw json.RawMessage, pointer string, v any) *apierror.Error {
 		return apierror.Validation(pointer+"/"+escapePointer(strings.Trim(name, `"`)), "is not a known field")
 	}
 	return apierror.Validation(pointerOrRoot(pointer), "is not valid: %v", err)
+}
+
+// exactNames rejects members whose names match a field of struct v only
+// case-insensitively, which encoding/json would accept ("URL" for "url").
+func exactNames(raw json.RawMessage, pointer string, v any) *apierror.Error {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var members map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(raw, &members) != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			known[name] = true
+		}
+	}
+	for key := range members {
+		if !known[key] {
+			return apierror.Validation(pointer+"/"+escapePointer(key), "is not a known field")
+		}
+	}
+	return nil
 }
 
 // describeType names a Go type the way a JSON client thinks of it.

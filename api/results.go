@@ -148,8 +148,15 @@ func cues(r providers.TranscriptionResult) []providers.Segment {
 }
 
 func cueText(seg providers.Segment, vtt bool) string {
-	// A blank line ends a cue in both formats, so collapse them.
-	text := strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(seg.Text, "\r\n", "\n"), "\n\n", "\n"))
+	// A blank line ends a cue in both formats, so drop blank lines (however
+	// many follow each other).
+	var lines []string
+	for _, line := range strings.Split(strings.ReplaceAll(seg.Text, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	text := strings.TrimSpace(strings.Join(lines, "\n"))
 	if vtt {
 		text = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
 		text = strings.ReplaceAll(text, "-->", "--&gt;")

@@ -1,0 +1,433 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// fullBodies are create requests with every part a client may send.
+var fullBodies = map[string]struct {
+	input, options, provider string
+}{
+	"transcriptions": {
+		input:    `{"type": "video", "url": "https://media.example.com/talk.mp4?sig=a%2Fb", "audio_track": 1}`,
+		options:  `{"language": "en", "timestamps": true, "format": "srt", "diarization": true, "priority": "high", "include_usage": true}`,
+		provider: "alpha",
+	},
+	"translations": {
+		input:    `{"type": "text", "content": "Guten Morgen <b>&</b>", "target_language": "pt-BR"}`,
+		options:  `{"source_language": "auto", "formality": "formal", "priority": "low", "include_usage": false}`,
+		provider: "half-off",
+	},
+	"video-analyses": {
+		input:    `{"url": "https://media.example.com/clip.mp4", "features": ["labels", "summary", "faces"], "audio_track": 0}`,
+		options:  `{"language": "auto", "confidence_threshold": 0.75, "priority": "standard", "include_usage": true}`,
+		provider: "alpha",
+	},
+	"llm-tasks": {
+		input:    `{"type": "text", "text": "Fox text.", "prompt": "Summarise.", "system_prompt": "Be terse."}`,
+		options:  `{"creativity": "precise", "include_usage": true, "model": "model-b"}`,
+		provider: "llm-only",
+	},
+}
+
+const clientMeta = `{"trace": {"ids": [1, 2.5, {"deep": null}], "tags": ["a", "b"]}, "flag": false, "order": "A-17", "empty": {}}`
+
+func TestCreateJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, res := range resources {
+		t.Run(res.id, func(t *testing.T) {
+			t.Parallel()
+			full := fullBodies[res.id]
+			req := `{"data": {"type": "` + res.jobType + `", "attributes": {
+				"input": ` + full.input + `,
+				"options": ` + full.options + `,
+				"provider": "` + full.provider + `",
+				"webhook": {"url": "https://hooks.example.com/jobs", "headers": {"Authorization": "Bearer hook-secret"}}},
+				"meta": {"client": ` + clientMeta + `}}}`
+
+			r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "X-Application", "my-app")
+			r.requireStatus(t, http.StatusAccepted)
+			require.Contains(t, r.Header.Get("Content-Type"), "application/json")
+			require.NotContains(t, string(r.Body), "hook-secret", "the webhook must never be returned")
+
+			// The raw envelope: exactly data, with id, type, attributes, meta.
+			var raw struct {
+				Data struct {
+					ID         string                     `json:"id"`
+					Type       string                     `json:"type"`
+					Attributes map[string]json.RawMessage `json:"attributes"`
+					Meta       map[string]json.RawMessage `json:"meta"`
+				} `json:"data"`
+			}
+			var top map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(r.Body, &top))
+			require.Equal(t, []string{"data"}, keys(top))
+			var data map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(top["data"], &data))
+			require.ElementsMatch(t, []string{"id", "type", "attributes", "meta"}, keys(data))
+			require.NoError(t, json.Unmarshal(r.Body, &raw))
+
+			id, err := uuid.Parse(raw.Data.ID)
+			require.NoError(t, err)
+			require.Equal(t, uuid.Version(7), id.Version())
+			require.Equal(t, id.String(), raw.Data.ID, "ids are lowercase canonical UUIDs")
+			require.Equal(t, "/v1/"+res.id+"/"+raw.Data.ID, r.Header.Get("Location"))
+			require.Equal(t, res.jobType, raw.Data.Type)
+
+			attrs := raw.Data.Attributes
+			require.ElementsMatch(t,
+				[]string{"tenant", "user_id", "provider", "status", "routing_history", "created_at", "input", "options"},
+				keys(attrs), "attributes that do not apply yet are omitted, webhook is never returned")
+			require.JSONEq(t, `"`+tenantA+`"`, string(attrs["tenant"]))
+			require.JSONEq(t, `"`+userA+`"`, string(attrs["user_id"]))
+			require.JSONEq(t, `"`+full.provider+`"`, string(attrs["provider"]))
+			require.JSONEq(t, `"pending"`, string(attrs["status"]))
+			require.JSONEq(t, `[]`, string(attrs["routing_history"]))
+			require.JSONEq(t, `"`+fixedNowJSON+`"`, string(attrs["created_at"]))
+			require.JSONEq(t, full.input, string(attrs["input"]))
+			require.JSONEq(t, full.options, string(attrs["options"]))
+
+			require.ElementsMatch(t, []string{"client", "system"}, keys(raw.Data.Meta))
+			require.JSONEq(t, clientMeta, string(raw.Data.Meta["client"]))
+			require.JSONEq(t, `{"region": "`+testRegion+`", "worker_id": "`+testNodeID+`"}`, string(raw.Data.Meta["system"]))
+
+			// The workflow was started for exactly this job.
+			started := b.startedFor(t, raw.Data.ID)
+			require.Equal(t, raw.Data.ID, started.Options.ID, "workflow id is the job id")
+			require.Equal(t, workflows.TaskQueue, started.Options.TaskQueue)
+			require.Equal(t, workflows.JobWorkflowName, started.Workflow)
+			in := started.Input
+			require.Equal(t, raw.Data.ID, in.JobID)
+			require.Equal(t, providers.ServiceID(res.id), in.Service)
+			require.Equal(t, tenantA, in.Tenant)
+			require.Equal(t, userA, in.UserID)
+			require.Equal(t, "my-app", in.Application)
+			require.Equal(t, full.provider, in.Provider)
+			require.Empty(t, in.PolicyID)
+			require.JSONEq(t, full.input, string(in.Input))
+			require.JSONEq(t, full.options, string(in.Options))
+			require.JSONEq(t, clientMeta, string(in.ClientMeta))
+			require.True(t, fixedNow.Equal(in.CreatedAt), "created at %s", in.CreatedAt)
+
+			// The job is in the store, as accepted.
+			job, err := b.store.GetJob(t.Context(), raw.Data.ID)
+			require.NoError(t, err)
+			require.Equal(t, res.id, job.Service)
+			require.Equal(t, store.StatusPending, job.Status)
+			require.Equal(t, tenantA, job.Tenant)
+			require.Equal(t, userA, job.UserID)
+			require.Equal(t, full.provider, job.Provider)
+			require.Equal(t, "my-app", job.Application)
+			require.JSONEq(t, full.input, job.Input)
+			require.JSONEq(t, full.options, job.Options)
+			require.JSONEq(t, clientMeta, job.ClientMeta)
+			require.True(t, fixedNow.Equal(job.CreatedAt), "created at %s", job.CreatedAt)
+
+			// GET returns the same representation.
+			g := b.do(t, http.MethodGet, jobPath(res.id, raw.Data.ID), b.readToken(t), nil)
+			g.requireStatus(t, http.StatusOK)
+			require.JSONEq(t, string(r.Body), string(g.Body))
+		})
+	}
+}
+
+func TestCreateMinimalJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, res := range resources {
+		t.Run(res.id, func(t *testing.T) {
+			t.Parallel()
+			r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), body(t, res.id))
+			r.requireStatus(t, http.StatusAccepted)
+			data := r.data(t)
+			attrs := data["attributes"].(map[string]any)
+			require.ElementsMatch(t,
+				[]string{"tenant", "user_id", "status", "routing_history", "created_at", "input"}, keys(attrs),
+				"no provider, options or policy_id when none was given")
+			meta := data["meta"].(map[string]any)
+			require.ElementsMatch(t, []string{"system"}, keys(meta), "no meta.client when none was given")
+
+			in := b.startedFor(t, data["id"].(string)).Input
+			require.Empty(t, in.Provider)
+			require.Empty(t, in.Application)
+			require.Empty(t, in.Options)
+			require.Empty(t, in.ClientMeta)
+		})
+	}
+}
+
+func TestCreateIDsAreUniqueAndOrdered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for range 5 {
+		ids = append(ids, b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))["id"].(string))
+	}
+	require.True(t, slices.IsSorted(ids), "UUID v7 ids sort by creation: %v", ids)
+	require.Len(t, slices.Compact(slices.Clone(ids)), 5)
+}
+
+// TestCreateAcceptsValidVariants covers valid values at the edges of each
+// rule, so the validation tests cannot pass by rejecting everything.
+func TestCreateAcceptsValidVariants(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const (
+		in   = "/data/attributes/input"
+		opts = "/data/attributes/options"
+		attr = "/data/attributes"
+	)
+	cases := []struct {
+		resource string
+		name     string
+		edits    []edit
+		headers  []string
+	}{
+		{"transcriptions", "video input", []edit{set(in+"/type", "video")}, nil},
+		{"transcriptions", "http url", []edit{set(in+"/url", "http://media.example.com:8080/a.wav")}, nil},
+		{"transcriptions", "audio_track 0", []edit{set(in+"/audio_track", 0)}, nil},
+		{"transcriptions", "audio_track 3", []edit{set(in+"/audio_track", 3)}, nil},
+		{"transcriptions", "language with region", []edit{set(opts+"/language", "pt-BR")}, nil},
+		{"transcriptions", "language with script", []edit{set(opts+"/language", "zh-Hant")}, nil},
+		{"transcriptions", "format srt", []edit{set(opts+"/format", "srt")}, nil},
+		{"transcriptions", "format vtt", []edit{set(opts+"/format", "vtt")}, nil},
+		{"transcriptions", "format json", []edit{set(opts+"/format", "json")}, nil},
+		{"transcriptions", "timestamps false", []edit{set(opts+"/timestamps", false)}, nil},
+		{"transcriptions", "diarization false", []edit{set(opts+"/diarization", false)}, nil},
+		{"transcriptions", "priority low", []edit{set(opts+"/priority", "low")}, nil},
+		{"transcriptions", "empty options", []edit{set(opts, map[string]any{})}, nil},
+		{"transcriptions", "null options", []edit{set(opts, nil)}, nil},
+		{"transcriptions", "null meta.client", []edit{set("/data/meta", map[string]any{"client": nil})}, nil},
+		{"transcriptions", "empty meta", []edit{set("/data/meta", map[string]any{})}, nil},
+		{"transcriptions", "null webhook", []edit{set(attr+"/webhook", nil)}, nil},
+		{"transcriptions", "null provider", []edit{set(attr+"/provider", nil)}, nil},
+		{"transcriptions", "null policy_id", []edit{set(attr+"/policy_id", nil)}, nil},
+		{"transcriptions", "narrow provider, regional form of a listed language", []edit{set(attr+"/provider", "narrow"), set(opts+"/language", "en-GB")}, nil},
+		{"transcriptions", "narrow provider, language detection", []edit{set(attr+"/provider", "narrow")}, nil},
+		{"transcriptions", "narrow provider, diarization false", []edit{set(attr+"/provider", "narrow"), set(opts+"/diarization", false)}, nil},
+		{"translations", "document input", []edit{set(in+"/type", "document"), del(in + "/content"), set(in+"/url", "https://docs.example.com/a.docx")}, nil},
+		{"translations", "source_language auto", []edit{set(opts+"/source_language", "auto")}, nil},
+		{"translations", "source_language code", []edit{set(opts+"/source_language", "en-US")}, nil},
+		{"translations", "formality default", []edit{set(opts+"/formality", "default")}, nil},
+		{"translations", "formality informal", []edit{set(opts+"/formality", "informal")}, nil},
+		{"translations", "narrow provider, listed languages", []edit{set(attr+"/provider", "narrow"), set(opts+"/source_language", "en"), set(in+"/target_language", "fr")}, nil},
+		{"translations", "narrow provider, formality default", []edit{set(attr+"/provider", "narrow"), set(opts+"/formality", "default")}, nil},
+		{"translations", "provider active for translations, disabled for transcriptions", []edit{set(attr+"/provider", "half-off")}, nil},
+		{"video-analyses", "every feature", []edit{set(in+"/features", toAny(providers.VideoAnalysisFeatures))}, nil},
+		{"video-analyses", "confidence_threshold 0", []edit{set(opts+"/confidence_threshold", 0)}, nil},
+		{"video-analyses", "confidence_threshold 1", []edit{set(opts+"/confidence_threshold", 1)}, nil},
+		{"video-analyses", "language auto", []edit{set(opts+"/language", "auto")}, nil},
+		{"video-analyses", "language code", []edit{set(opts+"/language", "de")}, nil},
+		{"video-analyses", "audio_track 0", []edit{set(in+"/audio_track", 0)}, nil},
+		{"video-analyses", "narrow provider, offered features", []edit{set(attr+"/provider", "narrow"), set(in+"/features", []any{"scenes", "labels"})}, nil},
+		{"llm-tasks", "system prompt", []edit{set(in+"/system_prompt", "You are terse.")}, nil},
+		{"llm-tasks", "document input", []edit{set(in+"/type", "document"), del(in + "/text"), set(in+"/url", "https://docs.example.com/a.pdf")}, nil},
+		{"llm-tasks", "creativity creative", []edit{set(opts+"/creativity", "creative")}, nil},
+		{"llm-tasks", "degraded provider with a listed model", []edit{set(attr+"/provider", "llm-only"), set(opts+"/model", "model-b")}, nil},
+		{"llm-tasks", "model without provider", []edit{set(opts+"/model", "model-a")}, nil},
+		{"transcriptions", "X-Application two characters", nil, []string{"X-Application", "ab"}},
+		{"transcriptions", "X-Application 63 characters", nil, []string{"X-Application", "a" + strings.Repeat("b1-", 20) + "z9"}},
+		{"transcriptions", "X-Application my-app", nil, []string{"X-Application", "my-app"}},
+		{"transcriptions", "Idempotency-Key 255 characters", nil, []string{"Idempotency-Key", strings.Repeat("k", 255)}},
+		{"transcriptions", "unknown top-level member is ignored", []edit{set("/jsonapi", map[string]any{"version": "1.1"})}, nil},
+		{"transcriptions", "webhook with headers", []edit{set(attr+"/webhook", map[string]any{"url": "http://hooks.example.com:9000/cb?x=1", "headers": map[string]any{"Authorization": "Basic abc", "X-Trace": ""}})}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.resource+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := b.do(t, http.MethodPost, "/v1/"+tc.resource, b.writeToken(t), body(t, tc.resource, tc.edits...), tc.headers...)
+			r.requireStatus(t, http.StatusAccepted)
+			data := r.data(t)
+			require.Equal(t, "pending", data["attributes"].(map[string]any)["status"])
+			in := b.startedFor(t, data["id"].(string)).Input
+			if len(tc.headers) == 2 && tc.headers[0] == "X-Application" {
+				require.Equal(t, tc.headers[1], in.Application)
+			}
+		})
+	}
+}
+
+func TestCreatePriorityMapsToTaskPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for priority, key := range map[string]int{"high": 1, "standard": 3, "low": 5, "": 3} {
+		t.Run("priority "+priority, func(t *testing.T) {
+			t.Parallel()
+			var edits []edit
+			if priority != "" {
+				edits = append(edits, set("/data/attributes/options/priority", priority))
+			}
+			data := b.create(t, "transcriptions", b.writeToken(t), body(t, "transcriptions", edits...))
+			require.Equal(t, key, b.startedFor(t, data["id"].(string)).Options.Priority.PriorityKey)
+		})
+	}
+}
+
+func TestCreateWorkflowStartFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setFailStarts(1)
+
+	r := b.do(t, http.MethodPost, "/v1/transcriptions", b.writeToken(t), body(t, "transcriptions"))
+	requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+	require.Empty(t, r.Header.Get("Location"), "nothing is promised")
+
+	starts := b.started()
+	require.Len(t, starts, 1)
+	_, err := b.store.GetJob(t.Context(), starts[0].Input.JobID)
+	require.ErrorIs(t, err, store.ErrNotFound, "a job whose workflow did not start is not recorded")
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+
+	t.Run("same key and tenant returns the first job", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17")
+		first.requireStatus(t, http.StatusAccepted)
+		// Another user of the same tenant, even with another body.
+		second := b.do(t, http.MethodPost, "/v1/translations",
+			b.tokenFor(t, tenantA, "another-user", "translations:write"),
+			body(t, "translations", set("/data/attributes/input/content", "Other text")),
+			"Idempotency-Key", "order-17")
+		second.requireStatus(t, http.StatusAccepted)
+
+		require.Equal(t, first.data(t)["id"], second.data(t)["id"])
+		require.Equal(t, first.Header.Get("Location"), second.Header.Get("Location"))
+		require.JSONEq(t, string(first.Body), string(second.Body))
+		require.Len(t, b.started(), 1, "one workflow only")
+	})
+
+	t.Run("another tenant with the same key gets a new job", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17")
+		second := b.create(t, "translations", b.tokenFor(t, tenantB, userB, "translations:write"), body(t, "translations"), "Idempotency-Key", "order-17")
+		require.NotEqual(t, first["id"], second["id"])
+		require.Equal(t, tenantB, second["attributes"].(map[string]any)["tenant"])
+		require.Len(t, b.started(), 2)
+	})
+
+	t.Run("another key gets a new job", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17")
+		second := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-18")
+		third := b.create(t, "translations", b.writeToken(t), body(t, "translations"))
+		require.NotEqual(t, first["id"], second["id"])
+		require.NotEqual(t, second["id"], third["id"])
+		require.Len(t, b.started(), 3)
+	})
+
+	t.Run("a retry after a failed start finishes the first attempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.setFailStarts(1)
+		r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "retry-me")
+		requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+		attempted := b.started()[0].Input.JobID
+
+		data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "retry-me")
+		require.Equal(t, attempted, data["id"])
+		starts := b.started()
+		require.Len(t, starts, 2)
+		require.Equal(t, attempted, starts[1].Options.ID)
+		_, err := b.store.GetJob(t.Context(), attempted)
+		require.NoError(t, err)
+	})
+
+	t.Run("a rejected request does not use up the key", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		r := b.do(t, http.MethodPost, "/v1/transcriptions", b.writeToken(t),
+			body(t, "transcriptions", del("/data/attributes/input/url")), "Idempotency-Key", "k1")
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/input/url")
+		data := b.create(t, "transcriptions", b.writeToken(t), body(t, "transcriptions"), "Idempotency-Key", "k1")
+		require.Len(t, b.started(), 1)
+		require.Equal(t, data["id"], b.started()[0].Input.JobID)
+	})
+
+	t.Run("the key names the first job even on another resource", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "shared")
+		first.requireStatus(t, http.StatusAccepted)
+		second := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "shared")
+		second.requireStatus(t, http.StatusAccepted)
+		require.Equal(t, first.data(t)["id"], second.data(t)["id"])
+		require.Equal(t, "translation-job", second.data(t)["type"])
+		// Location must lead to the job, which lives under its own resource.
+		require.Equal(t, first.Header.Get("Location"), second.Header.Get("Location"))
+		b.do(t, http.MethodGet, second.Header.Get("Location"), b.readToken(t), nil).requireStatus(t, http.StatusOK)
+		require.Len(t, b.started(), 1)
+	})
+
+	t.Run("too long", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", strings.Repeat("k", 256))
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "Idempotency-Key")
+		b.assertNoStarts(t)
+	})
+}
+
+// keys lists a map's keys.
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
+
+// TestCreateAndReadOnPostgres runs the round trip through PostgreSQL:
+// timestamps, JSON documents and idempotency keys must come back as they
+// went in, as they do on SQLite.
+func TestCreateAndReadOnPostgres(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, storetest.Postgres)
+	for _, res := range resources {
+		t.Run(res.id, func(t *testing.T) {
+			t.Parallel()
+			full := fullBodies[res.id]
+			req := `{"data": {"type": "` + res.jobType + `", "attributes": {"input": ` + full.input + `, "options": ` + full.options + `,
+				"provider": "` + full.provider + `"}, "meta": {"client": ` + clientMeta + `}}}`
+			created := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
+			created.requireStatus(t, http.StatusAccepted)
+			id := created.data(t)["id"].(string)
+			require.Equal(t, fixedNowJSON, created.data(t)["attributes"].(map[string]any)["created_at"])
+
+			got := b.do(t, http.MethodGet, jobPath(res.id, id), b.readToken(t), nil)
+			got.requireStatus(t, http.StatusOK)
+			require.JSONEq(t, string(created.Body), string(got.Body))
+
+			again := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
+			again.requireStatus(t, http.StatusAccepted)
+			require.JSONEq(t, string(created.Body), string(again.Body))
+			b.startedFor(t, id) // exactly one start
+		})
+	}
+}
