@@ -6,6 +6,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/policy"
@@ -21,8 +22,13 @@ type JobStore interface {
 
 // Activities are the job workflow's activities and their dependencies.
 type Activities struct {
-	Store     JobStore
+	Store JobStore
+	// Routing is the routing state; nil routes by the catalog alone.
+	Routing   RoutingStore
 	Providers *providers.Registry
+	// HTTPClient makes the HEAD requests that learn media sizes (default
+	// http.DefaultClient).
+	HTTPClient *http.Client
 	// WorkerID identifies this worker process in job metadata.
 	WorkerID string
 	// HeartbeatInterval is how often a running provider call heartbeats

@@ -60,6 +60,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	stop := a.heartbeat(ctx, &progress)
 	defer stop()
 
+	started := time.Now()
 	result, err := adapter.Run(ctx, providers.Call{
 		JobID:      in.JobID,
 		Service:    in.Service,
@@ -80,6 +81,12 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	})
 	if err != nil {
 		return CallOutput{}, classify(err)
+	}
+	if a.Routing != nil && resumeFrom == 0 {
+		// A resumed call's duration says nothing about the provider.
+		if err := a.Routing.RecordLatency(ctx, in.ProviderID, string(in.Service), time.Since(started)); err != nil {
+			activity.GetLogger(ctx).Warn("latency not recorded", "provider", in.ProviderID, "error", err)
+		}
 	}
 	return CallOutput{Result: result, WorkerID: a.WorkerID}, nil
 }

@@ -5,20 +5,51 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
+
+// RoutingStore is what routing reads and writes: policies, tenant access,
+// provider statuses and the shared routing state.
+type RoutingStore interface {
+	RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error)
+	GetPolicy(ctx context.Context, id string) (policy.Policy, error)
+	GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error)
+	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
+	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
+	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
+	ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
+	PruneRateCounters(ctx context.Context, now time.Time) error
+	NextTurn(ctx context.Context, key string) (int64, error)
+	Latencies(ctx context.Context, service string) (map[string]float64, error)
+	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
+}
+
+// PolicyPin is the policy version a job was first routed with; failover
+// decisions reuse it whatever happened to the policy since.
+type PolicyPin struct {
+	ID      string        `json:"id"`
+	Version int           `json:"version"`
+	Source  policy.Source `json:"source"`
+}
 
 // RouteInput asks for the provider of one attempt of a job.
 type RouteInput struct {
-	JobID    string              `json:"job_id"`
-	Service  providers.ServiceID `json:"service"`
-	Tenant   string              `json:"tenant"`
-	Input    json.RawMessage     `json:"input"`
-	Options  json.RawMessage     `json:"options,omitempty"`
-	Explicit string              `json:"explicit_provider,omitempty"`
+	JobID       string              `json:"job_id"`
+	Service     providers.ServiceID `json:"service"`
+	Tenant      string              `json:"tenant"`
+	Application string              `json:"application,omitempty"`
+	Input       json.RawMessage     `json:"input"`
+	Options     json.RawMessage     `json:"options,omitempty"`
+	Explicit    string              `json:"explicit_provider,omitempty"`
+	PolicyID    string              `json:"policy_id,omitempty"`
+	Pinned      *PolicyPin          `json:"pinned_policy,omitempty"`
 	// Failed lists providers earlier attempts failed on.
 	Failed  []string `json:"failed,omitempty"`
 	Attempt int      `json:"attempt"`
@@ -32,26 +63,252 @@ type RouteOutput struct {
 	WorkerID string             `json:"worker_id"`
 }
 
-// DecideRoute picks the provider for one attempt of a job.
-func (a *Activities) DecideRoute(_ context.Context, in RouteInput) (RouteOutput, error) {
+// lastPrune is when this process last pruned old rate counters.
+var lastPrune atomic.Int64
+
+// DecideRoute picks the provider for one attempt of a job: it gathers what
+// the decision depends on, lets package policy decide, and reserves the
+// chosen provider's rate limit.
+func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
+	now := time.Now().UTC()
+	out := RouteOutput{WorkerID: a.WorkerID}
 	needs, err := policy.RequirementsOf(in.Service, in.Input, in.Options)
 	if err != nil {
-		return RouteOutput{}, fmt.Errorf("job %s: read requirements: %w", in.JobID, err)
+		return out, fmt.Errorf("job %s: read requirements: %w", in.JobID, err)
 	}
-	routing, err := policy.Decide(policy.Request{
+	req := policy.Request{
 		Needs:    needs,
 		Catalog:  a.Providers.Catalog().Providers,
 		Explicit: in.Explicit,
 		Failed:   in.Failed,
 		Attempt:  in.Attempt,
-		Now:      time.Now().UTC(),
-	})
-	out := RouteOutput{Routing: routing, WorkerID: a.WorkerID}
-	var noCandidate *policy.NoCandidateError
-	if errors.As(err, &noCandidate) {
-		out.Routing.ProviderEvaluations = noCandidate.Evaluations
-		out.Error = &JobError{Code: noCandidate.Code, Message: noCandidate.Error()}
-		return out, nil
+		Now:      now,
 	}
-	return out, err
+	if a.Routing != nil {
+		if jobErr, err := a.gatherRouting(ctx, in, &req); err != nil || jobErr != nil {
+			out.Error = jobErr
+			return out, err
+		}
+	}
+	limited := map[string]bool{}
+	if req.RateLimited == nil {
+		req.RateLimited = func(id string) bool { return limited[id] }
+	} else {
+		counted := req.RateLimited
+		req.RateLimited = func(id string) bool { return limited[id] || counted(id) }
+	}
+	for {
+		routing, err := policy.Decide(req)
+		out.Routing = routing
+		var noCandidate *policy.NoCandidateError
+		if errors.As(err, &noCandidate) {
+			out.Routing.ProviderEvaluations = noCandidate.Evaluations
+			out.Error = &JobError{Code: noCandidate.Code, Message: noCandidate.Error()}
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		fits, err := a.reserve(ctx, routing.ProviderID, in.Service, in.Explicit != "", now)
+		if err != nil {
+			return out, err
+		}
+		if fits {
+			return out, nil
+		}
+		// Another worker took the last slot since the counts were read.
+		limited[routing.ProviderID] = true
+	}
+}
+
+// gatherRouting fills in the parts of the request that come from the
+// store. It returns a JobError when the job cannot be routed at all.
+func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *policy.Request) (*JobError, error) {
+	statuses, err := a.Routing.ProviderStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.Status = func(p *providers.Provider) (providers.Status, providers.Status) {
+		override, ok := statuses[p.ID]
+		if !ok {
+			return policy.CatalogStatus(p, in.Service)
+		}
+		return policy.EffectiveStatus(p, in.Service, providerOverride(override))
+	}
+	tenant, err := a.Routing.GetTenant(ctx, in.Tenant)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if tenant != nil {
+		req.TenantAllows = func(id string) bool {
+			access, ok := tenant.Providers[id]
+			return !ok || access.Enabled
+		}
+	}
+	if in.Explicit != "" {
+		return nil, nil
+	}
+	if jobErr, err := a.resolvePolicy(ctx, in, tenant, req); err != nil || jobErr != nil {
+		return jobErr, err
+	}
+	if err := a.gatherRateCounts(ctx, in.Service, req); err != nil {
+		return nil, err
+	}
+	if req.Policy == nil {
+		return nil, nil
+	}
+	switch req.Policy.Strategy {
+	case policy.StrategyLatency:
+		latencies, err := a.Routing.Latencies(ctx, string(in.Service))
+		if err != nil {
+			return nil, err
+		}
+		req.Latency = func(id string) (float64, bool) { ms, ok := latencies[id]; return ms, ok }
+	case policy.StrategyRoundRobin:
+		turn, err := a.Routing.NextTurn(ctx, "policy:"+req.Policy.ID)
+		if err != nil {
+			return nil, err
+		}
+		req.RoundRobinTurn = turn
+	}
+	if needsFileSize(req.Policy) {
+		req.FileSizeMB = a.mediaSizeMB(ctx, in)
+	}
+	return nil, nil
+}
+
+// resolvePolicy finds the policy in force: the pinned version on failover,
+// the job's policy_id, or the resolution chain of decisions.md §5.
+func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*JobError, error) {
+	switch {
+	case in.Pinned != nil:
+		p, err := a.Routing.GetPolicyVersion(ctx, in.Pinned.ID, in.Pinned.Version)
+		if err != nil {
+			return nil, err
+		}
+		req.Policy, req.Source = &p, in.Pinned.Source
+	case in.PolicyID != "":
+		p, err := a.Routing.GetPolicy(ctx, in.PolicyID)
+		if errors.Is(err, store.ErrNotFound) {
+			return &JobError{Code: policy.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		req.Policy, req.Source = &p, policy.SourceExplicitID
+	default:
+		candidates, err := a.Routing.RoutingPolicies(ctx, in.Tenant, in.Service)
+		if err != nil {
+			return nil, err
+		}
+		scope := policy.Scope{Tenant: in.Tenant, Application: in.Application, Service: in.Service}
+		if tenant != nil && tenant.DefaultPolicyID != nil {
+			scope.TenantDefaultPolicyID = *tenant.DefaultPolicyID
+		}
+		if p, source, ok := policy.Resolve(candidates, scope); ok {
+			req.Policy, req.Source = &p, source
+		}
+	}
+	return nil, nil
+}
+
+// gatherRateCounts marks the providers at their published limits.
+func (a *Activities) gatherRateCounts(ctx context.Context, service providers.ServiceID, req *policy.Request) error {
+	limits := map[string]providers.Limits{}
+	var ids []string
+	for _, p := range req.Catalog {
+		if c, ok := p.Services[service]; ok && (c.Limits.RequestsPerMinute > 0 || c.Limits.RequestsPerDay > 0) {
+			limits[p.ID] = c.Limits
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if last := lastPrune.Load(); req.Now.Unix()-last >= 60 && lastPrune.CompareAndSwap(last, req.Now.Unix()) {
+		if err := a.Routing.PruneRateCounters(ctx, req.Now); err != nil {
+			return err
+		}
+	}
+	counts, err := a.Routing.RateCounts(ctx, string(service), ids, req.Now)
+	if err != nil {
+		return err
+	}
+	req.RateLimited = func(id string) bool {
+		l, ok := limits[id]
+		if !ok {
+			return false
+		}
+		c := counts[id]
+		return (l.RequestsPerMinute > 0 && c.Minute >= l.RequestsPerMinute) || (l.RequestsPerDay > 0 && c.Day >= l.RequestsPerDay)
+	}
+	return nil
+}
+
+// reserve counts the request against the provider's published limits. An
+// explicitly named provider is counted but never refused: the client chose
+// it, and the job was accepted.
+func (a *Activities) reserve(ctx context.Context, providerID string, service providers.ServiceID, explicit bool, now time.Time) (bool, error) {
+	if a.Routing == nil {
+		return true, nil
+	}
+	p, ok := a.Providers.Catalog().Lookup(providerID)
+	if !ok {
+		return true, nil
+	}
+	limits := p.Services[service].Limits
+	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
+		return true, nil
+	}
+	fits, err := a.Routing.ReserveRate(ctx, providerID, string(service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
+	if err != nil {
+		return false, err
+	}
+	return fits || explicit, nil
+}
+
+func needsFileSize(p *policy.Policy) bool {
+	return slices.ContainsFunc(p.Providers, func(e policy.Entry) bool {
+		return e.Conditions != nil && e.Conditions.MaxFileSizeMB != nil
+	})
+}
+
+// mediaSizeMB asks the media's server for its size with a HEAD request;
+// nil when the job has no media or the size cannot be learned.
+func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
+	var media struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(in.Input, &media); err != nil || media.URL == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, media.URL, nil)
+	if err != nil {
+		return nil
+	}
+	client := a.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 || resp.ContentLength < 0 {
+		return nil
+	}
+	mb := float64(resp.ContentLength) / (1 << 20)
+	return &mb
+}
+
+// providerOverride turns a stored status override into routing's form.
+func providerOverride(s store.ProviderStatus) *policy.ProviderOverride {
+	o := &policy.ProviderOverride{Status: providers.Status(s.Status), Services: map[providers.ServiceID]providers.Status{}}
+	for service, status := range s.Services {
+		o.Services[providers.ServiceID(service)] = providers.Status(status)
+	}
+	return o
 }

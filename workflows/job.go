@@ -140,16 +140,29 @@ func (j *job) run(ctx workflow.Context) (*activities.JobSnapshot, error) {
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
 	var out activities.RouteOutput
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.DecideRoute, activities.RouteInput{
-		JobID:    j.in.JobID,
-		Service:  j.in.Service,
-		Tenant:   j.in.Tenant,
-		Input:    j.in.Input,
-		Options:  j.in.Options,
-		Explicit: j.in.Provider,
-		Failed:   j.failed,
-		Attempt:  attempt,
+		JobID:       j.in.JobID,
+		Service:     j.in.Service,
+		Tenant:      j.in.Tenant,
+		Application: j.in.Application,
+		Input:       j.in.Input,
+		Options:     j.in.Options,
+		Explicit:    j.in.Provider,
+		PolicyID:    j.in.PolicyID,
+		Pinned:      j.pinnedPolicy(),
+		Failed:      j.failed,
+		Attempt:     attempt,
 	}).Get(ctx, &out)
 	return out, err
+}
+
+// pinnedPolicy is the policy version of the job's first routing, which
+// every failover decision keeps.
+func (j *job) pinnedPolicy() *activities.PolicyPin {
+	if len(j.snap.RoutingHistory) == 0 || j.snap.RoutingHistory[0].PolicyID == "" {
+		return nil
+	}
+	first := j.snap.RoutingHistory[0]
+	return &activities.PolicyPin{ID: first.PolicyID, Version: first.PolicyVersion, Source: first.PolicySource}
 }
 
 func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {

@@ -363,3 +363,42 @@ func TestRestartMidJobLosesNothing(t *testing.T) {
 		require.NotEmpty(t, done.Data.Attributes.Result)
 	}
 }
+
+func TestFailoverEndToEnd(t *testing.T) {
+	t.Parallel()
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
+	g := newGateway(t, storetest.FreshPostgresURL(t), "--providers", catalog)
+
+	created := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
+	done := g.waitFor("transcriptions", created.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "completed", done.Data.Attributes.Status)
+	require.Equal(t, "sandbox-steady", done.Data.Attributes.Provider)
+
+	var history []struct {
+		ProviderID  string `json:"provider_id"`
+		Reason      string `json:"reason"`
+		Attempt     int    `json:"attempt"`
+		Evaluations []struct {
+			ProviderID string `json:"provider_id"`
+			Selected   bool   `json:"selected"`
+			Reason     string `json:"reason"`
+		} `json:"provider_evaluations"`
+	}
+	raw, err := json.Marshal(done.Data.Attributes.RoutingHistory)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &history))
+	require.Len(t, history, 2)
+	require.Equal(t, "sandbox-broken", history[0].ProviderID, "the cheapest provider is tried first")
+	require.Equal(t, "default", history[0].Reason)
+	require.Equal(t, 1, history[0].Attempt)
+	require.Equal(t, "sandbox-steady", history[1].ProviderID)
+	require.Equal(t, "failover", history[1].Reason)
+	require.Equal(t, 2, history[1].Attempt)
+	reasons := map[string]string{}
+	for _, e := range history[1].Evaluations {
+		reasons[e.ProviderID] = e.Reason
+	}
+	require.Equal(t, map[string]string{"sandbox-broken": "failed", "sandbox-steady": "selected"}, reasons)
+	require.Equal(t, "failover", done.Data.Attributes.Routing["reason"])
+}
