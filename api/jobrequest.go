@@ -340,7 +340,8 @@ func languageCode(v, pointer string, allowAuto bool) *apierror.Error {
 	if v == "" || (allowAuto && v == "auto") {
 		return nil
 	}
-	if _, err := language.Parse(v); err != nil {
+	// x/text also accepts "en_US"; BCP 47 separates subtags with hyphens.
+	if _, err := language.Parse(v); err != nil || strings.Contains(v, "_") {
 		if allowAuto {
 			return apierror.Validation(pointer, "must be a BCP 47 language code such as en or pt-BR, or auto")
 		}

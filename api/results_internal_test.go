@@ -164,7 +164,7 @@ func TestLanguageCode(t *testing.T) {
 	for _, code := range []string{"en", "de", "pt-BR", "zh-Hant", "zh-Hant-TW", "es-419", "sr-Latn-RS", "gsw"} {
 		require.Nil(t, languageCode(code, "/x", false), code)
 	}
-	for _, code := range []string{"e", "english", "en-", "12", "en US", "auto"} {
+	for _, code := range []string{"e", "english", "en-", "12", "en US", "en_US", "auto"} {
 		err := languageCode(code, "/x", false)
 		require.NotNil(t, err, code)
 		require.True(t, strings.HasPrefix(err.Message, "/x: "), err.Message)
