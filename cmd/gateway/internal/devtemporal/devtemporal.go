@@ -88,14 +88,16 @@ type Options struct {
 
 // Server is a running embedded Temporal dev server.
 type Server struct {
+	dbFile          string // absolute path, "" for memory
 	frontendAddress string
 	uiAddress       string
 	namespace       string
 
-	server temporal.Server
-	ui     *uiserver.Server
-	uiDone chan struct{}
-	logger *slog.Logger
+	server       temporal.Server
+	serverLogger *serverLogger
+	ui           *uiserver.Server
+	uiDone       chan struct{}
+	logger       *slog.Logger
 
 	stopOnce sync.Once
 }
@@ -110,9 +112,19 @@ func (s *Server) UIAddress() string { return s.uiAddress }
 func (s *Server) Namespace() string { return s.namespace }
 
 // Stop stops the UI and then the server. It is idempotent and safe to call
-// from several goroutines.
+// from several goroutines. From Stop on, only server errors are logged.
+//
+// Known v1.32.1 limitation: the worker service never stops the system SDK
+// workers of its scanners and parent-close-policy processor ("Nothing is
+// gracefully stopping these workers" in service/worker/scanner), so about a
+// hundred goroutines keep polling the closed frontend (with back-off) after
+// Stop. This only matters when several servers are started in one process
+// (tests); `gateway dev` stops the server when it exits.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
+		if s.serverLogger != nil {
+			s.serverLogger.state.stopping.Store(true)
+		}
 		if s.ui != nil {
 			s.ui.Stop()
 			select {
@@ -125,6 +137,9 @@ func (s *Server) Stop() {
 			if err := s.server.Stop(); err != nil {
 				s.logger.Warn("devtemporal: error stopping Temporal server", "error", err)
 			}
+		}
+		if s.dbFile != "" {
+			releaseDatabase(s.dbFile)
 		}
 	})
 }
@@ -175,12 +190,26 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 		}
 	}
 
-	sqlConf, err := prepareDatabase(opts.DatabaseFile, opts.Namespace)
+	dbFile := ""
+	if opts.DatabaseFile != "" {
+		if dbFile, err = filepath.Abs(opts.DatabaseFile); err != nil {
+			return nil, fmt.Errorf("devtemporal: database file %q: %w", opts.DatabaseFile, err)
+		}
+		if err := claimDatabase(dbFile); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if retErr != nil {
+				releaseDatabase(dbFile)
+			}
+		}()
+	}
+	sqlConf, err := prepareDatabase(dbFile, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
 
-	logger := &serverLogger{log: opts.Logger, level: opts.LogLevel}
+	logger := newServerLogger(opts.Logger, opts.LogLevel)
 	conf := buildConfig(sqlConf, frontendIP, frontendPort, frontendDial, internalPorts)
 	serverOpts, err := buildServerOptions(conf, logger, frontendDial, internalPorts)
 	if err != nil {
@@ -191,13 +220,16 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 		return nil, fmt.Errorf("devtemporal: creating Temporal server: %w", err)
 	}
 	s := &Server{
+		dbFile:          dbFile,
 		frontendAddress: frontendDial,
 		namespace:       opts.Namespace,
+		serverLogger:    logger,
 		logger:          opts.Logger,
 	}
 	started := time.Now()
 	if err := srv.Start(); err != nil {
 		// Start may have brought up some services before failing.
+		logger.state.stopping.Store(true)
 		_ = srv.Stop()
 		return nil, fmt.Errorf("devtemporal: starting Temporal server on %s: %w", frontendDial, err)
 	}
@@ -225,7 +257,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 }
 
 // prepareDatabase builds the SQLite persistence config, creating the schema
-// when the database file does not exist yet and the namespace when missing.
+// when the database file (an absolute path, or "" for memory) does not exist
+// yet and the namespace when missing.
 func prepareDatabase(file, namespace string) (*config.SQL, error) {
 	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
 	if file == "" {
@@ -235,10 +268,7 @@ func prepareDatabase(file, namespace string) (*config.SQL, error) {
 		conf.DatabaseName = fmt.Sprintf("devtemporal-%d-%d", os.Getpid(), memDBSeq.Add(1))
 		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
 	} else {
-		abs, err := filepath.Abs(file)
-		if err != nil {
-			return nil, fmt.Errorf("devtemporal: database file %q: %w", file, err)
-		}
+		abs := file
 		// The plugin builds a "file:<name>?<params>" URI, so these characters
 		// would be misread as query, fragment or escape.
 		if strings.ContainsAny(abs, "?#%") {
@@ -296,6 +326,30 @@ func prepareDatabase(file, namespace string) (*config.SQL, error) {
 }
 
 var memDBSeq atomic.Int64
+
+// Database files used by running servers of this process. Two servers on one
+// file would both claim its only history shard. (Another process on the same
+// file is normally stopped earlier by the frontend port check.)
+var (
+	openDBsMu sync.Mutex
+	openDBs   = map[string]bool{}
+)
+
+func claimDatabase(file string) error {
+	openDBsMu.Lock()
+	defer openDBsMu.Unlock()
+	if openDBs[file] {
+		return fmt.Errorf("devtemporal: database file %s is already used by a running server in this process", file)
+	}
+	openDBs[file] = true
+	return nil
+}
+
+func releaseDatabase(file string) {
+	openDBsMu.Lock()
+	defer openDBsMu.Unlock()
+	delete(openDBs, file)
+}
 
 func buildConfig(sqlConf *config.SQL, frontendIP string, frontendPort int, frontendDial string, internalPorts [3]int) *config.Config {
 	const store = "sqlite-default"
@@ -442,6 +496,16 @@ func probe(ctx context.Context, c *client.Client, hostPort, namespace string) er
 }
 
 func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial, namespace string) error {
+	// Check the port again right before use (the check in Start happened
+	// before the Temporal server started): echo exits the process if it
+	// cannot listen.
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("devtemporal: UI address %s is not available: %w", addr, err)
+	}
+	_ = ln.Close()
+
 	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
 		Host:                hostForURL(ip),
 		Port:                port,

@@ -130,9 +130,23 @@ func TestFileDatabase(t *testing.T) {
 	_, err := os.Stat(db)
 	require.NoError(t, err)
 
+	_, err = Start(context.Background(), Options{DatabaseFile: db, FrontendAddress: "127.0.0.1:0", Logger: testLogger()})
+	require.ErrorContains(t, err, "already used by a running server")
+
 	c := newClient(t, s)
 	startWorker(t, c)
 	runGreet(t, c)
+
+	// journal_mode=wal took effect: bytes 18 and 19 of the SQLite header
+	// (file format write/read version) are 2 in WAL mode, 1 otherwise.
+	f, err := os.Open(db)
+	require.NoError(t, err)
+	defer f.Close()
+	header := make([]byte, 20)
+	_, err = io.ReadFull(f, header)
+	require.NoError(t, err)
+	require.Equal(t, "SQLite format 3\x00", string(header[:16]))
+	require.Equal(t, []byte{2, 2}, header[18:20], "database is not in WAL mode")
 }
 
 // TestRestartPersistence starts a workflow that waits for a signal in a

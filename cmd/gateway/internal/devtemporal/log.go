@@ -3,6 +3,7 @@ package devtemporal
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -16,6 +17,19 @@ import (
 type serverLogger struct {
 	log   *slog.Logger
 	level slog.Leveler
+	state *logState // shared with loggers derived by With
+}
+
+type logState struct {
+	// stopping is set by Server.Stop. From then on only errors get through:
+	// while the server shuts down, and forever after for the system SDK
+	// workers that v1.32.1 never stops (see Server.Stop), every poll of the
+	// closed frontend would otherwise log a warning.
+	stopping atomic.Bool
+}
+
+func newServerLogger(l *slog.Logger, level slog.Leveler) *serverLogger {
+	return &serverLogger{log: l, level: level, state: &logState{}}
 }
 
 var (
@@ -23,9 +37,22 @@ var (
 	_ log.WithLogger = (*serverLogger)(nil)
 )
 
+// demoted lists messages the v1.32.1 server logs at Warn on every start of
+// this configuration although nothing is wrong; they are logged at Info.
+var demoted = map[string]bool{
+	// The frontend HTTP API (and with it Nexus) is intentionally off.
+	"HTTP API port has not been set. Nexus HTTP endpoints will not be available. To enable Nexus, follow these instructions: https://github.com/temporalio/temporal/blob/main/docs/architecture/nexus.md#enabling-nexus.": true,
+}
+
 func (l *serverLogger) Debug(msg string, tags ...tag.Tag) { l.emit(slog.LevelDebug, msg, tags) }
 func (l *serverLogger) Info(msg string, tags ...tag.Tag)  { l.emit(slog.LevelInfo, msg, tags) }
-func (l *serverLogger) Warn(msg string, tags ...tag.Tag)  { l.emit(slog.LevelWarn, msg, tags) }
+func (l *serverLogger) Warn(msg string, tags ...tag.Tag) {
+	level := slog.LevelWarn
+	if demoted[msg] {
+		level = slog.LevelInfo
+	}
+	l.emit(level, msg, tags)
+}
 func (l *serverLogger) Error(msg string, tags ...tag.Tag) { l.emit(slog.LevelError, msg, tags) }
 
 // DPanic, Panic and Fatal are logged as errors: an embedded server must not
@@ -35,17 +62,17 @@ func (l *serverLogger) DPanic(msg string, tags ...tag.Tag) { l.emit(slog.LevelEr
 func (l *serverLogger) Panic(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
 func (l *serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
 
-// With returns a logger with tags prepended to every record.
+// With returns a logger with tags added to every record.
 func (l *serverLogger) With(tags ...tag.Tag) log.Logger {
 	args := make([]any, len(tags))
 	for i, t := range tags {
 		args[i] = slog.Any(t.Key(), t.Value())
 	}
-	return &serverLogger{log: l.log.With(args...), level: l.level}
+	return &serverLogger{log: l.log.With(args...), level: l.level, state: l.state}
 }
 
 func (l *serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
-	if level < l.level.Level() {
+	if level < l.level.Level() || (level < slog.LevelError && l.state.stopping.Load()) {
 		return
 	}
 	ctx := context.Background()
