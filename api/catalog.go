@@ -7,6 +7,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 type serviceResource struct {
@@ -35,7 +36,7 @@ type providerAttributes struct {
 	Services map[string]providers.Capability `json:"services"`
 }
 
-func serviceView(svc providers.Service) serviceResource {
+func serviceView(svc providers.Service, status string) serviceResource {
 	return serviceResource{
 		ID:   string(svc.ID),
 		Type: "service",
@@ -44,19 +45,28 @@ func serviceView(svc providers.Service) serviceResource {
 			Description: svc.Description,
 			Endpoint:    svc.Endpoint(),
 			JobType:     svc.JobType,
-			Status:      "active",
+			Status:      status,
 		},
 	}
 }
 
-func providerView(p *providers.Provider) providerResource {
+// providerView shows a provider with the statuses administrators set
+// (override) in place of the catalog's. A capability keeps its own status
+// under a provider disabled at provider level.
+func providerView(p *providers.Provider, override store.ProviderStatus) providerResource {
 	status := p.Status
+	if override.Status != "" {
+		status = providers.Status(override.Status)
+	}
 	if status == "" {
 		status = providers.StatusActive
 	}
 	services := map[string]providers.Capability{}
 	for id, capability := range p.Services {
 		c := *capability
+		if st := override.Services[string(id)]; st != "" {
+			c.Status = providers.Status(st)
+		}
 		if c.Status == "" {
 			c.Status = providers.StatusActive
 		}
@@ -70,9 +80,14 @@ func providerView(p *providers.Provider) providerResource {
 }
 
 func (s *Server) listServices(c *gin.Context) {
+	statuses, err := s.statuses().ServiceStatuses(c.Request.Context())
+	if err != nil {
+		abort(c, err)
+		return
+	}
 	out := []serviceResource{}
 	for _, svc := range providers.Services() {
-		out = append(out, serviceView(svc))
+		out = append(out, serviceView(svc, serviceStatus(statuses, svc.ID)))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
 }
@@ -83,13 +98,23 @@ func (s *Server) getService(c *gin.Context) {
 		abort(c, apierror.NotFound("no service %q", c.Param("id")))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc)})
+	statuses, err := s.statuses().ServiceStatuses(c.Request.Context())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc, serviceStatus(statuses, svc.ID))})
 }
 
 func (s *Server) listProviders(c *gin.Context) {
+	overrides, err := s.statuses().ProviderStatuses(c.Request.Context())
+	if err != nil {
+		abort(c, err)
+		return
+	}
 	out := []providerResource{}
 	for _, p := range s.cfg.Catalog.Providers {
-		out = append(out, providerView(p))
+		out = append(out, providerView(p, overrides[p.ID]))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
 }
@@ -100,5 +125,10 @@ func (s *Server) getProvider(c *gin.Context) {
 		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"data": providerView(p)})
+	overrides, err := s.statuses().ProviderStatuses(c.Request.Context())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": providerView(p, overrides[p.ID])})
 }

@@ -55,7 +55,11 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, verr)
 			return
 		}
-		if err := s.checkRouting(svc, req); err != nil {
+		if err := s.checkTenantAccess(c.Request.Context(), svc, tenant, req); err != nil {
+			abort(c, err)
+			return
+		}
+		if err := s.checkRouting(c.Request.Context(), svc, req); err != nil {
 			abort(c, err)
 			return
 		}
@@ -63,14 +67,19 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		now := s.cfg.Now().UTC()
 		jobID := uuid.Must(uuid.NewV7()).String()
 		if idempotencyKey != "" {
-			claimedID, claimed, err := s.cfg.Store.ClaimIdempotencyKey(c, tenant, idempotencyKey, jobID, now, IdempotencyTTL)
+			claimedID, claimed, err := s.cfg.Store.ClaimIdempotencyKey(c.Request.Context(), tenant, idempotencyKey, jobID, now, IdempotencyTTL)
 			if err != nil {
 				abort(c, err)
 				return
 			}
 			if !claimed {
-				if existing, err := s.cfg.Store.GetJob(c, claimedID); err == nil {
-					c.Header("Location", svc.Endpoint()+"/"+existing.ID)
+				if existing, err := s.cfg.Store.GetJob(c.Request.Context(), claimedID); err == nil {
+					// The first job may be of another resource; point at it.
+					endpoint := svc.Endpoint()
+					if first, ok := providers.LookupService(existing.Service); ok {
+						endpoint = first.Endpoint()
+					}
+					c.Header("Location", endpoint+"/"+existing.ID)
 					c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(existing, true)})
 					return
 				}
@@ -94,7 +103,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			ClientMeta:  req.ClientMeta,
 			CreatedAt:   now,
 		}
-		if _, err := s.cfg.Temporal.ExecuteWorkflow(c, client.StartWorkflowOptions{
+		if _, err := s.cfg.Temporal.ExecuteWorkflow(c.Request.Context(), client.StartWorkflowOptions{
 			ID:                       workflows.JobWorkflowID(jobID),
 			TaskQueue:                workflows.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -122,7 +131,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		}
 		// The workflow projects the job too, so a failed insert loses
 		// nothing: the job is accepted once its workflow started.
-		if err := s.cfg.Store.InsertJob(c, job); err != nil {
+		if err := s.cfg.Store.InsertJob(c.Request.Context(), job); err != nil {
 			s.cfg.Logger.Warn("record new job", "job", jobID, "error", err)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+jobID)
@@ -130,8 +139,12 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 	}
 }
 
-// checkRouting checks an explicit provider (or policy) against the catalog.
-func (s *Server) checkRouting(svc providers.Service, req *jobRequest) *apierror.Error {
+// checkRouting checks the service's status, then an explicit provider (or
+// policy) against the catalog and the statuses administrators set.
+func (s *Server) checkRouting(ctx context.Context, svc providers.Service, req *jobRequest) error {
+	if err := s.checkServiceEnabled(ctx, svc); err != nil {
+		return err
+	}
 	if req.PolicyID != "" {
 		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/policy_id: no policy %s", ptrAttributes, req.PolicyID)
 	}
@@ -149,7 +162,10 @@ func (s *Server) checkRouting(svc providers.Service, req *jobRequest) *apierror.
 	if reason, message := policy.Unsupported(p, needs); reason != "" {
 		return apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s/provider: %s", ptrAttributes, message)
 	}
-	providerStatus, serviceStatus := policy.CatalogStatus(p, svc.ID)
+	providerStatus, serviceStatus, err := s.effectiveStatus(ctx, p, svc.ID)
+	if err != nil {
+		return err
+	}
 	if providerStatus == providers.StatusDisabled {
 		return apierror.Unprocessable(apierror.CodeProviderDisabled, "%s/provider: provider %s is disabled", ptrAttributes, p.ID)
 	}
@@ -195,17 +211,17 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, apierror.New(http.StatusConflict, apierror.CodeJobFinished, "job %s already %s", job.ID, job.Status))
 			return
 		}
-		err = s.cfg.Temporal.CancelWorkflow(c, workflows.JobWorkflowID(job.ID), "")
+		err = s.cfg.Temporal.CancelWorkflow(c.Request.Context(), workflows.JobWorkflowID(job.ID), "")
 		if err != nil && !isNotFound(err) {
 			abort(c, err)
 			return
 		}
 		// Give the workflow a moment to record the cancellation, so the
 		// answer usually shows the job failed with CANCELLED.
-		ctx, cancel := context.WithTimeout(c, 5*time.Second)
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
 		defer cancel()
 		_ = s.cfg.Temporal.GetWorkflow(ctx, workflows.JobWorkflowID(job.ID), "").Get(ctx, nil)
-		if fresh, err := s.cfg.Store.GetJob(c, job.ID); err == nil {
+		if fresh, err := s.cfg.Store.GetJob(c.Request.Context(), job.ID); err == nil {
 			job = fresh
 		}
 		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
@@ -225,7 +241,7 @@ func (s *Server) visibleJob(c *gin.Context, svc providers.Service) (*store.Job, 
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}
-	job, err := s.cfg.Store.GetJob(c, strings.ToLower(id))
+	job, err := s.cfg.Store.GetJob(c.Request.Context(), strings.ToLower(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}

@@ -21,6 +21,7 @@ type JobStore interface {
 	InsertJob(ctx context.Context, job *store.Job) error
 	GetJob(ctx context.Context, id string) (*store.Job, error)
 	ClaimIdempotencyKey(ctx context.Context, tenant, key, jobID string, now time.Time, ttl time.Duration) (string, bool, error)
+	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]store.Job, int64, error)
 }
 
 // ReadyCheck is one dependency /readyz waits for.
@@ -35,6 +36,9 @@ type Config struct {
 	Temporal client.Client
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
+	Tenants  TenantStore // nil: Store, when it keeps tenants too
+	Statuses StatusStore // nil: Store, when it keeps statuses too
+	Policies PolicyStore // nil: Store, when it keeps policies too
 	// Routes registers extra routes outside /v1, such as the dev issuer.
 	Routes []func(gin.IRouter)
 	// ReadyChecks gate /readyz.
@@ -105,6 +109,9 @@ func (s *Server) Handler() http.Handler {
 	v1.GET("/services/:id", s.getService)
 	v1.GET("/providers", s.listProviders)
 	v1.GET("/providers/:id", s.getProvider)
+	v1.GET("/jobs", s.listJobs)
+	s.adminRoutes(v1)
+	s.policyRoutes(v1)
 	return r
 }
 

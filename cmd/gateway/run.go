@@ -100,6 +100,9 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		Temporal:    tc,
 		Catalog:     registry.Catalog(),
 		Verifier:    verifier,
+		Tenants:     st,
+		Statuses:    store.NewStatusCache(st, store.StatusCacheTTL),
+		Policies:    st,
 		Routes:      routes,
 		ReadyChecks: readyChecks(st, tc, verifier, true),
 		Region:      cfg.Region,
@@ -137,6 +140,9 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		Temporal:    tc,
 		Catalog:     registry.Catalog(),
 		Verifier:    verifier,
+		Tenants:     st,
+		Statuses:    store.NewStatusCache(st, store.StatusCacheTTL),
+		Policies:    st,
 		ReadyChecks: readyChecks(st, tc, verifier, false),
 		Region:      cfg.Region,
 		NodeID:      nodeID(),
@@ -237,7 +243,7 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	w.RegisterActivity(&activities.Activities{Store: st, Providers: registry, WorkerID: nodeID})
+	w.RegisterActivity(&activities.Activities{Store: st, Routing: st, Providers: registry, WorkerID: nodeID})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}

@@ -1,0 +1,247 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// StatusStore keeps the statuses administrators set on services and
+// providers (store.StatusCache in front of the store, so that reading them
+// for every job stays cheap).
+type StatusStore interface {
+	ServiceStatuses(ctx context.Context) (map[string]string, error)
+	SetServiceStatus(ctx context.Context, id, status string) error
+	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
+	SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (store.ProviderStatus, error)
+}
+
+// Service statuses (interface.md Service).
+const (
+	serviceActive     = "active"
+	serviceDeprecated = "deprecated"
+	serviceDisabled   = "disabled"
+)
+
+var serviceStatusValues = []string{serviceActive, serviceDeprecated, serviceDisabled}
+
+// adminRoutes registers tenant administration and the status updates of
+// services and providers on the authenticated /v1 group.
+func (s *Server) adminRoutes(v1 *gin.RouterGroup) {
+	v1.PATCH("/services/:id", auth.RequireScope("services:write"), s.updateService)
+	v1.PATCH("/providers/:id", auth.RequireScope("providers:write"), auth.RequireSuperAdmin(), s.updateProvider)
+
+	v1.GET("/tenants", auth.RequireSuperAdmin(), s.listTenants)
+	v1.POST("/tenants", auth.RequireSuperAdmin(), s.createTenant)
+	v1.GET("/tenants/:slug", s.getTenant)
+	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), s.updateTenant)
+}
+
+// statuses is Config.Statuses, else Store when it keeps statuses too, else
+// a store without overrides (the catalog's statuses, every service active).
+func (s *Server) statuses() StatusStore {
+	if s.cfg.Statuses != nil {
+		return s.cfg.Statuses
+	}
+	if ss, ok := s.cfg.Store.(StatusStore); ok {
+		return ss
+	}
+	return noStatuses{}
+}
+
+var errNoStatusStore = errors.New("api: no status store configured (Config.Statuses)")
+
+type noStatuses struct{}
+
+func (noStatuses) ServiceStatuses(context.Context) (map[string]string, error) { return nil, nil }
+func (noStatuses) SetServiceStatus(context.Context, string, string) error     { return errNoStatusStore }
+func (noStatuses) ProviderStatuses(context.Context) (map[string]store.ProviderStatus, error) {
+	return nil, nil
+}
+func (noStatuses) SetProviderStatus(context.Context, string, *string, map[string]string) (store.ProviderStatus, error) {
+	return store.ProviderStatus{}, errNoStatusStore
+}
+
+// serviceStatus is a service's current status; active unless set.
+func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
+	if st := statuses[string(id)]; st != "" {
+		return st
+	}
+	return serviceActive
+}
+
+// overrideOf converts a stored provider override for policy.
+func overrideOf(ps store.ProviderStatus) *policy.ProviderOverride {
+	o := &policy.ProviderOverride{Status: providers.Status(ps.Status)}
+	if len(ps.Services) > 0 {
+		o.Services = make(map[providers.ServiceID]providers.Status, len(ps.Services))
+		for id, st := range ps.Services {
+			o.Services[providers.ServiceID(id)] = providers.Status(st)
+		}
+	}
+	return o
+}
+
+// effectiveStatus is a provider's status and its capability status for a
+// service, with the administrators' overrides applied.
+func (s *Server) effectiveStatus(ctx context.Context, p *providers.Provider, service providers.ServiceID) (provider, capability providers.Status, err error) {
+	all, err := s.statuses().ProviderStatuses(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	var override *policy.ProviderOverride
+	if ps, ok := all[p.ID]; ok {
+		override = overrideOf(ps)
+	}
+	provider, capability = policy.EffectiveStatus(p, service, override)
+	return provider, capability, nil
+}
+
+// checkServiceEnabled answers 422 SERVICE_DISABLED while an administrator
+// has disabled the service; deprecated services still take jobs.
+func (s *Server) checkServiceEnabled(ctx context.Context, svc providers.Service) error {
+	statuses, err := s.statuses().ServiceStatuses(ctx)
+	if err != nil {
+		return err
+	}
+	if serviceStatus(statuses, svc.ID) == serviceDisabled {
+		return apierror.Unprocessable(apierror.CodeServiceDisabled, "the %s service is disabled; it accepts no new jobs", svc.ID)
+	}
+	return nil
+}
+
+// updateService handles PATCH /v1/services/:id (scope services:write).
+func (s *Server) updateService(c *gin.Context) {
+	svc, ok := providers.LookupService(c.Param("id"))
+	if !ok {
+		abort(c, apierror.NotFound("no service %q", c.Param("id")))
+		return
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	rb, verr := parseResourceBody(body, "service", string(svc.ID), "status")
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	status, given, verr := stringMember(rb.Attributes, "status", ptrAttributes)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	if !given || !slices.Contains(serviceStatusValues, status) {
+		abort(c, apierror.Validation(ptrAttributes+"/status", "is required and must be one of %s", strings.Join(serviceStatusValues, ", ")))
+		return
+	}
+	if err := s.statuses().SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc, status)})
+}
+
+// updateProvider handles PATCH /v1/providers/:id (scope providers:write
+// and super-admin): only the statuses given change.
+func (s *Server) updateProvider(c *gin.Context) {
+	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
+	if !ok {
+		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
+		return
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	rb, verr := parseResourceBody(body, "provider", p.ID, "status", "services")
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	status, services, verr := parseProviderStatusChange(p, rb.Attributes)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	ps, err := s.statuses().SetProviderStatus(c.Request.Context(), p.ID, status, services)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": providerView(p, ps)})
+}
+
+// parseProviderStatusChange validates the attributes of a provider status
+// update: status and services (each entry {status}), at least one given.
+func parseProviderStatusChange(p *providers.Provider, attrs map[string]json.RawMessage) (*string, map[string]string, *apierror.Error) {
+	var status *string
+	st, given, err := stringMember(attrs, "status", ptrAttributes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if given {
+		if !providers.Status(st).Valid() {
+			return nil, nil, apierror.Validation(ptrAttributes+"/status", "must be one of %s", providerStatusNames())
+		}
+		status = &st
+	}
+	members, err := object(attrs["services"], ptrAttributes+"/services")
+	if err != nil {
+		return nil, nil, err
+	}
+	if status == nil && len(members) == 0 {
+		return nil, nil, apierror.Validation(ptrAttributes, "must give status, services (with at least one service) or both")
+	}
+	keys := make([]string, 0, len(members))
+	for key := range members {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // report the first problem deterministically
+	services := make(map[string]string, len(members))
+	for _, key := range keys {
+		pointer := ptrAttributes + "/services/" + escapePointer(key)
+		if _, ok := providers.LookupService(key); !ok {
+			return nil, nil, apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
+		}
+		if _, ok := p.Services[providers.ServiceID(key)]; !ok {
+			return nil, nil, apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s: provider %s does not support %s", pointer, p.ID, key)
+		}
+		if isAbsent(members[key]) {
+			return nil, nil, apierror.Validation(pointer, "must be an object with a status")
+		}
+		var entry struct {
+			Status *string `json:"status"`
+		}
+		if err := decodeStrict(members[key], pointer, &entry); err != nil {
+			return nil, nil, err
+		}
+		if entry.Status == nil || !providers.Status(*entry.Status).Valid() {
+			return nil, nil, apierror.Validation(pointer+"/status", "is required and must be one of %s", providerStatusNames())
+		}
+		services[key] = *entry.Status
+	}
+	return status, services, nil
+}
+
+func providerStatusNames() string {
+	names := make([]string, len(providers.Statuses))
+	for i, st := range providers.Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,335 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// TenantStore keeps tenant records.
+type TenantStore interface {
+	CreateTenant(ctx context.Context, t *store.Tenant) error
+	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
+	UpdateTenant(ctx context.Context, id string, update func(*store.Tenant) error) (*store.Tenant, error)
+	ListTenants(ctx context.Context, offset, limit int) ([]store.Tenant, int64, error)
+}
+
+// tenants is Config.Tenants, else Store when it keeps tenants too, else a
+// store without records (every tenant may use everything).
+func (s *Server) tenants() TenantStore {
+	if s.cfg.Tenants != nil {
+		return s.cfg.Tenants
+	}
+	if ts, ok := s.cfg.Store.(TenantStore); ok {
+		return ts
+	}
+	return noTenants{}
+}
+
+var errNoTenantStore = errors.New("api: no tenant store configured (Config.Tenants)")
+
+type noTenants struct{}
+
+func (noTenants) CreateTenant(context.Context, *store.Tenant) error { return errNoTenantStore }
+func (noTenants) GetTenant(context.Context, string) (*store.Tenant, error) {
+	return nil, store.ErrNotFound
+}
+func (noTenants) UpdateTenant(context.Context, string, func(*store.Tenant) error) (*store.Tenant, error) {
+	return nil, errNoTenantStore
+}
+func (noTenants) ListTenants(context.Context, int, int) ([]store.Tenant, int64, error) {
+	return nil, 0, nil
+}
+
+// tenantSlugPattern is what a tenant id looks like: 2 to 63 lowercase
+// letters, digits and hyphens, starting with a letter, not ending with a
+// hyphen.
+var tenantSlugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
+
+type tenantResource struct {
+	ID         string           `json:"id"`
+	Type       string           `json:"type"`
+	Attributes tenantAttributes `json:"attributes"`
+}
+
+type tenantAttributes struct {
+	DefaultPolicyID *string                 `json:"default_policy_id"`
+	Services        map[string]store.Access `json:"services"`
+	Providers       map[string]store.Access `json:"providers"`
+}
+
+func tenantView(t *store.Tenant) tenantResource {
+	services, providerAccess := t.Services, t.Providers
+	if services == nil {
+		services = map[string]store.Access{}
+	}
+	if providerAccess == nil {
+		providerAccess = map[string]store.Access{}
+	}
+	return tenantResource{ID: t.ID, Type: "tenant", Attributes: tenantAttributes{
+		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess,
+	}}
+}
+
+// listTenants handles GET /v1/tenants (super-admin).
+func (s *Server) listTenants(c *gin.Context) {
+	page, perr := parsePage(c)
+	if perr != nil {
+		abort(c, perr)
+		return
+	}
+	list, total, err := s.tenants().ListTenants(c.Request.Context(), page.Offset(), page.Size)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	out := make([]tenantResource, 0, len(list))
+	for i := range list {
+		out = append(out, tenantView(&list[i]))
+	}
+	c.JSON(http.StatusOK, collection(c, out, page, total))
+}
+
+// createTenant handles POST /v1/tenants (super-admin).
+func (s *Server) createTenant(c *gin.Context) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	rb, verr := parseResourceBody(body, "tenant", "", tenantAttributeNames...)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	if !tenantSlugPattern.MatchString(rb.ID) {
+		abort(c, apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", tenantSlugPattern))
+		return
+	}
+	change, verr := s.parseTenantChange(rb.Attributes)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	now := s.cfg.Now().UTC()
+	t := &store.Tenant{ID: rb.ID, CreatedAt: now, UpdatedAt: now}
+	change.apply(t)
+	err = s.tenants().CreateTenant(c.Request.Context(), t)
+	if errors.Is(err, store.ErrConflict) {
+		abort(c, apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", rb.ID))
+		return
+	}
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.Header("Location", "/v1/tenants/"+t.ID)
+	c.JSON(http.StatusCreated, gin.H{"data": tenantView(t)})
+}
+
+// getTenant handles GET /v1/tenants/:slug: a super-admin reads any tenant,
+// anyone else only the tenant of their token. Another tenant answers 404,
+// like an unknown one, so callers cannot probe which slugs exist.
+func (s *Server) getTenant(c *gin.Context) {
+	slug := c.Param("slug")
+	caller := auth.CallerFrom(c)
+	notFound := apierror.NotFound("no tenant %q", slug)
+	if !caller.IsSuperAdmin() && caller.Tenant != slug {
+		abort(c, notFound)
+		return
+	}
+	t, err := s.tenants().GetTenant(c.Request.Context(), slug)
+	if errors.Is(err, store.ErrNotFound) {
+		abort(c, notFound)
+		return
+	}
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
+}
+
+// updateTenant handles PATCH /v1/tenants/:slug (super-admin): only the
+// members given change.
+func (s *Server) updateTenant(c *gin.Context) {
+	slug := c.Param("slug")
+	notFound := apierror.NotFound("no tenant %q", slug)
+	if !tenantSlugPattern.MatchString(slug) {
+		abort(c, notFound)
+		return
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	rb, verr := parseResourceBody(body, "tenant", slug, tenantAttributeNames...)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	change, verr := s.parseTenantChange(rb.Attributes)
+	if verr != nil {
+		abort(c, verr)
+		return
+	}
+	t, err := s.tenants().UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
+		change.apply(t)
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		abort(c, notFound)
+		return
+	}
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
+}
+
+var tenantAttributeNames = []string{"default_policy_id", "services", "providers"}
+
+// tenantChange is the validated attributes of a tenant write, applied as a
+// JSON merge patch: members not given keep their value, null clears.
+type tenantChange struct {
+	policyGiven bool
+	policyID    *string // nil clears
+	services    accessChange
+	providers   accessChange
+}
+
+// accessChange is a change to a tenant's services or providers map.
+type accessChange struct {
+	clear   bool                     // the map was given as null: drop every entry
+	entries map[string]*store.Access // a nil value drops the entry
+}
+
+func (ch *tenantChange) apply(t *store.Tenant) {
+	if ch.policyGiven {
+		t.DefaultPolicyID = ch.policyID
+	}
+	t.Services = ch.services.apply(t.Services)
+	t.Providers = ch.providers.apply(t.Providers)
+}
+
+func (ch accessChange) apply(m map[string]store.Access) map[string]store.Access {
+	if m == nil || ch.clear {
+		m = map[string]store.Access{}
+	}
+	for key, access := range ch.entries {
+		if access == nil {
+			delete(m, key)
+			continue
+		}
+		m[key] = *access
+	}
+	return m
+}
+
+// parseTenantChange validates the attributes of a tenant write.
+func (s *Server) parseTenantChange(attrs map[string]json.RawMessage) (*tenantChange, *apierror.Error) {
+	ch := &tenantChange{}
+	if raw, ok := attrs["default_policy_id"]; ok {
+		ch.policyGiven = true
+		if !isAbsent(raw) {
+			var id string
+			if err := json.Unmarshal(raw, &id); err != nil {
+				return nil, apierror.Validation(ptrAttributes+"/default_policy_id", "must be a UUID or null")
+			}
+			if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+				return nil, apierror.Validation(ptrAttributes+"/default_policy_id", "must be a UUID or null")
+			}
+			id = strings.ToLower(id)
+			ch.policyID = &id
+		}
+	}
+	var err *apierror.Error
+	ch.services, err = parseAccess(attrs, "services", func(pointer, key string) *apierror.Error {
+		if _, ok := providers.LookupService(key); !ok {
+			return apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch.providers, err = parseAccess(attrs, "providers", func(pointer, key string) *apierror.Error {
+		if _, ok := s.cfg.Catalog.Lookup(key); !ok {
+			return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s: no provider %q (see GET /v1/providers)", pointer, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// parseAccess validates attributes.services or attributes.providers: an
+// object whose keys pass known and whose values are {enabled: boolean} or
+// null.
+func parseAccess(attrs map[string]json.RawMessage, member string, known func(pointer, key string) *apierror.Error) (accessChange, *apierror.Error) {
+	pointer := ptrAttributes + "/" + member
+	raw, ok := attrs[member]
+	if !ok {
+		return accessChange{}, nil
+	}
+	if isAbsent(raw) {
+		return accessChange{clear: true}, nil
+	}
+	members, err := object(raw, pointer)
+	if err != nil {
+		return accessChange{}, err
+	}
+	ch := accessChange{entries: map[string]*store.Access{}}
+	keys := make([]string, 0, len(members))
+	for key := range members {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // report the first problem deterministically
+	for _, key := range keys {
+		entryPointer := pointer + "/" + escapePointer(key)
+		if err := known(entryPointer, key); err != nil {
+			return accessChange{}, err
+		}
+		if isAbsent(members[key]) {
+			ch.entries[key] = nil
+			continue
+		}
+		var entry struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := decodeStrict(members[key], entryPointer, &entry); err != nil {
+			return accessChange{}, err
+		}
+		if entry.Enabled == nil {
+			return accessChange{}, apierror.Validation(entryPointer+"/enabled", "is required and must be a boolean")
+		}
+		ch.entries[key] = &store.Access{Enabled: *entry.Enabled}
+	}
+	return ch, nil
+}
+
+// serviceIDs lists the service ids for messages.
+func serviceIDs() string {
+	ids := []string{}
+	for _, svc := range providers.Services() {
+		ids = append(ids, string(svc.ID))
+	}
+	return strings.Join(ids, ", ")
+}

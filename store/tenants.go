@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// ErrConflict is returned when a record with the same key exists.
+var ErrConflict = errors.New("conflict")
+
+// Access is a tenant's setting for one service or provider.
+type Access struct {
+	Enabled bool `json:"enabled"`
+}
+
+// Tenant is a tenant's access record. Services and Providers hold only the
+// entries set for the tenant; an absent key inherits the platform default
+// (enabled).
+type Tenant struct {
+	ID              string
+	DefaultPolicyID *string
+	Services        map[string]Access
+	Providers       map[string]Access
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// ServiceEnabled reports whether the tenant may use a service; a nil tenant
+// (no record) may use everything.
+func (t *Tenant) ServiceEnabled(id string) bool { return t == nil || accessEnabled(t.Services, id) }
+
+// ProviderEnabled reports whether the tenant may use a provider; a nil
+// tenant (no record) may use everything.
+func (t *Tenant) ProviderEnabled(id string) bool { return t == nil || accessEnabled(t.Providers, id) }
+
+func accessEnabled(entries map[string]Access, id string) bool {
+	a, ok := entries[id]
+	return !ok || a.Enabled
+}
+
+// tenantRow is a tenant as the tenants table stores it.
+type tenantRow struct {
+	ID              string `gorm:"primaryKey"`
+	DefaultPolicyID *string
+	Services        string // JSON {service: {enabled}}
+	Providers       string // JSON {provider: {enabled}}
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func (tenantRow) TableName() string { return "tenants" }
+
+func (r *tenantRow) tenant() (*Tenant, error) {
+	t := &Tenant{ID: r.ID, DefaultPolicyID: r.DefaultPolicyID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		Services: map[string]Access{}, Providers: map[string]Access{}}
+	if err := unmarshalDocument(r.Services, &t.Services); err != nil {
+		return nil, fmt.Errorf("tenant %s: services: %w", r.ID, err)
+	}
+	if err := unmarshalDocument(r.Providers, &t.Providers); err != nil {
+		return nil, fmt.Errorf("tenant %s: providers: %w", r.ID, err)
+	}
+	return t, nil
+}
+
+func tenantRowOf(t *Tenant) (*tenantRow, error) {
+	services, err := marshalDocument(t.Services)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := marshalDocument(t.Providers)
+	if err != nil {
+		return nil, err
+	}
+	return &tenantRow{ID: t.ID, DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providers,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
+}
+
+// CreateTenant records a new tenant; ErrConflict when its id is taken. Zero
+// CreatedAt and UpdatedAt are set to now.
+func (s *Store) CreateTenant(ctx context.Context, t *Tenant) error {
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = microsNow()
+	}
+	t.CreatedAt = t.CreatedAt.UTC().Truncate(time.Microsecond)
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	t.UpdatedAt = t.UpdatedAt.UTC().Truncate(time.Microsecond)
+	if t.Services == nil {
+		t.Services = map[string]Access{}
+	}
+	if t.Providers == nil {
+		t.Providers = map[string]Access{}
+	}
+	row, err := tenantRowOf(t)
+	if err != nil {
+		return err
+	}
+	err = s.db.WithContext(ctx).Create(row).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return fmt.Errorf("tenant %s: %w", t.ID, ErrConflict)
+	}
+	return err
+}
+
+// GetTenant reads one tenant; ErrNotFound when there is no record.
+func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
+	var row tenantRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return row.tenant()
+}
+
+// UpdateTenant reads a tenant, lets update change it and writes it back,
+// all in one transaction that holds the row (SELECT ... FOR UPDATE on
+// PostgreSQL; SQLite's single connection serialises writers), so
+// concurrent updates never lose each other's changes. An error from update
+// aborts the write and is returned as is; ErrNotFound when there is no
+// record. UpdatedAt is set to now.
+func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
+	var out *Tenant
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row tenantRow
+		err := s.lockForUpdate(tx).Where("id = ?", id).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		t, err := row.tenant()
+		if err != nil {
+			return err
+		}
+		if err := update(t); err != nil {
+			return err
+		}
+		t.ID = id
+		t.UpdatedAt = microsNow()
+		next, err := tenantRowOf(t)
+		if err != nil {
+			return err
+		}
+		if err := tx.Model(&tenantRow{}).Where("id = ?", id).Updates(map[string]any{
+			"default_policy_id": next.DefaultPolicyID,
+			"services":          next.Services,
+			"providers":         next.Providers,
+			"updated_at":        next.UpdatedAt,
+		}).Error; err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListTenants returns one page of tenants ordered by id, and how many there
+// are in all.
+func (s *Store) ListTenants(ctx context.Context, offset, limit int) ([]Tenant, int64, error) {
+	db := s.db.WithContext(ctx)
+	var total int64
+	if err := db.Model(&tenantRow{}).Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	var rows []tenantRow
+	if err := db.Order("id").Offset(offset).Limit(limit).Find(&rows).Error; err != nil {
+		return nil, 0, err
+	}
+	out := make([]Tenant, 0, len(rows))
+	for i := range rows {
+		t, err := rows[i].tenant()
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *t)
+	}
+	return out, total, nil
+}
+
+// lockForUpdate locks the rows a transaction reads on PostgreSQL. SQLite has no
+// row locks (and no FOR UPDATE); its single connection already serialises
+// transactions.
+func (s *Store) lockForUpdate(tx *gorm.DB) *gorm.DB {
+	if s.dialect == "postgres" {
+		return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	return tx
+}
+
+// microsNow is the time records are stamped with, at the precision both
+// databases keep (PostgreSQL stores microseconds).
+func microsNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// marshalDocument encodes a JSON document column; nil maps are stored as {}.
+func marshalDocument[M ~map[string]V, V any](m M) (string, error) {
+	if m == nil {
+		return "{}", nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return string(raw), nil
+}
+
+// unmarshalDocument decodes a JSON document column; an empty column is {}.
+func unmarshalDocument[M ~map[string]V, V any](raw string, m *M) error {
+	if raw == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(raw), m)
+}

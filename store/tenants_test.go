@@ -1,0 +1,212 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func pointerTo[T any](v T) *T { return &v }
+
+func TestTenantCreateAndGet(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		created := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
+		policyID := "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+		tenant := &store.Tenant{
+			ID:              "acme",
+			DefaultPolicyID: &policyID,
+			Services:        map[string]store.Access{"transcriptions": {Enabled: false}, "llm-tasks": {Enabled: true}},
+			Providers:       map[string]store.Access{"sandbox-fast": {Enabled: false}},
+			CreatedAt:       created,
+		}
+		require.NoError(t, s.CreateTenant(ctx, tenant))
+
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, "acme", got.ID)
+		require.Equal(t, &policyID, got.DefaultPolicyID)
+		require.Equal(t, tenant.Services, got.Services)
+		require.Equal(t, tenant.Providers, got.Providers)
+		require.True(t, got.CreatedAt.Equal(created.Truncate(time.Microsecond)), "created_at %v", got.CreatedAt)
+		require.True(t, got.UpdatedAt.Equal(got.CreatedAt), "updated_at starts at created_at")
+
+		require.False(t, got.ServiceEnabled("transcriptions"))
+		require.True(t, got.ServiceEnabled("llm-tasks"))
+		require.True(t, got.ServiceEnabled("translations"), "absent keys inherit the default: enabled")
+		require.False(t, got.ProviderEnabled("sandbox-fast"))
+		require.True(t, got.ProviderEnabled("other"))
+
+		// A tenant without settings stores empty maps, not nulls.
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
+		bare, err := s.GetTenant(ctx, "bare")
+		require.NoError(t, err)
+		require.Nil(t, bare.DefaultPolicyID)
+		require.NotNil(t, bare.Services)
+		require.Empty(t, bare.Services)
+		require.NotNil(t, bare.Providers)
+		require.Empty(t, bare.Providers)
+		require.False(t, bare.CreatedAt.IsZero())
+
+		_, err = s.GetTenant(ctx, "nobody")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+func TestTenantCreateConflict(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}}}))
+		err := s.CreateTenant(ctx, &store.Tenant{ID: "acme"})
+		require.ErrorIs(t, err, store.ErrConflict)
+
+		// The first record is untouched.
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, map[string]store.Access{"translations": {Enabled: false}}, got.Services)
+	})
+}
+
+func TestNilTenantAllowsEverything(t *testing.T) {
+	t.Parallel()
+	var none *store.Tenant
+	require.True(t, none.ServiceEnabled("transcriptions"))
+	require.True(t, none.ProviderEnabled("sandbox-fast"))
+}
+
+func TestTenantUpdate(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		policyID := "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{
+			ID:              "acme",
+			DefaultPolicyID: &policyID,
+			Services:        map[string]store.Access{"transcriptions": {Enabled: true}, "translations": {Enabled: false}},
+			CreatedAt:       time.Now().Add(-time.Hour),
+		}))
+		before, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+
+		updated, err := s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+			t.Services["transcriptions"] = store.Access{Enabled: false}
+			t.Providers["narrow"] = store.Access{Enabled: false}
+			t.DefaultPolicyID = nil
+			return nil
+		})
+		require.NoError(t, err)
+		want := map[string]store.Access{"transcriptions": {Enabled: false}, "translations": {Enabled: false}}
+		require.Equal(t, want, updated.Services)
+
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, want, got.Services, "the other entry is kept")
+		require.Equal(t, map[string]store.Access{"narrow": {Enabled: false}}, got.Providers)
+		require.Nil(t, got.DefaultPolicyID)
+		require.True(t, got.CreatedAt.Equal(before.CreatedAt), "created_at does not change")
+		require.True(t, got.UpdatedAt.After(before.UpdatedAt), "updated_at moves")
+		require.True(t, got.UpdatedAt.Equal(updated.UpdatedAt))
+
+		// An error from update aborts the write.
+		boom := errors.New("boom")
+		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+			t.Services = nil
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		got, err = s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, want, got.Services)
+
+		_, err = s.UpdateTenant(ctx, "nobody", func(*store.Tenant) error { return nil })
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+// Concurrent updates of different entries of one tenant must all land: the
+// read-modify-write holds the row.
+func TestTenantConcurrentUpdates(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
+		const writers = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Go(func() {
+				_, err := s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+					t.Providers[fmt.Sprintf("p%02d", i)] = store.Access{Enabled: i%2 == 0}
+					// Widen the window between read and write.
+					time.Sleep(5 * time.Millisecond)
+					return nil
+				})
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Len(t, got.Providers, writers, "no update lost another's entry: %v", got.Providers)
+		for i := range writers {
+			require.Equal(t, store.Access{Enabled: i%2 == 0}, got.Providers[fmt.Sprintf("p%02d", i)])
+		}
+	})
+}
+
+func TestTenantList(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		list, total, err := s.ListTenants(ctx, 0, 20)
+		require.NoError(t, err)
+		require.Zero(t, total)
+		require.Empty(t, list)
+
+		// Created out of order; listed by id.
+		for _, id := range []string{"delta", "alpha", "echo", "charlie", "bravo"} {
+			require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: id, Services: map[string]store.Access{"llm-tasks": {Enabled: id != "charlie"}}}))
+		}
+		ids := func(list []store.Tenant) []string {
+			out := []string{}
+			for _, t := range list {
+				out = append(out, t.ID)
+			}
+			return out
+		}
+		list, total, err = s.ListTenants(ctx, 0, 2)
+		require.NoError(t, err)
+		require.EqualValues(t, 5, total)
+		require.Equal(t, []string{"alpha", "bravo"}, ids(list))
+
+		list, total, err = s.ListTenants(ctx, 2, 2)
+		require.NoError(t, err)
+		require.EqualValues(t, 5, total)
+		require.Equal(t, []string{"charlie", "delta"}, ids(list))
+		require.Equal(t, map[string]store.Access{"llm-tasks": {Enabled: false}}, list[0].Services, "records are decoded")
+
+		list, total, err = s.ListTenants(ctx, 4, 2)
+		require.NoError(t, err)
+		require.EqualValues(t, 5, total)
+		require.Equal(t, []string{"echo"}, ids(list))
+
+		list, total, err = s.ListTenants(ctx, 10, 2)
+		require.NoError(t, err)
+		require.EqualValues(t, 5, total)
+		require.Empty(t, list)
+	})
+}
