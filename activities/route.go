@@ -133,7 +133,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 		if !ok {
 			return policy.CatalogStatus(p, in.Service)
 		}
-		return policy.EffectiveStatus(p, in.Service, providerOverride(override))
+		return policy.EffectiveStatus(p, in.Service, override.Override())
 	}
 	tenant, err := a.Routing.GetTenant(ctx, in.Tenant)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -302,13 +302,4 @@ func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 	}
 	mb := float64(resp.ContentLength) / (1 << 20)
 	return &mb
-}
-
-// providerOverride turns a stored status override into routing's form.
-func providerOverride(s store.ProviderStatus) *policy.ProviderOverride {
-	o := &policy.ProviderOverride{Status: providers.Status(s.Status), Services: map[providers.ServiceID]providers.Status{}}
-	for service, status := range s.Services {
-		o.Services[providers.ServiceID(service)] = providers.Status(status)
-	}
-	return o
 }

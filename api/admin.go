@@ -82,18 +82,6 @@ func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
 	return serviceActive
 }
 
-// overrideOf converts a stored provider override for policy.
-func overrideOf(ps store.ProviderStatus) *policy.ProviderOverride {
-	o := &policy.ProviderOverride{Status: providers.Status(ps.Status)}
-	if len(ps.Services) > 0 {
-		o.Services = make(map[providers.ServiceID]providers.Status, len(ps.Services))
-		for id, st := range ps.Services {
-			o.Services[providers.ServiceID(id)] = providers.Status(st)
-		}
-	}
-	return o
-}
-
 // effectiveStatus is a provider's status and its capability status for a
 // service, with the administrators' overrides applied.
 func (s *Server) effectiveStatus(ctx context.Context, p *providers.Provider, service providers.ServiceID) (provider, capability providers.Status, err error) {
@@ -103,7 +91,7 @@ func (s *Server) effectiveStatus(ctx context.Context, p *providers.Provider, ser
 	}
 	var override *policy.ProviderOverride
 	if ps, ok := all[p.ID]; ok {
-		override = overrideOf(ps)
+		override = ps.Override()
 	}
 	provider, capability = policy.EffectiveStatus(p, service, override)
 	return provider, capability, nil

@@ -7,6 +7,9 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // ProviderStatus is an administrator's override of a provider's catalog
@@ -134,4 +137,16 @@ func (s *Store) SetProviderStatus(ctx context.Context, id string, status *string
 		return ProviderStatus{}, err
 	}
 	return out, nil
+}
+
+// Override is the status override in the form routing applies.
+func (ps ProviderStatus) Override() *policy.ProviderOverride {
+	o := &policy.ProviderOverride{Status: providers.Status(ps.Status)}
+	if len(ps.Services) > 0 {
+		o.Services = make(map[providers.ServiceID]providers.Status, len(ps.Services))
+		for id, st := range ps.Services {
+			o.Services[providers.ServiceID(id)] = providers.Status(st)
+		}
+	}
+	return o
 }
