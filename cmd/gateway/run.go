@@ -243,11 +243,24 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	w.RegisterActivity(&activities.Activities{Store: st, Routing: st, Providers: registry, WorkerID: nodeID})
+	routing := cachedRouting{Store: st, statuses: store.NewStatusCache(st, store.StatusCacheTTL)}
+	w.RegisterActivity(&activities.Activities{Store: st, Routing: routing, Providers: registry, WorkerID: nodeID})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	return w, nil
+}
+
+// cachedRouting is the store as routing reads it, with provider statuses
+// behind the same short-lived cache the API uses: they are read for every
+// job.
+type cachedRouting struct {
+	*store.Store
+	statuses *store.StatusCache
+}
+
+func (r cachedRouting) ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error) {
+	return r.statuses.ProviderStatuses(ctx)
 }
 
 func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker bool) []api.ReadyCheck {
