@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -430,4 +432,31 @@ func TestCreateAndReadOnPostgres(t *testing.T) {
 			b.startedFor(t, id) // exactly one start
 		})
 	}
+}
+
+func TestCreateWithPolicyID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	mk := func(tenant string, services ...providers.ServiceID) string {
+		p, err := b.store.CreatePolicy(ctx, policy.Policy{Tenant: tenant, Name: "p", Strategy: policy.StrategyPrice, Services: services,
+			Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
+		require.NoError(t, err)
+		return p.ID
+	}
+	own := mk(tenantA, providers.Transcriptions)
+	global := mk("", providers.Transcriptions)
+	foreign := mk("globex", providers.Transcriptions)
+	otherService := mk(tenantA, providers.LLMTasks)
+	token := b.writeToken(t)
+
+	for name, id := range map[string]string{"own": own, "global": global} {
+		r := b.do(t, http.MethodPost, "/v1/transcriptions", token, body(t, "transcriptions", set(ptrAttrs+"/policy_id", id)))
+		r.requireStatus(t, http.StatusAccepted)
+		require.Equal(t, id, b.startedFor(t, r.data(t)["id"].(string)).Input.PolicyID, name)
+	}
+	r := b.do(t, http.MethodPost, "/v1/transcriptions", token, body(t, "transcriptions", set(ptrAttrs+"/policy_id", foreign)))
+	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", ptrAttrs+"/policy_id")
+	r = b.do(t, http.MethodPost, "/v1/transcriptions", token, body(t, "transcriptions", set(ptrAttrs+"/policy_id", otherService)))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/policy_id")
 }

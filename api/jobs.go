@@ -55,11 +55,15 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, verr)
 			return
 		}
+		if err := s.checkJobURLs(c.Request.Context(), req); err != nil {
+			abort(c, err)
+			return
+		}
 		if err := s.checkTenantAccess(c.Request.Context(), svc, tenant, req); err != nil {
 			abort(c, err)
 			return
 		}
-		if err := s.checkRouting(c.Request.Context(), svc, req); err != nil {
+		if err := s.checkRouting(c.Request.Context(), svc, tenant, req); err != nil {
 			abort(c, err)
 			return
 		}
@@ -141,12 +145,12 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 
 // checkRouting checks the service's status, then an explicit provider (or
 // policy) against the catalog and the statuses administrators set.
-func (s *Server) checkRouting(ctx context.Context, svc providers.Service, req *jobRequest) error {
+func (s *Server) checkRouting(ctx context.Context, svc providers.Service, tenant string, req *jobRequest) error {
 	if err := s.checkServiceEnabled(ctx, svc); err != nil {
 		return err
 	}
 	if req.PolicyID != "" {
-		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/policy_id: no policy %s", ptrAttributes, req.PolicyID)
+		return s.checkPolicy(ctx, svc, tenant, req.PolicyID)
 	}
 	if req.Provider == "" {
 		return nil
@@ -171,6 +175,23 @@ func (s *Server) checkRouting(ctx context.Context, svc providers.Service, req *j
 	}
 	if serviceStatus == providers.StatusDisabled {
 		return apierror.Unprocessable(apierror.CodeProviderDisabled, "%s/provider: provider %s is disabled for %s", ptrAttributes, p.ID, svc.ID)
+	}
+	return nil
+}
+
+// checkPolicy checks a job's policy_id: the policy must exist, belong to
+// the job's tenant or be gateway-wide, and cover the service. Another
+// tenant's policy is unknown, as it would be when reading it.
+func (s *Server) checkPolicy(ctx context.Context, svc providers.Service, tenant, id string) error {
+	p, err := s.policies().GetPolicy(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.Global() && p.Tenant != tenant) {
+		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/policy_id: no policy %s", ptrAttributes, id)
+	}
+	if err != nil {
+		return err
+	}
+	if !p.Covers(svc.ID) {
+		return apierror.Validation(ptrAttributes+"/policy_id", "policy %s does not cover %s", id, svc.ID)
 	}
 	return nil
 }
