@@ -124,6 +124,10 @@ func (s *Server) createTenant(c *gin.Context) {
 		abort(c, verr)
 		return
 	}
+	if err := s.checkDefaultPolicy(c.Request.Context(), rb.ID, change); err != nil {
+		abort(c, err)
+		return
+	}
 	now := s.cfg.Now().UTC()
 	t := &store.Tenant{ID: rb.ID, CreatedAt: now, UpdatedAt: now}
 	change.apply(t)
@@ -187,6 +191,10 @@ func (s *Server) updateTenant(c *gin.Context) {
 		abort(c, verr)
 		return
 	}
+	if err := s.checkDefaultPolicy(c.Request.Context(), slug, change); err != nil {
+		abort(c, err)
+		return
+	}
 	t, err := s.tenants().UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
 		change.apply(t)
 		return nil
@@ -239,6 +247,19 @@ func (ch accessChange) apply(m map[string]store.Access) map[string]store.Access 
 		m[key] = *access
 	}
 	return m
+}
+
+// checkDefaultPolicy checks that a tenant's new default policy exists and
+// is the tenant's own or gateway-wide.
+func (s *Server) checkDefaultPolicy(ctx context.Context, tenant string, ch *tenantChange) error {
+	if !ch.policyGiven || ch.policyID == nil {
+		return nil
+	}
+	p, err := s.policies().GetPolicy(ctx, *ch.policyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.Global() && p.Tenant != tenant) {
+		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/default_policy_id: no policy %s for tenant %s", ptrAttributes, *ch.policyID, tenant)
+	}
+	return err
 }
 
 // parseTenantChange validates the attributes of a tenant write.

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/policy"
 )
 
 // adminTenant is the tenant of the super-admin tokens these tests mint.
@@ -49,9 +51,19 @@ func requireJSON(t *testing.T, want string, got any) {
 
 const somePolicy = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 
+// seedPolicy stores a gateway-wide policy with the given id, so a tenant
+// may name it as its default.
+func seedPolicy(t *testing.T, b *bundle, id string) {
+	t.Helper()
+	_, err := b.store.CreatePolicy(context.Background(), policy.Policy{ID: id, Name: "default", Strategy: policy.StrategyPrice,
+		Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
+	require.NoError(t, err)
+}
+
 func TestCreateTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	seedPolicy(t, b, somePolicy)
 	admin := superAdminToken(t, b)
 
 	r := b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{
@@ -271,6 +283,7 @@ func TestListTenants(t *testing.T) {
 func TestUpdateTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	seedPolicy(t, b, somePolicy)
 	admin := superAdminToken(t, b)
 	path := "/v1/tenants/" + tenantA
 	createTenantOK(t, b, tenantA, map[string]any{
@@ -417,4 +430,17 @@ func TestTenantAccessFollowsUpdates(t *testing.T) {
 	r.requireStatus(t, http.StatusOK)
 	b.create(t, "llm-tasks", write, body(t, "llm-tasks"))
 	require.Len(t, b.started(), 1)
+}
+
+func TestTenantDefaultPolicyMustExist(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := superAdminToken(t, b)
+	r := b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{"default_policy_id": somePolicy}))
+	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", "/data/attributes/default_policy_id")
+
+	other, err := b.store.CreatePolicy(context.Background(), policy.Policy{Tenant: "globex", Name: "theirs", Strategy: policy.StrategyPrice})
+	require.NoError(t, err)
+	r = b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{"default_policy_id": other.ID}))
+	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", "/data/attributes/default_policy_id")
 }
