@@ -402,3 +402,52 @@ func TestFailoverEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]string{"sandbox-broken": "failed", "sandbox-steady": "selected"}, reasons)
 	require.Equal(t, "failover", done.Data.Attributes.Routing["reason"])
 }
+
+func TestPolicyRoutingAndFailoverEndToEnd(t *testing.T) {
+	t.Parallel()
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
+	g := newGateway(t, "", "--providers", catalog)
+
+	jobToken := g.token
+	g.token = g.mint("acme", "policies:read policies:write")
+	status, body, _ := g.do(http.MethodPost, "/v1/policies", `{"data":{"type":"policy","attributes":{
+		"name":"steady first on paper","routing_strategy":"quality","service":"transcriptions",
+		"providers":[{"provider_id":"sandbox-broken","priority":1},{"provider_id":"sandbox-steady","priority":2}]}}}`)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(body, &created))
+	g.token = jobToken
+
+	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
+	done := g.waitFor("transcriptions", job.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "completed", done.Data.Attributes.Status)
+
+	var history []struct {
+		ProviderID    string `json:"provider_id"`
+		Reason        string `json:"reason"`
+		PolicyID      string `json:"policy_id"`
+		PolicyVersion int    `json:"policy_version"`
+		PolicySource  string `json:"policy_source"`
+		Attempt       int    `json:"attempt"`
+	}
+	raw, err := json.Marshal(done.Data.Attributes.RoutingHistory)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &history))
+	require.Len(t, history, 2)
+	// Both providers have no quality: priority breaks the tie, so the
+	// broken one goes first and the job fails over within the policy.
+	require.Equal(t, "sandbox-broken", history[0].ProviderID)
+	require.Equal(t, "policy_rule", history[0].Reason)
+	require.Equal(t, "tenant_latest", history[0].PolicySource)
+	require.Equal(t, "sandbox-steady", history[1].ProviderID)
+	require.Equal(t, "failover", history[1].Reason)
+	for _, h := range history {
+		require.Equal(t, created.Data.ID, h.PolicyID)
+		require.Equal(t, 1, h.PolicyVersion)
+	}
+}
