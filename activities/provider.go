@@ -25,6 +25,13 @@ const (
 	ErrTypeInvalidInput = "InvalidInput"
 )
 
+// ProgressSignal is the signal a provider call sends its job's workflow
+// when progress advances (jobs with a webhook only), carrying the percentage.
+const ProgressSignal = "progress"
+
+// progressSignalStep is how far progress must advance between signals.
+const progressSignalStep = 10
+
 // CallInput is one provider call for a job.
 type CallInput struct {
 	JobID      string              `json:"job_id"`
@@ -32,6 +39,8 @@ type CallInput struct {
 	ProviderID string              `json:"provider_id"`
 	Input      json.RawMessage     `json:"input"`
 	Options    json.RawMessage     `json:"options,omitempty"`
+	// SignalProgress asks for ProgressSignal signals, for *.progress events.
+	SignalProgress bool `json:"signal_progress,omitempty"`
 }
 
 // CallOutput is the provider's result.
@@ -57,6 +66,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	}
 	var progress atomic.Int64
 	progress.Store(int64(resumeFrom))
+	signaled := resumeFrom
 	stop := a.heartbeat(ctx, &progress)
 	defer stop()
 
@@ -76,6 +86,12 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			activity.RecordHeartbeat(ctx, p)
 			if err := a.Store.UpdateProgress(ctx, in.JobID, p); err != nil {
 				activity.GetLogger(ctx).Warn("progress not projected", "job", in.JobID, "error", err)
+			}
+			if in.SignalProgress && a.Temporal != nil && p < 100 && p >= signaled+progressSignalStep {
+				signaled = p
+				if err := a.Temporal.SignalWorkflow(ctx, in.JobID, "", ProgressSignal, p); err != nil {
+					activity.GetLogger(ctx).Warn("progress not signalled", "job", in.JobID, "error", err)
+				}
 			}
 		},
 	})

@@ -32,6 +32,8 @@ type JobInput struct {
 	Options    json.RawMessage `json:"options,omitempty"`
 	ClientMeta json.RawMessage `json:"client_meta,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// Webhook receives the job's lifecycle events, if given.
+	Webhook *activities.WebhookTarget `json:"webhook,omitempty"`
 }
 
 // CodeCancelled is the error code of a cancelled job.
@@ -70,6 +72,7 @@ type job struct {
 	in     JobInput
 	snap   activities.JobSnapshot
 	failed []string
+	hooks  *webhookQueue // nil without a webhook
 }
 
 // JobWorkflow runs one job: route it, call the provider (failing over to
@@ -104,10 +107,20 @@ func (j *job) setup(ctx workflow.Context, in JobInput) error {
 		RoutingHistory: []policy.RoutingInfo{},
 		CreatedAt:      in.CreatedAt,
 	}
+	if in.Webhook != nil {
+		// Version 1 introduced webhook delivery.
+		workflow.GetVersion(ctx, webhooksChange, workflow.DefaultVersion, 1)
+		j.hooks = newWebhookQueue(*in.Webhook, in.Service)
+		senderCtx, _ := workflow.NewDisconnectedContext(ctx)
+		workflow.Go(senderCtx, j.hooks.run)
+	}
 	return workflow.SetQueryHandler(ctx, StateQuery, func() (activities.JobSnapshot, error) {
 		return j.snap, nil
 	})
 }
+
+// webhooksChange names the GetVersion marker of webhook delivery.
+const webhooksChange = "webhooks"
 
 func (j *job) run(ctx workflow.Context) (*activities.JobSnapshot, error) {
 	for attempt := 1; ; attempt++ {
@@ -177,18 +190,46 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 		now := workflow.Now(ctx).UTC()
 		j.snap.ProcessedAt = &now
 	}
-	return j.save(ctx)
+	if err := j.save(ctx); err != nil {
+		return err
+	}
+	if j.hooks != nil {
+		j.hooks.addProgress(j.snap, workflow.Now(ctx))
+	}
+	return nil
 }
 
+// callProvider runs the provider call. While it runs, progress signals
+// from the activity become *.progress events (jobs with a webhook only).
 func (j *job) callProvider(ctx workflow.Context, providerID string) (activities.CallOutput, error) {
+	call := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, providerCallOptions), a.CallProvider, activities.CallInput{
+		JobID:          j.in.JobID,
+		Service:        j.in.Service,
+		ProviderID:     providerID,
+		Input:          j.in.Input,
+		Options:        j.in.Options,
+		SignalProgress: j.hooks != nil && j.hooks.progress,
+	})
 	var out activities.CallOutput
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, providerCallOptions), a.CallProvider, activities.CallInput{
-		JobID:      j.in.JobID,
-		Service:    j.in.Service,
-		ProviderID: providerID,
-		Input:      j.in.Input,
-		Options:    j.in.Options,
-	}).Get(ctx, &out)
+	var err error
+	done := false
+	progress := workflow.GetSignalChannel(ctx, activities.ProgressSignal)
+	selector := workflow.NewSelector(ctx)
+	selector.AddFuture(call, func(f workflow.Future) {
+		err = f.Get(ctx, &out)
+		done = true
+	})
+	selector.AddReceive(progress, func(c workflow.ReceiveChannel, _ bool) {
+		var p int
+		c.Receive(ctx, &p)
+		if j.hooks != nil && p > j.snap.Progress && p < 100 {
+			j.snap.Progress = p
+			j.hooks.addProgress(j.snap, workflow.Now(ctx))
+		}
+	})
+	for !done {
+		selector.Select(ctx)
+	}
 	return out, err
 }
 
@@ -206,6 +247,17 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *activ
 	}
 	if err := j.save(ctx); err != nil {
 		return nil, err
+	}
+	if j.hooks != nil {
+		if jobErr != nil {
+			j.hooks.add("failed", j.snap, workflow.Now(ctx))
+		} else {
+			j.hooks.add("completed", j.snap, workflow.Now(ctx))
+		}
+		j.hooks.closed = true
+		// The job is already completed in the projection; the workflow
+		// stays open until its last event was delivered or given up.
+		_ = workflow.Await(ctx, func() bool { return j.hooks.drained })
 	}
 	return &j.snap, nil
 }

@@ -1,0 +1,4 @@
+package workflows
+
+// WebhookBackoff exposes webhookBackoff to the tests.
+var WebhookBackoff = webhookBackoff

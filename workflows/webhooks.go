@@ -1,0 +1,138 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// Webhook delivery: the job's events go through one queue, delivered by one
+// coroutine, one at a time, so they arrive in order; the next is not sent
+// until the previous one was accepted (2xx) or given up.
+const (
+	// webhookRetryWindow is how long an event is retried.
+	webhookRetryWindow = 24 * time.Hour
+	// webhookMaxBackoff caps the wait between two attempts.
+	webhookMaxBackoff = time.Hour
+	// progressStep is how far progress must advance for another
+	// *.progress event.
+	progressStep = 10
+)
+
+// webhookAttemptOptions: one attempt per activity; the workflow retries
+// with backoff and jitter so every attempt shows in the history.
+var webhookAttemptOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// queuedEvent is an event waiting for delivery and when it happened.
+type queuedEvent struct {
+	delivery activities.WebhookDelivery
+	at       time.Time
+}
+
+// webhookQueue holds a job's undelivered events.
+type webhookQueue struct {
+	target       activities.WebhookTarget
+	prefix       string // event name prefix, e.g. "transcription"
+	progress     bool   // whether the service sends *.progress events
+	pending      []queuedEvent
+	sequence     int
+	lastProgress int  // progress of the last *.progress event; -1 before any
+	stopped      bool // a 410 Gone (or a refused address) ended delivery
+	closed       bool // the job is over: no more events will come
+	drained      bool // the sender has finished
+}
+
+func newWebhookQueue(target activities.WebhookTarget, service providers.ServiceID) *webhookQueue {
+	svc := providers.MustService(service)
+	return &webhookQueue{target: target, prefix: svc.EventPrefix, progress: svc.SendsProgress, lastProgress: -1}
+}
+
+// add queues an event carrying the job as it is at time now.
+func (q *webhookQueue) add(event string, snap activities.JobSnapshot, now time.Time) {
+	if q.stopped {
+		return
+	}
+	q.sequence++
+	q.pending = append(q.pending, queuedEvent{at: now, delivery: activities.WebhookDelivery{
+		Target:    q.target,
+		Event:     q.prefix + "." + event,
+		MessageID: fmt.Sprintf("%s-%d", snap.ID, q.sequence),
+		Job:       snap,
+	}})
+}
+
+// addProgress queues a *.progress event when the service sends them and
+// progress advanced enough since the last one (or this is the first).
+func (q *webhookQueue) addProgress(snap activities.JobSnapshot, now time.Time) {
+	if !q.progress || (q.lastProgress >= 0 && snap.Progress < q.lastProgress+progressStep) {
+		return
+	}
+	q.lastProgress = snap.Progress
+	q.add("progress", snap, now)
+}
+
+// run delivers events until the queue is closed and empty. ctx must be
+// disconnected from the workflow's cancellation: a cancelled job still
+// reports that it failed.
+func (q *webhookQueue) run(ctx workflow.Context) {
+	ctx = workflow.WithActivityOptions(ctx, webhookAttemptOptions)
+	for {
+		_ = workflow.Await(ctx, func() bool { return len(q.pending) > 0 || q.closed })
+		if len(q.pending) == 0 {
+			q.drained = true
+			return
+		}
+		next := q.pending[0]
+		q.pending = q.pending[1:]
+		q.deliver(ctx, next.delivery, next.at.Add(webhookRetryWindow))
+	}
+}
+
+// deliver sends one event, retrying with exponential backoff and jitter
+// until giveUpAt (24 h after the event happened; an event that waited that
+// long behind earlier ones still gets one attempt).
+func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDelivery, giveUpAt time.Time) {
+	for attempt := 1; ; attempt++ {
+		d.Attempt = attempt
+		err := workflow.ExecuteActivity(ctx, a.DeliverWebhook, d).Get(ctx, nil)
+		if err == nil {
+			return
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && (appErr.Type() == activities.ErrTypeWebhookGone || appErr.Type() == activities.ErrTypeWebhookForbidden) {
+			workflow.GetLogger(ctx).Warn("webhook delivery stopped for the job", "event", d.Event, "reason", appErr.Type())
+			q.stopped = true
+			q.pending = nil
+			return
+		}
+		wait := webhookBackoff(attempt, d.MessageID)
+		if workflow.Now(ctx).Add(wait).After(giveUpAt) {
+			workflow.GetLogger(ctx).Warn("webhook event given up after 24 h", "event", d.Event, "attempts", attempt)
+			return
+		}
+		_ = workflow.Sleep(ctx, wait)
+	}
+}
+
+// webhookBackoff is the wait after a failed attempt: 1 s doubling per
+// attempt up to an hour, with ±20 % jitter. The jitter is derived from the
+// message id and attempt, so it is deterministic on replay and still
+// spreads the retries of different jobs.
+func webhookBackoff(attempt int, messageID string) time.Duration {
+	base := time.Second << min(attempt-1, 12)
+	base = min(base, webhookMaxBackoff)
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%s/%d", messageID, attempt)
+	jitter := float64(h.Sum64()%4001)/10000 - 0.2 // -0.2 .. +0.2
+	return time.Duration(float64(base) * (1 + jitter))
+}

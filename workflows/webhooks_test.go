@@ -1,0 +1,204 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// receiver records what the mocked DeliverWebhook was asked to send, and
+// answers with the errors a test scripts per attempt.
+type receiver struct {
+	mu        sync.Mutex
+	attempts  []activities.WebhookDelivery
+	delivered []activities.WebhookDelivery
+	answers   []error // consumed in order; nil means accepted
+}
+
+func (r *receiver) deliver(_ context.Context, d activities.WebhookDelivery) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts = append(r.attempts, d)
+	var err error
+	if len(r.answers) > 0 {
+		err, r.answers = r.answers[0], r.answers[1:]
+	}
+	if err == nil {
+		r.delivered = append(r.delivered, d)
+	}
+	return err
+}
+
+func (r *receiver) events() []string {
+	var out []string
+	for _, d := range r.delivered {
+		out = append(out, d.Event)
+	}
+	return out
+}
+
+func withWebhook(service providers.ServiceID) workflows.JobInput {
+	in := input()
+	in.Service = service
+	in.Webhook = &activities.WebhookTarget{URL: "https://hooks.test/jobs", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
+	return in
+}
+
+func failedAttempt() error {
+	return temporal.NewApplicationError("receiver answered 500", activities.ErrTypeWebhookFailed)
+}
+
+func TestWebhookEventsInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &receiver{}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return in.SignalProgress })).
+		After(10*time.Second).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`)}, nil).Once()
+	// The provider call reports progress through signals.
+	for i, p := range []int{5, 10, 15, 40, 45, 100} {
+		p := p
+		b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(activities.ProgressSignal, p) }, time.Duration(i+1)*time.Second)
+	}
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, []string{
+		"transcription.progress", "transcription.progress", "transcription.progress", "transcription.completed",
+	}, r.events(), "progress at 0, 10 and 40 (steps of 10 or more), then completed")
+	var progress []int
+	for _, d := range r.delivered[:3] {
+		progress = append(progress, d.Job.Progress)
+	}
+	require.Equal(t, []int{0, 10, 40}, progress)
+	last := r.delivered[3]
+	require.JSONEq(t, `{"format":"json"}`, string(last.Job.Result))
+	require.Equal(t, "Bearer s3cret", last.Target.Headers["Authorization"])
+	ids := map[string]bool{}
+	for _, d := range r.delivered {
+		ids[d.MessageID] = true
+	}
+	require.Len(t, ids, 4, "each event has its own message id")
+}
+
+func TestLLMTasksSendNoProgressEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &receiver{}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
+		Return(activities.CallOutput{Result: json.RawMessage(`{"content":"x","finish_reason":"completed"}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.LLMTasks))
+
+	result(t, b.env)
+	require.Equal(t, []string{"llm-task.completed"}, r.events())
+}
+
+func TestWebhookRetriesKeepOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The receiver answers 500 twice, then accepts everything.
+	r := &receiver{answers: []error{failedAttempt(), failedAttempt()}}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Translations))
+
+	result(t, b.env)
+	require.Equal(t, []string{"translation.progress", "translation.completed"}, r.events())
+	require.Len(t, r.attempts, 4)
+	require.Equal(t, []int{1, 2, 3}, []int{r.attempts[0].Attempt, r.attempts[1].Attempt, r.attempts[2].Attempt},
+		"the first event is retried until accepted before the next is sent")
+	require.Equal(t, "translation.progress", r.attempts[2].Event)
+}
+
+func TestGoneStopsDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &receiver{answers: []error{temporal.NewNonRetryableApplicationError("410", activities.ErrTypeWebhookGone, nil)}}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+
+	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Len(t, r.attempts, 1, "nothing is sent after 410 Gone")
+	require.Empty(t, r.delivered)
+}
+
+func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	down := make([]error, 1000)
+	for i := range down {
+		down[i] = failedAttempt()
+	}
+	r := &receiver{answers: down}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	start := b.env.Now()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+
+	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	completed := b.saved[len(b.saved)-1]
+	require.Equal(t, store.StatusCompleted, completed.Status)
+	require.WithinDuration(t, start, *completed.CompletedAt, time.Minute, "the projection says completed as soon as the provider finished")
+	elapsed := b.env.Now().Sub(start)
+	require.GreaterOrEqual(t, elapsed, 24*time.Hour-2*time.Hour, "the workflow kept retrying for about a day")
+	require.Less(t, elapsed, 26*time.Hour)
+	require.Empty(t, r.delivered)
+	// Exponential backoff: after the first hours attempts are about an hour apart.
+	require.Less(t, len(r.attempts), 60)
+	require.Greater(t, len(r.attempts), 20)
+}
+
+func TestCancelledJobReportsFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &receiver{}
+	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+
+	require.True(t, b.env.IsWorkflowCompleted())
+	require.Equal(t, []string{"transcription.progress", "transcription.failed"}, r.events())
+	require.Equal(t, workflows.CodeCancelled, r.delivered[1].Job.Error.Code)
+}
+
+func TestWebhookBackoffHasJitter(t *testing.T) {
+	t.Parallel()
+	// Different jobs' retries spread out; the same job's are stable.
+	a1 := workflows.WebhookBackoff(5, "job-a-1")
+	b1 := workflows.WebhookBackoff(5, "job-b-1")
+	require.NotEqual(t, a1, b1)
+	require.Equal(t, a1, workflows.WebhookBackoff(5, "job-a-1"))
+	for attempt := 1; attempt < 30; attempt++ {
+		d := workflows.WebhookBackoff(attempt, "m")
+		base := min(time.Second<<min(attempt-1, 12), time.Hour)
+		require.GreaterOrEqual(t, d, time.Duration(float64(base)*0.8))
+		require.LessOrEqual(t, d, time.Duration(float64(base)*1.2))
+	}
+}
