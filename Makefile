@@ -27,6 +27,19 @@ test: ## run every test: unit, workflow, API, and integration on PostgreSQL and 
 test-short: ## the fast tests only (no embedded Temporal server)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
+BENCH_JOBS ?= 1000000
+BENCHTIME  ?= 2s
+
+.PHONY: bench
+bench: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once; about two minutes)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 -timeout 30m ./store/
+
+BENCH_LOAD_FLAGS ?=
+
+.PHONY: bench-load
+bench-load: ## benchmarks: the gateway side by side with bare Temporal: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about ten minutes; BENCH_LOAD_FLAGS=-quick: four)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1)

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
+var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status"}
+
+// jobStatuses are the values of filter[status].
+var jobStatuses = []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
+
+// listJobs handles GET /v1/jobs: the jobs of every service, newest first,
+// without input, options and result. A caller without admin:cross-tenant
+// sees its own tenant only and may not name one; a caller with it sees
+// every tenant unless it names one (or acts as one with
+// X-Effective-Tenant-Id).
+func (s *Server) listJobs(c *gin.Context) {
+	tenant, err := jobListTenant(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	filter, ferr := parseJobFilter(c)
+	if ferr != nil {
+		abort(c, ferr)
+		return
+	}
+	filter.Tenant = tenant
+	page, perr := parsePage(c)
+	if perr != nil {
+		abort(c, perr)
+		return
+	}
+	offset := math.MaxInt // a page this far out is past the last one
+	if page.Number-1 <= math.MaxInt/page.Size {
+		offset = page.Offset()
+	}
+	jobs, total, err := s.cfg.Store.ListJobs(c.Request.Context(), filter, offset, page.Size)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	out := make([]jobResource, 0, len(jobs))
+	for i := range jobs {
+		out = append(out, s.jobResource(&jobs[i], false))
+	}
+	c.JSON(http.StatusOK, collection(c, out, page, total))
+}
+
+// jobListTenant is the tenant a listing is confined to; "" means every
+// tenant.
+func jobListTenant(c *gin.Context) (string, error) {
+	tenant, _, err := auth.EffectiveIdentity(c)
+	if err != nil {
+		return "", err
+	}
+	requested, named := c.GetQuery("filter[tenant]")
+	caller := auth.CallerFrom(c)
+	switch {
+	case !caller.CrossTenant():
+		if named {
+			return "", apierror.Forbidden("query filter[tenant]: needs the %s scope; without it the listing shows the token's tenant", auth.ScopeCrossTenant)
+		}
+		if tenant == "" {
+			return "", apierror.Forbidden("the token carries no tenant_id claim; it may list jobs only with the %s scope", auth.ScopeCrossTenant)
+		}
+		return tenant, nil
+	case strings.TrimSpace(c.GetHeader(auth.HeaderEffectiveTenant)) != "":
+		// Acting as a tenant shows what that tenant sees.
+		if named && requested != tenant {
+			return "", apierror.Forbidden("query filter[tenant]: acting as tenant %q (%s), the listing shows that tenant only", tenant, auth.HeaderEffectiveTenant)
+		}
+		return tenant, nil
+	default:
+		return requested, nil
+	}
+}
+
+// parseJobFilter reads the filter[…] query parameters other than tenant:
+// each at most once, not empty, service and status from their enums.
+// Unknown filters are rejected rather than ignored, so a typo cannot pass
+// for an empty result.
+func parseJobFilter(c *gin.Context) (store.JobFilter, *apierror.Error) {
+	var f store.JobFilter
+	invalid := func(name, format string, args ...any) *apierror.Error {
+		return apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "query %s: %s", name, fmt.Sprintf(format, args...))
+	}
+	query := c.Request.URL.Query()
+	keys := make([]string, 0, len(query))
+	for key := range query {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // the same request always names the same culprit
+	for _, key := range keys {
+		field, ok := strings.CutPrefix(key, "filter[")
+		if !ok {
+			continue
+		}
+		field, ok = strings.CutSuffix(field, "]")
+		if !ok || !slices.Contains(jobFilterNames, field) {
+			return f, invalid(key, "unknown filter; the filters are filter[%s]", strings.Join(jobFilterNames, "], filter["))
+		}
+		values := query[key]
+		if len(values) > 1 {
+			return f, invalid(key, "must be given once")
+		}
+		value := values[0]
+		if value == "" {
+			return f, invalid(key, "must not be empty")
+		}
+		switch field {
+		case "user_id":
+			f.UserID = value
+		case "service":
+			if _, ok := providers.LookupService(value); !ok {
+				return f, invalid(key, "must be one of %s", serviceIDs())
+			}
+			f.Service = value
+		case "provider":
+			f.Provider = value
+		case "status":
+			if !slices.Contains(jobStatuses, value) {
+				return f, invalid(key, "must be one of %s", strings.Join(jobStatuses, ", "))
+			}
+			f.Status = value
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,121 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// listBenchCase is one listing measured at scale; filter picks the filter
+// of iteration i, so a case can rotate over tenants, users and values.
+type listBenchCase struct {
+	name   string
+	filter func(i int) store.JobFilter
+	page   int // 1-based page number; pages have 20 jobs
+}
+
+// BenchmarkListJobs measures ListJobs on PostgreSQL with BENCH_JOBS jobs
+// (default one million; see storetest.SeedJobs for their shape), seeded
+// once into a fresh schema that is dropped when the benchmark ends. Each
+// case reports ns/op and the p50 and p99 latency of its iterations, and
+// "matches", the mean number of jobs its filter selects (meta.total).
+func BenchmarkListJobs(b *testing.B) {
+	n, err := storetest.BenchJobs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	url := storetest.FreshPostgresURL(b)
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := storetest.SeedJobs(ctx, url, n); err != nil {
+		b.Fatal(err)
+	}
+	// Printed, not logged: a parent benchmark's log shows only with -v.
+	fmt.Printf("seeded %d jobs in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+
+	statuses := []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
+	tenant := func(i int) string { return storetest.SeedTenant(i % storetest.SeedTenants) }
+	largest := storetest.SeedTenant(0)
+	cases := []listBenchCase{
+		// A regular caller: confined to its tenant, over all 100 tenants.
+		{"tenant", func(i int) store.JobFilter { return store.JobFilter{Tenant: tenant(i)} }, 1},
+		{"tenant+user", func(i int) store.JobFilter {
+			return store.JobFilter{Tenant: tenant(i), UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
+		}, 1},
+		{"tenant+service", func(i int) store.JobFilter {
+			return store.JobFilter{Tenant: tenant(i), Service: storetest.SeedServices[i%4]}
+		}, 1},
+		{"tenant+provider", func(i int) store.JobFilter {
+			return store.JobFilter{Tenant: tenant(i), Provider: storetest.SeedProviders[i%4]}
+		}, 1},
+		{"tenant+status", func(i int) store.JobFilter {
+			return store.JobFilter{Tenant: tenant(i), Status: statuses[i%4]}
+		}, 1},
+		{"tenant+service+status", func(i int) store.JobFilter {
+			return store.JobFilter{Tenant: tenant(i), Service: storetest.SeedServices[i%4], Status: statuses[(i/4)%4]}
+		}, 1},
+		// The largest tenant (about 10 % of all jobs): first and deep page.
+		{"largest-tenant", func(int) store.JobFilter { return store.JobFilter{Tenant: largest} }, 1},
+		{"largest-tenant,page-500", func(int) store.JobFilter { return store.JobFilter{Tenant: largest} }, 500},
+		// An administrator with admin:cross-tenant, without filter[tenant].
+		{"admin", func(int) store.JobFilter { return store.JobFilter{} }, 1},
+		{"admin,page-500", func(int) store.JobFilter { return store.JobFilter{} }, 500},
+		{"admin+user", func(i int) store.JobFilter {
+			return store.JobFilter{UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
+		}, 1},
+		{"admin+service", func(i int) store.JobFilter { return store.JobFilter{Service: storetest.SeedServices[i%4]} }, 1},
+		{"admin+provider", func(i int) store.JobFilter { return store.JobFilter{Provider: storetest.SeedProviders[i%4]} }, 1},
+		{"admin+status", func(i int) store.JobFilter { return store.JobFilter{Status: statuses[i%4]} }, 1},
+		{"admin+status,page-500", func(int) store.JobFilter { return store.JobFilter{Status: store.StatusFailed} }, 500},
+		{"admin+provider+status", func(i int) store.JobFilter {
+			return store.JobFilter{Provider: storetest.SeedProviders[i%4], Status: statuses[2+(i/4)%2]}
+		}, 1},
+	}
+	const size = 20
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			samples := make([]time.Duration, 0, b.N)
+			var matches int64
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				jobs, total, err := s.ListJobs(ctx, bc.filter(i), (bc.page-1)*size, size)
+				samples = append(samples, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if total > int64((bc.page-1)*size) && len(jobs) == 0 {
+					b.Fatalf("%s: empty page %d of %d jobs", bc.name, bc.page, total)
+				}
+				matches += total
+			}
+			b.StopTimer()
+			reportLatency(b, samples)
+			b.ReportMetric(float64(matches)/float64(b.N), "matches")
+		})
+	}
+}
+
+// reportLatency reports the p50 and p99 of samples in milliseconds.
+func reportLatency(b *testing.B, samples []time.Duration) {
+	slices.Sort(samples)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(samples))+0.999999) - 1
+		return float64(samples[max(i, 0)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}

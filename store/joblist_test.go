@@ -1,0 +1,235 @@
+package store_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// listFixture is 60 jobs over 3 tenants, 3 users, the 4 services, 3
+// providers and the 4 statuses, every combination different; jobs 10 to 19
+// share one created_at, so their order rests on the id alone.
+func listFixture(t *testing.T, s *store.Store) []store.Job {
+	t.Helper()
+	ctx := context.Background()
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tenants := []string{"acme", "globex", "initech"}
+	users := []string{"alice", "bob", "carol"}
+	services := []string{"transcriptions", "translations", "video-analyses", "llm-tasks"}
+	providerIDs := []string{"alpha", "beta", "gamma"}
+	statuses := []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
+	var jobs []store.Job
+	for i := range 60 {
+		created := base.Add(time.Duration(i) * 1500 * time.Millisecond)
+		if i >= 10 && i < 20 {
+			created = base.Add(10 * time.Second)
+		}
+		job := store.Job{
+			// Random v7 ids: within the shared created_at their order is
+			// not the insertion order.
+			ID:             uuid.Must(uuid.NewV7()).String(),
+			Service:        services[i%4],
+			Tenant:         tenants[i%3],
+			UserID:         users[(i/3)%3],
+			Provider:       providerIDs[(i/2)%3],
+			Status:         statuses[(i/5)%4],
+			Progress:       i,
+			PolicyID:       "0193a5d2-7c4e-7b1a-9f3e-2d6c8b4a1e07",
+			Application:    "app",
+			Input:          `{"type":"audio","url":"https://example.test/a.wav"}`,
+			Options:        `{"format":"srt"}`,
+			Routing:        `{"provider_id":"alpha"}`,
+			RoutingHistory: `[{"provider_id":"alpha"}]`,
+			Result:         `{"content":"x"}`,
+			ErrorCode:      "E",
+			ErrorMessage:   "failed",
+			ClientMeta:     fmt.Sprintf(`{"n":%d}`, i),
+			WorkerID:       "worker-1",
+			Revision:       3,
+			CreatedAt:      created,
+			ProcessedAt:    listTimePtr(created.Add(time.Second)),
+			CompletedAt:    listTimePtr(created.Add(time.Minute)),
+			UpdatedAt:      created.Add(time.Minute),
+		}
+		jobs = append(jobs, job)
+	}
+	// Insert in shuffled order: the listing's order must come from the
+	// query, not from the table.
+	for _, i := range []int{7, 3, 59, 0, 12, 45} {
+		require.NoError(t, s.InsertJob(ctx, &jobs[i]))
+	}
+	for i := range jobs {
+		require.NoError(t, s.InsertJob(ctx, &jobs[i])) // repeats are no-ops
+	}
+	return jobs
+}
+
+func listTimePtr(v time.Time) *time.Time { return &v }
+
+// expectedList is the reference: the jobs matching f, newest first, ties
+// by id descending.
+func expectedList(jobs []store.Job, f store.JobFilter) []string {
+	var out []store.Job
+	for _, j := range jobs {
+		if (f.Tenant == "" || j.Tenant == f.Tenant) && (f.UserID == "" || j.UserID == f.UserID) &&
+			(f.Service == "" || j.Service == f.Service) && (f.Provider == "" || j.Provider == f.Provider) &&
+			(f.Status == "" || j.Status == f.Status) {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Job) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	ids := make([]string, len(out))
+	for i, j := range out {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+func jobIDs(jobs []store.Job) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+func TestListJobsFilters(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		jobs := listFixture(t, s)
+		filters := []store.JobFilter{
+			{},
+			{Tenant: "acme"},
+			{Tenant: "globex"},
+			{UserID: "bob"},
+			{Service: "video-analyses"},
+			{Provider: "gamma"},
+			{Status: store.StatusFailed},
+			{Tenant: "acme", UserID: "carol"},
+			{Tenant: "initech", Service: "translations"},
+			{Tenant: "globex", Provider: "beta"},
+			{Tenant: "acme", Status: store.StatusPending},
+			{Tenant: "acme", Service: "transcriptions", Status: store.StatusCompleted},
+			{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: store.StatusPending},
+			{Tenant: "nobody"},
+			{Tenant: "acme", Service: "llm-tasks", Status: store.StatusFailed, Provider: "gamma", UserID: "bob"},
+		}
+		for _, f := range filters {
+			want := expectedList(jobs, f)
+			got, total, err := s.ListJobs(ctx, f, 0, 100)
+			require.NoError(t, err, "%+v", f)
+			require.Equal(t, want, jobIDs(got), "filter %+v", f)
+			require.Equal(t, int64(len(want)), total, "filter %+v", f)
+		}
+		// The fixture makes the filters meaningful: each one narrows.
+		require.Len(t, expectedList(jobs, store.JobFilter{}), 60)
+		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme"}), 20)
+		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme", Status: store.StatusPending}), 5)
+		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: store.StatusPending}), 1)
+	})
+}
+
+func TestListJobsPagination(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		jobs := listFixture(t, s)
+		all := expectedList(jobs, store.JobFilter{})
+		// Walk the whole listing in pages of 7: pages tile it exactly and
+		// every page reports the same total, full pages and the last,
+		// partial one alike.
+		var walked []string
+		for offset := 0; offset < 60; offset += 7 {
+			page, total, err := s.ListJobs(ctx, store.JobFilter{}, offset, 7)
+			require.NoError(t, err)
+			require.Equal(t, int64(60), total, "offset %d", offset)
+			require.Equal(t, all[offset:min(offset+7, 60)], jobIDs(page), "offset %d", offset)
+			walked = append(walked, jobIDs(page)...)
+		}
+		require.Equal(t, all, walked)
+
+		acme := expectedList(jobs, store.JobFilter{Tenant: "acme"})
+		for _, tc := range []struct {
+			name          string
+			offset, limit int
+			want          []string
+		}{
+			{"exact multiple, last full page", 10, 10, acme[10:20]},
+			{"offset at the end", 20, 10, []string{}},
+			{"offset past the end", 45, 10, []string{}},
+			{"offset at the far end", math.MaxInt, 20, []string{}},
+			{"one job", 19, 1, acme[19:]},
+			{"page from the middle", 3, 4, acme[3:7]},
+		} {
+			page, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, tc.offset, tc.limit)
+			require.NoError(t, err, tc.name)
+			require.Equal(t, int64(20), total, tc.name)
+			require.Equal(t, tc.want, jobIDs(page), tc.name)
+		}
+
+		page, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 0, 20)
+		require.NoError(t, err)
+		require.Empty(t, page)
+		require.Zero(t, total)
+		page, total, err = s.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 40, 20)
+		require.NoError(t, err)
+		require.Empty(t, page)
+		require.Zero(t, total)
+
+		_, _, err = s.ListJobs(ctx, store.JobFilter{}, 0, 0)
+		require.Error(t, err)
+		_, _, err = s.ListJobs(ctx, store.JobFilter{}, -1, 20)
+		require.Error(t, err)
+	})
+}
+
+func TestListJobsColumns(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		jobs := listFixture(t, s)
+		page, _, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, 0, 1)
+		require.NoError(t, err)
+		require.Len(t, page, 1)
+		got := page[0]
+		idx := slices.IndexFunc(jobs, func(j store.Job) bool { return j.ID == got.ID })
+		require.GreaterOrEqual(t, idx, 0)
+		want := jobs[idx]
+		// What a listing renders is loaded …
+		require.Equal(t, want.Service, got.Service)
+		require.Equal(t, want.Tenant, got.Tenant)
+		require.Equal(t, want.UserID, got.UserID)
+		require.Equal(t, want.Provider, got.Provider)
+		require.Equal(t, want.Status, got.Status)
+		require.Equal(t, want.Progress, got.Progress)
+		require.Equal(t, want.PolicyID, got.PolicyID)
+		require.Equal(t, want.Routing, got.Routing)
+		require.Equal(t, want.RoutingHistory, got.RoutingHistory)
+		require.Equal(t, want.ErrorCode, got.ErrorCode)
+		require.Equal(t, want.ErrorMessage, got.ErrorMessage)
+		require.Equal(t, want.ClientMeta, got.ClientMeta)
+		require.Equal(t, want.WorkerID, got.WorkerID)
+		require.True(t, want.CreatedAt.Equal(got.CreatedAt), "created_at %v != %v", got.CreatedAt, want.CreatedAt)
+		require.NotNil(t, got.ProcessedAt)
+		require.True(t, want.ProcessedAt.Equal(*got.ProcessedAt))
+		require.NotNil(t, got.CompletedAt)
+		require.True(t, want.CompletedAt.Equal(*got.CompletedAt))
+		// … and the documents only a single-job response carries are not.
+		require.Empty(t, got.Input)
+		require.Empty(t, got.Options)
+		require.Empty(t, got.Result)
+	})
+}
