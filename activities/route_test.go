@@ -94,7 +94,7 @@ func TestDecideRouteResolvesAndPinsPolicies(t *testing.T) {
 	env, st := routingEnv(t)
 	ctx := context.Background()
 	p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "quality", Strategy: policy.StrategyQuality,
-		Services: []providers.ServiceID{providers.LLMTasks},
+		Services:  []providers.ServiceID{providers.LLMTasks},
 		Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 2, Weight: 1}}})
 	require.NoError(t, err)
 
