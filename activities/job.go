@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -29,11 +32,20 @@ type Activities struct {
 	// HTTPClient makes the HEAD requests that learn media sizes (default
 	// http.DefaultClient).
 	HTTPClient *http.Client
+	// Temporal signals progress to job workflows (for *.progress events).
+	Temporal client.Client
 	// WorkerID identifies this worker process in job metadata.
 	WorkerID string
 	// HeartbeatInterval is how often a running provider call heartbeats
 	// (default 1 s).
 	HeartbeatInterval time.Duration
+	// Signer signs webhook requests.
+	Signer *webhooksign.Signer
+	// WebhookClient delivers webhooks (default: netguard.NewClient(false,
+	// WebhookTimeout), public addresses only).
+	WebhookClient *http.Client
+	// Deliveries records webhook delivery attempts; nil records none.
+	Deliveries DeliveryStore
 }
 
 // JobError is the {code, message} of a failed job.

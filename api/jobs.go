@@ -106,6 +106,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			Options:     req.Options,
 			ClientMeta:  req.ClientMeta,
 			CreatedAt:   now,
+			Webhook:     req.Webhook.target(),
 		}
 		if _, err := s.cfg.Temporal.ExecuteWorkflow(c.Request.Context(), client.StartWorkflowOptions{
 			ID:                       workflows.JobWorkflowID(jobID),

@@ -52,6 +52,15 @@ type Config struct {
 	Logger     *slog.Logger
 	// Now is the clock (tests fix it).
 	Now func() time.Time
+	// WebhookKey is published at GET /v1/webhooks/public-key.
+	WebhookKey PublicKeySource
+	// Deliveries reads webhook delivery attempts (nil: Store, when it
+	// keeps them too).
+	Deliveries DeliveryStore
+	// CheckURLs refuses webhook and media URLs on loopback, private,
+	// link-local and other non-public addresses at job creation (serve
+	// without --allow-private-networks).
+	CheckURLs bool
 }
 
 // Server serves the API.
@@ -112,6 +121,7 @@ func (s *Server) Handler() http.Handler {
 	v1.GET("/jobs", s.listJobs)
 	s.adminRoutes(v1)
 	s.policyRoutes(v1)
+	s.webhookRoutes(r, v1)
 	return r
 }
 

@@ -192,4 +192,6 @@ var migrations = []*gormigrate.Migration{
 				&providerStatusV1{}, &rateCounterV1{}, &routingCursorV1{}, &providerLatencyV1{})
 		},
 	},
+	migrationJobListIndexes,
+	migrationWebhooks,
 }

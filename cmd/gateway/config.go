@@ -26,6 +26,7 @@ type config struct {
 	Region               string
 	LogLevel             string
 	AllowPrivateNetworks bool
+	WebhookSigningKey    string
 }
 
 // registerFlags binds the flags a command takes; each default is the
@@ -52,6 +53,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (dev default: the embedded server)")
 	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
+	c.registerNetworkFlags(fs, command)
 	if command == "worker" {
 		return
 	}
@@ -60,10 +62,6 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	if command == "dev" {
 		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
 		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
-	}
-	if command == "serve" {
-		allow := os.Getenv("GATEWAY_ALLOW_PRIVATE_NETWORKS") == "true"
-		fs.BoolVar(&c.AllowPrivateNetworks, "allow-private-networks", allow, "allow webhook and media URLs on loopback, private and link-local addresses (env GATEWAY_ALLOW_PRIVATE_NETWORKS)")
 	}
 }
 
@@ -84,6 +82,9 @@ func (c *config) validate(command string) error {
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
 		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+	}
+	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		problems = append(problems, err.Error())

@@ -24,7 +24,6 @@ import (
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/providers/builtin"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
@@ -37,6 +36,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
 	}
+	cfg.AllowPrivateNetworks = true // dev reaches local webhooks and media (decisions.md §6)
 	registry, err := loadRegistry(cfg)
 	if err != nil {
 		return err
@@ -46,6 +46,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	signer, err := webhookSigner(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 
 	if cfg.TemporalAddress == "" {
 		start := time.Now()
@@ -71,7 +75,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer tc.Close()
 
 	nodeID := nodeID()
-	w, err := startWorker(tc, st, registry, nodeID)
+	w, err := startWorker(tc, st, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
 	if err != nil {
 		return err
 	}
@@ -109,6 +113,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		NodeID:      nodeID,
 		EagerStart:  true,
 		Logger:      logger,
+		WebhookKey:  signer,
+		Deliveries:  st,
 	})
 	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
@@ -125,6 +131,10 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	signer, err := webhookSigner(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -147,6 +157,9 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		Region:      cfg.Region,
 		NodeID:      nodeID(),
 		Logger:      logger,
+		WebhookKey:  signer,
+		Deliveries:  st,
+		CheckURLs:   !cfg.AllowPrivateNetworks,
 	})
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
@@ -163,12 +176,16 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	signer, err := webhookSigner(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	w, err := startWorker(tc, st, registry, nodeID())
+	w, err := startWorker(tc, st, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
 	if err != nil {
 		return err
 	}
@@ -211,7 +228,7 @@ func loadRegistry(cfg config) (*providers.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return providers.NewRegistry(catalog, builtin.Factories())
+	return providers.NewRegistry(catalog, adapterFactories(cfg))
 }
 
 func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, error) {
@@ -240,11 +257,13 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 	return tc, nil
 }
 
-func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string) (worker.Worker, error) {
+func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string, network workerNetwork) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	routing := cachedRouting{Store: st, statuses: store.NewStatusCache(st, store.StatusCacheTTL)}
-	w.RegisterActivity(&activities.Activities{Store: st, Routing: routing, Providers: registry, WorkerID: nodeID})
+	acts := &activities.Activities{Store: st, Routing: routing, Providers: registry, Temporal: tc, WorkerID: nodeID}
+	network.wire(acts, st)
+	w.RegisterActivity(acts)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}

@@ -1,0 +1,215 @@
+package netguard_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/activities/netguard"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addr string
+		want string
+	}{
+		// Public.
+		{"8.8.8.8", ""},
+		{"93.184.215.14", ""},
+		{"100.63.255.255", ""},
+		{"100.128.0.0", ""},
+		{"172.15.255.255", ""},
+		{"172.32.0.0", ""},
+		{"192.169.0.1", ""},
+		{"169.253.255.255", ""},
+		{"223.255.255.255", ""},
+		{"2001:4860:4860::8888", ""},
+		{"2606:4700::1111", ""},
+		{"::ffff:8.8.8.8", ""},
+		{"64:ff9b::808:808", ""}, // NAT64 of 8.8.8.8
+		// Loopback.
+		{"127.0.0.1", "loopback"},
+		{"127.255.255.254", "loopback"},
+		{"::1", "loopback"},
+		{"::ffff:127.0.0.1", "loopback"},
+		{"64:ff9b::7f00:1", "loopback"},
+		// Private: RFC 1918 and RFC 4193.
+		{"10.0.0.1", "private"},
+		{"10.255.255.255", "private"},
+		{"172.16.0.1", "private"},
+		{"172.31.255.255", "private"},
+		{"192.168.1.1", "private"},
+		{"::ffff:10.1.2.3", "private"},
+		{"::ffff:192.168.0.1", "private"},
+		{"fc00::1", "private"},
+		{"fd12:3456:789a::1", "private"},
+		{"fd00:ec2::254", "private"}, // AWS IPv6 instance metadata
+		{"fec0::1", "private"},
+		// Link-local.
+		{"169.254.169.254", "link-local"}, // cloud instance metadata
+		{"169.254.0.1", "link-local"},
+		{"::ffff:169.254.169.254", "link-local"},
+		{"fe80::1", "link-local"},
+		{"fe80::1%eth0", "link-local"},
+		{"febf::1", "link-local"},
+		// Unspecified and "this network".
+		{"0.0.0.0", "unspecified"},
+		{"0.1.2.3", "unspecified"},
+		{"::", "unspecified"},
+		{"::ffff:0.0.0.0", "unspecified"},
+		// Multicast.
+		{"224.0.0.1", "multicast"},
+		{"239.255.255.250", "multicast"},
+		{"ff02::1", "multicast"},
+		{"ff05::2", "multicast"},
+		{"::ffff:224.0.0.251", "multicast"},
+		// Shared address space (carrier-grade NAT), RFC 6598.
+		{"100.64.0.1", "shared (CGNAT)"},
+		{"100.100.100.200", "shared (CGNAT)"}, // Alibaba Cloud metadata
+		{"100.127.255.255", "shared (CGNAT)"},
+		{"::ffff:100.64.0.1", "shared (CGNAT)"},
+		// Reserved.
+		{"240.0.0.1", "reserved"},
+		{"255.255.255.255", "reserved"},
+		{"::7f00:1", "reserved"}, // IPv4-compatible, deprecated
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			t.Parallel()
+			addr, err := netip.ParseAddr(tc.addr)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, netguard.Classify(addr))
+		})
+	}
+	require.Equal(t, "invalid", netguard.Classify(netip.Addr{}))
+}
+
+// receiver is a local HTTP server that counts the requests it gets.
+func receiver(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	hits := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, hits
+}
+
+func TestGuardedClientRefusesLoopback(t *testing.T) {
+	t.Parallel()
+	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+	localhost := "http://localhost:" + port
+
+	for _, target := range []string{srv.URL, localhost} {
+		resp, err := netguard.NewClient(false, 5*time.Second).Get(target)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		require.Error(t, err, target)
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, target)
+		var addrErr *netguard.AddressError
+		require.True(t, errors.As(err, &addrErr))
+		require.Equal(t, "loopback", addrErr.Reason)
+
+		resp, err = netguard.NewMediaClient(false, 5*time.Second).Get(target)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, target)
+	}
+	require.Zero(t, hits.Load(), "the receiver must not be reached")
+
+	resp, err := netguard.NewClient(true, 5*time.Second).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.EqualValues(t, 1, hits.Load())
+}
+
+func TestClientDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	target, targetHits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "moved here") })
+	srv, _ := receiver(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusFound)
+	})
+
+	resp, err := netguard.NewClient(true, 5*time.Second).Post(srv.URL, "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Zero(t, targetHits.Load())
+
+	// Media clients follow redirects.
+	resp, err = netguard.NewMediaClient(true, 5*time.Second).Get(srv.URL)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "moved here", string(body))
+}
+
+func TestClientIgnoresProxyFromEnvironment(t *testing.T) {
+	// t.Setenv forbids t.Parallel.
+	proxy, proxyHits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+
+	resp, err := netguard.NewClient(true, 5*time.Second).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.EqualValues(t, 1, hits.Load())
+	require.Zero(t, proxyHits.Load())
+}
+
+func TestCheckURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url       string
+		forbidden bool
+	}{
+		{"https://93.184.215.14/hook", false},
+		{"https://[2606:4700::1111]:8443/hook", false},
+		{"http://127.0.0.1:8080/hook", true},
+		{"http://localhost/hook", true},
+		{"http://[::1]/hook", true},
+		{"http://[::ffff:127.0.0.1]/hook", true},
+		{"http://10.0.0.5/hook", true},
+		{"http://169.254.169.254/latest/meta-data", true},
+		{"http://[fe80::1%25eth0]/hook", true},
+		{"http://100.64.1.1/hook", true},
+		{"http://0.0.0.0:9000/", true},
+	} {
+		err := netguard.CheckURL(ctx, tc.url, false)
+		if tc.forbidden {
+			require.ErrorIs(t, err, netguard.ErrForbiddenAddress, tc.url)
+			require.NoError(t, netguard.CheckURL(ctx, tc.url, true), "allowPrivate admits %s", tc.url)
+		} else {
+			require.NoError(t, err, tc.url)
+		}
+	}
+	for _, bad := range []string{"", "ftp://example.com/x", "/relative", "http://"} {
+		err := netguard.CheckURL(ctx, bad, true)
+		require.Error(t, err, bad)
+		require.NotErrorIs(t, err, netguard.ErrForbiddenAddress, bad)
+	}
+	err := netguard.CheckURL(ctx, "https://does-not-exist.invalid/hook", false)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, netguard.ErrForbiddenAddress, "a name that does not resolve is not a forbidden address")
+}

@@ -1,0 +1,236 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/api/jobdoc"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Error types of DeliverWebhook failures, for the workflow to branch on.
+const (
+	// ErrTypeWebhookFailed is a retryable failure: a non-2xx answer other
+	// than 410, a timeout or a network error.
+	ErrTypeWebhookFailed = "WebhookFailed"
+	// ErrTypeWebhookGone is the receiver's 410 Gone: stop delivering the
+	// job's events.
+	ErrTypeWebhookGone = "WebhookGone"
+	// ErrTypeWebhookForbidden is a URL the gateway refuses to call (an
+	// address outside the public internet): stop delivering the job's
+	// events.
+	ErrTypeWebhookForbidden = "WebhookForbidden"
+)
+
+// Limits of one delivery attempt.
+const (
+	// WebhookTimeout bounds a whole exchange: connect, send, answer.
+	WebhookTimeout = 10 * time.Second
+	// webhookMaxResponse is how much of a response body is read (and
+	// discarded) so the connection can be reused.
+	webhookMaxResponse = 64 << 10
+	// WebhookUserAgent identifies the gateway to receivers.
+	WebhookUserAgent = "ai-job-gateway-webhooks/1"
+)
+
+// defaultWebhookClient delivers webhooks when Activities.WebhookClient is
+// nil: public addresses only.
+var defaultWebhookClient = netguard.NewClient(false, WebhookTimeout)
+
+// DeliveryStore records webhook delivery attempts.
+type DeliveryStore interface {
+	RecordDelivery(ctx context.Context, d *store.WebhookDelivery) error
+}
+
+// WebhookTarget is a job's attributes.webhook.
+type WebhookTarget struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// WebhookDelivery is one event of a job to deliver.
+type WebhookDelivery struct {
+	Target WebhookTarget `json:"target"`
+	// Event is the event name, e.g. "transcription.completed".
+	Event string `json:"event"`
+	// MessageID identifies the event, the same on every attempt
+	// (webhook-id header), so receivers can drop duplicates.
+	MessageID string `json:"message_id"`
+	// Job is the job as of the event.
+	Job JobSnapshot `json:"job"`
+	// Attempt numbers this attempt when the workflow retries by running
+	// the activity again; 0 leaves the numbering to Temporal's attempt.
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// webhookPayload is the body of a webhook request (interface.md, Events).
+type webhookPayload struct {
+	Event string      `json:"event"`
+	Data  webhookData `json:"data"`
+}
+
+type webhookData struct {
+	ID         string            `json:"id"`
+	Type       string            `json:"type"`
+	Attributes jobdoc.Attributes `json:"attributes"`
+	Meta       webhookMeta       `json:"meta"`
+}
+
+// webhookMeta is the job's meta without meta.system, which webhooks never
+// carry.
+type webhookMeta struct {
+	Client json.RawMessage `json:"client,omitempty"`
+}
+
+// WebhookBody is the JSON body of an event: the job rendered as the API
+// renders a single job, without meta.system (and, as everywhere, without
+// attributes.webhook).
+func WebhookBody(event string, snap JobSnapshot) ([]byte, error) {
+	job, err := snap.Record()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(webhookPayload{
+		Event: event,
+		Data: webhookData{
+			ID:         job.ID,
+			Type:       jobdoc.Type(job),
+			Attributes: jobdoc.AttributesOf(job, true),
+			Meta:       webhookMeta{Client: jobdoc.ClientMeta(job)},
+		},
+	})
+}
+
+// DeliverWebhook makes one attempt to POST an event to the job's webhook,
+// signed the Standard Webhooks way, and records the attempt. A 2xx answer
+// is success; 410 Gone and a refused address are non-retryable; anything
+// else is a retryable ErrTypeWebhookFailed.
+func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
+	logger := activity.GetLogger(ctx)
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	if d.Attempt > 0 {
+		attempt = d.Attempt + attempt - 1
+	}
+	body, err := WebhookBody(d.Event, d.Job)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
+	}
+	u, err := url.Parse(d.Target.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return temporal.NewNonRetryableApplicationError("webhook URL is not an absolute http or https URL", ErrTypeWebhookForbidden, nil)
+	}
+	if a.Signer == nil {
+		// A worker misconfiguration: retrying lets a fixed deployment
+		// deliver the event.
+		return temporal.NewApplicationError("this worker has no webhook signing key", ErrTypeWebhookFailed)
+	}
+
+	started := time.Now()
+	status, sendErr := a.postWebhook(ctx, u, d, body, started)
+	rec := &store.WebhookDelivery{
+		JobID:       d.Job.ID,
+		Event:       d.Event,
+		MessageID:   d.MessageID,
+		Attempt:     attempt,
+		AttemptedAt: started,
+		StatusCode:  status,
+		DurationMS:  time.Since(started).Milliseconds(),
+	}
+
+	var result error
+	switch {
+	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbiddenAddress):
+		rec.Error = "refused: " + sendErr.Error() + "; webhooks go to public addresses only"
+		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookForbidden, nil)
+	case sendErr != nil && ctx.Err() != nil:
+		// The activity itself ended (worker shutdown, workflow gone).
+		rec.Error = "interrupted: " + ctx.Err().Error()
+		result = ctx.Err()
+	case sendErr != nil:
+		rec.Error = sendErr.Error()
+		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
+	case status >= 200 && status < 300:
+	case status == http.StatusGone:
+		rec.Error = "receiver answered 410 Gone: no more events for this job"
+		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookGone, nil)
+	default:
+		rec.Error = fmt.Sprintf("receiver answered %d %s", status, http.StatusText(status))
+		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
+	}
+
+	if a.Deliveries != nil {
+		// Recorded even when the activity was cancelled mid-attempt.
+		recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := a.Deliveries.RecordDelivery(recordCtx, rec)
+		cancel()
+		if err != nil {
+			logger.Warn("webhook attempt not recorded", "job", d.Job.ID, "event", d.Event, "error", err)
+		}
+	}
+	if result != nil {
+		logger.Info("webhook attempt failed", "job", d.Job.ID, "event", d.Event, "attempt", attempt, "error", rec.Error)
+	}
+	return result
+}
+
+// postWebhook sends the request and reads (a bounded part of) the answer.
+// It returns the status code, or an error that names no URL: URLs may
+// carry the client's secrets.
+func (a *Activities) postWebhook(ctx context.Context, u *url.URL, d WebhookDelivery, body []byte, now time.Time) (int, error) {
+	client := a.WebhookClient
+	if client == nil {
+		client = defaultWebhookClient
+	}
+	limit := WebhookTimeout
+	if client.Timeout > 0 && client.Timeout < limit {
+		limit = client.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	for name, value := range d.Target.Headers {
+		req.Header.Set(name, value)
+	}
+	// Set after the client's headers: these are the gateway's.
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", WebhookUserAgent)
+	req.Header.Set("webhook-id", d.MessageID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", a.Signer.Sign(d.MessageID, now, body))
+
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, describe(ctx, err, limit)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, webhookMaxResponse))
+	return resp.StatusCode, nil
+}
+
+// describe turns a client error into one that names no URL.
+func describe(ctx context.Context, err error, limit time.Duration) error {
+	var urlErr *url.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &urlErr) && urlErr.Timeout()) {
+		return fmt.Errorf("no answer within %s", limit)
+	}
+	if urlErr != nil {
+		return urlErr.Err
+	}
+	return err
+}

@@ -1,0 +1,439 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// deliveryLog records delivery attempts; fail makes recording fail.
+type deliveryLog struct {
+	mu       sync.Mutex
+	attempts []store.WebhookDelivery
+	fail     bool
+}
+
+func (l *deliveryLog) RecordDelivery(_ context.Context, d *store.WebhookDelivery) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail {
+		return errors.New("database is down")
+	}
+	l.attempts = append(l.attempts, *d)
+	return nil
+}
+
+func (l *deliveryLog) all() []store.WebhookDelivery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]store.WebhookDelivery(nil), l.attempts...)
+}
+
+// received is one request a receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+	at     time.Time
+}
+
+// hookReceiver is an httptest receiver answering with respond.
+type hookReceiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []received
+}
+
+func newReceiver(t *testing.T, respond http.HandlerFunc) *hookReceiver {
+	t.Helper()
+	r := &hookReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.reqs = append(r.reqs, received{header: req.Header.Clone(), body: body, at: time.Now()})
+		r.mu.Unlock()
+		respond(w, req)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *hookReceiver) requests() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.reqs...)
+}
+
+func status(code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
+}
+
+// hookBundle is an activity environment with webhook dependencies.
+type hookBundle struct {
+	env    *testsuite.TestActivityEnvironment
+	signer *webhooksign.Signer
+	log    *deliveryLog
+}
+
+// setupHooks registers the activities with a fresh signer, a delivery log
+// and client (nil: the permissive client, since receivers are local).
+func setupHooks(t *testing.T, client *http.Client) *hookBundle {
+	t.Helper()
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	if client == nil {
+		client = netguard.NewClient(true, activities.WebhookTimeout)
+	}
+	b := &hookBundle{signer: signer, log: &deliveryLog{}}
+	var suite testsuite.WorkflowTestSuite
+	b.env = suite.NewTestActivityEnvironment()
+	b.env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log})
+	return b
+}
+
+func (b *hookBundle) deliver(d activities.WebhookDelivery) error {
+	_, err := b.env.ExecuteActivity(acts.DeliverWebhook, d)
+	return err
+}
+
+// completedJob is a completed transcription with everything a payload shows.
+func completedJob() activities.JobSnapshot {
+	created := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	processed := created.Add(time.Second)
+	completed := created.Add(30 * time.Second)
+	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	return activities.JobSnapshot{
+		ID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", Service: "transcriptions", Tenant: "acme", UserID: "alice",
+		Provider: "sandbox-fast", Status: store.StatusCompleted, Progress: 100,
+		Input:      json.RawMessage(`{"type":"audio","url":"https://media.example.com/talk.mp3"}`),
+		Options:    json.RawMessage(`{"language":"en"}`),
+		ClientMeta: json.RawMessage(`{"order":"ord-42"}`),
+		Routing:    &routing, RoutingHistory: []policy.RoutingInfo{routing},
+		Result:   json.RawMessage(`{"format":"json","duration":12.5,"language":"en"}`),
+		WorkerID: "worker-7", CreatedAt: created, ProcessedAt: &processed, CompletedAt: &completed, Revision: 4,
+	}
+}
+
+func delivery(url string) activities.WebhookDelivery {
+	return activities.WebhookDelivery{
+		Target:    activities.WebhookTarget{URL: url, Headers: map[string]string{"Authorization": "Bearer client-secret", "X-Tenant-Ref": "t-1"}},
+		Event:     "transcription.completed",
+		MessageID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f-3",
+		Job:       completedJob(),
+	}
+}
+
+// requireAppError checks a Temporal application error's type and whether
+// it may be retried.
+func requireAppError(t *testing.T, err error, errType string, retryable bool) *temporal.ApplicationError {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want an application error, got %v", err)
+	require.Equal(t, errType, appErr.Type(), "error: %v", err)
+	require.Equal(t, !retryable, appErr.NonRetryable(), "error: %v", err)
+	return appErr
+}
+
+func TestDeliverWebhookSignsAndSendsThePayload(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	recv := newReceiver(t, status(http.StatusNoContent))
+
+	before := time.Now()
+	require.NoError(t, b.deliver(delivery(recv.URL+"/hooks?src=gw")))
+
+	reqs := recv.requests()
+	require.Len(t, reqs, 1)
+	req := reqs[0]
+	h := req.header
+	require.Equal(t, "application/json", h.Get("Content-Type"))
+	require.Equal(t, "ai-job-gateway-webhooks/1", h.Get("User-Agent"))
+	require.Equal(t, "Bearer client-secret", h.Get("Authorization"), "the client's headers are sent")
+	require.Equal(t, "t-1", h.Get("X-Tenant-Ref"))
+	require.Equal(t, "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f-3", h.Get("webhook-id"))
+	ts, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	require.NoError(t, err)
+	require.InDelta(t, before.Unix(), ts, 2, "webhook-timestamp is the time of the attempt")
+
+	// The signature verifies with the published key form.
+	pub, err := webhooksign.DecodePublicKey(webhooksign.EncodePublicKey(b.signer.PublicKey()))
+	require.NoError(t, err)
+	require.NoError(t, webhooksign.Verify(pub, h.Get("webhook-id"), h.Get("webhook-timestamp"), req.body, h.Get("webhook-signature"), time.Now(), 0))
+	require.Error(t, webhooksign.Verify(pub, h.Get("webhook-id"), h.Get("webhook-timestamp"), append(req.body, ' '), h.Get("webhook-signature"), time.Now(), 0))
+
+	require.JSONEq(t, `{
+		"event": "transcription.completed",
+		"data": {
+			"id": "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f",
+			"type": "transcription-job",
+			"attributes": {
+				"tenant": "acme", "user_id": "alice", "provider": "sandbox-fast", "status": "completed", "progress": 100,
+				"routing": {"provider_id": "sandbox-fast", "reason": "default", "attempt": 1, "decided_at": "2026-11-21T12:00:01Z", "provider_evaluations": null},
+				"routing_history": [{"provider_id": "sandbox-fast", "reason": "default", "attempt": 1, "decided_at": "2026-11-21T12:00:01Z", "provider_evaluations": null}],
+				"created_at": "2026-11-21T12:00:00Z", "processed_at": "2026-11-21T12:00:01Z", "completed_at": "2026-11-21T12:00:30Z",
+				"input": {"type": "audio", "url": "https://media.example.com/talk.mp3"},
+				"options": {"language": "en"},
+				"result": {"format": "json", "duration": 12.5, "language": "en"}
+			},
+			"meta": {"client": {"order": "ord-42"}}
+		}
+	}`, string(req.body))
+	require.NotContains(t, string(req.body), "system")
+	require.NotContains(t, string(req.body), "worker-7")
+	require.NotContains(t, string(req.body), "webhook")
+	require.NotContains(t, string(req.body), "client-secret")
+
+	attempts := b.log.all()
+	require.Len(t, attempts, 1)
+	got := attempts[0]
+	require.Equal(t, "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", got.JobID)
+	require.Equal(t, "transcription.completed", got.Event)
+	require.Equal(t, "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f-3", got.MessageID)
+	require.Equal(t, 1, got.Attempt)
+	require.Equal(t, http.StatusNoContent, got.StatusCode)
+	require.Empty(t, got.Error)
+	require.WithinDuration(t, before, got.AttemptedAt, 2*time.Second)
+	require.GreaterOrEqual(t, got.DurationMS, int64(0))
+}
+
+func TestDeliverWebhookFailedJobPayload(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	recv := newReceiver(t, status(http.StatusOK))
+	d := delivery(recv.URL)
+	d.Event = "llm-task.failed"
+	d.Job.Service = "llm-tasks"
+	d.Job.Status = store.StatusFailed
+	d.Job.Result = nil
+	d.Job.ClientMeta = nil
+	d.Job.Error = &activities.JobError{Code: "PROVIDERS_EXHAUSTED", Message: "every candidate provider failed"}
+	require.NoError(t, b.deliver(d))
+
+	var body struct {
+		Event string `json:"event"`
+		Data  struct {
+			Type       string                     `json:"type"`
+			Attributes map[string]json.RawMessage `json:"attributes"`
+			Meta       map[string]json.RawMessage `json:"meta"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(recv.requests()[0].body, &body))
+	require.Equal(t, "llm-task.failed", body.Event)
+	require.Equal(t, "llm-task-job", body.Data.Type)
+	require.JSONEq(t, `{"code":"PROVIDERS_EXHAUSTED","message":"every candidate provider failed"}`, string(body.Data.Attributes["error"]))
+	require.NotContains(t, body.Data.Attributes, "result")
+	require.Empty(t, body.Data.Meta, "meta has no client when none was given, and never system")
+}
+
+func TestDeliverWebhookClassifiesAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status    int
+		errType   string // "" for success
+		retryable bool
+		message   string
+	}{
+		{status: http.StatusOK},
+		{status: http.StatusAccepted},
+		{status: http.StatusNoContent},
+		{status: http.StatusInternalServerError, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "500 Internal Server Error"},
+		{status: http.StatusServiceUnavailable, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "503"},
+		{status: http.StatusTooManyRequests, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "429"},
+		{status: http.StatusBadRequest, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "400"},
+		{status: http.StatusNotFound, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "404"},
+		{status: http.StatusFound, errType: activities.ErrTypeWebhookFailed, retryable: true, message: "302"},
+		{status: http.StatusGone, errType: activities.ErrTypeWebhookGone, retryable: false, message: "410 Gone"},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			t.Parallel()
+			b := setupHooks(t, nil)
+			recv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.status == http.StatusFound {
+					http.Redirect(w, r, "/elsewhere", http.StatusFound)
+					return
+				}
+				w.WriteHeader(tc.status)
+			})
+			err := b.deliver(delivery(recv.URL))
+			require.Len(t, recv.requests(), 1, "one request, no redirect followed")
+			attempts := b.log.all()
+			require.Len(t, attempts, 1)
+			require.Equal(t, tc.status, attempts[0].StatusCode)
+			if tc.errType == "" {
+				require.NoError(t, err)
+				require.Empty(t, attempts[0].Error)
+				return
+			}
+			requireAppError(t, err, tc.errType, tc.retryable)
+			require.ErrorContains(t, err, tc.message)
+			require.Contains(t, attempts[0].Error, tc.message)
+		})
+	}
+}
+
+func TestDeliverWebhookTimeout(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, netguard.NewClient(true, 300*time.Millisecond))
+	release := make(chan struct{})
+	recv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+
+	started := time.Now()
+	err := b.deliver(delivery(recv.URL))
+	require.Less(t, time.Since(started), 5*time.Second)
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.ErrorContains(t, err, "no answer within 300ms")
+	attempts := b.log.all()
+	require.Len(t, attempts, 1)
+	require.Zero(t, attempts[0].StatusCode)
+	require.Equal(t, "no answer within 300ms", attempts[0].Error)
+	require.GreaterOrEqual(t, attempts[0].DurationMS, int64(300))
+}
+
+func TestDeliverWebhookReadsAtMost64KiB(t *testing.T) {
+	t.Parallel()
+	// An endless answer: reading it all would run into the timeout.
+	b := setupHooks(t, netguard.NewClient(true, 3*time.Second))
+	recv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte(strings.Repeat("x", 16<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	started := time.Now()
+	require.NoError(t, b.deliver(delivery(recv.URL)))
+	require.Less(t, time.Since(started), 2*time.Second)
+}
+
+func TestDeliverWebhookNetworkError(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	recv := newReceiver(t, status(http.StatusOK))
+	url := recv.URL
+	recv.Close() // nothing listens any more
+
+	err := b.deliver(delivery(url))
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.ErrorContains(t, err, "connection refused")
+	attempts := b.log.all()
+	require.Len(t, attempts, 1)
+	require.Zero(t, attempts[0].StatusCode)
+	require.Contains(t, attempts[0].Error, "connection refused")
+}
+
+func TestDeliverWebhookRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, netguard.NewClient(false, activities.WebhookTimeout))
+	recv := newReceiver(t, status(http.StatusOK))
+
+	err := b.deliver(delivery(recv.URL))
+	requireAppError(t, err, activities.ErrTypeWebhookForbidden, false)
+	require.ErrorContains(t, err, "loopback")
+	require.Empty(t, recv.requests(), "the receiver must not be reached")
+	attempts := b.log.all()
+	require.Len(t, attempts, 1)
+	require.Zero(t, attempts[0].StatusCode)
+	require.Contains(t, attempts[0].Error, "refused")
+}
+
+func TestDeliverWebhookDefaultClientIsGuarded(t *testing.T) {
+	t.Parallel()
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Signer: signer})
+	recv := newReceiver(t, status(http.StatusOK))
+
+	_, err = env.ExecuteActivity(acts.DeliverWebhook, delivery(recv.URL))
+	requireAppError(t, err, activities.ErrTypeWebhookForbidden, false)
+	require.Empty(t, recv.requests())
+}
+
+func TestDeliverWebhookRejectsBadURL(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	for _, u := range []string{"ftp://example.com/x", "not a url", ""} {
+		requireAppError(t, b.deliver(delivery(u)), activities.ErrTypeWebhookForbidden, false)
+	}
+}
+
+func TestDeliverWebhookAttemptNumbers(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	recv := newReceiver(t, status(http.StatusInternalServerError))
+	d := delivery(recv.URL)
+	d.Attempt = 3
+	_ = b.deliver(d)
+	d.Attempt = 4
+	_ = b.deliver(d)
+
+	attempts := b.log.all()
+	require.Len(t, attempts, 2)
+	require.Equal(t, 3, attempts[0].Attempt)
+	require.Equal(t, 4, attempts[1].Attempt)
+	reqs := recv.requests()
+	require.Equal(t, reqs[0].header.Get("webhook-id"), reqs[1].header.Get("webhook-id"), "webhook-id is stable across attempts")
+	require.Equal(t, reqs[0].body, reqs[1].body, "the body is the same on every attempt")
+}
+
+func TestDeliverWebhookRecordFailureDoesNotFailDelivery(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	b.log.fail = true
+	recv := newReceiver(t, status(http.StatusOK))
+	require.NoError(t, b.deliver(delivery(recv.URL)))
+	require.Len(t, recv.requests(), 1)
+}
+
+func TestDeliverWebhookWithoutSignerIsRetryable(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{WebhookClient: netguard.NewClient(true, time.Second)})
+	recv := newReceiver(t, status(http.StatusOK))
+	_, err := env.ExecuteActivity(acts.DeliverWebhook, delivery(recv.URL))
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.Empty(t, recv.requests(), "nothing is sent unsigned")
+}
+
+func TestWebhookBodyMatchesDeliveredBody(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t, nil)
+	recv := newReceiver(t, status(http.StatusOK))
+	d := delivery(recv.URL)
+	require.NoError(t, b.deliver(d))
+	want, err := activities.WebhookBody(d.Event, d.Job)
+	require.NoError(t, err)
+	require.Equal(t, want, recv.requests()[0].body)
+}

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// PublicKeySource is the key webhook receivers verify signatures with
+// (*webhooksign.Signer is one).
+type PublicKeySource interface {
+	PublicKey() ed25519.PublicKey
+	KeyID() string
+}
+
+// DeliveryStore reads the record of webhook delivery attempts.
+type DeliveryStore interface {
+	ListDeliveries(ctx context.Context, jobID string) ([]store.WebhookDelivery, error)
+}
+
+// urlCheckTimeout bounds the name resolution of one URL at job creation.
+const urlCheckTimeout = 3 * time.Second
+
+// webhookRoutes registers GET /v1/webhooks/public-key, which needs no token
+// (receivers fetch it), and GET /v1/{resource}/{id}/webhook-deliveries.
+func (s *Server) webhookRoutes(r gin.IRouter, v1 *gin.RouterGroup) {
+	r.GET("/v1/webhooks/public-key", s.webhookPublicKey)
+	for _, svc := range providers.Services() {
+		path := svc.Endpoint()[len("/v1"):] + "/:id/webhook-deliveries"
+		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), s.listWebhookDeliveries(svc))
+	}
+}
+
+// webhookPublicKey handles GET /v1/webhooks/public-key.
+func (s *Server) webhookPublicKey(c *gin.Context) {
+	key := s.cfg.WebhookKey
+	if key == nil {
+		abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "webhook signing is not configured on this server"))
+		return
+	}
+	// One key, no rotation yet: receivers may cache it for a while.
+	c.Header("Cache-Control", "public, max-age=300")
+	c.JSON(http.StatusOK, gin.H{"data": gin.H{
+		"id":   key.KeyID(),
+		"type": "webhook-public-key",
+		"attributes": gin.H{
+			"algorithm":        "ed25519",
+			"public_key":       webhooksign.EncodePublicKey(key.PublicKey()),
+			"signature_scheme": "standard-webhooks v1a",
+		},
+	}})
+}
+
+// deliveryAttributes are the attributes of a webhook-delivery resource.
+type deliveryAttributes struct {
+	Event       string    `json:"event"`
+	MessageID   string    `json:"message_id"`
+	Attempt     int       `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+	StatusCode  int       `json:"status_code,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	DurationMS  int64     `json:"duration_ms"`
+}
+
+type deliveryResource struct {
+	ID         string             `json:"id"`
+	Type       string             `json:"type"`
+	Attributes deliveryAttributes `json:"attributes"`
+}
+
+// listWebhookDeliveries handles GET /v1/{resource}/{id}/webhook-deliveries:
+// every delivery attempt of the job's events, oldest first.
+func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		job, err := s.visibleJob(c, svc)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		deliveries := s.deliveries()
+		if deliveries == nil {
+			c.JSON(http.StatusOK, gin.H{"data": []deliveryResource{}})
+			return
+		}
+		rows, err := deliveries.ListDeliveries(c.Request.Context(), job.ID)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		out := make([]deliveryResource, 0, len(rows))
+		for _, d := range rows {
+			out = append(out, deliveryResource{
+				ID:   strconv.FormatInt(d.ID, 10),
+				Type: "webhook-delivery",
+				Attributes: deliveryAttributes{
+					Event:       d.Event,
+					MessageID:   d.MessageID,
+					Attempt:     d.Attempt,
+					AttemptedAt: d.AttemptedAt.UTC(),
+					StatusCode:  d.StatusCode,
+					Error:       d.Error,
+					DurationMS:  d.DurationMS,
+				},
+			})
+		}
+		c.JSON(http.StatusOK, gin.H{"data": out})
+	}
+}
+
+// deliveries is Config.Deliveries, else Store when it keeps deliveries too.
+func (s *Server) deliveries() DeliveryStore {
+	if s.cfg.Deliveries != nil {
+		return s.cfg.Deliveries
+	}
+	if ds, ok := s.cfg.Store.(DeliveryStore); ok {
+		return ds
+	}
+	return nil
+}
+
+// target is the webhook as the job workflow takes it; nil when none.
+func (w *webhook) target() *activities.WebhookTarget {
+	if w == nil {
+		return nil
+	}
+	return &activities.WebhookTarget{URL: w.URL, Headers: w.Headers}
+}
+
+// checkJobURLs refuses, when Config.CheckURLs is set, a webhook URL or
+// media URL (input.url) whose host is or resolves to an address outside the
+// public internet (decisions.md §6). A host that does not resolve passes:
+// the workers check every address again when they connect.
+func (s *Server) checkJobURLs(ctx context.Context, req *jobRequest) *apierror.Error {
+	if !s.cfg.CheckURLs {
+		return nil
+	}
+	var input struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(req.Input, &input)
+	checks := []struct{ url, pointer string }{{input.URL, ptrInput + "/url"}}
+	if req.Webhook != nil {
+		checks = append(checks, struct{ url, pointer string }{req.Webhook.URL, ptrWebhook + "/url"})
+	}
+	for _, check := range checks {
+		if check.url == "" {
+			continue
+		}
+		lookupCtx, cancel := context.WithTimeout(ctx, urlCheckTimeout)
+		err := netguard.CheckURL(lookupCtx, check.url, false)
+		cancel()
+		if errors.Is(err, netguard.ErrForbiddenAddress) {
+			return apierror.Validation(check.pointer, "%v; the gateway only calls public addresses", err)
+		}
+		if err != nil {
+			s.cfg.Logger.Debug("URL not checked at creation", "field", check.pointer, "error", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/builtin"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// envWebhookSigningKey holds the operator's webhook signing key.
+const envWebhookSigningKey = "GATEWAY_WEBHOOK_SIGNING_KEY"
+
+// mediaTimeout bounds a media request made through the network guard.
+const mediaTimeout = 10 * time.Second
+
+// registerNetworkFlags binds the webhook and outbound-network flags of dev,
+// serve and worker.
+func (c *config) registerNetworkFlags(fs *flag.FlagSet, command string) {
+	// Not a flag default: -h would print the secret.
+	fs.StringVar(&c.WebhookSigningKey, "webhook-signing-key", "",
+		"webhook signing key, whsk_ + base64 of a 32-byte Ed25519 seed; prefer the environment variable (default: a key generated once and kept in the database) (env "+envWebhookSigningKey+")")
+	c.WebhookSigningKey = os.Getenv(envWebhookSigningKey)
+	if command == "serve" || command == "worker" {
+		allow := os.Getenv("GATEWAY_ALLOW_PRIVATE_NETWORKS") == "true"
+		fs.BoolVar(&c.AllowPrivateNetworks, "allow-private-networks", allow, "allow webhook and media URLs on loopback, private and link-local addresses (env GATEWAY_ALLOW_PRIVATE_NETWORKS)")
+	}
+}
+
+// checkSigningKey validates --webhook-signing-key when one is given.
+func checkSigningKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	if _, err := webhooksign.DecodeSecretKey(key); err != nil {
+		return fmt.Errorf("--webhook-signing-key / %s: %v", envWebhookSigningKey, err)
+	}
+	return nil
+}
+
+// webhookSigner is the key webhooks are signed with: the operator's, else
+// the one kept in the database, created by the first process that needs it.
+// Every API and worker process must use the same key.
+func webhookSigner(ctx context.Context, cfg config, st *store.Store) (*webhooksign.Signer, error) {
+	if cfg.WebhookSigningKey != "" {
+		seed, err := webhooksign.DecodeSecretKey(cfg.WebhookSigningKey)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-signing-key / %s: %w", envWebhookSigningKey, err)
+		}
+		return webhooksign.NewSigner(seed)
+	}
+	seed, err := st.SigningKey(ctx, webhooksign.GenerateSeed)
+	if err != nil {
+		return nil, fmt.Errorf("webhook signing key (run `gateway migrate` first?): %w", err)
+	}
+	return webhooksign.NewSigner(seed)
+}
+
+// adapterFactories are the built-in adapters; unless private networks are
+// allowed, sandbox adapters fetch media through the network guard.
+func adapterFactories(cfg config) map[string]providers.Factory {
+	if cfg.AllowPrivateNetworks {
+		return builtin.Factories()
+	}
+	return builtin.FactoriesWithMediaClient(netguard.NewMediaClient(false, mediaTimeout))
+}
+
+// workerNetwork is what a worker's activities need to call client URLs.
+type workerNetwork struct {
+	signer       *webhooksign.Signer
+	allowPrivate bool
+}
+
+// wire gives the activities the webhook signer, client and delivery record,
+// and, unless private networks are allowed, a guarded client for media
+// size checks.
+func (n workerNetwork) wire(a *activities.Activities, st *store.Store) {
+	a.Signer = n.signer
+	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
+	a.Deliveries = st
+	if !n.allowPrivate {
+		a.HTTPClient = netguard.NewMediaClient(false, mediaTimeout)
+	}
+}

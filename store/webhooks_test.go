@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func TestRecordAndListDeliveries(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const job = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+		base := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
+		attempts := []store.WebhookDelivery{
+			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 1, AttemptedAt: base, StatusCode: 500, Error: "receiver answered 500 Internal Server Error", DurationMS: 12},
+			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 2, AttemptedAt: base.Add(time.Second), Error: "timed out after 10s", DurationMS: 10000},
+			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 3, AttemptedAt: base.Add(3 * time.Second), StatusCode: 204, DurationMS: 8},
+			{JobID: "0195a3c4-7b1e-7c2d-9e3f-000000000000", Event: "llm-task.completed", MessageID: "other-1", Attempt: 1, AttemptedAt: base, StatusCode: 200},
+		}
+		// Recorded out of order: listing is by attempt time.
+		for _, i := range []int{2, 0, 3, 1} {
+			d := attempts[i]
+			require.NoError(t, s.RecordDelivery(ctx, &d))
+			require.NotZero(t, d.ID)
+		}
+		// Same time: insertion order decides.
+		same := store.WebhookDelivery{JobID: job, Event: "transcription.completed", MessageID: job + "-2", Attempt: 1, AttemptedAt: base.Add(3 * time.Second), StatusCode: 200}
+		require.NoError(t, s.RecordDelivery(ctx, &same))
+
+		got, err := s.ListDeliveries(ctx, job)
+		require.NoError(t, err)
+		require.Len(t, got, 4)
+		for i, want := range append(attempts[:3:3], same) {
+			require.Equal(t, want.Event, got[i].Event)
+			require.Equal(t, want.MessageID, got[i].MessageID)
+			require.Equal(t, want.Attempt, got[i].Attempt)
+			require.Equal(t, want.StatusCode, got[i].StatusCode)
+			require.Equal(t, want.Error, got[i].Error)
+			require.Equal(t, want.DurationMS, got[i].DurationMS)
+			require.True(t, got[i].AttemptedAt.Equal(want.AttemptedAt.Truncate(time.Microsecond)), "attempted_at %v, want %v", got[i].AttemptedAt, want.AttemptedAt)
+		}
+
+		none, err := s.ListDeliveries(ctx, "0195a3c4-7b1e-7c2d-9e3f-111111111111")
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+}
+
+func TestSigningKeyIsCreatedOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		seedOf := func(b byte) func() ([]byte, error) {
+			return func() ([]byte, error) { return bytes.Repeat([]byte{b}, 32), nil }
+		}
+
+		// Racing processes agree on one key.
+		const racers = 8
+		keys := make([][]byte, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				key, err := s.SigningKey(ctx, seedOf(byte(i+1)))
+				require.NoError(t, err)
+				keys[i] = key
+			})
+		}
+		wg.Wait()
+		for _, k := range keys {
+			require.Len(t, k, 32)
+			require.Equal(t, keys[0], k)
+		}
+
+		// Later calls read it and never generate.
+		again, err := s.SigningKey(ctx, func() ([]byte, error) {
+			t.Error("generate must not be called once a key exists")
+			return nil, errors.New("unexpected")
+		})
+		require.NoError(t, err)
+		require.Equal(t, keys[0], again)
+	})
+}
+
+func TestSigningKeyGenerateFails(t *testing.T) {
+	t.Parallel()
+	s := storetest.SQLite(t)
+	_, err := s.SigningKey(context.Background(), func() ([]byte, error) { return nil, errors.New("no entropy") })
+	require.ErrorContains(t, err, "no entropy")
+}
