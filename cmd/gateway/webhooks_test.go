@@ -307,3 +307,129 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// accepted is the receiver's accepted (2xx) requests, one per webhook-id,
+// in arrival order.
+func (r *hookReceiver) accepted() []hookCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	var out []hookCall
+	for i, c := range r.calls {
+		status := r.answer[min(i, len(r.answer)-1)]
+		id := c.header.Get("webhook-id")
+		if status >= 200 && status < 300 && !seen[id] {
+			seen[id] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// setAnswer changes what the receiver answers from now on.
+func (r *hookReceiver) setAnswer(status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.answer) < len(r.calls) {
+		r.answer = append(r.answer, r.answer[len(r.answer)-1])
+	}
+	r.answer = append(r.answer[:len(r.calls)], status)
+}
+
+// requireOrderedLifecycle checks a job's accepted events: progress events
+// first (from 0, rising), then exactly one completed event.
+func requireOrderedLifecycle(t *testing.T, calls []hookCall, prefix string, withProgress bool) {
+	t.Helper()
+	require.NotEmpty(t, calls)
+	require.Equal(t, prefix+".completed", calls[len(calls)-1].event, "completed comes last")
+	last := -1
+	for _, c := range calls[:len(calls)-1] {
+		require.Equal(t, prefix+".progress", c.event)
+		var doc struct {
+			Data struct {
+				Attributes struct {
+					Progress int `json:"progress"`
+				} `json:"attributes"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(c.body, &doc))
+		require.Greater(t, doc.Data.Attributes.Progress, last)
+		last = doc.Data.Attributes.Progress
+	}
+	if withProgress {
+		require.Greater(t, len(calls), 1, "a progress event on entering processing")
+	} else {
+		require.Len(t, calls, 1)
+	}
+}
+
+func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "")
+	pub := g.publicKey()
+	wav := g.url("/dev/samples/tone.wav")
+	jobs := map[string]struct{ body, prefix string }{
+		"transcriptions": {`"input":{"type":"audio","url":"` + wav + `"}`, "transcription"},
+		"translations":   {`"input":{"type":"text","content":"Hello","target_language":"de"}`, "translation"},
+		"video-analyses": {`"input":{"url":"` + wav + `","features":["labels"]}`, "video-analysis"},
+		"llm-tasks":      {`"input":{"type":"text","text":"x","prompt":"y"}`, "llm-task"},
+	}
+	create := func(resource, url string) string {
+		j := jobs[resource]
+		jobType := map[string]string{"transcriptions": "transcription-job", "translations": "translation-job",
+			"video-analyses": "video-analysis-job", "llm-tasks": "llm-task-job"}[resource]
+		return g.create(resource, `{"data":{"type":"`+jobType+`","attributes":{`+j.body+`,"webhook":{"url":"`+url+`"}}}}`).Data.ID
+	}
+
+	t.Run("every service, in order, signed", func(t *testing.T) {
+		t.Parallel()
+		for resource, j := range jobs {
+			recv := newHookReceiver(t, http.StatusOK)
+			create(resource, recv.URL)
+			recv.waitForEvent(t, j.prefix+".completed", 60*time.Second)
+			calls := recv.accepted()
+			requireOrderedLifecycle(t, calls, j.prefix, resource != "llm-tasks")
+			for _, c := range calls {
+				require.NoError(t, webhooksign.Verify(pub, c.header.Get("webhook-id"), c.header.Get("webhook-timestamp"), c.body, c.header.Get("webhook-signature"), time.Now(), 0))
+			}
+		}
+	})
+
+	t.Run("a receiver answering 500 twice gets every event in order", func(t *testing.T) {
+		t.Parallel()
+		recv := newHookReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)
+		create("transcriptions", recv.URL)
+		recv.waitForEvent(t, "transcription.completed", 60*time.Second)
+		require.GreaterOrEqual(t, len(recv.received()), 3)
+		requireOrderedLifecycle(t, recv.accepted(), "transcription", true)
+	})
+
+	t.Run("a receiver down for the whole job does not delay it", func(t *testing.T) {
+		t.Parallel()
+		recv := newHookReceiver(t, http.StatusServiceUnavailable)
+		id := create("translations", recv.URL)
+		start := time.Now()
+		done := g.waitFor("translations", id, 30*time.Second, terminal)
+		require.Equal(t, "completed", done.Data.Attributes.Status)
+		require.Less(t, time.Since(start), 15*time.Second)
+		require.Empty(t, recv.accepted())
+	})
+}
+
+func TestWebhookRetriesSurviveARestart(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "")
+	recv := newHookReceiver(t, http.StatusInternalServerError)
+	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
+		g.url("/dev/samples/tone.wav")+`"},"webhook":{"url":"`+recv.URL+`"}}}}`)
+	g.waitFor("transcriptions", job.Data.ID, 30*time.Second, terminal)
+	recv.waitForCalls(t, 2, 30*time.Second) // failing, and in a retry's backoff
+
+	g.kill()
+	recv.setAnswer(http.StatusOK)
+	g.start()
+
+	calls := recv.waitForEvent(t, "transcription.completed", 90*time.Second)
+	require.NotEmpty(t, calls)
+	requireOrderedLifecycle(t, recv.accepted(), "transcription", true)
+}
