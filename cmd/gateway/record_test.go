@@ -75,6 +75,11 @@ func TestRecordHistories(t *testing.T) {
 	status, body, _ := g.do(http.MethodPost, "/v1/llm-tasks/"+cancelled+"/cancel", "")
 	require.Equal(t, http.StatusAccepted, status, "%s", body)
 
+	// A webhook receiver that fails the first attempt: progress signals,
+	// ordered deliveries and a retry after a backoff timer.
+	recv := newHookReceiver(t, http.StatusInternalServerError, http.StatusOK)
+	jobs["webhooks-retried"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+wav+`"},"webhook":{"url":"`+recv.URL+`"}}}}`).Data.ID
+
 	for name, id := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		_ = tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
@@ -88,6 +93,6 @@ func TestRecordHistories(t *testing.T) {
 		}
 		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-v1-"+name+".json"), data, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-"+name+".json"), data, 0o644))
 	}
 }
