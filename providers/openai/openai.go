@@ -15,6 +15,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,10 +49,13 @@ type Adapter struct {
 	apiKey   string
 	model    string
 	client   *http.Client
+	// media fetches the job's media; it defaults to client.
+	media *http.Client
 }
 
 type config struct {
 	client    *http.Client
+	media     *http.Client
 	lookupEnv func(string) (string, bool)
 }
 
@@ -62,6 +66,13 @@ type Option func(*config)
 // media.
 func WithHTTPClient(c *http.Client) Option {
 	return func(cfg *config) { cfg.client = c }
+}
+
+// WithMediaClient sets a separate client for fetching the job's media (the
+// gateway passes one that refuses internal addresses), so the provider's
+// API may sit on a private network while media may not.
+func WithMediaClient(c *http.Client) Option {
+	return func(cfg *config) { cfg.media = c }
 }
 
 // WithLookupEnv replaces os.LookupEnv for reading the API key.
@@ -106,6 +117,7 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 		apiKey:   key,
 		model:    s.Model,
 		client:   cfg.client,
+		media:    cmp.Or(cfg.media, cfg.client),
 	}, nil
 }
 

@@ -155,7 +155,7 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 	if err != nil {
 		return nil, "", providers.InputError(media.UnreadableCode(svc), "input.url is not a valid request URL", err)
 	}
-	resp, err := a.client.Do(req)
+	resp, err := a.media.Do(req)
 	if err != nil {
 		return nil, "", media.TransportError(ctx, u, err)
 	}

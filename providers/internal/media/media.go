@@ -3,10 +3,12 @@ package media
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 
+	"github.com/ai-job-gateway/gateway/activities/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -49,11 +51,19 @@ func StatusError(s providers.ServiceID, u *url.URL, status int) error {
 	return e
 }
 
+// CodeForbiddenAddress fails a job whose media is on an internal address.
+const CodeForbiddenAddress = "MEDIA_ADDRESS_FORBIDDEN"
+
 // TransportError classifies a request that got no answer: ctx.Err() when
-// ctx ended, a retryable error otherwise.
+// ctx ended, an input error when the address is refused, a retryable error
+// otherwise.
 func TransportError(ctx context.Context, u *url.URL, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	if errors.Is(err, netguard.ErrForbiddenAddress) {
+		// Refused by policy, not by the network: retrying cannot help.
+		return providers.InputError(CodeForbiddenAddress, fmt.Sprintf("media host %s resolves to an address the gateway may not reach", u.Host), err)
 	}
 	return providers.Retryable(CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
 }
