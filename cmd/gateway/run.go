@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
@@ -99,23 +100,12 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
-	srv := api.New(api.Config{
-		Store:       st,
-		Temporal:    tc,
-		Catalog:     registry.Catalog(),
-		Verifier:    verifier,
-		Tenants:     st,
-		Statuses:    store.NewStatusCache(st, store.StatusCacheTTL),
-		Policies:    st,
-		Routes:      routes,
-		ReadyChecks: readyChecks(st, tc, verifier, true),
-		Region:      cfg.Region,
-		NodeID:      nodeID,
-		EagerStart:  true,
-		Logger:      logger,
-		WebhookKey:  signer,
-		Deliveries:  st,
-	})
+	apiCfg := apiConfig(cfg, st, tc, registry, verifier, signer, logger)
+	apiCfg.Routes = routes
+	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
+	apiCfg.NodeID = nodeID
+	apiCfg.EagerStart = true
+	srv := api.New(apiCfg)
 	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
@@ -145,24 +135,30 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
-	srv := api.New(api.Config{
-		Store:       st,
-		Temporal:    tc,
-		Catalog:     registry.Catalog(),
-		Verifier:    verifier,
-		Tenants:     st,
-		Statuses:    store.NewStatusCache(st, store.StatusCacheTTL),
-		Policies:    st,
-		ReadyChecks: readyChecks(st, tc, verifier, false),
-		Region:      cfg.Region,
-		NodeID:      nodeID(),
-		Logger:      logger,
-		WebhookKey:  signer,
-		Deliveries:  st,
-		CheckURLs:   !cfg.AllowPrivateNetworks,
-	})
+	apiCfg := apiConfig(cfg, st, tc, registry, verifier, signer, logger)
+	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
+	apiCfg.CheckURLs = !cfg.AllowPrivateNetworks
+	srv := api.New(apiCfg)
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
+}
+
+// apiConfig is the API configuration dev and serve share.
+func apiConfig(cfg config, st *store.Store, tc client.Client, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
+	return api.Config{
+		Store:      st,
+		Temporal:   tc,
+		Catalog:    registry.Catalog(),
+		Verifier:   verifier,
+		Tenants:    st,
+		Statuses:   store.NewStatusCache(st, store.StatusCacheTTL),
+		Policies:   st,
+		Region:     cfg.Region,
+		NodeID:     nodeID(),
+		Logger:     logger,
+		WebhookKey: signer,
+		Deliveries: st,
+	}
 }
 
 // runWorker runs the Temporal worker, with health endpoints on --listen.
