@@ -136,7 +136,13 @@ func decideDefault(req Request) (RoutingInfo, error) {
 func decidePolicy(req Request) (RoutingInfo, error) {
 	pol := req.Policy
 	info := req.info(ReasonPolicyRule)
-	info.PolicyID, info.PolicyVersion, info.PolicySource = pol.ID, pol.Version, req.Source
+	info.PolicySource = req.Source
+	if info.Reason == ReasonPolicyRule {
+		// interface.md: policy_id and policy_version only when the reason
+		// is policy_rule. A failover keeps the version of the job's first
+		// decision, which carries them.
+		info.PolicyID, info.PolicyVersion = pol.ID, pol.Version
+	}
 	entries := slices.Clone(pol.Providers)
 	slices.SortStableFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Priority, b.Priority) })
 	var evals []Evaluation

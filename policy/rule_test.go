@@ -193,7 +193,9 @@ func TestPolicyFailoverKeepsThePolicy(t *testing.T) {
 	require.Equal(t, "fast", info.ProviderID)
 	require.Equal(t, policy.ReasonFailover, info.Reason)
 	require.Equal(t, 2, info.Attempt)
-	require.Equal(t, 3, info.PolicyVersion, "the version the job was first routed with")
+	require.Empty(t, info.PolicyID, "policy_id only when the reason is policy_rule")
+	require.Zero(t, info.PolicyVersion)
+	require.Equal(t, policy.SourceTenantLatest, info.PolicySource)
 	require.Equal(t, policy.EvalFailed, evals["thrifty"].Reason)
 
 	_, err := policy.Decide(policy.Request{Needs: needs(), Catalog: fleet(), Now: now, Failed: []string{"thrifty", "fast"}, Attempt: 3,

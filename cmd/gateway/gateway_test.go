@@ -446,8 +446,8 @@ func TestPolicyRoutingAndFailoverEndToEnd(t *testing.T) {
 	require.Equal(t, "tenant_latest", history[0].PolicySource)
 	require.Equal(t, "sandbox-steady", history[1].ProviderID)
 	require.Equal(t, "failover", history[1].Reason)
-	for _, h := range history {
-		require.Equal(t, created.Data.ID, h.PolicyID)
-		require.Equal(t, 1, h.PolicyVersion)
-	}
+	require.Equal(t, created.Data.ID, history[0].PolicyID)
+	require.Equal(t, 1, history[0].PolicyVersion)
+	require.Empty(t, history[1].PolicyID, "policy_id and policy_version only when the reason is policy_rule")
+	require.Equal(t, "tenant_latest", history[1].PolicySource)
 }
