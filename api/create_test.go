@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -459,4 +460,26 @@ func TestCreateWithPolicyID(t *testing.T) {
 	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", ptrAttrs+"/policy_id")
 	r = b.do(t, http.MethodPost, "/v1/transcriptions", token, body(t, "transcriptions", set(ptrAttrs+"/policy_id", otherService)))
 	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/policy_id")
+}
+
+func TestSizeLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.writeToken(t)
+	big := strings.Repeat("x", api.MaxInputBytes)
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(ptrAttrs+"/input/text", big)))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/input")
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(ptrAttrs+"/input/text", big[:api.MaxInputBytes-1024])))
+	r.requireStatus(t, http.StatusAccepted)
+
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set("/data/meta/client", map[string]any{"blob": strings.Repeat("y", api.MaxClientMetaBytes)})))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/meta/client")
+}
+
+func TestWebhookHeaderValueErrorNamesTheHeader(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks",
+		set(ptrAttrs+"/webhook", map[string]any{"url": "https://hooks.test/x", "headers": map[string]any{"X-Count": 1}})))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/webhook/headers/X-Count")
 }

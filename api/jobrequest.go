@@ -39,6 +39,15 @@ const (
 	ptrWebhook    = "/data/attributes/webhook"
 )
 
+// Size limits of a job's parts. A job travels through Temporal (workflow
+// input, and with its result in every webhook event), whose payloads are
+// limited to 2 MiB, so inline input stays well below that; larger content
+// is given by url.
+const (
+	MaxInputBytes      = 512 << 10
+	MaxClientMetaBytes = 16 << 10
+)
+
 var applicationPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
 
 // validApplication checks the X-Application header.
@@ -104,6 +113,9 @@ func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apie
 		return nil, err
 	}
 	req.Input = compact(attrs["input"])
+	if len(req.Input) > MaxInputBytes {
+		return nil, apierror.Validation(ptrInput, "is %d bytes; inline input is limited to %d KiB (give larger texts as a document by url)", len(req.Input), MaxInputBytes>>10)
+	}
 	if !isAbsent(attrs["options"]) {
 		req.Options = compact(attrs["options"])
 	}
@@ -145,6 +157,9 @@ func parseMeta(raw json.RawMessage, req *jobRequest) *apierror.Error {
 	}
 	if client != nil {
 		req.ClientMeta = compact(meta["client"])
+		if len(req.ClientMeta) > MaxClientMetaBytes {
+			return apierror.Validation(ptrData+"/meta/client", "is %d bytes; it is limited to %d KiB", len(req.ClientMeta), MaxClientMetaBytes>>10)
+		}
 	}
 	return nil
 }
@@ -154,6 +169,18 @@ var reservedWebhookHeaders = []string{"content-type", "content-length", "host", 
 func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 	if isAbsent(raw) {
 		return nil, nil
+	}
+	// Check header values one by one, so an error names the header.
+	if members, err := object(raw, ptrWebhook); err != nil {
+		return nil, err
+	} else if headers, err := object(members["headers"], ptrWebhook+"/headers"); err != nil {
+		return nil, err
+	} else {
+		for name := range headers {
+			if _, _, err := stringMember(headers, name, ptrWebhook+"/headers"); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var w webhook
 	if err := decodeStrict(raw, ptrWebhook, &w); err != nil {
