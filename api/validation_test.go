@@ -125,7 +125,7 @@ func commonInvalid(resource, jobType string) []invalid {
 		{name: "webhook url with user only", edits: hook(map[string]any{"url": "https://token@hooks.example.com/cb"}), pointers: []string{ptrWebhook + "/url"}},
 		{name: "webhook unknown member", edits: hook(map[string]any{"url": okURL, "secret": "s"}), pointers: []string{ptrWebhook + "/secret"}},
 		{name: "webhook headers array", edits: hook(map[string]any{"url": okURL, "headers": []any{"X-Token: t"}}), pointers: []string{ptrWebhook + "/headers"}},
-		{name: "webhook header value number", edits: hook(map[string]any{"url": okURL, "headers": map[string]any{"X-Token": 5}}), pointers: []string{ptrWebhook + "/headers"}},
+		{name: "webhook header value number", edits: hook(map[string]any{"url": okURL, "headers": map[string]any{"X-Token": 5}}), pointers: []string{ptrWebhook + "/headers/X-Token"}},
 		{name: "webhook reserved header Content-Type", edits: hook(map[string]any{"url": okURL, "headers": map[string]any{"Content-Type": "text/plain"}}), pointers: []string{ptrWebhook + "/headers/Content-Type"}},
 		{name: "webhook reserved header host", edits: hook(map[string]any{"url": okURL, "headers": map[string]any{"host": "evil.example.com"}}), pointers: []string{ptrWebhook + "/headers/host"}},
 		{name: "webhook reserved header webhook-signature", edits: hook(map[string]any{"url": okURL, "headers": map[string]any{"Webhook-Signature": "v1a,forged"}}), pointers: []string{ptrWebhook + "/headers/Webhook-Signature"}},
@@ -383,12 +383,13 @@ func TestCreateRejectsOversizedBody(t *testing.T) {
 		r := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), io.MultiReader(&buf))
 		requireError(t, r, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
 	})
-	t.Run("just under the limit is accepted", func(t *testing.T) {
+	t.Run("just under the limit is read, then judged by field limits", func(t *testing.T) {
 		t.Parallel()
-		// 8 MiB in all, content included.
+		// 8 MiB in all, content included: not 413, but the input is over
+		// its own 512 KiB limit.
 		base := len(`{"data":{"attributes":{"input":{"content":"","target_language":"de","type":"text"}},"type":"translation-job"}}`)
 		fits := body(t, "translations", set(ptrInput+"/content", strings.Repeat("a", 8<<20-base)))
 		r := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), fits)
-		r.requireStatus(t, http.StatusAccepted)
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrInput)
 	})
 }
