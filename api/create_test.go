@@ -483,3 +483,26 @@ func TestWebhookHeaderValueErrorNamesTheHeader(t *testing.T) {
 		set(ptrAttrs+"/webhook", map[string]any{"url": "https://hooks.test/x", "headers": map[string]any{"X-Count": 1}})))
 	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/webhook/headers/X-Count")
 }
+
+func TestExplicitProviderAtItsLimitIs429(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	token := b.writeToken(t)
+	// alpha publishes 60 video-analysis requests a minute; routing used them.
+	for range 60 {
+		ok, err := b.store.ReserveRate(ctx, "alpha", "video-analyses", 60, 5000, fixedNow)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	r := b.do(t, http.MethodPost, "/v1/video-analyses", token, body(t, "video-analyses", set(ptrAttrs+"/provider", "alpha")))
+	requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED", ptrAttrs+"/provider")
+	require.Equal(t, "53", r.Header.Get("Retry-After"), "seconds until the minute's window ends")
+
+	// Without a named provider the gateway routes around it.
+	r = b.do(t, http.MethodPost, "/v1/video-analyses", token, body(t, "video-analyses"))
+	r.requireStatus(t, http.StatusAccepted)
+	// Another service of the same provider is unaffected.
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(ptrAttrs+"/provider", "alpha")))
+	r.requireStatus(t, http.StatusAccepted)
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +179,42 @@ func (s *Server) checkRouting(ctx context.Context, svc providers.Service, tenant
 	if serviceStatus == providers.StatusDisabled {
 		return apierror.Unprocessable(apierror.CodeProviderDisabled, "%s/provider: provider %s is disabled for %s", ptrAttributes, p.ID, svc.ID)
 	}
-	return nil
+	return s.checkRateLimit(ctx, p, svc.ID)
+}
+
+// RateStore reads the request counts routing keeps per provider.
+type RateStore interface {
+	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
+}
+
+// checkRateLimit answers 429 when a job names a provider that has used its
+// published requests_per_minute or requests_per_day. Jobs routed
+// automatically skip such a provider instead.
+func (s *Server) checkRateLimit(ctx context.Context, p *providers.Provider, service providers.ServiceID) error {
+	rates, ok := s.cfg.Store.(RateStore)
+	limits := p.Services[service].Limits
+	if !ok || (limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0) {
+		return nil
+	}
+	now := s.cfg.Now().UTC()
+	counts, err := rates.RateCounts(ctx, string(service), []string{p.ID}, now)
+	if err != nil {
+		return err
+	}
+	c := counts[p.ID]
+	var retryAfter time.Duration
+	switch {
+	case limits.RequestsPerMinute > 0 && c.Minute >= limits.RequestsPerMinute:
+		retryAfter = now.Truncate(time.Minute).Add(time.Minute).Sub(now)
+	case limits.RequestsPerDay > 0 && c.Day >= limits.RequestsPerDay:
+		retryAfter = now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now)
+	default:
+		return nil
+	}
+	seconds := int(math.Ceil(retryAfter.Seconds()))
+	return apierror.New(http.StatusTooManyRequests, apierror.CodeRateLimited,
+		"%s/provider: provider %s is at its published request limit for %s; retry in %d s, or let the gateway route the job",
+		ptrAttributes, p.ID, service, seconds).WithHeader("Retry-After", strconv.Itoa(seconds))
 }
 
 // checkPolicy checks a job's policy_id: the policy must exist, belong to
