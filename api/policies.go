@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -633,18 +634,19 @@ type policyResource struct {
 	Meta       map[string]any   `json:"meta,omitempty"`
 }
 
-// policyAttributes are a policy's attributes. service is null and services
-// lists the services for a policy of the earlier form that covers several
-// or all ([]) services; services is omitted otherwise.
+// policyAttributes are a policy's attributes. A policy of the earlier form
+// that covers several or all ([]) services carries services in place of
+// service and application (interface.md); the current form carries service
+// and application (null at service level) and no services.
 type policyAttributes struct {
 	Tenant          *string                `json:"tenant"`
 	Name            string                 `json:"name"`
 	Description     string                 `json:"description"`
 	Version         int                    `json:"version"`
 	RoutingStrategy policy.Strategy        `json:"routing_strategy"`
-	Service         *providers.ServiceID   `json:"service"`
+	Service         any                    `json:"service,omitempty"`
 	Services        *[]providers.ServiceID `json:"services,omitempty"`
-	Application     *string                `json:"application"`
+	Application     any                    `json:"application,omitempty"`
 	Providers       []policyProviderView   `json:"providers"`
 	CreatedAt       time.Time              `json:"created_at"`
 	UpdatedAt       time.Time              `json:"updated_at"`
@@ -672,13 +674,14 @@ func (s *Server) policyView(p policy.Policy) policyResource {
 		attrs.Tenant = &p.Tenant
 	}
 	if len(p.Services) == 1 {
-		attrs.Service = &p.Services[0]
+		attrs.Service = p.Services[0]
+		attrs.Application = json.RawMessage("null")
+		if p.Application != "" {
+			attrs.Application = p.Application
+		}
 	} else {
 		services := append([]providers.ServiceID{}, p.Services...)
 		attrs.Services = &services
-	}
-	if p.Application != "" {
-		attrs.Application = &p.Application
 	}
 	entries := slices.Clone(p.Providers)
 	slices.SortStableFunc(entries, func(a, b policy.Entry) int { return a.Priority - b.Priority })

@@ -248,15 +248,15 @@ func TestPoliciesLegacyServicesForm(t *testing.T) {
 	t.Run("several services", func(t *testing.T) {
 		t.Parallel()
 		attrs := create(t, legacy(set("/services", []any{"transcriptions", "translations"})))
-		require.Nil(t, attrs["service"])
-		require.Nil(t, attrs["application"])
+		require.NotContains(t, attrs, "service", "the earlier form carries services in place of service and application")
+		require.NotContains(t, attrs, "application")
 		require.Equal(t, []any{"transcriptions", "translations"}, attrs["services"])
 	})
 	t.Run("empty or omitted means every service", func(t *testing.T) {
 		t.Parallel()
 		for _, attrs := range []map[string]any{legacy(set("/services", []any{})), legacy(), legacy(set("/services", nil))} {
 			got := create(t, attrs)
-			require.Nil(t, got["service"])
+			require.NotContains(t, got, "service")
 			require.Equal(t, []any{}, got["services"])
 		}
 	})
