@@ -103,6 +103,8 @@ type policyActor struct {
 	// crossTenant is a caller with admin:cross-tenant not acting as a
 	// tenant: it sees and names every tenant.
 	crossTenant bool
+	// superAdmin may also move an existing policy to another scope.
+	superAdmin bool
 }
 
 // policyActorOf reads the caller; X-Effective-* headers without
@@ -115,7 +117,9 @@ func policyActorOf(c *gin.Context) (policyActor, error) {
 		return policyActor{}, err
 	}
 	actingAs := strings.TrimSpace(c.GetHeader(auth.HeaderEffectiveTenant)) != ""
-	return policyActor{tenant: tenant, crossTenant: auth.CallerFrom(c).CrossTenant() && !actingAs}, nil
+	caller := auth.CallerFrom(c)
+	crossTenant := caller.CrossTenant() && !actingAs
+	return policyActor{tenant: tenant, crossTenant: crossTenant, superAdmin: crossTenant && caller.IsSuperAdmin()}, nil
 }
 
 // canSee reports whether the actor may read p: its own tenant's and the
@@ -161,7 +165,8 @@ func (a policyActor) tenantForCreate(given nullable[string]) (string, *apierror.
 
 // tenantForUpdate is the owner after a replace or partial update: omitted
 // keeps the current owner; changing it (to another tenant or to null, i.e.
-// gateway-wide) needs admin:cross-tenant.
+// gateway-wide) is for super-admins with admin:cross-tenant (interface.md:
+// "scope may change through attributes.tenant (super-admin only)").
 func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[string]) (string, *apierror.Error) {
 	if !given.set {
 		return current.Tenant, nil
@@ -173,8 +178,8 @@ func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[strin
 	if tenant == current.Tenant {
 		return tenant, nil
 	}
-	if !a.crossTenant {
-		return "", apierror.Forbidden("%s/tenant: moving a policy to another tenant or making it gateway-wide needs the %s scope", ptrAttributes, auth.ScopeCrossTenant)
+	if !a.superAdmin {
+		return "", apierror.Forbidden("%s/tenant: moving a policy to another tenant or making it gateway-wide is for super-admins with the %s scope", ptrAttributes, auth.ScopeCrossTenant)
 	}
 	if tenant == "" {
 		return "", nil

@@ -19,17 +19,19 @@ const polTenantOps = "ops"
 
 // polCallers are the tokens the policy tests use.
 type polCallers struct {
-	acme, acmeRead, globex, admin, adminRead, noTenant, noScope string
+	acme, acmeRead, globex, admin, superAdmin, adminRead, noTenant, noScope string
 }
 
 func polTokens(t *testing.T, b *bundle) polCallers {
 	t.Helper()
 	rw := []string{"policies:read", "policies:write"}
 	return polCallers{
-		acme:      b.token(t, rw...),
-		acmeRead:  b.token(t, "policies:read"),
-		globex:    b.tokenFor(t, tenantB, userB, rw...),
-		admin:     b.tokenFor(t, polTenantOps, "root", append(rw, "admin:cross-tenant")...),
+		acme:     b.token(t, rw...),
+		acmeRead: b.token(t, "policies:read"),
+		globex:   b.tokenFor(t, tenantB, userB, rw...),
+		admin:    b.tokenFor(t, polTenantOps, "root", append(rw, "admin:cross-tenant")...),
+		superAdmin: b.mint(t, devidp.TokenRequest{Tenant: polTenantOps, Subject: "root", Roles: []string{"super-admin"},
+			Scopes: append(rw, "admin:cross-tenant"), Audience: audience}),
 		adminRead: b.tokenFor(t, polTenantOps, "root", "policies:read", "admin:cross-tenant"),
 		noTenant:  b.mint(t, devidp.TokenRequest{Subject: "tool", Scopes: rw, Audience: audience}),
 		noScope:   b.token(t, allScopes()...),
@@ -572,24 +574,26 @@ func TestPoliciesReplace(t *testing.T) {
 		r.requireStatus(t, http.StatusOK)
 		require.Equal(t, tenantA, polAttributes(t, r.data(t))["tenant"])
 	})
-	t.Run("admin:cross-tenant changes the scope", func(t *testing.T) {
+	t.Run("a super-admin changes the scope", func(t *testing.T) {
 		t.Parallel()
 		f := b.polFixture(t, tok)
-		r := put(t, tok.admin, f.acme, polDoc(f.acme, polAttrs(t, set("/tenant", tenantB))))
+		requireError(t, put(t, tok.admin, f.acme, polDoc(f.acme, polAttrs(t, set("/tenant", tenantB)))), http.StatusForbidden, "FORBIDDEN",
+			ptrAttrs+"/tenant")
+		r := put(t, tok.superAdmin, f.acme, polDoc(f.acme, polAttrs(t, set("/tenant", tenantB))))
 		r.requireStatus(t, http.StatusOK)
 		require.Equal(t, tenantB, polAttributes(t, r.data(t))["tenant"])
 		requireError(t, b.do(t, http.MethodGet, "/v1/policies/"+f.acme, tok.acme, nil), http.StatusNotFound, "NOT_FOUND")
 		b.polGet(t, tok.globex, f.acme, http.StatusOK)
 
-		r = put(t, tok.admin, f.globex, polDoc(f.globex, polAttrs(t, set("/tenant", nil))))
+		r = put(t, tok.superAdmin, f.globex, polDoc(f.globex, polAttrs(t, set("/tenant", nil))))
 		r.requireStatus(t, http.StatusOK)
 		require.Nil(t, polAttributes(t, r.data(t))["tenant"], "null makes it gateway-wide")
 		b.polGet(t, tok.acme, f.globex, http.StatusOK)
 
-		r = put(t, tok.admin, f.global, polDoc(f.global, polAttrs(t, set("/tenant", tenantA))))
+		r = put(t, tok.superAdmin, f.global, polDoc(f.global, polAttrs(t, set("/tenant", tenantA))))
 		r.requireStatus(t, http.StatusOK)
 		require.Equal(t, tenantA, polAttributes(t, r.data(t))["tenant"])
-		r = put(t, tok.admin, f.global, polDoc(f.global, polAttrs(t)))
+		r = put(t, tok.superAdmin, f.global, polDoc(f.global, polAttrs(t)))
 		r.requireStatus(t, http.StatusOK)
 		require.Equal(t, tenantA, polAttributes(t, r.data(t))["tenant"], "an omitted tenant keeps the owner, also for administrators")
 	})
@@ -672,7 +676,7 @@ func TestPoliciesPatch(t *testing.T) {
 		requireError(t, patch(t, tok.acme, f.globex, map[string]any{"name": "mine"}), http.StatusNotFound, "NOT_FOUND")
 		requireError(t, patch(t, tok.acme, f.acme, map[string]any{"tenant": tenantB}), http.StatusForbidden, "FORBIDDEN")
 		requireError(t, patch(t, tok.acme, uuid.NewString(), map[string]any{"name": "x"}), http.StatusNotFound, "NOT_FOUND")
-		r := patch(t, tok.admin, f.globex, map[string]any{"tenant": tenantA})
+		r := patch(t, tok.superAdmin, f.globex, map[string]any{"tenant": tenantA})
 		r.requireStatus(t, http.StatusOK)
 		require.Equal(t, tenantA, polAttributes(t, r.data(t))["tenant"])
 		require.Equal(t, "globex", polAttributes(t, r.data(t))["name"])
