@@ -187,7 +187,11 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 	j.snap.RoutingHistory = append(j.snap.RoutingHistory, routing)
 	j.snap.WorkerID = route.WorkerID
 	if j.snap.ProcessedAt == nil {
+		// The job moves to processing once its provider is selected.
 		now := workflow.Now(ctx).UTC()
+		if routing.DecidedAt.After(now) {
+			now = routing.DecidedAt.UTC()
+		}
 		j.snap.ProcessedAt = &now
 	}
 	if err := j.save(ctx); err != nil {
