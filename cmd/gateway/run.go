@@ -112,24 +112,12 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 
 // runServe runs the API against an external Temporal and database.
 func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
-	registry, err := loadRegistry(cfg)
+	deps, err := connect(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	signer, err := webhookSigner(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-	tc, err := dialTemporal(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer deps.close()
+	registry, st, signer, tc := deps.registry, deps.store, deps.signer, deps.temporal
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
@@ -161,26 +149,50 @@ func apiConfig(cfg config, st *store.Store, tc client.Client, registry *provider
 	}
 }
 
-// runWorker runs the Temporal worker, with health endpoints on --listen.
-func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+// externalDeps are what serve and worker connect to.
+type externalDeps struct {
+	registry *providers.Registry
+	store    *store.Store
+	signer   *webhooksign.Signer
+	temporal client.Client
+}
+
+// connect loads the catalog and connects to the database and Temporal.
+func connect(ctx context.Context, cfg config, logger *slog.Logger) (*externalDeps, error) {
 	registry, err := loadRegistry(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer st.Close()
 	signer, err := webhookSigner(ctx, cfg, st)
 	if err != nil {
-		return err
+		_ = st.Close()
+		return nil, err
 	}
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &externalDeps{registry: registry, store: st, signer: signer, temporal: tc}, nil
+}
+
+func (d *externalDeps) close() {
+	d.temporal.Close()
+	_ = d.store.Close()
+}
+
+// runWorker runs the Temporal worker, with health endpoints on --listen.
+func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+	deps, err := connect(ctx, cfg, logger)
+	if err != nil {
 		return err
 	}
-	defer tc.Close()
+	defer deps.close()
+	registry, st, signer, tc := deps.registry, deps.store, deps.signer, deps.temporal
 	w, err := startWorker(tc, st, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
 	if err != nil {
 		return err
