@@ -214,12 +214,8 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 func validateJobSpec(service providers.ServiceID, input, options json.RawMessage) *apierror.Error {
 	switch service {
 	case providers.Transcriptions:
-		var in providers.TranscriptionInput
-		var opts providers.TranscriptionOptions
-		if err := decodeStrict(input, ptrInput, &in); err != nil {
-			return err
-		}
-		if err := decodeStrict(options, ptrOptions, &opts); err != nil {
+		in, opts, err := decodeSpec[providers.TranscriptionInput, providers.TranscriptionOptions](input, options)
+		if err != nil {
 			return err
 		}
 		return firstError(
@@ -231,12 +227,8 @@ func validateJobSpec(service providers.ServiceID, input, options json.RawMessage
 			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
 		)
 	case providers.Translations:
-		var in providers.TranslationInput
-		var opts providers.TranslationOptions
-		if err := decodeStrict(input, ptrInput, &in); err != nil {
-			return err
-		}
-		if err := decodeStrict(options, ptrOptions, &opts); err != nil {
+		in, opts, err := decodeSpec[providers.TranslationInput, providers.TranslationOptions](input, options)
+		if err != nil {
 			return err
 		}
 		return firstError(
@@ -253,12 +245,8 @@ func validateJobSpec(service providers.ServiceID, input, options json.RawMessage
 			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
 		)
 	case providers.VideoAnalyses:
-		var in providers.VideoAnalysisInput
-		var opts providers.VideoAnalysisOptions
-		if err := decodeStrict(input, ptrInput, &in); err != nil {
-			return err
-		}
-		if err := decodeStrict(options, ptrOptions, &opts); err != nil {
+		in, opts, err := decodeSpec[providers.VideoAnalysisInput, providers.VideoAnalysisOptions](input, options)
+		if err != nil {
 			return err
 		}
 		return firstError(
@@ -270,12 +258,8 @@ func validateJobSpec(service providers.ServiceID, input, options json.RawMessage
 			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
 		)
 	case providers.LLMTasks:
-		var in providers.LLMTaskInput
-		var opts providers.LLMTaskOptions
-		if err := decodeStrict(input, ptrInput, &in); err != nil {
-			return err
-		}
-		if err := decodeStrict(options, ptrOptions, &opts); err != nil {
+		in, opts, err := decodeSpec[providers.LLMTaskInput, providers.LLMTaskOptions](input, options)
+		if err != nil {
 			return err
 		}
 		return firstError(
@@ -289,6 +273,17 @@ func validateJobSpec(service providers.ServiceID, input, options json.RawMessage
 		)
 	}
 	return apierror.Validation(ptrData+"/type", "unknown service")
+}
+
+// decodeSpec decodes a service's input and options strictly.
+func decodeSpec[I, O any](input, options json.RawMessage) (I, O, *apierror.Error) {
+	var in I
+	var opts O
+	if err := decodeStrict(input, ptrInput, &in); err != nil {
+		return in, opts, err
+	}
+	err := decodeStrict(options, ptrOptions, &opts)
+	return in, opts, err
 }
 
 func firstError(errs ...*apierror.Error) *apierror.Error {
