@@ -37,7 +37,7 @@ bench: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (defa
 BENCH_LOAD_FLAGS ?=
 
 .PHONY: bench-load
-bench-load: ## benchmarks: the gateway side by side with bare Temporal: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about ten minutes; BENCH_LOAD_FLAGS=-quick: four)
+bench-load: ## benchmarks: the gateway side by side with bare Temporal: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about nine minutes; BENCH_LOAD_FLAGS=-quick: three)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
 
 .PHONY: lint

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchScopes are the scopes of the benchmark's tokens.
+const benchScopes = "transcriptions:read transcriptions:write translations:read translations:write " +
+	"video-analyses:read video-analyses:write llm-tasks:read llm-tasks:write"
+
+// catalog is a provider catalog with one sandbox provider for every
+// service, of the given latency; limits are far above any rate the
+// benchmark reaches, so routing still reserves rate slots as in production
+// but never refuses.
+func catalog(id string, latency time.Duration) string {
+	return fmt.Sprintf(`providers:
+  - id: %[1]s
+    name: Benchmark sandbox (%[2]d ms)
+    adapter: sandbox
+    settings: {latency_ms: %[2]d, fail_rate: 0}
+    services:
+      transcriptions:
+        features: [language_detection, diarization, timestamps]
+        limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 500, max_duration_seconds: 14400}
+        pricing: {unit: per_minute, amount: 0.006, currency: USD}
+      translations:
+        features: [language_detection, formality]
+        limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 50, max_duration_seconds: 600}
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+      video-analyses:
+        features: [labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary]
+        limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 2000, max_duration_seconds: 14400}
+        pricing: {unit: per_minute, amount: 0.1, currency: USD}
+      llm-tasks:
+        models: [sandbox-model]
+        limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 10, max_duration_seconds: 600}
+        pricing: {unit: per_token, amount: 0.000002, currency: USD}
+`, id, latency.Milliseconds())
+}
+
+// gatewayProc is one `gateway dev` process.
+type gatewayProc struct {
+	bin       string
+	dataDir   string
+	listen    string
+	temporal  string
+	pprof     string // "" without -profile
+	cmd       *exec.Cmd
+	logPath   string
+	logFile   *os.File
+	exited    chan struct{}
+	exitErr   error
+	startedAt time.Time
+}
+
+// gatewaySpec says how to start a gateway.
+type gatewaySpec struct {
+	name        string // for the data dir and log file
+	databaseURL string // "" for the SQLite file in the data dir
+	catalog     string // provider catalog YAML
+	pprof       bool
+}
+
+// buildGateway compiles the gateway into dir. With profiling it adds a
+// pprof listener through a build overlay, leaving the source untouched.
+func buildGateway(ctx context.Context, src, dir string, profile bool, log io.Writer) (string, error) {
+	if src == "" {
+		out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
+			return "", errors.New("not inside the gateway module; run from the repository or pass -src or -gateway")
+		}
+		src = filepath.Dir(strings.TrimSpace(string(out)))
+	}
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "gateway")
+	args := []string{"build", "-o", bin}
+	if profile {
+		overlay, err := writeProfileOverlay(src, dir)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, "./cmd/gateway")
+	fmt.Fprintf(log, "building the gateway from %s …\n", src)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = src
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build the gateway in %s: %w", src, err)
+	}
+	fmt.Fprintf(log, "built in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return bin, nil
+}
+
+// freeAddr is a free 127.0.0.1 port.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startGateway runs `gateway dev` in a fresh data dir under work and waits
+// until /readyz answers 200.
+func startGateway(ctx context.Context, bin, work string, spec gatewaySpec) (*gatewayProc, error) {
+	g := &gatewayProc{bin: bin, dataDir: filepath.Join(work, spec.name), exited: make(chan struct{})}
+	if err := os.MkdirAll(g.dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	catalogPath := filepath.Join(work, spec.name+"-providers.yaml")
+	if err := os.WriteFile(catalogPath, []byte(spec.catalog), 0o644); err != nil {
+		return nil, err
+	}
+	var err error
+	if g.listen, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if g.temporal, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	env := cleanEnv()
+	if spec.pprof {
+		if g.pprof, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		env = append(env, profileEnv+"="+g.pprof)
+	}
+	env = append(env, "DATABASE_URL="+spec.databaseURL)
+	g.logPath = filepath.Join(work, spec.name+".log")
+	if g.logFile, err = os.Create(g.logPath); err != nil {
+		return nil, err
+	}
+	g.cmd = exec.Command(bin, "dev", "--data-dir", g.dataDir, "--listen", g.listen,
+		"--temporal-dev-listen", g.temporal, "--temporal-ui-listen", "", "--providers", catalogPath)
+	g.cmd.Env = env
+	g.cmd.Stdout, g.cmd.Stderr = g.logFile, g.logFile
+	if err := g.cmd.Start(); err != nil {
+		return nil, err
+	}
+	g.startedAt = time.Now()
+	go func() { g.exitErr = g.cmd.Wait(); close(g.exited) }()
+
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(g.url("/readyz"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return g, nil
+			}
+		}
+		select {
+		case <-g.exited:
+			return nil, fmt.Errorf("gateway dev exited (%v); its log:\n%s", g.exitErr, g.tail())
+		case <-ctx.Done():
+			g.stop()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	g.stop()
+	return nil, fmt.Errorf("gateway dev not ready after 3 minutes; its log:\n%s", g.tail())
+}
+
+// cleanEnv is this process's environment without the gateway's own
+// settings, so the benchmark runs the same whatever the shell exports.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GATEWAY_") || strings.HasPrefix(name, "TEMPORAL_") ||
+			strings.HasPrefix(name, "OIDC_") || name == "DATABASE_URL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (g *gatewayProc) url(path string) string { return "http://" + g.listen + path }
+
+func (g *gatewayProc) pid() int { return g.cmd.Process.Pid }
+
+// alive reports whether the process still runs.
+func (g *gatewayProc) alive() bool {
+	select {
+	case <-g.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// token mints a token with `gateway token`, as the README does.
+func (g *gatewayProc) token(tenant, scopes string) (string, error) {
+	args := []string{"token", "--data-dir", g.dataDir, "--sub", "bench-user", "--scope", scopes, "--ttl", "24h"}
+	if tenant != "" {
+		args = append(args, "--tenant", tenant)
+	}
+	cmd := exec.Command(g.bin, args...)
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("gateway token: %w: %s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 20 s).
+func (g *gatewayProc) stop() {
+	if g == nil || g.cmd == nil || g.cmd.Process == nil {
+		return
+	}
+	if g.alive() {
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.exited:
+		case <-time.After(20 * time.Second):
+			_ = g.cmd.Process.Kill()
+			<-g.exited
+		}
+	}
+	if g.logFile != nil {
+		_ = g.logFile.Close()
+	}
+}
+
+// kill ends the process at once (its data is thrown away).
+func (g *gatewayProc) kill() {
+	if g == nil || g.cmd == nil || g.cmd.Process == nil {
+		return
+	}
+	if g.alive() {
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+	}
+	if g.logFile != nil {
+		_ = g.logFile.Close()
+	}
+}
+
+// tail is the end of the process's log.
+func (g *gatewayProc) tail() string {
+	b, err := os.ReadFile(g.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// memory is a reading of /proc/<pid>/status, in bytes.
+type memory struct {
+	RSS  int64 `json:"rss_bytes"`  // VmRSS: resident now
+	Peak int64 `json:"peak_bytes"` // VmHWM: the high-water mark of VmRSS
+	Anon int64 `json:"anon_bytes"` // RssAnon: heap, stacks, SQLite's caches
+	File int64 `json:"file_bytes"` // RssFile: the mapped binary and files
+}
+
+// readMemory reads VmRSS and VmHWM of pid.
+func readMemory(pid int) (memory, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(value)
+		if len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "VmRSS":
+			m.RSS = kb << 10
+		case "VmHWM":
+			m.Peak = kb << 10
+		case "RssAnon":
+			m.Anon = kb << 10
+		case "RssFile":
+			m.File = kb << 10
+		}
+	}
+	return m, sc.Err()
+}
+
+// getJSON GETs a gateway URL and decodes its JSON answer.
+func getJSON(ctx context.Context, hc *http.Client, url, token string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, truncate(body))
+	}
+	return json.Unmarshal(body, into)
+}
+
+func truncate(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}

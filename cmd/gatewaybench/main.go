@@ -1,0 +1,194 @@
+// Command gatewaybench measures the gateway side by side with bare
+// Temporal: job creation throughput and latency, submit→completed latency
+// and sustained completions, reads at a million jobs on PostgreSQL, and the
+// gateway's peak memory with a thousand jobs in flight.
+//
+// It builds the gateway, runs `gateway dev` as a subprocess (fresh data
+// dir, free ports on 127.0.0.1, sandbox providers of zero latency), and
+// runs a baseline workflow of three no-op activities against the same
+// embedded Temporal frontend, with a worker of its own in this process.
+// It prints one table and writes the same results as JSON.
+//
+//	go run ./cmd/gatewaybench              # everything, about nine minutes
+//	go run ./cmd/gatewaybench -quick       # shorter phases, 100,000 jobs: three minutes
+//	go run ./cmd/gatewaybench -phases load # only creation and end to end
+//
+// See docs/benchmarks.md for what each number means.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// options are the benchmark's settings (flags; BENCH_JOBS, DATABASE_URL and
+// TEST_DATABASE_URL from the environment).
+type options struct {
+	GatewayBin   string        `json:"-"`
+	Src          string        `json:"-"`
+	JSONPath     string        `json:"-"`
+	ProfileDir   string        `json:"-"`
+	Phases       []string      `json:"phases"`
+	Quick        bool          `json:"quick"`
+	Duration     time.Duration `json:"phase_duration_ns"`
+	Rates        []int         `json:"rates"`
+	MaxWorkers   int           `json:"max_workers"`
+	SerialJobs   int           `json:"serial_jobs"`
+	PollInterval time.Duration `json:"poll_interval_ns"`
+	Sustained    int           `json:"sustained_in_flight"`
+	SustainedFor time.Duration `json:"sustained_duration_ns"`
+	E2ERate      int           `json:"e2e_rate"`
+	Jobs         int           `json:"jobs"`
+	ReadRequests int           `json:"read_requests"`
+	MemoryJobs   int           `json:"memory_jobs"`
+	MemoryDelay  time.Duration `json:"memory_latency_ns"`
+	DrainTimeout time.Duration `json:"drain_timeout_ns"`
+	DatabaseURL  string        `json:"-"`
+	PostgresURL  string        `json:"-"`
+	Keep         bool          `json:"-"`
+	Verbose      bool          `json:"-"`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	b, err := newBench(ctx, opts, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return 1
+	}
+	defer b.close()
+	rep, err := b.run(ctx)
+	if rep != nil {
+		rep.print(stdout)
+		if werr := rep.writeJSON(opts.JSONPath); werr != nil {
+			fmt.Fprintf(stderr, "gatewaybench: %v\n", werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nresults written to %s\n", opts.JSONPath)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gatewaybench: %v\n", err)
+		return 1
+	}
+	if n := rep.errorCount(); n > 0 {
+		fmt.Fprintf(stderr, "gatewaybench: %d request(s) failed; any error fails the benchmark\n", n)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("gatewaybench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defJobs, err := storetest.BenchJobs()
+	if err != nil {
+		return options{}, err
+	}
+	var o options
+	var phases, rates string
+	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building one from -src")
+	fs.StringVar(&o.Src, "src", "", "module directory to build the gateway from (default: the module of the working directory)")
+	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
+	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
+	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: load (create and end to end, with the baseline), reads, memory")
+	fs.BoolVar(&o.Quick, "quick", false, "short run: 5 s phases, 100,000 jobs for reads, fewer samples")
+	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "length of each load phase")
+	fs.StringVar(&rates, "rates", "50,100,200", "offered create rates (requests per second), comma-separated; \"\" for none")
+	fs.IntVar(&o.MaxWorkers, "max-workers", 32, "concurrent clients of the maximum-rate create phase; 0 skips it")
+	fs.IntVar(&o.SerialJobs, "serial", 100, "jobs of the one-at-a-time end-to-end phase")
+	fs.DurationVar(&o.PollInterval, "poll", 5*time.Millisecond, "GET polling interval of the API-visible one-at-a-time phase")
+	fs.IntVar(&o.Sustained, "sustained", 64, "jobs kept in flight by the sustained end-to-end phase")
+	fs.DurationVar(&o.SustainedFor, "sustained-duration", 20*time.Second, "length of the sustained end-to-end phase, per system (not shortened by -quick: it needs several job latencies)")
+	fs.IntVar(&o.E2ERate, "e2e-rate", 0, "offered rate of the end-to-end phase under load (default: half the baseline's sustained rate)")
+	fs.IntVar(&o.Jobs, "jobs", defJobs, "jobs seeded into PostgreSQL for the reads phase (env BENCH_JOBS)")
+	fs.IntVar(&o.ReadRequests, "read-requests", 500, "requests per read case")
+	fs.IntVar(&o.MemoryJobs, "memory-jobs", 1000, "jobs in flight for the peak-RSS phase")
+	fs.DurationVar(&o.MemoryDelay, "memory-latency", time.Minute, "sandbox latency of the jobs of the peak-RSS phase")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
+	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
+	fs.BoolVar(&o.Verbose, "v", false, "log progress in detail")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Quick {
+		quick := map[string]func(){
+			"duration":       func() { o.Duration = 5 * time.Second },
+			"serial":         func() { o.SerialJobs = 30 },
+			"jobs":           func() { o.Jobs = 100_000 },
+			"read-requests":  func() { o.ReadRequests = 100 },
+			"memory-latency": func() { o.MemoryDelay = 40 * time.Second },
+		}
+		for name, apply := range quick {
+			if !set[name] && (name != "jobs" || os.Getenv("BENCH_JOBS") == "") {
+				apply()
+			}
+		}
+	}
+	o.DatabaseURL = os.Getenv("DATABASE_URL")
+	for _, p := range strings.Split(phases, ",") {
+		p = strings.TrimSpace(p)
+		switch p {
+		case "load", "reads", "memory":
+			o.Phases = append(o.Phases, p)
+		case "":
+		default:
+			return o, fmt.Errorf("-phases: unknown phase %q; use load, reads and memory", p)
+		}
+	}
+	for _, r := range strings.Split(rates, ",") {
+		if strings.TrimSpace(r) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-rates: %q is not a positive integer", r)
+		}
+		o.Rates = append(o.Rates, n)
+	}
+	switch {
+	case o.Duration < time.Second || o.SustainedFor < 2*time.Second:
+		return o, errors.New("-duration: use at least 1s; -sustained-duration at least 2s")
+	case o.MaxWorkers < 0 || o.Sustained < 1 || o.SerialJobs < 1 || o.ReadRequests < 1 || o.MemoryJobs < 1:
+		return o, errors.New("-sustained, -serial, -read-requests and -memory-jobs must be positive, -max-workers at least 0")
+	case o.Jobs < 1:
+		return o, errors.New("-jobs: must be positive")
+	case o.PollInterval <= 0:
+		return o, errors.New("-poll: must be positive")
+	}
+	return o, nil
+}
+
+func (o options) has(phase string) bool { return slices.Contains(o.Phases, phase) }

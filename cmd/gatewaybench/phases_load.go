@@ -1,0 +1,558 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// loadPhases runs the end-to-end phases on one `gateway dev` (zero-latency
+// sandbox), the gateway and the baseline on the same embedded Temporal;
+// then the creation phases, each on a fresh `gateway dev` so that no phase
+// inherits another's backlog.
+func (b *bench) loadPhases(ctx context.Context, rep *report) error {
+	l, err := b.startLoadRun(ctx, rep, "load")
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	rep.Store = l.store
+	systems := []system{l.gw, l.baseline}
+	d := b.opts.Duration
+
+	b.logf("load: warm-up")
+	for _, sys := range systems {
+		samples := openLoop(ctx, 10, 3*time.Second, sys.submit)
+		if _, err := l.drain(ctx, sys, samples); err != nil {
+			return fmt.Errorf("warm-up of %s: %w", sys.name(), err)
+		}
+	}
+	b.logf("load: one at a time (%d jobs each, in turns)", b.opts.SerialJobs)
+	l.serial(ctx, systems)
+	b.logf("load: gateway one at a time, polling GET every %s", b.opts.PollInterval)
+	l.serialPolling(ctx, l.gw)
+	l.sustained(ctx, systems)
+	rate := b.opts.E2ERate
+	if rate == 0 {
+		rate = 1
+		for _, x := range rep.Rows {
+			if x.Key == "e2e/sustained" && x.System == "baseline" {
+				rate = max(1, int(x.Rate/2))
+			}
+		}
+	}
+	for _, sys := range systems {
+		b.logf("load: %s at %d jobs/s for %s, submit→completed", sys.name(), rate, d)
+		stop := l.profile(sys, fmt.Sprintf("e2e-%d", rate), d)
+		err := l.e2eAt(ctx, sys, rate)
+		stop()
+		if err != nil {
+			return err
+		}
+	}
+	l.saveProfile("block-load", "block", 0)
+	l.saveProfile("heap-load", "heap", 0)
+	for _, sys := range systems {
+		if id := l.lastID[sys.name()]; id != "" {
+			cost, err := historyCost(ctx, l.obs, id)
+			if err != nil {
+				return err
+			}
+			rep.PerJob.Temporal[sys.name()] = cost
+		}
+	}
+	if m, err := readMemory(l.g.pid()); err == nil {
+		rep.addInfo("memory", "peak RSS over the end-to-end phases (informational)", "gateway", mib(m.Peak))
+	}
+	l.close()
+
+	rates := slices.Clone(b.opts.Rates)
+	if b.opts.MaxWorkers > 0 {
+		rates = append(rates, 0) // 0: maximum
+	}
+	for _, rate := range rates {
+		for _, name := range []string{"gateway", "baseline"} {
+			phase := fmt.Sprintf("create-%d-%s", rate, name)
+			if rate == 0 {
+				phase = "create-max-" + name
+			}
+			l, err := b.startLoadRun(ctx, rep, phase)
+			if err != nil {
+				return err
+			}
+			sys := system(l.gw)
+			if name == "baseline" {
+				sys = l.baseline
+			}
+			// Unmeasured: the first requests set up connections and caches.
+			for range 20 {
+				if _, err := sys.submit(ctx); err != nil {
+					l.close()
+					return fmt.Errorf("%s warm-up: %w", phase, err)
+				}
+			}
+			stop := l.profile(sys, strings.TrimSuffix(phase, "-"+name), d)
+			if rate == 0 {
+				b.logf("load: %s creates as fast as %d clients can for %s", name, b.opts.MaxWorkers, d)
+				l.createMax(ctx, sys)
+			} else {
+				b.logf("load: %s creates at %d/s for %s", name, rate, d)
+				l.createAt(ctx, sys, rate)
+			}
+			stop()
+			l.close()
+		}
+	}
+	return nil
+}
+
+// startLoadRun starts a gateway with the zero-latency sandbox, mints a
+// token, and connects the baseline (starter and worker) and the observer
+// to its embedded Temporal.
+func (b *bench) startLoadRun(ctx context.Context, rep *report, name string) (_ *loadRun, err error) {
+	dbURL, storeKind, err := b.storeURL(ctx, strings.ReplaceAll(name, "-", "_"))
+	if err != nil {
+		return nil, err
+	}
+	b.logf("%s: starting gateway dev (store %s)", name, storeKind)
+	l := &loadRun{b: b, rep: rep, store: storeKind}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	if l.g, err = startGateway(ctx, b.bin, b.work, gatewaySpec{name: name, databaseURL: dbURL,
+		catalog: catalog("bench-zero", 0), pprof: b.opts.ProfileDir != ""}); err != nil {
+		return nil, err
+	}
+	token, err := l.g.token("bench", benchScopes)
+	if err != nil {
+		return nil, err
+	}
+	l.gw = &gatewaySystem{base: l.g.url(""), token: token, hc: b.hc}
+	if l.starter, err = dial(ctx, l.g.temporal); err != nil {
+		return nil, err
+	}
+	if l.obs, err = dial(ctx, l.g.temporal); err != nil {
+		return nil, err
+	}
+	if l.baseline, err = newBaseline(l.starter); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// loadRun is one gateway process and the clients of its Temporal.
+type loadRun struct {
+	b        *bench
+	rep      *report
+	store    string
+	g        *gatewayProc
+	gw       *gatewaySystem
+	starter  client.Client
+	obs      client.Client
+	baseline *baselineSystem
+	mu       sync.Mutex
+	lastID   map[string]string
+	profiles int
+}
+
+// close stops the baseline worker, the clients and the gateway; it may be
+// called more than once.
+func (l *loadRun) close() {
+	if l.baseline != nil {
+		l.baseline.w.Stop()
+		l.baseline = nil
+	}
+	for _, c := range []*client.Client{&l.starter, &l.obs} {
+		if *c != nil {
+			(*c).Close()
+			*c = nil
+		}
+	}
+	if l.g != nil {
+		l.g.kill()
+		l.g = nil
+	}
+}
+
+// closed is a job's submission and completion.
+type closed struct {
+	due, at time.Time
+	err     error
+}
+
+// drain waits until the workflows of the successful samples have closed
+// and returns their close times.
+func (l *loadRun) drain(ctx context.Context, sys system, samples []sample) ([]closed, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.b.opts.DrainTimeout)
+	defer cancel()
+	out := make([]closed, len(samples))
+	forEach(samples, 64, func(i int, s sample) {
+		if s.err != nil {
+			out[i] = closed{due: s.due, err: s.err}
+			return
+		}
+		at, err := awaitClose(ctx, l.obs, sys, s.id)
+		out[i] = closed{due: s.due, at: at, err: err}
+	})
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return out, fmt.Errorf("jobs still running after the drain timeout (%s)", l.b.opts.DrainTimeout)
+	}
+	for i := len(samples) - 1; i >= 0; i-- {
+		if samples[i].err == nil {
+			l.remember(sys, samples[i].id)
+			break
+		}
+	}
+	return out, nil
+}
+
+func (l *loadRun) remember(sys system, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastID == nil {
+		l.lastID = map[string]string{}
+	}
+	l.lastID[sys.name()] = id
+}
+
+// serial submits jobs one at a time, each after the previous completed;
+// latency runs from the submission to the close event of the workflow.
+// The systems take turns in the order gateway, baseline, baseline,
+// gateway, so that a change in the machine's background load weighs on
+// both alike.
+func (l *loadRun) serial(ctx context.Context, systems []system) {
+	accs := map[string]*accumulator{}
+	abba(systems, func(sys system) {
+		a := accs[sys.name()]
+		if a == nil {
+			a = &accumulator{}
+			accs[sys.name()] = a
+		}
+		cpu := readCPU(l.g.pid())
+		jobs := 0
+		for range max(1, l.b.opts.SerialJobs/2) {
+			due := time.Now()
+			id, err := sys.submit(ctx)
+			var at time.Time
+			if err == nil {
+				at, err = awaitClose(ctx, l.obs, sys, id)
+				l.remember(sys, id)
+			}
+			if err != nil {
+				a.fail(err.Error())
+				continue
+			}
+			a.lats = append(a.lats, at.Sub(due))
+			a.traces = append(a.traces, traced{id: id, due: due, lat: at.Sub(due)})
+			jobs++
+		}
+		a.cpu = a.cpu.merge(cpu.since(l.g.pid(), 0), jobs)
+	})
+	for _, sys := range systems {
+		a := accs[sys.name()]
+		l.rep.add(row{Section: "end to end", Key: "e2e/serial", Measure: "submit→completed, one at a time", System: sys.name(),
+			Latency: summarise(a.lats, a.errCount), ErrorSamples: a.errs, CPU: a.cpu})
+		l.breakDown(ctx, "one at a time", sys, a.traces, false)
+	}
+}
+
+// breakDown adds where the time of (up to 50 of) the jobs went to the
+// report; slowest picks the 10 slowest.
+func (l *loadRun) breakDown(ctx context.Context, phase string, sys system, traces []traced, slowest bool) {
+	n := 50
+	if slowest {
+		n, phase = 10, phase+", slowest 10"
+	}
+	b, err := breakDown(ctx, l.obs, phase, sys.name(), traces, n, slowest)
+	if err != nil {
+		l.b.logf("breakdown of %s (%s): %v", phase, sys.name(), err)
+		return
+	}
+	l.rep.Breakdowns = append(l.rep.Breakdowns, *b)
+}
+
+// accumulator gathers a system's results over its turns.
+type accumulator struct {
+	lats      []time.Duration
+	traces    []traced
+	errCount  int
+	errs      []string // the first three
+	cpu       *cpuUse
+	completed int
+	seconds   float64
+}
+
+func (a *accumulator) fail(msg ...string) {
+	a.errCount += len(msg)
+	a.errs = firstN(append(a.errs, msg...), 3)
+}
+
+// abba runs fn for the two systems in the order a, b, b, a.
+func abba(systems []system, fn func(system)) {
+	for _, i := range []int{0, 1, 1, 0} {
+		fn(systems[i])
+	}
+}
+
+// serialPolling is serial as a client sees it: POST, then GET every
+// PollInterval until the job reads completed.
+func (l *loadRun) serialPolling(ctx context.Context, gw *gatewaySystem) {
+	n := max(10, l.b.opts.SerialJobs/3)
+	var lats []time.Duration
+	var errs []string
+	for range n {
+		due := time.Now()
+		id, err := gw.submit(ctx)
+		for err == nil {
+			var doc struct {
+				Data struct {
+					Attributes struct {
+						Status string `json:"status"`
+					} `json:"attributes"`
+				} `json:"data"`
+			}
+			if err = getJSON(ctx, gw.hc, gw.base+"/v1/llm-tasks/"+id, gw.token, &doc); err != nil {
+				break
+			}
+			if s := doc.Data.Attributes.Status; s == "completed" {
+				break
+			} else if s == "failed" {
+				err = fmt.Errorf("job %s failed", id)
+				break
+			}
+			if time.Since(due) > time.Minute {
+				err = fmt.Errorf("job %s not completed after a minute", id)
+				break
+			}
+			time.Sleep(l.b.opts.PollInterval)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		lats = append(lats, time.Since(due))
+	}
+	l.rep.add(row{Section: "end to end", Key: "e2e/serial-get", System: "gateway",
+		Measure: fmt.Sprintf("submit→completed, one at a time, seen by GET every %s", l.b.opts.PollInterval),
+		Latency: summarise(lats, len(errs)), ErrorSamples: firstN(errs, 3)})
+}
+
+// createAt offers rate creates per second for the phase's duration and
+// records their latency. The jobs are left running: the process is thrown
+// away after the phase.
+func (l *loadRun) createAt(ctx context.Context, sys system, rate int) {
+	d := l.b.opts.Duration
+	cpu := readCPU(l.g.pid())
+	samples := openLoop(ctx, rate, d, sys.submit)
+	lats, errs, firstErrs := split(samples)
+	l.rep.add(row{Section: "create", Key: fmt.Sprintf("create/%d", rate), System: sys.name(),
+		Measure: fmt.Sprintf("create at %d/s offered", rate), Offered: float64(rate),
+		Rate: float64(len(lats)) / d.Seconds(), Latency: summarise(lats, errs), ErrorSamples: firstErrs,
+		CPU: cpu.since(l.g.pid(), len(lats))})
+}
+
+// createMax creates with MaxWorkers clients back to back.
+func (l *loadRun) createMax(ctx context.Context, sys system) {
+	cpu := readCPU(l.g.pid())
+	samples, _ := closedLoop(ctx, l.b.opts.MaxWorkers, l.b.opts.Duration, sys.submit)
+	lats, errs, firstErrs := split(samples)
+	l.rep.add(row{Section: "create", Key: "create/max", System: sys.name(),
+		Measure: fmt.Sprintf("create, maximum (%d clients)", l.b.opts.MaxWorkers),
+		Rate:    float64(len(lats)) / l.b.opts.Duration.Seconds(), Latency: summarise(lats, errs), ErrorSamples: firstErrs,
+		CPU: cpu.since(l.g.pid(), len(lats))})
+}
+
+// e2eAt offers rate jobs per second for the phase's duration, waits for
+// all of them, and records submit→completed latency from the workflows'
+// close events.
+func (l *loadRun) e2eAt(ctx context.Context, sys system, rate int) error {
+	d := l.b.opts.Duration
+	start := time.Now()
+	cpu := readCPU(l.g.pid())
+	samples := openLoop(ctx, rate, d, sys.submit)
+	done, err := l.drain(ctx, sys, samples)
+	if err != nil {
+		return fmt.Errorf("%s at %d/s: %w", sys.name(), rate, err)
+	}
+	var e2e []time.Duration
+	var errs []string
+	var last time.Time
+	var traces []traced
+	for i, c := range done {
+		if c.err != nil {
+			errs = append(errs, c.err.Error())
+			continue
+		}
+		e2e = append(e2e, c.at.Sub(c.due))
+		traces = append(traces, traced{id: samples[i].id, due: c.due, lat: c.at.Sub(c.due)})
+		if c.at.After(last) {
+			last = c.at
+		}
+	}
+	completedRate := 0.0
+	if span := last.Sub(start).Seconds(); span > 0 {
+		completedRate = float64(len(e2e)) / span
+	}
+	l.rep.add(row{Section: "end to end", Key: "e2e/rate", System: sys.name(),
+		Measure: fmt.Sprintf("submit→completed at %d/s offered", rate), Offered: float64(rate),
+		Rate: completedRate, Latency: summarise(e2e, len(errs)), ErrorSamples: firstN(errs, 3),
+		CPU: cpu.since(l.g.pid(), len(e2e))})
+	l.breakDown(ctx, fmt.Sprintf("%d/s offered", rate), sys, traces, false)
+	return nil
+}
+
+// sustained keeps Sustained jobs in flight: each client submits, waits for
+// completion and submits again. Throughput counts the jobs completed once
+// the loop is running (steadyCount). The systems take turns as in serial,
+// each turn half the phase's duration.
+func (l *loadRun) sustained(ctx context.Context, systems []system) {
+	d := l.b.opts.SustainedFor / 2
+	accs := map[string]*accumulator{}
+	abba(systems, func(sys system) {
+		l.b.logf("load: %s keeps %d jobs in flight for %s", sys.name(), l.b.opts.Sustained, d)
+		a := accs[sys.name()]
+		if a == nil {
+			a = &accumulator{}
+			accs[sys.name()] = a
+		}
+		stop := l.profile(sys, "e2e-sustained", d)
+		start := time.Now()
+		cpu := readCPU(l.g.pid())
+		samples, _ := closedLoop(ctx, l.b.opts.Sustained, d, func(ctx context.Context) (string, error) {
+			id, err := sys.submit(ctx)
+			if err != nil {
+				return "", err
+			}
+			_, err = awaitClose(ctx, l.obs, sys, id)
+			return id, err
+		})
+		stop()
+		lats, errs, firstErrs := split(samples)
+		a.cpu = a.cpu.merge(cpu.since(l.g.pid(), 0), len(lats))
+		a.lats = append(a.lats, lats...)
+		a.fail(firstErrs...)
+		a.errCount += errs - len(firstErrs)
+		for _, x := range samples {
+			if x.err == nil {
+				a.traces = append(a.traces, traced{id: x.id, due: x.due, lat: x.lat})
+			}
+		}
+		done, secs := steadyCount(samples, start.Add(d))
+		a.completed += done
+		a.seconds += secs
+	})
+	for _, sys := range systems {
+		a := accs[sys.name()]
+		rate := 0.0
+		if a.seconds > 0 {
+			rate = float64(a.completed) / a.seconds
+		}
+		l.rep.add(row{Section: "end to end", Key: "e2e/sustained", System: sys.name(),
+			Measure: fmt.Sprintf("jobs completed per second, %d in flight", l.b.opts.Sustained),
+			Rate:    rate, Latency: summarise(a.lats, a.errCount), ErrorSamples: a.errs, CPU: a.cpu})
+		l.breakDown(ctx, fmt.Sprintf("%d in flight", l.b.opts.Sustained), sys, a.traces, false)
+		l.breakDown(ctx, fmt.Sprintf("%d in flight", l.b.opts.Sustained), sys, a.traces, true)
+	}
+}
+
+// steadyCount is what a closed loop completed once it was running: the
+// completions after the first one and until the deadline, and that time
+// (the first completion marks the end of the ramp-up, when every client
+// has a job in flight). With fewer than 20 such completions it is all
+// completions and the whole time to the last one.
+func steadyCount(samples []sample, deadline time.Time) (int, float64) {
+	var ends []time.Time
+	first, last := deadline, time.Time{}
+	for _, s := range samples {
+		if s.err != nil {
+			continue
+		}
+		end := s.due.Add(s.lat)
+		ends = append(ends, end)
+		if end.Before(first) {
+			first = end
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	within := 0
+	for _, end := range ends {
+		if end.After(first) && !end.After(deadline) {
+			within++
+		}
+	}
+	if span := deadline.Sub(first).Seconds(); within >= 20 && span > 0 {
+		return within, span
+	}
+	if len(ends) == 0 {
+		return 0, 0
+	}
+	earliest := slices.MinFunc(samples, func(a, b sample) int { return a.due.Compare(b.due) }).due
+	return len(ends), last.Sub(earliest).Seconds()
+}
+
+// historyCost counts what one workflow cost Temporal, from its history.
+func historyCost(ctx context.Context, obs client.Client, id string) (temporalCost, error) {
+	var c temporalCost
+	iter := obs.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return c, err
+		}
+		c.Events++
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			c.WorkflowTasks++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			c.Activities++
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			c.LocalActivities++
+		}
+	}
+	desc, err := obs.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return c, err
+	}
+	c.HistoryBytes = desc.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+	return c, nil
+}
+
+// profile collects a CPU profile of the gateway process (where the
+// embedded Temporal server runs, so baseline phases show the server's
+// cost) while a phase runs; the returned func waits for it.
+func (l *loadRun) profile(sys system, phase string, d time.Duration) func() {
+	if l.g.pprof == "" {
+		return func() {}
+	}
+	seconds := max(1, int(d.Seconds())-1)
+	l.profiles++
+	name := fmt.Sprintf("cpu-%s-%s-%d", phase, sys.name(), l.profiles)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.saveProfile(name, "profile", seconds)
+	}()
+	return wg.Wait
+}
+
+// saveProfile fetches /debug/pprof/<kind> into the profile dir.
+func (l *loadRun) saveProfile(name, kind string, seconds int) {
+	if l.g.pprof == "" {
+		return
+	}
+	if err := fetchProfile(l.g.pprof, kind, seconds, l.b.opts.ProfileDir, name); err != nil {
+		l.b.logf("profile %s: %v", name, err)
+	}
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// system is what a load phase drives: the gateway's API or the bare
+// Temporal baseline.
+type system interface {
+	name() string
+	// submit starts one job and returns its workflow id.
+	submit(ctx context.Context) (string, error)
+	// succeeded checks a completed workflow's result.
+	succeeded(result *commonpb.Payloads) error
+}
+
+// jobBody is the create request of every load phase: an LLM task, which
+// the sandbox answers without any network request.
+const jobBody = `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"The gateway routes jobs to providers.","prompt":"Summarise in five words."}},"meta":{"client":{"bench":"gatewaybench"}}}}`
+
+// gatewaySystem submits jobs with POST /v1/llm-tasks.
+type gatewaySystem struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+func (s *gatewaySystem) name() string { return "gateway" }
+
+func (s *gatewaySystem) submit(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/llm-tasks", bytes.NewReader([]byte(jobBody)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("POST /v1/llm-tasks: %d %s", resp.StatusCode, truncate(body))
+	}
+	var doc struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Data.ID == "" {
+		return "", fmt.Errorf("POST /v1/llm-tasks: no job id in %s", truncate(body))
+	}
+	return doc.Data.ID, nil
+}
+
+func (s *gatewaySystem) succeeded(result *commonpb.Payloads) error {
+	var snap struct {
+		Status string `json:"status"`
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(result, &snap); err != nil {
+		return err
+	}
+	if snap.Status != "completed" {
+		return fmt.Errorf("job ended %q", snap.Status)
+	}
+	return nil
+}
+
+// The baseline: a workflow of three no-op activities, on its own task
+// queue, with its worker in this process.
+const (
+	baselineQueue    = "gatewaybench-baseline"
+	baselineWorkflow = "GatewayBenchBaseline"
+	baselineActivity = "GatewayBenchNoop"
+)
+
+// baselineInput carries about what the gateway's JobInput carries, so
+// both workflows move payloads of a similar size.
+type baselineInput struct {
+	ID        string          `json:"id"`
+	Request   json.RawMessage `json:"request"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// BaselineWorkflow runs three no-op activities one after the other.
+func BaselineWorkflow(ctx workflow.Context, in baselineInput) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	for step := range 3 {
+		if err := workflow.ExecuteActivity(ctx, baselineActivity, step).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noop is the baseline's activity.
+func noop(context.Context, int) error { return nil }
+
+// baselineSystem starts BaselineWorkflow with the SDK, with the options
+// the gateway's API uses (eager start, conflict and reuse policies,
+// priority).
+type baselineSystem struct {
+	c client.Client
+	w worker.Worker
+}
+
+func newBaseline(c client.Client) (*baselineSystem, error) {
+	w := worker.New(c, baselineQueue, worker.Options{Identity: "gatewaybench-baseline"})
+	w.RegisterWorkflowWithOptions(BaselineWorkflow, workflow.RegisterOptions{Name: baselineWorkflow})
+	w.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: baselineActivity})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start baseline worker: %w", err)
+	}
+	return &baselineSystem{c: c, w: w}, nil
+}
+
+func (s *baselineSystem) name() string { return "baseline" }
+
+func (s *baselineSystem) submit(ctx context.Context) (string, error) {
+	id := uuid.Must(uuid.NewV7()).String()
+	_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                baselineQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		EnableEagerStart:         true,
+		Priority:                 temporal.Priority{PriorityKey: 3},
+	}, baselineWorkflow, baselineInput{ID: id, Request: json.RawMessage(jobBody), CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func (s *baselineSystem) succeeded(*commonpb.Payloads) error { return nil }
+
+// awaitClose waits for a workflow to close and returns when it did (the
+// server's time of the close event); an outcome other than success is an
+// error.
+func awaitClose(ctx context.Context, obs client.Client, sys system, id string) (time.Time, error) {
+	iter := obs.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	if !iter.HasNext() {
+		return time.Time{}, fmt.Errorf("workflow %s: no close event", id)
+	}
+	ev, err := iter.Next()
+	if err != nil {
+		return time.Time{}, err
+	}
+	attrs := ev.GetWorkflowExecutionCompletedEventAttributes()
+	if attrs == nil {
+		return time.Time{}, fmt.Errorf("workflow %s closed with %s", id, ev.GetEventType())
+	}
+	if err := sys.succeeded(attrs.GetResult()); err != nil {
+		return time.Time{}, fmt.Errorf("workflow %s: %w", id, err)
+	}
+	return ev.GetEventTime().AsTime(), nil
+}
