@@ -79,7 +79,10 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 		Options:    in.Options,
 		ResumeFrom: resumeFrom,
 		Report: func(p int) {
-			if int64(p) <= progress.Load() && p != 0 {
+			// 0 is what the job showed on entering processing, and 100
+			// comes with the result: neither is worth a heartbeat or a
+			// store write.
+			if int64(p) <= progress.Load() || p >= 100 {
 				return
 			}
 			progress.Store(int64(p))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,8 +30,16 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
+// devMemoryLimit is the soft memory limit of `gateway dev` unless GOMEMLIMIT
+// is set: the embedded Temporal server's caches would otherwise let the
+// heap grow to twice its live size before collecting.
+const devMemoryLimit = 256 << 20
+
 // runDev runs the whole stack in one process.
 func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(devMemoryLimit)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
