@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 
@@ -155,4 +156,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// dataMember checks a request body down to its data object: valid JSON
+// (else 400), an object with a data object holding only the allowed
+// members. Unknown members at the top level are ignored.
+func dataMember(body []byte, allowed ...string) (map[string]json.RawMessage, *apierror.Error) {
+	if !json.Valid(body) {
+		return nil, apierror.New(http.StatusBadRequest, apierror.CodeMalformedJSON, "the request body is not valid JSON")
+	}
+	root, err := object(body, "")
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, apierror.Validation("/", "must be an object with a data member")
+	}
+	data, err := object(root["data"], ptrData)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return nil, apierror.Validation(ptrData, "is required")
+	}
+	if err := onlyKeys(data, ptrData, allowed...); err != nil {
+		return nil, err
+	}
+	return data, nil
 }

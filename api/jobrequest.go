@@ -61,24 +61,8 @@ func validApplication(app string) *apierror.Error {
 
 // parseJobRequest decodes and validates a create request for service.
 func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apierror.Error) {
-	if !json.Valid(body) {
-		return nil, apierror.New(400, apierror.CodeMalformedJSON, "the request body is not valid JSON")
-	}
-	root, err := object(body, "")
+	data, err := dataMember(body, "type", "attributes", "meta")
 	if err != nil {
-		return nil, err
-	}
-	if root == nil {
-		return nil, apierror.Validation("/", "must be an object with a data member")
-	}
-	data, err := object(root["data"], ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		return nil, apierror.Validation(ptrData, "is required")
-	}
-	if err := onlyKeys(data, ptrData, "type", "attributes", "meta"); err != nil {
 		return nil, err
 	}
 	jobType, ok, err := stringMember(data, "type", ptrData)

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,24 +81,8 @@ func (s *Server) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*po
 // each given attribute on its own; rules across attributes are
 // applyPolicyDraft's.
 func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, *apierror.Error) {
-	if !json.Valid(body) {
-		return nil, apierror.New(http.StatusBadRequest, apierror.CodeMalformedJSON, "the request body is not valid JSON")
-	}
-	root, err := object(body, "")
+	data, err := dataMember(body, "id", "type", "attributes", "meta")
 	if err != nil {
-		return nil, err
-	}
-	if root == nil {
-		return nil, apierror.Validation("/", "must be an object with a data member")
-	}
-	data, err := object(root["data"], ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		return nil, apierror.Validation(ptrData, "is required")
-	}
-	if err := onlyKeys(data, ptrData, "id", "type", "attributes", "meta"); err != nil {
 		return nil, err
 	}
 	typ, ok, err := stringMember(data, "type", ptrData)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 )
@@ -21,24 +20,8 @@ type resourceBody struct {
 // data.id; attributes, when given, is an object with only the allowed
 // members. Unknown members at the top level are ignored, as for jobs.
 func parseResourceBody(body []byte, typ, pathID string, allowed ...string) (*resourceBody, *apierror.Error) {
-	if !json.Valid(body) {
-		return nil, apierror.New(http.StatusBadRequest, apierror.CodeMalformedJSON, "the request body is not valid JSON")
-	}
-	root, err := object(body, "")
+	data, err := dataMember(body, "id", "type", "attributes")
 	if err != nil {
-		return nil, err
-	}
-	if root == nil {
-		return nil, apierror.Validation("/", "must be an object with a data member")
-	}
-	data, err := object(root["data"], ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		return nil, apierror.Validation(ptrData, "is required")
-	}
-	if err := onlyKeys(data, ptrData, "id", "type", "attributes"); err != nil {
 		return nil, err
 	}
 	gotType, ok, err := stringMember(data, "type", ptrData)
