@@ -222,3 +222,21 @@ func TestStateQuery(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
 }
+
+func TestCancelWhilePending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Routing has not decided yet when the cancel arrives.
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).After(time.Hour).Return(routeTo("sandbox-fast", 1), nil).Maybe()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	require.True(t, b.env.IsWorkflowCompleted())
+	last := b.saved[len(b.saved)-1]
+	require.Equal(t, store.StatusFailed, last.Status)
+	require.Equal(t, workflows.CodeCancelled, last.Error.Code)
+	require.Nil(t, last.Routing, "decisions.md §8: cancelled while pending, no routing")
+	require.Nil(t, last.ProcessedAt, "and no processed_at")
+	require.NotNil(t, last.CompletedAt)
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
@@ -311,31 +312,9 @@ func TestEveryServiceEndToEnd(t *testing.T) {
 	}
 }
 
-// slowCatalog has one sandbox provider per service that takes seconds, so a
-// test can kill the gateway while jobs are processing.
-const slowCatalog = `providers:
-  - id: sandbox-slow
-    name: Sandbox (slow)
-    adapter: sandbox
-    settings: {latency_ms: 6000, fail_rate: 0}
-    services:
-      transcriptions:
-        features: [language_detection, diarization, timestamps]
-        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 500, max_duration_seconds: 14400}
-        pricing: {unit: per_minute, amount: 0.006, currency: USD}
-      translations:
-        features: [language_detection, formality]
-        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 50, max_duration_seconds: 600}
-        pricing: {unit: per_character, amount: 0.00002, currency: USD}
-      video-analyses:
-        features: [labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary]
-        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 2000, max_duration_seconds: 14400}
-        pricing: {unit: per_minute, amount: 0.1, currency: USD}
-      llm-tasks:
-        models: [sandbox-model]
-        limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 10, max_duration_seconds: 600}
-        pricing: {unit: per_token, amount: 0.000002, currency: USD}
-`
+// slowCatalog has one sandbox provider for every service that takes
+// seconds, so a test can kill the gateway while jobs are processing.
+var slowCatalog = providertest.SandboxCatalog("sandbox-slow", 6000)
 
 func TestRestartMidJobLosesNothing(t *testing.T) {
 	t.Parallel()
