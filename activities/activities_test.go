@@ -196,3 +196,30 @@ func TestSaveJobProjectsSnapshot(t *testing.T) {
 	require.Contains(t, row.RoutingHistory, `"reason":"default"`)
 	require.Equal(t, processed, *row.ProcessedAt)
 }
+
+func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
+	t.Parallel()
+	catalog, err := providers.ParseCatalog([]byte(`providers:
+  - {id: quick, name: Quick, adapter: scripted, latency_ms_hint: 1000, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: slow, name: Slow, adapter: scripted, latency_ms_hint: 1001, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: unknown, name: Unknown, adapter: scripted, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+`))
+	require.NoError(t, err)
+	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+		"scripted": func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
+	})
+	require.NoError(t, err)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Store: &recordingStore{}, Providers: registry})
+
+	for provider, local := range map[string]bool{"quick": true, "slow": false, "unknown": false} {
+		in := activities.RouteInput{JobID: "job-1", Service: providers.LLMTasks, Input: json.RawMessage(`{}`), Explicit: provider, Attempt: 1}
+		value, err := env.ExecuteActivity(acts.DecideRoute, in)
+		require.NoError(t, err)
+		var out activities.RouteOutput
+		require.NoError(t, value.Get(&out))
+		require.Equal(t, provider, out.Routing.ProviderID)
+		require.Equal(t, local, out.CallLocally, provider)
+	}
+}

@@ -110,27 +110,29 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	return CallOutput{Result: result, WorkerID: a.WorkerID}, nil
 }
 
+// ShortCall is the longest expected provider call the job workflow runs as
+// a local activity, inside its workflow task, rather than as a heartbeating
+// activity of its own.
+const ShortCall = time.Second
+
+// callsLocally reports whether calls to the provider are expected to be
+// short (see providers.Registry.ExpectedDuration).
+func (a *Activities) callsLocally(providerID string) bool {
+	d, ok := a.Providers.ExpectedDuration(providerID)
+	return ok && d <= ShortCall
+}
+
 // heartbeat keeps the call alive between progress reports, so a long step
-// is not mistaken for a dead worker.
+// is not mistaken for a dead worker. Local activities have no heartbeats.
 func (a *Activities) heartbeat(ctx context.Context, progress *atomic.Int64) (stop func()) {
+	if activity.GetInfo(ctx).IsLocalActivity {
+		return func() {}
+	}
 	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = time.Second
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-				activity.RecordHeartbeat(ctx, int(progress.Load()))
-			}
-		}
-	}()
-	return cancel
+	return a.beats.add(ctx, progress, interval)
 }
 
 // classify turns an adapter's error into a Temporal error the workflow can

@@ -61,6 +61,9 @@ type RouteOutput struct {
 	Routing  policy.RoutingInfo `json:"routing"`
 	Error    *JobError          `json:"error,omitempty"`
 	WorkerID string             `json:"worker_id"`
+	// CallLocally says the provider's calls are short enough to run as a
+	// local activity (see ShortCall).
+	CallLocally bool `json:"call_locally,omitempty"`
 }
 
 // lastPrune is when this process last pruned old rate counters.
@@ -114,6 +117,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 			return out, err
 		}
 		if fits {
+			out.CallLocally = a.callsLocally(routing.ProviderID)
 			return out, nil
 		}
 		// Another worker took the last slot since the counts were read.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Call is one provider call for one job.
@@ -48,6 +49,11 @@ type Adapter interface {
 	// service, JSON-encoded. Failures are *Error values, except that a
 	// cancelled or expired ctx gives ctx.Err().
 	Run(ctx context.Context, call Call) (json.RawMessage, error)
+}
+
+// DurationEstimator is an Adapter that knows how long its calls take.
+type DurationEstimator interface {
+	ExpectedDuration() time.Duration
 }
 
 // Factory builds the adapter of a provider, validating p.Settings.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,4 +94,43 @@ func TestErrorFormatting(t *testing.T) {
 	var pe *providers.Error
 	require.ErrorAs(t, errors.Join(errors.New("ctx"), wrapped), &pe)
 	require.Equal(t, "retryable", pe.Kind.String())
+}
+
+type timedAdapter struct {
+	fakeAdapter
+	d time.Duration
+}
+
+func (t timedAdapter) ExpectedDuration() time.Duration { return t.d }
+
+func TestExpectedDuration(t *testing.T) {
+	t.Parallel()
+
+	c, err := providers.ParseCatalog([]byte(`
+providers:
+  - {id: estimating, name: E, adapter: timed, latency_ms_hint: 900, services: {llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: hinted, name: H, adapter: plain, latency_ms_hint: 250, services: {llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: unknown, name: U, adapter: plain, services: {llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}}}}
+`))
+	require.NoError(t, err)
+	r, err := providers.NewRegistry(c, map[string]providers.Factory{
+		"timed": func(*providers.Provider) (providers.Adapter, error) { return timedAdapter{d: 0}, nil },
+		"plain": fakeFactory,
+	})
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		id   string
+		want time.Duration
+		ok   bool
+	}{
+		{"estimating", 0, true}, // the adapter's estimate wins over the hint
+		{"hinted", 250 * time.Millisecond, true},
+		{"unknown", 0, false},
+		{"missing", 0, false},
+	} {
+		d, ok := r.ExpectedDuration(tt.id)
+		require.Equal(t, tt.ok, ok, tt.id)
+		require.Equal(t, tt.want, d, tt.id)
+	}
 }

@@ -65,6 +65,14 @@ var (
 			NonRetryableErrorTypes: []string{activities.ErrTypeInvalidInput, activities.ErrTypeProviderRejected},
 		},
 	}
+
+	// localCallOptions: one try of a short provider call inside the
+	// workflow task; a dead worker is noticed at the workflow task timeout
+	// and the call runs again. Further tries use providerCallOptions.
+	localCallOptions = workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
 )
 
 // job is the workflow's private state.
@@ -134,7 +142,7 @@ func (j *job) run(ctx workflow.Context) (*activities.JobSnapshot, error) {
 		if err := j.startProcessing(ctx, route); err != nil {
 			return j.stop(ctx, err)
 		}
-		out, err := j.callProvider(ctx, route.Routing.ProviderID)
+		out, err := j.callProvider(ctx, route)
 		if err == nil {
 			j.snap.WorkerID = out.WorkerID
 			return j.finish(ctx, out.Result, nil)
@@ -203,17 +211,56 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 	return nil
 }
 
-// callProvider runs the provider call. While it runs, progress signals
-// from the activity become *.progress events (jobs with a webhook only).
-func (j *job) callProvider(ctx workflow.Context, providerID string) (activities.CallOutput, error) {
-	call := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, providerCallOptions), a.CallProvider, activities.CallInput{
+// callProvider runs the provider call. A short call runs first as a local
+// activity; otherwise, and for the remaining tries of a short call that
+// failed, the call is a heartbeating activity.
+func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (activities.CallOutput, error) {
+	in := activities.CallInput{
 		JobID:          j.in.JobID,
 		Service:        j.in.Service,
-		ProviderID:     providerID,
+		ProviderID:     route.Routing.ProviderID,
 		Input:          j.in.Input,
 		Options:        j.in.Options,
 		SignalProgress: j.hooks != nil && j.hooks.progress,
-	})
+	}
+	options := providerCallOptions
+	if route.CallLocally && !in.SignalProgress &&
+		workflow.GetVersion(ctx, localCallChange, workflow.DefaultVersion, 1) == 1 {
+		var out activities.CallOutput
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localCallOptions), a.CallProvider, in).Get(ctx, &out)
+		if err == nil || !retryable(err) {
+			return out, err
+		}
+		workflow.GetLogger(ctx).Warn("short provider call failed, trying again as an activity", "provider", in.ProviderID, "error", err)
+		retry := *options.RetryPolicy
+		retry.MaximumAttempts--
+		options.RetryPolicy = &retry
+		if err := workflow.Sleep(ctx, retry.InitialInterval); err != nil {
+			return out, err
+		}
+	}
+	return j.callActivity(ctx, options, in)
+}
+
+// localCallChange names the GetVersion marker of short provider calls run
+// as local activities.
+const localCallChange = "local-provider-call"
+
+// retryable reports whether a failed provider call may succeed if tried
+// again on the same provider.
+func retryable(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		return false
+	}
+	return !temporal.IsCanceledError(err)
+}
+
+// callActivity runs the provider call as an activity. While it runs,
+// progress signals from the activity become *.progress events (jobs with a
+// webhook only).
+func (j *job) callActivity(ctx workflow.Context, options workflow.ActivityOptions, in activities.CallInput) (activities.CallOutput, error) {
+	call := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), a.CallProvider, in)
 	var out activities.CallOutput
 	var err error
 	done := false

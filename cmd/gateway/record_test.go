@@ -16,7 +16,17 @@ import (
 )
 
 // recordCatalog makes failover happen: the cheapest provider always fails.
+// sandbox-broken and sandbox-quick answer at once, so their calls run as
+// local activities; sandbox-steady's are heartbeating activities.
 const recordCatalog = `providers:
+  - id: sandbox-quick
+    name: Sandbox (quick)
+    adapter: sandbox
+    settings: {latency_ms: 0, fail_rate: 0}
+    services:
+      llm-tasks:
+        models: [sandbox-model]
+        pricing: {unit: per_token, amount: 0.00001, currency: USD}
   - id: sandbox-broken
     name: Sandbox (always fails)
     adapter: sandbox
@@ -44,8 +54,9 @@ const recordCatalog = `providers:
 //
 //	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordHistories
 //
-// Record new histories whenever the workflow changes, and keep the old ones:
-// the replay tests prove that running workflows survive the change.
+// Record new histories whenever the workflow changes, and keep the old ones
+// (rename the new files job-vN-*.json, N one more than the newest): the
+// replay tests prove that running workflows survive the change.
 func TestRecordHistories(t *testing.T) {
 	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
 	if dir == "" {
@@ -64,6 +75,8 @@ func TestRecordHistories(t *testing.T) {
 
 	// Fails over from sandbox-broken to sandbox-steady, then completes.
 	jobs["failover-completed"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
+	// A short call, run as a local activity.
+	jobs["short-completed"] = g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
 	// The media answers 404: the job fails at once with AUDIO_UNREADABLE.
 	jobs["audio-unreadable"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+g.url("/dev/samples/missing.wav")+`"}}}}`).Data.ID
 	// No provider offers the model: NO_ELIGIBLE_PROVIDER.

@@ -69,6 +69,11 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	return a, nil
 }
 
+// ExpectedDuration is latency_ms: the sandbox knows how long it takes.
+func (a *Adapter) ExpectedDuration() time.Duration {
+	return time.Duration(a.settings.LatencyMS) * time.Millisecond
+}
+
 // Run simulates the call: it may fail per fail_rate, checks the media URL,
 // spends latency_ms (less the share done before call.ResumeFrom) reporting
 // progress, and returns a made-up result of the service's shape.

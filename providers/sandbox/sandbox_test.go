@@ -396,6 +396,7 @@ func TestRealLatencyAndCancellation(t *testing.T) {
 	require.NoError(t, err)
 	call := providers.Call{Service: providers.LLMTasks, Provider: p, Input: json.RawMessage(`{"type":"text","prompt":"y"}`)}
 
+	require.Equal(t, 100*time.Millisecond, a.ExpectedDuration())
 	start := time.Now()
 	_, err = a.Run(context.Background(), call)
 	require.NoError(t, err)

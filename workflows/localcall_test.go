@@ -1,0 +1,123 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// shortRouteTo is a routing to a provider whose calls are short.
+func shortRouteTo(provider string, attempt int) activities.RouteOutput {
+	out := routeTo(provider, attempt)
+	out.CallLocally = true
+	return out
+}
+
+// callKinds records how each provider call ran: "local" or "activity".
+type callKinds struct{ kinds []string }
+
+func (c *callKinds) record(ctx context.Context) {
+	if activity.GetInfo(ctx).IsLocalActivity {
+		c.kinds = append(c.kinds, "local")
+	} else {
+		c.kinds = append(c.kinds, "activity")
+	}
+}
+
+func TestShortCallRunsAsLocalActivity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls callKinds
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			calls.record(ctx)
+			return activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-1"}, nil
+		}).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.JSONEq(t, `{"text":"hi"}`, string(snap.Result))
+	require.Equal(t, []string{"local"}, calls.kinds)
+}
+
+func TestLongCallRunsAsActivity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls callKinds
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			calls.record(ctx)
+			return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
+		}).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, []string{"activity"}, calls.kinds)
+}
+
+func TestFailedShortCallIsRetriedAsActivity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls callKinds
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(shortRouteTo("sandbox-fast", 2), nil).Once()
+	unavailable := temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.ProviderID == "sandbox-flaky"
+	})).Return(func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+		calls.record(ctx)
+		return activities.CallOutput{}, unavailable
+	}).Times(3)
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.ProviderID == "sandbox-fast"
+	})).Return(func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+		calls.record(ctx)
+		return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
+	}).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, "sandbox-fast", snap.Provider)
+	// Three tries per provider in all: one local, then two as an activity.
+	require.Equal(t, []string{"local", "activity", "activity", "local"}, calls.kinds)
+}
+
+func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls callKinds
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
+		Error: &activities.JobError{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+	}, nil).Once()
+	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			calls.record(ctx)
+			return activities.CallOutput{}, rejected
+		}).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
+	require.Equal(t, []string{"local"}, calls.kinds)
+}
