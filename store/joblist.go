@@ -48,31 +48,47 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([
 		return nil, 0, err
 	}
 	// A page that is neither empty nor full is the last one: the total
-	// follows without counting. Otherwise count, from the same index.
+	// follows without counting.
 	if len(jobs) > 0 && len(jobs) < limit {
 		return jobs, int64(offset + len(jobs)), nil
 	}
 	if len(jobs) == 0 && offset == 0 {
 		return jobs, 0, nil
 	}
-	var total int64
-	if err := f.where(db.Table("jobs")).Count(&total).Error; err != nil {
+	total, err := s.countJobs(ctx, f)
+	if err != nil {
 		return nil, 0, err
 	}
 	return jobs, total, nil
 }
 
-// where adds f's conditions to q.
+// countJobs is the number of jobs that match f: a sum over the buckets of
+// job_counts (migrationJobCounts) that match, or, with a user, a count of
+// that user's range of idx_jobs_user_tenant_created.
+func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
+	db := s.db.WithContext(ctx)
+	var total int64
+	if f.UserID != "" {
+		err := f.where(db.Table("jobs")).Count(&total).Error
+		return total, err
+	}
+	err := f.where(db.Table("job_counts")).Select("CAST(COALESCE(SUM(n), 0) AS BIGINT)").Row().Scan(&total)
+	return total, err
+}
+
+// where adds f's conditions on the table of q (jobs or job_counts, which
+// has no user_id).
 func (f JobFilter) where(q *gorm.DB) *gorm.DB {
+	table := q.Statement.Table
 	for _, cond := range []struct{ column, value string }{
-		{"jobs.tenant", f.Tenant},
-		{"jobs.user_id", f.UserID},
-		{"jobs.service", f.Service},
-		{"jobs.provider", f.Provider},
-		{"jobs.status", f.Status},
+		{"tenant", f.Tenant},
+		{"user_id", f.UserID},
+		{"service", f.Service},
+		{"provider", f.Provider},
+		{"status", f.Status},
 	} {
 		if cond.value != "" {
-			q = q.Where(cond.column+" = ?", cond.value)
+			q = q.Where(table+"."+cond.column+" = ?", cond.value)
 		}
 	}
 	return q

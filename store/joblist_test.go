@@ -3,6 +3,7 @@ package store_test
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -231,5 +232,85 @@ func TestListJobsColumns(t *testing.T) {
 		require.Empty(t, got.Input)
 		require.Empty(t, got.Options)
 		require.Empty(t, got.Result)
+	})
+}
+
+// TestListJobsTotals checks meta.total against the reference for every
+// combination of filters, after jobs moved between statuses and providers.
+// Pages of one job are full whenever a job matches, so every total is
+// counted (from job_counts, or COUNT(*) with a user), not inferred.
+func TestListJobsTotals(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		jobs := listFixture(t, s)
+		for i := range jobs {
+			switch {
+			case i%7 == 0:
+				jobs[i].Status, jobs[i].Provider = store.StatusFailed, "delta"
+			case i%11 == 0:
+				jobs[i].Status, jobs[i].Provider = store.StatusPending, ""
+			default:
+				continue
+			}
+			jobs[i].Revision = 4
+			require.NoError(t, s.SaveJob(ctx, &jobs[i]))
+		}
+		checked := 0
+		for _, tenant := range []string{"", "acme", "globex", "initech", "nobody"} {
+			for _, user := range []string{"", "bob"} {
+				for _, service := range []string{"", "transcriptions", "translations", "video-analyses", "llm-tasks"} {
+					for _, provider := range []string{"", "alpha", "gamma", "delta"} {
+						for _, status := range []string{"", store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed} {
+							f := store.JobFilter{Tenant: tenant, UserID: user, Service: service, Provider: provider, Status: status}
+							want := expectedList(jobs, f)
+							page, total, err := s.ListJobs(ctx, f, 0, 1)
+							require.NoError(t, err, "%+v", f)
+							require.Equal(t, int64(len(want)), total, "filter %+v", f)
+							require.Equal(t, want[:min(1, len(want))], jobIDs(page), "filter %+v", f)
+							if len(want) > 1 {
+								checked++
+							}
+						}
+					}
+				}
+			}
+		}
+		// The combinations are not all empty or single jobs.
+		require.Equal(t, 200, checked)
+		require.Len(t, expectedList(jobs, store.JobFilter{Provider: "delta"}), 9)
+		require.Len(t, expectedList(jobs, store.JobFilter{Status: store.StatusPending}), 15)
+	})
+}
+
+// TestListJobsTotalSources shows where each total comes from by making
+// job_counts disagree with the jobs: without a user it is job_counts, with
+// one COUNT(*), and the last page's total is its offset plus its length.
+func TestListJobsTotalSources(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		ctx := context.Background()
+		jobs := listFixture(t, s)
+		// Job 0: acme, transcriptions, alpha, pending.
+		_, err := db.Exec(`UPDATE job_counts SET n = n + 1000 WHERE tenant = 'acme'
+			AND service = 'transcriptions' AND provider = 'alpha' AND status = 'pending'`)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			f     store.JobFilter
+			limit int
+			want  int64
+		}{
+			{store.JobFilter{}, 10, 1060},
+			{store.JobFilter{Tenant: "acme"}, 10, 1020},
+			{store.JobFilter{Tenant: "acme", Status: store.StatusPending}, 2, 1005},
+			{store.JobFilter{Status: store.StatusPending, Provider: "alpha"}, 1, 1005},
+			{store.JobFilter{Tenant: "globex"}, 10, 20},
+			{store.JobFilter{Tenant: "acme", UserID: jobs[0].UserID}, 1, int64(len(expectedList(jobs, store.JobFilter{Tenant: "acme", UserID: jobs[0].UserID})))},
+			{store.JobFilter{Tenant: "acme"}, 100, 20}, // the last page
+		} {
+			_, total, err := s.ListJobs(ctx, tc.f, 0, tc.limit)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, total, "filter %+v, limit %d", tc.f, tc.limit)
+		}
 	})
 }

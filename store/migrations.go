@@ -194,4 +194,5 @@ var migrations = []*gormigrate.Migration{
 	},
 	migrationJobListIndexes,
 	migrationWebhooks,
+	migrationJobCounts,
 }

@@ -76,10 +76,34 @@ func SQLite(t testing.TB) *store.Store {
 // Each runs fn once against PostgreSQL and once against SQLite, as subtests.
 func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	t.Helper()
-	for name, open := range map[string]func(testing.TB) *store.Store{"postgres": Postgres, "sqlite": SQLite} {
+	EachDB(t, func(t *testing.T, s *store.Store, _ *sql.DB) { fn(t, s) })
+}
+
+// EachDB is Each with a second, database/sql connection pool to the same
+// database, for statements the store has no method for. Statements on db
+// use the database's own SQL (PostgreSQL's $1, SQLite's ?).
+func EachDB(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
+	t.Helper()
+	for name, urls := range map[string]func(testing.TB) (string, string, string){
+		"postgres": func(t testing.TB) (string, string, string) {
+			u := FreshPostgresURL(t)
+			return u, "pgx", u
+		},
+		"sqlite": func(t testing.TB) (string, string, string) {
+			path := filepath.Join(t.TempDir(), "gateway.db")
+			return "sqlite:" + path, "sqlite", path + "?_pragma=busy_timeout(5000)"
+		},
+	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, open(t))
+			databaseURL, driver, dsn := urls(t)
+			s := open(t, databaseURL)
+			db, err := sql.Open(driver, dsn)
+			if err != nil {
+				t.Fatalf("storetest: %v", err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			fn(t, s, db)
 		})
 	}
 }
