@@ -23,7 +23,6 @@ type RoutingStore interface {
 	GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error)
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
-	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
 	ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
 	PruneRateCounters(ctx context.Context, now time.Time) error
 	NextTurn(ctx context.Context, key string) (int64, error)
@@ -71,7 +70,9 @@ var lastPrune atomic.Int64
 
 // DecideRoute picks the provider for one attempt of a job: it gathers what
 // the decision depends on, lets package policy decide, and reserves the
-// chosen provider's rate limit.
+// chosen provider's rate limit. A provider whose reservation is refused (at
+// its limit) is marked rate_limited and the decision made again: the
+// counts are not read beforehand, the reservation is the check.
 func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
 	now := time.Now().UTC()
 	out := RouteOutput{WorkerID: a.WorkerID}
@@ -94,12 +95,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		}
 	}
 	limited := map[string]bool{}
-	if req.RateLimited == nil {
-		req.RateLimited = func(id string) bool { return limited[id] }
-	} else {
-		counted := req.RateLimited
-		req.RateLimited = func(id string) bool { return limited[id] || counted(id) }
-	}
+	req.RateLimited = func(id string) bool { return limited[id] }
 	for {
 		routing, err := policy.Decide(req)
 		out.Routing = routing
@@ -120,7 +116,6 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 			out.CallLocally = a.callsLocally(routing.ProviderID)
 			return out, nil
 		}
-		// Another worker took the last slot since the counts were read.
 		limited[routing.ProviderID] = true
 	}
 }
@@ -155,7 +150,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 	if jobErr, err := a.resolvePolicy(ctx, in, tenant, req); err != nil || jobErr != nil {
 		return jobErr, err
 	}
-	if err := a.gatherRateCounts(ctx, in.Service, req); err != nil {
+	if err := a.pruneRateCounters(ctx, req.Now); err != nil {
 		return nil, err
 	}
 	if req.Policy == nil {
@@ -216,35 +211,11 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 	return nil, nil
 }
 
-// gatherRateCounts marks the providers at their published limits.
-func (a *Activities) gatherRateCounts(ctx context.Context, service providers.ServiceID, req *policy.Request) error {
-	limits := map[string]providers.Limits{}
-	var ids []string
-	for _, p := range req.Catalog {
-		if c, ok := p.Services[service]; ok && (c.Limits.RequestsPerMinute > 0 || c.Limits.RequestsPerDay > 0) {
-			limits[p.ID] = c.Limits
-			ids = append(ids, p.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	if last := lastPrune.Load(); req.Now.Unix()-last >= 60 && lastPrune.CompareAndSwap(last, req.Now.Unix()) {
-		if err := a.Routing.PruneRateCounters(ctx, req.Now); err != nil {
-			return err
-		}
-	}
-	counts, err := a.Routing.RateCounts(ctx, string(service), ids, req.Now)
-	if err != nil {
-		return err
-	}
-	req.RateLimited = func(id string) bool {
-		l, ok := limits[id]
-		if !ok {
-			return false
-		}
-		c := counts[id]
-		return (l.RequestsPerMinute > 0 && c.Minute >= l.RequestsPerMinute) || (l.RequestsPerDay > 0 && c.Day >= l.RequestsPerDay)
+// pruneRateCounters deletes the counters of past windows, once a minute per
+// process.
+func (a *Activities) pruneRateCounters(ctx context.Context, now time.Time) error {
+	if last := lastPrune.Load(); now.Unix()-last >= 60 && lastPrune.CompareAndSwap(last, now.Unix()) {
+		return a.Routing.PruneRateCounters(ctx, now)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
@@ -15,7 +16,9 @@ import (
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
-// routingFleet: two llm providers; "cheap" allows two requests a minute.
+// routingFleet: two llm providers; "cheap" allows two requests a day (a
+// day rather than a minute, so that a test does not cross into a new
+// window but at midnight).
 const routingFleet = `providers:
   - id: cheap
     name: Cheap
@@ -24,7 +27,7 @@ const routingFleet = `providers:
     services:
       llm-tasks:
         models: [m1]
-        limits: {requests_per_minute: 2, requests_per_day: 0, max_file_size_mb: 0, max_duration_seconds: 0}
+        limits: {requests_per_minute: 0, requests_per_day: 2, max_file_size_mb: 0, max_duration_seconds: 0}
         pricing: {unit: per_token, amount: 0.000001, currency: USD}
   - id: good
     name: Good
@@ -36,7 +39,9 @@ const routingFleet = `providers:
         pricing: {unit: per_token, amount: 0.00001, currency: USD}
 `
 
-func routingEnv(t *testing.T) (*testsuite.TestActivityEnvironment, *store.Store) {
+// routingEnv is a worker routing through a store cache, as `gateway dev`
+// and `gateway worker` do.
+func routingEnv(t *testing.T, st *store.Store) (*testsuite.TestActivityEnvironment, *store.Cache) {
 	t.Helper()
 	catalog, err := providers.ParseCatalog([]byte(routingFleet))
 	require.NoError(t, err)
@@ -44,11 +49,11 @@ func routingEnv(t *testing.T) (*testsuite.TestActivityEnvironment, *store.Store)
 		"scripted": func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
 	})
 	require.NoError(t, err)
-	st := storetest.SQLite(t)
+	cache := store.NewCache(st, store.CacheTTL)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: st, Routing: st, Providers: registry, WorkerID: "w"})
-	return env, st
+	env.RegisterActivity(&activities.Activities{Store: st, Routing: cache, Providers: registry, WorkerID: "w"})
+	return env, cache
 }
 
 func route(t *testing.T, env *testsuite.TestActivityEnvironment, in activities.RouteInput) activities.RouteOutput {
@@ -75,23 +80,49 @@ func reasonOf(out activities.RouteOutput, provider string) string {
 
 func TestDecideRouteEnforcesRateLimits(t *testing.T) {
 	t.Parallel()
-	env, _ := routingEnv(t)
-	for range 2 {
-		require.Equal(t, "cheap", route(t, env, llmJob()).Routing.ProviderID)
-	}
-	out := route(t, env, llmJob())
-	require.Equal(t, "good", out.Routing.ProviderID, "the cheap provider used its two requests this minute")
-	require.Equal(t, policy.EvalRateLimited, reasonOf(out, "cheap"))
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		env, _ := routingEnv(t, st)
+		for range 2 {
+			require.Equal(t, "cheap", route(t, env, llmJob()).Routing.ProviderID)
+		}
+		out := route(t, env, llmJob())
+		require.Equal(t, "good", out.Routing.ProviderID, "the cheap provider used its two requests of the day")
+		require.Equal(t, policy.EvalRateLimited, reasonOf(out, "cheap"))
 
-	// A job that names the provider is counted but not refused.
-	explicit := llmJob()
-	explicit.Explicit = "cheap"
-	require.Equal(t, "cheap", route(t, env, explicit).Routing.ProviderID)
+		// A job that names the provider is counted but not refused.
+		explicit := llmJob()
+		explicit.Explicit = "cheap"
+		require.Equal(t, "cheap", route(t, env, explicit).Routing.ProviderID)
+	})
+}
+
+// TestDecideRouteAcrossWorkers: a worker learns that a provider is at its
+// limit from the refusal of its reservation, and routes elsewhere.
+func TestDecideRouteAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		first, _ := routingEnv(t, st)
+		second, _ := routingEnv(t, st)
+		require.Equal(t, "cheap", route(t, second, llmJob()).Routing.ProviderID)
+		require.Equal(t, "cheap", route(t, first, llmJob()).Routing.ProviderID)
+		for range 2 {
+			out := route(t, second, llmJob())
+			require.Equal(t, "good", out.Routing.ProviderID, "the first worker took the last request of the day")
+			require.Equal(t, policy.EvalRateLimited, reasonOf(out, "cheap"))
+		}
+		counts, err := st.RateCounts(context.Background(), string(providers.LLMTasks), []string{"cheap"}, time.Now())
+		require.NoError(t, err)
+		require.Equal(t, 2, counts["cheap"].Day, "refused reservations are not counted")
+	})
 }
 
 func TestDecideRouteResolvesAndPinsPolicies(t *testing.T) {
 	t.Parallel()
-	env, st := routingEnv(t)
+	storetest.Each(t, testDecideRouteResolvesAndPinsPolicies)
+}
+
+func testDecideRouteResolvesAndPinsPolicies(t *testing.T, s *store.Store) {
+	env, st := routingEnv(t, s)
 	ctx := context.Background()
 	p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "quality", Strategy: policy.StrategyQuality,
 		Services:  []providers.ServiceID{providers.LLMTasks},
@@ -123,9 +154,16 @@ func TestDecideRouteResolvesAndPinsPolicies(t *testing.T) {
 	require.Equal(t, 2, out.Routing.PolicyVersion)
 }
 
+// TestDecideRouteAppliesTenantSwitchesAndStatuses: changes made through
+// the worker's process show in its next decision, whatever it cached.
 func TestDecideRouteAppliesTenantSwitchesAndStatuses(t *testing.T) {
 	t.Parallel()
-	env, st := routingEnv(t)
+	storetest.Each(t, testDecideRouteAppliesTenantSwitchesAndStatuses)
+}
+
+func testDecideRouteAppliesTenantSwitchesAndStatuses(t *testing.T, s *store.Store) {
+	env, st := routingEnv(t, s)
+	require.Equal(t, "cheap", route(t, env, llmJob()).Routing.ProviderID, "no tenant record: every provider")
 	ctx := context.Background()
 	require.NoError(t, st.CreateTenant(ctx, &store.Tenant{ID: "acme", Providers: map[string]store.Access{"cheap": {Enabled: false}}}))
 	out := route(t, env, llmJob())
@@ -139,4 +177,11 @@ func TestDecideRouteAppliesTenantSwitchesAndStatuses(t *testing.T) {
 	require.NotNil(t, out.Error)
 	require.Equal(t, policy.CodeNoEligibleProvider, out.Error.Code)
 	require.Equal(t, policy.EvalProviderDisabled, reasonOf(out, "good"))
+
+	_, err = st.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		t.Providers["cheap"] = store.Access{Enabled: true}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "cheap", route(t, env, llmJob()).Routing.ProviderID)
 }

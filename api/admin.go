@@ -19,7 +19,7 @@ import (
 )
 
 // StatusStore keeps the statuses administrators set on services and
-// providers (store.StatusCache in front of the store, so that reading them
+// providers (store.Cache in front of the store, so that reading them
 // for every job stays cheap).
 type StatusStore interface {
 	ServiceStatuses(ctx context.Context) (map[string]string, error)

@@ -256,6 +256,15 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 // here rather than in SQL, the same on both databases (a tenant has few
 // policies). An empty tenant gets only the gateway-wide ones.
 func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error) {
+	all, err := s.tenantPolicies(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return covering(all, service), nil
+}
+
+// tenantPolicies is RoutingPolicies for every service.
+func (s *Store) tenantPolicies(ctx context.Context, tenant string) ([]policy.Policy, error) {
 	q := s.db.WithContext(ctx)
 	if tenant == "" {
 		q = q.Where("tenant IS NULL")
@@ -266,17 +275,18 @@ func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service prov
 	if err := q.Order("updated_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	all, err := policiesOf(rows)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
+	return policiesOf(rows)
+}
+
+// covering returns, in a new slice, the policies that cover service.
+func covering(all []policy.Policy, service providers.ServiceID) []policy.Policy {
+	out := make([]policy.Policy, 0, len(all))
 	for _, p := range all {
 		if p.Covers(service) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // normalizePolicy gives a policy the shape it reads back with: UTC

@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -29,21 +34,40 @@ type rateCounter struct {
 
 func (rateCounter) TableName() string { return "rate_counters" }
 
-func minuteWindow(now time.Time) (string, time.Time) {
-	start := now.UTC().Truncate(time.Minute)
-	return "m:" + start.Format("200601021504"), start.Add(2 * time.Minute)
+// rateWindow is one counting window of a limit: a minute or a UTC day.
+type rateWindow struct {
+	name    string    // time_window: m:YYYYMMDDHHMM or d:YYYYMMDD
+	end     time.Time // when the window ends
+	expires time.Time // when its counter may be pruned: a window later
+	limit   int
 }
 
-func dayWindow(now time.Time) (string, time.Time) {
+func minuteWindow(now time.Time, limit int) rateWindow {
+	start := now.UTC().Truncate(time.Minute)
+	return rateWindow{"m:" + start.Format("200601021504"), start.Add(time.Minute), start.Add(2 * time.Minute), limit}
+}
+
+func dayWindow(now time.Time, limit int) rateWindow {
 	day := now.UTC().Truncate(24 * time.Hour)
-	return "d:" + day.Format("20060102"), day.Add(48 * time.Hour)
+	return rateWindow{"d:" + day.Format("20060102"), day.Add(24 * time.Hour), day.Add(48 * time.Hour), limit}
+}
+
+// limitedWindows are the windows of now that have a limit (0 means none).
+func limitedWindows(now time.Time, perMinute, perDay int) []rateWindow {
+	var out []rateWindow
+	if perMinute > 0 {
+		out = append(out, minuteWindow(now, perMinute))
+	}
+	if perDay > 0 {
+		out = append(out, dayWindow(now, perDay))
+	}
+	return out
 }
 
 // RateCounts reads the current minute and day counts of providers for a
 // service.
 func (s *Store) RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]RateCount, error) {
-	minute, _ := minuteWindow(now)
-	day, _ := dayWindow(now)
+	minute, day := minuteWindow(now, 0).name, dayWindow(now, 0).name
 	var rows []rateCounter
 	err := s.db.WithContext(ctx).
 		Where("service = ? AND provider_id IN ? AND time_window IN ?", service, providerIDs, []string{minute, day}).
@@ -66,77 +90,155 @@ func (s *Store) RateCounts(ctx context.Context, service string, providerIDs []st
 
 // ReserveRate counts one request to a provider for a service unless that
 // would exceed its per-minute or per-day limit (0 means no limit). It
-// reports whether the request fits. Concurrent callers never overshoot: the
-// increment and the check are one statement.
+// reports whether the request fits; a request that does not is counted in
+// neither window. Concurrent callers never overshoot: see reserveRate.
 func (s *Store) ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
-	fits := true
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for _, w := range []struct {
-			limit  int
-			window func(time.Time) (string, time.Time)
-		}{{perMinute, minuteWindow}, {perDay, dayWindow}} {
-			if w.limit <= 0 {
-				continue
-			}
-			window, expires := w.window(now)
-			res := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "provider_id"}, {Name: "service"}, {Name: "time_window"}},
-				DoUpdates: clause.Assignments(map[string]any{"count": gorm.Expr("rate_counters.count + 1")}),
-				Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "rate_counters.count < ?", Vars: []any{w.limit}}}},
-			}).Create(&rateCounter{ProviderID: providerID, Service: service, TimeWindow: window, Count: 1, ExpiresAt: expires})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				fits = false
-				return errRollback
-			}
+	windows := limitedWindows(now, perMinute, perDay)
+	if len(windows) == 0 {
+		return true, nil
+	}
+	fits, _, err := s.reserveRate(ctx, providerID, service, windows)
+	return fits, err
+}
+
+// reserveRate counts one request in every window, or in none when one of
+// them is at its limit, and returns the windows that are full afterwards.
+// It is one statement, an upsert of the windows' counters whose update
+// only applies below the limit, and which returns the counters it changed:
+// the database checks and increments each counter under its row lock, so
+// concurrent callers (also of other processes) never overshoot. With two
+// windows, a window that fitted is rolled back when the other did not, in
+// the same transaction, so no other caller ever sees the half reservation.
+func (s *Store) reserveRate(ctx context.Context, providerID, service string, windows []rateWindow) (bool, []rateWindow, error) {
+	var q strings.Builder
+	var args []any
+	q.WriteString("INSERT INTO rate_counters (provider_id, service, time_window, count, expires_at) VALUES ")
+	for i, w := range windows {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, 1, ?)")
+		args = append(args, providerID, service, w.name, w.expires)
+	}
+	q.WriteString(" ON CONFLICT (provider_id, service, time_window) DO UPDATE SET count = rate_counters.count + 1" +
+		" WHERE rate_counters.count < CASE rate_counters.time_window")
+	for _, w := range windows {
+		q.WriteString(" WHEN ? THEN CAST(? AS INTEGER)")
+		args = append(args, w.name, w.limit)
+	}
+	q.WriteString(" END RETURNING time_window, count")
+
+	var counted []windowCount
+	reserve := func(tx *gorm.DB) error {
+		if err := tx.Raw(q.String(), args...).Scan(&counted).Error; err != nil {
+			return err
+		}
+		if len(counted) < len(windows) {
+			return errRollback
 		}
 		return nil
-	})
-	if err == errRollback {
+	}
+	db := s.db.WithContext(ctx)
+	var err error
+	if len(windows) == 1 {
+		err = reserve(db)
+	} else {
+		err = db.Transaction(reserve)
+	}
+	if err != nil && !errors.Is(err, errRollback) {
+		return false, nil, fmt.Errorf("reserve rate: %w", err)
+	}
+	fits := err == nil
+	var full []rateWindow
+	for _, w := range windows {
+		i := slices.IndexFunc(counted, func(c windowCount) bool { return c.TimeWindow == w.name })
+		if i < 0 || (fits && counted[i].Count >= w.limit) {
+			full = append(full, w)
+		}
+	}
+	return fits, full, nil
+}
+
+// windowCount is a counter reserveRate changed.
+type windowCount struct {
+	TimeWindow string
+	Count      int
+}
+
+var errRollback = errors.New("rollback")
+
+// ReserveRate is Store.ReserveRate, except that a window this process saw
+// full is refused without a statement until it ends: a window's count only
+// grows while it lasts.
+func (c *Cache) ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+	windows := limitedWindows(now, perMinute, perDay)
+	if len(windows) == 0 {
+		return true, nil
+	}
+	if c.full.any(providerID, service, windows, now) {
 		return false, nil
 	}
+	fits, full, err := c.Store.reserveRate(ctx, providerID, service, windows)
 	if err != nil {
-		return false, fmt.Errorf("reserve rate: %w", err)
+		return false, err
 	}
+	c.full.add(providerID, service, full, now)
 	return fits, nil
 }
 
-var errRollback = fmt.Errorf("rollback")
+// fullWindows are the rate windows a process saw full, until they end.
+type fullWindows struct {
+	mu   sync.Mutex
+	ends map[fullWindow]time.Time
+}
+
+type fullWindow struct {
+	providerID, service, window string
+	limit                       int // a window full at one limit may have room at a higher one
+}
+
+func (f *fullWindows) any(providerID, service string, windows []rateWindow, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range windows {
+		if end, ok := f.ends[fullWindow{providerID, service, w.name, w.limit}]; ok && now.Before(end) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fullWindows) add(providerID, service string, windows []rateWindow, now time.Time) {
+	if len(windows) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ends == nil {
+		f.ends = map[fullWindow]time.Time{}
+	}
+	maps.DeleteFunc(f.ends, func(_ fullWindow, end time.Time) bool { return !now.Before(end) })
+	for _, w := range windows {
+		f.ends[fullWindow{providerID, service, w.name, w.limit}] = w.end
+	}
+}
 
 // PruneRateCounters deletes counters of windows that have passed.
 func (s *Store) PruneRateCounters(ctx context.Context, now time.Time) error {
 	return s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&rateCounter{}).Error
 }
 
-type routingCursor struct {
-	Key     string `gorm:"primaryKey"`
-	Counter int64
-}
-
-func (routingCursor) TableName() string { return "routing_cursors" }
-
 // NextTurn advances a shared round-robin counter and returns the turn this
-// caller got (0 for the first).
+// caller got (0 for the first), in one statement.
 func (s *Store) NextTurn(ctx context.Context, key string) (int64, error) {
-	var turn int64
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "key"}},
-			DoUpdates: clause.Assignments(map[string]any{"counter": gorm.Expr("routing_cursors.counter + 1")}),
-		}).Create(&routingCursor{Key: key, Counter: 1})
-		if res.Error != nil {
-			return res.Error
-		}
-		var c routingCursor
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("key = ?", key).Take(&c).Error; err != nil {
-			return err
-		}
-		turn = c.Counter - 1
-		return nil
-	})
-	return turn, err
+	var counter int64
+	err := s.db.WithContext(ctx).Raw("INSERT INTO routing_cursors (key, counter) VALUES (?, 1)"+
+		" ON CONFLICT (key) DO UPDATE SET counter = routing_cursors.counter + 1 RETURNING counter", key).
+		Scan(&counter).Error
+	if err != nil {
+		return 0, err
+	}
+	return counter - 1, nil
 }
 
 type providerLatency struct {
@@ -155,15 +257,137 @@ const latencyWeight = 0.2
 // RecordLatency folds one observed call duration into the provider's
 // exponentially weighted moving average for the service.
 func (s *Store) RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error {
+	var b latencyBatch
+	b.fold(d)
+	return s.writeLatencies(ctx, providerID, service, b)
+}
+
+// latencyBatch is observations to fold into a moving average, in order:
+// they turn an average a into a*scale + add, and start one that does not
+// exist yet with the first observation and fold the rest into it (first).
+type latencyBatch struct {
+	n     int
+	scale float64
+	add   float64
+	first float64
+}
+
+func (b *latencyBatch) fold(d time.Duration) {
 	ms := float64(d) / float64(time.Millisecond)
+	b.then(latencyBatch{n: 1, scale: 1 - latencyWeight, add: latencyWeight * ms, first: ms})
+}
+
+// then appends the later observations of next.
+func (b *latencyBatch) then(next latencyBatch) {
+	switch {
+	case next.n == 0:
+	case b.n == 0:
+		*b = next
+	default:
+		b.n += next.n
+		b.scale *= next.scale
+		b.add = b.add*next.scale + next.add
+		b.first = b.first*next.scale + next.add
+	}
+}
+
+// writeLatencies folds a batch into the stored average in one upsert.
+func (s *Store) writeLatencies(ctx context.Context, providerID, service string, b latencyBatch) error {
+	now := time.Now().UTC()
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "provider_id"}, {Name: "service"}},
 		DoUpdates: clause.Assignments(map[string]any{
-			"ewma_millis": gorm.Expr("provider_latencies.ewma_millis * ? + ?", 1-latencyWeight, ms*latencyWeight),
-			"samples":     gorm.Expr("provider_latencies.samples + 1"),
-			"updated_at":  time.Now().UTC(),
+			"ewma_millis": gorm.Expr("provider_latencies.ewma_millis * ? + ?", b.scale, b.add),
+			"samples":     gorm.Expr("provider_latencies.samples + ?", b.n),
+			"updated_at":  now,
 		}),
-	}).Create(&providerLatency{ProviderID: providerID, Service: service, EWMAMillis: ms, Samples: 1, UpdatedAt: time.Now().UTC()}).Error
+	}).Create(&providerLatency{ProviderID: providerID, Service: service, EWMAMillis: b.first, Samples: b.n, UpdatedAt: now}).Error
+}
+
+// RecordLatency is Store.RecordLatency, except that the observations of a
+// provider for a service are written at most once per TTL: the first at
+// once, those that follow within the TTL together once it has passed, in
+// the background. Flush writes what is left.
+func (c *Cache) RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error {
+	key := latencyKey{providerID, service}
+	c.samples.mu.Lock()
+	p := c.samples.pending[key]
+	if p == nil {
+		if c.samples.pending == nil {
+			c.samples.pending = map[latencyKey]*pendingLatency{}
+		}
+		p = &pendingLatency{}
+		c.samples.pending[key] = p
+	}
+	p.batch.fold(d)
+	now := c.now()
+	if wait := p.written.Add(c.ttl).Sub(now); wait > 0 {
+		if p.timer == nil {
+			p.timer = time.AfterFunc(wait, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = c.writePending(ctx, key) // what fails stays pending
+			})
+		}
+		c.samples.mu.Unlock()
+		return nil
+	}
+	c.samples.mu.Unlock()
+	return c.writePending(ctx, key)
+}
+
+// Flush writes the latency observations not written yet; a process calls
+// it when it stops.
+func (c *Cache) Flush(ctx context.Context) error {
+	c.samples.mu.Lock()
+	keys := slices.Collect(maps.Keys(c.samples.pending))
+	c.samples.mu.Unlock()
+	var errs []error
+	for _, key := range keys {
+		errs = append(errs, c.writePending(ctx, key))
+	}
+	return errors.Join(errs...)
+}
+
+// latencySamples are the observations a Cache has not written yet.
+type latencySamples struct {
+	mu      sync.Mutex
+	pending map[latencyKey]*pendingLatency
+}
+
+type latencyKey struct{ providerID, service string }
+
+type pendingLatency struct {
+	batch   latencyBatch
+	written time.Time   // when the last batch was taken to be written
+	timer   *time.Timer // the background write, while one is due
+}
+
+// writePending writes key's pending observations; when that fails they stay
+// pending, before those observed since.
+func (c *Cache) writePending(ctx context.Context, key latencyKey) error {
+	c.samples.mu.Lock()
+	p := c.samples.pending[key]
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	b := p.batch
+	if b.n == 0 {
+		c.samples.mu.Unlock()
+		return nil
+	}
+	p.batch, p.written = latencyBatch{}, c.now()
+	c.samples.mu.Unlock()
+
+	err := c.Store.writeLatencies(ctx, key.providerID, key.service, b)
+	if err != nil {
+		c.samples.mu.Lock()
+		b.then(p.batch)
+		p.batch = b
+		c.samples.mu.Unlock()
+	}
+	return err
 }
 
 // Latencies returns the observed latency, in milliseconds, of every

@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,25 +61,152 @@ func TestReserveRateEnforcesLimits(t *testing.T) {
 	})
 }
 
+func TestReserveRateCountsBothWindowsOrNeither(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		reserve := func(at time.Time) bool {
+			t.Helper()
+			ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 2, 3, at)
+			require.NoError(t, err)
+			return ok
+		}
+		counts := func(at time.Time) store.RateCount {
+			t.Helper()
+			c, err := s.RateCounts(ctx, "llm-tasks", []string{"p"}, at)
+			require.NoError(t, err)
+			return c["p"]
+		}
+		require.True(t, reserve(now))
+		require.True(t, reserve(now))
+		require.False(t, reserve(now), "the minute is full")
+		require.Equal(t, store.RateCount{Minute: 2, Day: 2}, counts(now), "the day did not count the refused request")
+
+		next := now.Add(time.Minute)
+		require.True(t, reserve(next))
+		require.False(t, reserve(next), "the day is full, the minute is not")
+		require.Equal(t, store.RateCount{Minute: 1, Day: 3}, counts(next), "the minute did not count the refused request")
+
+		// Only the limited window is counted.
+		ok, err := s.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
+		require.NoError(t, err)
+		require.False(t, ok)
+		c, err := s.RateCounts(ctx, "llm-tasks", []string{"q"}, now)
+		require.NoError(t, err)
+		require.Equal(t, store.RateCount{Day: 1}, c["q"])
+	})
+}
+
+// TestReserveRateUnderConcurrency reserves from many goroutines over
+// several stores on one database, as several workers do: whichever window
+// is the tighter, exactly its limit is granted, and a refused request is
+// counted in neither window.
 func TestReserveRateUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	s := storetest.Postgres(t)
-	ctx := context.Background()
-	now := time.Now()
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 25, 0, now)
-			if err == nil && ok {
-				granted.Add(1)
-			}
-		}()
+	for _, tc := range []struct {
+		name              string
+		perMinute, perDay int
+	}{{"minute", 25, 1000}, {"day", 1000, 25}, {"minute only", 25, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			eachShared(t, 3, func(t *testing.T, stores []*store.Store) {
+				ctx := context.Background()
+				now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+				var granted atomic.Int64
+				var wg sync.WaitGroup
+				for i := range 60 {
+					wg.Go(func() {
+						ok, err := stores[i%len(stores)].ReserveRate(ctx, "p", "llm-tasks", tc.perMinute, tc.perDay, now)
+						if err != nil {
+							t.Errorf("reserve: %v", err)
+						}
+						if ok {
+							granted.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				require.Equal(t, int64(25), granted.Load(), "exactly the limit is granted")
+				counts, err := stores[0].RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+				require.NoError(t, err)
+				want := store.RateCount{Minute: 25, Day: 25}
+				if tc.perDay == 0 {
+					want.Day = 0
+				}
+				require.Equal(t, want, counts["p"])
+			})
+		})
 	}
-	wg.Wait()
-	require.Equal(t, int64(25), granted.Load(), "exactly the limit is granted")
+}
+
+// eachShared runs fn with n stores on one database, as n processes have,
+// on PostgreSQL and on SQLite.
+func eachShared(t *testing.T, n int, fn func(t *testing.T, stores []*store.Store)) {
+	for name, databaseURL := range map[string]func(testing.TB) string{
+		"postgres": storetest.FreshPostgresURL,
+		"sqlite":   func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "gateway.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			u := databaseURL(t)
+			stores := make([]*store.Store, n)
+			for i := range stores {
+				s, err := store.Open(ctx, u)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				if i == 0 {
+					require.NoError(t, s.Migrate(ctx))
+				}
+				stores[i] = s
+			}
+			fn(t, stores)
+		})
+	}
+}
+
+func TestCacheReserveRateRemembersFullWindows(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		ctx := context.Background()
+		cache := store.NewCache(s, time.Second)
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		reserve := func(perMinute int, at time.Time) bool {
+			t.Helper()
+			ok, err := cache.ReserveRate(ctx, "p", "llm-tasks", perMinute, 100, at)
+			require.NoError(t, err)
+			return ok
+		}
+		require.True(t, reserve(2, now))
+		require.True(t, reserve(2, now), "the second request fills the minute")
+
+		// The cache knows the minute is full: it refuses without asking
+		// the database, even once the counters are gone.
+		_, err := db.Exec("DELETE FROM rate_counters")
+		require.NoError(t, err)
+		require.False(t, reserve(2, now.Add(29*time.Second)))
+		ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 2, 100, now)
+		require.NoError(t, err)
+		require.True(t, ok, "the database has room again")
+		require.True(t, reserve(3, now), "a higher limit is asked again")
+
+		// The next minute is asked again; a refusal by the database (other
+		// workers took the slots) is remembered too.
+		next := now.Add(30 * time.Second)
+		require.True(t, reserve(2, next))
+		ok, err = s.ReserveRate(ctx, "p", "llm-tasks", 2, 100, next)
+		require.NoError(t, err)
+		require.True(t, ok, "another worker takes the last slot")
+		require.False(t, reserve(2, next))
+		_, err = db.Exec("DELETE FROM rate_counters")
+		require.NoError(t, err)
+		require.False(t, reserve(2, next), "remembered")
+		require.True(t, reserve(2, next.Add(time.Minute)))
+	})
 }
 
 func TestNextTurnIsShared(t *testing.T) {
@@ -120,5 +250,85 @@ func TestLatencyMovingAverage(t *testing.T) {
 		other, err := s.Latencies(ctx, "translations")
 		require.NoError(t, err)
 		require.Empty(t, other)
+	})
+}
+
+// samples reads how many observations the stored average holds.
+func samples(t *testing.T, db *sql.DB, provider string) int {
+	t.Helper()
+	var n int
+	err := db.QueryRow("SELECT samples FROM provider_latencies WHERE provider_id = '" + provider + "' AND service = 'llm-tasks'").Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0
+	}
+	require.NoError(t, err)
+	return n
+}
+
+func TestCacheBatchesLatencies(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		ctx := context.Background()
+		clock := store.NewClock(time.Now())
+		cache := store.NewCacheAt(s, time.Hour, clock.Now)
+		stored := func(provider string) float64 {
+			t.Helper()
+			got, err := s.Latencies(ctx, "llm-tasks")
+			require.NoError(t, err)
+			return got[provider]
+		}
+
+		// The first observation is written at once, those within the TTL
+		// after it wait.
+		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
+		require.InDelta(t, 100.0, stored("p"), 0.001)
+		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
+		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 300*time.Millisecond))
+		require.NoError(t, cache.RecordLatency(ctx, "q", "llm-tasks", 50*time.Millisecond))
+		require.InDelta(t, 100.0, stored("p"), 0.001, "not written yet")
+		require.Equal(t, 1, samples(t, db, "p"))
+		require.InDelta(t, 50.0, stored("q"), 0.001, "another provider's first is written at once")
+
+		// Once the TTL has passed, the next observation writes them all,
+		// folded in order: the same average as one write each.
+		clock.Advance(time.Hour)
+		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 400*time.Millisecond))
+		want := ((100*0.8+200*0.2)*0.8+300*0.2)*0.8 + 400*0.2
+		require.InDelta(t, want, stored("p"), 0.001)
+		require.Equal(t, 4, samples(t, db, "p"))
+
+		// Flush writes what is left; a new average starts with its first
+		// observation.
+		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 500*time.Millisecond))
+		require.NoError(t, cache.RecordLatency(ctx, "r", "llm-tasks", 10*time.Millisecond))
+		require.NoError(t, cache.RecordLatency(ctx, "r", "llm-tasks", 20*time.Millisecond))
+		require.NoError(t, cache.Flush(ctx))
+		require.InDelta(t, want*0.8+500*0.2, stored("p"), 0.001)
+		require.Equal(t, 5, samples(t, db, "p"))
+		require.InDelta(t, 12.0, stored("r"), 0.001, "0.8 × 10 + 0.2 × 20")
+		require.Equal(t, 2, samples(t, db, "r"))
+
+		// A write that fails keeps its observations for the next.
+		clock.Advance(time.Hour)
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		require.Error(t, cache.RecordLatency(canceled, "r", "llm-tasks", 30*time.Millisecond))
+		require.Equal(t, 2, samples(t, db, "r"))
+		require.NoError(t, cache.Flush(ctx))
+		require.Equal(t, 3, samples(t, db, "r"))
+		require.InDelta(t, 12*0.8+30*0.2, stored("r"), 0.001)
+	})
+}
+
+func TestCacheWritesLatenciesInTheBackground(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		ctx := context.Background()
+		cache := store.NewCache(s, 5*time.Millisecond)
+		for _, ms := range []time.Duration{100, 200, 300} {
+			require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", ms*time.Millisecond))
+		}
+		require.Eventually(t, func() bool { return samples(t, db, "p") == 3 }, 5*time.Second, 2*time.Millisecond,
+			"what waited is written once the TTL has passed, without another observation")
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -94,70 +93,5 @@ func TestProviderStatusConcurrentMerges(t *testing.T) {
 		got, err := s.ProviderStatuses(ctx)
 		require.NoError(t, err)
 		require.Len(t, got["alpha"].Services, writers, "no merge lost another's entry: %v", got["alpha"].Services)
-	})
-}
-
-func TestStatusCache(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		cache := store.NewStatusCache(s, time.Hour)
-
-		services, err := cache.ServiceStatuses(ctx)
-		require.NoError(t, err)
-		require.Empty(t, services)
-		providers, err := cache.ProviderStatuses(ctx)
-		require.NoError(t, err)
-		require.Empty(t, providers)
-
-		// A write by someone else (another process) is not seen within the TTL.
-		require.NoError(t, s.SetServiceStatus(ctx, "transcriptions", "disabled"))
-		_, err = s.SetProviderStatus(ctx, "alpha", pointerTo("disabled"), nil)
-		require.NoError(t, err)
-		services, err = cache.ServiceStatuses(ctx)
-		require.NoError(t, err)
-		require.Empty(t, services, "served from the cache")
-		providers, err = cache.ProviderStatuses(ctx)
-		require.NoError(t, err)
-		require.Empty(t, providers, "served from the cache")
-
-		// A write through the cache is seen at once, with the other's.
-		require.NoError(t, cache.SetServiceStatus(ctx, "llm-tasks", "deprecated"))
-		services, err = cache.ServiceStatuses(ctx)
-		require.NoError(t, err)
-		require.Equal(t, map[string]string{"transcriptions": "disabled", "llm-tasks": "deprecated"}, services)
-		ps, err := cache.SetProviderStatus(ctx, "alpha", nil, map[string]string{"llm-tasks": "degraded"})
-		require.NoError(t, err)
-		require.Equal(t, store.ProviderStatus{Status: "disabled", Services: map[string]string{"llm-tasks": "degraded"}}, ps)
-		providers, err = cache.ProviderStatuses(ctx)
-		require.NoError(t, err)
-		require.Equal(t, map[string]store.ProviderStatus{"alpha": ps}, providers)
-
-		// Callers get copies: changing one does not change the cache.
-		services["translations"] = "disabled"
-		providers["alpha"].Services["transcriptions"] = "disabled"
-		again, err := cache.ServiceStatuses(ctx)
-		require.NoError(t, err)
-		require.NotContains(t, again, "translations")
-		againProviders, err := cache.ProviderStatuses(ctx)
-		require.NoError(t, err)
-		require.NotContains(t, againProviders["alpha"].Services, "transcriptions")
-	})
-}
-
-func TestStatusCacheExpires(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		cache := store.NewStatusCache(s, 50*time.Millisecond)
-		services, err := cache.ServiceStatuses(ctx)
-		require.NoError(t, err)
-		require.Empty(t, services)
-
-		require.NoError(t, s.SetServiceStatus(ctx, "translations", "disabled"))
-		require.Eventually(t, func() bool {
-			services, err := cache.ServiceStatuses(ctx)
-			return err == nil && services["translations"] == "disabled"
-		}, 5*time.Second, 10*time.Millisecond, "another process's write shows once the TTL passed")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"gorm.io/gorm"
@@ -38,6 +39,18 @@ func (t *Tenant) ServiceEnabled(id string) bool { return t == nil || accessEnabl
 // ProviderEnabled reports whether the tenant may use a provider; a nil
 // tenant (no record) may use everything.
 func (t *Tenant) ProviderEnabled(id string) bool { return t == nil || accessEnabled(t.Providers, id) }
+
+// clone is a deep copy of t.
+func (t *Tenant) clone() *Tenant {
+	c := *t
+	if t.DefaultPolicyID != nil {
+		id := *t.DefaultPolicyID
+		c.DefaultPolicyID = &id
+	}
+	c.Services = maps.Clone(t.Services)
+	c.Providers = maps.Clone(t.Providers)
+	return &c
+}
 
 func accessEnabled(entries map[string]Access, id string) bool {
 	a, ok := entries[id]

@@ -37,6 +37,7 @@ const devMemoryLimit = 256 << 20
 
 // runDev runs the whole stack in one process.
 func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
+	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(devMemoryLimit)
 	}
@@ -56,6 +57,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	reads := store.NewCache(st, store.CacheTTL) // the API's and the worker's
+	defer reads.Flush(context.WithoutCancel(ctx))
 	signer, err := webhookSigner(ctx, cfg, st)
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer tc.Close()
 
 	nodeID := nodeID()
-	w, err := startWorker(tc, st, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
+	w, err := startWorker(tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
 	if err != nil {
 		return err
 	}
@@ -109,7 +112,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
-	apiCfg := apiConfig(cfg, st, tc, registry, verifier, signer, logger)
+	apiCfg := apiConfig(cfg, reads, tc, registry, verifier, signer, logger)
 	apiCfg.Routes = routes
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
 	apiCfg.NodeID = nodeID
@@ -132,7 +135,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
-	apiCfg := apiConfig(cfg, st, tc, registry, verifier, signer, logger)
+	apiCfg := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, registry, verifier, signer, logger)
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
 	apiCfg.CheckURLs = !cfg.AllowPrivateNetworks
 	srv := api.New(apiCfg)
@@ -141,14 +144,14 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 }
 
 // apiConfig is the API configuration dev and serve share.
-func apiConfig(cfg config, st *store.Store, tc client.Client, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
+func apiConfig(cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
 	return api.Config{
 		Store:      st,
 		Temporal:   tc,
 		Catalog:    registry.Catalog(),
 		Verifier:   verifier,
 		Tenants:    st,
-		Statuses:   store.NewStatusCache(st, store.StatusCacheTTL),
+		Statuses:   st,
 		Policies:   st,
 		Region:     cfg.Region,
 		NodeID:     nodeID(),
@@ -196,13 +199,16 @@ func (d *externalDeps) close() {
 
 // runWorker runs the Temporal worker, with health endpoints on --listen.
 func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
 	deps, err := connect(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer deps.close()
 	registry, st, signer, tc := deps.registry, deps.store, deps.signer, deps.temporal
-	w, err := startWorker(tc, st, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
+	reads := store.NewCache(st, store.CacheTTL)
+	defer reads.Flush(context.WithoutCancel(ctx))
+	w, err := startWorker(tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
 	if err != nil {
 		return err
 	}
@@ -274,29 +280,25 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 	return tc, nil
 }
 
-func startWorker(tc client.Client, st *store.Store, registry *providers.Registry, nodeID string, network workerNetwork) (worker.Worker, error) {
+// workflowCacheSize is how many job workflows a worker keeps in memory
+// between their workflow tasks (the SDK's default is 10,000). A job waits
+// for its provider call between tasks; one that was evicted replays its
+// short history when the call ends. This bounds a worker's memory when
+// thousands of jobs are in flight. The cache is shared by every SDK worker
+// of the process (the embedded server's own too) and sized when the first
+// one starts, so the commands set it first.
+const workflowCacheSize = 256
+
+func startWorker(tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	routing := cachedRouting{Store: st, statuses: store.NewStatusCache(st, store.StatusCacheTTL)}
-	acts := &activities.Activities{Store: st, Routing: routing, Providers: registry, Temporal: tc, WorkerID: nodeID}
-	network.wire(acts, st)
+	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID}
+	network.wire(acts, st.Store)
 	w.RegisterActivity(acts)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	return w, nil
-}
-
-// cachedRouting is the store as routing reads it, with provider statuses
-// behind the same short-lived cache the API uses: they are read for every
-// job.
-type cachedRouting struct {
-	*store.Store
-	statuses *store.StatusCache
-}
-
-func (r cachedRouting) ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error) {
-	return r.statuses.ProviderStatuses(ctx)
 }
 
 func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker bool) []api.ReadyCheck {

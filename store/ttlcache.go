@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ttlCache is a small read-through cache, safe for concurrent use, of
+// values loaded from the database. An entry is served until it is ttl old
+// (a negative ttl: until evicted; 0: nothing is kept), and at most max
+// entries are kept: a new one first drops the expired ones, else an
+// arbitrary one. Local writes call forget or clear; a load that overlapped
+// one is returned but not kept, so the cache never holds a value older
+// than the last write through it.
+type ttlCache[K comparable, V any] struct {
+	ttl time.Duration
+	max int
+	now func() time.Time
+
+	mu      sync.Mutex
+	gen     uint64 // bumped by forget and clear
+	entries map[K]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	value  V
+	loaded time.Time
+}
+
+func newTTLCache[K comparable, V any](ttl time.Duration, max int, now func() time.Time) *ttlCache[K, V] {
+	return &ttlCache[K, V]{ttl: ttl, max: max, now: now, entries: map[K]ttlEntry[V]{}}
+}
+
+// get returns key's value, calling load when it is missing or expired.
+// Errors are not kept.
+func (c *ttlCache[K, V]) get(ctx context.Context, key K, load func(context.Context) (V, error)) (V, error) {
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok && c.fresh(e) {
+		c.mu.Unlock()
+		return e.value, nil
+	}
+	gen := c.gen
+	c.mu.Unlock()
+
+	started := c.now()
+	v, err := load(ctx)
+	if err != nil || c.ttl == 0 {
+		return v, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
+			c.evict()
+		}
+		c.entries[key] = ttlEntry[V]{value: v, loaded: started}
+	}
+	return v, nil
+}
+
+func (c *ttlCache[K, V]) fresh(e ttlEntry[V]) bool {
+	return c.ttl < 0 || c.now().Sub(e.loaded) < c.ttl
+}
+
+// evict makes room for one entry; c.mu is held.
+func (c *ttlCache[K, V]) evict() {
+	for k, e := range c.entries {
+		if !c.fresh(e) {
+			delete(c.entries, k)
+		}
+	}
+	for k := range c.entries {
+		if len(c.entries) < c.max {
+			return
+		}
+		delete(c.entries, k)
+	}
+}
+
+// forget drops key's entry.
+func (c *ttlCache[K, V]) forget(key K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.entries, key)
+}
+
+// clear drops every entry.
+func (c *ttlCache[K, V]) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.entries)
+}

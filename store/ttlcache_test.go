@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// counting returns a load that counts its calls and returns the count.
+func counting() (func(context.Context) (int, error), *atomic.Int64) {
+	var calls atomic.Int64
+	return func(context.Context) (int, error) { return int(calls.Add(1)), nil }, &calls
+}
+
+func TestTTLCacheServesUntilExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	c := newTTLCache[string, int](time.Second, 10, clock.Now)
+	load, calls := counting()
+
+	v, err := c.get(ctx, "a", load)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+	clock.Advance(999 * time.Millisecond)
+	v, err = c.get(ctx, "a", load)
+	require.NoError(t, err)
+	require.Equal(t, 1, v, "a hit within the TTL")
+	require.EqualValues(t, 1, calls.Load())
+
+	v, err = c.get(ctx, "b", load)
+	require.NoError(t, err)
+	require.Equal(t, 2, v, "keys are cached apart")
+
+	clock.Advance(time.Millisecond)
+	v, err = c.get(ctx, "a", load)
+	require.NoError(t, err)
+	require.Equal(t, 3, v, "loaded again once the TTL passed")
+}
+
+func TestTTLCacheForgetsAndKeepsNoError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := NewClock(time.Now())
+	c := newTTLCache[string, int](time.Hour, 10, clock.Now)
+	load, calls := counting()
+
+	_, _ = c.get(ctx, "a", load)
+	_, _ = c.get(ctx, "b", load)
+	c.forget("a")
+	v, _ := c.get(ctx, "a", load)
+	require.Equal(t, 3, v, "a forgotten key is loaded again")
+	v, _ = c.get(ctx, "b", load)
+	require.Equal(t, 2, v, "forget drops only its key")
+	c.clear()
+	v, _ = c.get(ctx, "b", load)
+	require.Equal(t, 4, v, "clear drops every key")
+
+	boom := errors.New("boom")
+	_, err := c.get(ctx, "c", func(context.Context) (int, error) { return 0, boom })
+	require.ErrorIs(t, err, boom)
+	v, _ = c.get(ctx, "c", load)
+	require.Equal(t, 5, v, "an error is not kept")
+	require.EqualValues(t, 5, calls.Load())
+}
+
+func TestTTLCacheDropsLoadsThatOverlapAWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newTTLCache[string, string](time.Hour, 10, time.Now)
+	v, err := c.get(ctx, "a", func(context.Context) (string, error) {
+		c.forget("a") // a write lands while the old value is being read
+		return "old", nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "old", v, "the caller still gets what it read")
+	v, err = c.get(ctx, "a", func(context.Context) (string, error) { return "new", nil })
+	require.NoError(t, err)
+	require.Equal(t, "new", v, "but the cache did not keep it")
+}
+
+func TestTTLCacheZeroAndNegativeTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := NewClock(time.Now())
+
+	off := newTTLCache[string, int](0, 10, clock.Now)
+	load, _ := counting()
+	_, _ = off.get(ctx, "a", load)
+	v, _ := off.get(ctx, "a", load)
+	require.Equal(t, 2, v, "a TTL of 0 keeps nothing")
+
+	forever := newTTLCache[string, int](-1, 10, clock.Now)
+	load, _ = counting()
+	_, _ = forever.get(ctx, "a", load)
+	clock.Advance(365 * 24 * time.Hour)
+	v, _ = forever.get(ctx, "a", load)
+	require.Equal(t, 1, v, "a negative TTL never expires")
+}
+
+func TestTTLCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := NewClock(time.Now())
+	c := newTTLCache[int, int](time.Second, 3, clock.Now)
+	load, _ := counting()
+	for k := range 3 {
+		_, _ = c.get(ctx, k, load)
+	}
+	clock.Advance(2 * time.Second)
+	_, _ = c.get(ctx, 0, load) // reloads 0; 1 and 2 have expired
+	_, _ = c.get(ctx, 3, load)
+	require.Len(t, c.entries, 2, "expired entries go first")
+	require.Contains(t, c.entries, 0)
+	require.Contains(t, c.entries, 3)
+
+	for k := range 100 {
+		_, _ = c.get(ctx, 10+k, load)
+		require.LessOrEqual(t, len(c.entries), 3)
+	}
+}
+
+func TestTTLCacheConcurrentUse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newTTLCache[string, string](time.Minute, 4, time.Now)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 500 {
+				key := fmt.Sprint(i % 6)
+				v, err := c.get(ctx, key, func(context.Context) (string, error) { return "v" + key, nil })
+				if err != nil || v != "v"+key {
+					t.Errorf("get %s = %q, %v", key, v, err)
+					return
+				}
+				if (g+i)%50 == 0 {
+					c.forget(key)
+				}
+				if i%200 == 0 {
+					c.clear()
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
