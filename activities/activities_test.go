@@ -197,23 +197,38 @@ func TestSaveJobProjectsSnapshot(t *testing.T) {
 	require.Equal(t, processed, *row.ProcessedAt)
 }
 
+// timedAdapter is a scripted adapter that knows how long its calls take.
+type timedAdapter struct {
+	scriptedAdapter
+	d time.Duration
+}
+
+func (t *timedAdapter) ExpectedDuration() time.Duration { return t.d }
+
 func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 	t.Parallel()
 	catalog, err := providers.ParseCatalog([]byte(`providers:
-  - {id: quick, name: Quick, adapter: scripted, latency_ms_hint: 1000, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
-  - {id: slow, name: Slow, adapter: scripted, latency_ms_hint: 1001, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
-  - {id: unknown, name: Unknown, adapter: scripted, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: quick, name: Quick, adapter: timed-1000ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: slow, name: Slow, adapter: timed-1001ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: hinted, name: Hinted, adapter: scripted, latency_ms_hint: 10, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
 `))
 	require.NoError(t, err)
+	timed := func(d time.Duration) providers.Factory {
+		return func(*providers.Provider) (providers.Adapter, error) { return &timedAdapter{d: d}, nil }
+	}
 	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
-		"scripted": func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
+		"timed-1000ms": timed(activities.ShortCall),
+		"timed-1001ms": timed(activities.ShortCall + time.Millisecond),
+		"scripted":     func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
 	})
 	require.NoError(t, err)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(&activities.Activities{Store: &recordingStore{}, Providers: registry})
 
-	for provider, local := range map[string]bool{"quick": true, "slow": false, "unknown": false} {
+	// Only an adapter's own estimate makes a call local; a catalog hint
+	// is a routing input and promises nothing.
+	for provider, local := range map[string]bool{"quick": true, "slow": false, "hinted": false} {
 		in := activities.RouteInput{JobID: "job-1", Service: providers.LLMTasks, Input: json.RawMessage(`{}`), Explicit: provider, Attempt: 1}
 		value, err := env.ExecuteActivity(acts.DecideRoute, in)
 		require.NoError(t, err)

@@ -46,8 +46,6 @@ type Activities struct {
 	WebhookClient *http.Client
 	// Deliveries records webhook delivery attempts; nil records none.
 	Deliveries DeliveryStore
-
-	beats heartbeats
 }
 
 // JobError is the {code, message} of a failed job.

@@ -115,8 +115,8 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 // activity of its own.
 const ShortCall = time.Second
 
-// callsLocally reports whether calls to the provider are expected to be
-// short (see providers.Registry.ExpectedDuration).
+// callsLocally reports whether the provider's adapter expects its calls to
+// be short (see providers.DurationEstimator).
 func (a *Activities) callsLocally(providerID string) bool {
 	d, ok := a.Providers.ExpectedDuration(providerID)
 	return ok && d <= ShortCall
@@ -132,7 +132,20 @@ func (a *Activities) heartbeat(ctx context.Context, progress *atomic.Int64) (sto
 	if interval <= 0 {
 		interval = time.Second
 	}
-	return a.beats.add(ctx, progress, interval)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				activity.RecordHeartbeat(ctx, int(progress.Load()))
+			}
+		}
+	}()
+	return cancel
 }
 
 // classify turns an adapter's error into a Temporal error the workflow can

@@ -51,7 +51,11 @@ type Adapter interface {
 	Run(ctx context.Context, call Call) (json.RawMessage, error)
 }
 
-// DurationEstimator is an Adapter that knows how long its calls take.
+// DurationEstimator is an Adapter that knows how long its calls take,
+// because it bounds them (the sandbox). The job workflow runs calls
+// expected to be short as local activities, so an adapter whose calls can
+// run long (a network API) must not implement it. The catalog's
+// latency_ms_hint is a routing input only.
 type DurationEstimator interface {
 	ExpectedDuration() time.Duration
 }

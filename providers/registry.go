@@ -51,15 +51,11 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 // Catalog returns the catalog the registry was built from.
 func (r *Registry) Catalog() *Catalog { return r.catalog }
 
-// ExpectedDuration is how long a call to the provider is expected to take:
-// its adapter's own estimate, else the catalog's latency_ms_hint. ok is
-// false when neither knows.
+// ExpectedDuration is how long a call to the provider takes, when its
+// adapter knows (see DurationEstimator).
 func (r *Registry) ExpectedDuration(providerID string) (d time.Duration, ok bool) {
 	if e, isEstimator := r.adapters[providerID].(DurationEstimator); isEstimator {
 		return e.ExpectedDuration(), true
-	}
-	if p, found := r.catalog.Lookup(providerID); found && p.LatencyMSHint > 0 {
-		return time.Duration(p.LatencyMSHint) * time.Millisecond, true
 	}
 	return 0, false
 }

@@ -124,8 +124,8 @@ providers:
 		want time.Duration
 		ok   bool
 	}{
-		{"estimating", 0, true}, // the adapter's estimate wins over the hint
-		{"hinted", 250 * time.Millisecond, true},
+		{"estimating", 0, true},
+		{"hinted", 0, false}, // latency_ms_hint is for routing only
 		{"unknown", 0, false},
 		{"missing", 0, false},
 	} {

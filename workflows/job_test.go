@@ -197,6 +197,13 @@ func TestCancelWhileProcessing(t *testing.T) {
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
+	requireCancelled(t, b)
+}
+
+// requireCancelled checks that the workflow ended cancelled and the job
+// failed with CANCELLED.
+func requireCancelled(t *testing.T, b *bundle) {
+	t.Helper()
 	require.True(t, b.env.IsWorkflowCompleted())
 	var canceled *temporal.CanceledError
 	require.True(t, errors.As(b.env.GetWorkflowError(), &canceled), "the workflow ends cancelled: %v", b.env.GetWorkflowError())

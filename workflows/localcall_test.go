@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,20 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	require.Equal(t, store.StatusFailed, snap.Status)
 	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
 	require.Equal(t, []string{"local"}, calls.kinds)
+}
+
+func TestCancelDuringShortCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			<-ctx.Done() // the call runs until the cancellation reaches it
+			return activities.CallOutput{}, ctx.Err()
+		}).Once()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	requireCancelled(t, b)
 }

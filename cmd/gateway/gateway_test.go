@@ -378,7 +378,9 @@ func TestFailoverEndToEnd(t *testing.T) {
 	for _, e := range history[1].Evaluations {
 		reasons[e.ProviderID] = e.Reason
 	}
-	require.Equal(t, map[string]string{"sandbox-broken": "failed", "sandbox-steady": "selected"}, reasons)
+	require.Equal(t, map[string]string{
+		"sandbox-broken": "failed", "sandbox-steady": "selected", "sandbox-quick": "service_not_supported",
+	}, reasons)
 	require.Equal(t, "failover", done.Data.Attributes.Routing["reason"])
 }
 
