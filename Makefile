@@ -31,7 +31,9 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: bench-load bench-list ## every benchmark: bench-load, then bench-list
+bench: ## every benchmark: bench-load, then bench-list (both run; fails if a request or job of either failed)
+	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
+	$(MAKE) --no-print-directory bench-list || status=1; exit $$status
 
 .PHONY: bench-list
 bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once; about two minutes)
