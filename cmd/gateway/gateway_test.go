@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/providers/providertest"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -102,10 +104,9 @@ func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...s
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := devtemporal.FreePort("127.0.0.1")
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 func (g *gateway) start() {

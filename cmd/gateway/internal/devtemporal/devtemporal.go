@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -185,7 +186,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 	// Internal services only ever talk to each other: keep them on loopback.
 	var internalPorts [3]int
 	for i := range internalPorts {
-		if internalPorts[i], err = freePort(loopbackV4); err != nil {
+		if internalPorts[i], err = FreePort(loopbackV4); err != nil {
 			return nil, fmt.Errorf("devtemporal: picking a port for an internal service: %w", err)
 		}
 	}
@@ -584,7 +585,7 @@ func resolveListenAddress(what, addr string) (string, int, error) {
 		host = ip.String()
 	}
 	if port == 0 {
-		if port, err = freePort(host); err != nil {
+		if port, err = FreePort(host); err != nil {
 			return "", 0, fmt.Errorf("devtemporal: %s address %q: picking a free port: %w", what, addr, err)
 		}
 		return host, port, nil
@@ -597,23 +598,28 @@ func resolveListenAddress(what, addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// freePort asks the kernel for a free TCP port on ip by listening on port 0
-// and closing the listener again. The port is then handed to the Temporal or
-// UI server, which binds it a few milliseconds later. Another process can
-// grab the port in between; that race is accepted for a dev server (the
-// kernel does not hand out a just-released ephemeral port again right away,
-// so in practice it only matters when something else binds fixed ports in
-// the ephemeral range).
-func freePort(ip string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, err
+// FreePort picks a free TCP port on ip for a server that binds it a moment
+// later. It draws from below Linux's ephemeral range (32768-60999), so the
+// port cannot be handed meanwhile to an outgoing connection, which takes
+// its local port from that range: a server that then fails to bind would
+// take the process down (the Temporal server panics on it). Another
+// process picking ports the same way can still collide, rarely.
+func FreePort(ip string) (int, error) {
+	const low, high = 20000, 32768
+	var lastErr error
+	for range 50 {
+		port := low + rand.IntN(high-low)
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if err := ln.Close(); err != nil {
+			return 0, err
+		}
+		return port, nil
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
+	return 0, fmt.Errorf("no free port in %d-%d: %w", low, high-1, lastErr)
 }
 
 // dialIP maps an unspecified listen IP (0.0.0.0, ::) to the loopback address

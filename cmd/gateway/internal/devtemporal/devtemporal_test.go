@@ -281,3 +281,16 @@ func rss(t *testing.T) string {
 	}
 	return "unknown"
 }
+
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	t.Parallel()
+	for range 20 {
+		port, err := FreePort("127.0.0.1")
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, port, 20000)
+		require.Less(t, port, 32768, "outgoing connections take local ports from 32768 up")
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		require.NoError(t, err, "the port is free")
+		require.NoError(t, ln.Close())
+	}
+}
