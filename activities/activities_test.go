@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/policy"
@@ -45,12 +48,18 @@ type scriptedAdapter struct {
 	err        error
 	resumeFrom int
 	steps      []int
+	hold       time.Duration // how long the call takes after its steps
 }
 
-func (a *scriptedAdapter) Run(_ context.Context, call providers.Call) (json.RawMessage, error) {
+func (a *scriptedAdapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	a.resumeFrom = call.ResumeFrom
 	for _, p := range a.steps {
 		call.Progress(p)
+	}
+	select {
+	case <-time.After(a.hold):
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	if a.err != nil {
 		return nil, a.err
@@ -59,6 +68,17 @@ func (a *scriptedAdapter) Run(_ context.Context, call providers.Call) (json.RawM
 }
 
 func setup(t *testing.T, adapter *scriptedAdapter) (*testsuite.TestActivityEnvironment, *recordingStore) {
+	t.Helper()
+	acts, st := scriptedActivities(t, adapter, time.Hour)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	return env, st
+}
+
+// scriptedActivities returns the activities with one provider, "scripted",
+// whose calls adapter answers.
+func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterval time.Duration) (*activities.Activities, *recordingStore) {
 	t.Helper()
 	catalog, err := providers.ParseCatalog([]byte(`providers:
   - id: scripted
@@ -75,10 +95,7 @@ func setup(t *testing.T, adapter *scriptedAdapter) (*testsuite.TestActivityEnvir
 	})
 	require.NoError(t, err)
 	st := &recordingStore{}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: time.Hour})
-	return env, st
+	return &activities.Activities{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: heartbeatInterval}, st
 }
 
 func call() activities.CallInput {
@@ -99,6 +116,37 @@ func TestCallProviderReturnsResultAndProjectsProgress(t *testing.T) {
 	require.JSONEq(t, `{"content":"ok","finish_reason":"completed"}`, string(out.Result))
 	require.Equal(t, "worker-7", out.WorkerID)
 	require.Equal(t, []int{30, 60}, st.progress, "progress only rises; 0 and 100 are the workflow's own writes")
+}
+
+func TestCallProviderHeartbeatsKeepALongCallAlive(t *testing.T) {
+	t.Parallel()
+	// The call takes 2.5 heartbeat timeouts and has one try: only its
+	// heartbeats (every half timeout by default) keep it from timing out.
+	const heartbeatTimeout = 2 * time.Second
+	adapter := &scriptedAdapter{steps: []int{0, 30}, hold: 5 * time.Second}
+	acts, _ := scriptedActivities(t, adapter, 0)
+	callOnce := func(ctx workflow.Context, in activities.CallInput) (activities.CallOutput, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			HeartbeatTimeout:    heartbeatTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		var out activities.CallOutput
+		err := workflow.ExecuteActivity(ctx, acts.CallProvider, in).Get(ctx, &out)
+		return out, err
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(callOnce, workflow.RegisterOptions{Name: "callOnce"})
+	env.RegisterActivity(acts)
+	var last int
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		require.NoError(t, details.Get(&last))
+	})
+	env.ExecuteWorkflow(callOnce, call())
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 30, last, "heartbeats carry the progress reached")
 }
 
 func TestCallProviderResumesFromHeartbeat(t *testing.T) {

@@ -36,8 +36,8 @@ type Activities struct {
 	Temporal client.Client
 	// WorkerID identifies this worker process in job metadata.
 	WorkerID string
-	// HeartbeatInterval is how often a running provider call heartbeats
-	// (default 1 s).
+	// HeartbeatInterval is how often a running provider call records a
+	// heartbeat (default: half its heartbeat timeout).
 	HeartbeatInterval time.Duration
 	// Signer signs webhook requests.
 	Signer *webhooksign.Signer

@@ -51,7 +51,7 @@ var (
 			MaximumInterval:    time.Minute,
 		},
 	}
-	// providerCallOptions: the provider call heartbeats every second, so a
+	// providerCallOptions: the provider call heartbeats every half timeout, so a
 	// dead worker is noticed after HeartbeatTimeout and the call resumes on
 	// another one. Three tries per provider before failing over.
 	providerCallOptions = workflow.ActivityOptions{
