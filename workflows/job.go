@@ -56,7 +56,7 @@ var (
 	// another one. Three tries per provider before failing over.
 	providerCallOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    5 * time.Second,
+		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
