@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -139,14 +137,11 @@ func TestCallProviderHeartbeatsKeepALongCallAlive(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(callOnce, workflow.RegisterOptions{Name: "callOnce"})
 	env.RegisterActivity(acts)
-	var last int
-	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
-		require.NoError(t, details.Get(&last))
-	})
+	// The default idle timeout (3 s) would end the test during the call.
+	env.SetTestTimeout(time.Minute)
 	env.ExecuteWorkflow(callOnce, call())
 	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, 30, last, "heartbeats carry the progress reached")
+	require.NoError(t, env.GetWorkflowError(), "the call timed out: its heartbeats did not reach the server")
 }
 
 func TestCallProviderResumesFromHeartbeat(t *testing.T) {
