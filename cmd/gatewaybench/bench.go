@@ -92,7 +92,8 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		name string
 		run  func(context.Context, *report) error
 	}{
-		{"load", b.loadPhases},
+		{"e2e", b.e2ePhases},
+		{"create", b.createPhases},
 		{"memory", b.memoryPhase},
 		{"reads", b.readsPhase},
 	} {

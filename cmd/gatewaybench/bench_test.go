@@ -49,7 +49,7 @@ func TestQuickShortensWhatWasNotSet(t *testing.T) {
 	require.Equal(t, 7, o.SerialJobs)
 	require.Equal(t, 100_000, o.Jobs)
 	require.Equal(t, []int{50, 100, 200}, o.Rates)
-	require.Equal(t, []string{"load", "reads", "memory"}, o.Phases)
+	require.Equal(t, []string{"e2e", "create", "reads", "memory"}, o.Phases)
 
 	_, err = parseFlags([]string{"-phases", "load,nope"}, io.Discard)
 	require.ErrorContains(t, err, `unknown phase "nope"`)

@@ -13,11 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// loadPhases runs the end-to-end phases on one `gateway dev` (zero-latency
-// sandbox), the gateway and the baseline on the same embedded Temporal;
-// then the creation phases, each on a fresh `gateway dev` so that no phase
-// inherits another's backlog.
-func (b *bench) loadPhases(ctx context.Context, rep *report) error {
+// e2ePhases runs the end-to-end phases on one `gateway dev` (zero-latency
+// sandbox), the gateway and the baseline on the same embedded Temporal.
+func (b *bench) e2ePhases(ctx context.Context, rep *report) error {
 	l, err := b.startLoadRun(ctx, rep, "load")
 	if err != nil {
 		return err
@@ -71,8 +69,13 @@ func (b *bench) loadPhases(ctx context.Context, rep *report) error {
 	if m, err := readMemory(l.g.pid()); err == nil {
 		rep.addInfo("memory", "peak RSS over the end-to-end phases (informational)", "gateway", mib(m.Peak))
 	}
-	l.close()
+	return nil
+}
 
+// createPhases runs the creation phases, each on a fresh `gateway dev` so
+// that no phase inherits another's backlog.
+func (b *bench) createPhases(ctx context.Context, rep *report) error {
+	d := b.opts.Duration
 	rates := slices.Clone(b.opts.Rates)
 	if b.opts.MaxWorkers > 0 {
 		rates = append(rates, 0) // 0: maximum
@@ -87,6 +90,7 @@ func (b *bench) loadPhases(ctx context.Context, rep *report) error {
 			if err != nil {
 				return err
 			}
+			rep.Store = l.store
 			sys := system(l.gw)
 			if name == "baseline" {
 				sys = l.baseline
