@@ -282,16 +282,23 @@ func TestCreatePriorityMapsToTaskPriority(t *testing.T) {
 func TestCreateWorkflowStartFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.setFailStarts(1)
+	b.setFailStarts(2)
 
-	r := b.do(t, http.MethodPost, "/v1/transcriptions", b.writeToken(t), body(t, "transcriptions"))
-	requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
-	require.Empty(t, r.Header.Get("Location"), "nothing is promised")
-
+	// Accepting a job does not wait for Temporal: the start is retried
+	// from the outbox until it is made.
+	data := b.create(t, "transcriptions", b.writeToken(t), body(t, "transcriptions"))
+	id := data["id"].(string)
+	require.Equal(t, "pending", data["attributes"].(map[string]any)["status"])
 	starts := b.started()
-	require.Len(t, starts, 1)
-	_, err := b.store.GetJob(t.Context(), starts[0].Input.JobID)
-	require.ErrorIs(t, err, store.ErrNotFound, "a job whose workflow did not start is not recorded")
+	require.Len(t, starts, 3, "two failed starts, then one that is made")
+	for _, s := range starts {
+		require.Equal(t, id, s.Options.ID)
+		require.Equal(t, id, s.Input.JobID)
+	}
+	_, err := b.store.GetJob(t.Context(), id)
+	require.NoError(t, err)
+	_, err = b.store.GetJobStart(t.Context(), id)
+	require.ErrorIs(t, err, store.ErrNotFound, "a made start leaves the outbox")
 }
 
 func TestIdempotencyKey(t *testing.T) {
@@ -336,20 +343,19 @@ func TestIdempotencyKey(t *testing.T) {
 		require.Len(t, b.started(), 3)
 	})
 
-	t.Run("a retry after a failed start finishes the first attempt", func(t *testing.T) {
+	t.Run("a retry after the first request died records the job under the claimed id", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.setFailStarts(1)
-		r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "retry-me")
-		requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
-		attempted := b.started()[0].Input.JobID
+		// The first request claimed the key and died before it recorded its job.
+		claimedID := uuid.Must(uuid.NewV7()).String()
+		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), tenantA, "retry-me", claimedID, fixedNow, api.IdempotencyTTL)
+		require.NoError(t, err)
+		require.True(t, claimed)
 
 		data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "retry-me")
-		require.Equal(t, attempted, data["id"])
-		starts := b.started()
-		require.Len(t, starts, 2)
-		require.Equal(t, attempted, starts[1].Options.ID)
-		_, err := b.store.GetJob(t.Context(), attempted)
+		require.Equal(t, claimedID, data["id"])
+		require.Equal(t, claimedID, b.startedFor(t, claimedID).Options.ID)
+		_, err = b.store.GetJob(t.Context(), claimedID)
 		require.NoError(t, err)
 	})
 

@@ -28,6 +28,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/api/jobstart"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -231,6 +232,13 @@ func setup(t *testing.T) *bundle {
 // tests about the database).
 func setupWith(t *testing.T, openStore func(testing.TB) *store.Store) *bundle {
 	t.Helper()
+	return setupConfigured(t, openStore, func(*api.Config) {})
+}
+
+// setupConfigured is setupWith with the API's configuration adjusted by
+// configure (webhook key, URL checks).
+func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, configure func(*api.Config)) *bundle {
+	t.Helper()
 	b := &bundle{}
 
 	var handler http.Handler
@@ -254,8 +262,28 @@ func setupWith(t *testing.T, openStore func(testing.TB) *store.Store) *bundle {
 	b.temporal.On("GetWorkflow", mock.Anything, mock.Anything, mock.Anything).
 		Return(b.getWorkflow).Maybe()
 
-	srv := api.New(api.Config{
+	// A real dispatcher of job starts, quick to retry, on the mock.
+	starts := jobstart.New(jobstart.Config{
+		Store:         b.store,
+		Temporal:      b.temporal,
+		SweepInterval: 10 * time.Millisecond,
+		MinRetryDelay: 10 * time.Millisecond,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		starts.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+
+	cfg := api.Config{
 		Store:    b.store,
+		Starts:   starts,
 		Temporal: b.temporal,
 		Catalog:  catalog,
 		Verifier: auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
@@ -264,8 +292,9 @@ func setupWith(t *testing.T, openStore func(testing.TB) *store.Store) *bundle {
 		NodeID:   testNodeID,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:      func() time.Time { return fixedNow },
-	})
-	handler = srv.Handler()
+	}
+	configure(&cfg)
+	handler = api.New(cfg).Handler()
 	b.server.Start()
 	return b
 }
@@ -331,8 +360,15 @@ func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.Wor
 	return run
 }
 
-// started returns the workflows started so far.
+// started waits until the workflow of every job the API accepted was
+// started (the outbox of starts is empty; at most 10 s), then returns the
+// starts the mock saw, failed ones included.
 func (b *bundle) started() []startedWorkflow {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n, err := b.store.CountJobStarts(context.Background()); err == nil && n == 0 {
+			break
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]startedWorkflow(nil), b.starts...)
@@ -370,8 +406,8 @@ func (b *bundle) setCancelErr(err error) {
 	b.cancelErr = err
 }
 
-// assertNoStarts fails the test when the API started any workflow; it
-// does not stop the test, so it is safe in t.Cleanup.
+// assertNoStarts fails the test when the API accepted a job or started
+// any workflow; it does not stop the test, so it is safe in t.Cleanup.
 func (b *bundle) assertNoStarts(t *testing.T) {
 	t.Helper()
 	assert.Empty(t, b.started(), "no workflow may be started")
@@ -611,6 +647,13 @@ func applyEdit(t *testing.T, doc map[string]any, e edit) {
 // get defaults (a new id, tenant acme, user alice, now).
 func (b *bundle) seed(t *testing.T, job store.Job) *store.Job {
 	t.Helper()
+	fillSeed(&job)
+	require.NoError(t, b.store.InsertJob(context.Background(), &job))
+	return &job
+}
+
+// fillSeed gives a seeded job what it lacks.
+func fillSeed(job *store.Job) {
 	if job.ID == "" {
 		job.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -642,8 +685,6 @@ func (b *bundle) seed(t *testing.T, job store.Job) *store.Job {
 		job.CompletedAt = &completed
 	}
 	job.Revision = 1
-	require.NoError(t, b.store.InsertJob(context.Background(), &job))
-	return &job
 }
 
 // seedInputs are stored inputs per service.
@@ -655,6 +696,22 @@ var seedInputs = map[string]string{
 }
 
 // jobPath is the path of a job of resource.
+// seedUnstarted records a pending job of service as the API does, with
+// its start in the outbox leased for an hour, so no dispatcher makes it
+// meanwhile.
+func (b *bundle) seedUnstarted(t *testing.T, service string) string {
+	t.Helper()
+	job := &store.Job{Service: service, Status: store.StatusPending}
+	fillSeed(job)
+	input, err := json.Marshal(workflows.JobInput{JobID: job.ID, Service: providers.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
+		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt})
+	require.NoError(t, err)
+	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.True(t, created)
+	return job.ID
+}
+
 func jobPath(resource, id string, rest ...string) string {
 	return "/v1/" + resource + "/" + id + strings.Join(rest, "")
 }

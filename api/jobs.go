@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -12,10 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
@@ -89,9 +87,9 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 					c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(existing, true)})
 					return
 				}
-				// The first request's job was not recorded yet (or that
-				// request died before starting it): finish its start under
-				// the same id. Starting a workflow is idempotent per id.
+				// The first request's job is not recorded yet (that request
+				// is still running or died): record it under the same id;
+				// of two such requests, one records it.
 				jobID = claimedID
 			}
 		}
@@ -110,16 +108,9 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			CreatedAt:   now,
 			Webhook:     req.Webhook.target(),
 		}
-		if _, err := s.cfg.Temporal.ExecuteWorkflow(c.Request.Context(), client.StartWorkflowOptions{
-			ID:                       workflows.JobWorkflowID(jobID),
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			EnableEagerStart:         s.cfg.EagerStart,
-			Priority:                 temporal.Priority{PriorityKey: priorityKey(req.Options)},
-		}, workflows.JobWorkflowName, in); err != nil {
-			s.cfg.Logger.Error("start job workflow", "job", jobID, "error", err)
-			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be queued; retry the request (with the same Idempotency-Key)"))
+		input, err := json.Marshal(in)
+		if err != nil {
+			abort(c, err)
 			return
 		}
 		job := &store.Job{
@@ -136,10 +127,22 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			ClientMeta:  string(req.ClientMeta),
 			CreatedAt:   now,
 		}
-		// The workflow projects the job too, so a failed insert loses
-		// nothing: the job is accepted once its workflow started.
-		if err := s.cfg.Store.InsertJob(c.Request.Context(), job); err != nil {
-			s.cfg.Logger.Warn("record new job", "job", jobID, "error", err)
+		// The job and its start are one transaction: once it commits the
+		// job is accepted, and its workflow is started from the outbox.
+		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: s.cfg.Starts.LeasedUntil()}
+		created, err := s.cfg.Store.CreateJob(c.Request.Context(), job, start)
+		if err != nil {
+			s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
+			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)"))
+			return
+		}
+		if !created {
+			// A concurrent request with the same Idempotency-Key recorded it.
+			if existing, err := s.cfg.Store.GetJob(c.Request.Context(), jobID); err == nil {
+				job = existing
+			}
+		} else {
+			s.cfg.Starts.Offer(*start)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+jobID)
 		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
@@ -269,6 +272,15 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 		if job.Terminal() {
 			abort(c, apierror.New(http.StatusConflict, apierror.CodeJobFinished, "job %s already %s", job.ID, job.Status))
 			return
+		}
+		// A pending job's workflow may not be started yet: start it, so
+		// that it ends the job as cancelled and tells the webhook.
+		if job.Status == store.StatusPending {
+			if err := s.cfg.Starts.StartNow(c.Request.Context(), job.ID); err != nil {
+				s.cfg.Logger.Error("start job workflow to cancel it", "job", job.ID, "error", err)
+				abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be cancelled now; retry the request"))
+				return
+			}
 		}
 		err = s.cfg.Temporal.CancelWorkflow(c.Request.Context(), workflows.JobWorkflowID(job.ID), "")
 		if err != nil && !isNotFound(err) {

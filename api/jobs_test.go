@@ -424,6 +424,33 @@ func TestCancelJob(t *testing.T) {
 			http.StatusConflict, "JOB_FINISHED")
 	})
 
+	t.Run("pending job whose workflow is not started yet", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		id := b.seedUnstarted(t, "llm-tasks")
+		r := b.do(t, http.MethodPost, jobPath("llm-tasks", id, "/cancel"), b.writeToken(t), nil)
+		r.requireStatus(t, http.StatusAccepted)
+		require.Equal(t, id, b.startedFor(t, id).Options.ID, "the workflow is started so that it can end the job")
+		require.Equal(t, []string{id}, b.cancelled())
+		require.Equal(t, "CANCELLED", r.data(t)["attributes"].(map[string]any)["error"].(map[string]any)["code"])
+		_, err := b.store.GetJobStart(t.Context(), id)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("pending job whose workflow cannot be started now", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		id := b.seedUnstarted(t, "llm-tasks")
+		b.setFailStarts(1)
+		r := b.do(t, http.MethodPost, jobPath("llm-tasks", id, "/cancel"), b.writeToken(t), nil)
+		requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+		require.Empty(t, b.cancelled())
+		job, err := b.store.GetJob(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusPending, job.Status)
+		require.Len(t, b.started(), 2, "the failed start is retried from the outbox")
+	})
+
 	t.Run("workflow already gone", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

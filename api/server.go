@@ -18,10 +18,22 @@ import (
 
 // JobStore is what the API needs of the store.
 type JobStore interface {
-	InsertJob(ctx context.Context, job *store.Job) error
+	CreateJob(ctx context.Context, job *store.Job, start *store.JobStart) (bool, error)
 	GetJob(ctx context.Context, id string) (*store.Job, error)
 	ClaimIdempotencyKey(ctx context.Context, tenant, key, jobID string, now time.Time, ttl time.Duration) (string, bool, error)
 	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]store.Job, int64, error)
+}
+
+// JobStarter starts the workflows of the jobs the API accepts
+// (jobstart.Dispatcher).
+type JobStarter interface {
+	// LeasedUntil is the due time of a start recorded now and offered:
+	// until then it is this process's to make.
+	LeasedUntil() time.Time
+	// Offer hands over a start the API recorded with a job.
+	Offer(start store.JobStart)
+	// StartNow makes a job's start at once unless it was made.
+	StartNow(ctx context.Context, jobID string) error
 }
 
 // ReadyCheck is one dependency /readyz waits for.
@@ -32,7 +44,10 @@ type ReadyCheck struct {
 
 // Config is the API's dependencies.
 type Config struct {
-	Store    JobStore
+	Store JobStore
+	// Starts starts the workflows of accepted jobs.
+	Starts JobStarter
+	// Temporal cancels jobs' workflows.
 	Temporal client.Client
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
@@ -46,10 +61,7 @@ type Config struct {
 	// Region and NodeID fill meta.system of responses.
 	Region string
 	NodeID string
-	// EagerStart asks Temporal to hand new workflows straight to this
-	// process's worker (only when the worker runs in the same process).
-	EagerStart bool
-	Logger     *slog.Logger
+	Logger *slog.Logger
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 	// WebhookKey is published at GET /v1/webhooks/public-key.

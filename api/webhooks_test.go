@@ -3,24 +3,15 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/mocks"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api"
-	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -29,34 +20,7 @@ import (
 // configure (webhook key, URL checks).
 func setupWebhookAPI(t *testing.T, configure func(*api.Config)) *bundle {
 	t.Helper()
-	b := &bundle{}
-	var handler http.Handler
-	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(b.server.Close)
-	b.issuer = openIssuer(t, "http://"+b.server.Listener.Addr().String()+devidp.Path)
-	b.store = storetest.SQLite(t)
-	catalog, err := providers.ParseCatalog([]byte(testCatalogYAML))
-	require.NoError(t, err)
-	b.temporal = mocks.NewClient(t)
-	b.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(b.executeWorkflow).Maybe()
-	cfg := api.Config{
-		Store:    b.store,
-		Temporal: b.temporal,
-		Catalog:  catalog,
-		Verifier: auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
-		Routes:   []func(gin.IRouter){b.issuer.Routes},
-		Region:   testRegion,
-		NodeID:   testNodeID,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:      func() time.Time { return fixedNow },
-	}
-	configure(&cfg)
-	handler = api.New(cfg).Handler()
-	b.server.Start()
-	return b
+	return setupConfigured(t, storetest.SQLite, configure)
 }
 
 func TestWebhookPublicKeyNeedsNoToken(t *testing.T) {

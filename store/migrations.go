@@ -195,4 +195,5 @@ var migrations = []*gormigrate.Migration{
 	migrationJobListIndexes,
 	migrationWebhooks,
 	migrationJobCounts,
+	migrationJobStarts,
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,7 +28,16 @@ type config struct {
 	LogLevel             string
 	AllowPrivateNetworks bool
 	WebhookSigningKey    string
+	StartConcurrency     int
 }
+
+// Default --start-concurrency: in dev the starts share the process with
+// the embedded server and the worker, so one at a time; serve makes a
+// network round trip per start.
+const (
+	devStartConcurrency   = 1
+	serveStartConcurrency = 8
+)
 
 // registerFlags binds the flags a command takes; each default is the
 // environment variable's value when set.
@@ -59,6 +69,18 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
 	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
+	starts := serveStartConcurrency
+	if command == "dev" {
+		starts = devStartConcurrency
+	}
+	if v, ok := os.LookupEnv("GATEWAY_START_CONCURRENCY"); ok && v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			starts = n
+		} else {
+			starts = -1 // validate() says what is wrong
+		}
+	}
+	fs.IntVar(&c.StartConcurrency, "start-concurrency", starts, "job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
 	if command == "dev" {
 		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
 		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
@@ -82,6 +104,9 @@ func (c *config) validate(command string) error {
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
 		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+	}
+	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
+		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
 	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())

@@ -41,8 +41,7 @@ func TestConfigPrecedence(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	var cfg config
-	cfg.LogLevel = "info"
+	cfg := config{LogLevel: "info", StartConcurrency: 1}
 	err := cfg.validate("serve")
 	require.ErrorContains(t, err, "serve needs --database-url or DATABASE_URL")
 	require.ErrorContains(t, err, "--temporal-address or TEMPORAL_ADDRESS")
@@ -56,6 +55,23 @@ func TestConfigValidate(t *testing.T) {
 
 	cfg.LogLevel = "loud"
 	require.ErrorContains(t, cfg.validate("dev"), `--log-level "loud"`)
+
+	cfg = config{LogLevel: "info", StartConcurrency: 0}
+	require.ErrorContains(t, cfg.validate("dev"), "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
+	require.NotContains(t, cfg.validate("worker").Error(), "start-concurrency", "the worker starts no jobs")
+}
+
+func TestStartConcurrency(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	require.Equal(t, 1, parse(t, "dev").StartConcurrency, "dev: one start at a time beside the embedded server")
+	require.Equal(t, 8, parse(t, "serve").StartConcurrency)
+	t.Setenv("GATEWAY_START_CONCURRENCY", "3")
+	require.Equal(t, 3, parse(t, "dev").StartConcurrency)
+	require.Equal(t, 5, parse(t, "serve", "--start-concurrency", "5").StartConcurrency)
+	t.Setenv("GATEWAY_START_CONCURRENCY", "many")
+	cfg := parse(t, "serve")
+	cfg.LogLevel = "info"
+	require.ErrorContains(t, cfg.validate("serve"), "--start-concurrency")
 }
 
 func TestRunRejectsUnknownCommand(t *testing.T) {

@@ -21,11 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/providertest"
+	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 var gatewayBin string
@@ -432,4 +436,41 @@ func TestPolicyRoutingAndFailoverEndToEnd(t *testing.T) {
 	require.Equal(t, 1, history[0].PolicyVersion)
 	require.Empty(t, history[1].PolicyID, "policy_id and policy_version only when the reason is policy_rule")
 	require.Equal(t, "tenant_latest", history[1].PolicySource)
+}
+
+// TestJobsAcceptedBeforeACrashAreStarted: a job is accepted once it and
+// its start are in the store; a process that dies before it starts the
+// workflow leaves the start in the outbox, and the next process makes it
+// once the lease of the one that died runs out.
+func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "")
+	g.stop()
+
+	st, err := store.Open(t.Context(), "sqlite:"+filepath.Join(g.dataDir, "gateway.db"))
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	var ids []string
+	for i := range 3 {
+		id := uuid.Must(uuid.NewV7()).String()
+		input := json.RawMessage(fmt.Sprintf(`{"type":"text","text":"Accepted before the crash, %d.","prompt":"Summarise."}`, i))
+		in, err := json.Marshal(workflows.JobInput{JobID: id, Service: providers.LLMTasks, Tenant: "acme", UserID: "dev-user",
+			Input: input, Options: json.RawMessage(`{}`), CreatedAt: now})
+		require.NoError(t, err)
+		job := &store.Job{ID: id, Service: string(providers.LLMTasks), Tenant: "acme", UserID: "dev-user",
+			Status: store.StatusPending, Input: string(input), Options: "{}", CreatedAt: now}
+		// Leased to the process that died, for a few more seconds.
+		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: now.Add(3 * time.Second)})
+		require.NoError(t, err)
+		require.True(t, created)
+		ids = append(ids, id)
+	}
+	require.NoError(t, st.Close())
+
+	g.start()
+	for _, id := range ids {
+		done := g.waitFor("llm-tasks", id, 60*time.Second, terminal)
+		require.Equal(t, "completed", done.Data.Attributes.Status, "%s: %+v", id, done.Data.Attributes)
+		require.NotEmpty(t, done.Data.Attributes.Result)
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/api/jobstart"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -122,11 +123,12 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
-	apiCfg := apiConfig(cfg, reads, tc, registry, verifier, signer, logger)
+	starts := runDispatcher(ctx, cfg, st, tc, true, logger)
+	defer starts.stopAndWait()
+	apiCfg := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
 	apiCfg.Routes = routes
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
 	apiCfg.NodeID = nodeID
-	apiCfg.EagerStart = true
 	srv := api.New(apiCfg)
 	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
@@ -145,7 +147,9 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
-	apiCfg := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, registry, verifier, signer, logger)
+	starts := runDispatcher(ctx, cfg, st, tc, false, logger)
+	defer starts.stopAndWait()
+	apiCfg := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
 	apiCfg.CheckURLs = !cfg.AllowPrivateNetworks
 	srv := api.New(apiCfg)
@@ -154,9 +158,10 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 }
 
 // apiConfig is the API configuration dev and serve share.
-func apiConfig(cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
+func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobstart.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
 	return api.Config{
 		Store:      st,
+		Starts:     starts,
 		Temporal:   tc,
 		Catalog:    registry.Catalog(),
 		Verifier:   verifier,
@@ -169,6 +174,43 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, registry *provider
 		WebhookKey: signer,
 		Deliveries: st,
 	}
+}
+
+// runningDispatcher is the dispatcher of job starts of dev and serve,
+// running until the command's context ends.
+type runningDispatcher struct {
+	*jobstart.Dispatcher
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// runDispatcher starts the workflows of the jobs this process accepts, and
+// those left in the outbox. eager: the worker runs in this process.
+func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager bool, logger *slog.Logger) runningDispatcher {
+	ctx, stop := context.WithCancel(ctx)
+	d := runningDispatcher{
+		stop: stop,
+		Dispatcher: jobstart.New(jobstart.Config{
+			Store:       st,
+			Temporal:    tc,
+			EagerStart:  eager,
+			Concurrency: cfg.StartConcurrency,
+			Logger:      logger.With("component", "job-starts"),
+		}),
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(d.done)
+		d.Run(ctx)
+	}()
+	return d
+}
+
+// stopAndWait stops the dispatcher and waits until it has handed back the
+// starts it held.
+func (d runningDispatcher) stopAndWait() {
+	d.stop()
+	<-d.done
 }
 
 // externalDeps are what serve and worker connect to.

@@ -1,0 +1,334 @@
+// Package jobstart starts the workflows of accepted jobs. The API records
+// each new job together with its start in the store's outbox (job_starts),
+// in one transaction, answers 202 and hands the start to this process's
+// Dispatcher, which starts the job's workflow and deletes the start.
+//
+// Accepting a job therefore costs one database transaction, whatever
+// Temporal is doing; a burst beyond what the workers can run waits in the
+// outbox, not in the client's request. A start that is not made (the
+// process stopped, Temporal was unreachable) stays in the outbox and any
+// dispatcher makes it once its lease runs out.
+package jobstart
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// Store is the outbox the Dispatcher reads and clears.
+type Store interface {
+	ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.JobStart, error)
+	GetJobStart(ctx context.Context, jobID string) (*store.JobStart, error)
+	DeleteJobStarts(ctx context.Context, jobIDs []string) error
+	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
+	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
+}
+
+// Config is a Dispatcher's dependencies and settings; zero values take the
+// defaults.
+type Config struct {
+	Store    Store
+	Temporal client.Client
+	// EagerStart asks Temporal to hand new workflows straight to this
+	// process's worker (only when the worker runs in the same process).
+	EagerStart bool
+	// Concurrency is how many starts are in flight at once (default 1).
+	// It paces how fast new jobs reach the workers: one start at a time
+	// keeps an all-in-one process responsive under a burst; against a
+	// remote Temporal, where a start is a network round trip, use more.
+	Concurrency int
+	// Lease is how long a start taken by a dispatcher is its own before
+	// another may take it (default 30 s).
+	Lease time.Duration
+	// SweepInterval is how often the outbox is read for starts that are
+	// due: handed back, retried, or left by a process that stopped
+	// (default 1 s).
+	SweepInterval time.Duration
+	// MinRetryDelay and MaxRetryDelay bound the exponential backoff after
+	// a failed start (defaults 1 s and 1 min).
+	MinRetryDelay time.Duration
+	MaxRetryDelay time.Duration
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// queueSize bounds the starts a dispatcher holds in memory. It is small
+// enough that the last one is started well within its lease.
+const queueSize = 128
+
+// startTimeout bounds one start request.
+const startTimeout = 10 * time.Second
+
+// Dispatcher starts job workflows from the outbox.
+type Dispatcher struct {
+	cfg   Config
+	queue chan store.JobStart
+	wake  chan struct{}
+	made  chan string // starts made, to clear from the outbox in batches
+}
+
+// New builds a Dispatcher; Run runs it.
+func New(cfg Config) *Dispatcher {
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Second
+	}
+	if cfg.MinRetryDelay <= 0 {
+		cfg.MinRetryDelay = time.Second
+	}
+	if cfg.MaxRetryDelay < cfg.MinRetryDelay {
+		cfg.MaxRetryDelay = max(time.Minute, cfg.MinRetryDelay)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Dispatcher{
+		cfg:   cfg,
+		queue: make(chan store.JobStart, queueSize),
+		wake:  make(chan struct{}, 1),
+		made:  make(chan string, queueSize),
+	}
+}
+
+// LeasedUntil is when a start recorded now falls due for any dispatcher:
+// the API records a new job's start leased to its own process, then
+// Offers it.
+func (d *Dispatcher) LeasedUntil() time.Time { return d.cfg.Now().Add(d.cfg.Lease) }
+
+// Offer hands a start the API just recorded (leased to this process) to
+// the dispatcher. When the queue is full the start is handed back to the
+// outbox, where the dispatcher takes it in priority order once it has
+// room.
+func (d *Dispatcher) Offer(start store.JobStart) {
+	select {
+	case d.queue <- start:
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := d.cfg.Store.ReleaseJobStarts(ctx, []string{start.JobID}, d.cfg.Now()); err != nil {
+		d.cfg.Logger.Warn("hand a job start back to the outbox; it is due when its lease ends", "job", start.JobID, "error", err)
+	}
+	d.poke()
+}
+
+// StartNow makes a job's start at once if it is still in the outbox (the
+// API cancels a pending job's workflow, so it must exist first). A job
+// whose workflow started already is not an error.
+func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
+	start, err := d.cfg.Store.GetJobStart(ctx, jobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.start(ctx, *start); err != nil {
+		return err
+	}
+	return d.clear([]string{jobID})
+}
+
+// Run starts workflows until ctx ends, then hands the starts it still
+// holds back to the outbox.
+func (d *Dispatcher) Run(ctx context.Context) {
+	var starters sync.WaitGroup
+	for range d.cfg.Concurrency {
+		starters.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case start := <-d.queue:
+					if d.start(ctx, start) == nil {
+						d.made <- start.JobID
+					}
+				}
+			}
+		})
+	}
+	cleared := make(chan struct{})
+	go func() {
+		defer close(cleared)
+		d.clearMade()
+	}()
+	d.sweep(ctx)
+	starters.Wait()
+	close(d.made)
+	<-cleared
+	d.handBack()
+}
+
+// clearMade deletes the starts made from the outbox, a batch at a time:
+// what one delete finds waiting when the previous one ends.
+func (d *Dispatcher) clearMade() {
+	for id := range d.made {
+		batch := []string{id}
+	collect:
+		for len(batch) < queueSize {
+			select {
+			case id, ok := <-d.made:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, id)
+			default:
+				break collect
+			}
+		}
+		if err := d.clear(batch); err != nil {
+			d.cfg.Logger.Warn("clear job starts; they will be made again, which is harmless", "jobs", len(batch), "error", err)
+		}
+	}
+}
+
+func (d *Dispatcher) clear(ids []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return d.cfg.Store.DeleteJobStarts(ctx, ids)
+}
+
+// sweep takes due starts from the outbox into the queue: at once, every
+// SweepInterval, and when Offer found the queue full.
+func (d *Dispatcher) sweep(ctx context.Context) {
+	ticker := time.NewTicker(d.cfg.SweepInterval)
+	defer ticker.Stop()
+	for {
+		room := cap(d.queue) - len(d.queue)
+		if room > 0 {
+			claimed, err := d.cfg.Store.ClaimJobStarts(ctx, d.cfg.Now(), d.cfg.Lease, room)
+			if err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Warn("read the outbox of job starts", "error", err)
+			}
+			for _, start := range claimed {
+				select {
+				case d.queue <- start:
+				case <-ctx.Done():
+					d.release(start.JobID)
+				}
+			}
+			if len(claimed) == room {
+				continue // more may be due
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-d.wake:
+		}
+	}
+}
+
+// start starts one job's workflow; a failed start is due again after a
+// backoff. The caller clears a start made.
+func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
+	var in workflows.JobInput
+	err := json.Unmarshal([]byte(start.Input), &in)
+	if err == nil {
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, StartOptions(start.JobID, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
+		cancel()
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			err = nil // it ran already: a start made twice (the delete below failed) runs once
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	if ctx.Err() != nil {
+		d.release(start.JobID)
+		return ctx.Err()
+	}
+	delay := d.retryDelay(start.Attempts)
+	d.cfg.Logger.Error("start job workflow", "job", start.JobID, "attempt", start.Attempts+1, "retry_in", delay, "error", err)
+	if rerr := d.cfg.Store.RetryJobStart(wctx, start.JobID, d.cfg.Now().Add(delay)); rerr != nil {
+		d.cfg.Logger.Warn("schedule a job start's retry; it is due when its lease ends", "job", start.JobID, "error", rerr)
+	}
+	return fmt.Errorf("start job %s: %w", start.JobID, err)
+}
+
+// retryDelay doubles from MinRetryDelay up to MaxRetryDelay.
+func (d *Dispatcher) retryDelay(attempts int) time.Duration {
+	delay := d.cfg.MinRetryDelay
+	for range min(attempts, 30) {
+		delay *= 2
+		if delay >= d.cfg.MaxRetryDelay {
+			return d.cfg.MaxRetryDelay
+		}
+	}
+	return delay
+}
+
+// handBack releases the starts left in the queue, so that the next
+// dispatcher need not wait for their leases.
+func (d *Dispatcher) handBack() {
+	var ids []string
+	for {
+		select {
+		case start := <-d.queue:
+			ids = append(ids, start.JobID)
+			continue
+		default:
+		}
+		break
+	}
+	d.release(ids...)
+}
+
+func (d *Dispatcher) release(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := d.cfg.Store.ReleaseJobStarts(ctx, ids, d.cfg.Now()); err != nil {
+		d.cfg.Logger.Warn("hand job starts back to the outbox; they are due when their leases end", "jobs", len(ids), "error", err)
+	}
+}
+
+func (d *Dispatcher) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// StartOptions are the options of a job's workflow start: the job id is
+// the workflow id, a second start of a running job joins it, and a
+// finished job is never run again.
+func StartOptions(jobID string, priority int, eager bool) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       workflows.JobWorkflowID(jobID),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		EnableEagerStart:         eager,
+		Priority:                 temporal.Priority{PriorityKey: priority},
+	}
+}

@@ -1,0 +1,259 @@
+package jobstart_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/ai-job-gateway/gateway/api/jobstart"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// bundle is a dispatcher on a fresh SQLite store and a Temporal mock that
+// records starts.
+type bundle struct {
+	store *store.Store
+	d     *jobstart.Dispatcher
+
+	mu      sync.Mutex
+	starts  []client.StartWorkflowOptions
+	inputs  []workflows.JobInput
+	results []error       // returned by the next starts, in order; then nil
+	gate    chan struct{} // when set, each start waits for a value
+}
+
+func setup(t *testing.T, eager bool) *bundle {
+	t.Helper()
+	b := &bundle{store: storetest.SQLite(t)}
+	tc := mocks.NewClient(t)
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.JobWorkflowName, mock.Anything).
+		Return(b.executeWorkflow).Maybe()
+	b.d = jobstart.New(jobstart.Config{
+		Store:         b.store,
+		Temporal:      tc,
+		EagerStart:    eager,
+		SweepInterval: 10 * time.Millisecond,
+		MinRetryDelay: 20 * time.Millisecond,
+		MaxRetryDelay: 40 * time.Millisecond,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	return b
+}
+
+// run runs the dispatcher until the returned stop is called (or the test
+// ends); stop waits for Run to return.
+func (b *bundle) run(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.d.Run(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (b *bundle) executeWorkflow(ctx context.Context, opts client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	b.mu.Lock()
+	gate := b.gate
+	b.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.starts = append(b.starts, opts)
+	b.inputs = append(b.inputs, args[0].(workflows.JobInput))
+	if len(b.results) > 0 {
+		err := b.results[0]
+		b.results = b.results[1:]
+		return nil, err
+	}
+	return &mocks.WorkflowRun{}, nil
+}
+
+func (b *bundle) started() []client.StartWorkflowOptions {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]client.StartWorkflowOptions(nil), b.starts...)
+}
+
+// record records a pending job and its start as the API does, due at due.
+func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStart {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	input, err := json.Marshal(workflows.JobInput{JobID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice",
+		Input: json.RawMessage(`{"type":"text","content":"hi"}`), CreatedAt: now})
+	require.NoError(t, err)
+	job := &store.Job{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: store.StatusPending,
+		Input: `{"type":"text","content":"hi"}`, Options: "{}", CreatedAt: now}
+	start := store.JobStart{Input: string(input), Priority: priority, NextAttemptAt: due}
+	created, err := b.store.CreateJob(t.Context(), job, &start)
+	require.NoError(t, err)
+	require.True(t, created)
+	return start
+}
+
+// waitOutboxEmpty waits until every start was made.
+func (b *bundle) waitOutboxEmpty(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, err := b.store.CountJobStarts(t.Context())
+		return err == nil && n == 0
+	}, 10*time.Second, 5*time.Millisecond, "the outbox of starts empties")
+}
+
+func TestOfferedStartIsMadeAndCleared(t *testing.T) {
+	t.Parallel()
+	for _, eager := range []bool{true, false} {
+		b := setup(t, eager)
+		b.run(t)
+		start := b.record(t, 1, b.d.LeasedUntil())
+		b.d.Offer(start)
+		b.waitOutboxEmpty(t)
+
+		starts := b.started()
+		require.Len(t, starts, 1)
+		opts := starts[0]
+		require.Equal(t, start.JobID, opts.ID, "the workflow id is the job id")
+		require.Equal(t, workflows.TaskQueue, opts.TaskQueue)
+		require.Equal(t, eager, opts.EnableEagerStart)
+		require.Equal(t, 1, opts.Priority.PriorityKey)
+		require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
+		require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, opts.WorkflowIDReusePolicy)
+		b.mu.Lock()
+		in := b.inputs[0]
+		b.mu.Unlock()
+		require.Equal(t, start.JobID, in.JobID)
+		require.Equal(t, "acme", in.Tenant)
+		require.JSONEq(t, `{"type":"text","content":"hi"}`, string(in.Input))
+	}
+}
+
+func TestStartsLeftInTheOutboxAreMade(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	// Left by a process that stopped: their leases ran out. And one whose
+	// lease still runs, which stays.
+	low := b.record(t, 5, time.Now().Add(-time.Minute))
+	high := b.record(t, 1, time.Now().Add(-time.Second))
+	leased := b.record(t, 3, time.Now().Add(time.Hour))
+	b.run(t)
+	require.Eventually(t, func() bool { return len(b.started()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	starts := b.started()
+	require.Equal(t, []string{high.JobID, low.JobID}, []string{starts[0].ID, starts[1].ID}, "most urgent first")
+	_, err := b.store.GetJobStart(t.Context(), leased.JobID)
+	require.NoError(t, err, "a leased start is its holder's to make")
+}
+
+func TestFailedStartIsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.results = []error{errors.New("connection refused"), serviceerror.NewUnavailable("try later")}
+	b.run(t)
+	start := b.record(t, 3, b.d.LeasedUntil())
+	b.d.Offer(start)
+	b.waitOutboxEmpty(t)
+	starts := b.started()
+	require.Len(t, starts, 3, "two failures, then the start")
+	for _, s := range starts {
+		require.Equal(t, start.JobID, s.ID)
+	}
+}
+
+func TestStartOfAFinishedWorkflowCountsAsMade(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.results = []error{serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")}
+	b.run(t)
+	start := b.record(t, 3, b.d.LeasedUntil())
+	b.d.Offer(start)
+	b.waitOutboxEmpty(t)
+	require.Len(t, b.started(), 1, "not retried: the job ran")
+}
+
+func TestOfferBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.gate = make(chan struct{})
+	b.run(t)
+	const n = 150 // more than the dispatcher holds in memory
+	for range n {
+		b.d.Offer(b.record(t, 3, b.d.LeasedUntil()))
+	}
+	b.mu.Lock()
+	close(b.gate)
+	b.gate = nil
+	b.mu.Unlock()
+	b.waitOutboxEmpty(t)
+	seen := map[string]bool{}
+	for _, s := range b.started() {
+		seen[s.ID] = true
+	}
+	require.Len(t, seen, n, "every start was made, those handed back to the outbox too")
+}
+
+func TestStopHandsBackWhatItHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.gate = make(chan struct{})
+	stop := b.run(t)
+	var offered []store.JobStart
+	for range 5 {
+		s := b.record(t, 3, b.d.LeasedUntil())
+		b.d.Offer(s)
+		offered = append(offered, s)
+	}
+	stop()
+	require.Empty(t, b.started())
+	for _, s := range offered {
+		got, err := b.store.GetJobStart(t.Context(), s.JobID)
+		require.NoError(t, err)
+		require.False(t, got.NextAttemptAt.After(time.Now()), "due at once for the next dispatcher, not when the lease ends")
+	}
+}
+
+func TestStartNow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	start := b.record(t, 3, time.Now().Add(time.Hour))
+	require.NoError(t, b.d.StartNow(t.Context(), start.JobID))
+	require.Len(t, b.started(), 1)
+	_, err := b.store.GetJobStart(t.Context(), start.JobID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, b.d.StartNow(t.Context(), start.JobID), "a start made already is not an error")
+	require.Len(t, b.started(), 1, "and is not made again")
+
+	failing := b.record(t, 3, time.Now().Add(time.Hour))
+	b.results = []error{errors.New("connection refused")}
+	require.ErrorContains(t, b.d.StartNow(t.Context(), failing.JobID), "connection refused")
+	got, err := b.store.GetJobStart(t.Context(), failing.JobID)
+	require.NoError(t, err)
+	require.Equal(t, 1, got.Attempts)
+}

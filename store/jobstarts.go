@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// JobStart is an accepted job whose workflow is not known to have started:
+// the API's outbox. The API writes it with the job, in one transaction, so
+// a job is never accepted without a start to follow; a dispatcher starts
+// the workflow and deletes the row.
+type JobStart struct {
+	JobID string `gorm:"primaryKey"`
+	// Input is the workflow input, JSON.
+	Input string
+	// Priority is the Temporal priority key: lower starts first.
+	Priority int
+	// Attempts counts the starts that failed.
+	Attempts int
+	// NextAttemptAt is when the start is due; a dispatcher that takes a
+	// start leases it by moving this into the future.
+	NextAttemptAt time.Time
+	CreatedAt     time.Time
+}
+
+// TableName is the outbox of workflow starts.
+func (JobStart) TableName() string { return "job_starts" }
+
+// CreateJob records a new job and its start in one transaction. It returns
+// false, and writes nothing, when a job with that id exists already (an
+// earlier request with the same Idempotency-Key recorded it).
+func (s *Store) CreateJob(ctx context.Context, job *Job, start *JobStart) (bool, error) {
+	start.JobID = job.ID
+	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
+	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
+	created := false
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		created = true
+		return tx.Create(start).Error
+	})
+	return created, err
+}
+
+// ClaimJobStarts takes up to limit starts that are due at now, most urgent
+// priority first and then oldest, and leases them until now+lease so that
+// no other dispatcher takes them meanwhile (on PostgreSQL, concurrent
+// claims skip each other's rows).
+func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	var claimed []JobStart
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Where("next_attempt_at <= ?", now).Order("priority, next_attempt_at, job_id").Limit(limit)
+		if s.dialect == "postgres" {
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+		}
+		if err := q.Find(&claimed).Error; err != nil || len(claimed) == 0 {
+			return err
+		}
+		ids := make([]string, len(claimed))
+		for i, c := range claimed {
+			ids[i] = c.JobID
+		}
+		until := now.Add(lease)
+		for i := range claimed {
+			claimed[i].NextAttemptAt = until
+		}
+		return tx.Model(&JobStart{}).Where("job_id IN ?", ids).Update("next_attempt_at", until).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// GetJobStart reads a job's start; ErrNotFound once the workflow started.
+func (s *Store) GetJobStart(ctx context.Context, jobID string) (*JobStart, error) {
+	var start JobStart
+	err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Take(&start).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &start, nil
+}
+
+// DeleteJobStarts removes the starts of workflows that started.
+func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
+	if len(jobIDs) == 0 {
+		return nil
+	}
+	return s.db.WithContext(ctx).Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
+}
+
+// RetryJobStart counts a failed start and makes it due again at next.
+func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {
+	return s.db.WithContext(ctx).Model(&JobStart{}).Where("job_id = ?", jobID).
+		Updates(map[string]any{"attempts": gorm.Expr("attempts + 1"), "next_attempt_at": next.UTC().Truncate(time.Microsecond)}).Error
+}
+
+// ReleaseJobStarts makes leased starts due at now, for any dispatcher to
+// take: a dispatcher hands back what it took and will not start.
+func (s *Store) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error {
+	if len(jobIDs) == 0 {
+		return nil
+	}
+	return s.db.WithContext(ctx).Model(&JobStart{}).Where("job_id IN ?", jobIDs).
+		Update("next_attempt_at", now.UTC().Truncate(time.Microsecond)).Error
+}
+
+// CountJobStarts is how many accepted jobs wait for their workflow to
+// start.
+func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&JobStart{}).Count(&n).Error
+	return n, err
+}

@@ -1,0 +1,160 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		job := newJob()
+		due := job.CreatedAt.Add(30 * time.Second)
+		created, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{"JobID":"x"}`, Priority: 3, NextAttemptAt: due})
+		require.NoError(t, err)
+		require.True(t, created)
+
+		got, err := s.GetJob(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusPending, got.Status)
+		start, err := s.GetJobStart(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, `{"JobID":"x"}`, start.Input)
+		require.Equal(t, 3, start.Priority)
+		require.Zero(t, start.Attempts)
+		require.True(t, start.NextAttemptAt.Equal(due), "next_attempt_at %v, want %v", start.NextAttemptAt, due)
+
+		// The same id again (a retried Idempotency-Key) writes nothing.
+		require.NoError(t, s.DeleteJobStarts(ctx, []string{job.ID}))
+		dup := *job
+		dup.Input = `{"other":true}`
+		created, err = s.CreateJob(ctx, &dup, &store.JobStart{Input: `{"JobID":"y"}`, NextAttemptAt: due})
+		require.NoError(t, err)
+		require.False(t, created)
+		got, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, job.Input, got.Input)
+		_, err = s.GetJobStart(ctx, job.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "no second start for an existing job")
+	})
+}
+
+func TestClaimJobStarts(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+		add := func(priority int, due time.Time) string {
+			job := newJob()
+			created, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: due})
+			require.NoError(t, err)
+			require.True(t, created)
+			return job.ID
+		}
+		oldLow := add(5, now.Add(-time.Minute))
+		high := add(1, now.Add(-time.Second))
+		oldNormal := add(3, now.Add(-time.Minute))
+		newNormal := add(3, now.Add(-time.Second))
+		leased := add(1, now.Add(time.Second)) // another dispatcher holds it
+
+		claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 3)
+		require.NoError(t, err)
+		require.Equal(t, []string{high, oldNormal, newNormal}, startIDs(claimed), "priority first, then the longest due")
+		for _, c := range claimed {
+			require.True(t, c.NextAttemptAt.Equal(now.Add(time.Minute)))
+		}
+
+		claimed, err = s.ClaimJobStarts(ctx, now, time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{oldLow}, startIDs(claimed), "leased starts are not taken again")
+
+		// A lease runs out: the start is due again.
+		claimed, err = s.ClaimJobStarts(ctx, now.Add(2*time.Second), time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{leased}, startIDs(claimed))
+		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Minute), time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{high, oldNormal, newNormal, oldLow}, startIDs(claimed))
+
+		// Released starts are due at once; retried ones when they say.
+		require.NoError(t, s.ReleaseJobStarts(ctx, []string{newNormal}, now.Add(time.Minute)))
+		require.NoError(t, s.RetryJobStart(ctx, oldLow, now.Add(time.Minute+10*time.Second)))
+		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Minute+5*time.Second), time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{leased, newNormal}, startIDs(claimed), "leased's second lease ran out too")
+		retried, err := s.GetJobStart(ctx, oldLow)
+		require.NoError(t, err)
+		require.Equal(t, 1, retried.Attempts)
+
+		require.NoError(t, s.DeleteJobStarts(ctx, []string{high, oldNormal}))
+		_, err = s.GetJobStart(ctx, high)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Hour), time.Minute, 10)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{leased, newNormal, oldLow}, startIDs(claimed))
+	})
+}
+
+func TestConcurrentClaimsTakeEachStartOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		const starts = 60
+		for range starts {
+			job := newJob()
+			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
+			require.NoError(t, err)
+		}
+		var (
+			mu    sync.Mutex
+			taken = map[string]int{}
+			wg    sync.WaitGroup
+		)
+		for range 6 {
+			wg.Go(func() {
+				for {
+					claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 4)
+					if !assertNoError(t, err) || len(claimed) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, c := range claimed {
+						taken[c.JobID]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, taken, starts)
+		for id, n := range taken {
+			require.Equal(t, 1, n, "start %s taken %d times", id, n)
+		}
+	})
+}
+
+func startIDs(starts []store.JobStart) []string {
+	ids := make([]string, len(starts))
+	for i, s := range starts {
+		ids[i] = s.JobID
+	}
+	return ids
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
