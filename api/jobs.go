@@ -136,15 +136,19 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)"))
 			return
 		}
+		endpoint := svc.Endpoint()
 		if !created {
 			// A concurrent request with the same Idempotency-Key recorded it.
 			if existing, err := s.cfg.Store.GetJob(c.Request.Context(), jobID); err == nil {
 				job = existing
+				if first, ok := providers.LookupService(existing.Service); ok {
+					endpoint = first.Endpoint()
+				}
 			}
 		} else {
 			s.cfg.Starts.Offer(*start)
 		}
-		c.Header("Location", svc.Endpoint()+"/"+jobID)
+		c.Header("Location", endpoint+"/"+jobID)
 		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
 	}
 }

@@ -50,14 +50,14 @@ func (s *Store) CreateJob(ctx context.Context, job *Job, start *JobStart) (bool,
 }
 
 // ClaimJobStarts takes up to limit starts that are due at now, most urgent
-// priority first and then oldest, and leases them until now+lease so that
+// priority first and then the oldest job, and leases them until now+lease so that
 // no other dispatcher takes them meanwhile (on PostgreSQL, concurrent
 // claims skip each other's rows).
 func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var claimed []JobStart
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		q := tx.Where("next_attempt_at <= ?", now).Order("priority, next_attempt_at, job_id").Limit(limit)
+		q := tx.Where("next_attempt_at <= ?", now).Order("priority, created_at, job_id").Limit(limit)
 		if s.dialect == "postgres" {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
 		}

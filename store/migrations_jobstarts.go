@@ -21,14 +21,14 @@ func (jobStartV1) TableName() string { return "job_starts" }
 
 // migrationJobStarts adds the outbox of workflow starts. It holds only the
 // jobs accepted and not yet started, so it stays small; dispatchers read it
-// by priority, then due time.
+// by priority, then age.
 var migrationJobStarts = &gormigrate.Migration{
 	ID: "202611210006_job_starts",
 	Migrate: func(tx *gorm.DB) error {
 		if err := tx.Migrator().CreateTable(&jobStartV1{}); err != nil {
 			return err
 		}
-		return tx.Exec("CREATE INDEX idx_job_starts_due ON job_starts (priority, next_attempt_at)").Error
+		return tx.Exec("CREATE INDEX idx_job_starts_order ON job_starts (priority, created_at)").Error
 	},
 	Rollback: func(tx *gorm.DB) error {
 		return tx.Migrator().DropTable(&jobStartV1{})

@@ -65,8 +65,11 @@ type Config struct {
 	Now           func() time.Time
 }
 
-// queueSize bounds the starts a dispatcher holds in memory. It is small
-// enough that the last one is started well within its lease.
+// queueSize bounds the starts a dispatcher holds in memory, so that while
+// starts take milliseconds the last one is made well within its lease.
+// When they take seconds (Temporal is failing) a lease may run out in the
+// queue and the sweep take the start again: it is then made twice, which
+// is harmless.
 const queueSize = 128
 
 // startTimeout bounds one start request.

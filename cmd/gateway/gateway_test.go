@@ -450,6 +450,7 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 	st, err := store.Open(t.Context(), "sqlite:"+filepath.Join(g.dataDir, "gateway.db"))
 	require.NoError(t, err)
 	now := time.Now().UTC()
+	leasedUntil := now.Add(25 * time.Second)
 	var ids []string
 	for i := range 3 {
 		id := uuid.Must(uuid.NewV7()).String()
@@ -459,8 +460,8 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 		require.NoError(t, err)
 		job := &store.Job{ID: id, Service: string(providers.LLMTasks), Tenant: "acme", UserID: "dev-user",
 			Status: store.StatusPending, Input: string(input), Options: "{}", CreatedAt: now}
-		// Leased to the process that died, for a few more seconds.
-		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: now.Add(3 * time.Second)})
+		// Leased to the process that died, for longer than a start-up.
+		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: leasedUntil})
 		require.NoError(t, err)
 		require.True(t, created)
 		ids = append(ids, id)
@@ -469,7 +470,13 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 
 	g.start()
 	for _, id := range ids {
-		done := g.waitFor("llm-tasks", id, 60*time.Second, terminal)
+		job := g.get("llm-tasks", id)
+		if time.Until(leasedUntil) > time.Second {
+			require.Equal(t, "pending", job.Data.Attributes.Status, "%s is the dead process's until its lease ends", id)
+		}
+	}
+	for _, id := range ids {
+		done := g.waitFor("llm-tasks", id, 90*time.Second, terminal)
 		require.Equal(t, "completed", done.Data.Attributes.Status, "%s: %+v", id, done.Data.Attributes)
 		require.NotEmpty(t, done.Data.Attributes.Result)
 	}

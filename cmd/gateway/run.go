@@ -177,7 +177,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobstart.D
 }
 
 // runningDispatcher is the dispatcher of job starts of dev and serve,
-// running until the command's context ends.
+// running until stopAndWait, which the commands call once the HTTP server
+// has shut down.
 type runningDispatcher struct {
 	*jobstart.Dispatcher
 	stop context.CancelFunc
@@ -187,7 +188,9 @@ type runningDispatcher struct {
 // runDispatcher starts the workflows of the jobs this process accepts, and
 // those left in the outbox. eager: the worker runs in this process.
 func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager bool, logger *slog.Logger) runningDispatcher {
-	ctx, stop := context.WithCancel(ctx)
+	// Not stopped by the command's context: the API accepts jobs until its
+	// requests have drained, and the dispatcher must take those too.
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobstart.New(jobstart.Config{

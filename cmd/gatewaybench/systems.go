@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -156,15 +159,28 @@ func (s *baselineSystem) succeeded(*commonpb.Payloads) error { return nil }
 
 // awaitClose waits for a workflow to close and returns when it did (the
 // server's time of the close event); an outcome other than success is an
-// error.
+// error. A gateway job's workflow may not exist yet when its create
+// answers (it is started from the outbox of accepted jobs): until it does,
+// awaitClose asks again every 2 ms, which does not change the time it
+// returns.
 func awaitClose(ctx context.Context, obs client.Client, sys system, id string) (time.Time, error) {
-	iter := obs.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	if !iter.HasNext() {
-		return time.Time{}, fmt.Errorf("workflow %s: no close event", id)
-	}
-	ev, err := iter.Next()
-	if err != nil {
-		return time.Time{}, err
+	var ev *historypb.HistoryEvent
+	for {
+		iter := obs.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		if !iter.HasNext() {
+			return time.Time{}, fmt.Errorf("workflow %s: no close event", id)
+		}
+		var err error
+		ev, err = iter.Next()
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) && ctx.Err() == nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		break
 	}
 	attrs := ev.GetWorkflowExecutionCompletedEventAttributes()
 	if attrs == nil {
