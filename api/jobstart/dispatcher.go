@@ -46,9 +46,10 @@ type Config struct {
 	// process's worker (only when the worker runs in the same process).
 	EagerStart bool
 	// Concurrency is how many starts are in flight at once (default 1).
-	// It paces how fast new jobs reach the workers: one start at a time
-	// keeps an all-in-one process responsive under a burst; against a
-	// remote Temporal, where a start is a network round trip, use more.
+	// It paces how fast new jobs reach the workers, at most Concurrency
+	// over a start's latency per second: few keep an all-in-one process
+	// responsive under a burst; against a remote Temporal, where a start
+	// is a network round trip, use more.
 	Concurrency int
 	// Lease is how long a start taken by a dispatcher is its own before
 	// another may take it (default 30 s).

@@ -32,10 +32,11 @@ type config struct {
 }
 
 // Default --start-concurrency: in dev the starts share the process with
-// the embedded server and the worker, so one at a time; serve makes a
-// network round trip per start.
+// the embedded server and the worker, so few at a time (one capped jobs
+// per second at one over a start's latency: docs/benchmarks.md); serve
+// makes a network round trip per start.
 const (
-	devStartConcurrency   = 1
+	devStartConcurrency   = 4
 	serveStartConcurrency = 8
 )
 

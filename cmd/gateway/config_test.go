@@ -63,7 +63,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestStartConcurrency(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	require.Equal(t, 1, parse(t, "dev").StartConcurrency, "dev: one start at a time beside the embedded server")
+	require.Equal(t, 4, parse(t, "dev").StartConcurrency, "dev: few starts at a time beside the embedded server")
 	require.Equal(t, 8, parse(t, "serve").StartConcurrency)
 	t.Setenv("GATEWAY_START_CONCURRENCY", "3")
 	require.Equal(t, 3, parse(t, "dev").StartConcurrency)

@@ -161,7 +161,7 @@ func (s *baselineSystem) succeeded(*commonpb.Payloads) error { return nil }
 // server's time of the close event); an outcome other than success is an
 // error. A gateway job's workflow may not exist yet when its create
 // answers (it is started from the outbox of accepted jobs): until it does,
-// awaitClose asks again every 2 ms, which does not change the time it
+// awaitClose asks again every 25 ms, which does not change the time it
 // returns.
 func awaitClose(ctx context.Context, obs client.Client, sys system, id string) (time.Time, error) {
 	var ev *historypb.HistoryEvent
@@ -174,7 +174,7 @@ func awaitClose(ctx context.Context, obs client.Client, sys system, id string) (
 		ev, err = iter.Next()
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) && ctx.Err() == nil {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond)
 			continue
 		}
 		if err != nil {
