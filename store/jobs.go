@@ -51,8 +51,8 @@ type Job struct {
 // Terminal reports whether the job reached completed or failed.
 func (j *Job) Terminal() bool { return j.Status == StatusCompleted || j.Status == StatusFailed }
 
-// InsertJob records a new job unless a record with its id exists already
-// (the job's workflow may have written it first).
+// InsertJob records a job without a start unless a record with its id
+// exists already. The API uses CreateJob; this seeds tests and tools.
 func (s *Store) InsertJob(ctx context.Context, job *Job) error {
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(job).Error
 }
