@@ -532,22 +532,26 @@ func historyCost(ctx context.Context, obs client.Client, id string) (temporalCos
 	return c, nil
 }
 
-// profile collects a CPU profile of the gateway process (where the
-// embedded Temporal server runs, so baseline phases show the server's
-// cost) while a phase runs; the returned func waits for it.
+// profile collects CPU, block and mutex profiles of the gateway process
+// (where the embedded Temporal server runs, so baseline phases show the
+// server's cost) while a phase runs; the returned func waits for them.
+// The block and mutex profiles are deltas over the phase: where goroutines
+// waited, which is what a latency tail is made of.
 func (l *loadRun) profile(sys system, phase string, d time.Duration) func() {
 	if l.g.pprof == "" {
 		return func() {}
 	}
 	seconds := max(1, int(d.Seconds())-1)
 	l.profiles++
-	name := fmt.Sprintf("cpu-%s-%s-%d", phase, sys.name(), l.profiles)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		l.saveProfile(name, "profile", seconds)
-	}()
+	for prefix, kind := range map[string]string{"cpu": "profile", "block": "block", "mutex": "mutex"} {
+		name := fmt.Sprintf("%s-%s-%s-%d", prefix, phase, sys.name(), l.profiles)
+		wg.Go(func() { l.saveProfile(name, kind, seconds) })
+	}
+	if strings.HasPrefix(phase, "create-") {
+		name := fmt.Sprintf("trace-%s-%s-%d.out", phase, sys.name(), l.profiles)
+		wg.Go(func() { l.saveProfile(name, "trace", min(seconds, 5)) })
+	}
 	return wg.Wait
 }
 

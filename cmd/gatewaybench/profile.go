@@ -40,6 +40,7 @@ func init() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	go func() { _ = http.Serve(l, mux) }()
 }
 `
@@ -59,7 +60,7 @@ func writeProfileOverlay(src, dir string) (string, error) {
 
 // fetchProfile saves /debug/pprof/<kind> of the listener at addr as
 // <dir>/<name> (".pprof" added when name has no extension); seconds > 0 is
-// the CPU profile's length.
+// the profile's length (for block, mutex and heap: a delta over it).
 func fetchProfile(addr, kind string, seconds int, dir, name string) error {
 	url := fmt.Sprintf("http://%s/debug/pprof/%s", addr, kind)
 	if seconds > 0 {
