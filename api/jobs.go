@@ -129,7 +129,8 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		}
 		// The job and its start are one transaction: once it commits the
 		// job is accepted, and its workflow is started from the outbox.
-		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: s.cfg.Starts.LeasedUntil()}
+		due, offer := s.cfg.Starts.Lease()
+		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: due}
 		created, err := s.cfg.Store.CreateJob(c.Request.Context(), job, start)
 		if err != nil {
 			s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
@@ -145,7 +146,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 					endpoint = first.Endpoint()
 				}
 			}
-		} else {
+		} else if offer {
 			s.cfg.Starts.Offer(*start)
 		}
 		c.Header("Location", endpoint+"/"+jobID)

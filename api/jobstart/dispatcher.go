@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -82,6 +83,10 @@ type Dispatcher struct {
 	queue chan store.JobStart
 	wake  chan struct{}
 	made  chan string // starts made, to clear from the outbox in batches
+	// backlog is set while due starts may wait in the outbox beyond what
+	// the queue holds; the starters then wake the sweep as the queue runs
+	// low instead of leaving it to the next SweepInterval.
+	backlog atomic.Bool
 }
 
 // New builds a Dispatcher; Run runs it.
@@ -115,15 +120,24 @@ func New(cfg Config) *Dispatcher {
 	}
 }
 
-// LeasedUntil is when a start recorded now falls due for any dispatcher:
-// the API records a new job's start leased to its own process, then
-// Offers it.
-func (d *Dispatcher) LeasedUntil() time.Time { return d.cfg.Now().Add(d.cfg.Lease) }
+// Lease says when a start the API records now falls due for any
+// dispatcher, and whether the API then Offers it to this one. While the
+// queue is less than half full the start is leased to this process and
+// offered once recorded; beyond that it is due at once and a sweep takes
+// it, in priority order, when the queue has room. Either way accepting a
+// job costs its request one transaction, however long the backlog.
+func (d *Dispatcher) Lease() (due time.Time, offer bool) {
+	now := d.cfg.Now()
+	if len(d.queue) < cap(d.queue)/2 {
+		return now.Add(d.cfg.Lease), true
+	}
+	d.backlog.Store(true)
+	return now, false
+}
 
 // Offer hands a start the API just recorded (leased to this process) to
-// the dispatcher. When the queue is full the start is handed back to the
-// outbox, where the dispatcher takes it in priority order once it has
-// room.
+// the dispatcher. Should the queue have filled meanwhile, the start is
+// handed back to the outbox, where a sweep takes it in priority order.
 func (d *Dispatcher) Offer(start store.JobStart) {
 	select {
 	case d.queue <- start:
@@ -135,6 +149,7 @@ func (d *Dispatcher) Offer(start store.JobStart) {
 	if err := d.cfg.Store.ReleaseJobStarts(ctx, []string{start.JobID}, d.cfg.Now()); err != nil {
 		d.cfg.Logger.Warn("hand a job start back to the outbox; it is due when its lease ends", "job", start.JobID, "error", err)
 	}
+	d.backlog.Store(true)
 	d.poke()
 }
 
@@ -166,6 +181,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case start := <-d.queue:
+					if len(d.queue) <= cap(d.queue)/4 && d.backlog.Load() {
+						d.poke() // refill before the queue runs dry
+					}
 					if d.start(ctx, start) == nil {
 						d.made <- start.JobID
 					}
@@ -215,7 +233,9 @@ func (d *Dispatcher) clear(ids []string) error {
 }
 
 // sweep takes due starts from the outbox into the queue: at once, every
-// SweepInterval, and when Offer found the queue full.
+// SweepInterval, and when the queue runs low while starts wait in the
+// outbox. (A start recorded due just as a sweep finds the outbox drained
+// waits for the next SweepInterval.)
 func (d *Dispatcher) sweep(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.SweepInterval)
 	defer ticker.Stop()
@@ -235,6 +255,9 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			}
 			if len(claimed) == room {
 				continue // more may be due
+			}
+			if err == nil {
+				d.backlog.Store(false) // every due start is queued
 			}
 		}
 		select {

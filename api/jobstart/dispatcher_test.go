@@ -119,6 +119,18 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 	return start
 }
 
+// accept records a job and its start as the API does: leased to this
+// dispatcher and offered to it while it has room, due at once otherwise.
+func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, offered bool) {
+	t.Helper()
+	due, offer := b.d.Lease()
+	start = b.record(t, priority, due)
+	if offer {
+		b.d.Offer(start)
+	}
+	return start, offer
+}
+
 // waitOutboxEmpty waits until every start was made.
 func (b *bundle) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
@@ -133,8 +145,8 @@ func TestOfferedStartIsMadeAndCleared(t *testing.T) {
 	for _, eager := range []bool{true, false} {
 		b := setup(t, eager)
 		b.run(t)
-		start := b.record(t, 1, b.d.LeasedUntil())
-		b.d.Offer(start)
+		start, offered := b.accept(t, 1)
+		require.True(t, offered)
 		b.waitOutboxEmpty(t)
 
 		starts := b.started()
@@ -176,8 +188,7 @@ func TestFailedStartIsRetried(t *testing.T) {
 	b := setup(t, false)
 	b.results = []error{errors.New("connection refused"), serviceerror.NewUnavailable("try later")}
 	b.run(t)
-	start := b.record(t, 3, b.d.LeasedUntil())
-	b.d.Offer(start)
+	start, _ := b.accept(t, 3)
 	b.waitOutboxEmpty(t)
 	starts := b.started()
 	require.Len(t, starts, 3, "two failures, then the start")
@@ -191,31 +202,64 @@ func TestStartOfAFinishedWorkflowCountsAsMade(t *testing.T) {
 	b := setup(t, false)
 	b.results = []error{serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")}
 	b.run(t)
-	start := b.record(t, 3, b.d.LeasedUntil())
-	b.d.Offer(start)
+	b.accept(t, 3)
 	b.waitOutboxEmpty(t)
 	require.Len(t, b.started(), 1, "not retried: the job ran")
 }
 
-func TestOfferBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
+func TestBacklogBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	b.gate = make(chan struct{})
 	b.run(t)
 	const n = 150 // more than the dispatcher holds in memory
+	var offered int
+	var urgent store.JobStart
+	for i := range n {
+		priority := 5
+		if i == n-1 {
+			priority = 1 // accepted last, beyond the queue
+		}
+		s, ok := b.accept(t, priority)
+		if ok {
+			offered++
+		}
+		urgent = s
+	}
+	require.Less(t, offered, n/2, "the queue takes starts while it is less than half full")
+	require.Positive(t, offered)
+	b.mu.Lock()
+	close(b.gate)
+	b.gate = nil
+	b.mu.Unlock()
+	b.waitOutboxEmpty(t)
+	seen := map[string]int{}
+	for i, s := range b.started() {
+		seen[s.ID] = i
+	}
+	require.Len(t, seen, n, "every start was made, those left in the outbox too")
+	// At most the queue (128) and the start held at the gate go before it:
+	// of the starts waiting in the outbox, the most urgent is made first.
+	require.LessOrEqual(t, seen[urgent.JobID], 129)
+}
+
+func TestOfferWhenTheQueueFilledMeanwhile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.gate = make(chan struct{})
+	b.run(t)
+	// Offered beyond Lease's answer (as concurrent requests may): what
+	// the queue cannot hold is handed back to the outbox.
+	const n = 150
 	for range n {
-		b.d.Offer(b.record(t, 3, b.d.LeasedUntil()))
+		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)))
 	}
 	b.mu.Lock()
 	close(b.gate)
 	b.gate = nil
 	b.mu.Unlock()
 	b.waitOutboxEmpty(t)
-	seen := map[string]bool{}
-	for _, s := range b.started() {
-		seen[s.ID] = true
-	}
-	require.Len(t, seen, n, "every start was made, those handed back to the outbox too")
+	require.Len(t, b.started(), n)
 }
 
 func TestStopHandsBackWhatItHeld(t *testing.T) {
@@ -225,8 +269,8 @@ func TestStopHandsBackWhatItHeld(t *testing.T) {
 	stop := b.run(t)
 	var offered []store.JobStart
 	for range 5 {
-		s := b.record(t, 3, b.d.LeasedUntil())
-		b.d.Offer(s)
+		s, ok := b.accept(t, 3)
+		require.True(t, ok)
 		offered = append(offered, s)
 	}
 	stop()
