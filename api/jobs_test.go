@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 func TestGetJob(t *testing.T) {
@@ -460,4 +464,34 @@ func TestCancelJob(t *testing.T) {
 		r.requireStatus(t, http.StatusAccepted)
 		require.Equal(t, []string{job.ID}, b.cancelled())
 	})
+}
+
+// interactiveStore records whether the API's store calls were marked as a
+// client's (store.Interactive), which puts them first on SQLite.
+type interactiveStore struct {
+	api.JobStore
+	created, read atomic.Bool
+}
+
+func (s *interactiveStore) CreateJob(ctx context.Context, job *store.Job, start *store.JobStart) (bool, error) {
+	s.created.Store(store.IsInteractive(ctx))
+	return s.JobStore.CreateJob(ctx, job, start)
+}
+
+func (s *interactiveStore) GetJob(ctx context.Context, id string) (*store.Job, error) {
+	s.read.Store(store.IsInteractive(ctx))
+	return s.JobStore.GetJob(ctx, id)
+}
+
+func TestRequestsGoFirstOnTheStore(t *testing.T) {
+	t.Parallel()
+	var recorder *interactiveStore
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		recorder = &interactiveStore{JobStore: cfg.Store}
+		cfg.Store = recorder
+	})
+	data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))
+	require.True(t, recorder.created.Load(), "create")
+	b.do(t, http.MethodGet, "/v1/llm-tasks/"+data["id"].(string), b.readToken(t), nil).requireStatus(t, http.StatusOK)
+	require.True(t, recorder.read.Load(), "get")
 }

@@ -106,7 +106,7 @@ func (s *Server) Handler() http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes))
+	r.Use(gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
 	r.NoRoute(func(c *gin.Context) { abort(c, notFoundRoute(c)) })
 	r.NoMethod(func(c *gin.Context) { abort(c, methodNotAllowed(c)) })
 
@@ -135,6 +135,13 @@ func (s *Server) Handler() http.Handler {
 	s.policyRoutes(v1)
 	s.webhookRoutes(r, v1)
 	return r
+}
+
+// interactive marks each request's store statements as a client's, to go
+// before background work's on a single-connection store (SQLite).
+func interactive(c *gin.Context) {
+	c.Request = c.Request.WithContext(store.Interactive(c.Request.Context()))
+	c.Next()
 }
 
 func (s *Server) healthz(c *gin.Context) {

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -23,8 +24,9 @@ var ErrNotFound = errors.New("not found")
 
 // Store is the gateway's database.
 type Store struct {
-	db      *gorm.DB
-	dialect string
+	db          *gorm.DB
+	dialect     string
+	checkpoints *checkpointer // SQLite only
 }
 
 // Open connects to databaseURL: a postgres:// or postgresql:// URL, or
@@ -49,7 +51,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	}
 	if dialect == "sqlite" {
 		// One writer at a time is all SQLite allows; a single connection
-		// makes callers queue instead of failing with SQLITE_BUSY.
+		// makes callers queue (at the gate, conngate.go) instead of
+		// failing with SQLITE_BUSY.
 		sqlDB.SetMaxOpenConns(1)
 	} else {
 		sqlDB.SetMaxOpenConns(20)
@@ -61,6 +64,12 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if dialect == "sqlite" {
+		if s.checkpoints, err = startCheckpointer(sqlitePath(databaseURL), checkpointInterval); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -69,8 +78,7 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
 		return postgres.Open(databaseURL), "postgres", nil
 	case strings.HasPrefix(databaseURL, "sqlite:"):
-		path := strings.TrimPrefix(databaseURL, "sqlite:")
-		path = strings.TrimPrefix(path, "//")
+		path := sqlitePath(databaseURL)
 		if path == "" {
 			return nil, "", errors.New("database URL: sqlite: needs a file path, e.g. sqlite:./.data/gateway.db")
 		}
@@ -79,11 +87,27 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 				return nil, "", fmt.Errorf("database URL: create %s: %w", dir, err)
 			}
 		}
-		dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
-		return sqlite.Open(dsn), "sqlite", nil
+		dsn := sqliteDSN(path)
+		sqlDB, err := sql.Open(sqlite.DriverName, dsn)
+		if err != nil {
+			return nil, "", fmt.Errorf("open database: %w", err)
+		}
+		return sqlite.Dialector{DSN: dsn, Conn: &gatedPool{db: sqlDB, gate: &connGate{}}}, "sqlite", nil
 	default:
 		return nil, "", fmt.Errorf("database URL %q: use postgres://user@host:port/db or sqlite:path/to/file.db", redact(databaseURL))
 	}
+}
+
+// sqliteDSN opens the store's SQLite file in WAL mode. Its commits never
+// checkpoint the WAL (wal_autocheckpoint 0): the checkpointer does, off
+// the store's connection (checkpoint.go).
+func sqliteDSN(path string) string {
+	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)"
+}
+
+// sqlitePath is the file of a sqlite:PATH database URL.
+func sqlitePath(databaseURL string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(databaseURL, "sqlite:"), "//")
 }
 
 // redact hides a password in a URL for error messages.
@@ -117,6 +141,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
+	if s.checkpoints != nil {
+		s.checkpoints.stop()
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err

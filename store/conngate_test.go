@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+)
+
+// queued waits until the gate has n interactive and m background waiters.
+func (g *connGate) queued(t *testing.T, interactive, background int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.interactive) == interactive && len(g.background) == background
+	}, 5*time.Second, time.Millisecond)
+}
+
+func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
+	t.Parallel()
+	g := &connGate{}
+	require.NoError(t, g.acquire(t.Context()))
+
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	wait := func(name string, ctx context.Context) {
+		wg.Go(func() {
+			require.NoError(t, g.acquire(ctx))
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			g.release()
+		})
+	}
+	wait("background-1", t.Context())
+	g.queued(t, 0, 1)
+	wait("background-2", t.Context())
+	g.queued(t, 0, 2)
+	wait("interactive-1", Interactive(t.Context()))
+	g.queued(t, 1, 2)
+	wait("interactive-2", Interactive(t.Context()))
+	g.queued(t, 2, 2)
+
+	g.release()
+	wg.Wait()
+	require.Equal(t, []string{"interactive-1", "interactive-2", "background-1", "background-2"}, order,
+		"interactive waiters first, each kind in arrival order")
+	require.NoError(t, g.acquire(t.Context()), "and the gate is free again")
+}
+
+func TestGateWaiterGivesUpWithItsContext(t *testing.T) {
+	t.Parallel()
+	g := &connGate{}
+	require.NoError(t, g.acquire(t.Context()))
+	ctx, cancel := context.WithTimeout(Interactive(t.Context()), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, g.acquire(ctx), context.DeadlineExceeded)
+	g.queued(t, 0, 0)
+	g.release()
+
+	ctx, cancel = context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	require.NoError(t, g.acquire(ctx), "nobody holds the gate after its holder released it")
+}
+
+func TestGateHoldersNeverOverlap(t *testing.T) {
+	t.Parallel()
+	g := &connGate{}
+	var holders, most, served atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			ctx := t.Context()
+			if i%2 == 0 {
+				ctx = Interactive(ctx)
+			}
+			if i%3 == 0 { // some give up while waiting, some just as they are let in
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(i%5)*100*time.Microsecond)
+				defer cancel()
+			}
+			for range 50 {
+				if g.acquire(ctx) != nil {
+					return
+				}
+				n := holders.Add(1)
+				if n > most.Load() {
+					most.Store(n)
+				}
+				served.Add(1)
+				time.Sleep(10 * time.Microsecond)
+				holders.Add(-1)
+				g.release()
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), most.Load(), "one holder at a time")
+	require.Positive(t, served.Load())
+	g.queued(t, 0, 0)
+	g.mu.Lock()
+	require.False(t, g.held, "the gate ends free")
+	g.mu.Unlock()
+}
+
+func TestInteractiveStatementsOvertakeQueuedBackgroundWork(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "gateway.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.db.Exec("CREATE TABLE arrivals (name TEXT NOT NULL)").Error)
+	gate := s.db.ConnPool.(*gatedPool).gate
+
+	// A background transaction holds the connection while two background
+	// statements and then an interactive one queue behind it.
+	holding, letGo := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		require.NoError(t, s.db.WithContext(t.Context()).Transaction(func(tx *gorm.DB) error {
+			close(holding)
+			<-letGo
+			return tx.Exec("INSERT INTO arrivals VALUES ('holder')").Error
+		}))
+	})
+	<-holding
+	insert := func(ctx context.Context, name string) {
+		wg.Go(func() {
+			require.NoError(t, s.db.WithContext(ctx).Exec("INSERT INTO arrivals VALUES (?)", name).Error)
+		})
+	}
+	insert(t.Context(), "background-1")
+	gate.queued(t, 0, 1)
+	insert(t.Context(), "background-2")
+	gate.queued(t, 0, 2)
+	insert(Interactive(t.Context()), "interactive")
+	gate.queued(t, 1, 2)
+	close(letGo)
+	wg.Wait()
+
+	var names []string
+	require.NoError(t, s.db.Raw("SELECT name FROM arrivals ORDER BY rowid").Scan(&names).Error)
+	require.Equal(t, []string{"holder", "interactive", "background-1", "background-2"}, names)
+}
+
+func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	db, err := sql.Open(sqlite.DriverName, sqliteDSN(path))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	_, err = db.Exec("CREATE TABLE pages (body TEXT NOT NULL)")
+	require.NoError(t, err)
+	page := strings.Repeat("x", 4000)
+	for range 1500 { // about 1,500 pages, past SQLite's default of 1,000
+		_, err := db.Exec("INSERT INTO pages VALUES (?)", page)
+		require.NoError(t, err)
+	}
+	wal, err := os.Stat(path + "-wal")
+	require.NoError(t, err)
+	require.Greater(t, wal.Size(), int64(1500*4096), "no commit checkpointed the WAL")
+
+	c, err := startCheckpointer(path, time.Hour)
+	require.NoError(t, err)
+	defer c.stop()
+	frames, copied, err := c.checkpoint()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, frames, 1500)
+	require.Equal(t, frames, copied, "the checkpointer copied the whole WAL into the database")
+
+	_, err = db.Exec("INSERT INTO pages VALUES (?)", page)
+	require.NoError(t, err)
+	frames, _, err = c.checkpoint()
+	require.NoError(t, err)
+	require.Less(t, frames, 10, "the next commit starts the WAL over")
+}
