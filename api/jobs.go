@@ -129,8 +129,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		}
 		// The job and its start are one transaction: once it commits the
 		// job is accepted, and its workflow is started from the outbox.
-		due, offer := s.cfg.Starts.Lease()
-		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: due}
+		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: s.cfg.Starts.Lease()}
 		created, err := s.cfg.Store.CreateJob(c.Request.Context(), job, start)
 		if err != nil {
 			s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
@@ -146,7 +145,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 					endpoint = first.Endpoint()
 				}
 			}
-		} else if offer {
+		} else {
 			s.cfg.Starts.Offer(*start)
 		}
 		c.Header("Location", endpoint+"/"+jobID)

@@ -27,9 +27,9 @@ type JobStore interface {
 // JobStarter starts the workflows of the jobs the API accepts
 // (jobstart.Dispatcher).
 type JobStarter interface {
-	// Lease is the due time of a start recorded now, and whether to Offer
-	// it once recorded: until it is due it is this process's to make.
-	Lease() (due time.Time, offer bool)
+	// Lease is the due time of a start recorded now: until then it is
+	// this process's to make.
+	Lease() time.Time
 	// Offer hands over a start the API recorded with a job.
 	Offer(start store.JobStart)
 	// StartNow makes a job's start at once unless it was made.

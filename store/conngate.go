@@ -13,7 +13,9 @@ import (
 // client's request would then queue behind the projection writes of
 // every running job. The gate below orders the waiters instead: the
 // statements of requests a client waits on (Interactive) first, in
-// arrival order, then the background work's, in arrival order.
+// arrival order, then the background work's, in arrival order; a
+// background waiter is passed by at most maxInteractiveRun requests, so
+// that a steady stream of requests cannot starve the jobs' own writes.
 
 type interactiveKey struct{}
 
@@ -31,12 +33,17 @@ func IsInteractive(ctx context.Context) bool {
 	return v
 }
 
+// maxInteractiveRun is how many interactive holders in a row may pass a
+// waiting background one.
+const maxInteractiveRun = 8
+
 // connGate lets one holder at a time through, interactive waiters first.
 type connGate struct {
 	mu          sync.Mutex
 	held        bool
 	interactive []chan struct{}
 	background  []chan struct{}
+	run         int // interactive holders since the last background one
 }
 
 // acquire waits for the gate; the caller must release it.
@@ -80,16 +87,25 @@ func (g *connGate) release() {
 
 // handOver passes the held gate on, or frees it; g.mu is held.
 func (g *connGate) handOver() {
-	for _, queue := range []*[]chan struct{}{&g.interactive, &g.background} {
-		if len(*queue) > 0 {
-			next := (*queue)[0]
-			(*queue)[0] = nil
-			*queue = (*queue)[1:]
-			close(next)
-			return
-		}
+	switch {
+	case len(g.interactive) > 0 && (g.run < maxInteractiveRun || len(g.background) == 0):
+		g.run++
+		letIn(&g.interactive)
+	case len(g.background) > 0:
+		g.run = 0
+		letIn(&g.background)
+	default:
+		g.run = 0
+		g.held = false
 	}
-	g.held = false
+}
+
+// letIn wakes the first waiter of queue.
+func letIn(queue *[]chan struct{}) {
+	next := (*queue)[0]
+	(*queue)[0] = nil
+	*queue = (*queue)[1:]
+	close(next)
 }
 
 func remove(queue []chan struct{}, c chan struct{}) []chan struct{} {
@@ -159,7 +175,7 @@ func (p *gatedPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Conn
 		p.gate.release()
 		return nil, err
 	}
-	return &gatedTx{Tx: tx, release: sync.OnceFunc(p.gate.release)}, nil
+	return &gatedTx{Tx: tx, db: p.db, release: sync.OnceFunc(p.gate.release)}, nil
 }
 
 func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.db, nil }
@@ -167,8 +183,11 @@ func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.db, nil }
 // gatedTx holds the gate until it commits or rolls back.
 type gatedTx struct {
 	*sql.Tx
+	db      *sql.DB
 	release func()
 }
+
+func (t *gatedTx) GetDBConn() (*sql.DB, error) { return t.db, nil }
 
 func (t *gatedTx) Commit() error {
 	defer t.release()

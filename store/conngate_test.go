@@ -26,23 +26,34 @@ func (g *connGate) queued(t *testing.T, interactive, background int) {
 	}, 5*time.Second, time.Millisecond)
 }
 
+// recordOrder returns wait, which queues a named waiter at g that holds
+// the gate just long enough to note its turn, and order, which waits for
+// them all and says in which order they got through.
+func recordOrder(t *testing.T, g *connGate) (wait func(name string, ctx context.Context), order func() []string) {
+	var mu sync.Mutex
+	var got []string
+	var wg sync.WaitGroup
+	wait = func(name string, ctx context.Context) {
+		wg.Go(func() {
+			require.NoError(t, g.acquire(ctx))
+			mu.Lock()
+			got = append(got, name)
+			mu.Unlock()
+			g.release()
+		})
+	}
+	return wait, func() []string {
+		wg.Wait()
+		return got
+	}
+}
+
 func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 	t.Parallel()
 	g := &connGate{}
 	require.NoError(t, g.acquire(t.Context()))
 
-	var mu sync.Mutex
-	var order []string
-	var wg sync.WaitGroup
-	wait := func(name string, ctx context.Context) {
-		wg.Go(func() {
-			require.NoError(t, g.acquire(ctx))
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			g.release()
-		})
-	}
+	wait, order := recordOrder(t, g)
 	wait("background-1", t.Context())
 	g.queued(t, 0, 1)
 	wait("background-2", t.Context())
@@ -53,10 +64,28 @@ func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 	g.queued(t, 2, 2)
 
 	g.release()
-	wg.Wait()
-	require.Equal(t, []string{"interactive-1", "interactive-2", "background-1", "background-2"}, order,
+	require.Equal(t, []string{"interactive-1", "interactive-2", "background-1", "background-2"}, order(),
 		"interactive waiters first, each kind in arrival order")
 	require.NoError(t, g.acquire(t.Context()), "and the gate is free again")
+}
+
+func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
+	t.Parallel()
+	g := &connGate{}
+	require.NoError(t, g.acquire(t.Context()))
+
+	wait, order := recordOrder(t, g)
+	wait("background", t.Context())
+	g.queued(t, 0, 1)
+	for i := range 20 {
+		wait("interactive", Interactive(t.Context()))
+		g.queued(t, i+1, 1)
+	}
+	g.release()
+	got := order()
+	require.Len(t, got, 21)
+	require.Equal(t, "background", got[maxInteractiveRun],
+		"a background waiter is passed by at most %d requests", maxInteractiveRun)
 }
 
 func TestGateWaiterGivesUpWithItsContext(t *testing.T) {
@@ -95,8 +124,7 @@ func TestGateHoldersNeverOverlap(t *testing.T) {
 					return
 				}
 				n := holders.Add(1)
-				if n > most.Load() {
-					most.Store(n)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
 				served.Add(1)
 				time.Sleep(10 * time.Microsecond)
@@ -171,17 +199,45 @@ func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, wal.Size(), int64(1500*4096), "no commit checkpointed the WAL")
 
-	c, err := startCheckpointer(path, time.Hour)
+	c, err := startCheckpointer(path, &connGate{}, time.Hour, restartFrames)
 	require.NoError(t, err)
 	defer c.stop()
-	frames, copied, err := c.checkpoint()
+	frames, copied, err := c.checkpoint(t.Context())
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, frames, 1500)
 	require.Equal(t, frames, copied, "the checkpointer copied the whole WAL into the database")
 
 	_, err = db.Exec("INSERT INTO pages VALUES (?)", page)
 	require.NoError(t, err)
-	frames, _, err = c.checkpoint()
+	frames, _, err = c.checkpoint(t.Context())
 	require.NoError(t, err)
 	require.Less(t, frames, 10, "the next commit starts the WAL over")
+}
+
+func TestWALStaysShortUnderSteadyCommits(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	s, err := Open(t.Context(), "sqlite:"+path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	pool := s.db.ConnPool.(*gatedPool)
+	c, err := startCheckpointer(path, pool.gate, 5*time.Millisecond, 256)
+	require.NoError(t, err)
+	defer c.stop()
+	_, err = pool.ExecContext(t.Context(), "CREATE TABLE pages (body TEXT NOT NULL)")
+	require.NoError(t, err)
+
+	// About 40 MiB of commits back to back, with checkpoints meanwhile.
+	page := strings.Repeat("x", 4000)
+	var most int64
+	for i := range 10000 {
+		_, err := pool.ExecContext(t.Context(), "INSERT INTO pages VALUES (?)", page)
+		require.NoError(t, err)
+		if i%100 == 0 {
+			if wal, err := os.Stat(path + "-wal"); err == nil {
+				most = max(most, wal.Size())
+			}
+		}
+	}
+	require.Less(t, most, int64(8<<20), "the WAL is started over, not left to grow with the commits")
 }

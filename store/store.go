@@ -43,6 +43,9 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil {
+		if d, ok := dialector.(sqlite.Dialector); ok {
+			_ = d.Conn.(*gatedPool).db.Close()
+		}
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	sqlDB, err := db.DB()
@@ -64,8 +67,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if dialect == "sqlite" {
-		if s.checkpoints, err = startCheckpointer(sqlitePath(databaseURL), checkpointInterval); err != nil {
+	if pool, ok := db.ConnPool.(*gatedPool); ok {
+		if s.checkpoints, err = startCheckpointer(sqlitePath(databaseURL), pool.gate, checkpointInterval, restartFrames); err != nil {
 			_ = s.Close()
 			return nil, err
 		}
@@ -100,9 +103,10 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 
 // sqliteDSN opens the store's SQLite file in WAL mode. Its commits never
 // checkpoint the WAL (wal_autocheckpoint 0): the checkpointer does, off
-// the store's connection (checkpoint.go).
+// the store's connection (checkpoint.go). A WAL started over is cut back
+// to 16 MiB.
 func sqliteDSN(path string) string {
-	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)"
+	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)"
 }
 
 // sqlitePath is the file of a sqlite:PATH database URL.

@@ -120,37 +120,43 @@ func New(cfg Config) *Dispatcher {
 	}
 }
 
-// Lease says when a start the API records now falls due for any
-// dispatcher, and whether the API then Offers it to this one. While the
-// queue is less than half full the start is leased to this process and
-// offered once recorded; beyond that it is due at once and a sweep takes
-// it, in priority order, when the queue has room. Either way accepting a
-// job costs its request one transaction, however long the backlog.
-func (d *Dispatcher) Lease() (due time.Time, offer bool) {
+// Lease is when a start the API records now falls due for any
+// dispatcher. While the queue is less than half full the start is leased
+// to this process, which Offer then queues; beyond that it is due at once
+// and a sweep takes it, in priority order, when the queue has room.
+// Either way accepting a job costs its request one transaction, however
+// long the backlog.
+func (d *Dispatcher) Lease() time.Time {
 	now := d.cfg.Now()
 	if len(d.queue) < cap(d.queue)/2 {
-		return now.Add(d.cfg.Lease), true
+		return now.Add(d.cfg.Lease)
 	}
-	d.backlog.Store(true)
-	return now, false
+	return now
 }
 
-// Offer hands a start the API just recorded (leased to this process) to
-// the dispatcher. Should the queue have filled meanwhile, the start is
-// handed back to the outbox, where a sweep takes it in priority order.
+// Offer hands over a start the API just recorded. A start leased to this
+// process is queued; one recorded due is left in the outbox for a sweep,
+// which Offer wakes if the queue runs low. Offer never waits: should the
+// queue have filled since Lease, the start is handed back to the outbox
+// in the background.
 func (d *Dispatcher) Offer(start store.JobStart) {
+	if !start.NextAttemptAt.After(d.cfg.Now()) {
+		d.backlog.Store(true)
+		if len(d.queue) <= cap(d.queue)/4 {
+			d.poke()
+		}
+		return
+	}
 	select {
 	case d.queue <- start:
 		return
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := d.cfg.Store.ReleaseJobStarts(ctx, []string{start.JobID}, d.cfg.Now()); err != nil {
-		d.cfg.Logger.Warn("hand a job start back to the outbox; it is due when its lease ends", "job", start.JobID, "error", err)
-	}
-	d.backlog.Store(true)
-	d.poke()
+	go func() {
+		d.release(start.JobID)
+		d.backlog.Store(true)
+		d.poke()
+	}()
 }
 
 // StartNow makes a job's start at once if it is still in the outbox (the
@@ -234,14 +240,16 @@ func (d *Dispatcher) clear(ids []string) error {
 
 // sweep takes due starts from the outbox into the queue: at once, every
 // SweepInterval, and when the queue runs low while starts wait in the
-// outbox. (A start recorded due just as a sweep finds the outbox drained
-// waits for the next SweepInterval.)
+// outbox.
 func (d *Dispatcher) sweep(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
 		room := cap(d.queue) - len(d.queue)
 		if room > 0 {
+			// Cleared before the read: a start recorded due meanwhile
+			// sets it again (Offer).
+			d.backlog.Store(false)
 			claimed, err := d.cfg.Store.ClaimJobStarts(ctx, d.cfg.Now(), d.cfg.Lease, room)
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("read the outbox of job starts", "error", err)
@@ -254,10 +262,8 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 				}
 			}
 			if len(claimed) == room {
+				d.backlog.Store(true)
 				continue // more may be due
-			}
-			if err == nil {
-				d.backlog.Store(false) // every due start is queued
 			}
 		}
 		select {
