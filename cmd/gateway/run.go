@@ -45,7 +45,7 @@ const devGCPercent = 25
 
 // runDev runs the whole stack in one process.
 func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
-	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
+	worker.SetStickyWorkflowCacheSize(devWorkflowCacheSize)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(devMemoryLimit)
 	}
@@ -341,8 +341,13 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 // short history when the call ends. This bounds a worker's memory when
 // thousands of jobs are in flight. The cache is shared by every SDK worker
 // of the process (the embedded server's own too) and sized when the first
-// one starts, so the commands set it first.
-const workflowCacheSize = 256
+// one starts, so the commands set it first. `gateway dev`, which shares
+// its process with the embedded server, keeps fewer: about 6 MiB less
+// with a thousand jobs in flight (docs/benchmarks.md).
+const (
+	workflowCacheSize    = 256
+	devWorkflowCacheSize = 64
+)
 
 func startWorker(tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})

@@ -442,6 +442,10 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.MemoryTimerProcessorSchedulerWorkerCount.Key():            8,
 		dynamicconfig.ReplicationProcessorSchedulerWorkerCount.Key():            1,
 		dynamicconfig.ReplicationLowPriorityProcessorSchedulerWorkerCount.Key(): 1,
+		// One partition per task queue instead of four: one process polls
+		// them, so more partitions only add goroutines and forwarding.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 	}
 }
 
