@@ -28,7 +28,7 @@ const (
 // under a steady stream of commits it never does; so once the WAL is
 // long, the checkpointer copies what the last commits added while it
 // holds the store's gate (a few pages and one fsync, as the passive
-// checkpoint just before copied the rest).
+// checkpoints just before copied the rest).
 type checkpointer struct {
 	db            *sql.DB
 	gate          *connGate
@@ -66,11 +66,16 @@ func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// checkpointOnce runs a passive checkpoint, and a second one with the
-// store's writers held off when the WAL has grown to restartFrames.
+// checkpointOnce runs a passive checkpoint. When the WAL has grown to
+// restartFrames it runs a second one at once, to copy what was committed
+// during the first, and then a last one with the store's statements held
+// off, which has only the last moment's pages left to copy.
 func (c *checkpointer) checkpointOnce(ctx context.Context) error {
 	frames, _, err := c.checkpoint(ctx)
 	if err != nil || frames < c.restartFrames {
+		return err
+	}
+	if _, _, err := c.checkpoint(ctx); err != nil {
 		return err
 	}
 	if err := c.gate.acquire(ctx); err != nil {
