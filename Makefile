@@ -31,7 +31,7 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, then bench-list (both run; fails if a request or job of either failed)
+bench: ## every benchmark: bench-load, then bench-list (both run; fails if a gateway request or job of either failed)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; exit $$status
 

@@ -16,7 +16,7 @@ import (
 // so that the next commit starts the WAL over.
 const (
 	checkpointInterval = time.Second
-	restartFrames      = 4096 // 16 MiB of 4 KiB pages
+	restartFrames      = 16384 // 64 MiB of 4 KiB pages
 )
 
 // checkpointer copies a SQLite store's write-ahead log into the database

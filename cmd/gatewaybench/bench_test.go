@@ -75,6 +75,16 @@ func TestTargets(t *testing.T) {
 	require.Contains(t, out.String(), "Headline: the gateway completes 1.50× the jobs per second")
 }
 
+func TestOnlyTheGatewaysErrorsFailTheRun(t *testing.T) {
+	t.Parallel()
+	r := newReport(options{})
+	r.add(row{Section: "create", Key: "create/200", System: "baseline", Latency: stats{N: 10, Errors: 4}})
+	require.Zero(t, r.errorCount(), "bare Temporal refusing starts past its capacity is a figure")
+	r.add(row{Section: "create", Key: "create/200", System: "gateway", Latency: stats{N: 10, Errors: 2}})
+	r.add(row{Section: "reads", Key: "reads/get", System: "gateway", Latency: stats{N: 10, Errors: 1}})
+	require.Equal(t, 3, r.errorCount())
+}
+
 func TestPrintTableAligns(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
