@@ -467,7 +467,8 @@ func TestCancelJob(t *testing.T) {
 }
 
 // interactiveStore records whether the API's store calls were marked as a
-// client's (store.Interactive), which puts them first on SQLite.
+// client's (store.Interactive), which puts them first on SQLite; the
+// ordering itself is tested in the store (conngate_test.go).
 type interactiveStore struct {
 	api.JobStore
 	created, read atomic.Bool
@@ -483,7 +484,7 @@ func (s *interactiveStore) GetJob(ctx context.Context, id string) (*store.Job, e
 	return s.JobStore.GetJob(ctx, id)
 }
 
-func TestRequestsGoFirstOnTheStore(t *testing.T) {
+func TestRequestsAreMarkedInteractiveForTheStore(t *testing.T) {
 	t.Parallel()
 	var recorder *interactiveStore
 	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
