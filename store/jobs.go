@@ -61,23 +61,27 @@ func (s *Store) InsertJob(ctx context.Context, job *Job) error {
 // unless the stored record already has the same or a higher revision.
 func (s *Store) SaveJob(ctx context.Context, job *Job) error {
 	job.UpdatedAt = time.Now().UTC()
-	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{
-			"provider", "status", "progress", "policy_id", "routing", "routing_history",
-			"result", "error_code", "error_message", "worker_id", "revision",
-			"processed_at", "completed_at", "updated_at",
-		}),
-		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision"}}},
-	}).Create(job).Error
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "id"}},
+			DoUpdates: clause.AssignmentColumns([]string{
+				"provider", "status", "progress", "policy_id", "routing", "routing_history",
+				"result", "error_code", "error_message", "worker_id", "revision",
+				"processed_at", "completed_at", "updated_at",
+			}),
+			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision"}}},
+		}).Create(job).Error
+	})
 }
 
 // UpdateProgress raises a processing job's progress; it never lowers it and
 // never touches a job that left processing.
 func (s *Store) UpdateProgress(ctx context.Context, id string, progress int) error {
-	return s.db.WithContext(ctx).Model(&Job{}).
-		Where("id = ? AND status = ? AND progress < ?", id, StatusProcessing, progress).
-		Updates(map[string]any{"progress": progress, "updated_at": time.Now().UTC()}).Error
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&Job{}).
+			Where("id = ? AND status = ? AND progress < ?", id, StatusProcessing, progress).
+			Updates(map[string]any{"progress": progress, "updated_at": time.Now().UTC()}).Error
+	})
 }
 
 // GetJob reads one job.

@@ -38,7 +38,7 @@ func (s *Store) CreateJob(ctx context.Context, job *Job, start *JobStart) (bool,
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
 	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
 	created := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
@@ -56,7 +56,8 @@ func (s *Store) CreateJob(ctx context.Context, job *Job, start *JobStart) (bool,
 func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var claimed []JobStart
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		claimed = nil
 		q := tx.Where("next_attempt_at <= ?", now).Order("priority, created_at, job_id").Limit(limit)
 		if s.dialect == "postgres" {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
@@ -98,13 +99,17 @@ func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 	if len(jobIDs) == 0 {
 		return nil
 	}
-	return s.db.WithContext(ctx).Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
+	})
 }
 
 // RetryJobStart counts a failed start and makes it due again at next.
 func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {
-	return s.db.WithContext(ctx).Model(&JobStart{}).Where("job_id = ?", jobID).
-		Updates(map[string]any{"attempts": gorm.Expr("attempts + 1"), "next_attempt_at": next.UTC().Truncate(time.Microsecond)}).Error
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&JobStart{}).Where("job_id = ?", jobID).
+			Updates(map[string]any{"attempts": gorm.Expr("attempts + 1"), "next_attempt_at": next.UTC().Truncate(time.Microsecond)}).Error
+	})
 }
 
 // ReleaseJobStarts makes leased starts due at now, for any dispatcher to
@@ -113,8 +118,10 @@ func (s *Store) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.
 	if len(jobIDs) == 0 {
 		return nil
 	}
-	return s.db.WithContext(ctx).Model(&JobStart{}).Where("job_id IN ?", jobIDs).
-		Update("next_attempt_at", now.UTC().Truncate(time.Microsecond)).Error
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&JobStart{}).Where("job_id IN ?", jobIDs).
+			Update("next_attempt_at", now.UTC().Truncate(time.Microsecond)).Error
+	})
 }
 
 // CountJobStarts is how many accepted jobs wait for their workflow to

@@ -129,7 +129,12 @@ func (s *Store) reserveRate(ctx context.Context, providerID, service string, win
 	q.WriteString(" END RETURNING time_window, count")
 
 	var counted []windowCount
-	reserve := func(tx *gorm.DB) error {
+	write := s.write // several windows reserve all or none
+	if len(windows) == 1 {
+		write = s.writeStatement
+	}
+	err := write(ctx, func(tx *gorm.DB) error {
+		counted = nil
 		if err := tx.Raw(q.String(), args...).Scan(&counted).Error; err != nil {
 			return err
 		}
@@ -137,14 +142,7 @@ func (s *Store) reserveRate(ctx context.Context, providerID, service string, win
 			return errRollback
 		}
 		return nil
-	}
-	db := s.db.WithContext(ctx)
-	var err error
-	if len(windows) == 1 {
-		err = reserve(db)
-	} else {
-		err = db.Transaction(reserve)
-	}
+	})
 	if err != nil && !errors.Is(err, errRollback) {
 		return false, nil, fmt.Errorf("reserve rate: %w", err)
 	}

@@ -27,6 +27,7 @@ type Store struct {
 	db          *gorm.DB
 	dialect     string
 	checkpoints *checkpointer // SQLite only
+	writer      *groupCommit  // SQLite only
 }
 
 // Open connects to databaseURL: a postgres:// or postgresql:// URL, or
@@ -72,6 +73,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 			_ = s.Close()
 			return nil, err
 		}
+		s.writer = startGroupCommit(db)
 	}
 	return s, nil
 }
@@ -106,7 +108,7 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 // the store's connection (checkpoint.go). A WAL started over is cut back
 // to 16 MiB.
 func sqliteDSN(path string) string {
-	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)"
+	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)"
 }
 
 // sqlitePath is the file of a sqlite:PATH database URL.
@@ -145,6 +147,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
+	if s.writer != nil {
+		s.writer.stop()
+	}
 	if s.checkpoints != nil {
 		s.checkpoints.stop()
 	}

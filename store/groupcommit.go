@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// On SQLite every write takes the store's one connection, and under load
+// most of a write's wait was not the writes before it but the hand-overs
+// between them: each waiter, woken in turn, first waits for a CPU while
+// the connection idles (a lock convoy). The store's hot writes (jobs
+// accepted, job projections, outbox and rate counters) therefore go
+// through one writer goroutine instead, which runs whatever writes are
+// waiting in one transaction and commits them together (group commit): a
+// hand-over and a commit per batch, not per write. Requests' writes
+// (Interactive) join a batch before background ones, and a batch is kept
+// short so that a request never waits long behind one.
+//
+// Each write runs under its own savepoint: one that fails is rolled back
+// alone and its caller gets its error; the others commit. A caller returns
+// once its batch committed, so a write reported done is as durable as a
+// transaction of its own. On PostgreSQL, which has a pool of connections,
+// each write runs on its own: one statement, or a transaction where it
+// needs one.
+
+// maxBatch bounds the writes of one transaction; a request's write waits
+// for at most the batch running when it arrives.
+const maxBatch = 16
+
+// errStoreClosed is the error of writes left when the store closes.
+var errStoreClosed = errors.New("store: closed")
+
+// groupCommit is the SQLite store's writer.
+type groupCommit struct {
+	db *gorm.DB
+
+	mu          sync.Mutex
+	interactive []*pendingWrite
+	background  []*pendingWrite
+	closed      bool
+
+	wake     chan struct{}
+	quit     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// pendingWrite is one caller's write, waiting for its batch.
+type pendingWrite struct {
+	ctx    context.Context
+	fn     func(tx *gorm.DB) error
+	result chan error
+}
+
+func startGroupCommit(db *gorm.DB) *groupCommit {
+	g := &groupCommit{
+		db:   db,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go g.run()
+	return g
+}
+
+// write runs fn in a transaction (on SQLite: the batch's, under a
+// savepoint) and returns its error once that transaction ended. fn may
+// run on another goroutine; the caller may read what it set once write
+// returned.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writer == nil {
+		return s.db.WithContext(ctx).Transaction(fn)
+	}
+	return s.writer.do(ctx, fn)
+}
+
+// writeStatement is write for an fn of one statement: on PostgreSQL it
+// runs on its own, without a transaction around it.
+func (s *Store) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writer == nil {
+		return fn(s.db.WithContext(ctx))
+	}
+	return s.writer.do(ctx, fn)
+}
+
+// do queues fn and waits for its batch. A write whose ctx ends before its
+// batch starts is not run; once started it runs to its batch's end.
+func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &pendingWrite{ctx: ctx, fn: fn, result: make(chan error, 1)}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errStoreClosed
+	}
+	if IsInteractive(ctx) {
+		g.interactive = append(g.interactive, w)
+	} else {
+		g.background = append(g.background, w)
+	}
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	return <-w.result
+}
+
+func (g *groupCommit) run() {
+	defer close(g.done)
+	for {
+		select {
+		case <-g.wake:
+		case <-g.quit:
+			g.mu.Lock()
+			g.closed = true
+			left := append(g.interactive, g.background...)
+			g.interactive, g.background = nil, nil
+			g.mu.Unlock()
+			for _, w := range left {
+				w.result <- errStoreClosed
+			}
+			return
+		}
+		for g.commit() {
+		}
+	}
+}
+
+// next is the next write of a batch: a request's first, in arrival order,
+// then the background's; nil when none waits. interactive says whether
+// it is a request's.
+func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	interactive = len(g.interactive) > 0
+	queue := &g.background
+	if interactive {
+		queue = &g.interactive
+	}
+	if len(*queue) == 0 {
+		return nil, false
+	}
+	w = (*queue)[0]
+	(*queue)[0] = nil
+	*queue = (*queue)[1:]
+	return w, interactive
+}
+
+// commit runs one batch in one transaction: the writes waiting when it
+// starts and those that arrive while it runs, up to maxBatch. A request's
+// write that arrives mid-batch runs next, in the same transaction, so it
+// waits for one write and a commit, not for a batch. Each caller gets its
+// result once the transaction ended. commit reports whether it ran any.
+func (g *groupCommit) commit() bool {
+	first, interactive := g.next()
+	if first == nil {
+		return false
+	}
+	ctx := context.Background()
+	if interactive {
+		ctx = Interactive(ctx)
+	}
+	batch := []*pendingWrite{first}
+	results := []error{nil}
+	err := g.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for i := 0; ; i++ {
+			w := batch[i]
+			if err := w.ctx.Err(); err != nil {
+				results[i] = err
+			} else if err := runSavepointed(tx, w, &results[i]); err != nil {
+				return err
+			}
+			if len(batch) == maxBatch {
+				return nil
+			}
+			next, _ := g.next()
+			if next == nil {
+				return nil
+			}
+			batch = append(batch, next)
+			results = append(results, nil)
+		}
+	})
+	for i, w := range batch {
+		if results[i] == nil && err != nil {
+			results[i] = err
+		}
+		w.result <- results[i]
+	}
+	return true
+}
+
+// runSavepointed runs w under a savepoint, rolled back if w fails, and
+// sets its result; the error returned is the savepoint's own, which ends
+// the batch.
+func runSavepointed(tx *gorm.DB, w *pendingWrite, result *error) error {
+	if err := tx.Exec("SAVEPOINT batched_write").Error; err != nil {
+		return err
+	}
+	*result = runWrite(tx, w)
+	if *result != nil {
+		if err := tx.Exec("ROLLBACK TO SAVEPOINT batched_write").Error; err != nil {
+			return err
+		}
+	}
+	return tx.Exec("RELEASE SAVEPOINT batched_write").Error
+}
+
+// runWrite runs one write's fn; a panic fails that write alone.
+func runWrite(tx *gorm.DB, w *pendingWrite) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: write panicked: %v", r)
+		}
+	}()
+	return w.fn(tx)
+}
+
+// stop ends the writer; writes still queued fail with errStoreClosed.
+func (g *groupCommit) stop() {
+	g.stopOnce.Do(func() { close(g.quit) })
+	<-g.done
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+)
+
+// writeRecorder is a SQLite store whose writes a test can hold back: while
+// held, the writer waits at the connection gate with its first write, and
+// the writes that follow queue behind it.
+type writeRecorder struct {
+	t     *testing.T
+	s     *Store
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	txs   map[string]gorm.ConnPool // the transaction each write ran in
+	errs  map[string]error
+	order []string
+}
+
+func newWriteRecorder(t *testing.T) *writeRecorder {
+	s, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "gateway.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.db.Exec("CREATE TABLE writes (name TEXT NOT NULL)").Error)
+	return &writeRecorder{t: t, s: s, txs: map[string]gorm.ConnPool{}, errs: map[string]error{}}
+}
+
+// hold takes the gate, so that the writer's next batch waits for release.
+func (r *writeRecorder) hold() (release func()) {
+	gate := r.s.db.ConnPool.(*gatedPool).gate
+	require.NoError(r.t, gate.acquire(r.t.Context()))
+	return gate.release
+}
+
+// write queues a write that records name, then fails with fail if set.
+func (r *writeRecorder) write(ctx context.Context, name string, fail error) {
+	r.wg.Go(func() {
+		err := r.s.write(ctx, func(tx *gorm.DB) error {
+			r.mu.Lock()
+			r.txs[name] = tx.Statement.ConnPool
+			r.order = append(r.order, name)
+			r.mu.Unlock()
+			if err := tx.Exec("INSERT INTO writes VALUES (?)", name).Error; err != nil {
+				return err
+			}
+			return fail
+		})
+		r.mu.Lock()
+		r.errs[name] = err
+		r.mu.Unlock()
+	})
+}
+
+// waiting waits until n writes wait for the writer (besides the one it
+// holds while it waits at the gate).
+func (r *writeRecorder) waiting(n int) {
+	r.t.Helper()
+	gate := r.s.db.ConnPool.(*gatedPool).gate
+	gate.queued(r.t, 0, 1)
+	require.Eventually(r.t, func() bool {
+		r.s.writer.mu.Lock()
+		defer r.s.writer.mu.Unlock()
+		return len(r.s.writer.interactive)+len(r.s.writer.background) == n
+	}, 5*time.Second, time.Millisecond)
+}
+
+// rows are the names the committed writes recorded.
+func (r *writeRecorder) rows() []string {
+	r.wg.Wait()
+	var names []string
+	require.NoError(r.t, r.s.db.Raw("SELECT name FROM writes ORDER BY rowid").Scan(&names).Error)
+	return names
+}
+
+// planned is a write a test queues: name, recorded, then fail if set.
+type planned struct {
+	ctx  context.Context
+	name string
+	fail error
+}
+
+// queue holds the writer back and queues the writes in order: the first
+// is the one the writer holds while it waits at the gate. release lets it
+// go.
+func (r *writeRecorder) queue(writes ...planned) (release func()) {
+	r.t.Helper()
+	release = r.hold()
+	for i, w := range writes {
+		r.write(w.ctx, w.name, w.fail)
+		if i == 0 {
+			r.s.db.ConnPool.(*gatedPool).gate.queued(r.t, 0, 1)
+		} else {
+			r.waiting(i)
+		}
+	}
+	return release
+}
+
+func TestWaitingWritesCommitInOneTransaction(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	r.queue(planned{ctx: ctx, name: "first"}, planned{ctx: ctx, name: "second"}, planned{ctx: ctx, name: "third"})()
+
+	require.Equal(t, []string{"first", "second", "third"}, r.rows())
+	require.Same(t, r.txs["first"], r.txs["second"])
+	require.Same(t, r.txs["first"], r.txs["third"])
+	require.NotSame(t, r.s.db.ConnPool, r.txs["first"], "the writes ran in a transaction")
+}
+
+func TestAFailedWriteIsRolledBackAloneInItsBatch(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	failure := errors.New("the write's own failure")
+	r.queue(planned{ctx: ctx, name: "before"}, planned{ctx: ctx, name: "failing", fail: failure}, planned{ctx: ctx, name: "after"})()
+
+	require.Equal(t, []string{"before", "after"}, r.rows(), "the failing write's insert was rolled back, the others committed")
+	require.Same(t, r.txs["before"], r.txs["after"])
+	require.ErrorIs(t, r.errs["failing"], failure)
+	require.NoError(t, r.errs["before"])
+	require.NoError(t, r.errs["after"])
+}
+
+func TestRequestsWritesJoinABatchFirst(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	r.queue(
+		planned{ctx: ctx, name: "background-1"},
+		planned{ctx: ctx, name: "background-2"},
+		planned{ctx: ctx, name: "background-3"},
+		planned{ctx: Interactive(ctx), name: "request"},
+	)()
+
+	require.Equal(t, []string{"background-1", "request", "background-2", "background-3"}, r.rows())
+}
+
+func TestABatchHoldsAtMostMaxBatchWrites(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	var names []string
+	var writes []planned
+	for i := range maxBatch + 3 {
+		names = append(names, fmt.Sprintf("w%02d", i))
+		writes = append(writes, planned{ctx: t.Context(), name: names[i]})
+	}
+	r.queue(writes...)()
+
+	require.Equal(t, names, r.rows())
+	first, second := r.txs[names[0]], r.txs[names[maxBatch]]
+	for i, name := range names {
+		if i < maxBatch {
+			require.Same(t, first, r.txs[name], "write %d is in the first batch", i)
+		} else {
+			require.Same(t, second, r.txs[name], "write %d is in the second batch", i)
+		}
+	}
+	require.NotSame(t, first, second)
+}
+
+func TestAWriteWhoseContextEndedBeforeItsTurnIsNotRun(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	release := r.queue(planned{ctx: t.Context(), name: "first"}, planned{ctx: ctx, name: "abandoned"})
+	cancel()
+	release()
+
+	require.Equal(t, []string{"first"}, r.rows())
+	require.ErrorIs(t, r.errs["abandoned"], context.Canceled)
+	require.NoError(t, r.errs["first"])
+}
+
+func TestWritesFailOnceTheStoreIsClosed(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	require.NoError(t, r.s.Close())
+	err := r.s.write(t.Context(), func(tx *gorm.DB) error { return nil })
+	require.ErrorIs(t, err, errStoreClosed)
+}
