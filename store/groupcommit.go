@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 )
@@ -41,6 +42,7 @@ type groupCommit struct {
 	mu          sync.Mutex
 	interactive []*pendingWrite
 	background  []*pendingWrite
+	inRow       int // requests' writes taken since the last background one
 	closed      bool
 
 	wake     chan struct{}
@@ -54,7 +56,16 @@ type pendingWrite struct {
 	ctx    context.Context
 	fn     func(tx *gorm.DB) error
 	result chan error
+	state  atomic.Int32 // writeQueued, then writeTaken or writeAbandoned
 }
+
+// The states of a pendingWrite: the writer takes a queued write, or its
+// caller, whose ctx ended first, abandons it; never both.
+const (
+	writeQueued int32 = iota
+	writeTaken
+	writeAbandoned
+)
 
 func startGroupCommit(db *gorm.DB) *groupCommit {
 	g := &groupCommit{
@@ -87,8 +98,9 @@ func (s *Store) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) 
 	return s.writer.do(ctx, fn)
 }
 
-// do queues fn and waits for its batch. A write whose ctx ends before its
-// batch starts is not run; once started it runs to its batch's end.
+// do queues fn and waits for its batch. A write whose ctx ends while it
+// is queued is abandoned, never run; once the writer took it, do waits
+// for its batch's end.
 func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -109,7 +121,15 @@ func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error 
 	case g.wake <- struct{}{}:
 	default:
 	}
-	return <-w.result
+	select {
+	case err := <-w.result:
+		return err
+	case <-ctx.Done():
+		if w.state.CompareAndSwap(writeQueued, writeAbandoned) {
+			return ctx.Err()
+		}
+		return <-w.result
+	}
 }
 
 func (g *groupCommit) run() {
@@ -118,39 +138,63 @@ func (g *groupCommit) run() {
 		select {
 		case <-g.wake:
 		case <-g.quit:
-			g.mu.Lock()
-			g.closed = true
-			left := append(g.interactive, g.background...)
-			g.interactive, g.background = nil, nil
-			g.mu.Unlock()
-			for _, w := range left {
-				w.result <- errStoreClosed
-			}
+			g.fail()
 			return
 		}
 		for g.commit() {
+			select {
+			case <-g.quit:
+				g.fail()
+				return
+			default:
+			}
 		}
 	}
 }
 
-// next is the next write of a batch: a request's first, in arrival order,
-// then the background's; nil when none waits. interactive says whether
-// it is a request's.
+// fail closes the writer: the writes still queued fail with
+// errStoreClosed, and so will any later one.
+func (g *groupCommit) fail() {
+	g.mu.Lock()
+	g.closed = true
+	left := append(g.interactive, g.background...)
+	g.interactive, g.background = nil, nil
+	g.mu.Unlock()
+	for _, w := range left {
+		w.result <- errStoreClosed
+	}
+}
+
+// next takes the next write of a batch: a request's first, in arrival
+// order, then the background's, except that a waiting background write
+// lets at most maxInteractiveRun requests' writes pass it (as at the
+// gate); nil when none waits. interactive says whether it is a request's.
+// Abandoned writes are dropped.
 func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	interactive = len(g.interactive) > 0
-	queue := &g.background
-	if interactive {
-		queue = &g.interactive
+	for {
+		interactive = len(g.interactive) > 0 && (g.inRow < maxInteractiveRun || len(g.background) == 0)
+		queue := &g.background
+		if interactive {
+			queue = &g.interactive
+		}
+		if len(*queue) == 0 {
+			return nil, false
+		}
+		w = (*queue)[0]
+		(*queue)[0] = nil
+		*queue = (*queue)[1:]
+		if !w.state.CompareAndSwap(writeQueued, writeTaken) {
+			continue
+		}
+		if interactive {
+			g.inRow++
+		} else {
+			g.inRow = 0
+		}
+		return w, interactive
 	}
-	if len(*queue) == 0 {
-		return nil, false
-	}
-	w = (*queue)[0]
-	(*queue)[0] = nil
-	*queue = (*queue)[1:]
-	return w, interactive
 }
 
 // commit runs one batch in one transaction: the writes waiting when it

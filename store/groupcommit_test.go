@@ -168,17 +168,70 @@ func TestABatchHoldsAtMostMaxBatchWrites(t *testing.T) {
 	require.NotSame(t, first, second)
 }
 
-func TestAWriteWhoseContextEndedBeforeItsTurnIsNotRun(t *testing.T) {
+func TestAQueuedWriteGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	release := r.queue(planned{ctx: t.Context(), name: "first"}, planned{ctx: ctx, name: "abandoned"})
 	cancel()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return errors.Is(r.errs["abandoned"], context.Canceled)
+	}, 5*time.Second, time.Millisecond, "the caller got its context's error while the writer was still held")
 	release()
 
-	require.Equal(t, []string{"first"}, r.rows())
-	require.ErrorIs(t, r.errs["abandoned"], context.Canceled)
+	require.Equal(t, []string{"first"}, r.rows(), "the abandoned write never ran")
 	require.NoError(t, r.errs["first"])
+}
+
+func TestBackgroundWritesPassAStreamOfRequests(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	writes := []planned{{ctx: ctx, name: "background-0"}, {ctx: ctx, name: "background-1"}}
+	for i := range maxInteractiveRun + 1 {
+		writes = append(writes, planned{ctx: Interactive(ctx), name: fmt.Sprintf("request-%d", i)})
+	}
+	r.queue(writes...)()
+
+	want := []string{"background-0"}
+	for i := range maxInteractiveRun {
+		want = append(want, fmt.Sprintf("request-%d", i))
+	}
+	want = append(want, "background-1", fmt.Sprintf("request-%d", maxInteractiveRun))
+	require.Equal(t, want, r.rows())
+}
+
+func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	require.NoError(t, r.s.Migrate(t.Context()))
+	release := r.queue(planned{ctx: t.Context(), name: "first"})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	job := &Job{ID: "0190f0e0-0000-7000-8000-000000000001", Service: "transcriptions", Tenant: "acme", UserID: "alice",
+		Status: StatusPending, Input: `{}`, Options: `{}`, CreatedAt: now}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		created, err := r.s.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
+		require.NoError(t, err)
+		require.True(t, created)
+	})
+	r.waiting(1) // queued at the writer, not at the gate
+	saved := *job
+	saved.Status, saved.Revision = StatusProcessing, 1
+	wg.Go(func() { require.NoError(t, r.s.SaveJob(t.Context(), &saved)) })
+	r.waiting(2)
+	wg.Go(func() { require.NoError(t, r.s.DeleteJobStarts(t.Context(), []string{job.ID})) })
+	r.waiting(3)
+	release()
+	wg.Wait()
+
+	got, err := r.s.GetJob(t.Context(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, got.Status)
+	_, err = r.s.GetJobStart(t.Context(), job.ID)
+	require.ErrorIs(t, err, ErrNotFound)
 }
 
 func TestWritesFailOnceTheStoreIsClosed(t *testing.T) {
