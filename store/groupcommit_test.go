@@ -241,3 +241,31 @@ func TestWritesFailOnceTheStoreIsClosed(t *testing.T) {
 	err := r.s.write(t.Context(), func(tx *gorm.DB) error { return nil })
 	require.ErrorIs(t, err, errStoreClosed)
 }
+
+func TestWritesQueuedWhenTheStoreClosesFail(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	var writes []planned
+	for i := range maxBatch + 1 {
+		writes = append(writes, planned{ctx: t.Context(), name: fmt.Sprintf("w%02d", i)})
+	}
+	release := r.queue(writes...)
+	closed := make(chan error, 1)
+	go func() { closed <- r.s.Close() }()
+	require.Eventually(t, func() bool {
+		select {
+		case <-r.s.writer.quit:
+			return true
+		default:
+			return false
+		}
+	}, 5*time.Second, time.Millisecond)
+	release()
+	require.NoError(t, <-closed)
+	r.wg.Wait()
+
+	for _, w := range writes[:maxBatch] {
+		require.NoError(t, r.errs[w.name], "%s was in the batch running when the store closed", w.name)
+	}
+	require.ErrorIs(t, r.errs[writes[maxBatch].name], errStoreClosed)
+}
