@@ -36,7 +36,7 @@ bench: ## every benchmark: bench-load, then bench-list (both run; fails if a gat
 	$(MAKE) --no-print-directory bench-list || status=1; exit $$status
 
 .PHONY: bench-list
-bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once; about two minutes)
+bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once) and the SQLite store's job writes; about two minutes
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 -timeout 30m ./store/
 
 BENCH_LOAD_FLAGS ?=

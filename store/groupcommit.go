@@ -19,7 +19,10 @@ import (
 // waiting in one transaction and commits them together (group commit): a
 // hand-over and a commit per batch, not per write. Requests' writes
 // (Interactive) join a batch before background ones, and a batch is kept
-// short so that a request never waits long behind one.
+// short so that a request never waits long behind one. Every batch takes
+// the connection as a request would: a batch that began with background
+// writes may be joined by a request's write while it waits at the gate,
+// and must not make that request wait in the background's line.
 //
 // Each write runs under its own savepoint: one that fails is rolled back
 // alone and its caller gets its error; the others commit. A caller returns
@@ -29,7 +32,8 @@ import (
 // needs one.
 
 // maxBatch bounds the writes of one transaction; a request's write waits
-// for at most the batch running when it arrives.
+// for at most the batch running when it arrives (unless that batch is
+// full) and the requests' statements ahead of it at the gate.
 const maxBatch = 16
 
 // errStoreClosed is the error of writes left when the store closes.
@@ -81,7 +85,8 @@ func startGroupCommit(db *gorm.DB) *groupCommit {
 // write runs fn in a transaction (on SQLite: the batch's, under a
 // savepoint) and returns its error once that transaction ended. fn may
 // run on another goroutine; the caller may read what it set once write
-// returned.
+// returned. fn must use only tx: a call to the store from fn would wait
+// for the writer that runs it.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.writer == nil {
 		return s.db.WithContext(ctx).Transaction(fn)
@@ -138,8 +143,12 @@ func (g *groupCommit) run() {
 		select {
 		case <-g.wake:
 		case <-g.quit:
+		}
+		select {
+		case <-g.quit: // both were ready: closing wins
 			g.fail()
 			return
+		default:
 		}
 		for g.commit() {
 			select {
@@ -203,14 +212,11 @@ func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
 // waits for one write and a commit, not for a batch. Each caller gets its
 // result once the transaction ended. commit reports whether it ran any.
 func (g *groupCommit) commit() bool {
-	first, interactive := g.next()
+	first, _ := g.next()
 	if first == nil {
 		return false
 	}
-	ctx := context.Background()
-	if interactive {
-		ctx = Interactive(ctx)
-	}
+	ctx := Interactive(context.Background())
 	batch := []*pendingWrite{first}
 	results := []error{nil}
 	err := g.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 )
@@ -65,7 +66,7 @@ func (r *writeRecorder) write(ctx context.Context, name string, fail error) {
 func (r *writeRecorder) waiting(n int) {
 	r.t.Helper()
 	gate := r.s.db.ConnPool.(*gatedPool).gate
-	gate.queued(r.t, 0, 1)
+	gate.queued(r.t, 1, 0)
 	require.Eventually(r.t, func() bool {
 		r.s.writer.mu.Lock()
 		defer r.s.writer.mu.Unlock()
@@ -97,7 +98,7 @@ func (r *writeRecorder) queue(writes ...planned) (release func()) {
 	for i, w := range writes {
 		r.write(w.ctx, w.name, w.fail)
 		if i == 0 {
-			r.s.db.ConnPool.(*gatedPool).gate.queued(r.t, 0, 1)
+			r.s.db.ConnPool.(*gatedPool).gate.queued(r.t, 1, 0)
 		} else {
 			r.waiting(i)
 		}
@@ -214,15 +215,15 @@ func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		created, err := r.s.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
-		require.NoError(t, err)
-		require.True(t, created)
+		assert.NoError(t, err)
+		assert.True(t, created)
 	})
 	r.waiting(1) // queued at the writer, not at the gate
 	saved := *job
 	saved.Status, saved.Revision = StatusProcessing, 1
-	wg.Go(func() { require.NoError(t, r.s.SaveJob(t.Context(), &saved)) })
+	wg.Go(func() { assert.NoError(t, r.s.SaveJob(t.Context(), &saved)) })
 	r.waiting(2)
-	wg.Go(func() { require.NoError(t, r.s.DeleteJobStarts(t.Context(), []string{job.ID})) })
+	wg.Go(func() { assert.NoError(t, r.s.DeleteJobStarts(t.Context(), []string{job.ID})) })
 	r.waiting(3)
 	release()
 	wg.Wait()
@@ -268,4 +269,17 @@ func TestWritesQueuedWhenTheStoreClosesFail(t *testing.T) {
 		require.NoError(t, r.errs[w.name], "%s was in the batch running when the store closed", w.name)
 	}
 	require.ErrorIs(t, r.errs[writes[maxBatch].name], errStoreClosed)
+}
+
+func TestABatchOfBackgroundWritesWaitsInTheRequestsLine(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	gate := r.s.db.ConnPool.(*gatedPool).gate
+	release := r.hold()
+	r.write(t.Context(), "background", nil)
+	// A request's write may join the batch while it waits for the
+	// connection, so the batch waits where requests do.
+	gate.queued(t, 1, 0)
+	release()
+	require.Equal(t, []string{"background"}, r.rows())
 }
