@@ -196,4 +196,5 @@ var migrations = []*gormigrate.Migration{
 	migrationWebhooks,
 	migrationJobCounts,
 	migrationJobStarts,
+	migrationSQLiteJobIndexes,
 }

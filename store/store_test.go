@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -134,4 +135,35 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 	_, err := store.Open(context.Background(), "mysql://root:secret@localhost/db")
 	require.ErrorContains(t, err, "use postgres://")
 	require.NotContains(t, err.Error(), "secret")
+}
+
+func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		query := "SELECT indexname FROM pg_indexes WHERE tablename = 'jobs' AND indexname LIKE 'idx_jobs_%'"
+		if s.Dialect() == "sqlite" {
+			query = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND name LIKE 'idx_jobs_%'"
+		}
+		rows, err := db.Query(query)
+		require.NoError(t, err)
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var name string
+			require.NoError(t, rows.Scan(&name))
+			names = append(names, name)
+		}
+		require.NoError(t, rows.Err())
+
+		kept := []string{"idx_jobs_created", "idx_jobs_tenant_created", "idx_jobs_user_tenant_created"}
+		singleFilter := []string{
+			"idx_jobs_tenant_status_created", "idx_jobs_tenant_service_created", "idx_jobs_tenant_provider_created",
+			"idx_jobs_status_created", "idx_jobs_service_created", "idx_jobs_provider_created",
+		}
+		want := append(kept, singleFilter...)
+		if s.Dialect() == "sqlite" {
+			want = kept
+		}
+		require.ElementsMatch(t, want, names)
+	})
 }
