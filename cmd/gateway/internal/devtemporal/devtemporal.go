@@ -171,6 +171,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 	// Ports. Everything is resolved and checked before the server is built:
 	// Temporal and the UI server treat a failing listener as fatal (the UI
 	// server even calls os.Exit), so a conflict must be reported here.
+	unlockPorts := sync.OnceFunc(lockPorts())
+	defer unlockPorts()
 	frontendIP, frontendPort, err := resolveListenAddress("frontend", opts.FrontendAddress)
 	if err != nil {
 		return nil, err
@@ -228,7 +230,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 		logger:          opts.Logger,
 	}
 	started := time.Now()
-	if err := srv.Start(); err != nil {
+	err = srv.Start()
+	unlockPorts() // the services have bound their ports (or failed)
+	if err != nil {
 		// Start may have brought up some services before failing.
 		logger.state.stopping.Store(true)
 		_ = srv.Stop()
@@ -606,8 +610,9 @@ func resolveListenAddress(what, addr string) (string, int, error) {
 // later. It draws from below Linux's ephemeral range (32768-60999), so the
 // port cannot be handed meanwhile to an outgoing connection, which takes
 // its local port from that range: a server that then fails to bind would
-// take the process down (the Temporal server panics on it). Another
-// process picking ports the same way can still collide, rarely.
+// take the process down (the Temporal server panics on it). Start holds
+// lockPorts from its picks until the server bound them, so dev servers
+// starting at once on one machine do not pick the same port.
 func FreePort(ip string) (int, error) {
 	const low, high = 20000, 32768
 	var lastErr error
