@@ -140,7 +140,7 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
 	t.Parallel()
 	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		query := "SELECT indexname FROM pg_indexes WHERE tablename = 'jobs' AND indexname LIKE 'idx_jobs_%'"
+		query := "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'jobs' AND indexname LIKE 'idx_jobs_%'"
 		if s.Dialect() == "sqlite" {
 			query = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND name LIKE 'idx_jobs_%'"
 		}
