@@ -106,7 +106,8 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 // sqliteDSN opens the store's SQLite file in WAL mode. Its commits never
 // checkpoint the WAL (wal_autocheckpoint 0): the checkpointer does, off
 // the store's connection (checkpoint.go). A WAL started over is cut back
-// to 16 MiB.
+// to 16 MiB. Temporary data (statement journals, which a job insert with
+// its indexes writes, and sorts) stays in memory instead of temp files.
 func sqliteDSN(path string) string {
 	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)"
 }
