@@ -177,9 +177,10 @@ func (g *groupCommit) fail() {
 // next takes the next write of a batch: a request's first, in arrival
 // order, then the background's, except that a waiting background write
 // lets at most maxInteractiveRun requests' writes pass it (as at the
-// gate); nil when none waits. interactive says whether it is a request's.
+// gate); nil when none waits, or when requestsOnly and the next is a
+// background write. interactive says whether it is a request's.
 // Abandoned writes are dropped.
-func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
+func (g *groupCommit) next(requestsOnly bool) (w *pendingWrite, interactive bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for {
@@ -188,7 +189,7 @@ func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
 		if interactive {
 			queue = &g.interactive
 		}
-		if len(*queue) == 0 {
+		if len(*queue) == 0 || (requestsOnly && !interactive) {
 			return nil, false
 		}
 		w = (*queue)[0]
@@ -209,10 +210,12 @@ func (g *groupCommit) next() (w *pendingWrite, interactive bool) {
 // commit runs one batch in one transaction: the writes waiting when it
 // starts and those that arrive while it runs, up to maxBatch. A request's
 // write that arrives mid-batch runs next, in the same transaction, so it
-// waits for one write and a commit, not for a batch. Each caller gets its
-// result once the transaction ended. commit reports whether it ran any.
+// waits for one write and a commit, not for a batch; and once a batch
+// holds a request's write it takes no more background ones, which would
+// only hold that request's answer back. Each caller gets its result once
+// the transaction ended. commit reports whether it ran any.
 func (g *groupCommit) commit() bool {
-	first, _ := g.next()
+	first, requests := g.next(false)
 	if first == nil {
 		return false
 	}
@@ -230,10 +233,11 @@ func (g *groupCommit) commit() bool {
 			if len(batch) == maxBatch {
 				return nil
 			}
-			next, _ := g.next()
+			next, interactive := g.next(requests)
 			if next == nil {
 				return nil
 			}
+			requests = requests || interactive
 			batch = append(batch, next)
 			results = append(results, nil)
 		}

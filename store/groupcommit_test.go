@@ -144,6 +144,24 @@ func TestRequestsWritesJoinABatchFirst(t *testing.T) {
 	)()
 
 	require.Equal(t, []string{"background-1", "request", "background-2", "background-3"}, r.rows())
+	require.Same(t, r.txs["background-1"], r.txs["request"], "the request's write joined the batch")
+	require.NotSame(t, r.txs["request"], r.txs["background-2"], "a batch with a request's write takes no more background ones")
+	require.Same(t, r.txs["background-2"], r.txs["background-3"])
+}
+
+func TestRequestsWritesStillJoinABatchWithOne(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	r.queue(
+		planned{ctx: Interactive(ctx), name: "request-1"},
+		planned{ctx: ctx, name: "background"},
+		planned{ctx: Interactive(ctx), name: "request-2"},
+	)()
+
+	require.Equal(t, []string{"request-1", "request-2", "background"}, r.rows())
+	require.Same(t, r.txs["request-1"], r.txs["request-2"])
+	require.NotSame(t, r.txs["request-1"], r.txs["background"])
 }
 
 func TestABatchHoldsAtMostMaxBatchWrites(t *testing.T) {
