@@ -26,6 +26,7 @@ import (
 // createJob handles POST /v1/{resource}.
 func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		began := time.Now()
 		tenant, user, err := auth.EffectiveIdentity(c)
 		if err != nil {
 			abort(c, err)
@@ -146,7 +147,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 				}
 			}
 		} else {
-			s.cfg.Starts.Offer(*start)
+			s.cfg.Starts.Offer(*start, time.Since(began))
 		}
 		c.Header("Location", endpoint+"/"+jobID)
 		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})

@@ -30,8 +30,9 @@ type JobStarter interface {
 	// Lease is the due time of a start recorded now: until then it is
 	// this process's to make.
 	Lease() time.Time
-	// Offer hands over a start the API recorded with a job.
-	Offer(start store.JobStart)
+	// Offer hands over a start the API recorded with a job, and how long
+	// accepting that job took.
+	Offer(start store.JobStart, took time.Duration)
 	// StartNow makes a job's start at once unless it was made.
 	StartNow(ctx context.Context, jobID string) error
 }

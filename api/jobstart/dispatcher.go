@@ -52,6 +52,12 @@ type Config struct {
 	// responsive under a burst; against a remote Temporal, where a start
 	// is a network round trip, use more.
 	Concurrency int
+	// AcceptTarget paces starts during a burst of new jobs: while jobs are
+	// accepted much faster than they start, starts slow down whenever
+	// accepting a job (Offer's took) takes longer than this (pacer.go).
+	// Zero never paces: for an API whose starts do not share its CPUs
+	// with the workers and the Temporal server.
+	AcceptTarget time.Duration
 	// Lease is how long a start taken by a dispatcher is its own before
 	// another may take it (default 30 s).
 	Lease time.Duration
@@ -80,6 +86,7 @@ const startTimeout = 10 * time.Second
 // Dispatcher starts job workflows from the outbox.
 type Dispatcher struct {
 	cfg   Config
+	pace  *pacer
 	queue chan store.JobStart
 	wake  chan struct{}
 	made  chan string // starts made, to clear from the outbox in batches
@@ -114,6 +121,7 @@ func New(cfg Config) *Dispatcher {
 	}
 	return &Dispatcher{
 		cfg:   cfg,
+		pace:  newPacer(cfg.AcceptTarget),
 		queue: make(chan store.JobStart, queueSize),
 		wake:  make(chan struct{}, 1),
 		made:  make(chan string, queueSize),
@@ -134,12 +142,13 @@ func (d *Dispatcher) Lease() time.Time {
 	return now
 }
 
-// Offer hands over a start the API just recorded. A start leased to this
-// process is queued; one recorded due is left in the outbox for a sweep,
-// which Offer wakes if the queue runs low. Offer never waits: should the
-// queue have filled since Lease, the start is handed back to the outbox
-// in the background.
-func (d *Dispatcher) Offer(start store.JobStart) {
+// Offer hands over a start the API just recorded, accepting its job
+// having taken took. A start leased to this process is queued; one
+// recorded due is left in the outbox for a sweep, which Offer wakes if
+// the queue runs low. Offer never waits: should the queue have filled
+// since Lease, the start is handed back to the outbox in the background.
+func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
+	d.pace.acceptedJob(took)
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
 		if len(d.queue) <= cap(d.queue)/4 {
@@ -180,9 +189,13 @@ func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
 // holds back to the outbox.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var starters sync.WaitGroup
+	starters.Go(func() { d.pace.run(ctx, d.cfg.Logger) })
 	for range d.cfg.Concurrency {
 		starters.Go(func() {
 			for {
+				if d.pace.wait(ctx) != nil {
+					return
+				}
 				select {
 				case <-ctx.Done():
 					return
@@ -191,6 +204,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 						d.poke() // refill before the queue runs dry
 					}
 					if d.start(ctx, start) == nil {
+						d.pace.startedJob()
 						d.made <- start.JobID
 					}
 				}

@@ -152,7 +152,7 @@ func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, lease
 	t.Helper()
 	due := b.d.Lease()
 	start = b.record(t, priority, due)
-	b.d.Offer(start)
+	b.d.Offer(start, time.Millisecond)
 	return start, due.After(time.Now())
 }
 
@@ -300,7 +300,7 @@ func TestOfferWhenTheQueueFilledMeanwhile(t *testing.T) {
 	// the queue cannot hold is handed back to the outbox.
 	const n = 150
 	for range n {
-		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)))
+		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)), time.Millisecond)
 	}
 	b.openGate()
 	b.waitOutboxEmpty(t)

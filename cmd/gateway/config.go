@@ -29,6 +29,7 @@ type config struct {
 	AllowPrivateNetworks bool
 	WebhookSigningKey    string
 	StartConcurrency     int
+	AcceptTarget         time.Duration
 }
 
 // Default --start-concurrency: in dev the starts share the process with
@@ -39,6 +40,12 @@ const (
 	devStartConcurrency   = 4
 	serveStartConcurrency = 8
 )
+
+// devAcceptTarget is dev's default --accept-latency-target: its starts
+// share two cores with the API, so a burst of new jobs is started at
+// the pace that keeps accepting one within a few milliseconds. serve's
+// starts are a round trip to a Temporal elsewhere: it does not pace.
+const devAcceptTarget = 3 * time.Millisecond
 
 // registerFlags binds the flags a command takes; each default is the
 // environment variable's value when set.
@@ -82,6 +89,18 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		}
 	}
 	fs.IntVar(&c.StartConcurrency, "start-concurrency", starts, "job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
+	target := time.Duration(0)
+	if command == "dev" {
+		target = devAcceptTarget
+	}
+	if v, ok := os.LookupEnv("GATEWAY_ACCEPT_LATENCY_TARGET"); ok && v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			target = d
+		} else {
+			target = -1 // validate() says what is wrong
+		}
+	}
+	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", target, "during a burst of new jobs, start them more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
 	if command == "dev" {
 		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
 		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
@@ -108,6 +127,9 @@ func (c *config) validate(command string) error {
 	}
 	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
+	}
+	if c.AcceptTarget < 0 {
+		problems = append(problems, "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration of at least 0, such as 5ms")
 	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -116,4 +117,20 @@ func TestExampleCatalogIsValid(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := catalog.Lookup("openai")
 	require.True(t, ok)
+}
+
+func TestAcceptLatencyTarget(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	require.Equal(t, 3*time.Millisecond, parse(t, "dev").AcceptTarget, "dev paces starts during a burst")
+	require.Zero(t, parse(t, "serve").AcceptTarget, "serve's starts do not share the API's CPUs")
+	require.Equal(t, time.Duration(0), parse(t, "dev", "--accept-latency-target", "0").AcceptTarget)
+	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "10ms")
+	require.Equal(t, 10*time.Millisecond, parse(t, "serve").AcceptTarget)
+	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "soon")
+	cfg := parse(t, "dev")
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.ErrorContains(t, cfg.validate("dev"), "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration")
+	cfg = parse(t, "dev", "--accept-latency-target", "4ms")
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.NoError(t, cfg.validate("dev"), "the flag overrides the environment")
 }

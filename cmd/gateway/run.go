@@ -194,11 +194,12 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobstart.New(jobstart.Config{
-			Store:       st,
-			Temporal:    tc,
-			EagerStart:  eager,
-			Concurrency: cfg.StartConcurrency,
-			Logger:      logger.With("component", "job-starts"),
+			Store:        st,
+			Temporal:     tc,
+			EagerStart:   eager,
+			Concurrency:  cfg.StartConcurrency,
+			AcceptTarget: cfg.AcceptTarget,
+			Logger:       logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
 	}

@@ -1,0 +1,85 @@
+package jobstart
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+)
+
+// window records a window's acceptances (fast and slow ones) and starts,
+// and closes it.
+func (p *pacer) window(fast, slow, started int) rate.Limit {
+	for range fast {
+		p.acceptedJob(p.target / 2)
+	}
+	for range slow {
+		p.acceptedJob(2 * p.target)
+	}
+	for range started {
+		p.startedJob()
+	}
+	return p.closeWindow()
+}
+
+// perWindow is the start rate of n starts a window.
+func perWindow(n int) rate.Limit { return rate.Limit(float64(n) / paceWindow.Seconds()) }
+
+func TestStartsAreNotPacedWithoutABurst(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	require.Equal(t, rate.Inf, p.window(0, paceMinBurst-1, 0), "too few acceptances for a burst, however slow")
+	require.Equal(t, rate.Inf, p.window(10, 10, 10), "a steady load: jobs start as fast as they come")
+	require.Equal(t, rate.Inf, p.window(0, 0, 0))
+}
+
+func TestSlowAcceptancesDuringABurstHalveTheStartRate(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	require.Equal(t, perWindow(10)/2, p.window(40, 10, 10), "from the rate starts were made at")
+	require.Equal(t, perWindow(10)/4, p.window(40, 10, 5))
+	for range 10 {
+		p.window(40, 10, 1)
+	}
+	require.Equal(t, paceMinRate, p.window(40, 10, 1), "never below the floor")
+}
+
+func TestOneSlowAcceptanceInTwentyIsTolerated(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	require.Equal(t, perWindow(10)+paceStep, p.window(19*paceMinBurst, paceMinBurst, 10))
+	require.Equal(t, perWindow(10)/2, newPacer(3*time.Millisecond).window(19*paceMinBurst-1, paceMinBurst, 10))
+}
+
+func TestFastAcceptancesDuringABurstRaiseTheStartRate(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	p.window(40, 10, 10) // paced to half the rate of 10 a window
+	limit := perWindow(10) / 2
+	for range 3 {
+		made := int(float64(limit) * paceWindow.Seconds())
+		got := p.window(40, 0, made)
+		require.Equal(t, perWindow(made)+paceStep, got, "one step beyond the starts made")
+		limit = got
+	}
+	require.Equal(t, perWindow(3)+paceStep, p.window(40, 0, 3), "not beyond what the starts made, whatever the limit")
+}
+
+func TestABurstThatEndsStopsThePacing(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	require.NotEqual(t, rate.Inf, p.window(40, 10, 10))
+	require.Equal(t, rate.Inf, p.window(0, 0, 10), "no new jobs: the backlog starts at full speed")
+	require.Equal(t, perWindow(8)/2, p.window(40, 10, 8), "the next burst starts from the rate starts were made at")
+}
+
+func TestAZeroTargetNeverPaces(t *testing.T) {
+	t.Parallel()
+	p := newPacer(0)
+	for range 3 {
+		p.acceptedJob(time.Second)
+	}
+	p.startedJob()
+	require.Equal(t, rate.Inf, p.closeWindow())
+}
