@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
+
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // window records a window's acceptances (fast and slow ones) and starts,
@@ -82,4 +84,16 @@ func TestAZeroTargetNeverPaces(t *testing.T) {
 	}
 	p.startedJob()
 	require.Equal(t, rate.Inf, p.closeWindow())
+}
+
+func TestOfferReportsHowLongAcceptingTheJobTook(t *testing.T) {
+	t.Parallel()
+	d := New(Config{AcceptTarget: 3 * time.Millisecond})
+	due := store.JobStart{JobID: "j", NextAttemptAt: time.Now().Add(-time.Second)} // left to a sweep: no queue, no store
+	d.Offer(due, time.Millisecond)
+	d.Offer(due, 10*time.Millisecond)
+	d.pace.mu.Lock()
+	defer d.pace.mu.Unlock()
+	require.Equal(t, 2, d.pace.accepted)
+	require.Equal(t, 1, d.pace.slow)
 }
