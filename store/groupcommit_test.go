@@ -149,7 +149,7 @@ func TestRequestsWritesJoinABatchFirst(t *testing.T) {
 	require.Same(t, r.txs["background-2"], r.txs["background-3"])
 }
 
-func TestRequestsWritesStillJoinABatchWithOne(t *testing.T) {
+func TestABatchWithARequestsWriteTakesOnlyRequestsWrites(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
 	ctx := t.Context()
@@ -220,6 +220,8 @@ func TestBackgroundWritesPassAStreamOfRequests(t *testing.T) {
 	}
 	want = append(want, "background-1", fmt.Sprintf("request-%d", maxInteractiveRun))
 	require.Equal(t, want, r.rows())
+	require.Same(t, r.txs["background-0"], r.txs[fmt.Sprintf("request-%d", maxInteractiveRun-1)])
+	require.NotSame(t, r.txs["background-0"], r.txs["background-1"], "the waiting background write starts the next batch")
 }
 
 func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {

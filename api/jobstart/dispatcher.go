@@ -53,8 +53,9 @@ type Config struct {
 	// is a network round trip, use more.
 	Concurrency int
 	// AcceptTarget paces starts during a burst of new jobs: while jobs are
-	// accepted much faster than they start, starts slow down whenever
-	// accepting a job (Offer's took) takes longer than this (pacer.go).
+	// accepted much faster than they start, starts slow down whenever more
+	// than one acceptance in 20 (Offer's took) takes longer than this
+	// (pacer.go).
 	// Zero never paces: for an API whose starts do not share its CPUs
 	// with the workers and the Temporal server.
 	AcceptTarget time.Duration
@@ -193,15 +194,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	for range d.cfg.Concurrency {
 		starters.Go(func() {
 			for {
-				if d.pace.wait(ctx) != nil {
-					return
-				}
 				select {
 				case <-ctx.Done():
 					return
 				case start := <-d.queue:
 					if len(d.queue) <= cap(d.queue)/4 && d.backlog.Load() {
 						d.poke() // refill before the queue runs dry
+					}
+					if err := d.pace.wait(ctx); err != nil && ctx.Err() != nil {
+						d.release(start.JobID)
+						return
 					}
 					if d.start(ctx, start) == nil {
 						d.pace.startedJob()

@@ -15,11 +15,13 @@ import (
 // it does; started as fast as the workers allow, a burst's jobs take every
 // core while more of the burst still waits for its 202. The jobs are
 // safe in the outbox meanwhile, so while jobs are accepted much faster
-// than they start, starts are paced: the rate drops by half in any window
-// where more than one acceptance in paceSlowShare took longer than the
-// target, and grows by paceStep starts a second in each window where they
-// did not. Once new jobs stop coming, or come no faster than they start
-// (a steady load), starts run as fast as Concurrency allows again.
+// than they start (than they started before pacing, too: a paced rate
+// does not keep itself going), starts are paced: the rate drops by half
+// in any window where more than one acceptance in paceSlowShare (and
+// more than one) took longer than the target, and otherwise grows by
+// paceStep starts a second beyond the starts made. Once new jobs stop
+// coming, or come no faster than they start (a steady load), starts run
+// as fast as Concurrency allows again.
 type pacer struct {
 	target  time.Duration
 	limiter *rate.Limiter
@@ -29,6 +31,9 @@ type pacer struct {
 	slow     int // of which took longer than target
 	started  int // starts made this window
 	limit    rate.Limit
+	// unpaced is the rate starts were made at in unpaced windows
+	// (a moving average): a burst is judged against it as well.
+	unpaced rate.Limit
 }
 
 // How the pacer reads a window and moves the rate.
@@ -40,9 +45,11 @@ const (
 	paceBurstFactor = 2
 	// More than one acceptance in paceSlowShare over target slows starts.
 	paceSlowShare = 20
-	paceStep      = rate.Limit(2)   // starts a second added per calm window
-	paceMinRate   = rate.Limit(5)   // never fewer starts a second than this
-	paceMaxRate   = rate.Limit(1e3) // a paced rate beyond this is no pacing
+	paceStep      = rate.Limit(2) // starts a second added per calm window
+	// Never fewer starts a second than this: the dispatcher's full queue
+	// is then made well within a start's lease (pacer_test.go).
+	paceMinRate = rate.Limit(10)
+	paceMaxRate = rate.Limit(1e3)
 )
 
 // newPacer paces to keep accepting a job within target; 0 never paces.
@@ -65,6 +72,9 @@ func (p *pacer) acceptedJob(took time.Duration) {
 
 // startedJob records a start made.
 func (p *pacer) startedJob() {
+	if p.target <= 0 {
+		return
+	}
 	p.mu.Lock()
 	p.started++
 	p.mu.Unlock()
@@ -82,36 +92,49 @@ func (p *pacer) run(ctx context.Context, logger *slog.Logger) {
 	}
 	ticker := time.NewTicker(paceWindow)
 	defer ticker.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
-			limit := p.closeWindow()
-			if limit != p.limiter.Limit() {
-				logger.Debug("job start pace", "starts_per_second", float64(limit))
+		case now := <-ticker.C:
+			limit := p.closeWindow(now.Sub(last))
+			last = now
+			switch {
+			case limit == p.limiter.Limit():
+			case limit == rate.Inf:
+				logger.Debug("job starts unpaced")
+			default:
+				logger.Debug("job starts paced", "starts_per_second", float64(limit))
 			}
 			p.limiter.SetLimit(limit)
 		}
 	}
 }
 
-// closeWindow reads the window that ends and returns the start rate for
-// the next one.
-func (p *pacer) closeWindow() rate.Limit {
+// closeWindow reads the window that ends, elapsed long (about
+// paceWindow), and returns the start rate for the next one.
+func (p *pacer) closeWindow(elapsed time.Duration) rate.Limit {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	accepted, slow, started := p.accepted, p.slow, p.started
 	p.accepted, p.slow, p.started = 0, 0, 0
-	if accepted < paceMinBurst || accepted <= paceBurstFactor*started {
+	seconds := max(elapsed, time.Millisecond).Seconds()
+	acceptedRate := rate.Limit(float64(accepted) / seconds)
+	made := rate.Limit(float64(started) / seconds)
+	burst := float64(accepted) >= paceMinBurst*seconds/paceWindow.Seconds() &&
+		acceptedRate > paceBurstFactor*max(made, p.unpaced)
+	if !burst {
+		if p.limit == 0 {
+			p.unpaced = (3*p.unpaced + made) / 4
+		}
 		p.limit = 0
 		return rate.Inf
 	}
-	made := rate.Limit(float64(started) / paceWindow.Seconds())
 	if p.limit == 0 { // a burst begins: from the rate starts were made at
 		p.limit = made
 	}
-	if slow*paceSlowShare > accepted {
+	if slow > 1 && slow*paceSlowShare > accepted {
 		p.limit /= 2
 	} else {
 		// Not beyond what the starts made: a limit they do not reach

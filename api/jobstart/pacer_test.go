@@ -22,7 +22,7 @@ func (p *pacer) window(fast, slow, started int) rate.Limit {
 	for range started {
 		p.startedJob()
 	}
-	return p.closeWindow()
+	return p.closeWindow(paceWindow)
 }
 
 // perWindow is the start rate of n starts a window.
@@ -57,15 +57,32 @@ func TestOneSlowAcceptanceInTwentyIsTolerated(t *testing.T) {
 func TestFastAcceptancesDuringABurstRaiseTheStartRate(t *testing.T) {
 	t.Parallel()
 	p := newPacer(3 * time.Millisecond)
-	p.window(40, 10, 10) // paced to half the rate of 10 a window
-	limit := perWindow(10) / 2
-	for range 3 {
-		made := int(float64(limit) * paceWindow.Seconds())
-		got := p.window(40, 0, made)
-		require.Equal(t, perWindow(made)+paceStep, got, "one step beyond the starts made")
-		limit = got
+	require.Equal(t, perWindow(10)/2, p.window(40, 10, 10)) // 20 a second
+	require.Equal(t, perWindow(5)+paceStep, p.window(40, 0, 5), "one step beyond the starts made")
+	require.Equal(t, perWindow(5)+2*paceStep, p.window(40, 0, 6), "the starts reached the limit: one step beyond it")
+	require.Equal(t, perWindow(4)+paceStep, p.window(40, 0, 4), "not beyond what the starts made, whatever the limit")
+}
+
+func TestOneSlowAcceptanceAloneIsTolerated(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, perWindow(5)+paceStep, newPacer(3*time.Millisecond).window(30, 1, 5))
+	require.Equal(t, perWindow(5)/2, newPacer(3*time.Millisecond).window(30, 2, 5))
+}
+
+func TestAPacedRateDoesNotKeepItselfGoing(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3 * time.Millisecond)
+	for range 8 { // a steady load: 32 jobs a second, started as they come
+		require.Equal(t, rate.Inf, p.window(8, 0, 8))
 	}
-	require.Equal(t, perWindow(3)+paceStep, p.window(40, 0, 3), "not beyond what the starts made, whatever the limit")
+	require.Equal(t, rate.Inf, p.window(5, 3, 2), "a window of few starts and slow acceptances is no burst against the usual rate")
+}
+
+func TestTheFloorMakesAFullQueueWithinALease(t *testing.T) {
+	t.Parallel()
+	lease := New(Config{}).cfg.Lease
+	require.GreaterOrEqual(t, float64(paceMinRate)*lease.Seconds(), 2.0*queueSize,
+		"at the slowest pace the last of a full queue starts well before its lease runs out")
 }
 
 func TestABurstThatEndsStopsThePacing(t *testing.T) {
@@ -79,11 +96,9 @@ func TestABurstThatEndsStopsThePacing(t *testing.T) {
 func TestAZeroTargetNeverPaces(t *testing.T) {
 	t.Parallel()
 	p := newPacer(0)
-	for range 3 {
-		p.acceptedJob(time.Second)
-	}
-	p.startedJob()
-	require.Equal(t, rate.Inf, p.closeWindow())
+	require.Equal(t, rate.Inf, p.window(0, 4*paceMinBurst, 0))
+	p.run(t.Context(), nil) // returns at once
+	require.Equal(t, rate.Inf, p.limiter.Limit())
 }
 
 func TestOfferReportsHowLongAcceptingTheJobTook(t *testing.T) {

@@ -131,6 +131,7 @@ func TestAcceptLatencyTarget(t *testing.T) {
 	cfg.LogLevel, cfg.StartConcurrency = "info", 1
 	require.ErrorContains(t, cfg.validate("dev"), "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration")
 	cfg = parse(t, "dev", "--accept-latency-target", "4ms")
+	require.Equal(t, 4*time.Millisecond, cfg.AcceptTarget)
 	cfg.LogLevel, cfg.StartConcurrency = "info", 1
 	require.NoError(t, cfg.validate("dev"), "the flag overrides the environment")
 }
