@@ -3,6 +3,7 @@ package jobstart
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -105,7 +106,7 @@ func (p *pacer) run(ctx context.Context, logger *slog.Logger) {
 			case limit == rate.Inf:
 				logger.Debug("job starts unpaced")
 			default:
-				logger.Debug("job starts paced", "starts_per_second", float64(limit))
+				logger.Debug("job starts paced", "starts_per_second", math.Round(float64(limit)))
 			}
 			p.limiter.SetLimit(limit)
 		}
