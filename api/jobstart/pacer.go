@@ -41,7 +41,8 @@ type pacer struct {
 const (
 	paceWindow = 250 * time.Millisecond
 	// A burst: at least paceMinBurst jobs accepted in a window (20 a
-	// second), more than paceBurstFactor times the starts made.
+	// second), more than paceBurstFactor times the starts made, and the
+	// starts made before pacing.
 	paceMinBurst    = 5
 	paceBurstFactor = 2
 	// More than one acceptance in paceSlowShare over target slows starts.
@@ -50,7 +51,6 @@ const (
 	// Never fewer starts a second than this: the dispatcher's full queue
 	// is then made well within a start's lease (pacer_test.go).
 	paceMinRate = rate.Limit(10)
-	paceMaxRate = rate.Limit(1e3)
 )
 
 // newPacer paces to keep accepting a job within target; 0 never paces.
@@ -142,6 +142,6 @@ func (p *pacer) closeWindow(elapsed time.Duration) rate.Limit {
 		// would not hold them back when acceptances slow down.
 		p.limit = min(p.limit, made) + paceStep
 	}
-	p.limit = max(paceMinRate, min(p.limit, paceMaxRate))
+	p.limit = max(paceMinRate, p.limit)
 	return p.limit
 }

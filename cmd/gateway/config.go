@@ -77,34 +77,31 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
 	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
-	starts := serveStartConcurrency
+	starts, target := serveStartConcurrency, time.Duration(0)
 	if command == "dev" {
-		starts = devStartConcurrency
+		starts, target = devStartConcurrency, devAcceptTarget
 	}
-	if v, ok := os.LookupEnv("GATEWAY_START_CONCURRENCY"); ok && v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			starts = n
-		} else {
-			starts = -1 // validate() says what is wrong
-		}
-	}
-	fs.IntVar(&c.StartConcurrency, "start-concurrency", starts, "job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
-	target := time.Duration(0)
-	if command == "dev" {
-		target = devAcceptTarget
-	}
-	if v, ok := os.LookupEnv("GATEWAY_ACCEPT_LATENCY_TARGET"); ok && v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			target = d
-		} else {
-			target = -1 // validate() says what is wrong
-		}
-	}
-	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", target, "during a burst of new jobs, start them more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
+	fs.IntVar(&c.StartConcurrency, "start-concurrency", envOr("GATEWAY_START_CONCURRENCY", starts, strconv.Atoi, -1),
+		"job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
+	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", envOr("GATEWAY_ACCEPT_LATENCY_TARGET", target, time.ParseDuration, -1),
+		"during a burst of new jobs, start them more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
 	if command == "dev" {
 		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
 		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
 	}
+}
+
+// envOr is the value of the environment variable env, parsed, or def when
+// it is unset; invalid (which validate() reports) when it does not parse.
+func envOr[T any](env string, def T, parse func(string) (T, error), invalid T) T {
+	v, ok := os.LookupEnv(env)
+	if !ok || v == "" {
+		return def
+	}
+	if parsed, err := parse(v); err == nil {
+		return parsed
+	}
+	return invalid
 }
 
 // validate checks what a command requires, with messages that say how to
