@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -54,10 +53,9 @@ func (noTenants) ListTenants(context.Context, int, int) ([]store.Tenant, int64, 
 	return nil, 0, nil
 }
 
-// tenantSlugPattern is what a tenant id looks like: 2 to 63 lowercase
-// letters, digits and hyphens, starting with a letter, not ending with a
-// hyphen.
-var tenantSlugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
+// tenantSlugPattern is what a tenant id looks like; token claims and
+// X-Effective-Tenant-Id are held to the same rule.
+var tenantSlugPattern = auth.TenantSlugPattern
 
 type tenantResource struct {
 	ID         string           `json:"id"`

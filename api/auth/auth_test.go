@@ -6,12 +6,16 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,18 +45,30 @@ type bundle struct {
 	handler  *atomic.Pointer[http.Handler] // swapped to simulate a restart
 	verifier *auth.Verifier
 	api      *gin.Engine
+
+	jwksFetches atomic.Int64 // JWKS requests served
+	jwksDown    atomic.Bool  // the JWKS endpoint answers 503
+	skew        atomic.Int64 // the verifier's clock runs this far ahead
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{dataDir: t.TempDir(), handler: &atomic.Pointer[http.Handler]{}}
 	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == devidp.Path+"/jwks" {
+			b.jwksFetches.Add(1)
+			if b.jwksDown.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+		}
 		(*b.handler.Load()).ServeHTTP(w, r)
 	}))
 	b.issuer = b.openIssuer(t)
 	b.server.Start()
 	t.Cleanup(b.server.Close)
 	b.verifier = auth.NewVerifier(b.issuer.URL(), audience, b.server.Client())
+	auth.SetClock(b.verifier, func() time.Time { return time.Now().Add(time.Duration(b.skew.Load())) })
 	b.api = newAPI(b.verifier)
 	return b
 }
@@ -221,16 +237,89 @@ func TestTokenWithoutTenantIsAllowed(t *testing.T) {
 	require.True(t, caller.IsSuperAdmin())
 }
 
-func TestScopeAndRolesClaimForms(t *testing.T) {
+func TestClaimForms(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	claims := b.validClaims()
-	claims["scope"] = []string{"a:read", "b:write"}
-	claims["roles"] = "super-admin"
+	claims["scope"] = " a:read  b:write "
+	claims["roles"] = []string{"super-admin", ""}
 	caller, err := b.verifier.Verify(context.Background(), b.signWithDevKey(t, claims))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a:read", "b:write"}, caller.Scopes)
 	require.Equal(t, []string{"super-admin"}, caller.Roles)
+
+	for _, tc := range []struct {
+		claim   string
+		value   any
+		message string
+	}{
+		// A string roles must not make a super-admin.
+		{"roles", "super-admin", "roles must be an array of strings"},
+		{"roles", []any{"super-admin", 7}, "roles must be an array of strings"},
+		{"scope", []string{"a:read", "b:write"}, "scope must be a space-separated string"},
+	} {
+		claims := b.validClaims()
+		claims[tc.claim] = tc.value
+		token := b.signWithDevKey(t, claims)
+		_, err := b.verifier.Verify(context.Background(), token)
+		require.ErrorIs(t, err, auth.ErrClaims, "%s: %v", tc.claim, tc.value)
+		requireUnauthorized(t, b.call(t, "/v1/admin", "Bearer "+token), tc.message)
+	}
+}
+
+// Tenants are slugs, subjects short printable strings: anything else is a
+// malformed token.
+func TestIdentityClaimsAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		name    string
+		claims  map[string]any
+		message string
+	}{
+		{"long tenant", map[string]any{"tenant_id": strings.Repeat("a", 5000)}, "tenant_id must be a tenant slug"},
+		{"tenant with NUL", map[string]any{"tenant_id": "acme\x00"}, "tenant_id must be a tenant slug"},
+		{"tenant in capitals", map[string]any{"tenant_id": "ACME"}, "tenant_id must be a tenant slug"},
+		{"tenant of one letter", map[string]any{"tenant_id": "a"}, "tenant_id must be a tenant slug"},
+		{"tenant of 64 letters", map[string]any{"tenant_id": strings.Repeat("a", 64)}, "tenant_id must be a tenant slug"},
+		{"long sub", map[string]any{"sub": strings.Repeat("a", 256)}, "sub must be at most 255 characters"},
+		{"sub with NUL", map[string]any{"sub": "alice\x00"}, "sub must not contain control characters"},
+		{"sub with newline", map[string]any{"sub": "alice\nadmin"}, "sub must not contain control characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			claims := b.validClaims()
+			for k, v := range tc.claims {
+				claims[k] = v
+			}
+			token := b.signWithDevKey(t, claims)
+			_, err := b.verifier.Verify(context.Background(), token)
+			require.ErrorIs(t, err, auth.ErrClaims)
+			requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+token), tc.message)
+		})
+	}
+
+	claims := b.validClaims()
+	claims["sub"] = strings.Repeat("é", 255)
+	claims["tenant_id"] = "a" + strings.Repeat("-b", 31)
+	caller, err := b.verifier.Verify(context.Background(), b.signWithDevKey(t, claims))
+	require.NoError(t, err, "255 characters of sub and 63 of tenant are fine")
+	require.Equal(t, claims["tenant_id"], caller.Tenant)
+}
+
+func TestIssuedAtInTheFuture(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	claims := b.validClaims()
+	claims["iat"] = time.Now().Add(10 * time.Minute).Unix()
+	token := b.signWithDevKey(t, claims)
+	_, err := b.verifier.Verify(context.Background(), token)
+	require.ErrorIs(t, err, auth.ErrNotYetValid)
+	requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+token), "iat is in the future")
+
+	claims["iat"] = time.Now().Add(20 * time.Second).Unix() // within the leeway
+	_, err = b.verifier.Verify(context.Background(), b.signWithDevKey(t, claims))
+	require.NoError(t, err)
 }
 
 func TestRejectedTokens(t *testing.T) {
@@ -290,6 +379,125 @@ func TestRejectedTokens(t *testing.T) {
 			requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+tc.token), tc.message)
 		})
 	}
+}
+
+// unknownKidTokens are n tokens signed by a key the issuer never published,
+// each with a kid of its own; every other one has expired.
+func (b *bundle) unknownKidTokens(t *testing.T, n int) []string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	tokens := make([]string, n)
+	for i := range tokens {
+		claims := b.validClaims()
+		if i%2 == 1 {
+			past := time.Now().Add(-2 * time.Hour)
+			claims["iat"], claims["nbf"], claims["exp"] = past.Unix(), past.Unix(), past.Add(time.Hour).Unix()
+		}
+		tokens[i] = sign(t, jose.JSONWebKey{Key: key, KeyID: fmt.Sprintf("rogue-%d", i)}, claims)
+	}
+	return tokens
+}
+
+func TestUnknownKidsDoNotFloodTheIssuer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tokens := b.unknownKidTokens(t, 50)
+	wantKind := func(i int) error {
+		if i%2 == 1 {
+			return auth.ErrExpired
+		}
+		return auth.ErrSignature
+	}
+
+	// Concurrent misses on a fresh verifier share one fetch at most.
+	errs := make([]error, len(tokens))
+	var wg sync.WaitGroup
+	for i, token := range tokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.verifier.Verify(context.Background(), token)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.ErrorIs(t, err, wantKind(i), "token %d", i)
+	}
+	require.LessOrEqual(t, b.jwksFetches.Load(), int64(1))
+
+	// The issuer's own tokens verify with the keys fetched once.
+	_, err := b.verifier.Verify(context.Background(), b.mint(t, devidp.TokenRequest{Subject: "alice"}))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), b.jwksFetches.Load())
+
+	// Misses within the refetch window do not fetch again.
+	for round := 0; round < 2; round++ {
+		for i, token := range tokens {
+			_, err := b.verifier.Verify(context.Background(), token)
+			require.ErrorIs(t, err, wantKind(i), "token %d", i)
+		}
+	}
+	requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+tokens[0]), "not in the issuer's key set")
+	require.Equal(t, int64(1), b.jwksFetches.Load())
+}
+
+func TestKeyRotationIsPickedUpAfterTheRefetchWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.verifier.Verify(context.Background(), b.mint(t, devidp.TokenRequest{Subject: "alice"}))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), b.jwksFetches.Load())
+
+	// The issuer rotates to a new key under the same URL.
+	rotated, err := devidp.Open(t.TempDir(), b.issuer.URL())
+	require.NoError(t, err)
+	require.NotEqual(t, b.issuer.KeyID(), rotated.KeyID())
+	r := gin.New()
+	rotated.Routes(r)
+	var h http.Handler = r
+	b.handler.Store(&h)
+	token, err := rotated.Mint(devidp.TokenRequest{Subject: "alice"})
+	require.NoError(t, err)
+
+	// Right after a fetch the new kid is unknown and is not fetched for.
+	_, err = b.verifier.Verify(context.Background(), token)
+	require.ErrorIs(t, err, auth.ErrSignature)
+	require.Equal(t, int64(1), b.jwksFetches.Load())
+
+	// Once the window has passed, the unknown kid refetches the key set.
+	b.skew.Store(int64(31 * time.Second))
+	caller, err := b.verifier.Verify(context.Background(), token)
+	require.NoError(t, err)
+	require.Equal(t, "alice", caller.Subject)
+	require.Equal(t, int64(2), b.jwksFetches.Load())
+}
+
+func TestKeySetUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.verifier.Ready(context.Background()))
+	b.jwksDown.Store(true)
+	token := "Bearer " + b.mint(t, devidp.TokenRequest{Subject: "alice"})
+
+	// The key set cannot be fetched: the token may be fine, so 503.
+	for range 2 {
+		r := b.call(t, "/v1/whoami", token)
+		require.Equal(t, http.StatusServiceUnavailable, r.status)
+		require.Equal(t, apierror.CodeServiceUnavailable, r.errorCode())
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.Positive(t, retry)
+	}
+	require.Equal(t, int64(1), b.jwksFetches.Load(), "a failed fetch is not retried within the window")
+
+	// The issuer is back and the window has passed: the key set is fetched,
+	// and a kid that is not in it is the token's fault.
+	b.jwksDown.Store(false)
+	b.skew.Store(int64(31 * time.Second))
+	require.Equal(t, http.StatusOK, b.call(t, "/v1/whoami", token).status)
+	requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+b.unknownKidTokens(t, 1)[0]), "not in the issuer's key set")
+	require.Equal(t, int64(2), b.jwksFetches.Load())
 }
 
 func TestNotBeforeWithinLeewayIsAccepted(t *testing.T) {

@@ -1,8 +1,12 @@
 package auth
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/gin-gonic/gin"
@@ -15,6 +19,35 @@ const (
 	HeaderEffectiveTenant = "X-Effective-Tenant-Id"
 	HeaderEffectiveUser   = "X-Effective-User-Id"
 )
+
+// TenantSlugPattern is what a tenant id looks like: 2 to 63 lowercase
+// letters, digits and hyphens, starting with a letter, not ending with a
+// hyphen. It holds for the tenant_id claim, X-Effective-Tenant-Id and the
+// tenants API.
+var TenantSlugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
+
+// MaxSubjectLength bounds a user id (sub, X-Effective-User-Id), in
+// characters.
+const MaxSubjectLength = 255
+
+// tenantProblem says what is wrong with a tenant id, "" if nothing.
+func tenantProblem(tenant string) string {
+	if TenantSlugPattern.MatchString(tenant) {
+		return ""
+	}
+	return fmt.Sprintf("must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", TenantSlugPattern)
+}
+
+// subjectProblem says what is wrong with a user id, "" if nothing.
+func subjectProblem(subject string) string {
+	switch {
+	case utf8.RuneCountInString(subject) > MaxSubjectLength:
+		return fmt.Sprintf("must be at most %d characters", MaxSubjectLength)
+	case !utf8.ValidString(subject) || strings.IndexFunc(subject, unicode.IsControl) >= 0:
+		return "must not contain control characters or invalid UTF-8"
+	}
+	return ""
+}
 
 // Caller is the verified identity of a request.
 type Caller struct {

@@ -3,7 +3,9 @@ package auth
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/gin-gonic/gin"
@@ -11,8 +13,9 @@ import (
 
 // Middleware requires a valid bearer token and stores its Caller on the gin
 // context. A missing or rejected token aborts with 401 UNAUTHORIZED; an
-// issuer that cannot be discovered aborts with 503 SERVICE_UNAVAILABLE, since
-// the token may well be fine.
+// issuer that cannot be discovered, or whose keys cannot be fetched, aborts
+// with 503 SERVICE_UNAVAILABLE and Retry-After, since the token may well be
+// fine.
 func Middleware(v *Verifier) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		raw, problem := bearerToken(c.GetHeader("Authorization"))
@@ -29,11 +32,22 @@ func Middleware(v *Verifier) gin.HandlerFunc {
 		case err != nil:
 			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
 				"the identity provider is unavailable, so the token cannot be verified; try again shortly").
-				WithHeader("Retry-After", "5"))
+				WithHeader("Retry-After", strconv.Itoa(retryAfterSeconds(err))))
 			return
 		}
 		SetCaller(c, caller)
 	}
+}
+
+// retryAfterSeconds is when a request refused for err may be retried: when
+// the key set may be fetched again, else in 5 s (discovery is retried by
+// the next request).
+func retryAfterSeconds(err error) int {
+	var unavailable *keysUnavailableError
+	if errors.As(err, &unavailable) {
+		return max(1, int((unavailable.retryAfter+time.Second-1)/time.Second))
+	}
+	return 5
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header

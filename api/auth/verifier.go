@@ -3,7 +3,6 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,8 +53,9 @@ func (e *TokenError) Unwrap() []error {
 }
 
 const (
-	// nbfLeeway tolerates clock skew; go-oidc itself allows 5 minutes.
-	nbfLeeway        = time.Minute
+	// clockLeeway tolerates clock skew on nbf and iat; go-oidc itself
+	// allows 5 minutes on nbf.
+	clockLeeway      = time.Minute
 	discoveryTimeout = 10 * time.Second
 )
 
@@ -140,13 +140,22 @@ func (v *Verifier) discover(d *discovery) {
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(context.Background(), v.client), discoveryTimeout)
 	defer cancel()
 	provider, err := oidc.NewProvider(ctx, v.issuer)
+	var meta struct {
+		JWKSURL string `json:"jwks_uri"`
+	}
+	if err == nil {
+		err = provider.Claims(&meta)
+	}
+	if err == nil && meta.JWKSURL == "" {
+		err = errors.New("the discovery document has no jwks_uri")
+	}
 
 	v.mu.Lock()
 	if err != nil {
 		d.err = fmt.Errorf("OIDC discovery for %s: %w", v.issuer, err)
 	} else {
-		// The provider keeps the client for its JWKS requests.
-		v.verifier = provider.Verifier(&oidc.Config{
+		keys := &keySet{url: meta.JWKSURL, client: v.client, now: v.now}
+		v.verifier = oidc.NewVerifier(v.issuer, keys, &oidc.Config{
 			ClientID:             v.audience,
 			SupportedSigningAlgs: signingAlgs,
 			Now:                  v.now,
@@ -157,77 +166,143 @@ func (v *Verifier) discover(d *discovery) {
 	close(d.done)
 }
 
-// claims are the token claims the gateway reads beyond go-oidc's checks.
-type claims struct {
-	Subject   string           `json:"sub"`
-	Tenant    string           `json:"tenant_id"`
-	Scope     stringList       `json:"scope"`
-	Roles     stringList       `json:"roles"`
-	NotBefore *jwt.NumericDate `json:"nbf"`
-}
-
 // Verify checks rawToken and returns its caller. A rejected token gives a
-// *TokenError; any other error means the issuer could not be discovered.
+// *TokenError; any other error means the issuer or its keys could not be
+// fetched. The claims are checked before the signature, so that a token
+// that cannot be valid costs no key lookup, and again once verified.
 func (v *Verifier) Verify(ctx context.Context, rawToken string) (Caller, error) {
 	if rawToken == "" {
 		return Caller{}, &TokenError{Kind: ErrNoToken, Reason: "missing bearer token"}
+	}
+	jws, err := jose.ParseSignedCompact(rawToken, joseAlgs())
+	if err != nil {
+		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token is not a JWT signed with a supported algorithm", Cause: err}
+	}
+	if _, terr := v.checkClaims(jws.UnsafePayloadWithoutVerification()); terr != nil {
+		return Caller{}, terr
 	}
 	ov, err := v.oidcVerifier(ctx)
 	if err != nil {
 		return Caller{}, err
 	}
-	tok, err := ov.Verify(ctx, rawToken)
+	lookup := &keyLookup{}
+	tok, err := ov.Verify(context.WithValue(ctx, keyLookupKey{}, lookup), rawToken)
 	if err != nil {
-		return Caller{}, v.rejection(rawToken, err)
+		return Caller{}, rejection(lookup, err)
 	}
-	var cl claims
-	if err := tok.Claims(&cl); err != nil {
-		return Caller{}, &TokenError{Kind: ErrClaims, Reason: "the token claims are malformed", Cause: err}
+	var payload json.RawMessage
+	if err := tok.Claims(&payload); err != nil {
+		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
 	}
+	caller, terr := v.checkClaims(payload)
+	if terr != nil {
+		return Caller{}, terr
+	}
+	return caller, nil
+}
+
+// rejection turns a go-oidc failure into an error for Verify: the key set
+// could not be fetched, or the signature, or (the claims having been
+// checked already) the expiry against a clock that moved on.
+func rejection(lookup *keyLookup, err error) error {
+	var expired *oidc.TokenExpiredError
+	switch {
+	case lookup.unavailable != nil:
+		return lookup.unavailable
+	case lookup.unknownKey:
+		return &TokenError{Kind: ErrSignature, Reason: "the token signature could not be verified: its signing key (kid) is not in the issuer's key set", Cause: err}
+	case !lookup.verified:
+		return &TokenError{Kind: ErrSignature, Reason: "the token signature could not be verified", Cause: err}
+	case errors.As(err, &expired):
+		return &TokenError{Kind: ErrExpired, Reason: "the token has expired", Cause: err}
+	default:
+		return &TokenError{Kind: ErrClaims, Reason: "the token claims were rejected", Cause: err}
+	}
+}
+
+// checkClaims checks the claims of payload and returns the caller they
+// name. Each claim must have its documented type: a roles string or a
+// scope array is malformed, not read leniently.
+func (v *Verifier) checkClaims(payload []byte) (Caller, *TokenError) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
+	}
+	var (
+		iss, sub, tenant, scope string
+		aud                     jwt.Audience
+		roles                   []string
+		exp, nbf, iat           *jwt.NumericDate
+	)
+	for _, c := range []struct {
+		name, want string
+		into       any
+	}{
+		{"iss", "a string", &iss},
+		{"aud", "a string or an array of strings", &aud},
+		{"exp", "a number", &exp},
+		{"nbf", "a number", &nbf},
+		{"iat", "a number", &iat},
+		{"sub", "a string", &sub},
+		{"tenant_id", "a string", &tenant},
+		{"scope", "a space-separated string", &scope},
+		{"roles", "an array of strings", &roles},
+	} {
+		if m, ok := raw[c.name]; ok {
+			if err := json.Unmarshal(m, c.into); err != nil {
+				return Caller{}, malformedClaim(c.name+" must be "+c.want, err)
+			}
+		}
+	}
+
+	now := v.now()
+	switch {
+	case iss != v.issuer:
+		return Caller{}, &TokenError{Kind: ErrIssuer, Reason: fmt.Sprintf("the token was not issued by %s", v.issuer)}
+	case !aud.Contains(v.audience):
+		return Caller{}, &TokenError{Kind: ErrAudience, Reason: fmt.Sprintf("the token audience does not include %q", v.audience)}
+	case exp == nil:
+		return Caller{}, &TokenError{Kind: ErrClaims, Reason: "the token has no expiry (exp claim)"}
+	case exp.Time().Before(now):
+		return Caller{}, &TokenError{Kind: ErrExpired, Reason: "the token has expired"}
 	// go-oidc allows 5 minutes of skew on nbf; enforce a tighter bound.
-	if cl.NotBefore != nil && v.now().Add(nbfLeeway).Before(cl.NotBefore.Time()) {
-		return Caller{}, notYetValid(nil)
-	}
-	if strings.TrimSpace(cl.Subject) == "" {
+	case nbf != nil && now.Add(clockLeeway).Before(nbf.Time()):
+		return Caller{}, notYetValid("nbf")
+	case iat != nil && now.Add(clockLeeway).Before(iat.Time()):
+		return Caller{}, notYetValid("iat")
+	case strings.TrimSpace(sub) == "":
 		return Caller{}, &TokenError{Kind: ErrClaims, Reason: "the token has no subject (sub claim)"}
 	}
-	return Caller{Subject: cl.Subject, Tenant: cl.Tenant, Scopes: cl.Scope, Roles: cl.Roles}, nil
-}
-
-// rejection turns a go-oidc failure into a TokenError. go-oidc checks the
-// signature, then iss, aud and exp, and only types the expiry error, so the
-// other cases are told apart from the (unverified) claims: a token that
-// fails with a right issuer, audience and nbf failed on its signature.
-func (v *Verifier) rejection(rawToken string, err error) *TokenError {
-	var expired *oidc.TokenExpiredError
-	if errors.As(err, &expired) {
-		if expired.Expiry.IsZero() {
-			return &TokenError{Kind: ErrClaims, Reason: "the token has no expiry (exp claim)", Cause: err}
+	if problem := subjectProblem(sub); problem != "" {
+		return Caller{}, malformedClaim("sub "+problem, nil)
+	}
+	if tenant != "" {
+		if problem := tenantProblem(tenant); problem != "" {
+			return Caller{}, malformedClaim("tenant_id "+problem, nil)
 		}
-		return &TokenError{Kind: ErrExpired, Reason: "the token has expired", Cause: err}
 	}
-	tok, perr := jwt.ParseSigned(rawToken, joseAlgs())
-	if perr != nil {
-		return &TokenError{Kind: ErrMalformed, Reason: "the token is not a JWT signed with a supported algorithm", Cause: err}
+	var cleanRoles []string
+	for _, r := range roles {
+		if r != "" {
+			cleanRoles = append(cleanRoles, r)
+		}
 	}
-	var unverified jwt.Claims
-	if perr := tok.UnsafeClaimsWithoutVerification(&unverified); perr != nil {
-		return &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
-	}
-	switch {
-	case unverified.Issuer != v.issuer:
-		return &TokenError{Kind: ErrIssuer, Reason: fmt.Sprintf("the token was not issued by %s", v.issuer), Cause: err}
-	case !unverified.Audience.Contains(v.audience):
-		return &TokenError{Kind: ErrAudience, Reason: fmt.Sprintf("the token audience does not include %q", v.audience), Cause: err}
-	case unverified.NotBefore != nil && v.now().Add(nbfLeeway).Before(unverified.NotBefore.Time()):
-		return notYetValid(err)
-	default:
-		return &TokenError{Kind: ErrSignature, Reason: "the token signature could not be verified", Cause: err}
-	}
+	return Caller{Subject: sub, Tenant: tenant, Scopes: nilIfEmpty(strings.Fields(scope)), Roles: cleanRoles}, nil
 }
 
-func notYetValid(cause error) *TokenError {
-	return &TokenError{Kind: ErrNotYetValid, Reason: "the token is not valid yet (nbf is in the future)", Cause: cause}
+func malformedClaim(problem string, cause error) *TokenError {
+	return &TokenError{Kind: ErrClaims, Reason: "the token claims are malformed: " + problem, Cause: cause}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func notYetValid(claim string) *TokenError {
+	return &TokenError{Kind: ErrNotYetValid, Reason: fmt.Sprintf("the token is not valid yet (%s is in the future)", claim)}
 }
 
 func joseAlgs() []jose.SignatureAlgorithm {
@@ -236,36 +311,4 @@ func joseAlgs() []jose.SignatureAlgorithm {
 		algs[i] = jose.SignatureAlgorithm(a)
 	}
 	return algs
-}
-
-// stringList reads a claim given as a space-separated string (OAuth scope)
-// or as an array of strings.
-type stringList []string
-
-func (l *stringList) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	switch {
-	case bytes.Equal(b, []byte("null")):
-		*l = nil
-		return nil
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*l = strings.Fields(s)
-		return nil
-	default:
-		var items []string
-		if err := json.Unmarshal(b, &items); err != nil {
-			return fmt.Errorf("want a string or an array of strings: %w", err)
-		}
-		*l = nil
-		for _, s := range items {
-			if s != "" {
-				*l = append(*l, s)
-			}
-		}
-		return nil
-	}
 }
