@@ -325,3 +325,29 @@ func TestTokenWithoutTenant(t *testing.T) {
 	})
 	t.Cleanup(func() { assert.Len(t, b.started(), 1, "only the job with a tenant may start") })
 }
+
+func TestMalformedEffectiveHeadersAre422(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, allScopes("admin:cross-tenant", "policies:read")...)
+	job := b.seed(t, store.Job{Service: "transcriptions", Tenant: tenantB, UserID: userB, Status: store.StatusPending})
+	for _, h := range []struct{ name, value string }{
+		{"X-Effective-Tenant-Id", strings.Repeat("t", 5000)},
+		{"X-Effective-Tenant-Id", "Globex"},
+		{"X-Effective-User-Id", strings.Repeat("u", 256)},
+	} {
+		for _, route := range []struct {
+			method, path string
+			body         any
+		}{
+			{http.MethodPost, "/v1/transcriptions", body(t, "transcriptions")},
+			{http.MethodGet, jobPath("transcriptions", job.ID), nil},
+			{http.MethodGet, "/v1/jobs", nil},
+			{http.MethodGet, "/v1/policies", nil},
+		} {
+			r := b.do(t, route.method, route.path, admin, route.body, h.name, h.value)
+			requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "header "+h.name)
+		}
+	}
+	assert.Empty(t, b.started(), "no job may start")
+}

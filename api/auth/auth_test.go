@@ -584,6 +584,31 @@ func TestEffectiveIdentity(t *testing.T) {
 	}
 }
 
+func TestEffectiveIdentityHeadersAreValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cross := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "ops", Subject: "bob", Scopes: []string{"admin:cross-tenant"}})
+	regular := "Bearer " + b.mint(t, devidp.TokenRequest{Tenant: "acme", Subject: "alice"})
+	for _, tc := range []struct {
+		header, value, message string
+	}{
+		{auth.HeaderEffectiveTenant, strings.Repeat("a", 5000), "must be a tenant slug"},
+		{auth.HeaderEffectiveTenant, "Globex", "must be a tenant slug"},
+		{auth.HeaderEffectiveTenant, "glo\x00bex", "must be a tenant slug"},
+		{auth.HeaderEffectiveUser, strings.Repeat("u", 256), "must be at most 255 characters"},
+		{auth.HeaderEffectiveUser, "carol\x00", "must not contain control characters"},
+	} {
+		r := b.call(t, "/v1/effective", cross, tc.header, tc.value)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s: %q", tc.header, tc.value)
+		require.Equal(t, apierror.CodeValidation, r.errorCode())
+		require.Contains(t, r.errorMessage(), "header "+tc.header+": "+tc.message)
+
+		// Without the scope the header is refused whatever its value.
+		r = b.call(t, "/v1/effective", regular, tc.header, tc.value)
+		require.Equal(t, http.StatusForbidden, r.status)
+	}
+}
+
 func TestHelpersWithoutMiddleware(t *testing.T) {
 	t.Parallel()
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())

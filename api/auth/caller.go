@@ -122,8 +122,9 @@ func RequireSuperAdmin() gin.HandlerFunc {
 
 // EffectiveIdentity returns the tenant and user the request acts as: the
 // token's, or those of X-Effective-Tenant-Id / X-Effective-User-Id, which
-// need admin:cross-tenant (else a 403 FORBIDDEN *apierror.Error). Empty
-// header values count as absent.
+// need admin:cross-tenant (else a 403 FORBIDDEN *apierror.Error) and must
+// be a tenant slug and a valid user id (else a 422 VALIDATION_ERROR naming
+// the header). Empty header values count as absent.
 func EffectiveIdentity(c *gin.Context) (tenant, user string, err error) {
 	caller, ok := LookupCaller(c)
 	if !ok {
@@ -143,9 +144,15 @@ func EffectiveIdentity(c *gin.Context) (tenant, user string, err error) {
 		return "", "", apierror.Forbidden("%s needs the %s scope", header, ScopeCrossTenant)
 	}
 	if effTenant != "" {
+		if problem := tenantProblem(effTenant); problem != "" {
+			return "", "", apierror.Validation("header "+HeaderEffectiveTenant, "%s", problem)
+		}
 		tenant = effTenant
 	}
 	if effUser != "" {
+		if problem := subjectProblem(effUser); problem != "" {
+			return "", "", apierror.Validation("header "+HeaderEffectiveUser, "%s", problem)
+		}
 		user = effUser
 	}
 	return tenant, user, nil
