@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -480,6 +481,72 @@ func TestSizeLimits(t *testing.T) {
 
 	r = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set("/data/meta/client", map[string]any{"blob": strings.Repeat("y", api.MaxClientMetaBytes)})))
 	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/meta/client")
+}
+
+// TestWebhookSizeLimits: the webhook travels in the workflow input and
+// every webhook event, so it is bounded at create (docs/api.md).
+func TestWebhookSizeLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.writeToken(t)
+	const hook = ptrAttrs + "/webhook"
+	create := func(t *testing.T, url string, headers map[string]any) *response {
+		t.Helper()
+		w := map[string]any{"url": url}
+		if headers != nil {
+			w["headers"] = headers
+		}
+		return b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(hook, w)))
+	}
+	okURL := "https://hooks.example.com/cb"
+	manyHeaders := func(n int) map[string]any {
+		h := make(map[string]any, n)
+		for i := range n {
+			h[fmt.Sprintf("X-H%06d", i)] = "v"
+		}
+		return h
+	}
+	// urlOf is a URL of exactly n bytes.
+	urlOf := func(n int) string { return okURL + "/" + strings.Repeat("p", n-len(okURL)-1) }
+
+	value := strings.Repeat("v", api.MaxWebhookHeaderValueBytes)
+	longName := "X-" + strings.Repeat("n", api.MaxWebhookHeaderNameBytes-1)
+	for _, tc := range []struct {
+		name    string
+		url     string
+		headers map[string]any
+		pointer string
+	}{
+		{"3 MB url", urlOf(3 << 20), nil, hook + "/url"},
+		{"url one byte over", urlOf(api.MaxWebhookURLBytes + 1), nil, hook + "/url"},
+		{"300k headers", okURL, manyHeaders(300_000), hook + "/headers"},
+		{"one header too many", okURL, manyHeaders(api.MaxWebhookHeaders + 1), hook + "/headers"},
+		{"3 MB header value", okURL, map[string]any{"Authorization": "t", "X-Big": strings.Repeat("v", 3<<20)}, hook + "/headers/X-Big"},
+		{"header value one byte over", okURL, map[string]any{"X-Big": value + "v"}, hook + "/headers/X-Big"},
+		{"header name one byte over", okURL, map[string]any{longName: "v"}, hook + "/headers/" + longName},
+		// Each header within its limits, together over the total.
+		{"headers over the total", okURL, map[string]any{"X-A": value, "X-B": value}, hook + "/headers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireError(t, create(t, tc.url, tc.headers), http.StatusUnprocessableEntity, "VALIDATION_ERROR", tc.pointer)
+		})
+	}
+
+	// At the limits, accepted and handed to the workflow whole.
+	accepted := func(url string, headers map[string]any) {
+		t.Helper()
+		r := create(t, url, headers)
+		r.requireStatus(t, http.StatusAccepted)
+		in := b.startedFor(t, r.data(t)["id"].(string)).Input
+		require.NotNil(t, in.Webhook)
+		require.Equal(t, url, in.Webhook.URL)
+		require.Len(t, in.Webhook.Headers, len(headers))
+	}
+	accepted(urlOf(api.MaxWebhookURLBytes), nil)
+	accepted(okURL, manyHeaders(api.MaxWebhookHeaders))
+	name := "X-" + strings.Repeat("n", api.MaxWebhookHeaderNameBytes-2)
+	rest := api.MaxWebhookHeadersBytes - len(name) - api.MaxWebhookHeaderValueBytes - len("X-B")
+	accepted(okURL, map[string]any{name: value, "X-B": strings.Repeat("v", rest)})
 }
 
 func TestWebhookHeaderValueErrorNamesTheHeader(t *testing.T) {

@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +48,16 @@ const (
 const (
 	MaxInputBytes      = 512 << 10
 	MaxClientMetaBytes = 16 << 10
+)
+
+// Limits of attributes.webhook (docs/api.md): it travels with the job too.
+const (
+	MaxWebhookURLBytes         = 2048
+	MaxWebhookHeaders          = 20
+	MaxWebhookHeaderNameBytes  = 256
+	MaxWebhookHeaderValueBytes = 4 << 10
+	// MaxWebhookHeadersBytes bounds the names and values together.
+	MaxWebhookHeadersBytes = 8 << 10
 )
 
 var applicationPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
@@ -160,6 +172,9 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 	} else if headers, err := object(members["headers"], ptrWebhook+"/headers"); err != nil {
 		return nil, err
 	} else {
+		if len(headers) > MaxWebhookHeaders {
+			return nil, apierror.Validation(ptrWebhook+"/headers", "has %d headers; at most %d are allowed", len(headers), MaxWebhookHeaders)
+		}
 		for name := range headers {
 			if _, _, err := stringMember(headers, name, ptrWebhook+"/headers"); err != nil {
 				return nil, err
@@ -173,6 +188,9 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 	if w.URL == "" {
 		return nil, apierror.Validation(ptrWebhook+"/url", "is required")
 	}
+	if len(w.URL) > MaxWebhookURLBytes {
+		return nil, apierror.Validation(ptrWebhook+"/url", "is %d bytes; it is limited to %d", len(w.URL), MaxWebhookURLBytes)
+	}
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, apierror.Validation(ptrWebhook+"/url", "must be an absolute http or https URL")
@@ -180,16 +198,29 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 	if u.User != nil {
 		return nil, apierror.Validation(ptrWebhook+"/url", "must not carry credentials; send them in webhook.headers")
 	}
-	for name := range w.Headers {
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(w.Headers)) {
+		pointer := ptrWebhook + "/headers/" + escapePointer(name)
+		value := w.Headers[name]
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			return nil, apierror.Validation(ptrWebhook+"/headers/"+escapePointer(name), "is not a valid header name")
+			return nil, apierror.Validation(pointer, "is not a valid header name")
+		}
+		if len(name) > MaxWebhookHeaderNameBytes {
+			return nil, apierror.Validation(pointer, "has a name of %d bytes; header names are limited to %d", len(name), MaxWebhookHeaderNameBytes)
 		}
 		if contains(reservedWebhookHeaders, strings.ToLower(name)) {
-			return nil, apierror.Validation(ptrWebhook+"/headers/"+escapePointer(name), "is set by the gateway and cannot be overridden")
+			return nil, apierror.Validation(pointer, "is set by the gateway and cannot be overridden")
 		}
-		if strings.ContainsAny(w.Headers[name], "\r\n") {
-			return nil, apierror.Validation(ptrWebhook+"/headers/"+escapePointer(name), "must not contain line breaks")
+		if len(value) > MaxWebhookHeaderValueBytes {
+			return nil, apierror.Validation(pointer, "is %d bytes; header values are limited to %d KiB", len(value), MaxWebhookHeaderValueBytes>>10)
 		}
+		if strings.ContainsAny(value, "\r\n") {
+			return nil, apierror.Validation(pointer, "must not contain line breaks")
+		}
+		total += len(name) + len(value)
+	}
+	if total > MaxWebhookHeadersBytes {
+		return nil, apierror.Validation(ptrWebhook+"/headers", "are %d bytes (names and values); they are limited to %d KiB together", total, MaxWebhookHeadersBytes>>10)
 	}
 	return &w, nil
 }
