@@ -131,3 +131,24 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 	err := s.db.WithContext(ctx).Model(&JobStart{}).Count(&n).Error
 	return n, err
 }
+
+// FailJobStart ends a job whose workflow can never start: a job still
+// pending becomes failed with code and message, completed at at, and its
+// start leaves the outbox, in one transaction. A job that left pending (its
+// workflow runs) keeps its state; its start goes all the same.
+func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
+		err := tx.Model(&Job{}).Where("id = ? AND status = ?", jobID, StatusPending).Updates(map[string]any{
+			"status":        StatusFailed,
+			"error_code":    code,
+			"error_message": message,
+			"completed_at":  at.UTC().Truncate(time.Microsecond),
+			"updated_at":    time.Now().UTC(),
+			"revision":      gorm.Expr("revision + 1"),
+		}).Error
+		if err != nil {
+			return err
+		}
+		return tx.Where("job_id = ?", jobID).Delete(&JobStart{}).Error
+	})
+}

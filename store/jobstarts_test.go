@@ -158,3 +158,54 @@ func assertNoError(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+func TestFailJobStart(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 21, 12, 0, 0, 123456000, time.UTC)
+		pending := newJob()
+		_, err := s.CreateJob(ctx, pending, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
+		require.NoError(t, err)
+		require.NoError(t, s.FailJobStart(ctx, pending.ID, "JOB_NOT_STARTED", "refused", at))
+
+		got, err := s.GetJob(ctx, pending.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusFailed, got.Status)
+		require.Equal(t, "JOB_NOT_STARTED", got.ErrorCode)
+		require.Equal(t, "refused", got.ErrorMessage)
+		require.NotNil(t, got.CompletedAt)
+		require.True(t, got.CompletedAt.Equal(at), "completed_at %v, want %v", got.CompletedAt, at)
+		require.Nil(t, got.ProcessedAt)
+		require.Equal(t, 1, got.Revision, "a write of its own: an older one cannot roll it back")
+		_, err = s.GetJobStart(ctx, pending.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "the start is gone")
+		// A stale projection write (the revision the job had) is ignored.
+		stale := *pending
+		stale.Status = store.StatusPending
+		require.NoError(t, s.SaveJob(ctx, &stale))
+		got, err = s.GetJob(ctx, pending.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusFailed, got.Status)
+
+		// A job its workflow has taken over is left alone; its start goes.
+		running := newJob()
+		_, err = s.CreateJob(ctx, running, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
+		require.NoError(t, err)
+		processing := *running
+		processing.Status, processing.Provider, processing.Revision = store.StatusProcessing, "alpha", 1
+		require.NoError(t, s.SaveJob(ctx, &processing))
+		require.NoError(t, s.FailJobStart(ctx, running.ID, "JOB_NOT_STARTED", "refused", at))
+		got, err = s.GetJob(ctx, running.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusProcessing, got.Status)
+		require.Empty(t, got.ErrorCode)
+		require.Nil(t, got.CompletedAt)
+		_, err = s.GetJobStart(ctx, running.ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		n, err := s.CountJobStarts(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}
