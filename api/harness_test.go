@@ -215,6 +215,7 @@ type bundle struct {
 	starts     []startedWorkflow
 	cancels    []string
 	failStarts int   // the next failStarts starts fail
+	startErr   error // returned by every start while set
 	cancelErr  error // returned by CancelWorkflow
 }
 
@@ -320,6 +321,9 @@ func (b *bundle) executeWorkflow(_ context.Context, opts client.StartWorkflowOpt
 		started.Input, _ = args[0].(workflows.JobInput)
 	}
 	b.starts = append(b.starts, started)
+	if b.startErr != nil {
+		return nil, b.startErr
+	}
 	if b.failStarts > 0 {
 		b.failStarts--
 		return nil, errors.New("temporal: connection refused")
@@ -398,6 +402,12 @@ func (b *bundle) setFailStarts(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.failStarts = n
+}
+
+func (b *bundle) setStartErr(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.startErr = err
 }
 
 func (b *bundle) setCancelErr(err error) {

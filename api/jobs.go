@@ -284,6 +284,11 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 		// that it ends the job as cancelled and tells the webhook.
 		if job.Status == store.StatusPending {
 			if err := s.cfg.Starts.StartNow(c.Request.Context(), job.ID); err != nil {
+				// A start refused for good fails the job: it is finished.
+				if fresh, gerr := s.cfg.Store.GetJob(c.Request.Context(), job.ID); gerr == nil && fresh.Terminal() {
+					abort(c, apierror.New(http.StatusConflict, apierror.CodeJobFinished, "job %s already %s", fresh.ID, fresh.Status))
+					return
+				}
 				s.cfg.Logger.Error("start job workflow to cancel it", "job", job.ID, "error", err)
 				abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be cancelled now; retry the request"))
 				return

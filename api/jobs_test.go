@@ -455,6 +455,40 @@ func TestCancelJob(t *testing.T) {
 		require.Len(t, b.started(), 2, "the failed start is retried from the outbox")
 	})
 
+	t.Run("pending job whose workflow Temporal refuses", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.setStartErr(serviceerror.NewInvalidArgument("Blob data size exceeds limit."))
+		requireNotStarted := func(id string) {
+			t.Helper()
+			r := b.do(t, http.MethodGet, jobPath("llm-tasks", id), b.readToken(t), nil)
+			r.requireStatus(t, http.StatusOK)
+			attrs := r.data(t)["attributes"].(map[string]any)
+			require.Equal(t, "failed", attrs["status"])
+			require.Equal(t, "JOB_NOT_STARTED", attrs["error"].(map[string]any)["code"])
+			require.Contains(t, attrs["error"].(map[string]any)["message"], "Blob data size exceeds limit.")
+			require.Contains(t, attrs, "completed_at")
+			for _, absent := range []string{"routing", "processed_at", "progress"} {
+				require.NotContains(t, attrs, absent, "a job that never started was never routed")
+			}
+		}
+
+		// The cancel makes the start, which fails the job: it is finished.
+		id := b.seedUnstarted(t, "llm-tasks")
+		r := b.do(t, http.MethodPost, jobPath("llm-tasks", id, "/cancel"), b.writeToken(t), nil)
+		requireError(t, r, http.StatusConflict, "JOB_FINISHED", id)
+		requireNotStarted(id)
+
+		// A job the dispatcher failed: cancel answers as for any finished job.
+		data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))
+		id = data["id"].(string)
+		b.started()
+		requireNotStarted(id)
+		r = b.do(t, http.MethodPost, jobPath("llm-tasks", id, "/cancel"), b.writeToken(t), nil)
+		requireError(t, r, http.StatusConflict, "JOB_FINISHED", id)
+		require.Empty(t, b.cancelled())
+	})
+
 	t.Run("workflow already gone", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

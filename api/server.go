@@ -33,7 +33,8 @@ type JobStarter interface {
 	// Offer hands over a start the API recorded with a job, and how long
 	// accepting that job took.
 	Offer(start store.JobStart, took time.Duration)
-	// StartNow makes a job's start at once unless it was made.
+	// StartNow makes a job's start at once unless it was made. A start
+	// that can never be made fails the job.
 	StartNow(ctx context.Context, jobID string) error
 }
 

@@ -7,7 +7,8 @@
 // Temporal is doing; a burst beyond what the workers can run waits in the
 // outbox, not in the client's request. A start that is not made (the
 // process stopped, Temporal was unreachable) stays in the outbox and any
-// dispatcher makes it once its lease runs out.
+// dispatcher makes it once its lease runs out. A start that can never be
+// made (Temporal refuses it as invalid) fails its job instead.
 package jobstart
 
 import (
@@ -35,6 +36,7 @@ type Store interface {
 	GetJobStart(ctx context.Context, jobID string) (*store.JobStart, error)
 	DeleteJobStarts(ctx context.Context, jobIDs []string) error
 	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
+	FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
 }
 
@@ -73,6 +75,13 @@ type Config struct {
 	Logger        *slog.Logger
 	Now           func() time.Time
 }
+
+// CodeNotStarted is the error code of a job whose workflow can never be
+// started (docs/api.md).
+const CodeNotStarted = "JOB_NOT_STARTED"
+
+// ErrNotStarted is returned by StartNow for a job it failed so.
+var ErrNotStarted = errors.New("the job's workflow cannot be started; the job failed")
 
 // queueSize bounds the starts a dispatcher holds in memory, so that while
 // starts take milliseconds the last one is made well within its lease.
@@ -171,7 +180,8 @@ func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 
 // StartNow makes a job's start at once if it is still in the outbox (the
 // API cancels a pending job's workflow, so it must exist first). A job
-// whose workflow started already is not an error.
+// whose workflow started already is not an error; one whose start is
+// refused for good is failed, and the error is ErrNotStarted.
 func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
 	start, err := d.cfg.Store.GetJobStart(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -292,11 +302,15 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 }
 
 // start starts one job's workflow; a failed start is due again after a
-// backoff. The caller clears a start made.
+// backoff, and one that can never succeed fails its job (ErrNotStarted).
+// The caller clears a start made.
 func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	var in workflows.JobInput
+	var refused string // why the start can never succeed
 	err := json.Unmarshal([]byte(start.Input), &in)
-	if err == nil {
+	if err != nil {
+		refused = "its recorded start cannot be read"
+	} else {
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, StartOptions(start.JobID, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()
@@ -304,12 +318,27 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 		if errors.As(err, &started) {
 			err = nil // it ran already: a start made twice (the delete below failed) runs once
 		}
+		// Temporal refuses a request it will never accept as invalid,
+		// such as an input over its payload limit.
+		var invalid *serviceerror.InvalidArgument
+		if errors.As(err, &invalid) {
+			refused = "Temporal refused its workflow: " + invalid.Message
+		}
 	}
 	if err == nil {
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
+	if refused != "" {
+		d.cfg.Logger.Error("start job workflow refused for good; the job fails", "job", start.JobID, "error", err)
+		message := "the job could not be started and will not run: " + refused
+		ferr := d.cfg.Store.FailJobStart(wctx, start.JobID, CodeNotStarted, message, d.cfg.Now())
+		if ferr == nil {
+			return fmt.Errorf("start job %s: %w: %w", start.JobID, ErrNotStarted, err)
+		}
+		d.cfg.Logger.Warn("record a job that cannot start as failed; its start is retried", "job", start.JobID, "error", ferr)
+	}
 	if ctx.Err() != nil {
 		d.release(start.JobID)
 		return ctx.Err()

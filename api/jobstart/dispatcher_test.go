@@ -220,6 +220,83 @@ func TestFailedStartIsRetried(t *testing.T) {
 	for _, s := range starts {
 		require.Equal(t, start.JobID, s.ID)
 	}
+	job, err := b.store.GetJob(t.Context(), start.JobID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusPending, job.Status, "its workflow runs it")
+}
+
+// requireNotStarted checks a job ended failed at its start: JOB_NOT_STARTED
+// with a message mentioning why, completed, and out of the outbox.
+func (b *bundle) requireNotStarted(t *testing.T, jobID, why string) {
+	t.Helper()
+	job, err := b.store.GetJob(t.Context(), jobID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusFailed, job.Status)
+	require.Equal(t, jobstart.CodeNotStarted, job.ErrorCode)
+	require.Contains(t, job.ErrorMessage, why)
+	require.NotNil(t, job.CompletedAt)
+	_, err = b.store.GetJobStart(t.Context(), jobID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestStartRefusedForGoodFailsTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	// What Temporal answers a workflow input over its payload limit.
+	b.results = []error{serviceerror.NewInvalidArgument("Blob data size exceeds limit.")}
+	b.run(t)
+	start, _ := b.accept(t, 3)
+	b.waitOutboxEmpty(t)
+	b.requireNotStarted(t, start.JobID, "Blob data size exceeds limit.")
+	time.Sleep(200 * time.Millisecond) // several retry delays
+	require.Len(t, b.started(), 1, "not retried")
+}
+
+func TestUnreadableStartFailsTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.run(t)
+	id := uuid.Must(uuid.NewV7()).String()
+	job := &store.Job{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: store.StatusPending,
+		Input: `{}`, Options: "{}", CreatedAt: time.Now().UTC()}
+	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: `{"job_id":`, NextAttemptAt: time.Now()})
+	require.NoError(t, err)
+	require.True(t, created)
+	b.waitOutboxEmpty(t)
+	b.requireNotStarted(t, id, "cannot be read")
+	require.Empty(t, b.started())
+}
+
+// failingStore cannot record a job's failure.
+type failingStore struct {
+	*store.Store
+	failed atomic.Int32
+}
+
+func (s *failingStore) FailJobStart(context.Context, string, string, string, time.Time) error {
+	s.failed.Add(1)
+	return errors.New("database is away")
+}
+
+func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
+	t.Parallel()
+	var failing *failingStore
+	b := setupConfigured(t, func(cfg *jobstart.Config) {
+		failing = &failingStore{Store: cfg.Store.(*store.Store)}
+		cfg.Store = failing
+	})
+	b.results = []error{serviceerror.NewInvalidArgument("Blob data size exceeds limit."), serviceerror.NewInvalidArgument("Blob data size exceeds limit.")}
+	start := b.record(t, 3, time.Now().Add(time.Hour))
+	err := b.d.StartNow(t.Context(), start.JobID)
+	require.ErrorContains(t, err, "Blob data size exceeds limit.")
+	require.NotErrorIs(t, err, jobstart.ErrNotStarted, "the job did not fail")
+	require.EqualValues(t, 1, failing.failed.Load())
+	got, err := b.store.GetJobStart(t.Context(), start.JobID)
+	require.NoError(t, err, "the start stays, to be refused and failed again")
+	require.Equal(t, 1, got.Attempts)
+	job, err := b.store.GetJob(t.Context(), start.JobID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusPending, job.Status)
 }
 
 func TestStartOfAFinishedWorkflowCountsAsMade(t *testing.T) {
@@ -345,4 +422,11 @@ func TestStartNow(t *testing.T) {
 	got, err := b.store.GetJobStart(t.Context(), failing.JobID)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Attempts)
+
+	// Refused for good: the job fails, and StartNow says so.
+	refused := b.record(t, 3, time.Now().Add(time.Hour))
+	b.results = []error{serviceerror.NewInvalidArgument("Blob data size exceeds limit.")}
+	err = b.d.StartNow(t.Context(), refused.JobID)
+	require.ErrorIs(t, err, jobstart.ErrNotStarted)
+	b.requireNotStarted(t, refused.JobID, "Blob data size exceeds limit.")
 }
