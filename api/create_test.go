@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -305,22 +307,72 @@ func TestCreateWorkflowStartFailure(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 
-	t.Run("same key and tenant returns the first job", func(t *testing.T) {
+	t.Run("same key and request returns the first job", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		first := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17")
 		first.requireStatus(t, http.StatusAccepted)
-		// Another user of the same tenant, even with another body.
-		second := b.do(t, http.MethodPost, "/v1/translations",
-			b.tokenFor(t, tenantA, "another-user", "translations:write"),
-			body(t, "translations", set("/data/attributes/input/content", "Other text")),
-			"Idempotency-Key", "order-17")
+		// Another token of the same user, with only the scope it needs.
+		second := b.do(t, http.MethodPost, "/v1/translations", b.token(t, "translations:write"), body(t, "translations"), "Idempotency-Key", "order-17")
 		second.requireStatus(t, http.StatusAccepted)
 
 		require.Equal(t, first.data(t)["id"], second.data(t)["id"])
 		require.Equal(t, first.Header.Get("Location"), second.Header.Get("Location"))
 		require.JSONEq(t, string(first.Body), string(second.Body))
 		require.Len(t, b.started(), 1, "one workflow only")
+	})
+
+	t.Run("same key with another request is a conflict", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17", "X-Application", "shop")
+		for name, retry := range map[string]struct {
+			token   string
+			body    any
+			headers []string
+		}{
+			"another body": {b.writeToken(t), body(t, "translations", set("/data/attributes/input/content", "Other text")),
+				[]string{"X-Application", "shop"}},
+			"another X-Application": {b.writeToken(t), body(t, "translations"), []string{"X-Application", "billing"}},
+			"no X-Application":      {b.writeToken(t), body(t, "translations"), nil},
+			"another user":          {b.tokenFor(t, tenantA, "another-user", "translations:write"), body(t, "translations"), []string{"X-Application", "shop"}},
+			"another effective user": {b.token(t, "translations:write", "admin:cross-tenant"), body(t, "translations"),
+				[]string{"X-Application", "shop", "X-Effective-User-Id", "another-user"}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				r := b.do(t, http.MethodPost, "/v1/translations", retry.token, retry.body, append([]string{"Idempotency-Key", "order-17"}, retry.headers...)...)
+				msg := requireError(t, r, http.StatusConflict, "IDEMPOTENCY_KEY_REUSED", "Idempotency-Key")
+				require.Contains(t, msg, "different request")
+				require.NotContains(t, string(r.Body), first["id"].(string))
+			})
+		}
+		require.Len(t, b.started(), 1, "one workflow only")
+		// The key still stands for the first request.
+		again := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "order-17", "X-Application", "shop")
+		require.Equal(t, first["id"], again["id"])
+	})
+
+	t.Run("concurrent requests with the same key create one job", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		token := b.writeToken(t)
+		responses := make([]*response, 8)
+		var wg sync.WaitGroup
+		for i := range responses {
+			wg.Go(func() {
+				responses[i] = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks"), "Idempotency-Key", "burst")
+			})
+		}
+		wg.Wait()
+		var ids []string
+		for _, r := range responses {
+			r.requireStatus(t, http.StatusAccepted)
+			ids = append(ids, r.data(t)["id"].(string))
+		}
+		for _, id := range ids {
+			require.Equal(t, ids[0], id)
+		}
+		require.Equal(t, ids[0], b.startedFor(t, ids[0]).Options.ID, "one workflow only")
 	})
 
 	t.Run("another tenant with the same key gets a new job", func(t *testing.T) {
@@ -344,20 +396,54 @@ func TestIdempotencyKey(t *testing.T) {
 		require.Len(t, b.started(), 3)
 	})
 
+	t.Run("a job recorded by a concurrent request is the answer", func(t *testing.T) {
+		t.Parallel()
+		var late *lateJobStore
+		b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+			late = &lateJobStore{Store: cfg.Store.(*store.Store)}
+			cfg.Store = late
+		})
+		first := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "race")
+		// The retry finds the key claimed but, at first, no job: it records
+		// its own under the claimed id, and finds the first one there.
+		late.missNext.Store(true)
+		second := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "race")
+		require.False(t, late.missNext.Load(), "the retry must have looked for the job")
+		require.Equal(t, first, second)
+		require.Len(t, b.started(), 1, "one workflow only")
+	})
+
 	t.Run("a retry after the first request died records the job under the claimed id", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		// The first request claimed the key and died before it recorded its job.
+		raw, err := json.Marshal(body(t, "llm-tasks"))
+		require.NoError(t, err)
 		claimedID := uuid.Must(uuid.NewV7()).String()
-		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), tenantA, "retry-me", claimedID, fixedNow, api.IdempotencyTTL)
+		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "llm-tasks", Key: "retry-me",
+			Fingerprint: api.RequestFingerprint(userA, "", raw), JobID: claimedID, CreatedAt: fixedNow}, api.IdempotencyTTL)
 		require.NoError(t, err)
 		require.True(t, claimed)
 
-		data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "retry-me")
+		data := b.create(t, "llm-tasks", b.writeToken(t), raw, "Idempotency-Key", "retry-me")
 		require.Equal(t, claimedID, data["id"])
 		require.Equal(t, claimedID, b.startedFor(t, claimedID).Options.ID)
 		_, err = b.store.GetJob(t.Context(), claimedID)
 		require.NoError(t, err)
+	})
+
+	t.Run("a key claimed before requests were fingerprinted matches any request", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.seed(t, store.Job{Service: "translations", Status: store.StatusPending})
+		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "translations", Key: "upgrade",
+			JobID: first.ID, CreatedAt: fixedNow}, api.IdempotencyTTL)
+		require.NoError(t, err)
+		require.True(t, claimed)
+
+		data := b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "upgrade")
+		require.Equal(t, first.ID, data["id"])
+		b.assertNoStarts(t)
 	})
 
 	t.Run("a rejected request does not use up the key", func(t *testing.T) {
@@ -371,19 +457,27 @@ func TestIdempotencyKey(t *testing.T) {
 		require.Equal(t, data["id"], b.started()[0].Input.JobID)
 	})
 
-	t.Run("the key names the first job even on another resource", func(t *testing.T) {
+	t.Run("the same key on another resource is its own", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		first := b.do(t, http.MethodPost, "/v1/translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "shared")
-		first.requireStatus(t, http.StatusAccepted)
-		second := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "shared")
-		second.requireStatus(t, http.StatusAccepted)
-		require.Equal(t, first.data(t)["id"], second.data(t)["id"])
-		require.Equal(t, "translation-job", second.data(t)["type"])
-		// Location must lead to the job, which lives under its own resource.
-		require.Equal(t, first.Header.Get("Location"), second.Header.Get("Location"))
-		b.do(t, http.MethodGet, second.Header.Get("Location"), b.readToken(t), nil).requireStatus(t, http.StatusOK)
-		require.Len(t, b.started(), 1)
+		llm := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "shared")
+		// A token that may only create translations must never see the
+		// llm-task job, nor its input.
+		r := b.do(t, http.MethodPost, "/v1/translations", b.token(t, "translations:write"), body(t, "translations"), "Idempotency-Key", "shared")
+		r.requireStatus(t, http.StatusAccepted)
+		translation := r.data(t)
+		require.NotEqual(t, llm["id"], translation["id"])
+		require.Equal(t, "translation-job", translation["type"])
+		require.NotContains(t, string(r.Body), "quick brown fox")
+		require.Equal(t, "/v1/translations/"+translation["id"].(string), r.Header.Get("Location"))
+		require.Len(t, b.started(), 2)
+
+		// Each resource's key still stands for its own job.
+		again := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "shared")
+		require.Equal(t, llm["id"], again["id"])
+		again = b.create(t, "translations", b.writeToken(t), body(t, "translations"), "Idempotency-Key", "shared")
+		require.Equal(t, translation["id"], again["id"])
+		require.Len(t, b.started(), 2)
 	})
 
 	t.Run("too long", func(t *testing.T) {
@@ -393,6 +487,20 @@ func TestIdempotencyKey(t *testing.T) {
 		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "Idempotency-Key")
 		b.assertNoStarts(t)
 	})
+}
+
+// lateJobStore is a store whose next GetJob, once armed, misses: the job
+// of a concurrent request is recorded just after it was looked for.
+type lateJobStore struct {
+	*store.Store
+	missNext atomic.Bool
+}
+
+func (s *lateJobStore) GetJob(ctx context.Context, id string) (*store.Job, error) {
+	if s.missNext.CompareAndSwap(true, false) {
+		return nil, store.ErrNotFound
+	}
+	return s.Store.GetJob(ctx, id)
 }
 
 // keys lists a map's keys.

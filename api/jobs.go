@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -74,19 +77,25 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		now := s.cfg.Now().UTC()
 		jobID := uuid.Must(uuid.NewV7()).String()
 		if idempotencyKey != "" {
-			claimedID, claimed, err := s.cfg.Store.ClaimIdempotencyKey(c.Request.Context(), tenant, idempotencyKey, jobID, now, IdempotencyTTL)
+			claimedID, claimed, err := s.cfg.Store.ClaimIdempotencyKey(c.Request.Context(), store.IdempotencyKey{
+				Tenant: tenant, Service: string(svc.ID), Key: idempotencyKey,
+				Fingerprint: requestFingerprint(user, application, body), JobID: jobID, CreatedAt: now,
+			}, IdempotencyTTL)
+			if errors.Is(err, store.ErrIdempotencyKeyReused) {
+				abort(c, idempotencyKeyReused())
+				return
+			}
 			if err != nil {
 				abort(c, err)
 				return
 			}
 			if !claimed {
 				if existing, err := s.cfg.Store.GetJob(c.Request.Context(), claimedID); err == nil {
-					// The first job may be of another resource; point at it.
-					endpoint := svc.Endpoint()
-					if first, ok := providers.LookupService(existing.Service); ok {
-						endpoint = first.Endpoint()
+					if !sameScope(existing, tenant, svc) {
+						abort(c, idempotencyKeyReused())
+						return
 					}
-					c.Header("Location", endpoint+"/"+existing.ID)
+					c.Header("Location", svc.Endpoint()+"/"+existing.ID)
 					c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(existing, true)})
 					return
 				}
@@ -139,21 +148,48 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)"))
 			return
 		}
-		endpoint := svc.Endpoint()
 		if !created {
 			// A concurrent request with the same Idempotency-Key recorded it.
-			if existing, err := s.cfg.Store.GetJob(c.Request.Context(), jobID); err == nil {
-				job = existing
-				if first, ok := providers.LookupService(existing.Service); ok {
-					endpoint = first.Endpoint()
-				}
+			existing, err := s.cfg.Store.GetJob(c.Request.Context(), jobID)
+			if err != nil {
+				abort(c, err)
+				return
 			}
+			if !sameScope(existing, tenant, svc) {
+				abort(c, idempotencyKeyReused())
+				return
+			}
+			job = existing
 		} else {
 			s.cfg.Starts.Offer(*start, time.Since(began))
 		}
-		c.Header("Location", endpoint+"/"+jobID)
+		c.Header("Location", svc.Endpoint()+"/"+jobID)
 		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
 	}
+}
+
+// requestFingerprint identifies what an Idempotency-Key stands for: the
+// effective user, X-Application and the body, byte for byte. Tenant and
+// service are the key's scope.
+func requestFingerprint(user, application string, body []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(user), []byte(application), body} {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sameScope reports whether a job found through an Idempotency-Key is the
+// caller's tenant's and of this service; the store's key scope guarantees
+// it, and a job of another scope must never be returned.
+func sameScope(job *store.Job, tenant string, svc providers.Service) bool {
+	return job.Tenant == tenant && job.Service == string(svc.ID)
+}
+
+func idempotencyKeyReused() error {
+	return apierror.New(http.StatusConflict, apierror.CodeIdempotencyKeyReused,
+		"header Idempotency-Key: the key was already used with a different request in the last 24 h; send that request again, or use a new key")
 }
 
 // checkRouting checks the service's status, then an explicit provider (or

@@ -20,7 +20,7 @@ import (
 type JobStore interface {
 	CreateJob(ctx context.Context, job *store.Job, start *store.JobStart) (bool, error)
 	GetJob(ctx context.Context, id string) (*store.Job, error)
-	ClaimIdempotencyKey(ctx context.Context, tenant, key, jobID string, now time.Time, ttl time.Duration) (string, bool, error)
+	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
 	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]store.Job, int64, error)
 }
 

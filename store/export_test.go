@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
 )
 
 // NewCacheAt is NewCache with a clock.
@@ -29,4 +33,21 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// RollbackMigration undoes the applied migration id alone, as if the
+// database had not reached it yet.
+func (s *Store) RollbackMigration(ctx context.Context, id string) error {
+	m := gormigrate.New(s.db.WithContext(ctx), &gormigrate.Options{
+		TableName:      "schema_migrations",
+		IDColumnName:   "id",
+		IDColumnSize:   255,
+		UseTransaction: true,
+	}, migrations)
+	for _, mig := range migrations {
+		if mig.ID == id {
+			return m.RollbackMigration(mig)
+		}
+	}
+	return fmt.Errorf("no migration %s", id)
 }

@@ -9,48 +9,64 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// IdempotencyKey maps a client's Idempotency-Key to the job it created.
+// ErrIdempotencyKeyReused is returned when a live key was claimed by a
+// request with another fingerprint.
+var ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
+
+// IdempotencyKey maps a client's Idempotency-Key, per tenant and service,
+// to the job it created and the fingerprint of the request that created it.
 type IdempotencyKey struct {
-	Tenant    string `gorm:"primaryKey"`
-	Key       string `gorm:"primaryKey"`
-	JobID     string
-	CreatedAt time.Time
+	Tenant  string `gorm:"primaryKey"`
+	Service string `gorm:"primaryKey"`
+	Key     string `gorm:"primaryKey"`
+	// Fingerprint is empty on keys claimed before fingerprints were
+	// recorded; such a key matches any request.
+	Fingerprint string
+	JobID       string
+	CreatedAt   time.Time
 }
 
-// ClaimIdempotencyKey binds (tenant, key) to jobID unless a binding younger
-// than ttl exists; it returns the job id the key stands for and whether
-// this call claimed it. An expired binding is taken over.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenant, key, jobID string, now time.Time, ttl time.Duration) (string, bool, error) {
+// ClaimIdempotencyKey binds (k.Tenant, k.Service, k.Key) to k.JobID and
+// k.Fingerprint unless a binding younger than ttl exists; it returns the
+// job id the key stands for and whether this call claimed it. A live
+// binding with another, non-empty fingerprint is ErrIdempotencyKeyReused.
+// An expired binding is taken over. k.CreatedAt is the time of the claim.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, ttl time.Duration) (string, bool, error) {
 	db := s.db.WithContext(ctx)
-	record := IdempotencyKey{Tenant: tenant, Key: key, JobID: jobID, CreatedAt: now.UTC()}
+	now := k.CreatedAt.UTC()
+	record := k
+	record.CreatedAt = now
 	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&record)
 	if res.Error != nil {
 		return "", false, res.Error
 	}
 	if res.RowsAffected == 1 {
-		return jobID, true, nil
+		return k.JobID, true, nil
 	}
 	var existing IdempotencyKey
-	err := db.Where("tenant = ? AND key = ?", tenant, key).Take(&existing).Error
+	err := db.Where("tenant = ? AND service = ? AND key = ?", k.Tenant, k.Service, k.Key).Take(&existing).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		// Deleted between the two statements: claim again.
-		return s.ClaimIdempotencyKey(ctx, tenant, key, jobID, now, ttl)
+		return s.ClaimIdempotencyKey(ctx, k, ttl)
 	}
 	if err != nil {
 		return "", false, err
 	}
 	if now.Sub(existing.CreatedAt) < ttl {
+		if existing.Fingerprint != "" && existing.Fingerprint != k.Fingerprint {
+			return "", false, ErrIdempotencyKeyReused
+		}
 		return existing.JobID, false, nil
 	}
 	// Take over the expired key, unless another request just did.
 	res = db.Model(&IdempotencyKey{}).
-		Where("tenant = ? AND key = ? AND job_id = ?", tenant, key, existing.JobID).
-		Updates(map[string]any{"job_id": jobID, "created_at": now.UTC()})
+		Where("tenant = ? AND service = ? AND key = ? AND job_id = ?", k.Tenant, k.Service, k.Key, existing.JobID).
+		Updates(map[string]any{"job_id": k.JobID, "fingerprint": k.Fingerprint, "created_at": now})
 	if res.Error != nil {
 		return "", false, res.Error
 	}
 	if res.RowsAffected == 0 {
-		return s.ClaimIdempotencyKey(ctx, tenant, key, jobID, now, ttl)
+		return s.ClaimIdempotencyKey(ctx, k, ttl)
 	}
-	return jobID, true, nil
+	return k.JobID, true, nil
 }

@@ -197,4 +197,5 @@ var migrations = []*gormigrate.Migration{
 	migrationJobCounts,
 	migrationJobStarts,
 	migrationSQLiteJobIndexes,
+	migrationIdempotencyKeyScope,
 }

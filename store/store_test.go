@@ -99,27 +99,118 @@ func TestIdempotencyKeys(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC()
-		id, claimed, err := s.ClaimIdempotencyKey(ctx, "acme", "k1", "job-1", now, 24*time.Hour)
+		claim := func(tenant, service, fingerprint, jobID string, at time.Time) (string, bool, error) {
+			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: tenant, Service: service, Key: "k1",
+				Fingerprint: fingerprint, JobID: jobID, CreatedAt: at}, 24*time.Hour)
+		}
+		id, claimed, err := claim("acme", "translations", "fp-a", "job-1", now)
 		require.NoError(t, err)
 		require.True(t, claimed)
 		require.Equal(t, "job-1", id)
 
-		id, claimed, err = s.ClaimIdempotencyKey(ctx, "acme", "k1", "job-2", now.Add(time.Hour), 24*time.Hour)
+		// The same request again: the first job.
+		id, claimed, err = claim("acme", "translations", "fp-a", "job-2", now.Add(time.Hour))
 		require.NoError(t, err)
 		require.False(t, claimed)
 		require.Equal(t, "job-1", id)
 
-		// Another tenant's identical key is its own.
-		id, claimed, err = s.ClaimIdempotencyKey(ctx, "globex", "k1", "job-3", now, 24*time.Hour)
+		// Another request with the same key: refused, the key unchanged.
+		id, claimed, err = claim("acme", "translations", "fp-b", "job-2", now.Add(time.Hour))
+		require.ErrorIs(t, err, store.ErrIdempotencyKeyReused)
+		require.False(t, claimed)
+		require.Empty(t, id)
+		id, _, err = claim("acme", "translations", "fp-a", "job-2", now.Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, "job-1", id)
+
+		// Another service's or tenant's identical key is its own.
+		id, claimed, err = claim("acme", "llm-tasks", "fp-b", "job-3", now)
 		require.NoError(t, err)
 		require.True(t, claimed)
 		require.Equal(t, "job-3", id)
-
-		// After 24 h the key is free again.
-		id, claimed, err = s.ClaimIdempotencyKey(ctx, "acme", "k1", "job-4", now.Add(25*time.Hour), 24*time.Hour)
+		id, claimed, err = claim("globex", "translations", "fp-b", "job-4", now)
 		require.NoError(t, err)
 		require.True(t, claimed)
 		require.Equal(t, "job-4", id)
+
+		// After 24 h the key is free again, for any request; the new
+		// request's fingerprint is the one that counts then.
+		id, claimed, err = claim("acme", "translations", "fp-c", "job-5", now.Add(25*time.Hour))
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.Equal(t, "job-5", id)
+		_, _, err = claim("acme", "translations", "fp-a", "job-6", now.Add(26*time.Hour))
+		require.ErrorIs(t, err, store.ErrIdempotencyKeyReused)
+		id, claimed, err = claim("acme", "translations", "fp-c", "job-6", now.Add(26*time.Hour))
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Equal(t, "job-5", id)
+
+		// A key without a fingerprint (claimed before they were recorded)
+		// matches any request.
+		id, claimed, err = claim("initech", "translations", "", "job-7", now)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		id2, claimed, err := claim("initech", "translations", "fp-d", "job-8", now.Add(time.Hour))
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Equal(t, id, id2)
+	})
+}
+
+// TestIdempotencyKeyScopeMigration puts idempotency_keys back as it was
+// per (tenant, key), writes keys there, and migrates: each key is scoped to
+// its job's service and matches any request until it expires.
+func TestIdempotencyKeyScopeMigration(t *testing.T) {
+	t.Parallel()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		claim := func(service, key, jobID string) (string, bool, error) {
+			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: service, Key: key,
+				Fingerprint: "fp", JobID: jobID, CreatedAt: now.Add(time.Minute)}, 24*time.Hour)
+		}
+		// Keys of two services, as the migration's rollback leaves them.
+		_, _, err := claim("llm-tasks", "gone", "job-gone")
+		require.NoError(t, err)
+		_, _, err = claim("translations", "gone", "job-gone-too")
+		require.NoError(t, err)
+		require.NoError(t, s.RollbackMigration(ctx, "202611230001_idempotency_key_scope"))
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM idempotency_keys").Scan(&n))
+		require.Equal(t, 1, n, "one key per (tenant, key) before the migration")
+
+		job := newJob()
+		job.Service = "llm-tasks"
+		require.NoError(t, s.InsertJob(ctx, job))
+		insert := "INSERT INTO idempotency_keys (tenant, key, job_id, created_at) VALUES (?, ?, ?, ?)"
+		if s.Dialect() == "postgres" {
+			insert = "INSERT INTO idempotency_keys (tenant, key, job_id, created_at) VALUES ($1, $2, $3, $4)"
+		}
+		_, err = db.Exec(insert, "acme", "recorded", job.ID, now)
+		require.NoError(t, err)
+		// Claimed by a request that died before it recorded its job.
+		_, err = db.Exec(insert, "acme", "unrecorded", "job-never-recorded", now)
+		require.NoError(t, err)
+
+		require.NoError(t, s.Migrate(ctx))
+
+		// The key stands for its job on the job's service, whatever the
+		// request (it has no fingerprint) ...
+		id, claimed, err := claim("llm-tasks", "recorded", "job-new")
+		require.NoError(t, err)
+		require.False(t, claimed)
+		require.Equal(t, job.ID, id)
+		// ... and on no other service.
+		id, claimed, err = claim("translations", "recorded", "job-translation")
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.Equal(t, "job-translation", id)
+		// A key whose job was never recorded is free.
+		id, claimed, err = claim("llm-tasks", "unrecorded", "job-retry")
+		require.NoError(t, err)
+		require.True(t, claimed)
+		require.Equal(t, "job-retry", id)
 	})
 }
 

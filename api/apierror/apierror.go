@@ -60,6 +60,10 @@ const (
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
 )
 
+// CodeIdempotencyKeyReused answers a live Idempotency-Key sent with another
+// request (docs/api.md).
+const CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+
 // Unauthorized is the 401 for a missing or invalid token.
 func Unauthorized(message string) *Error {
 	return New(http.StatusUnauthorized, CodeUnauthorized, "%s", message).
