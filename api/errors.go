@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -36,6 +38,9 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 				apiErr = apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
 			}
 		}
+		if bodyUnread(c) {
+			endUnreadBody(c)
+		}
 		for key, values := range apiErr.Header {
 			for _, v := range values {
 				c.Writer.Header().Add(key, v)
@@ -53,9 +58,47 @@ func limitBody(limit int64) gin.HandlerFunc {
 			abort(c, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", limit))
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+		c.Request.Body = &trackedBody{ReadCloser: http.MaxBytesReader(c.Writer, c.Request.Body, limit)}
 		c.Next()
 	}
+}
+
+// trackedBody records whether a request body was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	done bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.done = true
+	}
+	return n, err
+}
+
+// unreadBodyGrace is how long the server still reads a body it answered
+// without reading, before it closes the connection (docs/operations.md).
+const unreadBodyGrace = time.Second
+
+// endUnreadBody makes an answer given without reading the request's body
+// the connection's last: net/http would otherwise read up to 256 KiB of
+// the body, as slowly as the client sends it, before answering and again
+// before closing. Within unreadBodyGrace the rest of the body is still
+// read, so a client that sent it gets the answer rather than a reset.
+func endUnreadBody(c *gin.Context) {
+	c.Header("Connection", "close")
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(unreadBodyGrace))
+}
+
+// bodyUnread reports whether the request announced a body that was not
+// read to its end.
+func bodyUnread(c *gin.Context) bool {
+	if c.Request.ContentLength == 0 {
+		return false
+	}
+	b, ok := c.Request.Body.(*trackedBody)
+	return !ok || !b.done
 }
 
 func notFoundRoute(c *gin.Context) *apierror.Error {
