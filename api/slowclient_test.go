@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/api"
 )
 
 // stalledPost opens a connection to addr and sends a POST to path that
@@ -63,4 +65,58 @@ func TestUnauthenticatedStalledBodyIsRejectedAtOnce(t *testing.T) {
 		assert.True(t, waitClosed(t, conn, r, time.Now().Add(5*time.Second)),
 			"the server must close the connection without waiting for the body")
 	}
+}
+
+// serveWith serves b's API with the gateway's HTTP server and timeouts;
+// it returns the server's address.
+func serveWith(t *testing.T, b *bundle, timeouts api.ServerTimeouts) string {
+	t.Helper()
+	srv := api.NewHTTPServer(b.server.Config.Handler, timeouts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// An authenticated request whose body stalls has its connection closed
+// once the read timeout has passed.
+func TestServerClosesStalledBodyAfterReadTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t.Cleanup(func() { b.assertNoStarts(t) })
+	const readTimeout = 300 * time.Millisecond
+	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: readTimeout, Read: readTimeout, Write: time.Minute, Idle: time.Minute})
+
+	began := time.Now()
+	conn := stalledPost(t, addr, "/v1/transcriptions", b.writeToken(t))
+	require.True(t, waitClosed(t, conn, conn, began.Add(readTimeout+5*time.Second)),
+		"the server must close the connection once the read timeout has passed")
+	assert.GreaterOrEqual(t, time.Since(began), readTimeout)
+}
+
+// A kept-alive connection is closed once it has been idle for the idle
+// timeout.
+func TestServerClosesIdleConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const idleTimeout = 300 * time.Millisecond
+	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: time.Minute, Read: time.Minute, Write: time.Minute, Idle: idleTimeout})
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.False(t, resp.Close, "the connection must be kept alive")
+	answered := time.Now()
+	require.True(t, waitClosed(t, conn, r, answered.Add(idleTimeout+5*time.Second)),
+		"the server must close an idle connection once the idle timeout has passed")
+	assert.GreaterOrEqual(t, time.Since(answered), idleTimeout)
 }

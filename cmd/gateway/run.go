@@ -273,6 +273,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
+	gin.SetMode(gin.ReleaseMode) // no debug route listing
 	r := gin.New()
 	checks := readyChecks(st, tc, nil, false)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -389,7 +390,7 @@ func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, wor
 }
 
 func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler, logger *slog.Logger) error {
-	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	server := api.NewHTTPServer(handler, api.DefaultServerTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- server.Serve(listener) }()
 	select {
