@@ -14,20 +14,20 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
 )
 
 // recordingStore remembers what the activities wrote; the store's own tests
 // cover the database.
 type recordingStore struct {
 	mu       sync.Mutex
-	saved    []*store.Job
+	saved    []*jobs.Record
 	progress []int
 }
 
-func (s *recordingStore) SaveJob(_ context.Context, job *store.Job) error {
+func (s *recordingStore) SaveJob(_ context.Context, job *jobs.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.saved = append(s.saved, job)
@@ -178,7 +178,7 @@ func TestCallProviderClassifiesErrors(t *testing.T) {
 			require.Equal(t, tt.wantType, appErr.Type())
 			require.Equal(t, tt.nonRetryable, appErr.NonRetryable())
 			if tt.wantCode != "" {
-				var jobErr activities.JobError
+				var jobErr jobs.Error
 				require.NoError(t, appErr.Details(&jobErr))
 				require.Equal(t, tt.wantCode, jobErr.Code)
 			}
@@ -224,10 +224,10 @@ func TestSaveJobProjectsSnapshot(t *testing.T) {
 	env, st := setup(t, &scriptedAdapter{})
 	processed := time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC)
 	routing := policy.RoutingInfo{ProviderID: "scripted", Reason: policy.ReasonDefault, Attempt: 1}
-	_, err := env.ExecuteActivity(acts.SaveJob, activities.JobSnapshot{
-		ID: "job-1", Service: "llm-tasks", Tenant: "acme", UserID: "u", Status: store.StatusFailed,
+	_, err := env.ExecuteActivity(acts.SaveJob, jobs.Snapshot{
+		ID: "job-1", Service: "llm-tasks", Tenant: "acme", UserID: "u", Status: jobs.StatusFailed,
 		Input: json.RawMessage(`{"a":1}`), Routing: &routing, RoutingHistory: []policy.RoutingInfo{routing},
-		Error: &activities.JobError{Code: "PROVIDERS_EXHAUSTED", Message: "m"}, ProcessedAt: &processed, Revision: 3,
+		Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "m"}, ProcessedAt: &processed, Revision: 3,
 	})
 	require.NoError(t, err)
 	require.Len(t, st.saved, 1)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -22,7 +23,7 @@ const (
 	// retrying the same provider is pointless, another may succeed.
 	ErrTypeProviderRejected = "ProviderRejected"
 	// ErrTypeInvalidInput is a failure of the job's input itself; the job
-	// fails at once, with the JobError in the details.
+	// fails at once, with the jobs.Error in the details.
 	ErrTypeInvalidInput = "InvalidInput"
 )
 
@@ -178,7 +179,7 @@ func classify(err error) error {
 		}
 		return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeProviderUnavailable, err)
 	}
-	details := JobError{Code: perr.Code, Message: perr.Message}
+	details := jobs.Error{Code: perr.Code, Message: perr.Message}
 	switch perr.Kind {
 	case providers.KindInput:
 		return temporal.NewNonRetryableApplicationError(perr.Error(), ErrTypeInvalidInput, perr, details)

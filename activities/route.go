@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -58,7 +59,7 @@ type RouteInput struct {
 // when no provider is left.
 type RouteOutput struct {
 	Routing  policy.RoutingInfo `json:"routing"`
-	Error    *JobError          `json:"error,omitempty"`
+	Error    *jobs.Error        `json:"error,omitempty"`
 	WorkerID string             `json:"worker_id"`
 	// CallLocally says the provider's calls are short enough to run as a
 	// local activity (see ShortCall).
@@ -102,7 +103,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		var noCandidate *policy.NoCandidateError
 		if errors.As(err, &noCandidate) {
 			out.Routing.ProviderEvaluations = noCandidate.Evaluations
-			out.Error = &JobError{Code: noCandidate.Code, Message: noCandidate.Error()}
+			out.Error = &jobs.Error{Code: noCandidate.Code, Message: noCandidate.Error()}
 			return out, nil
 		}
 		if err != nil {
@@ -121,8 +122,8 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 }
 
 // gatherRouting fills in the parts of the request that come from the
-// store. It returns a JobError when the job cannot be routed at all.
-func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *policy.Request) (*JobError, error) {
+// store. It returns a jobs.Error when the job cannot be routed at all.
+func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *policy.Request) (*jobs.Error, error) {
 	statuses, err := a.Routing.ProviderStatuses(ctx)
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 
 // resolvePolicy finds the policy in force: the pinned version on failover,
 // the job's policy_id, or the resolution chain of decisions.md §5.
-func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*JobError, error) {
+func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*jobs.Error, error) {
 	switch {
 	case in.Pinned != nil:
 		p, err := a.Routing.GetPolicyVersion(ctx, in.Pinned.ID, in.Pinned.Version)
@@ -189,7 +190,7 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 	case in.PolicyID != "":
 		p, err := a.Routing.GetPolicy(ctx, in.PolicyID)
 		if errors.Is(err, store.ErrNotFound) {
-			return &JobError{Code: policy.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
+			return &jobs.Error{Code: policy.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
 		}
 		if err != nil {
 			return nil, err

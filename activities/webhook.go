@@ -3,7 +3,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/activities/netguard"
-	"github.com/ai-job-gateway/gateway/api/jobdoc"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -54,63 +53,19 @@ type DeliveryStore interface {
 	RecordDelivery(ctx context.Context, d *store.WebhookDelivery) error
 }
 
-// WebhookTarget is a job's attributes.webhook.
-type WebhookTarget struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
 // WebhookDelivery is one event of a job to deliver.
 type WebhookDelivery struct {
-	Target WebhookTarget `json:"target"`
+	Target jobs.Webhook `json:"target"`
 	// Event is the event name, e.g. "transcription.completed".
 	Event string `json:"event"`
 	// MessageID identifies the event, the same on every attempt
 	// (webhook-id header), so receivers can drop duplicates.
 	MessageID string `json:"message_id"`
 	// Job is the job as of the event.
-	Job JobSnapshot `json:"job"`
+	Job jobs.Snapshot `json:"job"`
 	// Attempt numbers this attempt when the workflow retries by running
 	// the activity again; 0 leaves the numbering to Temporal's attempt.
 	Attempt int `json:"attempt,omitempty"`
-}
-
-// webhookPayload is the body of a webhook request (interface.md, Events).
-type webhookPayload struct {
-	Event string      `json:"event"`
-	Data  webhookData `json:"data"`
-}
-
-type webhookData struct {
-	ID         string            `json:"id"`
-	Type       string            `json:"type"`
-	Attributes jobdoc.Attributes `json:"attributes"`
-	Meta       webhookMeta       `json:"meta"`
-}
-
-// webhookMeta is the job's meta without meta.system, which webhooks never
-// carry.
-type webhookMeta struct {
-	Client json.RawMessage `json:"client,omitempty"`
-}
-
-// WebhookBody is the JSON body of an event: the job rendered as the API
-// renders a single job, without meta.system (and, as everywhere, without
-// attributes.webhook).
-func WebhookBody(event string, snap JobSnapshot) ([]byte, error) {
-	job, err := snap.Record()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(webhookPayload{
-		Event: event,
-		Data: webhookData{
-			ID:         job.ID,
-			Type:       jobdoc.Type(job),
-			Attributes: jobdoc.AttributesOf(job, true),
-			Meta:       webhookMeta{Client: jobdoc.ClientMeta(job)},
-		},
-	})
 }
 
 // DeliverWebhook makes one attempt to POST an event to the job's webhook,
@@ -123,7 +78,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) erro
 	if d.Attempt > 0 {
 		attempt = d.Attempt + attempt - 1
 	}
-	body, err := WebhookBody(d.Event, d.Job)
+	body, err := jobs.WebhookBody(d.Event, d.Job)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/activities/netguard"
 	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -116,14 +117,14 @@ func (b *hookBundle) deliver(d activities.WebhookDelivery) error {
 }
 
 // completedJob is a completed transcription with everything a payload shows.
-func completedJob() activities.JobSnapshot {
+func completedJob() jobs.Snapshot {
 	created := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	processed := created.Add(time.Second)
 	completed := created.Add(30 * time.Second)
 	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
-	return activities.JobSnapshot{
+	return jobs.Snapshot{
 		ID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", Service: "transcriptions", Tenant: "acme", UserID: "alice",
-		Provider: "sandbox-fast", Status: store.StatusCompleted, Progress: 100,
+		Provider: "sandbox-fast", Status: jobs.StatusCompleted, Progress: 100,
 		Input:      json.RawMessage(`{"type":"audio","url":"https://media.example.com/talk.mp3"}`),
 		Options:    json.RawMessage(`{"language":"en"}`),
 		ClientMeta: json.RawMessage(`{"order":"ord-42"}`),
@@ -135,7 +136,7 @@ func completedJob() activities.JobSnapshot {
 
 func delivery(url string) activities.WebhookDelivery {
 	return activities.WebhookDelivery{
-		Target:    activities.WebhookTarget{URL: url, Headers: map[string]string{"Authorization": "Bearer client-secret", "X-Tenant-Ref": "t-1"}},
+		Target:    jobs.Webhook{URL: url, Headers: map[string]string{"Authorization": "Bearer client-secret", "X-Tenant-Ref": "t-1"}},
 		Event:     "transcription.completed",
 		MessageID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f-3",
 		Job:       completedJob(),
@@ -222,10 +223,10 @@ func TestDeliverWebhookFailedJobPayload(t *testing.T) {
 	d := delivery(recv.URL)
 	d.Event = "llm-task.failed"
 	d.Job.Service = "llm-tasks"
-	d.Job.Status = store.StatusFailed
+	d.Job.Status = jobs.StatusFailed
 	d.Job.Result = nil
 	d.Job.ClientMeta = nil
-	d.Job.Error = &activities.JobError{Code: "PROVIDERS_EXHAUSTED", Message: "every candidate provider failed"}
+	d.Job.Error = &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "every candidate provider failed"}
 	require.NoError(t, b.deliver(d))
 
 	var body struct {
@@ -433,7 +434,7 @@ func TestWebhookBodyMatchesDeliveredBody(t *testing.T) {
 	recv := newReceiver(t, status(http.StatusOK))
 	d := delivery(recv.URL)
 	require.NoError(t, b.deliver(d))
-	want, err := activities.WebhookBody(d.Event, d.Job)
+	want, err := jobs.WebhookBody(d.Event, d.Job)
 	require.NoError(t, err)
 	require.Equal(t, want, recv.requests()[0].body)
 }

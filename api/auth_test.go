@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // jobRoutes are the four job operations of a resource, with the scope each
@@ -70,7 +70,7 @@ func TestRejectsMissingAndInvalidTokens(t *testing.T) {
 		{"wrong audience", "Bearer " + mint(b.issuer, wrongAud)},
 		{"wrong issuer", "Bearer " + mint(foreign, req)},
 	}
-	job := b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusPending})
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusPending})
 
 	for _, res := range resources {
 		for _, route := range jobRoutes(res.id, job.ID) {
@@ -128,7 +128,7 @@ func TestScopes(t *testing.T) {
 	b := setup(t)
 
 	for _, res := range resources {
-		job := b.seed(t, store.Job{Service: res.id, Status: store.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing})
 		// other is another resource, whose scopes grant nothing here.
 		other := "transcriptions"
 		if res.id == other {
@@ -184,7 +184,7 @@ func TestEffectiveIdentityHeadersNeedCrossTenantScope(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, res := range resources {
-		job := b.seed(t, store.Job{Service: res.id, Status: store.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing})
 		for _, route := range jobRoutes(res.id, job.ID) {
 			for _, header := range []string{"X-Effective-Tenant-Id", "X-Effective-User-Id"} {
 				t.Run(res.id+"/"+route.name+"/"+header, func(t *testing.T) {
@@ -254,10 +254,10 @@ func TestOtherTenantsJobsAreNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, res := range resources {
-		for _, status := range []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed} {
-			job := b.seed(t, store.Job{Service: res.id, Tenant: tenantB, UserID: userB, Status: status, Result: `{"content":"x"}`, ErrorCode: "X"})
+		for _, status := range jobs.Statuses() {
+			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: status, Result: `{"content":"x"}`, ErrorCode: "X"})
 			for _, route := range jobRoutes(res.id, job.ID)[1:] {
-				t.Run(res.id+"/"+status+"/"+route.name, func(t *testing.T) {
+				t.Run(res.id+"/"+string(status)+"/"+route.name, func(t *testing.T) {
 					t.Parallel()
 					r := b.do(t, route.method, route.path, b.token(t, allScopes()...), nil)
 					msg := requireError(t, r, http.StatusNotFound, "NOT_FOUND")
@@ -268,7 +268,7 @@ func TestOtherTenantsJobsAreNotFound(t *testing.T) {
 	}
 	t.Run("same user name in another tenant", func(t *testing.T) {
 		t.Parallel()
-		job := b.seed(t, store.Job{Service: "transcriptions", Tenant: tenantB, UserID: userA, Status: store.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: "transcriptions", Tenant: tenantB, UserID: userA, Status: jobs.StatusProcessing})
 		requireError(t, b.do(t, http.MethodGet, jobPath("transcriptions", job.ID), b.readToken(t), nil),
 			http.StatusNotFound, "NOT_FOUND")
 	})
@@ -284,7 +284,7 @@ func TestCrossTenantAdminReadsOtherTenantsJobs(t *testing.T) {
 	for _, res := range resources {
 		t.Run(res.id, func(t *testing.T) {
 			t.Parallel()
-			job := b.seed(t, store.Job{Service: res.id, Tenant: tenantB, UserID: userB, Status: store.StatusCompleted, Result: `{"content":"done"}`})
+			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: `{"content":"done"}`})
 
 			r := b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil)
 			r.requireStatus(t, http.StatusOK)
@@ -310,7 +310,7 @@ func TestTokenWithoutTenant(t *testing.T) {
 			r := b.do(t, http.MethodPost, "/v1/"+res.id, token, body(t, res.id))
 			requireError(t, r, http.StatusForbidden, "FORBIDDEN", "tenant_id")
 
-			job := b.seed(t, store.Job{Service: res.id, Status: store.StatusPending})
+			job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusPending})
 			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), token, nil), http.StatusNotFound, "NOT_FOUND")
 		})
 	}
@@ -330,7 +330,7 @@ func TestMalformedEffectiveHeadersAre422(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	admin := b.token(t, allScopes("admin:cross-tenant", "policies:read")...)
-	job := b.seed(t, store.Job{Service: "transcriptions", Tenant: tenantB, UserID: userB, Status: store.StatusPending})
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Tenant: tenantB, UserID: userB, Status: jobs.StatusPending})
 	for _, h := range []struct{ name, value string }{
 		{"X-Effective-Tenant-Id", strings.Repeat("t", 5000)},
 		{"X-Effective-Tenant-Id", "Globex"},

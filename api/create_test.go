@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -132,7 +133,7 @@ func TestCreateJob(t *testing.T) {
 			job, err := b.store.GetJob(t.Context(), raw.Data.ID)
 			require.NoError(t, err)
 			require.Equal(t, res.id, job.Service)
-			require.Equal(t, store.StatusPending, job.Status)
+			require.Equal(t, jobs.StatusPending, job.Status)
 			require.Equal(t, tenantA, job.Tenant)
 			require.Equal(t, userA, job.UserID)
 			require.Equal(t, full.provider, job.Provider)
@@ -435,7 +436,7 @@ func TestIdempotencyKey(t *testing.T) {
 	t.Run("a key claimed before requests were fingerprinted matches any request", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		first := b.seed(t, store.Job{Service: "translations", Status: store.StatusPending})
+		first := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusPending})
 		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "translations", Key: "upgrade",
 			JobID: first.ID, CreatedAt: fixedNow}, api.IdempotencyTTL)
 		require.NoError(t, err)
@@ -496,7 +497,7 @@ type lateJobStore struct {
 	missNext atomic.Bool
 }
 
-func (s *lateJobStore) GetJob(ctx context.Context, id string) (*store.Job, error) {
+func (s *lateJobStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
 	if s.missNext.CompareAndSwap(true, false) {
 		return nil, store.ErrNotFound
 	}

@@ -29,10 +29,10 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/api/jobstart"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
-	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // audience is the audience the API verifies tokens for.
@@ -201,7 +201,7 @@ func TestMain(m *testing.M) {
 type startedWorkflow struct {
 	Options  client.StartWorkflowOptions
 	Workflow any
-	Input    workflows.JobInput
+	Input    jobs.Submission
 }
 
 // bundle is one API served over HTTP with its dependencies.
@@ -318,7 +318,7 @@ func (b *bundle) executeWorkflow(_ context.Context, opts client.StartWorkflowOpt
 	defer b.mu.Unlock()
 	started := startedWorkflow{Options: opts, Workflow: wf}
 	if len(args) == 1 {
-		started.Input, _ = args[0].(workflows.JobInput)
+		started.Input, _ = args[0].(jobs.Submission)
 	}
 	b.starts = append(b.starts, started)
 	if b.startErr != nil {
@@ -351,8 +351,8 @@ func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.Wor
 			return nil
 		}
 		completed := fixedNow.Add(time.Second)
-		job.Status = store.StatusFailed
-		job.ErrorCode = workflows.CodeCancelled
+		job.Status = jobs.StatusFailed
+		job.ErrorCode = jobs.CodeCancelled
 		job.ErrorMessage = "the job was cancelled"
 		job.CompletedAt = &completed
 		job.Revision++
@@ -655,7 +655,7 @@ func applyEdit(t *testing.T, doc map[string]any, e edit) {
 
 // seed stores a job as the workflow would have projected it; zero fields
 // get defaults (a new id, tenant acme, user alice, now).
-func (b *bundle) seed(t *testing.T, job store.Job) *store.Job {
+func (b *bundle) seed(t *testing.T, job jobs.Record) *jobs.Record {
 	t.Helper()
 	fillSeed(&job)
 	require.NoError(t, b.store.InsertJob(context.Background(), &job))
@@ -663,7 +663,7 @@ func (b *bundle) seed(t *testing.T, job store.Job) *store.Job {
 }
 
 // fillSeed gives a seeded job what it lacks.
-func fillSeed(job *store.Job) {
+func fillSeed(job *jobs.Record) {
 	if job.ID == "" {
 		job.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -679,7 +679,7 @@ func fillSeed(job *store.Job) {
 	if job.CreatedAt.IsZero() {
 		job.CreatedAt = fixedNow
 	}
-	if job.Status != store.StatusPending {
+	if job.Status != jobs.StatusPending {
 		processed := job.CreatedAt.Add(2 * time.Second)
 		job.ProcessedAt = &processed
 		if job.Provider == "" {
@@ -711,9 +711,9 @@ var seedInputs = map[string]string{
 // meanwhile.
 func (b *bundle) seedUnstarted(t *testing.T, service string) string {
 	t.Helper()
-	job := &store.Job{Service: service, Status: store.StatusPending}
+	job := &jobs.Record{Service: service, Status: jobs.StatusPending}
 	fillSeed(job)
-	input, err := json.Marshal(workflows.JobInput{JobID: job.ID, Service: providers.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
+	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: providers.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
 		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt})
 	require.NoError(t, err)
 	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})

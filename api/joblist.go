@@ -11,15 +11,13 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
 var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status"}
-
-// jobStatuses are the values of filter[status].
-var jobStatuses = []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
 
 // listJobs handles GET /v1/jobs: the jobs of every service, newest first,
 // without input, options and result. A caller without admin:cross-tenant
@@ -47,14 +45,14 @@ func (s *Server) listJobs(c *gin.Context) {
 	if page.Number-1 <= math.MaxInt/page.Size {
 		offset = page.Offset()
 	}
-	jobs, total, err := s.cfg.Store.ListJobs(c.Request.Context(), filter, offset, page.Size)
+	records, total, err := s.cfg.Store.ListJobs(c.Request.Context(), filter, offset, page.Size)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	out := make([]jobResource, 0, len(jobs))
-	for i := range jobs {
-		out = append(out, s.jobResource(&jobs[i], false))
+	out := make([]jobs.Document, 0, len(records))
+	for i := range records {
+		out = append(out, s.jobResource(&records[i], jobs.Listing))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
 }
@@ -131,11 +129,21 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, *apierror.Error) {
 		case "provider":
 			f.Provider = value
 		case "status":
-			if !slices.Contains(jobStatuses, value) {
-				return f, invalid(key, "must be one of %s", strings.Join(jobStatuses, ", "))
+			status := jobs.Status(value)
+			if !status.Valid() {
+				return f, invalid(key, "must be one of %s", statusList())
 			}
-			f.Status = value
+			f.Status = status
 		}
 	}
 	return f, nil
+}
+
+// statusList names the job statuses for an error message.
+func statusList() string {
+	var names []string
+	for _, s := range jobs.Statuses() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -59,13 +60,13 @@ func (b *bundle) listJobs(t *testing.T, token, query string, headers ...string) 
 // providers and the four statuses. Every attribute a filter can select
 // varies independently enough that each filter selects a different set.
 type listSeeded struct {
-	jobs []*store.Job // newest first
+	jobs []*jobs.Record // newest first
 }
 
 func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 	t.Helper()
 	services := []string{"transcriptions", "translations", "video-analyses", "llm-tasks"}
-	statuses := []string{store.StatusCompleted, store.StatusFailed, store.StatusProcessing, store.StatusPending}
+	statuses := []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusProcessing, jobs.StatusPending}
 	var out listSeeded
 	for i := range 24 {
 		tenant, user := tenantA, userA
@@ -76,7 +77,7 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 			user += "-2"
 		}
 		status := statuses[(i/2)%4]
-		job := store.Job{
+		job := jobs.Record{
 			Service:   services[i%4],
 			Tenant:    tenant,
 			UserID:    user,
@@ -84,15 +85,15 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 			Options:   `{"include_usage":true}`,
 			CreatedAt: fixedNow.Add(-time.Duration(i) * time.Minute),
 		}
-		if status != store.StatusPending {
+		if status != jobs.StatusPending {
 			job.Provider = []string{"alpha", "narrow"}[(i/3)%2]
 		}
 		switch status {
-		case store.StatusCompleted:
+		case jobs.StatusCompleted:
 			job.Result = `{"content":"done"}`
-		case store.StatusFailed:
+		case jobs.StatusFailed:
 			job.ErrorCode, job.ErrorMessage = "PROVIDERS_EXHAUSTED", "every candidate provider failed"
-		case store.StatusProcessing:
+		case jobs.StatusProcessing:
 			job.Progress = 30
 		}
 		out.jobs = append(out.jobs, b.seed(t, job))
@@ -101,7 +102,7 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 }
 
 // where lists the ids of the fixture's jobs that keep, newest first.
-func (s *listSeeded) where(keep func(j *store.Job) bool) []string {
+func (s *listSeeded) where(keep func(j *jobs.Record) bool) []string {
 	ids := []string{}
 	for _, j := range s.jobs {
 		if keep(j) {
@@ -115,8 +116,8 @@ func TestListJobsConfinedToTheTokenTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	seeded := seedListJobs(t, b)
-	acme := seeded.where(func(j *store.Job) bool { return j.Tenant == tenantA })
-	globex := seeded.where(func(j *store.Job) bool { return j.Tenant == tenantB })
+	acme := seeded.where(func(j *jobs.Record) bool { return j.Tenant == tenantA })
+	globex := seeded.where(func(j *jobs.Record) bool { return j.Tenant == tenantB })
 	require.Len(t, acme, 16)
 	require.Len(t, globex, 8)
 
@@ -159,8 +160,8 @@ func TestListJobsCrossTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	seeded := seedListJobs(t, b)
-	all := seeded.where(func(*store.Job) bool { return true })
-	globex := seeded.where(func(j *store.Job) bool { return j.Tenant == tenantB })
+	all := seeded.where(func(*jobs.Record) bool { return true })
+	globex := seeded.where(func(j *jobs.Record) bool { return j.Tenant == tenantB })
 	admin := b.token(t, auth.ScopeCrossTenant)
 
 	// Without filter[tenant]: every tenant.
@@ -205,25 +206,25 @@ func TestListJobsFilters(t *testing.T) {
 			for _, tc := range []struct {
 				query string
 				admin bool
-				keep  func(j *store.Job) bool
+				keep  func(j *jobs.Record) bool
 			}{
-				{"filter[user_id]=" + userA + "-2", false, func(j *store.Job) bool { return j.Tenant == tenantA && j.UserID == userA+"-2" }},
-				{"filter[service]=video-analyses", false, func(j *store.Job) bool { return j.Tenant == tenantA && j.Service == "video-analyses" }},
-				{"filter[provider]=narrow", false, func(j *store.Job) bool { return j.Tenant == tenantA && j.Provider == "narrow" }},
-				{"filter[status]=failed", false, func(j *store.Job) bool { return j.Tenant == tenantA && j.Status == store.StatusFailed }},
-				{"filter[status]=pending", false, func(j *store.Job) bool { return j.Tenant == tenantA && j.Status == store.StatusPending }},
-				{"filter[service]=transcriptions&filter[status]=completed&filter[provider]=alpha", false, func(j *store.Job) bool {
-					return j.Tenant == tenantA && j.Service == "transcriptions" && j.Status == store.StatusCompleted && j.Provider == "alpha"
+				{"filter[user_id]=" + userA + "-2", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.UserID == userA+"-2" }},
+				{"filter[service]=video-analyses", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.Service == "video-analyses" }},
+				{"filter[provider]=narrow", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.Provider == "narrow" }},
+				{"filter[status]=failed", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.Status == jobs.StatusFailed }},
+				{"filter[status]=pending", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.Status == jobs.StatusPending }},
+				{"filter[service]=transcriptions&filter[status]=completed&filter[provider]=alpha", false, func(j *jobs.Record) bool {
+					return j.Tenant == tenantA && j.Service == "transcriptions" && j.Status == jobs.StatusCompleted && j.Provider == "alpha"
 				}},
-				{"filter[user_id]=" + userB, true, func(j *store.Job) bool { return j.UserID == userB }},
-				{"filter[service]=llm-tasks", true, func(j *store.Job) bool { return j.Service == "llm-tasks" }},
-				{"filter[provider]=alpha", true, func(j *store.Job) bool { return j.Provider == "alpha" }},
-				{"filter[status]=processing", true, func(j *store.Job) bool { return j.Status == store.StatusProcessing }},
-				{"filter[tenant]=" + tenantB + "&filter[status]=completed", true, func(j *store.Job) bool {
-					return j.Tenant == tenantB && j.Status == store.StatusCompleted
+				{"filter[user_id]=" + userB, true, func(j *jobs.Record) bool { return j.UserID == userB }},
+				{"filter[service]=llm-tasks", true, func(j *jobs.Record) bool { return j.Service == "llm-tasks" }},
+				{"filter[provider]=alpha", true, func(j *jobs.Record) bool { return j.Provider == "alpha" }},
+				{"filter[status]=processing", true, func(j *jobs.Record) bool { return j.Status == jobs.StatusProcessing }},
+				{"filter[tenant]=" + tenantB + "&filter[status]=completed", true, func(j *jobs.Record) bool {
+					return j.Tenant == tenantB && j.Status == jobs.StatusCompleted
 				}},
-				{"filter[tenant]=" + tenantA + "&filter[user_id]=" + userA + "-2&filter[service]=translations&filter[provider]=narrow&filter[status]=completed", true, func(j *store.Job) bool {
-					return j.Tenant == tenantA && j.UserID == userA+"-2" && j.Service == "translations" && j.Provider == "narrow" && j.Status == store.StatusCompleted
+				{"filter[tenant]=" + tenantA + "&filter[user_id]=" + userA + "-2&filter[service]=translations&filter[provider]=narrow&filter[status]=completed", true, func(j *jobs.Record) bool {
+					return j.Tenant == tenantA && j.UserID == userA+"-2" && j.Service == "translations" && j.Provider == "narrow" && j.Status == jobs.StatusCompleted
 				}},
 			} {
 				token := regular
@@ -235,7 +236,7 @@ func TestListJobsFilters(t *testing.T) {
 				require.Equal(t, want, page.ids(), "%s (admin %v)", tc.query, tc.admin)
 				require.EqualValues(t, len(want), *page.Meta.Total, tc.query)
 				require.NotEmpty(t, want, "the fixture must give %s something to find", tc.query)
-				require.Less(t, len(want), len(seeded.where(func(*store.Job) bool { return true })), "the fixture must give %s something to exclude", tc.query)
+				require.Less(t, len(want), len(seeded.where(func(*jobs.Record) bool { return true })), "the fixture must give %s something to exclude", tc.query)
 			}
 		})
 	}
@@ -283,10 +284,10 @@ func TestListJobsMetaAndLinks(t *testing.T) {
 	b := setup(t)
 	var want []string // newest first
 	for i := range 45 {
-		job := b.seed(t, store.Job{Service: "translations", Status: store.StatusCompleted, CreatedAt: fixedNow.Add(-time.Duration(i) * time.Second)})
+		job := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusCompleted, CreatedAt: fixedNow.Add(-time.Duration(i) * time.Second)})
 		want = append(want, job.ID)
 	}
-	b.seed(t, store.Job{Service: "llm-tasks", Status: store.StatusCompleted, CreatedAt: fixedNow.Add(time.Hour)}) // filtered out
+	b.seed(t, jobs.Record{Service: "llm-tasks", Status: jobs.StatusCompleted, CreatedAt: fixedNow.Add(time.Hour)}) // filtered out
 	token := b.token(t)
 	filter := "filter[service]=translations"
 	base := b.server.URL + "/v1/jobs"
@@ -383,7 +384,7 @@ func TestListJobsRepresentation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	seeded := seedListJobs(t, b)
-	byID := map[string]*store.Job{}
+	byID := map[string]*jobs.Record{}
 	for _, j := range seeded.jobs {
 		byID[j.ID] = j
 	}
@@ -397,7 +398,7 @@ func TestListJobsRepresentation(t *testing.T) {
 	for _, item := range page.Data {
 		job := byID[item.ID]
 		require.NotNil(t, job, "unknown job %s", item.ID)
-		statuses[job.Status] = true
+		statuses[string(job.Status)] = true
 		require.Equal(t, jobTypes[job.Service], item.Type, "type of a %s job", job.Service)
 		a := item.Attributes
 		// The listing form: no input, options or result.
@@ -410,17 +411,17 @@ func TestListJobsRepresentation(t *testing.T) {
 		require.Equal(t, job.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), a["created_at"])
 		require.IsType(t, []any{}, a["routing_history"])
 		switch job.Status {
-		case store.StatusPending:
+		case jobs.StatusPending:
 			require.NotContains(t, a, "routing")
 			require.NotContains(t, a, "provider")
-		case store.StatusFailed:
+		case jobs.StatusFailed:
 			require.Equal(t, map[string]any{"code": "PROVIDERS_EXHAUSTED", "message": "every candidate provider failed"}, a["error"])
 			require.Equal(t, job.Provider, a["provider"])
 			require.Contains(t, a, "completed_at")
-		case store.StatusProcessing:
+		case jobs.StatusProcessing:
 			require.EqualValues(t, 30, a["progress"])
 			require.Contains(t, a, "routing")
-		case store.StatusCompleted:
+		case jobs.StatusCompleted:
 			require.Contains(t, a, "routing")
 			require.NotContains(t, a, "error")
 		}
@@ -429,9 +430,9 @@ func TestListJobsRepresentation(t *testing.T) {
 	require.Len(t, statuses, 4, "every status is represented")
 
 	// The single-job form of the same job still carries them.
-	var completed *store.Job
+	var completed *jobs.Record
 	for _, j := range seeded.jobs {
-		if j.Status == store.StatusCompleted && j.Tenant == tenantA {
+		if j.Status == jobs.StatusCompleted && j.Tenant == tenantA {
 			completed = j
 			break
 		}

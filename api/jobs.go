@@ -20,6 +20,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -106,7 +107,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			}
 		}
 
-		in := workflows.JobInput{
+		in := jobs.Submission{
 			JobID:       jobID,
 			Service:     svc.ID,
 			Tenant:      tenant,
@@ -125,20 +126,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			abort(c, err)
 			return
 		}
-		job := &store.Job{
-			ID:          jobID,
-			Service:     string(svc.ID),
-			Tenant:      tenant,
-			UserID:      user,
-			Provider:    req.Provider,
-			Status:      store.StatusPending,
-			PolicyID:    req.PolicyID,
-			Application: application,
-			Input:       string(req.Input),
-			Options:     string(req.Options),
-			ClientMeta:  string(req.ClientMeta),
-			CreatedAt:   now,
-		}
+		job := in.Record()
 		// The job and its start are one transaction: once it commits the
 		// job is accepted, and its workflow is started from the outbox.
 		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: s.cfg.Starts.Lease()}
@@ -183,7 +171,7 @@ func requestFingerprint(user, application string, body []byte) string {
 // sameScope reports whether a job found through an Idempotency-Key is the
 // caller's tenant's and of this service; the store's key scope guarantees
 // it, and a job of another scope must never be returned.
-func sameScope(job *store.Job, tenant string, svc providers.Service) bool {
+func sameScope(job *jobs.Record, tenant string, svc providers.Service) bool {
 	return job.Tenant == tenant && job.Service == string(svc.ID)
 }
 
@@ -318,7 +306,7 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 		}
 		// A pending job's workflow may not be started yet: start it, so
 		// that it ends the job as cancelled and tells the webhook.
-		if job.Status == store.StatusPending {
+		if job.Status == jobs.StatusPending {
 			if err := s.cfg.Starts.StartNow(c.Request.Context(), job.ID); err != nil {
 				// A start refused for good fails the job: it is finished.
 				if fresh, gerr := s.cfg.Store.GetJob(c.Request.Context(), job.ID); gerr == nil && fresh.Terminal() {
@@ -350,7 +338,7 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 // visibleJob loads the job named by the path, as the caller may see it:
 // another tenant's job, another service's job and a malformed id are all
 // 404, so ids leak nothing.
-func (s *Server) visibleJob(c *gin.Context, svc providers.Service) (*store.Job, error) {
+func (s *Server) visibleJob(c *gin.Context, svc providers.Service) (*jobs.Record, error) {
 	tenant, _, err := auth.EffectiveIdentity(c)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -70,7 +71,7 @@ func TestGetJob(t *testing.T) {
 	t.Run("another service's job under the wrong resource", func(t *testing.T) {
 		t.Parallel()
 		for _, owner := range resources {
-			job := b.seed(t, store.Job{Service: owner.id, Status: store.StatusCompleted, Result: `{"content":"x"}`})
+			job := b.seed(t, jobs.Record{Service: owner.id, Status: jobs.StatusCompleted, Result: `{"content":"x"}`})
 			for _, res := range resources {
 				if res.id == owner.id {
 					b.do(t, http.MethodGet, jobPath(res.id, job.ID), read, nil).requireStatus(t, http.StatusOK)
@@ -97,19 +98,19 @@ func TestJobRepresentationByStatus(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		job     store.Job
+		job     jobs.Record
 		raw     bool // store the job as given, without seed's routing
 		present []string
 		check   func(t *testing.T, attrs map[string]json.RawMessage)
 	}{
 		{
 			name:    "pending",
-			job:     store.Job{Status: store.StatusPending},
+			job:     jobs.Record{Status: jobs.StatusPending},
 			present: []string{"tenant", "user_id", "status", "routing_history", "created_at", "input"},
 		},
 		{
 			name:    "processing",
-			job:     store.Job{Status: store.StatusProcessing, Progress: 40, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, WorkerID: "worker-3"},
+			job:     jobs.Record{Status: jobs.StatusProcessing, Progress: 40, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, WorkerID: "worker-3"},
 			present: []string{"tenant", "user_id", "provider", "status", "progress", "routing", "routing_history", "created_at", "processed_at", "input"},
 			check: func(t *testing.T, attrs map[string]json.RawMessage) {
 				require.JSONEq(t, `40`, string(attrs["progress"]))
@@ -120,7 +121,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 		},
 		{
 			name:    "processing at 0 percent",
-			job:     store.Job{Status: store.StatusProcessing, Progress: 0, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed},
+			job:     jobs.Record{Status: jobs.StatusProcessing, Progress: 0, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed},
 			present: []string{"tenant", "user_id", "provider", "status", "progress", "routing", "routing_history", "created_at", "processed_at", "input"},
 			check: func(t *testing.T, attrs map[string]json.RawMessage) {
 				require.JSONEq(t, `0`, string(attrs["progress"]))
@@ -128,7 +129,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 		},
 		{
 			name:    "completed",
-			job:     store.Job{Status: store.StatusCompleted, Progress: 100, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, CompletedAt: &completed, Result: `{"content":"Hallo Welt","source_language":"en","target_language":"de","character_count":11}`},
+			job:     jobs.Record{Status: jobs.StatusCompleted, Progress: 100, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, CompletedAt: &completed, Result: `{"content":"Hallo Welt","source_language":"en","target_language":"de","character_count":11}`},
 			present: []string{"tenant", "user_id", "provider", "status", "progress", "routing", "routing_history", "created_at", "processed_at", "completed_at", "input", "result"},
 			check: func(t *testing.T, attrs map[string]json.RawMessage) {
 				require.JSONEq(t, `{"content":"Hallo Welt","source_language":"en","target_language":"de","character_count":11}`, string(attrs["result"]))
@@ -137,7 +138,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 		},
 		{
 			name:    "failed after routing",
-			job:     store.Job{Status: store.StatusFailed, Progress: 30, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, CompletedAt: &completed, ErrorCode: "AUDIO_UNREADABLE", ErrorMessage: "no audio track"},
+			job:     jobs.Record{Status: jobs.StatusFailed, Progress: 30, Routing: routing, RoutingHistory: "[" + routing + "]", ProcessedAt: &processed, CompletedAt: &completed, ErrorCode: "AUDIO_UNREADABLE", ErrorMessage: "no audio track"},
 			present: []string{"tenant", "user_id", "provider", "status", "progress", "error", "routing", "routing_history", "created_at", "processed_at", "completed_at", "input"},
 			check: func(t *testing.T, attrs map[string]json.RawMessage) {
 				require.JSONEq(t, `{"code":"AUDIO_UNREADABLE","message":"no audio track"}`, string(attrs["error"]))
@@ -145,7 +146,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 		},
 		{
 			name:    "failed before routing",
-			job:     store.Job{Status: store.StatusFailed, CompletedAt: &completed, ErrorCode: "NO_ELIGIBLE_PROVIDER", ErrorMessage: "no provider"},
+			job:     jobs.Record{Status: jobs.StatusFailed, CompletedAt: &completed, ErrorCode: "NO_ELIGIBLE_PROVIDER", ErrorMessage: "no provider"},
 			raw:     true,
 			present: []string{"tenant", "user_id", "status", "error", "routing_history", "created_at", "completed_at", "input"},
 		},
@@ -170,7 +171,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal(r.Body, &doc))
 			require.ElementsMatch(t, tc.present, keys(doc.Data.Attributes))
-			require.JSONEq(t, `"`+tc.job.Status+`"`, string(doc.Data.Attributes["status"]))
+			require.JSONEq(t, `"`+string(tc.job.Status)+`"`, string(doc.Data.Attributes["status"]))
 			for key, value := range doc.Data.Attributes {
 				require.NotEqual(t, "null", string(value), "attribute %s is null instead of omitted", key)
 			}
@@ -188,7 +189,7 @@ func TestJobRepresentationByStatus(t *testing.T) {
 
 // seedRaw stores job exactly as given, apart from the defaults of seed for
 // identity and input.
-func (b *bundle) seedRaw(t *testing.T, job store.Job) *store.Job {
+func (b *bundle) seedRaw(t *testing.T, job jobs.Record) *jobs.Record {
 	t.Helper()
 	if job.ID == "" {
 		job.ID = uuid.Must(uuid.NewV7()).String()
@@ -206,14 +207,17 @@ func TestResultNotAvailable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, res := range resources {
-		for _, tc := range []struct{ status, code string }{
-			{store.StatusPending, "RESULT_NOT_READY"},
-			{store.StatusProcessing, "RESULT_NOT_READY"},
-			{store.StatusFailed, "JOB_FAILED"},
+		for _, tc := range []struct {
+			status jobs.Status
+			code   string
+		}{
+			{jobs.StatusPending, "RESULT_NOT_READY"},
+			{jobs.StatusProcessing, "RESULT_NOT_READY"},
+			{jobs.StatusFailed, "JOB_FAILED"},
 		} {
-			t.Run(res.id+"/"+tc.status, func(t *testing.T) {
+			t.Run(res.id+"/"+string(tc.status), func(t *testing.T) {
 				t.Parallel()
-				job := b.seed(t, store.Job{Service: res.id, Status: tc.status, Progress: 50, ErrorCode: "PROVIDERS_EXHAUSTED", ErrorMessage: "all failed"})
+				job := b.seed(t, jobs.Record{Service: res.id, Status: tc.status, Progress: 50, ErrorCode: "PROVIDERS_EXHAUSTED", ErrorMessage: "all failed"})
 				r := b.do(t, http.MethodGet, jobPath(res.id, job.ID, "/result"), b.readToken(t), nil,
 					"Accept", "text/plain, text/vtt, */*")
 				requireError(t, r, http.StatusNotFound, tc.code, job.ID)
@@ -238,7 +242,7 @@ const wantVTT = "WEBVTT\n\n" +
 func TestTranscriptionResult(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	seed := func(t *testing.T, format string) *store.Job {
+	seed := func(t *testing.T, format string) *jobs.Record {
 		options := ""
 		if format != "" {
 			options = `{"format":"` + format + `"}`
@@ -247,7 +251,7 @@ func TestTranscriptionResult(t *testing.T) {
 		if resultFormat == "" {
 			resultFormat = "json"
 		}
-		return b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusCompleted, Options: options,
+		return b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusCompleted, Options: options,
 			Result: strings.Replace(transcriptResult, "%s", resultFormat, 1)})
 	}
 	cases := []struct {
@@ -291,7 +295,7 @@ func TestTranscriptionResult(t *testing.T) {
 func TestTranscriptionResultWithoutSegments(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	job := b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusCompleted,
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusCompleted,
 		Options: `{"format":"srt","timestamps":false}`,
 		Result:  `{"format":"srt","duration":75.25,"language":"de","text":"Guten Morgen.\nWie geht's?"}`})
 	r := b.do(t, http.MethodGet, jobPath("transcriptions", job.ID, "/result"), b.readToken(t), nil)
@@ -303,14 +307,14 @@ func TestTranslationResult(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const result = `{"source_language":"en","target_language":"de","content":"Hallo Welt\nZeile zwei","character_count":22}`
-	text := b.seed(t, store.Job{Service: "translations", Status: store.StatusCompleted, Result: result})
-	document := b.seed(t, store.Job{Service: "translations", Status: store.StatusCompleted,
+	text := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusCompleted, Result: result})
+	document := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusCompleted,
 		Input:  `{"type":"document","url":"https://docs.example.com/a.docx","target_language":"de"}`,
 		Result: `{"source_language":"en","target_language":"de","download_url":"https://files.example.com/a.de.docx?sig=y","character_count":5000}`})
 
 	cases := []struct {
 		name     string
-		job      *store.Job
+		job      *jobs.Record
 		accept   string
 		wantType string
 		wantBody string // empty: the stored JSON
@@ -354,7 +358,7 @@ func TestVideoAndLLMResults(t *testing.T) {
 		for _, accept := range []string{"", "application/json", "text/plain", "text/vtt"} {
 			t.Run(resource+"/Accept "+accept, func(t *testing.T) {
 				t.Parallel()
-				job := b.seed(t, store.Job{Service: resource, Status: store.StatusCompleted, Result: result})
+				job := b.seed(t, jobs.Record{Service: resource, Status: jobs.StatusCompleted, Result: result})
 				var headers []string
 				if accept != "" {
 					headers = []string{"Accept", accept}
@@ -375,8 +379,8 @@ func TestCancelJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for _, res := range resources {
-			for _, status := range []string{store.StatusCompleted, store.StatusFailed} {
-				job := b.seed(t, store.Job{Service: res.id, Status: status, Result: `{"content":"x"}`, ErrorCode: "PROVIDERS_EXHAUSTED"})
+			for _, status := range []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed} {
+				job := b.seed(t, jobs.Record{Service: res.id, Status: status, Result: `{"content":"x"}`, ErrorCode: "PROVIDERS_EXHAUSTED"})
 				r := b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil)
 				requireError(t, r, http.StatusConflict, "JOB_FINISHED", job.ID)
 				stored, err := b.store.GetJob(t.Context(), job.ID)
@@ -391,7 +395,7 @@ func TestCancelJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for _, res := range resources {
-			job := b.seed(t, store.Job{Service: res.id, Status: store.StatusProcessing, Progress: 20})
+			job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing, Progress: 20})
 			r := b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil)
 			r.requireStatus(t, http.StatusAccepted)
 			require.Contains(t, b.cancelled(), job.ID, "CancelWorkflow is called with the job id")
@@ -451,7 +455,7 @@ func TestCancelJob(t *testing.T) {
 		require.Empty(t, b.cancelled())
 		job, err := b.store.GetJob(t.Context(), id)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusPending, job.Status)
+		require.Equal(t, jobs.StatusPending, job.Status)
 		require.Len(t, b.started(), 2, "the failed start is retried from the outbox")
 	})
 
@@ -493,7 +497,7 @@ func TestCancelJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		b.setCancelErr(serviceerror.NewNotFound("workflow not found"))
-		job := b.seed(t, store.Job{Service: "llm-tasks", Status: store.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: "llm-tasks", Status: jobs.StatusProcessing})
 		r := b.do(t, http.MethodPost, jobPath("llm-tasks", job.ID, "/cancel"), b.writeToken(t), nil)
 		r.requireStatus(t, http.StatusAccepted)
 		require.Equal(t, []string{job.ID}, b.cancelled())
@@ -508,12 +512,12 @@ type interactiveStore struct {
 	created, read atomic.Bool
 }
 
-func (s *interactiveStore) CreateJob(ctx context.Context, job *store.Job, start *store.JobStart) (bool, error) {
+func (s *interactiveStore) CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error) {
 	s.created.Store(store.IsInteractive(ctx))
 	return s.JobStore.CreateJob(ctx, job, start)
 }
 
-func (s *interactiveStore) GetJob(ctx context.Context, id string) (*store.Job, error) {
+func (s *interactiveStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
 	s.read.Store(store.IsInteractive(ctx))
 	return s.JobStore.GetJob(ctx, id)
 }

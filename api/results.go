@@ -10,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
 )
 
 // Result content types.
@@ -32,10 +32,10 @@ func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
 			return
 		}
 		switch job.Status {
-		case store.StatusFailed:
+		case jobs.StatusFailed:
 			abort(c, apierror.New(http.StatusNotFound, apierror.CodeJobFailed, "job %s failed (%s): it has no result", job.ID, job.ErrorCode))
 			return
-		case store.StatusCompleted:
+		case jobs.StatusCompleted:
 		default:
 			abort(c, apierror.New(http.StatusNotFound, apierror.CodeResultNotReady, "job %s is %s; its result is not ready yet", job.ID, job.Status))
 			return
@@ -54,7 +54,7 @@ func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
 
 // resultTypes lists the media types a job's result can be served as, and
 // the one served when Accept does not choose.
-func resultTypes(service providers.ServiceID, job *store.Job) (offered []string, preferred string) {
+func resultTypes(service providers.ServiceID, job *jobs.Record) (offered []string, preferred string) {
 	switch service {
 	case providers.Transcriptions:
 		var opts providers.TranscriptionOptions

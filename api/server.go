@@ -12,16 +12,17 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
 // JobStore is what the API needs of the store.
 type JobStore interface {
-	CreateJob(ctx context.Context, job *store.Job, start *store.JobStart) (bool, error)
-	GetJob(ctx context.Context, id string) (*store.Job, error)
+	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
+	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
-	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]store.Job, int64, error)
+	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]jobs.Record, int64, error)
 }
 
 // JobStarter starts the workflows of the jobs the API accepts

@@ -11,11 +11,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/activities/netguard"
 	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -133,11 +133,11 @@ func (s *Server) deliveries() DeliveryStore {
 }
 
 // target is the webhook as the job workflow takes it; nil when none.
-func (w *webhook) target() *activities.WebhookTarget {
+func (w *webhook) target() *jobs.Webhook {
 	if w == nil {
 		return nil
 	}
-	return &activities.WebhookTarget{URL: w.URL, Headers: w.Headers}
+	return &jobs.Webhook{URL: w.URL, Headers: w.Headers}
 }
 
 // checkJobURLs refuses, when Config.CheckURLs is set, a webhook URL or

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -67,7 +67,7 @@ func TestListWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setupWebhookAPI(t, func(*api.Config) {})
 	ctx := context.Background()
-	job := b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusCompleted})
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusCompleted})
 	at := time.Date(2025, 3, 4, 5, 6, 10, 250_000_000, time.UTC)
 	for _, d := range []store.WebhookDelivery{
 		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: at, Error: "no answer within 10s", DurationMS: 10000},
@@ -104,7 +104,7 @@ func TestListWebhookDeliveries(t *testing.T) {
 	}, doc.Data[2].Attributes, "error is omitted on success")
 
 	// A job without attempts has an empty list.
-	quiet := b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusPending})
+	quiet := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusPending})
 	r = b.do(t, http.MethodGet, "/v1/transcriptions/"+quiet.ID+"/webhook-deliveries", b.readToken(t), nil)
 	r.requireStatus(t, http.StatusOK)
 	require.JSONEq(t, `{"data":[]}`, string(r.Body))
@@ -113,7 +113,7 @@ func TestListWebhookDeliveries(t *testing.T) {
 func TestListWebhookDeliveriesVisibility(t *testing.T) {
 	t.Parallel()
 	b := setupWebhookAPI(t, func(*api.Config) {})
-	job := b.seed(t, store.Job{Service: "transcriptions", Status: store.StatusProcessing})
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusProcessing})
 	path := "/v1/transcriptions/" + job.ID + "/webhook-deliveries"
 
 	requireError(t, b.do(t, http.MethodGet, path, "", nil), http.StatusUnauthorized, "UNAUTHORIZED")
@@ -168,7 +168,7 @@ func TestCreateAllowsPrivateURLsWithoutChecking(t *testing.T) {
 
 	// The job workflow gets the webhook.
 	in := b.startedFor(t, data["id"].(string)).Input
-	require.Equal(t, &activities.WebhookTarget{URL: "http://localhost:9000/hook", Headers: map[string]string{"X-Hook-Token": "s3cret"}}, in.Webhook)
+	require.Equal(t, &jobs.Webhook{URL: "http://localhost:9000/hook", Headers: map[string]string{"X-Hook-Token": "s3cret"}}, in.Webhook)
 
 	data = b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))
 	require.Nil(t, b.startedFor(t, data["id"].(string)).Input.Webhook)

@@ -105,6 +105,11 @@ const (
 	CodeAudioUnreadable     = "AUDIO_UNREADABLE" // input error, transcriptions
 	CodeInputUnreadable     = "INPUT_UNREADABLE" // input error, other services
 	CodeInvalidInput        = "INVALID_INPUT"
+	// CodeMediaUnavailable: the media host could not be reached (retryable).
+	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
+	// CodeMediaAddressForbidden: the media URL resolves to an address the
+	// gateway may not reach (input error).
+	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
 )
 
 // Error is a classified provider call failure.

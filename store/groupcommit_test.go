@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -230,8 +231,8 @@ func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
 	require.NoError(t, r.s.Migrate(t.Context()))
 	release := r.queue(planned{ctx: t.Context(), name: "first"})
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	job := &Job{ID: "0190f0e0-0000-7000-8000-000000000001", Service: "transcriptions", Tenant: "acme", UserID: "alice",
-		Status: StatusPending, Input: `{}`, Options: `{}`, CreatedAt: now}
+	job := &jobs.Record{ID: "0190f0e0-0000-7000-8000-000000000001", Service: "transcriptions", Tenant: "acme", UserID: "alice",
+		Status: jobs.StatusPending, Input: `{}`, Options: `{}`, CreatedAt: now}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		created, err := r.s.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
@@ -240,7 +241,7 @@ func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
 	})
 	r.waiting(1) // queued at the writer, not at the gate
 	saved := *job
-	saved.Status, saved.Revision = StatusProcessing, 1
+	saved.Status, saved.Revision = jobs.StatusProcessing, 1
 	wg.Go(func() { assert.NoError(t, r.s.SaveJob(t.Context(), &saved)) })
 	r.waiting(2)
 	wg.Go(func() { assert.NoError(t, r.s.DeleteJobStarts(t.Context(), []string{job.ID})) })
@@ -250,7 +251,7 @@ func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
 
 	got, err := r.s.GetJob(t.Context(), job.ID)
 	require.NoError(t, err)
-	require.Equal(t, StatusProcessing, got.Status)
+	require.Equal(t, jobs.StatusProcessing, got.Status)
 	_, err = r.s.GetJobStart(t.Context(), job.ID)
 	require.ErrorIs(t, err, ErrNotFound)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -44,13 +45,13 @@ func requireCounts(t *testing.T, db *sql.DB, want buckets, msg string) {
 		GROUP BY tenant, service, provider, status`), "jobs: %s", msg)
 }
 
-func countedJob(tenant, service string) store.Job {
-	return store.Job{
+func countedJob(tenant, service string) jobs.Record {
+	return jobs.Record{
 		ID:        uuid.Must(uuid.NewV7()).String(),
 		Service:   service,
 		Tenant:    tenant,
 		UserID:    "alice",
-		Status:    store.StatusPending,
+		Status:    jobs.StatusPending,
 		Input:     `{"type":"text","text":"hello"}`,
 		Options:   `{}`,
 		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
@@ -58,7 +59,7 @@ func countedJob(tenant, service string) store.Job {
 }
 
 // saved is job at the next state, as the workflow writes it.
-func saved(job store.Job, revision int, status, provider string) *store.Job {
+func saved(job jobs.Record, revision int, status jobs.Status, provider string) *jobs.Record {
 	job.Revision = revision
 	job.Status = status
 	job.Provider = provider
@@ -81,7 +82,7 @@ func TestJobCountsFollowWrites(t *testing.T) {
 		requireCounts(t, db, buckets{}, "empty")
 
 		a, b, c := countedJob("acme", "transcriptions"), countedJob("acme", "transcriptions"), countedJob("globex", "translations")
-		for _, job := range []store.Job{a, b, c} {
+		for _, job := range []jobs.Record{a, b, c} {
 			require.NoError(t, s.InsertJob(ctx, &job))
 		}
 		want := buckets{"acme/transcriptions//pending": 2, "globex/translations//pending": 1}
@@ -89,12 +90,12 @@ func TestJobCountsFollowWrites(t *testing.T) {
 
 		// A repeated insert (ON CONFLICT DO NOTHING) counts nothing.
 		dup := a
-		dup.Status = store.StatusCompleted
+		dup.Status = jobs.StatusCompleted
 		require.NoError(t, s.InsertJob(ctx, &dup))
 		requireCounts(t, db, want, "repeated insert")
 
 		// pending → processing: the job moves from one bucket to another.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 1, store.StatusProcessing, "alpha")))
+		require.NoError(t, s.SaveJob(ctx, saved(a, 1, jobs.StatusProcessing, "alpha")))
 		want = buckets{"acme/transcriptions//pending": 1, "acme/transcriptions/alpha/processing": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "processing")
 
@@ -106,20 +107,20 @@ func TestJobCountsFollowWrites(t *testing.T) {
 		requireCounts(t, db, want, "progress")
 
 		// Failover: same status, another provider. The emptied bucket goes.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 2, store.StatusProcessing, "beta")))
+		require.NoError(t, s.SaveJob(ctx, saved(a, 2, jobs.StatusProcessing, "beta")))
 		want = buckets{"acme/transcriptions//pending": 1, "acme/transcriptions/beta/processing": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "failover")
 
 		// A write the revision guard skips (same revision) counts nothing.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 2, store.StatusCompleted, "alpha")))
+		require.NoError(t, s.SaveJob(ctx, saved(a, 2, jobs.StatusCompleted, "alpha")))
 		got, err = s.GetJob(ctx, a.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusProcessing, got.Status)
+		require.Equal(t, jobs.StatusProcessing, got.Status)
 		require.Equal(t, "beta", got.Provider)
 		requireCounts(t, db, want, "stale write")
 
 		// A newer revision that changes no counted column counts nothing.
-		stillProcessing := saved(a, 3, store.StatusProcessing, "beta")
+		stillProcessing := saved(a, 3, jobs.StatusProcessing, "beta")
 		stillProcessing.Progress = 80
 		require.NoError(t, s.SaveJob(ctx, stillProcessing))
 		got, err = s.GetJob(ctx, a.ID)
@@ -127,15 +128,15 @@ func TestJobCountsFollowWrites(t *testing.T) {
 		require.Equal(t, 80, got.Progress)
 		requireCounts(t, db, want, "same bucket")
 
-		require.NoError(t, s.SaveJob(ctx, saved(a, 4, store.StatusCompleted, "beta")))
-		require.NoError(t, s.SaveJob(ctx, saved(b, 1, store.StatusFailed, "")))
+		require.NoError(t, s.SaveJob(ctx, saved(a, 4, jobs.StatusCompleted, "beta")))
+		require.NoError(t, s.SaveJob(ctx, saved(b, 1, jobs.StatusFailed, "")))
 		want = buckets{"acme/transcriptions/beta/completed": 1, "acme/transcriptions//failed": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "completed and failed")
 
 		// The workflow's write can come first: SaveJob inserts the record
 		// and the API's InsertJob afterwards is a no-op.
 		d := countedJob("acme", "llm-tasks")
-		require.NoError(t, s.SaveJob(ctx, saved(d, 1, store.StatusProcessing, "gamma")))
+		require.NoError(t, s.SaveJob(ctx, saved(d, 1, jobs.StatusProcessing, "gamma")))
 		require.NoError(t, s.InsertJob(ctx, &d))
 		want["acme/llm-tasks/gamma/processing"] = 1
 		requireCounts(t, db, want, "created by SaveJob")
@@ -180,14 +181,14 @@ func TestJobCountsBackfill(t *testing.T) {
 			require.NoError(t, err, stmt)
 		}
 
-		var jobs []store.Job
+		var seeded []jobs.Record
 		for i := range 12 {
 			job := countedJob([]string{"acme", "globex"}[i%2], []string{"transcriptions", "translations", "llm-tasks"}[i%3])
 			require.NoError(t, s.InsertJob(ctx, &job))
-			jobs = append(jobs, job)
+			seeded = append(seeded, job)
 		}
-		for i, job := range jobs[:5] {
-			require.NoError(t, s.SaveJob(ctx, saved(job, 1, store.StatusCompleted, []string{"alpha", "beta"}[i%2])))
+		for i, job := range seeded[:5] {
+			require.NoError(t, s.SaveJob(ctx, saved(job, 1, jobs.StatusCompleted, []string{"alpha", "beta"}[i%2])))
 		}
 		before := buckets{"globex/llm-tasks//pending": 2}
 		for _, key := range []string{
@@ -204,7 +205,7 @@ func TestJobCountsBackfill(t *testing.T) {
 		require.NoError(t, s.Migrate(ctx))
 		requireCounts(t, db, before, "backfilled")
 
-		require.NoError(t, s.SaveJob(ctx, saved(jobs[11], 1, store.StatusFailed, "")))
+		require.NoError(t, s.SaveJob(ctx, saved(seeded[11], 1, jobs.StatusFailed, "")))
 		before["globex/llm-tasks//pending"] = 1
 		before["globex/llm-tasks//failed"] = 1
 		requireCounts(t, db, before, "after the backfill")
@@ -232,7 +233,7 @@ func TestJobCountsConcurrentMoves(t *testing.T) {
 
 	x, y := countedJob("acme", "transcriptions"), countedJob("acme", "transcriptions")
 	require.NoError(t, s.InsertJob(ctx, &x))
-	require.NoError(t, s.SaveJob(ctx, saved(y, 1, store.StatusProcessing, "")))
+	require.NoError(t, s.SaveJob(ctx, saved(y, 1, jobs.StatusProcessing, "")))
 
 	// Hold the pending bucket, the first in key order, then move x out of
 	// it and y into it: both must wait for the lock, not for each other.
@@ -252,13 +253,13 @@ func TestJobCountsConcurrentMoves(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond)
 	}
 	errs := make(chan error, 2)
-	move := func(id, status string) {
+	move := func(id string, status jobs.Status) {
 		_, err := db.Exec(fmt.Sprintf("UPDATE jobs SET status = '%s' WHERE id = '%s' /* %s */", status, id, marker))
 		errs <- err
 	}
-	go move(x.ID, store.StatusProcessing)
+	go move(x.ID, jobs.StatusProcessing)
 	waiting(1)
-	go move(y.ID, store.StatusPending)
+	go move(y.ID, jobs.StatusPending)
 	waiting(2)
 	require.NoError(t, lock.Commit())
 	require.NoError(t, <-errs)
@@ -281,7 +282,7 @@ func TestJobCountsConcurrentWrites(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 
 	providers := []string{"alpha", "beta", "gamma"}
-	statuses := []string{store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
+	statuses := []jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range 8 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"gorm.io/gorm"
 )
 
@@ -13,7 +14,7 @@ type JobFilter struct {
 	UserID   string
 	Service  string
 	Provider string
-	Status   string
+	Status   jobs.Status
 }
 
 // jobListColumns are the columns a listing renders; the documents only a
@@ -31,7 +32,7 @@ const jobListOrder = "jobs.created_at DESC, jobs.id DESC"
 
 // ListJobs returns one page of the jobs that match f, newest first, without
 // input, options and result, and the exact number of matching jobs.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([]Job, int64, error) {
+func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([]jobs.Record, int64, error) {
 	if offset < 0 || limit < 1 {
 		return nil, 0, errors.New("list jobs: offset must be at least 0 and limit at least 1")
 	}
@@ -40,26 +41,26 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([
 	// filter's (…, created_at DESC, id DESC) index, so a deep offset skips
 	// index entries rather than whole rows; only the page's rows are read.
 	ids := f.where(db.Table("jobs")).Select("jobs.id").Order(jobListOrder).Limit(limit).Offset(offset)
-	var jobs []Job
+	var records []jobs.Record
 	err := db.Table("jobs").Select(jobListColumns).
 		Joins("JOIN (?) AS page ON page.id = jobs.id", ids).
-		Order(jobListOrder).Find(&jobs).Error
+		Order(jobListOrder).Find(&records).Error
 	if err != nil {
 		return nil, 0, err
 	}
 	// A page that is neither empty nor full is the last one: the total
 	// follows without counting.
-	if len(jobs) > 0 && len(jobs) < limit {
-		return jobs, int64(offset + len(jobs)), nil
+	if len(records) > 0 && len(records) < limit {
+		return records, int64(offset + len(records)), nil
 	}
-	if len(jobs) == 0 && offset == 0 {
-		return jobs, 0, nil
+	if len(records) == 0 && offset == 0 {
+		return records, 0, nil
 	}
 	total, err := s.countJobs(ctx, f)
 	if err != nil {
 		return nil, 0, err
 	}
-	return jobs, total, nil
+	return records, total, nil
 }
 
 // countJobs is the number of jobs that match f: a sum over the buckets of
@@ -85,7 +86,7 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 		{"user_id", f.UserID},
 		{"service", f.Service},
 		{"provider", f.Provider},
-		{"status", f.Status},
+		{"status", string(f.Status)},
 	} {
 		if cond.value != "" {
 			q = q.Where(table+"."+cond.column+" = ?", cond.value)

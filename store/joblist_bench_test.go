@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -50,7 +51,7 @@ func BenchmarkListJobs(b *testing.B) {
 		b.Fatalf("after the seed: job_counts says %d jobs, want %d (%v)", total, n, err)
 	}
 
-	statuses := []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
+	statuses := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed}
 	tenant := func(i int) string { return storetest.SeedTenant(i % storetest.SeedTenants) }
 	largest := storetest.SeedTenant(0)
 	cases := []listBenchCase{
@@ -83,7 +84,7 @@ func BenchmarkListJobs(b *testing.B) {
 		{"admin+service", func(i int) store.JobFilter { return store.JobFilter{Service: storetest.SeedServices[i%4]} }, 1},
 		{"admin+provider", func(i int) store.JobFilter { return store.JobFilter{Provider: storetest.SeedProviders[i%4]} }, 1},
 		{"admin+status", func(i int) store.JobFilter { return store.JobFilter{Status: statuses[i%4]} }, 1},
-		{"admin+status,page-500", func(int) store.JobFilter { return store.JobFilter{Status: store.StatusFailed} }, 500},
+		{"admin+status,page-500", func(int) store.JobFilter { return store.JobFilter{Status: jobs.StatusFailed} }, 500},
 		{"admin+provider+status", func(i int) store.JobFilter {
 			return store.JobFilter{Provider: storetest.SeedProviders[i%4], Status: statuses[2+(i/4)%2]}
 		}, 1},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -20,7 +21,7 @@ import (
 // listFixture is 60 jobs over 3 tenants, 3 users, the 4 services, 3
 // providers and the 4 statuses, every combination different; jobs 10 to 19
 // share one created_at, so their order rests on the id alone.
-func listFixture(t *testing.T, s *store.Store) []store.Job {
+func listFixture(t *testing.T, s *store.Store) []jobs.Record {
 	t.Helper()
 	ctx := context.Background()
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -28,14 +29,14 @@ func listFixture(t *testing.T, s *store.Store) []store.Job {
 	users := []string{"alice", "bob", "carol"}
 	services := []string{"transcriptions", "translations", "video-analyses", "llm-tasks"}
 	providerIDs := []string{"alpha", "beta", "gamma"}
-	statuses := []string{store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed}
-	var jobs []store.Job
+	statuses := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed}
+	var seeded []jobs.Record
 	for i := range 60 {
 		created := base.Add(time.Duration(i) * 1500 * time.Millisecond)
 		if i >= 10 && i < 20 {
 			created = base.Add(10 * time.Second)
 		}
-		job := store.Job{
+		job := jobs.Record{
 			// Random v7 ids: within the shared created_at their order is
 			// not the insertion order.
 			ID:             uuid.Must(uuid.NewV7()).String(),
@@ -62,33 +63,33 @@ func listFixture(t *testing.T, s *store.Store) []store.Job {
 			CompletedAt:    listTimePtr(created.Add(time.Minute)),
 			UpdatedAt:      created.Add(time.Minute),
 		}
-		jobs = append(jobs, job)
+		seeded = append(seeded, job)
 	}
 	// Insert in shuffled order: the listing's order must come from the
 	// query, not from the table.
 	for _, i := range []int{7, 3, 59, 0, 12, 45} {
-		require.NoError(t, s.InsertJob(ctx, &jobs[i]))
+		require.NoError(t, s.InsertJob(ctx, &seeded[i]))
 	}
-	for i := range jobs {
-		require.NoError(t, s.InsertJob(ctx, &jobs[i])) // repeats are no-ops
+	for i := range seeded {
+		require.NoError(t, s.InsertJob(ctx, &seeded[i])) // repeats are no-ops
 	}
-	return jobs
+	return seeded
 }
 
 func listTimePtr(v time.Time) *time.Time { return &v }
 
 // expectedList is the reference: the jobs matching f, newest first, ties
 // by id descending.
-func expectedList(jobs []store.Job, f store.JobFilter) []string {
-	var out []store.Job
-	for _, j := range jobs {
+func expectedList(seeded []jobs.Record, f store.JobFilter) []string {
+	var out []jobs.Record
+	for _, j := range seeded {
 		if (f.Tenant == "" || j.Tenant == f.Tenant) && (f.UserID == "" || j.UserID == f.UserID) &&
 			(f.Service == "" || j.Service == f.Service) && (f.Provider == "" || j.Provider == f.Provider) &&
 			(f.Status == "" || j.Status == f.Status) {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.Job) int {
+	slices.SortFunc(out, func(a, b jobs.Record) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
 	ids := make([]string, len(out))
@@ -98,9 +99,9 @@ func expectedList(jobs []store.Job, f store.JobFilter) []string {
 	return ids
 }
 
-func jobIDs(jobs []store.Job) []string {
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
+func jobIDs(seeded []jobs.Record) []string {
+	ids := make([]string, len(seeded))
+	for i, j := range seeded {
 		ids[i] = j.ID
 	}
 	return ids
@@ -110,7 +111,7 @@ func TestListJobsFilters(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		jobs := listFixture(t, s)
+		seeded := listFixture(t, s)
 		filters := []store.JobFilter{
 			{},
 			{Tenant: "acme"},
@@ -118,28 +119,28 @@ func TestListJobsFilters(t *testing.T) {
 			{UserID: "bob"},
 			{Service: "video-analyses"},
 			{Provider: "gamma"},
-			{Status: store.StatusFailed},
+			{Status: jobs.StatusFailed},
 			{Tenant: "acme", UserID: "carol"},
 			{Tenant: "initech", Service: "translations"},
 			{Tenant: "globex", Provider: "beta"},
-			{Tenant: "acme", Status: store.StatusPending},
-			{Tenant: "acme", Service: "transcriptions", Status: store.StatusCompleted},
-			{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: store.StatusPending},
+			{Tenant: "acme", Status: jobs.StatusPending},
+			{Tenant: "acme", Service: "transcriptions", Status: jobs.StatusCompleted},
+			{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: jobs.StatusPending},
 			{Tenant: "nobody"},
-			{Tenant: "acme", Service: "llm-tasks", Status: store.StatusFailed, Provider: "gamma", UserID: "bob"},
+			{Tenant: "acme", Service: "llm-tasks", Status: jobs.StatusFailed, Provider: "gamma", UserID: "bob"},
 		}
 		for _, f := range filters {
-			want := expectedList(jobs, f)
+			want := expectedList(seeded, f)
 			got, total, err := s.ListJobs(ctx, f, 0, 100)
 			require.NoError(t, err, "%+v", f)
 			require.Equal(t, want, jobIDs(got), "filter %+v", f)
 			require.Equal(t, int64(len(want)), total, "filter %+v", f)
 		}
 		// The fixture makes the filters meaningful: each one narrows.
-		require.Len(t, expectedList(jobs, store.JobFilter{}), 60)
-		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme"}), 20)
-		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme", Status: store.StatusPending}), 5)
-		require.Len(t, expectedList(jobs, store.JobFilter{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: store.StatusPending}), 1)
+		require.Len(t, expectedList(seeded, store.JobFilter{}), 60)
+		require.Len(t, expectedList(seeded, store.JobFilter{Tenant: "acme"}), 20)
+		require.Len(t, expectedList(seeded, store.JobFilter{Tenant: "acme", Status: jobs.StatusPending}), 5)
+		require.Len(t, expectedList(seeded, store.JobFilter{Tenant: "acme", UserID: "alice", Service: "transcriptions", Provider: "alpha", Status: jobs.StatusPending}), 1)
 	})
 }
 
@@ -147,8 +148,8 @@ func TestListJobsPagination(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		jobs := listFixture(t, s)
-		all := expectedList(jobs, store.JobFilter{})
+		seeded := listFixture(t, s)
+		all := expectedList(seeded, store.JobFilter{})
 		// Walk the whole listing in pages of 7: pages tile it exactly and
 		// every page reports the same total, full pages and the last,
 		// partial one alike.
@@ -162,7 +163,7 @@ func TestListJobsPagination(t *testing.T) {
 		}
 		require.Equal(t, all, walked)
 
-		acme := expectedList(jobs, store.JobFilter{Tenant: "acme"})
+		acme := expectedList(seeded, store.JobFilter{Tenant: "acme"})
 		for _, tc := range []struct {
 			name          string
 			offset, limit int
@@ -201,14 +202,14 @@ func TestListJobsColumns(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		jobs := listFixture(t, s)
+		seeded := listFixture(t, s)
 		page, _, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, 0, 1)
 		require.NoError(t, err)
 		require.Len(t, page, 1)
 		got := page[0]
-		idx := slices.IndexFunc(jobs, func(j store.Job) bool { return j.ID == got.ID })
+		idx := slices.IndexFunc(seeded, func(j jobs.Record) bool { return j.ID == got.ID })
 		require.GreaterOrEqual(t, idx, 0)
-		want := jobs[idx]
+		want := seeded[idx]
 		// What a listing renders is loaded …
 		require.Equal(t, want.Service, got.Service)
 		require.Equal(t, want.Tenant, got.Tenant)
@@ -243,27 +244,27 @@ func TestListJobsTotals(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		jobs := listFixture(t, s)
-		for i := range jobs {
+		seeded := listFixture(t, s)
+		for i := range seeded {
 			switch {
 			case i%7 == 0:
-				jobs[i].Status, jobs[i].Provider = store.StatusFailed, "delta"
+				seeded[i].Status, seeded[i].Provider = jobs.StatusFailed, "delta"
 			case i%11 == 0:
-				jobs[i].Status, jobs[i].Provider = store.StatusPending, ""
+				seeded[i].Status, seeded[i].Provider = jobs.StatusPending, ""
 			default:
 				continue
 			}
-			jobs[i].Revision = 4
-			require.NoError(t, s.SaveJob(ctx, &jobs[i]))
+			seeded[i].Revision = 4
+			require.NoError(t, s.SaveJob(ctx, &seeded[i]))
 		}
 		checked := 0
 		for _, tenant := range []string{"", "acme", "globex", "initech", "nobody"} {
 			for _, user := range []string{"", "bob"} {
 				for _, service := range []string{"", "transcriptions", "translations", "video-analyses", "llm-tasks"} {
 					for _, provider := range []string{"", "alpha", "gamma", "delta"} {
-						for _, status := range []string{"", store.StatusPending, store.StatusProcessing, store.StatusCompleted, store.StatusFailed} {
+						for _, status := range []jobs.Status{"", jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed} {
 							f := store.JobFilter{Tenant: tenant, UserID: user, Service: service, Provider: provider, Status: status}
-							want := expectedList(jobs, f)
+							want := expectedList(seeded, f)
 							page, total, err := s.ListJobs(ctx, f, 0, 1)
 							require.NoError(t, err, "%+v", f)
 							require.Equal(t, int64(len(want)), total, "filter %+v", f)
@@ -278,8 +279,8 @@ func TestListJobsTotals(t *testing.T) {
 		}
 		// The combinations are not all empty or single jobs.
 		require.Equal(t, 200, checked)
-		require.Len(t, expectedList(jobs, store.JobFilter{Provider: "delta"}), 9)
-		require.Len(t, expectedList(jobs, store.JobFilter{Status: store.StatusPending}), 15)
+		require.Len(t, expectedList(seeded, store.JobFilter{Provider: "delta"}), 9)
+		require.Len(t, expectedList(seeded, store.JobFilter{Status: jobs.StatusPending}), 15)
 	})
 }
 
@@ -290,7 +291,7 @@ func TestListJobsTotalSources(t *testing.T) {
 	t.Parallel()
 	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
 		ctx := context.Background()
-		jobs := listFixture(t, s)
+		seeded := listFixture(t, s)
 		// Job 0: acme, transcriptions, alpha, pending.
 		_, err := db.Exec(`UPDATE job_counts SET n = n + 1000 WHERE tenant = 'acme'
 			AND service = 'transcriptions' AND provider = 'alpha' AND status = 'pending'`)
@@ -302,10 +303,10 @@ func TestListJobsTotalSources(t *testing.T) {
 		}{
 			{store.JobFilter{}, 10, 1060},
 			{store.JobFilter{Tenant: "acme"}, 10, 1020},
-			{store.JobFilter{Tenant: "acme", Status: store.StatusPending}, 2, 1005},
-			{store.JobFilter{Status: store.StatusPending, Provider: "alpha"}, 1, 1005},
+			{store.JobFilter{Tenant: "acme", Status: jobs.StatusPending}, 2, 1005},
+			{store.JobFilter{Status: jobs.StatusPending, Provider: "alpha"}, 1, 1005},
 			{store.JobFilter{Tenant: "globex"}, 10, 20},
-			{store.JobFilter{Tenant: "acme", UserID: jobs[0].UserID}, 1, int64(len(expectedList(jobs, store.JobFilter{Tenant: "acme", UserID: jobs[0].UserID})))},
+			{store.JobFilter{Tenant: "acme", UserID: seeded[0].UserID}, 1, int64(len(expectedList(seeded, store.JobFilter{Tenant: "acme", UserID: seeded[0].UserID})))},
 			{store.JobFilter{Tenant: "acme"}, 100, 20}, // the last page
 		} {
 			_, total, err := s.ListJobs(ctx, tc.f, 0, tc.limit)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -33,7 +34,7 @@ func (JobStart) TableName() string { return "job_starts" }
 // CreateJob records a new job and its start in one transaction. It returns
 // false, and writes nothing, when a job with that id exists already (an
 // earlier request with the same Idempotency-Key recorded it).
-func (s *Store) CreateJob(ctx context.Context, job *Job, start *JobStart) (bool, error) {
+func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
 	start.JobID = job.ID
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
 	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
@@ -138,8 +139,8 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 // workflow runs) keeps its state; its start goes all the same.
 func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		err := tx.Model(&Job{}).Where("id = ? AND status = ?", jobID, StatusPending).Updates(map[string]any{
-			"status":        StatusFailed,
+		err := tx.Model(&jobs.Record{}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
+			"status":        jobs.StatusFailed,
 			"error_code":    code,
 			"error_message": message,
 			"completed_at":  at.UTC().Truncate(time.Microsecond),

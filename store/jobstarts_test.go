@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -24,7 +25,7 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 
 		got, err := s.GetJob(ctx, job.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusPending, got.Status)
+		require.Equal(t, jobs.StatusPending, got.Status)
 		start, err := s.GetJobStart(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, `{"JobID":"x"}`, start.Input)
@@ -171,7 +172,7 @@ func TestFailJobStart(t *testing.T) {
 
 		got, err := s.GetJob(ctx, pending.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusFailed, got.Status)
+		require.Equal(t, jobs.StatusFailed, got.Status)
 		require.Equal(t, "JOB_NOT_STARTED", got.ErrorCode)
 		require.Equal(t, "refused", got.ErrorMessage)
 		require.NotNil(t, got.CompletedAt)
@@ -182,23 +183,23 @@ func TestFailJobStart(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound, "the start is gone")
 		// A stale projection write (the revision the job had) is ignored.
 		stale := *pending
-		stale.Status = store.StatusPending
+		stale.Status = jobs.StatusPending
 		require.NoError(t, s.SaveJob(ctx, &stale))
 		got, err = s.GetJob(ctx, pending.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusFailed, got.Status)
+		require.Equal(t, jobs.StatusFailed, got.Status)
 
 		// A job its workflow has taken over is left alone; its start goes.
 		running := newJob()
 		_, err = s.CreateJob(ctx, running, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
 		require.NoError(t, err)
 		processing := *running
-		processing.Status, processing.Provider, processing.Revision = store.StatusProcessing, "alpha", 1
+		processing.Status, processing.Provider, processing.Revision = jobs.StatusProcessing, "alpha", 1
 		require.NoError(t, s.SaveJob(ctx, &processing))
 		require.NoError(t, s.FailJobStart(ctx, running.ID, "JOB_NOT_STARTED", "refused", at))
 		got, err = s.GetJob(ctx, running.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusProcessing, got.Status)
+		require.Equal(t, jobs.StatusProcessing, got.Status)
 		require.Empty(t, got.ErrorCode)
 		require.Nil(t, got.CompletedAt)
 		_, err = s.GetJobStart(ctx, running.ID)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkSQLiteJobWrites(b *testing.B) {
 	}
 	project := func() error {
 		job := newJob()
-		job.Status, job.Provider, job.Revision = store.StatusProcessing, "sandbox", 1
+		job.Status, job.Provider, job.Revision = jobs.StatusProcessing, "sandbox", 1
 		return s.SaveJob(ctx, job)
 	}
 	for _, c := range []struct {

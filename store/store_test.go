@@ -9,17 +9,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
-func newJob() *store.Job {
-	return &store.Job{
+func newJob() *jobs.Record {
+	return &jobs.Record{
 		ID:        uuid.Must(uuid.NewV7()).String(),
 		Service:   "transcriptions",
 		Tenant:    "acme",
 		UserID:    "alice",
-		Status:    store.StatusPending,
+		Status:    jobs.StatusPending,
 		Input:     `{"type":"audio","url":"https://example.test/a.wav"}`,
 		Options:   `{}`,
 		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
@@ -35,16 +36,16 @@ func TestJobProjection(t *testing.T) {
 
 		// A second insert of the same id (the workflow won the race) is a no-op.
 		dup := *job
-		dup.Status = store.StatusCompleted
+		dup.Status = jobs.StatusCompleted
 		require.NoError(t, s.InsertJob(ctx, &dup))
 		got, err := s.GetJob(ctx, job.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusPending, got.Status)
+		require.Equal(t, jobs.StatusPending, got.Status)
 		require.Equal(t, job.Input, got.Input)
 		require.True(t, got.CreatedAt.Equal(job.CreatedAt), "created_at %v != %v", got.CreatedAt, job.CreatedAt)
 
 		processing := *job
-		processing.Status = store.StatusProcessing
+		processing.Status = jobs.StatusProcessing
 		processing.Provider = "sandbox-fast"
 		processing.Revision = 1
 		now := time.Now().UTC()
@@ -59,7 +60,7 @@ func TestJobProjection(t *testing.T) {
 		require.Equal(t, "sandbox-fast", got.Provider)
 
 		completed := processing
-		completed.Status = store.StatusCompleted
+		completed.Status = jobs.StatusCompleted
 		completed.Progress = 100
 		completed.Result = `{"format":"json"}`
 		completed.Revision = 2
@@ -70,7 +71,7 @@ func TestJobProjection(t *testing.T) {
 		require.NoError(t, s.UpdateProgress(ctx, job.ID, 90))
 		got, err = s.GetJob(ctx, job.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusCompleted, got.Status)
+		require.Equal(t, jobs.StatusCompleted, got.Status)
 		require.Equal(t, 100, got.Progress)
 		require.Equal(t, `{"format":"json"}`, got.Result)
 		require.True(t, got.Terminal())
@@ -85,12 +86,12 @@ func TestSaveJobCreatesMissingRecord(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		job := newJob()
-		job.Status = store.StatusProcessing
+		job.Status = jobs.StatusProcessing
 		job.Revision = 1
 		require.NoError(t, s.SaveJob(ctx, job))
 		got, err := s.GetJob(ctx, job.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.StatusProcessing, got.Status)
+		require.Equal(t, jobs.StatusProcessing, got.Status)
 	})
 }
 

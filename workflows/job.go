@@ -10,34 +10,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // a is the nil receiver workflow code names activities through.
 var a *activities.Activities
-
-// JobInput is what the API submits: the validated job.
-type JobInput struct {
-	JobID       string              `json:"job_id"`
-	Service     providers.ServiceID `json:"service"`
-	Tenant      string              `json:"tenant"`
-	UserID      string              `json:"user_id"`
-	Application string              `json:"application,omitempty"`
-	// Provider is the provider the job named, if any.
-	Provider   string          `json:"provider,omitempty"`
-	PolicyID   string          `json:"policy_id,omitempty"`
-	Input      json.RawMessage `json:"input"`
-	Options    json.RawMessage `json:"options,omitempty"`
-	ClientMeta json.RawMessage `json:"client_meta,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
-	// Webhook receives the job's lifecycle events, if given.
-	Webhook *activities.WebhookTarget `json:"webhook,omitempty"`
-}
-
-// CodeCancelled is the error code of a cancelled job.
-const CodeCancelled = "CANCELLED"
 
 // Activity timeouts and retries.
 var (
@@ -77,8 +54,8 @@ var (
 
 // job is the workflow's private state.
 type job struct {
-	in     JobInput
-	snap   activities.JobSnapshot
+	in     jobs.Submission
+	snap   jobs.Snapshot
 	failed []string
 	hooks  *webhookQueue // nil without a webhook
 }
@@ -87,7 +64,7 @@ type job struct {
 // the next candidate when a provider fails), and project every state change
 // into the store. A job that fails is a completed workflow whose result has
 // status failed; only cancellation ends the workflow as cancelled.
-func JobWorkflow(ctx workflow.Context, in JobInput) (*activities.JobSnapshot, error) {
+func JobWorkflow(ctx workflow.Context, in jobs.Submission) (*jobs.Snapshot, error) {
 	j := &job{}
 	if err := j.setup(ctx, in); err != nil {
 		return nil, err
@@ -95,26 +72,12 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (*activities.JobSnapshot, er
 	return j.run(ctx)
 }
 
-func (j *job) setup(ctx workflow.Context, in JobInput) error {
+func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	if in.JobID == "" || in.Service == "" {
 		return temporal.NewNonRetryableApplicationError("job id and service are required", "InvalidWorkflowInput", nil)
 	}
 	j.in = in
-	j.snap = activities.JobSnapshot{
-		ID:             in.JobID,
-		Service:        string(in.Service),
-		Tenant:         in.Tenant,
-		UserID:         in.UserID,
-		Application:    in.Application,
-		PolicyID:       in.PolicyID,
-		Provider:       in.Provider,
-		Status:         store.StatusPending,
-		Input:          in.Input,
-		Options:        in.Options,
-		ClientMeta:     in.ClientMeta,
-		RoutingHistory: []policy.RoutingInfo{},
-		CreatedAt:      in.CreatedAt,
-	}
+	j.snap = in.Snapshot()
 	if in.Webhook != nil {
 		// Version 1 introduced webhook delivery.
 		workflow.GetVersion(ctx, webhooksChange, workflow.DefaultVersion, 1)
@@ -122,7 +85,7 @@ func (j *job) setup(ctx workflow.Context, in JobInput) error {
 		senderCtx, _ := workflow.NewDisconnectedContext(ctx)
 		workflow.Go(senderCtx, j.hooks.run)
 	}
-	return workflow.SetQueryHandler(ctx, StateQuery, func() (activities.JobSnapshot, error) {
+	return workflow.SetQueryHandler(ctx, StateQuery, func() (jobs.Snapshot, error) {
 		return j.snap, nil
 	})
 }
@@ -130,7 +93,7 @@ func (j *job) setup(ctx workflow.Context, in JobInput) error {
 // webhooksChange names the GetVersion marker of webhook delivery.
 const webhooksChange = "webhooks"
 
-func (j *job) run(ctx workflow.Context) (*activities.JobSnapshot, error) {
+func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	for attempt := 1; ; attempt++ {
 		route, err := j.decide(ctx, attempt)
 		if err != nil {
@@ -188,7 +151,7 @@ func (j *job) pinnedPolicy() *activities.PolicyPin {
 
 func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {
 	routing := route.Routing
-	j.snap.Status = store.StatusProcessing
+	j.snap.Status = jobs.StatusProcessing
 	j.snap.Provider = routing.ProviderID
 	j.snap.Progress = 0
 	j.snap.Routing = &routing
@@ -285,14 +248,14 @@ func (j *job) callActivity(ctx workflow.Context, options workflow.ActivityOption
 }
 
 // finish ends the job as completed (result) or failed (jobErr).
-func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *activities.JobError) (*activities.JobSnapshot, error) {
+func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.Error) (*jobs.Snapshot, error) {
 	now := workflow.Now(ctx).UTC()
 	j.snap.CompletedAt = &now
 	if jobErr != nil {
-		j.snap.Status = store.StatusFailed
+		j.snap.Status = jobs.StatusFailed
 		j.snap.Error = jobErr
 	} else {
-		j.snap.Status = store.StatusCompleted
+		j.snap.Status = jobs.StatusCompleted
 		j.snap.Progress = 100
 		j.snap.Result = result
 	}
@@ -301,9 +264,9 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *activ
 	}
 	if j.hooks != nil {
 		if jobErr != nil {
-			j.hooks.add("failed", j.snap, workflow.Now(ctx))
+			j.hooks.add(jobs.EventFailed, j.snap, workflow.Now(ctx))
 		} else {
-			j.hooks.add("completed", j.snap, workflow.Now(ctx))
+			j.hooks.add(jobs.EventCompleted, j.snap, workflow.Now(ctx))
 		}
 		j.hooks.closed = true
 		// The job is already completed in the projection; the workflow
@@ -316,13 +279,13 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *activ
 // stop handles an error that interrupts the workflow itself: cancellation
 // ends the job as failed with CANCELLED; anything else fails the workflow
 // task so Temporal retries it.
-func (j *job) stop(ctx workflow.Context, err error) (*activities.JobSnapshot, error) {
+func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 	if !temporal.IsCanceledError(err) && !errors.Is(ctx.Err(), workflow.ErrCanceled) {
 		return nil, err
 	}
 	ctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	if _, ferr := j.finish(ctx, nil, &activities.JobError{Code: CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
+	if _, ferr := j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
 		return nil, ferr
 	}
 	return &j.snap, temporal.NewCanceledError(fmt.Sprintf("job %s cancelled", j.in.JobID))
@@ -335,14 +298,14 @@ func (j *job) save(ctx workflow.Context) error {
 
 // inputError reports whether a provider call failed because of the job's
 // own input, and the error the job fails with.
-func inputError(err error) (*activities.JobError, bool) {
+func inputError(err error) (*jobs.Error, bool) {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeInvalidInput {
 		return nil, false
 	}
-	var jobErr activities.JobError
+	var jobErr jobs.Error
 	if appErr.HasDetails() && appErr.Details(&jobErr) == nil && jobErr.Code != "" {
 		return &jobErr, true
 	}
-	return &activities.JobError{Code: "INVALID_INPUT", Message: appErr.Message()}, true
+	return &jobs.Error{Code: jobs.CodeInvalidInput, Message: appErr.Message()}, true
 }

@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -24,7 +24,7 @@ var acts *activities.Activities
 
 type bundle struct {
 	env   *testsuite.TestWorkflowEnvironment
-	saved []activities.JobSnapshot
+	saved []jobs.Snapshot
 }
 
 func setup(t *testing.T) *bundle {
@@ -33,7 +33,7 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{env: suite.NewTestWorkflowEnvironment()}
 	b.env.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	b.env.RegisterActivity(acts)
-	b.env.OnActivity(acts.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap activities.JobSnapshot) error {
+	b.env.OnActivity(acts.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap jobs.Snapshot) error {
 		b.saved = append(b.saved, snap)
 		return nil
 	})
@@ -41,8 +41,8 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-func input() workflows.JobInput {
-	return workflows.JobInput{
+func input() jobs.Submission {
+	return jobs.Submission{
 		JobID:     "0193a9d4-7c5e-7000-8000-000000000001",
 		Service:   providers.Transcriptions,
 		Tenant:    "acme",
@@ -67,11 +67,11 @@ func attemptIs(n int) any {
 	return mock.MatchedBy(func(in activities.RouteInput) bool { return in.Attempt == n })
 }
 
-func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) activities.JobSnapshot {
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) jobs.Snapshot {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var snap activities.JobSnapshot
+	var snap jobs.Snapshot
 	require.NoError(t, env.GetWorkflowResult(&snap))
 	return snap
 }
@@ -87,7 +87,7 @@ func TestJobCompletes(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
 	require.Equal(t, 100, snap.Progress)
 	require.JSONEq(t, `{"format":"json"}`, string(snap.Result))
 	require.Equal(t, "sandbox-fast", snap.Provider)
@@ -98,10 +98,10 @@ func TestJobCompletes(t *testing.T) {
 	require.Nil(t, snap.Error)
 
 	require.Len(t, b.saved, 2, "one projection write on entering processing, one at the end")
-	require.Equal(t, store.StatusProcessing, b.saved[0].Status)
+	require.Equal(t, jobs.StatusProcessing, b.saved[0].Status)
 	require.Equal(t, 0, b.saved[0].Progress)
 	require.NotNil(t, b.saved[0].Routing)
-	require.Equal(t, store.StatusCompleted, b.saved[1].Status)
+	require.Equal(t, jobs.StatusCompleted, b.saved[1].Status)
 	require.Less(t, b.saved[0].Revision, b.saved[1].Revision, "revisions increase")
 }
 
@@ -123,7 +123,7 @@ func TestJobFailsOverToNextProvider(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
 	require.Equal(t, "sandbox-fast", snap.Provider)
 	require.Len(t, snap.RoutingHistory, 2)
 	require.Equal(t, "sandbox-flaky", snap.RoutingHistory[0].ProviderID)
@@ -138,7 +138,7 @@ func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
-		Error: &activities.JobError{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+		Error: &jobs.Error{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, rejected).Once()
@@ -146,7 +146,7 @@ func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, jobs.StatusFailed, snap.Status)
 	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
 	require.Len(t, snap.RoutingHistory, 1, "a decision without a provider is not a routing")
 	require.NotNil(t, snap.CompletedAt)
@@ -158,13 +158,13 @@ func TestUnreadableInputFailsAtOnce(t *testing.T) {
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	inputErr := temporal.NewNonRetryableApplicationError("HEAD answered 404", activities.ErrTypeInvalidInput, nil,
-		activities.JobError{Code: "AUDIO_UNREADABLE", Message: "the audio at input.url could not be read (404)"})
+		jobs.Error{Code: "AUDIO_UNREADABLE", Message: "the audio at input.url could not be read (404)"})
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, inputErr).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, jobs.StatusFailed, snap.Status)
 	require.Equal(t, "AUDIO_UNREADABLE", snap.Error.Code)
 	require.Contains(t, snap.Error.Message, "404")
 }
@@ -174,13 +174,13 @@ func TestNoEligibleProvider(t *testing.T) {
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{
 		Routing: policy.RoutingInfo{ProviderEvaluations: []policy.Evaluation{{ProviderID: "sandbox-fast", Reason: policy.EvalOptionNotSupported}}},
-		Error:   &activities.JobError{Code: policy.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
+		Error:   &jobs.Error{Code: policy.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
 	}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, jobs.StatusFailed, snap.Status)
 	require.Equal(t, policy.CodeNoEligibleProvider, snap.Error.Code)
 	require.Nil(t, snap.Routing, "a job that never left pending has no routing")
 	require.Nil(t, snap.ProcessedAt)
@@ -208,8 +208,8 @@ func requireCancelled(t *testing.T, b *bundle) {
 	var canceled *temporal.CanceledError
 	require.True(t, errors.As(b.env.GetWorkflowError(), &canceled), "the workflow ends cancelled: %v", b.env.GetWorkflowError())
 	last := b.saved[len(b.saved)-1]
-	require.Equal(t, store.StatusFailed, last.Status)
-	require.Equal(t, workflows.CodeCancelled, last.Error.Code)
+	require.Equal(t, jobs.StatusFailed, last.Status)
+	require.Equal(t, jobs.CodeCancelled, last.Error.Code)
 	require.NotNil(t, last.CompletedAt)
 }
 
@@ -221,13 +221,13 @@ func TestStateQuery(t *testing.T) {
 	b.env.RegisterDelayedCallback(func() {
 		value, err := b.env.QueryWorkflow(workflows.StateQuery)
 		require.NoError(t, err)
-		var snap activities.JobSnapshot
+		var snap jobs.Snapshot
 		require.NoError(t, value.Get(&snap))
-		require.Equal(t, store.StatusProcessing, snap.Status)
+		require.Equal(t, jobs.StatusProcessing, snap.Status)
 	}, 30*time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
-	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 }
 
 func TestCancelWhilePending(t *testing.T) {
@@ -241,8 +241,8 @@ func TestCancelWhilePending(t *testing.T) {
 
 	require.True(t, b.env.IsWorkflowCompleted())
 	last := b.saved[len(b.saved)-1]
-	require.Equal(t, store.StatusFailed, last.Status)
-	require.Equal(t, workflows.CodeCancelled, last.Error.Code)
+	require.Equal(t, jobs.StatusFailed, last.Status)
+	require.Equal(t, jobs.CodeCancelled, last.Error.Code)
 	require.Nil(t, last.Routing, "decisions.md §8: cancelled while pending, no routing")
 	require.Nil(t, last.ProcessedAt, "and no processed_at")
 	require.NotNil(t, last.CompletedAt)

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -49,7 +49,7 @@ func TestShortCallRunsAsLocalActivity(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
 	require.JSONEq(t, `{"text":"hi"}`, string(snap.Result))
 	require.Equal(t, []string{"local"}, calls.kinds)
 }
@@ -67,7 +67,7 @@ func TestLongCallRunsAsActivity(t *testing.T) {
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
-	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	require.Equal(t, []string{"activity"}, calls.kinds)
 }
 
@@ -94,7 +94,7 @@ func TestFailedShortCallIsRetriedAsActivity(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
 	require.Equal(t, "sandbox-fast", snap.Provider)
 	// Three tries per provider in all: one local, then two as an activity.
 	require.Equal(t, []string{"local", "activity", "activity", "local"}, calls.kinds)
@@ -106,7 +106,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	var calls callKinds
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
-		Error: &activities.JobError{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+		Error: &jobs.Error{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
@@ -118,7 +118,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusFailed, snap.Status)
+	require.Equal(t, jobs.StatusFailed, snap.Status)
 	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
 	require.Equal(t, []string{"local"}, calls.kinds)
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -41,9 +42,9 @@ type queuedEvent struct {
 
 // webhookQueue holds a job's undelivered events.
 type webhookQueue struct {
-	target       activities.WebhookTarget
-	prefix       string // event name prefix, e.g. "transcription"
-	progress     bool   // whether the service sends *.progress events
+	target       jobs.Webhook
+	service      providers.Service
+	progress     bool // whether the service sends *.progress events
 	pending      []queuedEvent
 	sequence     int
 	lastProgress int  // progress of the last *.progress event; -1 before any
@@ -52,20 +53,20 @@ type webhookQueue struct {
 	drained      bool // the sender has finished
 }
 
-func newWebhookQueue(target activities.WebhookTarget, service providers.ServiceID) *webhookQueue {
+func newWebhookQueue(target jobs.Webhook, service providers.ServiceID) *webhookQueue {
 	svc := providers.MustService(service)
-	return &webhookQueue{target: target, prefix: svc.EventPrefix, progress: svc.SendsProgress, lastProgress: -1}
+	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1}
 }
 
 // add queues an event carrying the job as it is at time now.
-func (q *webhookQueue) add(event string, snap activities.JobSnapshot, now time.Time) {
+func (q *webhookQueue) add(event jobs.EventKind, snap jobs.Snapshot, now time.Time) {
 	if q.stopped {
 		return
 	}
 	q.sequence++
 	q.pending = append(q.pending, queuedEvent{at: now, delivery: activities.WebhookDelivery{
 		Target:    q.target,
-		Event:     q.prefix + "." + event,
+		Event:     jobs.EventName(q.service, event),
 		MessageID: fmt.Sprintf("%s-%d", snap.ID, q.sequence),
 		Job:       snap,
 	}})
@@ -73,12 +74,12 @@ func (q *webhookQueue) add(event string, snap activities.JobSnapshot, now time.T
 
 // addProgress queues a *.progress event when the service sends them and
 // progress advanced enough since the last one (or this is the first).
-func (q *webhookQueue) addProgress(snap activities.JobSnapshot, now time.Time) {
+func (q *webhookQueue) addProgress(snap jobs.Snapshot, now time.Time) {
 	if !q.progress || (q.lastProgress >= 0 && snap.Progress < q.lastProgress+progressStep) {
 		return
 	}
 	q.lastProgress = snap.Progress
-	q.add("progress", snap, now)
+	q.add(jobs.EventProgress, snap, now)
 }
 
 // run delivers events until the queue is closed and empty. ctx must be

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -48,10 +48,10 @@ func (r *receiver) events() []string {
 	return out
 }
 
-func withWebhook(service providers.ServiceID) workflows.JobInput {
+func withWebhook(service providers.ServiceID) jobs.Submission {
 	in := input()
 	in.Service = service
-	in.Webhook = &activities.WebhookTarget{URL: "https://hooks.test/jobs", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
+	in.Webhook = &jobs.Webhook{URL: "https://hooks.test/jobs", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
 	return in
 }
 
@@ -76,7 +76,7 @@ func TestWebhookEventsInOrder(t *testing.T) {
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
 
 	snap := result(t, b.env)
-	require.Equal(t, store.StatusCompleted, snap.Status)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
 	require.Equal(t, []string{
 		"transcription.progress", "transcription.progress", "transcription.progress", "transcription.completed",
 	}, r.events(), "progress at 0, 10 and 40 (steps of 10 or more), then completed")
@@ -139,7 +139,7 @@ func TestGoneStopsDelivery(t *testing.T) {
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
 
-	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	require.Len(t, r.attempts, 1, "nothing is sent after 410 Gone")
 	require.Empty(t, r.delivered)
 }
@@ -159,9 +159,9 @@ func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
 
-	require.Equal(t, store.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	completed := b.saved[len(b.saved)-1]
-	require.Equal(t, store.StatusCompleted, completed.Status)
+	require.Equal(t, jobs.StatusCompleted, completed.Status)
 	require.WithinDuration(t, start, *completed.CompletedAt, time.Minute, "the projection says completed as soon as the provider finished")
 	elapsed := b.env.Now().Sub(start)
 	require.GreaterOrEqual(t, elapsed, 24*time.Hour-2*time.Hour, "the workflow kept retrying for about a day")
@@ -185,7 +185,7 @@ func TestCancelledJobReportsFailure(t *testing.T) {
 
 	require.True(t, b.env.IsWorkflowCompleted())
 	require.Equal(t, []string{"transcription.progress", "transcription.failed"}, r.events())
-	require.Equal(t, workflows.CodeCancelled, r.delivered[1].Job.Error.Code)
+	require.Equal(t, jobs.CodeCancelled, r.delivered[1].Job.Error.Code)
 }
 
 func TestWebhookBackoffHasJitter(t *testing.T) {

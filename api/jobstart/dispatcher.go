@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
@@ -305,7 +306,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 // backoff, and one that can never succeed fails its job (ErrNotStarted).
 // The caller clears a start made.
 func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
-	var in workflows.JobInput
+	var in jobs.Submission
 	var refused string // why the start can never succeed
 	err := json.Unmarshal([]byte(start.Input), &in)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/ai-job-gateway/gateway/api/jobstart"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/ai-job-gateway/gateway/workflows"
@@ -33,7 +34,7 @@ type bundle struct {
 
 	mu      sync.Mutex
 	starts  []client.StartWorkflowOptions
-	inputs  []workflows.JobInput
+	inputs  []jobs.Submission
 	results []error       // returned by the next starts, in order; then nil
 	gate    chan struct{} // when set, each start waits for a value
 }
@@ -106,7 +107,7 @@ func (b *bundle) executeWorkflow(ctx context.Context, opts client.StartWorkflowO
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.starts = append(b.starts, opts)
-	b.inputs = append(b.inputs, args[0].(workflows.JobInput))
+	b.inputs = append(b.inputs, args[0].(jobs.Submission))
 	if len(b.results) > 0 {
 		err := b.results[0]
 		b.results = b.results[1:]
@@ -134,10 +135,10 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 	t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
 	now := time.Now().UTC()
-	input, err := json.Marshal(workflows.JobInput{JobID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice",
+	input, err := json.Marshal(jobs.Submission{JobID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice",
 		Input: json.RawMessage(`{"type":"text","content":"hi"}`), CreatedAt: now})
 	require.NoError(t, err)
-	job := &store.Job{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: store.StatusPending,
+	job := &jobs.Record{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusPending,
 		Input: `{"type":"text","content":"hi"}`, Options: "{}", CreatedAt: now}
 	start := store.JobStart{Input: string(input), Priority: priority, NextAttemptAt: due}
 	created, err := b.store.CreateJob(t.Context(), job, &start)
@@ -222,7 +223,7 @@ func TestFailedStartIsRetried(t *testing.T) {
 	}
 	job, err := b.store.GetJob(t.Context(), start.JobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusPending, job.Status, "its workflow runs it")
+	require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
 }
 
 // requireNotStarted checks a job ended failed at its start: JOB_NOT_STARTED
@@ -231,7 +232,7 @@ func (b *bundle) requireNotStarted(t *testing.T, jobID, why string) {
 	t.Helper()
 	job, err := b.store.GetJob(t.Context(), jobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusFailed, job.Status)
+	require.Equal(t, jobs.StatusFailed, job.Status)
 	require.Equal(t, jobstart.CodeNotStarted, job.ErrorCode)
 	require.Contains(t, job.ErrorMessage, why)
 	require.NotNil(t, job.CompletedAt)
@@ -257,7 +258,7 @@ func TestUnreadableStartFailsTheJob(t *testing.T) {
 	b := setup(t, false)
 	b.run(t)
 	id := uuid.Must(uuid.NewV7()).String()
-	job := &store.Job{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: store.StatusPending,
+	job := &jobs.Record{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusPending,
 		Input: `{}`, Options: "{}", CreatedAt: time.Now().UTC()}
 	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: `{"job_id":`, NextAttemptAt: time.Now()})
 	require.NoError(t, err)
@@ -296,7 +297,7 @@ func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
 	require.Equal(t, 1, got.Attempts)
 	job, err := b.store.GetJob(t.Context(), start.JobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusPending, job.Status)
+	require.Equal(t, jobs.StatusPending, job.Status)
 }
 
 func TestStartOfAFinishedWorkflowCountsAsMade(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -30,27 +31,27 @@ func TestSeedJobs(t *testing.T) {
 	indexCount := `SELECT count(*) FROM pg_index WHERE indrelid = 'jobs'::regclass`
 	require.NoError(t, db.QueryRow(indexCount).Scan(&indexes))
 
-	first := &store.Job{ID: "00000000-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "tenant-000",
-		UserID: "u", Status: store.StatusPending, Input: "{}", Options: "{}", CreatedAt: time.Now().UTC()}
+	first := &jobs.Record{ID: "00000000-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "tenant-000",
+		UserID: "u", Status: jobs.StatusPending, Input: "{}", Options: "{}", CreatedAt: time.Now().UTC()}
 	require.NoError(t, s.InsertJob(ctx, first))
 	require.NoError(t, storetest.SeedJobs(ctx, url, 5000))
 	later := *first
 	later.ID = "00000000-0000-7000-8000-000000000002"
 	require.NoError(t, s.InsertJob(ctx, &later))
 
-	var jobs, counted, buckets, mismatched, after int64
-	require.NoError(t, db.QueryRow("SELECT count(*) FROM jobs").Scan(&jobs))
+	var rows, counted, buckets, mismatched, after int64
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM jobs").Scan(&rows))
 	require.NoError(t, db.QueryRow("SELECT sum(n), count(*) FROM job_counts").Scan(&counted, &buckets))
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM job_counts c FULL JOIN (
 		SELECT tenant, service, provider, status, count(*) AS n FROM jobs GROUP BY tenant, service, provider, status) j
 		USING (tenant, service, provider, status) WHERE c.n IS DISTINCT FROM j.n`).Scan(&mismatched))
-	require.Equal(t, int64(5002), jobs)
+	require.Equal(t, int64(5002), rows)
 	require.Equal(t, int64(5002), counted)
 	require.Greater(t, buckets, int64(500))
 	require.Zero(t, mismatched)
 	require.NoError(t, db.QueryRow(indexCount).Scan(&after))
 	require.Equal(t, int64(indexes), after)
-	_, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "tenant-000", Service: "llm-tasks", Status: store.StatusPending}, 0, 1)
+	_, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "tenant-000", Service: "llm-tasks", Status: jobs.StatusPending}, 0, 1)
 	require.NoError(t, err)
 	var want int64
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM jobs WHERE tenant = 'tenant-000' AND service = 'llm-tasks'

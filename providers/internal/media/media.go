@@ -12,9 +12,6 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
-// CodeMediaUnavailable marks a retryable failure to reach the media host.
-const CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
-
 // UnreadableCode is the input error code for media of a service that cannot
 // be read.
 func UnreadableCode(s providers.ServiceID) string {
@@ -46,13 +43,10 @@ func StatusError(s providers.ServiceID, u *url.URL, status int) error {
 		e.StatusCode = status
 		return e
 	}
-	e := providers.Retryable(CodeMediaUnavailable, msg, nil)
+	e := providers.Retryable(providers.CodeMediaUnavailable, msg, nil)
 	e.StatusCode = status
 	return e
 }
-
-// CodeForbiddenAddress fails a job whose media is on an internal address.
-const CodeForbiddenAddress = "MEDIA_ADDRESS_FORBIDDEN"
 
 // TransportError classifies a request that got no answer: ctx.Err() when
 // ctx ended, an input error when the address is refused, a retryable error
@@ -63,9 +57,9 @@ func TransportError(ctx context.Context, u *url.URL, err error) error {
 	}
 	if errors.Is(err, netguard.ErrForbiddenAddress) {
 		// Refused by policy, not by the network: retrying cannot help.
-		return providers.InputError(CodeForbiddenAddress, fmt.Sprintf("media host %s resolves to an address the gateway may not reach", u.Host), err)
+		return providers.InputError(providers.CodeMediaAddressForbidden, fmt.Sprintf("media host %s resolves to an address the gateway may not reach", u.Host), err)
 	}
-	return providers.Retryable(CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
+	return providers.Retryable(providers.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
 }
 
 // Head asks the media host about input.url and returns its Content-Length,

@@ -24,7 +24,7 @@ func TestRefusedAddressIsAnInputError(t *testing.T) {
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr), "%v", err)
 	require.Equal(t, providers.KindInput, perr.Kind, "an address the gateway may not reach fails the job, no retries")
-	require.Equal(t, media.CodeForbiddenAddress, perr.Code)
+	require.Equal(t, providers.CodeMediaAddressForbidden, perr.Code)
 
 	size, err := media.Head(context.Background(), netguard.NewMediaClient(true, 5*time.Second), providers.Transcriptions, srv.URL+"/a.wav")
 	require.NoError(t, err, "allowed with --allow-private-networks")

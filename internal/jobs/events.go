@@ -1,0 +1,69 @@
+package jobs
+
+import (
+	"encoding/json"
+
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// EventKind is the part of a lifecycle event's name after the service's
+// prefix (docs/webhooks.md, Events).
+type EventKind string
+
+// The lifecycle events.
+const (
+	// EventProgress: the job is processing; progress moved (not sent by
+	// services whose SendsProgress is false).
+	EventProgress EventKind = "progress"
+	// EventCompleted: the job completed; the result is in the payload.
+	EventCompleted EventKind = "completed"
+	// EventFailed: the job failed; the error is in the payload.
+	EventFailed EventKind = "failed"
+)
+
+// EventName is the full name of an event of a service's job, such as
+// "transcription.completed".
+func EventName(service providers.Service, kind EventKind) string {
+	return service.EventPrefix + "." + string(kind)
+}
+
+// Attributes renders the snapshot's attributes in the full form.
+func (s Snapshot) Attributes() (Attributes, error) {
+	routing, history, err := s.routingJSON()
+	if err != nil {
+		return Attributes{}, err
+	}
+	return attributesOf(view{
+		tenant: s.Tenant, userID: s.UserID, provider: s.Provider, policyID: s.PolicyID,
+		status: s.Status, progress: s.Progress, failure: s.Error,
+		routing: routing, history: history,
+		input: s.Input, options: s.Options, result: s.Result,
+		createdAt: s.CreatedAt, processedAt: s.ProcessedAt, completedAt: s.CompletedAt,
+	}, Full), nil
+}
+
+// webhookPayload is the body of a webhook request (docs/webhooks.md).
+type webhookPayload struct {
+	Event string   `json:"event"`
+	Data  Document `json:"data"`
+}
+
+// WebhookBody is the JSON body of an event: the job as the API renders a
+// single job, without meta.system (and, as everywhere, without
+// attributes.webhook).
+func WebhookBody(event string, s Snapshot) ([]byte, error) {
+	attrs, err := s.Attributes()
+	if err != nil {
+		return nil, err
+	}
+	var client json.RawMessage
+	if len(s.ClientMeta) > 0 {
+		client = s.ClientMeta
+	}
+	return json.Marshal(webhookPayload{Event: event, Data: Document{
+		ID:         s.ID,
+		Type:       TypeOf(s.Service),
+		Attributes: attrs,
+		Meta:       Meta{Client: client},
+	}})
+}

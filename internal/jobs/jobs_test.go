@@ -1,0 +1,140 @@
+package jobs_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+func TestStatusTransitions(t *testing.T) {
+	t.Parallel()
+	legal := map[[2]jobs.Status]bool{
+		{jobs.StatusPending, jobs.StatusProcessing}:    true,
+		{jobs.StatusPending, jobs.StatusFailed}:        true,
+		{jobs.StatusProcessing, jobs.StatusProcessing}: true,
+		{jobs.StatusProcessing, jobs.StatusCompleted}:  true,
+		{jobs.StatusProcessing, jobs.StatusFailed}:     true,
+	}
+	for _, from := range jobs.Statuses() {
+		require.True(t, from.Valid())
+		require.Equal(t, from == jobs.StatusCompleted || from == jobs.StatusFailed, from.Terminal(), "%s terminal", from)
+		for _, to := range jobs.Statuses() {
+			require.Equal(t, legal[[2]jobs.Status{from, to}], from.CanMoveTo(to), "%s -> %s", from, to)
+		}
+	}
+	require.False(t, jobs.Status("done").Valid())
+	require.False(t, jobs.Status("").Valid())
+}
+
+// submitted is a job as the API accepts it.
+func submitted() jobs.Submission {
+	return jobs.Submission{
+		JobID:      "0193a5e0-0000-7000-8000-000000000001",
+		Service:    "translations",
+		Tenant:     "acme",
+		UserID:     "alice",
+		Input:      json.RawMessage(`{"type":"text","content":"hello","target_language":"de"}`),
+		Options:    json.RawMessage(`{"priority":"high"}`),
+		ClientMeta: json.RawMessage(`{"order":"A-17"}`),
+		CreatedAt:  time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC),
+		Webhook:    &jobs.Webhook{URL: "https://example.com/hook", Headers: map[string]string{"Authorization": "secret"}},
+	}
+}
+
+// keys lists an object's members.
+func keys(t *testing.T, doc []byte) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(doc, &m))
+	return m
+}
+
+func TestAttributesOmitWhatDoesNotApplyYet(t *testing.T) {
+	t.Parallel()
+	rec := submitted().Record()
+	b, err := json.Marshal(rec.Attributes(jobs.Full))
+	require.NoError(t, err)
+	attrs := keys(t, b)
+	for _, absent := range []string{"routing", "processed_at", "progress", "result", "error", "completed_at", "provider", "webhook"} {
+		require.NotContains(t, attrs, absent)
+	}
+	require.JSONEq(t, `[]`, string(attrs["routing_history"]))
+	require.JSONEq(t, `"pending"`, string(attrs["status"]))
+	require.JSONEq(t, string(submitted().Input), string(attrs["input"]))
+
+	b, err = json.Marshal(rec.Attributes(jobs.Listing))
+	require.NoError(t, err)
+	listed := keys(t, b)
+	for _, absent := range []string{"input", "options", "result"} {
+		require.NotContains(t, listed, absent)
+	}
+}
+
+func TestFailedRecordShowsItsErrorAndNoResult(t *testing.T) {
+	t.Parallel()
+	rec := submitted().Record()
+	done := time.Date(2026, 11, 24, 10, 1, 0, 0, time.UTC)
+	rec.Status, rec.ErrorCode, rec.ErrorMessage, rec.CompletedAt = jobs.StatusFailed, jobs.CodeCancelled, "the job was cancelled", &done
+	rec.Result = `{"content":"stale"}`
+	b, err := json.Marshal(rec.Attributes(jobs.Full))
+	require.NoError(t, err)
+	attrs := keys(t, b)
+	require.JSONEq(t, `{"code":"CANCELLED","message":"the job was cancelled"}`, string(attrs["error"]))
+	require.NotContains(t, attrs, "result")
+	require.NotContains(t, attrs, "processed_at")
+	require.Contains(t, attrs, "completed_at")
+	require.Equal(t, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}, rec.Failure())
+}
+
+// TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta: a receiver sees the
+// job as a GET shows it, without meta.system and never the webhook.
+func TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta(t *testing.T) {
+	t.Parallel()
+	snap := submitted().Snapshot()
+	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
+	completed := processed.Add(time.Second)
+	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	snap.Status, snap.Provider, snap.Progress = jobs.StatusCompleted, "sandbox-fast", 100
+	snap.Routing, snap.RoutingHistory = &routing, []policy.RoutingInfo{routing}
+	snap.ProcessedAt, snap.CompletedAt = &processed, &completed
+	snap.Result = json.RawMessage(`{"content":"hallo","character_count":5}`)
+	snap.WorkerID = "worker-1"
+
+	body, err := jobs.WebhookBody("translation.completed", snap)
+	require.NoError(t, err)
+	var got struct {
+		Event string          `json:"event"`
+		Data  json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Equal(t, "translation.completed", got.Event)
+
+	rec, err := snap.Record()
+	require.NoError(t, err)
+	want, err := json.Marshal(rec.Document(jobs.Full, nil))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got.Data))
+
+	data := keys(t, got.Data)
+	require.JSONEq(t, `"translation-job"`, string(data["type"]))
+	require.JSONEq(t, `{"client":{"order":"A-17"}}`, string(data["meta"]))
+	require.NotContains(t, string(body), "secret")
+	require.NotContains(t, string(body), "worker-1")
+
+	withSystem, err := json.Marshal(rec.Document(jobs.Full, &jobs.SystemMeta{Region: "eu", WorkerID: rec.WorkerID}))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"client":{"order":"A-17"},"system":{"region":"eu","worker_id":"worker-1"}}`, string(keys(t, withSystem)["meta"]))
+}
+
+func TestEventName(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "transcription.progress", jobs.EventName(providers.MustService(providers.Transcriptions), jobs.EventProgress))
+	require.Equal(t, "video-analysis.failed", jobs.EventName(providers.MustService(providers.VideoAnalyses), jobs.EventFailed))
+	require.Equal(t, "llm-task.completed", jobs.EventName(providers.MustService(providers.LLMTasks), jobs.EventCompleted))
+}

@@ -1,0 +1,49 @@
+package jobs
+
+import "time"
+
+// Record is the queryable projection of one job, as the store persists it
+// (table jobs). JSON documents (input, options, routing, result, client
+// meta) are kept as text.
+type Record struct {
+	ID             string `gorm:"primaryKey"`
+	Service        string
+	Tenant         string
+	UserID         string
+	Provider       string
+	Status         Status
+	Progress       int
+	PolicyID       string
+	Application    string
+	Input          string
+	Options        string
+	Routing        string
+	RoutingHistory string
+	Result         string
+	ErrorCode      string
+	ErrorMessage   string
+	ClientMeta     string
+	WorkerID       string
+	// Revision orders projection writes: a write only lands when its
+	// revision is higher than the stored one, so a retried or late write
+	// never rolls a job back.
+	Revision    int
+	CreatedAt   time.Time
+	ProcessedAt *time.Time
+	CompletedAt *time.Time
+	UpdatedAt   time.Time
+}
+
+// TableName is the table records live in.
+func (Record) TableName() string { return "jobs" }
+
+// Terminal reports whether the job reached completed or failed.
+func (r *Record) Terminal() bool { return r.Status.Terminal() }
+
+// Failure is the failed job's error, or nil.
+func (r *Record) Failure() *Error {
+	if r.Status != StatusFailed {
+		return nil
+	}
+	return &Error{Code: r.ErrorCode, Message: r.ErrorMessage}
+}

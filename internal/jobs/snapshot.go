@@ -1,0 +1,86 @@
+package jobs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/policy"
+)
+
+// Snapshot is the state of a job as its workflow knows it. The workflow
+// projects it into the store (as a Record) at every transition, and its
+// JSON shape is part of recorded histories.
+type Snapshot struct {
+	ID             string               `json:"id"`
+	Service        string               `json:"service"`
+	Tenant         string               `json:"tenant"`
+	UserID         string               `json:"user_id"`
+	Application    string               `json:"application,omitempty"`
+	PolicyID       string               `json:"policy_id,omitempty"`
+	Provider       string               `json:"provider,omitempty"`
+	Status         Status               `json:"status"`
+	Progress       int                  `json:"progress"`
+	Input          json.RawMessage      `json:"input"`
+	Options        json.RawMessage      `json:"options,omitempty"`
+	ClientMeta     json.RawMessage      `json:"client_meta,omitempty"`
+	Routing        *policy.RoutingInfo  `json:"routing,omitempty"`
+	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
+	Result         json.RawMessage      `json:"result,omitempty"`
+	Error          *Error               `json:"error,omitempty"`
+	WorkerID       string               `json:"worker_id,omitempty"`
+	CreatedAt      time.Time            `json:"created_at"`
+	ProcessedAt    *time.Time           `json:"processed_at,omitempty"`
+	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
+	// Revision increases with every projection write of the job.
+	Revision int `json:"revision"`
+}
+
+// Record is the snapshot as the store persists it.
+func (s Snapshot) Record() (*Record, error) {
+	routing, history, err := s.routingJSON()
+	if err != nil {
+		return nil, err
+	}
+	row := &Record{
+		ID:             s.ID,
+		Service:        s.Service,
+		Tenant:         s.Tenant,
+		UserID:         s.UserID,
+		Application:    s.Application,
+		PolicyID:       s.PolicyID,
+		Provider:       s.Provider,
+		Status:         s.Status,
+		Progress:       s.Progress,
+		Input:          string(s.Input),
+		Options:        string(s.Options),
+		ClientMeta:     string(s.ClientMeta),
+		Routing:        string(routing),
+		RoutingHistory: string(history),
+		Result:         string(s.Result),
+		WorkerID:       s.WorkerID,
+		Revision:       s.Revision,
+		CreatedAt:      s.CreatedAt.UTC(),
+		ProcessedAt:    s.ProcessedAt,
+		CompletedAt:    s.CompletedAt,
+	}
+	if s.Error != nil {
+		row.ErrorCode, row.ErrorMessage = s.Error.Code, s.Error.Message
+	}
+	return row, nil
+}
+
+// routingJSON encodes the routing (nil when there is none) and the routing
+// history (an array, empty when there is none).
+func (s Snapshot) routingJSON() (routing, history json.RawMessage, err error) {
+	if s.Routing != nil {
+		if routing, err = json.Marshal(s.Routing); err != nil {
+			return nil, nil, err
+		}
+	}
+	h := s.RoutingHistory
+	if h == nil {
+		h = []policy.RoutingInfo{}
+	}
+	history, err = json.Marshal(h)
+	return routing, history, err
+}

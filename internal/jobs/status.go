@@ -1,0 +1,50 @@
+// Package jobs is the job model the API, the workflow, its activities and
+// the store share: statuses and their transitions, the error of a failed
+// job and every job error code, the workflow's snapshot of a job, the
+// record the store persists, the document clients and webhook receivers
+// see, and the names of lifecycle events. It imports only the standard
+// library and the pure packages policy/ and providers/.
+package jobs
+
+// Status is a job's lifecycle status (docs/api.md, Jobs).
+type Status string
+
+// The job statuses.
+const (
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusCompleted  Status = "completed"
+	StatusFailed     Status = "failed"
+)
+
+// Statuses lists every status in lifecycle order.
+func Statuses() []Status {
+	return []Status{StatusPending, StatusProcessing, StatusCompleted, StatusFailed}
+}
+
+// Valid reports whether s is one of the job statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusProcessing, StatusCompleted, StatusFailed:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether a job in status s is over: completed or failed.
+func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFailed }
+
+// CanMoveTo reports whether a job may go from s to next in normal
+// processing. A pending job is picked up (processing) or fails before any
+// provider was chosen (no eligible provider, cancelled); a processing job
+// stays processing across failovers and ends completed or failed. Nothing
+// leaves a terminal status.
+func (s Status) CanMoveTo(next Status) bool {
+	switch s {
+	case StatusPending:
+		return next == StatusProcessing || next == StatusFailed
+	case StatusProcessing:
+		return next == StatusProcessing || next == StatusCompleted || next == StatusFailed
+	}
+	return false
+}

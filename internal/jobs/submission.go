@@ -1,0 +1,74 @@
+package jobs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// Submission is an accepted job as the API hands it to its workflow: the
+// validated request and who made it. It is the job workflow's input, so
+// its JSON shape is part of every recorded history.
+type Submission struct {
+	JobID       string              `json:"job_id"`
+	Service     providers.ServiceID `json:"service"`
+	Tenant      string              `json:"tenant"`
+	UserID      string              `json:"user_id"`
+	Application string              `json:"application,omitempty"`
+	// Provider is the provider the job named, if any.
+	Provider   string          `json:"provider,omitempty"`
+	PolicyID   string          `json:"policy_id,omitempty"`
+	Input      json.RawMessage `json:"input"`
+	Options    json.RawMessage `json:"options,omitempty"`
+	ClientMeta json.RawMessage `json:"client_meta,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	// Webhook receives the job's lifecycle events, if given.
+	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// Webhook is a job's attributes.webhook: where its events go. It is never
+// shown back, in responses or in events: its headers carry the client's
+// secrets.
+type Webhook struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Snapshot is the submitted job before anything happened to it.
+func (s Submission) Snapshot() Snapshot {
+	return Snapshot{
+		ID:             s.JobID,
+		Service:        string(s.Service),
+		Tenant:         s.Tenant,
+		UserID:         s.UserID,
+		Application:    s.Application,
+		PolicyID:       s.PolicyID,
+		Provider:       s.Provider,
+		Status:         StatusPending,
+		Input:          s.Input,
+		Options:        s.Options,
+		ClientMeta:     s.ClientMeta,
+		RoutingHistory: []policy.RoutingInfo{},
+		CreatedAt:      s.CreatedAt,
+	}
+}
+
+// Record is the submitted job as the store first records it: pending.
+func (s Submission) Record() *Record {
+	return &Record{
+		ID:          s.JobID,
+		Service:     string(s.Service),
+		Tenant:      s.Tenant,
+		UserID:      s.UserID,
+		Provider:    s.Provider,
+		Status:      StatusPending,
+		PolicyID:    s.PolicyID,
+		Application: s.Application,
+		Input:       string(s.Input),
+		Options:     string(s.Options),
+		ClientMeta:  string(s.ClientMeta),
+		CreatedAt:   s.CreatedAt,
+	}
+}
