@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
 )
 
 // object decodes a JSON object into its members, so each can be checked
@@ -44,81 +43,11 @@ func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...str
 // decodeStrict decodes a JSON object into v, rejecting unknown fields and
 // values of the wrong type with the offending field's pointer.
 func decodeStrict(raw json.RawMessage, pointer string, v any) *apierror.Error {
-	if isAbsent(raw) {
-		return nil
-	}
-	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-		return apierror.Validation(pointerOrRoot(pointer), "must be an object")
-	}
-	if err := exactNames(raw, pointer, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := pointer
-		if typeErr.Field != "" {
-			field += "/" + strings.ReplaceAll(typeErr.Field, ".", "/")
-		}
-		return apierror.Validation(pointerOrRoot(field), "must be %s", describeType(typeErr.Type))
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return apierror.Validation(pointer+"/"+escapePointer(strings.Trim(name, `"`)), "is not a known field")
-	}
-	return apierror.Validation(pointerOrRoot(pointer), "is not valid: %v", err)
-}
-
-// exactNames rejects members whose names match a field of struct v only
-// case-insensitively, which encoding/json would accept ("URL" for "url").
-func exactNames(raw json.RawMessage, pointer string, v any) *apierror.Error {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var members map[string]json.RawMessage
-	if t.Kind() != reflect.Struct || json.Unmarshal(raw, &members) != nil {
-		return nil
-	}
-	known := map[string]bool{}
-	for f := range t.Fields() {
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-			known[name] = true
-		}
-	}
-	for key := range members {
-		if !known[key] {
-			return apierror.Validation(pointer+"/"+escapePointer(key), "is not a known field")
-		}
+	var err *strictjson.Error
+	if errors.As(strictjson.Decode(raw, pointer, v), &err) {
+		return apierror.Validation(err.Pointer, "%s", err.Message)
 	}
 	return nil
-}
-
-// describeType names a Go type the way a JSON client thinks of it.
-func describeType(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return fmt.Sprintf("of type %s", t)
 }
 
 // stringMember decodes an optional string member; null counts as absent.
