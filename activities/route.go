@@ -77,7 +77,7 @@ var lastPrune atomic.Int64
 func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
 	now := time.Now().UTC()
 	out := RouteOutput{WorkerID: a.WorkerID}
-	needs, err := policy.RequirementsOf(in.Service, in.Input, in.Options)
+	needs, err := requirements(in)
 	if err != nil {
 		return out, fmt.Errorf("job %s: read requirements: %w", in.JobID, err)
 	}
@@ -119,6 +119,20 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		}
 		limited[routing.ProviderID] = true
 	}
+}
+
+// requirements reads what the job asks of a provider from its recorded
+// input and options.
+func requirements(in RouteInput) (policy.Requirements, error) {
+	spec, ok := jobs.SpecOf(in.Service)
+	if !ok {
+		return policy.Requirements{}, fmt.Errorf("unknown service %q", in.Service)
+	}
+	job, err := spec.Load(in.Input, in.Options)
+	if err != nil {
+		return policy.Requirements{}, err
+	}
+	return job.Requirements(), nil
 }
 
 // gatherRouting fills in the parts of the request that come from the

@@ -283,6 +283,29 @@ func TestCreatePriorityMapsToTaskPriority(t *testing.T) {
 	}
 }
 
+func TestCreatePriorityIsTheDecodedOption(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// JSON escapes spell the same priority: the task priority follows the
+	// decoded option, not its spelling in the request.
+	for spelled, key := range map[string]int{
+		`"priority":"hig\u0068"`: 1,
+		`"\u0070riority":"low"`:  5,
+		`"priority" : "high"`:    1,
+		`"priority":"standard"`:  3,
+	} {
+		t.Run(spelled, func(t *testing.T) {
+			t.Parallel()
+			raw, err := json.Marshal(body(t, "transcriptions", set("/data/attributes/options/priority", "@P@")))
+			require.NoError(t, err)
+			doc := strings.Replace(string(raw), `"priority":"@P@"`, spelled, 1)
+			require.NotEqual(t, string(raw), doc)
+			data := b.create(t, "transcriptions", b.writeToken(t), doc)
+			require.Equal(t, key, b.startedFor(t, data["id"].(string)).Options.Priority.PriorityKey)
+		})
+	}
+}
+
 func TestCreateWorkflowStartFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

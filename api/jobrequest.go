@@ -3,24 +3,26 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
-	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // jobRequest is a validated job creation request.
 type jobRequest struct {
-	Input      json.RawMessage
-	Options    json.RawMessage
+	Input   json.RawMessage
+	Options json.RawMessage
+	// Parsed is the input and options, typed and validated.
+	Parsed     jobs.Request
 	Webhook    *webhook
 	Provider   string
 	PolicyID   string
@@ -102,10 +104,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apie
 	if err := onlyKeys(attrs, ptrAttributes, "input", "options", "webhook", "provider", "policy_id"); err != nil {
 		return nil, err
 	}
-	if isAbsent(attrs["input"]) {
-		return nil, apierror.Validation(ptrInput, "is required")
-	}
-	if err := validateJobSpec(service.ID, attrs["input"], attrs["options"]); err != nil {
+	if req.Parsed, err = parseJobSpec(service.ID, attrs["input"], attrs["options"]); err != nil {
 		return nil, err
 	}
 	req.Input = compact(attrs["input"])
@@ -225,184 +224,21 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 	return &w, nil
 }
 
-// validateJobSpec checks a service's input and options.
-func validateJobSpec(service providers.ServiceID, input, options json.RawMessage) *apierror.Error {
-	switch service {
-	case providers.Transcriptions:
-		in, opts, err := decodeSpec[providers.TranscriptionInput, providers.TranscriptionOptions](input, options)
-		if err != nil {
-			return err
-		}
-		return firstError(
-			oneOf(in.Type, ptrInput+"/type", true, "video", "audio"),
-			mediaURL(in.URL, ptrInput+"/url", true),
-			nonNegative(in.AudioTrack, ptrInput+"/audio_track"),
-			languageCode(opts.Language, ptrOptions+"/language", false),
-			oneOf(opts.Format, ptrOptions+"/format", false, "srt", "vtt", "json"),
-			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
-		)
-	case providers.Translations:
-		in, opts, err := decodeSpec[providers.TranslationInput, providers.TranslationOptions](input, options)
-		if err != nil {
-			return err
-		}
-		return firstError(
-			oneOf(in.Type, ptrInput+"/type", true, "text", "document"),
-			requiredWhen(in.Type == "text", in.Content, ptrInput+"/content", "when type is text"),
-			forbiddenWhen(in.Type == "text", in.URL, ptrInput+"/url", "when type is text; use content"),
-			requiredWhen(in.Type == "document", in.URL, ptrInput+"/url", "when type is document"),
-			forbiddenWhen(in.Type == "document", in.Content, ptrInput+"/content", "when type is document; use url"),
-			mediaURL(in.URL, ptrInput+"/url", false),
-			required(in.TargetLanguage, ptrInput+"/target_language"),
-			languageCode(in.TargetLanguage, ptrInput+"/target_language", false),
-			languageCode(opts.SourceLanguage, ptrOptions+"/source_language", true),
-			oneOf(opts.Formality, ptrOptions+"/formality", false, "default", "formal", "informal"),
-			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
-		)
-	case providers.VideoAnalyses:
-		in, opts, err := decodeSpec[providers.VideoAnalysisInput, providers.VideoAnalysisOptions](input, options)
-		if err != nil {
-			return err
-		}
-		return firstError(
-			mediaURL(in.URL, ptrInput+"/url", true),
-			videoFeatures(in.Features),
-			nonNegative(in.AudioTrack, ptrInput+"/audio_track"),
-			languageCode(opts.Language, ptrOptions+"/language", true),
-			unitInterval(opts.ConfidenceThreshold, ptrOptions+"/confidence_threshold"),
-			oneOf(opts.Priority, ptrOptions+"/priority", false, "low", "standard", "high"),
-		)
-	case providers.LLMTasks:
-		in, opts, err := decodeSpec[providers.LLMTaskInput, providers.LLMTaskOptions](input, options)
-		if err != nil {
-			return err
-		}
-		return firstError(
-			oneOf(in.Type, ptrInput+"/type", true, "text", "document"),
-			requiredWhen(in.Type == "text", in.Text, ptrInput+"/text", "when type is text"),
-			forbiddenWhen(in.Type == "text", in.URL, ptrInput+"/url", "when type is text; use text"),
-			requiredWhen(in.Type == "document", in.URL, ptrInput+"/url", "when type is document"),
-			mediaURL(in.URL, ptrInput+"/url", false),
-			required(in.Prompt, ptrInput+"/prompt"),
-			oneOf(opts.Creativity, ptrOptions+"/creativity", false, "precise", "balanced", "creative"),
-		)
+// parseJobSpec decodes and validates a service's input and options.
+func parseJobSpec(service providers.ServiceID, input, options json.RawMessage) (jobs.Request, *apierror.Error) {
+	spec, ok := jobs.SpecOf(service)
+	if !ok {
+		return nil, apierror.Validation(ptrData+"/type", "unknown service")
 	}
-	return apierror.Validation(ptrData+"/type", "unknown service")
-}
-
-// decodeSpec decodes a service's input and options strictly.
-func decodeSpec[I, O any](input, options json.RawMessage) (I, O, *apierror.Error) {
-	var in I
-	var opts O
-	if err := decodeStrict(input, ptrInput, &in); err != nil {
-		return in, opts, err
+	parsed, err := spec.Parse(input, options)
+	var field *jobs.FieldError
+	if errors.As(err, &field) {
+		return nil, apierror.Validation(ptrAttributes+field.Pointer, "%s", field.Message)
 	}
-	err := decodeStrict(options, ptrOptions, &opts)
-	return in, opts, err
-}
-
-func firstError(errs ...*apierror.Error) *apierror.Error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return nil, apierror.Validation(ptrAttributes, "%v", err)
 	}
-	return nil
-}
-
-func required(v, pointer string) *apierror.Error {
-	if strings.TrimSpace(v) == "" {
-		return apierror.Validation(pointer, "is required")
-	}
-	return nil
-}
-
-func requiredWhen(cond bool, v, pointer, when string) *apierror.Error {
-	if cond && strings.TrimSpace(v) == "" {
-		return apierror.Validation(pointer, "is required %s", when)
-	}
-	return nil
-}
-
-func forbiddenWhen(cond bool, v, pointer, when string) *apierror.Error {
-	if cond && v != "" {
-		return apierror.Validation(pointer, "is not allowed %s", when)
-	}
-	return nil
-}
-
-func oneOf(v, pointer string, isRequired bool, allowed ...string) *apierror.Error {
-	if v == "" {
-		if isRequired {
-			return apierror.Validation(pointer, "is required (one of %s)", strings.Join(allowed, ", "))
-		}
-		return nil
-	}
-	if !contains(allowed, v) {
-		return apierror.Validation(pointer, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
-	}
-	return nil
-}
-
-func mediaURL(v, pointer string, isRequired bool) *apierror.Error {
-	if v == "" {
-		if isRequired {
-			return apierror.Validation(pointer, "is required")
-		}
-		return nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return apierror.Validation(pointer, "must be an absolute http or https URL")
-	}
-	return nil
-}
-
-func nonNegative(v *int, pointer string) *apierror.Error {
-	if v != nil && *v < 0 {
-		return apierror.Validation(pointer, "must be a zero-based track number (0 or more)")
-	}
-	return nil
-}
-
-func unitInterval(v *float64, pointer string) *apierror.Error {
-	if v != nil && (*v < 0 || *v > 1) {
-		return apierror.Validation(pointer, "must be between 0 and 1")
-	}
-	return nil
-}
-
-// languageCode checks a BCP 47 language tag; allowAuto admits "auto".
-func languageCode(v, pointer string, allowAuto bool) *apierror.Error {
-	if v == "" || (allowAuto && v == "auto") {
-		return nil
-	}
-	// x/text also accepts "en_US"; BCP 47 separates subtags with hyphens.
-	if _, err := language.Parse(v); err != nil || strings.Contains(v, "_") {
-		if allowAuto {
-			return apierror.Validation(pointer, "must be a BCP 47 language code such as en or pt-BR, or auto")
-		}
-		return apierror.Validation(pointer, "must be a BCP 47 language code such as en or pt-BR")
-	}
-	return nil
-}
-
-func videoFeatures(features []string) *apierror.Error {
-	const pointer = ptrInput + "/features"
-	if len(features) == 0 {
-		return apierror.Validation(pointer, "is required and must list at least one of %s", strings.Join(providers.VideoAnalysisFeatures, ", "))
-	}
-	seen := map[string]bool{}
-	for i, f := range features {
-		if !contains(providers.VideoAnalysisFeatures, f) {
-			return apierror.Validation(pointer+"/"+strconv.Itoa(i), "must be one of %s, not %q", strings.Join(providers.VideoAnalysisFeatures, ", "), f)
-		}
-		if seen[f] {
-			return apierror.Validation(pointer+"/"+strconv.Itoa(i), "repeats %q", f)
-		}
-		seen[f] = true
-	}
-	return nil
+	return parsed, nil
 }
 
 func compact(raw json.RawMessage) json.RawMessage {

@@ -129,7 +129,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 		job := in.Record()
 		// The job and its start are one transaction: once it commits the
 		// job is accepted, and its workflow is started from the outbox.
-		start := &store.JobStart{Input: string(input), Priority: priorityKey(req.Options), NextAttemptAt: s.cfg.Starts.Lease()}
+		start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
 		created, err := s.cfg.Store.CreateJob(c.Request.Context(), job, start)
 		if err != nil {
 			s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
@@ -196,11 +196,7 @@ func (s *Server) checkRouting(ctx context.Context, svc providers.Service, tenant
 	if !ok {
 		return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s/provider: no provider %q (see GET /v1/providers)", ptrAttributes, req.Provider)
 	}
-	needs, err := policy.RequirementsOf(svc.ID, req.Input, req.Options)
-	if err != nil {
-		return apierror.Validation(ptrAttributes, "%v", err)
-	}
-	if reason, message := policy.Unsupported(p, needs); reason != "" {
+	if reason, message := policy.Unsupported(p, req.Parsed.Requirements()); reason != "" {
 		return apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s/provider: %s", ptrAttributes, message)
 	}
 	providerStatus, serviceStatus, err := s.effectiveStatus(ctx, p, svc.ID)
@@ -266,18 +262,6 @@ func (s *Server) checkPolicy(ctx context.Context, svc providers.Service, tenant,
 		return apierror.Validation(ptrAttributes+"/policy_id", "policy %s does not cover %s", id, svc.ID)
 	}
 	return nil
-}
-
-// priorityKey maps options.priority onto Temporal's task priority (1 is
-// served first, 3 is the default).
-func priorityKey(options []byte) int {
-	switch {
-	case strings.Contains(string(options), `"priority":"high"`):
-		return 1
-	case strings.Contains(string(options), `"priority":"low"`):
-		return 5
-	}
-	return 3
 }
 
 // getJob handles GET /v1/{resource}/{id}.

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,74 +37,6 @@ func (r Requirements) JobLanguages() []string {
 		}
 	}
 	return out
-}
-
-// RequirementsOf derives a job's requirements from its validated input and
-// options.
-func RequirementsOf(service providers.ServiceID, input, options json.RawMessage) (Requirements, error) {
-	req := Requirements{Service: service}
-	switch service {
-	case providers.Transcriptions:
-		var opts providers.TranscriptionOptions
-		if err := decodeOptional(options, &opts); err != nil {
-			return req, err
-		}
-		if opts.WantsTimestamps() {
-			req.Features = append(req.Features, "timestamps")
-		}
-		if opts.WantsDiarization() {
-			req.Features = append(req.Features, "diarization")
-		}
-		if opts.Language == "" {
-			req.Features = append(req.Features, "language_detection")
-		}
-		req.Language = opts.Language
-	case providers.Translations:
-		var in providers.TranslationInput
-		var opts providers.TranslationOptions
-		if err := decodeOptional(input, &in); err != nil {
-			return req, err
-		}
-		if err := decodeOptional(options, &opts); err != nil {
-			return req, err
-		}
-		if opts.SourceLanguage == "" || opts.SourceLanguage == "auto" {
-			req.Features = append(req.Features, "language_detection")
-		} else {
-			req.SourceLanguage = opts.SourceLanguage
-		}
-		if opts.Formality != "" && opts.Formality != "default" {
-			req.Features = append(req.Features, "formality")
-		}
-		req.TargetLanguage = in.TargetLanguage
-	case providers.VideoAnalyses:
-		var in providers.VideoAnalysisInput
-		var opts providers.VideoAnalysisOptions
-		if err := decodeOptional(input, &in); err != nil {
-			return req, err
-		}
-		if err := decodeOptional(options, &opts); err != nil {
-			return req, err
-		}
-		req.Features = append(req.Features, in.Features...)
-		req.VideoLanguage = opts.Language
-	case providers.LLMTasks:
-		var opts providers.LLMTaskOptions
-		if err := decodeOptional(options, &opts); err != nil {
-			return req, err
-		}
-		req.Model = opts.Model
-	default:
-		return req, fmt.Errorf("unknown service %q", service)
-	}
-	return req, nil
-}
-
-func decodeOptional(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return json.Unmarshal(raw, v)
 }
 
 // Unsupported tells why a provider cannot run a job with these

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -202,30 +201,4 @@ func TestUnsupported(t *testing.T) {
 			require.NotEmpty(t, message, tt.name)
 		}
 	}
-}
-
-func TestRequirementsOf(t *testing.T) {
-	t.Parallel()
-	req, err := policy.RequirementsOf(providers.Transcriptions, json.RawMessage(`{"type":"audio","url":"https://x.test/a"}`), json.RawMessage(`{"diarization":true,"language":"de"}`))
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"timestamps", "diarization"}, req.Features, "timestamps default to true; a given language needs no detection")
-	require.Equal(t, "de", req.Language)
-
-	req, err = policy.RequirementsOf(providers.Transcriptions, json.RawMessage(`{}`), json.RawMessage(`{"timestamps":false}`))
-	require.NoError(t, err)
-	require.Equal(t, []string{"language_detection"}, req.Features)
-
-	req, err = policy.RequirementsOf(providers.Translations, json.RawMessage(`{"type":"text","content":"hi","target_language":"de"}`), json.RawMessage(`{"formality":"formal","source_language":"en"}`))
-	require.NoError(t, err)
-	require.Equal(t, []string{"formality"}, req.Features)
-	require.Equal(t, "en", req.SourceLanguage)
-	require.Equal(t, "de", req.TargetLanguage)
-
-	req, err = policy.RequirementsOf(providers.VideoAnalyses, json.RawMessage(`{"url":"https://x.test/v","features":["labels","ocr"]}`), nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"labels", "ocr"}, req.Features)
-
-	req, err = policy.RequirementsOf(providers.LLMTasks, json.RawMessage(`{}`), json.RawMessage(`{"model":"m1"}`))
-	require.NoError(t, err)
-	require.Equal(t, "m1", req.Model)
 }

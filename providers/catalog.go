@@ -358,7 +358,8 @@ func validateCapability(sid ServiceID, c *Capability) []string {
 	var msgs []string
 	add := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
 
-	if allowed := FeaturesOf(sid); len(c.Features) > 0 && len(allowed) == 0 {
+	svc, _ := LookupService(string(sid))
+	if allowed := svc.Features; len(c.Features) > 0 && len(allowed) == 0 {
 		add("features: %s has no features; remove the list (llm-tasks capabilities list models instead)", sid)
 	} else {
 		for _, f := range c.Features {

@@ -26,6 +26,9 @@ type Service struct {
 	EventPrefix string
 	// SendsProgress tells whether the service emits *.progress events.
 	SendsProgress bool
+	// Features are the capability features defined for the service (none
+	// for llm-tasks, whose capability lists models instead).
+	Features []string
 }
 
 // Endpoint is the base path jobs of the service are created under.
@@ -39,6 +42,7 @@ var services = []Service{
 		JobType:       "transcription-job",
 		EventPrefix:   "transcription",
 		SendsProgress: true,
+		Features:      TranscriptionFeatures,
 	},
 	{
 		ID:            Translations,
@@ -47,6 +51,7 @@ var services = []Service{
 		JobType:       "translation-job",
 		EventPrefix:   "translation",
 		SendsProgress: true,
+		Features:      TranslationFeatures,
 	},
 	{
 		ID:            VideoAnalyses,
@@ -55,6 +60,7 @@ var services = []Service{
 		JobType:       "video-analysis-job",
 		EventPrefix:   "video-analysis",
 		SendsProgress: true,
+		Features:      VideoAnalysisFeatures,
 	},
 	{
 		ID:            LLMTasks,
@@ -99,17 +105,3 @@ var (
 	TranslationFeatures   = []string{"language_detection", "formality"}
 	VideoAnalysisFeatures = []string{"labels", "scenes", "faces", "speech_to_text", "ocr", "content_moderation", "sentiment", "topics", "brands", "summary"}
 )
-
-// FeaturesOf lists the capability features defined for a service (none for
-// llm-tasks, whose capability lists models instead).
-func FeaturesOf(id ServiceID) []string {
-	switch id {
-	case Transcriptions:
-		return TranscriptionFeatures
-	case Translations:
-		return TranslationFeatures
-	case VideoAnalyses:
-		return VideoAnalysisFeatures
-	}
-	return nil
-}
