@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ai-job-gateway/gateway/activities/netguard"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/store"
 )
 

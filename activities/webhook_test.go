@@ -18,9 +18,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ai-job-gateway/gateway/activities"
-	"github.com/ai-job-gateway/gateway/activities/netguard"
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 )

@@ -11,11 +11,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/ai-job-gateway/gateway/activities/netguard"
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )

@@ -20,12 +20,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/api/jobstart"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/activities"
-	"github.com/ai-job-gateway/gateway/activities/netguard"
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 	"github.com/ai-job-gateway/gateway/store"

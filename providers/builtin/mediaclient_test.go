@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 )

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities/webhooksign"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 )
 
 // verifyWebhook is the receiver-side check the README shows, kept here so

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/activities/netguard"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
 )
 
 func TestClassify(t *testing.T) {
