@@ -506,7 +506,8 @@ func TestCancelJob(t *testing.T) {
 
 // interactiveStore records whether the API's store calls were marked as a
 // client's (store.Interactive), which puts them first on SQLite; the
-// ordering itself is tested in the store (conngate_test.go).
+// ordering itself is tested in the store (write_test.go, and
+// store/internal/sqlitewrite).
 type interactiveStore struct {
 	api.JobStore
 	created, read atomic.Bool

@@ -17,6 +17,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/ai-job-gateway/gateway/store/internal/sqlitewrite"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -26,8 +28,8 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	db          *gorm.DB
 	dialect     string
-	checkpoints *checkpointer // SQLite only
-	writer      *groupCommit  // SQLite only
+	checkpoints *sqlitewrite.Checkpointer // SQLite only
+	writer      *sqlitewrite.Writer       // SQLite only
 }
 
 // Open connects to databaseURL: a postgres:// or postgresql:// URL, or
@@ -45,7 +47,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	})
 	if err != nil {
 		if d, ok := dialector.(sqlite.Dialector); ok {
-			_ = d.Conn.(*gatedPool).db.Close()
+			sqlDB, _ := d.Conn.(*sqlitewrite.Pool).GetDBConn()
+			_ = sqlDB.Close()
 		}
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -55,7 +58,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	}
 	if dialect == "sqlite" {
 		// One writer at a time is all SQLite allows; a single connection
-		// makes callers queue (at the gate, conngate.go) instead of
+		// makes callers queue (at the gate, sqlitewrite.Pool) instead of
 		// failing with SQLITE_BUSY.
 		sqlDB.SetMaxOpenConns(1)
 	} else {
@@ -68,12 +71,12 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if pool, ok := db.ConnPool.(*gatedPool); ok {
-		if s.checkpoints, err = startCheckpointer(sqlitePath(databaseURL), pool.gate, checkpointInterval, restartFrames); err != nil {
+	if pool, ok := db.ConnPool.(*sqlitewrite.Pool); ok {
+		if s.checkpoints, err = sqlitewrite.StartCheckpointer(sqlitePath(databaseURL), pool.Gate()); err != nil {
 			_ = s.Close()
 			return nil, err
 		}
-		s.writer = startGroupCommit(db)
+		s.writer = sqlitewrite.StartWriter(db)
 	}
 	return s, nil
 }
@@ -92,24 +95,15 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 				return nil, "", fmt.Errorf("database URL: create %s: %w", dir, err)
 			}
 		}
-		dsn := sqliteDSN(path)
+		dsn := sqlitewrite.DSN(path)
 		sqlDB, err := sql.Open(sqlite.DriverName, dsn)
 		if err != nil {
 			return nil, "", fmt.Errorf("open database: %w", err)
 		}
-		return sqlite.Dialector{DSN: dsn, Conn: &gatedPool{db: sqlDB, gate: &connGate{}}}, "sqlite", nil
+		return sqlite.Dialector{DSN: dsn, Conn: sqlitewrite.NewPool(sqlDB)}, "sqlite", nil
 	default:
 		return nil, "", fmt.Errorf("database URL %q: use postgres://user@host:port/db or sqlite:path/to/file.db", redact(databaseURL))
 	}
-}
-
-// sqliteDSN opens the store's SQLite file in WAL mode. Its commits never
-// checkpoint the WAL (wal_autocheckpoint 0): the checkpointer does, off
-// the store's connection (checkpoint.go). A WAL started over is cut back
-// to 16 MiB. Temporary data (statement journals, which a job insert with
-// its indexes writes, and sorts) stays in memory instead of temp files.
-func sqliteDSN(path string) string {
-	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)"
 }
 
 // sqlitePath is the file of a sqlite:PATH database URL.
@@ -149,10 +143,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the connection pool.
 func (s *Store) Close() error {
 	if s.writer != nil {
-		s.writer.stop()
+		s.writer.Stop()
 	}
 	if s.checkpoints != nil {
-		s.checkpoints.stop()
+		s.checkpoints.Stop()
 	}
 	sqlDB, err := s.db.DB()
 	if err != nil {

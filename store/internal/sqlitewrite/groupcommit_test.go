@@ -1,26 +1,25 @@
-package store
+package sqlitewrite
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 )
 
-// writeRecorder is a SQLite store whose writes a test can hold back: while
-// held, the writer waits at the connection gate with its first write, and
-// the writes that follow queue behind it.
+// writeRecorder is a SQLite database and its writer, whose writes a test
+// can hold back: while held, the writer waits at the connection gate with
+// its first write, and the writes that follow queue behind it.
 type writeRecorder struct {
 	t     *testing.T
-	s     *Store
+	db    *gorm.DB
+	gate  *Gate
+	w     *Writer
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	txs   map[string]gorm.ConnPool // the transaction each write ran in
@@ -29,24 +28,23 @@ type writeRecorder struct {
 }
 
 func newWriteRecorder(t *testing.T) *writeRecorder {
-	s, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "gateway.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.db.Exec("CREATE TABLE writes (name TEXT NOT NULL)").Error)
-	return &writeRecorder{t: t, s: s, txs: map[string]gorm.ConnPool{}, errs: map[string]error{}}
+	db, pool, _ := openDB(t)
+	w := StartWriter(db)
+	t.Cleanup(w.Stop)
+	require.NoError(t, db.Exec("CREATE TABLE writes (name TEXT NOT NULL)").Error)
+	return &writeRecorder{t: t, db: db, gate: pool.Gate(), w: w, txs: map[string]gorm.ConnPool{}, errs: map[string]error{}}
 }
 
 // hold takes the gate, so that the writer's next batch waits for release.
 func (r *writeRecorder) hold() (release func()) {
-	gate := r.s.db.ConnPool.(*gatedPool).gate
-	require.NoError(r.t, gate.acquire(r.t.Context()))
-	return gate.release
+	require.NoError(r.t, r.gate.Acquire(r.t.Context()))
+	return r.gate.Release
 }
 
 // write queues a write that records name, then fails with fail if set.
 func (r *writeRecorder) write(ctx context.Context, name string, fail error) {
 	r.wg.Go(func() {
-		err := r.s.write(ctx, func(tx *gorm.DB) error {
+		err := r.w.Do(ctx, func(tx *gorm.DB) error {
 			r.mu.Lock()
 			r.txs[name] = tx.Statement.ConnPool
 			r.order = append(r.order, name)
@@ -66,20 +64,15 @@ func (r *writeRecorder) write(ctx context.Context, name string, fail error) {
 // holds while it waits at the gate).
 func (r *writeRecorder) waiting(n int) {
 	r.t.Helper()
-	gate := r.s.db.ConnPool.(*gatedPool).gate
-	gate.queued(r.t, 1, 0)
-	require.Eventually(r.t, func() bool {
-		r.s.writer.mu.Lock()
-		defer r.s.writer.mu.Unlock()
-		return len(r.s.writer.interactive)+len(r.s.writer.background) == n
-	}, 5*time.Second, time.Millisecond)
+	r.gate.queued(r.t, 1, 0)
+	require.Eventually(r.t, func() bool { return r.w.Queued() == n }, 5*time.Second, time.Millisecond)
 }
 
 // rows are the names the committed writes recorded.
 func (r *writeRecorder) rows() []string {
 	r.wg.Wait()
 	var names []string
-	require.NoError(r.t, r.s.db.Raw("SELECT name FROM writes ORDER BY rowid").Scan(&names).Error)
+	require.NoError(r.t, r.db.Raw("SELECT name FROM writes ORDER BY rowid").Scan(&names).Error)
 	return names
 }
 
@@ -99,7 +92,7 @@ func (r *writeRecorder) queue(writes ...planned) (release func()) {
 	for i, w := range writes {
 		r.write(w.ctx, w.name, w.fail)
 		if i == 0 {
-			r.s.db.ConnPool.(*gatedPool).gate.queued(r.t, 1, 0)
+			r.gate.queued(r.t, 1, 0)
 		} else {
 			r.waiting(i)
 		}
@@ -116,7 +109,7 @@ func TestWaitingWritesCommitInOneTransaction(t *testing.T) {
 	require.Equal(t, []string{"first", "second", "third"}, r.rows())
 	require.Same(t, r.txs["first"], r.txs["second"])
 	require.Same(t, r.txs["first"], r.txs["third"])
-	require.NotSame(t, r.s.db.ConnPool, r.txs["first"], "the writes ran in a transaction")
+	require.NotSame(t, r.db.ConnPool, r.txs["first"], "the writes ran in a transaction")
 }
 
 func TestAFailedWriteIsRolledBackAloneInItsBatch(t *testing.T) {
@@ -225,46 +218,15 @@ func TestBackgroundWritesPassAStreamOfRequests(t *testing.T) {
 	require.NotSame(t, r.txs["background-0"], r.txs["background-1"], "the waiting background write starts the next batch")
 }
 
-func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
+func TestWritesFailOnceTheWriterStopped(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
-	require.NoError(t, r.s.Migrate(t.Context()))
-	release := r.queue(planned{ctx: t.Context(), name: "first"})
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	job := &jobs.Record{ID: "0190f0e0-0000-7000-8000-000000000001", Service: "transcriptions", Tenant: "acme", UserID: "alice",
-		Status: jobs.StatusPending, Input: `{}`, Options: `{}`, CreatedAt: now}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		created, err := r.s.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
-		assert.NoError(t, err)
-		assert.True(t, created)
-	})
-	r.waiting(1) // queued at the writer, not at the gate
-	saved := *job
-	saved.Status, saved.Revision = jobs.StatusProcessing, 1
-	wg.Go(func() { assert.NoError(t, r.s.SaveJob(t.Context(), &saved)) })
-	r.waiting(2)
-	wg.Go(func() { assert.NoError(t, r.s.DeleteJobStarts(t.Context(), []string{job.ID})) })
-	r.waiting(3)
-	release()
-	wg.Wait()
-
-	got, err := r.s.GetJob(t.Context(), job.ID)
-	require.NoError(t, err)
-	require.Equal(t, jobs.StatusProcessing, got.Status)
-	_, err = r.s.GetJobStart(t.Context(), job.ID)
-	require.ErrorIs(t, err, ErrNotFound)
+	r.w.Stop()
+	err := r.w.Do(t.Context(), func(tx *gorm.DB) error { return nil })
+	require.ErrorIs(t, err, ErrClosed)
 }
 
-func TestWritesFailOnceTheStoreIsClosed(t *testing.T) {
-	t.Parallel()
-	r := newWriteRecorder(t)
-	require.NoError(t, r.s.Close())
-	err := r.s.write(t.Context(), func(tx *gorm.DB) error { return nil })
-	require.ErrorIs(t, err, errStoreClosed)
-}
-
-func TestWritesQueuedWhenTheStoreClosesFail(t *testing.T) {
+func TestWritesQueuedWhenTheWriterStopsFail(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
 	var writes []planned
@@ -272,35 +234,34 @@ func TestWritesQueuedWhenTheStoreClosesFail(t *testing.T) {
 		writes = append(writes, planned{ctx: t.Context(), name: fmt.Sprintf("w%02d", i)})
 	}
 	release := r.queue(writes...)
-	closed := make(chan error, 1)
-	go func() { closed <- r.s.Close() }()
+	stopped := make(chan struct{})
+	go func() { r.w.Stop(); close(stopped) }()
 	require.Eventually(t, func() bool {
 		select {
-		case <-r.s.writer.quit:
+		case <-r.w.quit:
 			return true
 		default:
 			return false
 		}
 	}, 5*time.Second, time.Millisecond)
 	release()
-	require.NoError(t, <-closed)
+	<-stopped
 	r.wg.Wait()
 
 	for _, w := range writes[:maxBatch] {
-		require.NoError(t, r.errs[w.name], "%s was in the batch running when the store closed", w.name)
+		require.NoError(t, r.errs[w.name], "%s was in the batch running when the writer stopped", w.name)
 	}
-	require.ErrorIs(t, r.errs[writes[maxBatch].name], errStoreClosed)
+	require.ErrorIs(t, r.errs[writes[maxBatch].name], ErrClosed)
 }
 
 func TestABatchOfBackgroundWritesWaitsInTheRequestsLine(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
-	gate := r.s.db.ConnPool.(*gatedPool).gate
 	release := r.hold()
 	r.write(t.Context(), "background", nil)
 	// A request's write may join the batch while it waits for the
 	// connection, so the batch waits where requests do.
-	gate.queued(t, 1, 0)
+	r.gate.queued(t, 1, 0)
 	release()
 	require.Equal(t, []string{"background"}, r.rows())
 }

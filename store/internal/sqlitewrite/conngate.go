@@ -1,4 +1,4 @@
-package store
+package sqlitewrite
 
 import (
 	"context"
@@ -19,10 +19,9 @@ import (
 
 type interactiveKey struct{}
 
-// Interactive marks ctx as a client's request waiting on the store: on
-// SQLite its statements take the connection before background work's
-// (workflow activities, the dispatcher). On PostgreSQL, which has a pool
-// of connections, it changes nothing.
+// Interactive marks ctx as a client's request waiting on the store: its
+// statements take the connection, and its writes join a batch, before
+// background work's (workflow activities, the dispatcher).
 func Interactive(ctx context.Context) context.Context {
 	return context.WithValue(ctx, interactiveKey{}, true)
 }
@@ -37,8 +36,9 @@ func IsInteractive(ctx context.Context) bool {
 // waiting background one.
 const maxInteractiveRun = 8
 
-// connGate lets one holder at a time through, interactive waiters first.
-type connGate struct {
+// Gate lets one holder at a time through, interactive waiters first. The
+// zero Gate is free.
+type Gate struct {
 	mu          sync.Mutex
 	held        bool
 	interactive []chan struct{}
@@ -46,8 +46,8 @@ type connGate struct {
 	run         int // interactive holders since the last background one
 }
 
-// acquire waits for the gate; the caller must release it.
-func (g *connGate) acquire(ctx context.Context) error {
+// Acquire waits for the gate; the caller must Release it.
+func (g *Gate) Acquire(ctx context.Context) error {
 	g.mu.Lock()
 	if !g.held {
 		g.held = true
@@ -78,15 +78,22 @@ func (g *connGate) acquire(ctx context.Context) error {
 	}
 }
 
-// release hands the gate to the next waiter.
-func (g *connGate) release() {
+// Release hands the gate to the next waiter.
+func (g *Gate) Release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.handOver()
 }
 
+// Waiting says how many interactive and background waiters the gate has.
+func (g *Gate) Waiting() (interactive, background int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.interactive), len(g.background)
+}
+
 // handOver passes the held gate on, or frees it; g.mu is held.
-func (g *connGate) handOver() {
+func (g *Gate) handOver() {
 	switch {
 	case len(g.interactive) > 0 && (g.run < maxInteractiveRun || len(g.background) == 0):
 		g.run++
@@ -117,68 +124,75 @@ func remove(queue []chan struct{}, c chan struct{}) []chan struct{} {
 	return queue
 }
 
-// gatedPool is the SQLite connection pool behind the gate. A statement
-// holds the gate while it runs, a transaction until it ends. A query's
-// rows are read after the gate passed on: the next holder then waits for
-// the connection in database/sql, alone.
-type gatedPool struct {
+// Pool is the SQLite connection pool behind the gate, a gorm.ConnPool. A
+// statement holds the gate while it runs, a transaction until it ends. A
+// query's rows are read after the gate passed on: the next holder then
+// waits for the connection in database/sql, alone.
+type Pool struct {
 	db   *sql.DB
-	gate *connGate
+	gate *Gate
 }
 
+// NewPool puts db behind a gate of its own.
+func NewPool(db *sql.DB) *Pool { return &Pool{db: db, gate: &Gate{}} }
+
+// Gate is the pool's gate: whoever holds it holds off the pool's
+// statements.
+func (p *Pool) Gate() *Gate { return p.gate }
+
 var (
-	_ gorm.ConnPool         = (*gatedPool)(nil)
-	_ gorm.ConnPoolBeginner = (*gatedPool)(nil)
-	_ gorm.GetDBConnector   = (*gatedPool)(nil)
+	_ gorm.ConnPool         = (*Pool)(nil)
+	_ gorm.ConnPoolBeginner = (*Pool)(nil)
+	_ gorm.GetDBConnector   = (*Pool)(nil)
 	_ gorm.TxCommitter      = (*gatedTx)(nil)
 )
 
-func (p *gatedPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if err := p.gate.acquire(ctx); err != nil {
+func (p *Pool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := p.gate.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer p.gate.release()
+	defer p.gate.Release()
 	return p.db.PrepareContext(ctx, query)
 }
 
-func (p *gatedPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := p.gate.acquire(ctx); err != nil {
+func (p *Pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := p.gate.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer p.gate.release()
+	defer p.gate.Release()
 	return p.db.ExecContext(ctx, query, args...)
 }
 
-func (p *gatedPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := p.gate.acquire(ctx); err != nil {
+func (p *Pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := p.gate.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer p.gate.release()
+	defer p.gate.Release()
 	return p.db.QueryContext(ctx, query, args...)
 }
 
-func (p *gatedPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := p.gate.acquire(ctx); err != nil {
+func (p *Pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := p.gate.Acquire(ctx); err != nil {
 		// A *sql.Row carrying ctx's error: the query fails on a done ctx.
 		return p.db.QueryRowContext(ctx, query, args...)
 	}
-	defer p.gate.release()
+	defer p.gate.Release()
 	return p.db.QueryRowContext(ctx, query, args...)
 }
 
-func (p *gatedPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
-	if err := p.gate.acquire(ctx); err != nil {
+func (p *Pool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	if err := p.gate.Acquire(ctx); err != nil {
 		return nil, err
 	}
 	tx, err := p.db.BeginTx(ctx, opts)
 	if err != nil {
-		p.gate.release()
+		p.gate.Release()
 		return nil, err
 	}
-	return &gatedTx{Tx: tx, db: p.db, release: sync.OnceFunc(p.gate.release)}, nil
+	return &gatedTx{Tx: tx, db: p.db, release: sync.OnceFunc(p.gate.Release)}, nil
 }
 
-func (p *gatedPool) GetDBConn() (*sql.DB, error) { return p.db, nil }
+func (p *Pool) GetDBConn() (*sql.DB, error) { return p.db, nil }
 
 // gatedTx holds the gate until it commits or rolls back.
 type gatedTx struct {

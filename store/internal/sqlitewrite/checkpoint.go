@@ -1,4 +1,4 @@
-package store
+package sqlitewrite
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const (
 	restartFrames      = 16384 // 64 MiB of 4 KiB pages
 )
 
-// checkpointer copies a SQLite store's write-ahead log into the database
+// Checkpointer copies a SQLite store's write-ahead log into the database
 // file from a connection of its own. Left to SQLite, the commit that grows
 // the WAL past 1,000 pages does it, fsyncs included, while every other
 // statement waits for the store's one connection. A PASSIVE checkpoint
@@ -29,28 +29,35 @@ const (
 // long, the checkpointer copies what the last commits added while it
 // holds the store's gate (a few pages and one fsync, as the passive
 // checkpoints just before copied the rest).
-type checkpointer struct {
+type Checkpointer struct {
 	db            *sql.DB
-	gate          *connGate
+	gate          *Gate
 	restartFrames int
 	cancel        context.CancelFunc
 	done          chan struct{}
 	stopOnce      sync.Once
 }
 
-func startCheckpointer(path string, gate *connGate, every time.Duration, restartFrames int) (*checkpointer, error) {
+// StartCheckpointer starts checkpointing the SQLite database at path (opened
+// with DSN) every checkpointInterval, holding off the statements behind gate
+// (the store's Pool's) to start the WAL over. Stop ends it.
+func StartCheckpointer(path string, gate *Gate) (*Checkpointer, error) {
+	return startCheckpointer(path, gate, checkpointInterval, restartFrames)
+}
+
+func startCheckpointer(path string, gate *Gate, every time.Duration, restartFrames int) (*Checkpointer, error) {
 	db, err := sql.Open(sqlite.DriverName, path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, fmt.Errorf("open database for checkpoints: %w", err)
 	}
 	db.SetMaxOpenConns(1)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, gate: gate, restartFrames: restartFrames, cancel: cancel, done: make(chan struct{})}
+	c := &Checkpointer{db: db, gate: gate, restartFrames: restartFrames, cancel: cancel, done: make(chan struct{})}
 	go c.run(ctx, every)
 	return c, nil
 }
 
-func (c *checkpointer) run(ctx context.Context, every time.Duration) {
+func (c *Checkpointer) run(ctx context.Context, every time.Duration) {
 	defer close(c.done)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -70,7 +77,7 @@ func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 // restartFrames it runs a second one at once, to copy what was committed
 // during the first, and then a last one with the store's statements held
 // off, which has only the last moment's pages left to copy.
-func (c *checkpointer) checkpointOnce(ctx context.Context) error {
+func (c *Checkpointer) checkpointOnce(ctx context.Context) error {
 	frames, _, err := c.checkpoint(ctx)
 	if err != nil || frames < c.restartFrames {
 		return err
@@ -78,26 +85,36 @@ func (c *checkpointer) checkpointOnce(ctx context.Context) error {
 	if _, _, err := c.checkpoint(ctx); err != nil {
 		return err
 	}
-	if err := c.gate.acquire(ctx); err != nil {
+	if err := c.gate.Acquire(ctx); err != nil {
 		return err
 	}
-	defer c.gate.release()
+	defer c.gate.Release()
 	_, _, err = c.checkpoint(ctx)
 	return err
 }
 
 // checkpoint runs one PASSIVE checkpoint and says how many frames the WAL
 // holds and how many of them are in the database file now.
-func (c *checkpointer) checkpoint(ctx context.Context) (walFrames, copied int, err error) {
+func (c *Checkpointer) checkpoint(ctx context.Context) (walFrames, copied int, err error) {
 	var busy int
 	err = c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walFrames, &copied)
 	return walFrames, copied, err
 }
 
-func (c *checkpointer) stop() {
+// Stop ends the checkpoints and closes their connection.
+func (c *Checkpointer) Stop() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		<-c.done
 		_ = c.db.Close()
 	})
+}
+
+// DSN opens a SQLite store's file in WAL mode. Its commits never
+// checkpoint the WAL (wal_autocheckpoint 0): the Checkpointer does, off
+// the store's connection. A WAL started over is cut back to 16 MiB.
+// Temporary data (statement journals, which a job insert with its indexes
+// writes, and sorts) stays in memory instead of temp files.
+func DSN(path string) string {
+	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)"
 }

@@ -1,4 +1,4 @@
-package store
+package sqlitewrite
 
 import (
 	"context"
@@ -27,20 +27,18 @@ import (
 // Each write runs under its own savepoint: one that fails is rolled back
 // alone and its caller gets its error; the others commit. A caller returns
 // once its batch committed, so a write reported done is as durable as a
-// transaction of its own. On PostgreSQL, which has a pool of connections,
-// each write runs on its own: one statement, or a transaction where it
-// needs one.
+// transaction of its own.
 
 // maxBatch bounds the writes of one transaction; a request's write waits
 // for at most the batch running when it arrives (unless that batch is
 // full) and the requests' statements ahead of it at the gate.
 const maxBatch = 16
 
-// errStoreClosed is the error of writes left when the store closes.
-var errStoreClosed = errors.New("store: closed")
+// ErrClosed is the error of writes left when the writer stops.
+var ErrClosed = errors.New("store: closed")
 
-// groupCommit is the SQLite store's writer.
-type groupCommit struct {
+// Writer is the SQLite store's writer.
+type Writer struct {
 	db *gorm.DB
 
 	mu          sync.Mutex
@@ -71,8 +69,9 @@ const (
 	writeAbandoned
 )
 
-func startGroupCommit(db *gorm.DB) *groupCommit {
-	g := &groupCommit{
+// StartWriter starts a writer that commits on db; Stop ends it.
+func StartWriter(db *gorm.DB) *Writer {
+	g := &Writer{
 		db:   db,
 		wake: make(chan struct{}, 1),
 		quit: make(chan struct{}),
@@ -82,31 +81,13 @@ func startGroupCommit(db *gorm.DB) *groupCommit {
 	return g
 }
 
-// write runs fn in a transaction (on SQLite: the batch's, under a
-// savepoint) and returns its error once that transaction ended. fn may
-// run on another goroutine; the caller may read what it set once write
-// returned. fn must use only tx: a call to the store from fn would wait
-// for the writer that runs it.
-func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.writer == nil {
-		return s.db.WithContext(ctx).Transaction(fn)
-	}
-	return s.writer.do(ctx, fn)
-}
-
-// writeStatement is write for an fn of one statement: on PostgreSQL it
-// runs on its own, without a transaction around it.
-func (s *Store) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.writer == nil {
-		return fn(s.db.WithContext(ctx))
-	}
-	return s.writer.do(ctx, fn)
-}
-
-// do queues fn and waits for its batch. A write whose ctx ends while it
-// is queued is abandoned, never run; once the writer took it, do waits
-// for its batch's end.
-func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error {
+// Do runs fn in a transaction, the batch's, under a savepoint, and
+// returns its error once that transaction ended. fn may run on another
+// goroutine; the caller may read what it set once Do returned. fn must use
+// only tx: a call from fn to the store would wait for the writer that runs
+// it. A write whose ctx ends while it is queued is abandoned, never run;
+// once the writer took it, Do waits for its batch's end.
+func (g *Writer) Do(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,7 +95,7 @@ func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error 
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return errStoreClosed
+		return ErrClosed
 	}
 	if IsInteractive(ctx) {
 		g.interactive = append(g.interactive, w)
@@ -137,7 +118,7 @@ func (g *groupCommit) do(ctx context.Context, fn func(tx *gorm.DB) error) error 
 	}
 }
 
-func (g *groupCommit) run() {
+func (g *Writer) run() {
 	defer close(g.done)
 	for {
 		select {
@@ -162,15 +143,15 @@ func (g *groupCommit) run() {
 }
 
 // fail closes the writer: the writes still queued fail with
-// errStoreClosed, and so will any later one.
-func (g *groupCommit) fail() {
+// ErrClosed, and so will any later one.
+func (g *Writer) fail() {
 	g.mu.Lock()
 	g.closed = true
 	left := append(g.interactive, g.background...)
 	g.interactive, g.background = nil, nil
 	g.mu.Unlock()
 	for _, w := range left {
-		w.result <- errStoreClosed
+		w.result <- ErrClosed
 	}
 }
 
@@ -180,7 +161,7 @@ func (g *groupCommit) fail() {
 // gate); nil when none waits, or when requestsOnly and the next is a
 // background write. interactive says whether it is a request's.
 // Abandoned writes are dropped.
-func (g *groupCommit) next(requestsOnly bool) (w *pendingWrite, interactive bool) {
+func (g *Writer) next(requestsOnly bool) (w *pendingWrite, interactive bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for {
@@ -214,7 +195,7 @@ func (g *groupCommit) next(requestsOnly bool) (w *pendingWrite, interactive bool
 // holds a request's write it takes no more background ones, which would
 // only hold that request's answer back. Each caller gets its result once
 // the transaction ended. commit reports whether it ran any.
-func (g *groupCommit) commit() bool {
+func (g *Writer) commit() bool {
 	first, requests := g.next(false)
 	if first == nil {
 		return false
@@ -277,8 +258,16 @@ func runWrite(tx *gorm.DB, w *pendingWrite) (err error) {
 	return w.fn(tx)
 }
 
-// stop ends the writer; writes still queued fail with errStoreClosed.
-func (g *groupCommit) stop() {
+// Queued says how many writes wait for a batch.
+func (g *Writer) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.interactive) + len(g.background)
+}
+
+// Stop ends the writer; writes still queued fail with ErrClosed, and so
+// will any later one.
+func (g *Writer) Stop() {
 	g.stopOnce.Do(func() { close(g.quit) })
 	<-g.done
 }

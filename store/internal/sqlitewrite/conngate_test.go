@@ -1,4 +1,4 @@
-package store
+package sqlitewrite
 
 import (
 	"context"
@@ -14,32 +14,50 @@ import (
 	"github.com/glebarez/sqlite"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
+// openDB opens a SQLite file as the store does: one connection, behind a
+// Pool's gate.
+func openDB(t *testing.T) (db *gorm.DB, pool *Pool, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "gateway.db")
+	sqlDB, err := sql.Open(sqlite.DriverName, DSN(path))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	sqlDB.SetMaxOpenConns(1)
+	pool = NewPool(sqlDB)
+	db, err = gorm.Open(sqlite.Dialector{DSN: DSN(path), Conn: pool}, &gorm.Config{
+		Logger:                 logger.Default.LogMode(logger.Silent),
+		SkipDefaultTransaction: true,
+	})
+	require.NoError(t, err)
+	return db, pool, path
+}
+
 // queued waits until the gate has n interactive and m background waiters.
-func (g *connGate) queued(t *testing.T, interactive, background int) {
+func (g *Gate) queued(t *testing.T, interactive, background int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.interactive) == interactive && len(g.background) == background
+		i, b := g.Waiting()
+		return i == interactive && b == background
 	}, 5*time.Second, time.Millisecond)
 }
 
 // recordOrder returns wait, which queues a named waiter at g that holds
 // the gate just long enough to note its turn, and order, which waits for
 // them all and says in which order they got through.
-func recordOrder(t *testing.T, g *connGate) (wait func(name string, ctx context.Context), order func() []string) {
+func recordOrder(t *testing.T, g *Gate) (wait func(name string, ctx context.Context), order func() []string) {
 	var mu sync.Mutex
 	var got []string
 	var wg sync.WaitGroup
 	wait = func(name string, ctx context.Context) {
 		wg.Go(func() {
-			require.NoError(t, g.acquire(ctx))
+			require.NoError(t, g.Acquire(ctx))
 			mu.Lock()
 			got = append(got, name)
 			mu.Unlock()
-			g.release()
+			g.Release()
 		})
 	}
 	return wait, func() []string {
@@ -50,8 +68,8 @@ func recordOrder(t *testing.T, g *connGate) (wait func(name string, ctx context.
 
 func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 	t.Parallel()
-	g := &connGate{}
-	require.NoError(t, g.acquire(t.Context()))
+	g := &Gate{}
+	require.NoError(t, g.Acquire(t.Context()))
 
 	wait, order := recordOrder(t, g)
 	wait("background-1", t.Context())
@@ -63,16 +81,16 @@ func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 	wait("interactive-2", Interactive(t.Context()))
 	g.queued(t, 2, 2)
 
-	g.release()
+	g.Release()
 	require.Equal(t, []string{"interactive-1", "interactive-2", "background-1", "background-2"}, order(),
 		"interactive waiters first, each kind in arrival order")
-	require.NoError(t, g.acquire(t.Context()), "and the gate is free again")
+	require.NoError(t, g.Acquire(t.Context()), "and the gate is free again")
 }
 
 func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
 	t.Parallel()
-	g := &connGate{}
-	require.NoError(t, g.acquire(t.Context()))
+	g := &Gate{}
+	require.NoError(t, g.Acquire(t.Context()))
 
 	wait, order := recordOrder(t, g)
 	wait("background", t.Context())
@@ -81,7 +99,7 @@ func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
 		wait("interactive", Interactive(t.Context()))
 		g.queued(t, i+1, 1)
 	}
-	g.release()
+	g.Release()
 	got := order()
 	require.Len(t, got, 21)
 	require.Equal(t, "background", got[maxInteractiveRun],
@@ -90,22 +108,22 @@ func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
 
 func TestGateWaiterGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
-	g := &connGate{}
-	require.NoError(t, g.acquire(t.Context()))
+	g := &Gate{}
+	require.NoError(t, g.Acquire(t.Context()))
 	ctx, cancel := context.WithTimeout(Interactive(t.Context()), 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, g.acquire(ctx), context.DeadlineExceeded)
+	require.ErrorIs(t, g.Acquire(ctx), context.DeadlineExceeded)
 	g.queued(t, 0, 0)
-	g.release()
+	g.Release()
 
 	ctx, cancel = context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	require.NoError(t, g.acquire(ctx), "nobody holds the gate after its holder released it")
+	require.NoError(t, g.Acquire(ctx), "nobody holds the gate after its holder released it")
 }
 
 func TestGateHoldersNeverOverlap(t *testing.T) {
 	t.Parallel()
-	g := &connGate{}
+	g := &Gate{}
 	var holders, most, served atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -120,7 +138,7 @@ func TestGateHoldersNeverOverlap(t *testing.T) {
 				defer cancel()
 			}
 			for range 50 {
-				if g.acquire(ctx) != nil {
+				if g.Acquire(ctx) != nil {
 					return
 				}
 				n := holders.Add(1)
@@ -129,7 +147,7 @@ func TestGateHoldersNeverOverlap(t *testing.T) {
 				served.Add(1)
 				time.Sleep(10 * time.Microsecond)
 				holders.Add(-1)
-				g.release()
+				g.Release()
 			}
 		})
 	}
@@ -142,49 +160,10 @@ func TestGateHoldersNeverOverlap(t *testing.T) {
 	g.mu.Unlock()
 }
 
-func TestInteractiveStatementsOvertakeQueuedBackgroundWork(t *testing.T) {
-	t.Parallel()
-	s, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "gateway.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.db.Exec("CREATE TABLE arrivals (name TEXT NOT NULL)").Error)
-	gate := s.db.ConnPool.(*gatedPool).gate
-
-	// A background transaction holds the connection while two background
-	// statements and then an interactive one queue behind it.
-	holding, letGo := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		require.NoError(t, s.db.WithContext(t.Context()).Transaction(func(tx *gorm.DB) error {
-			close(holding)
-			<-letGo
-			return tx.Exec("INSERT INTO arrivals VALUES ('holder')").Error
-		}))
-	})
-	<-holding
-	insert := func(ctx context.Context, name string) {
-		wg.Go(func() {
-			require.NoError(t, s.db.WithContext(ctx).Exec("INSERT INTO arrivals VALUES (?)", name).Error)
-		})
-	}
-	insert(t.Context(), "background-1")
-	gate.queued(t, 0, 1)
-	insert(t.Context(), "background-2")
-	gate.queued(t, 0, 2)
-	insert(Interactive(t.Context()), "interactive")
-	gate.queued(t, 1, 2)
-	close(letGo)
-	wg.Wait()
-
-	var names []string
-	require.NoError(t, s.db.Raw("SELECT name FROM arrivals ORDER BY rowid").Scan(&names).Error)
-	require.Equal(t, []string{"holder", "interactive", "background-1", "background-2"}, names)
-}
-
 func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gateway.db")
-	db, err := sql.Open(sqlite.DriverName, sqliteDSN(path))
+	db, err := sql.Open(sqlite.DriverName, DSN(path))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1)
@@ -199,9 +178,9 @@ func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, wal.Size(), int64(1500*4096), "no commit checkpointed the WAL")
 
-	c, err := startCheckpointer(path, &connGate{}, time.Hour, restartFrames)
+	c, err := startCheckpointer(path, &Gate{}, time.Hour, restartFrames)
 	require.NoError(t, err)
-	defer c.stop()
+	defer c.Stop()
 	frames, copied, err := c.checkpoint(t.Context())
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, frames, 1500)
@@ -216,14 +195,13 @@ func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 
 func TestWALStaysShortUnderSteadyCommits(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gateway.db")
-	s, err := Open(t.Context(), "sqlite:"+path)
+	_, pool, path := openDB(t)
+	store, err := StartCheckpointer(path, pool.Gate()) // the store's own, as it runs
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	pool := s.db.ConnPool.(*gatedPool)
-	c, err := startCheckpointer(path, pool.gate, time.Hour, 256) // driven by hand below
+	defer store.Stop()
+	c, err := startCheckpointer(path, pool.Gate(), time.Hour, 256) // driven by hand below
 	require.NoError(t, err)
-	defer c.stop()
+	defer c.Stop()
 	_, err = pool.ExecContext(t.Context(), "CREATE TABLE pages (body TEXT NOT NULL)")
 	require.NoError(t, err)
 

@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"github.com/ai-job-gateway/gateway/store/internal/sqlitewrite"
+)
+
+// Interactive marks ctx as a client's request waiting on the store: on
+// SQLite its statements take the connection before background work's
+// (workflow activities, the dispatcher). On PostgreSQL, which has a pool
+// of connections, it changes nothing.
+func Interactive(ctx context.Context) context.Context {
+	return sqlitewrite.Interactive(ctx)
+}
+
+// IsInteractive says whether ctx was marked Interactive.
+func IsInteractive(ctx context.Context) bool {
+	return sqlitewrite.IsInteractive(ctx)
+}
+
+// write runs fn in a transaction and returns its error once that
+// transaction ended. On SQLite the store's hot writes (jobs accepted, job
+// projections, outbox and rate counters) go through the writer, which
+// commits the waiting ones together (sqlitewrite.Writer): fn may run on
+// another goroutine, and the caller may read what it set once write
+// returned; fn must use only tx, as a call to the store from fn would wait
+// for the writer that runs it. On PostgreSQL, which has a pool of
+// connections, each write runs on its own.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writer == nil {
+		return s.db.WithContext(ctx).Transaction(fn)
+	}
+	return s.writer.Do(ctx, fn)
+}
+
+// writeStatement is write for an fn of one statement: on PostgreSQL it
+// runs on its own, without a transaction around it.
+func (s *Store) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writer == nil {
+		return fn(s.db.WithContext(ctx))
+	}
+	return s.writer.Do(ctx, fn)
+}
