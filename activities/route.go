@@ -192,7 +192,8 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 }
 
 // resolvePolicy finds the policy in force: the pinned version on failover,
-// the job's policy_id, or the resolution chain of decisions.md §5.
+// the job's policy_id, or the resolution chain (docs/routing.md, Which
+// policy applies).
 func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*jobs.Error, error) {
 	switch {
 	case in.Pinned != nil:

@@ -28,7 +28,7 @@ type StatusStore interface {
 	SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (store.ProviderStatus, error)
 }
 
-// Service statuses (interface.md Service).
+// Service statuses (docs/api.md, Service and provider status).
 const (
 	serviceActive     = "active"
 	serviceDeprecated = "deprecated"

@@ -87,7 +87,8 @@ func TestGetJob(t *testing.T) {
 }
 
 // TestJobRepresentationByStatus checks which attributes appear in each
-// state (decisions.md §8): what does not apply yet is omitted, not null.
+// state (docs/api.md, Envelopes and representation): what does not apply
+// yet is omitted, not null.
 func TestJobRepresentationByStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -19,7 +19,7 @@ type Page struct {
 // Offset is the number of records before the page.
 func (p Page) Offset() int { return (p.Number - 1) * p.Size }
 
-// Page size bounds (interface.md "Limits").
+// Page size bounds (docs/api.md, Pagination).
 const (
 	DefaultPageSize = 20
 	MaxPageSize     = 100
@@ -46,7 +46,7 @@ func parsePage(c *gin.Context) (Page, *apierror.Error) {
 	return page, nil
 }
 
-// listMeta is a collection's meta (interface.md ListMeta).
+// listMeta is a collection's meta (docs/api.md, Pagination).
 type listMeta struct {
 	Total     int64 `json:"total"`
 	PageCount int64 `json:"page_count"`

@@ -31,7 +31,7 @@ type PolicyStore interface {
 	RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error)
 }
 
-// Policy scopes (decisions.md §2).
+// Policy scopes (docs/api.md, Policies).
 const (
 	scopePoliciesRead  = "policies:read"
 	scopePoliciesWrite = "policies:write"
@@ -94,7 +94,7 @@ func (noPolicies) RoutingPolicies(context.Context, string, providers.ServiceID) 
 // --- who may do what -------------------------------------------------------
 
 // policyActor is the caller of a policy operation as confinement sees it
-// (decisions.md §2).
+// (docs/api.md, Policies: who sees and changes what).
 type policyActor struct {
 	// tenant is the tenant a confined caller is confined to: the token's,
 	// or X-Effective-Tenant-Id's for a caller with admin:cross-tenant ("" when
@@ -165,8 +165,8 @@ func (a policyActor) tenantForCreate(given nullable[string]) (string, *apierror.
 
 // tenantForUpdate is the owner after a replace or partial update: omitted
 // keeps the current owner; changing it (to another tenant or to null, i.e.
-// gateway-wide) is for super-admins with admin:cross-tenant (interface.md:
-// "scope may change through attributes.tenant (super-admin only)").
+// gateway-wide) is for super-admins with admin:cross-tenant (docs/api.md,
+// Policies: changing a policy's owner).
 func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[string]) (string, *apierror.Error) {
 	if !given.set {
 		return current.Tenant, nil
@@ -641,8 +641,8 @@ type policyResource struct {
 
 // policyAttributes are a policy's attributes. A policy of the earlier form
 // that covers several or all ([]) services carries services in place of
-// service and application (interface.md); the current form carries service
-// and application (null at service level) and no services.
+// service and application (docs/api.md, Policies); the current form
+// carries service and application (null at service level) and no services.
 type policyAttributes struct {
 	Tenant          *string                `json:"tenant"`
 	Name            string                 `json:"name"`

@@ -83,7 +83,8 @@ type Server struct {
 	cfg Config
 }
 
-// MaxBodyBytes is the largest request body accepted (decisions.md §4).
+// MaxBodyBytes is the largest request body accepted (docs/api.md,
+// Validation).
 const MaxBodyBytes = 8 << 20
 
 // IdempotencyTTL is how long an Idempotency-Key stands for its first job.

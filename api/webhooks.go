@@ -142,8 +142,8 @@ func (w *webhook) target() *jobs.Webhook {
 
 // checkJobURLs refuses, when Config.CheckURLs is set, a webhook URL or
 // media URL (input.url) whose host is or resolves to an address outside the
-// public internet (decisions.md §6). A host that does not resolve passes:
-// the workers check every address again when they connect.
+// public internet (docs/webhooks.md, Address rules). A host that does not
+// resolve passes: the workers check every address again when they connect.
 func (s *Server) checkJobURLs(ctx context.Context, req *jobRequest) *apierror.Error {
 	if !s.cfg.CheckURLs {
 		return nil

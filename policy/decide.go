@@ -138,9 +138,9 @@ func decidePolicy(req Request) (RoutingInfo, error) {
 	info := req.info(ReasonPolicyRule)
 	info.PolicySource = req.Source
 	if info.Reason == ReasonPolicyRule {
-		// interface.md: policy_id and policy_version only when the reason
-		// is policy_rule. A failover keeps the version of the job's first
-		// decision, which carries them.
+		// policy_id and policy_version only when the reason is policy_rule
+		// (docs/routing.md, The routing record). A failover keeps the
+		// version of the job's first decision, which carries them.
 		info.PolicyID, info.PolicyVersion = pol.ID, pol.Version
 	}
 	entries := slices.Clone(pol.Providers)

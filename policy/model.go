@@ -39,7 +39,8 @@ type Policy struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
-// Entry is one provider of a policy (interface.md's PolicyProvider).
+// Entry is one provider of a policy (docs/api.md, Policies: provider
+// entries).
 type Entry struct {
 	ProviderID string      `json:"provider_id"`
 	Priority   int         `json:"priority"`

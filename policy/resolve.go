@@ -18,10 +18,11 @@ type Scope struct {
 }
 
 // Resolve picks the policy for a job that names no provider and no
-// policy_id (decisions.md §5), first match wins: tenant_application →
-// global_application → tenant_default (when it covers the service) →
-// tenant_latest (the tenant's most recently updated service-level policy for
-// the service) → global_latest (same, gateway-wide). ok is false when none
+// policy_id (docs/routing.md, Which policy applies), first match wins:
+// tenant_application → global_application → tenant_default (when it covers
+// the service) → tenant_latest (the tenant's most recently updated
+// service-level policy for the service) → global_latest (same,
+// gateway-wide). ok is false when none
 // applies (source none). Candidates may come in any order and may include
 // policies of other tenants or services; those are ignored. The explicit_id
 // source is the caller's: a given policy_id is looked up directly.

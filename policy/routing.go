@@ -9,7 +9,7 @@ import "time"
 // Reason says why a provider was picked.
 type Reason string
 
-// Routing reasons of interface.md's RoutingInfo.
+// Routing reasons (docs/routing.md, The routing record).
 const (
 	ReasonExplicitChoice Reason = "explicit_choice"
 	ReasonPolicyRule     Reason = "policy_rule"
@@ -17,7 +17,8 @@ const (
 	ReasonDefault        Reason = "default"
 )
 
-// Source says where the policy of a decision came from (decisions.md §5).
+// Source says where the policy of a decision came from (docs/routing.md,
+// Which policy applies).
 type Source string
 
 // Policy sources, in resolution order.

@@ -11,8 +11,9 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
-// decisionsExample is the example of decisions.md section 7.
-const decisionsExample = `
+// catalogExample is a catalog in the form docs/providers.md (The catalog
+// file) describes.
+const catalogExample = `
 providers:
   - id: sandbox-fast
     name: Sandbox (fast)
@@ -32,10 +33,10 @@ providers:
         pricing: {unit: per_token, amount: 0.000002, currency: USD}
 `
 
-func TestParseCatalogDecisionsExample(t *testing.T) {
+func TestParseCatalogExample(t *testing.T) {
 	t.Parallel()
 
-	c, err := providers.ParseCatalog([]byte(decisionsExample))
+	c, err := providers.ParseCatalog([]byte(catalogExample))
 	require.NoError(t, err)
 	require.Len(t, c.Providers, 1)
 
@@ -186,7 +187,7 @@ func TestLoadCatalog(t *testing.T) {
 
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
-	require.NoError(t, os.WriteFile(good, []byte(decisionsExample), 0o600))
+	require.NoError(t, os.WriteFile(good, []byte(catalogExample), 0o600))
 	c, err = providers.LoadCatalog(good)
 	require.NoError(t, err)
 	require.Len(t, c.Providers, 1)

@@ -1,7 +1,7 @@
 package providers
 
-// The request and result shapes of each service, as interface.md defines
-// them. The API validates requests into these types; adapters read them and
+// The request and result shapes of each service (docs/api.md, Jobs). The
+// API validates requests into these types; adapters read them and
 // produce the results.
 
 // TranscriptionInput is the input of a transcription job.
@@ -41,8 +41,8 @@ type TranscriptionResult struct {
 	Duration    float64 `json:"duration"`
 	Language    string  `json:"language,omitempty"`
 	DownloadURL string  `json:"download_url,omitempty"`
-	// Text is the whole transcript (an extension of interface.md's result,
-	// so a transcript without timestamps still carries its text).
+	// Text is the whole transcript (an extension, docs/api.md, Extensions:
+	// a transcript without timestamps still carries its text).
 	Text     string    `json:"text,omitempty"`
 	Segments []Segment `json:"segments,omitempty"`
 	Usage    *Usage    `json:"usage,omitempty"`
@@ -54,8 +54,8 @@ type Segment struct {
 	End        float64  `json:"end"`
 	Text       string   `json:"text"`
 	Confidence *float64 `json:"confidence,omitempty"`
-	// Speaker is set when diarization was requested (an extension of
-	// interface.md's segment; SRT and WebVTT render it as a voice).
+	// Speaker is set when diarization was requested (an extension,
+	// docs/api.md, Extensions; SRT and WebVTT render it as a voice).
 	Speaker string `json:"speaker,omitempty"`
 }
 

@@ -318,7 +318,8 @@ func TestRoutingPolicies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID, globalTr.ID}, ids(got))
 
-		// The candidates resolve as decisions.md §5 says.
+		// The candidates resolve as docs/routing.md (Which policy applies)
+		// says.
 		candidates, err := s.RoutingPolicies(ctx, "acme", providers.Transcriptions)
 		require.NoError(t, err)
 		p, source, ok := policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: providers.Transcriptions, Application: "mobile"})

@@ -243,7 +243,7 @@ func TestCancelWhilePending(t *testing.T) {
 	last := b.saved[len(b.saved)-1]
 	require.Equal(t, jobs.StatusFailed, last.Status)
 	require.Equal(t, jobs.CodeCancelled, last.Error.Code)
-	require.Nil(t, last.Routing, "decisions.md §8: cancelled while pending, no routing")
+	require.Nil(t, last.Routing, "cancelled while pending: no routing (docs/api.md, Envelopes and representation)")
 	require.Nil(t, last.ProcessedAt, "and no processed_at")
 	require.NotNil(t, last.CompletedAt)
 }

@@ -32,7 +32,7 @@ func (e *Error) WithHeader(key, value string) *Error {
 	return e
 }
 
-// Codes of decisions.md section 4.
+// Codes (docs/api.md, Errors).
 const (
 	CodeUnauthorized       = "UNAUTHORIZED"
 	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"

@@ -12,7 +12,8 @@ import (
 )
 
 // config is the gateway's configuration: defaults, then environment
-// variables, then flags (decisions.md §1), then validate().
+// variables, then flags (docs/operations.md, Configuration), then
+// validate().
 type config struct {
 	Listen               string
 	DataDir              string

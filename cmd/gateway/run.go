@@ -58,7 +58,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
 	}
-	cfg.AllowPrivateNetworks = true // dev reaches local webhooks and media (decisions.md §6)
+	// dev reaches local webhooks and media (docs/webhooks.md, Address rules).
+	cfg.AllowPrivateNetworks = true
 	registry, err := loadRegistry(cfg)
 	if err != nil {
 		return err
