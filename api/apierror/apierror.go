@@ -58,11 +58,10 @@ const (
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	CodeInternal           = "INTERNAL_ERROR"
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
+	// CodeIdempotencyKeyReused answers a live Idempotency-Key sent with
+	// another request (docs/api.md, Cancel and idempotency).
+	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 )
-
-// CodeIdempotencyKeyReused answers a live Idempotency-Key sent with another
-// request (docs/api.md).
-const CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
 // Unauthorized is the 401 for a missing or invalid token.
 func Unauthorized(message string) *Error {

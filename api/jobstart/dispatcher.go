@@ -77,10 +77,6 @@ type Config struct {
 	Now           func() time.Time
 }
 
-// CodeNotStarted is the error code of a job whose workflow can never be
-// started (docs/api.md).
-const CodeNotStarted = "JOB_NOT_STARTED"
-
 // ErrNotStarted is returned by StartNow for a job it failed so.
 var ErrNotStarted = errors.New("the job's workflow cannot be started; the job failed")
 
@@ -334,7 +330,7 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	if refused != "" {
 		d.cfg.Logger.Error("start job workflow refused for good; the job fails", "job", start.JobID, "error", err)
 		message := "the job could not be started and will not run: " + refused
-		ferr := d.cfg.Store.FailJobStart(wctx, start.JobID, CodeNotStarted, message, d.cfg.Now())
+		ferr := d.cfg.Store.FailJobStart(wctx, start.JobID, jobs.CodeNotStarted, message, d.cfg.Now())
 		if ferr == nil {
 			return fmt.Errorf("start job %s: %w: %w", start.JobID, ErrNotStarted, err)
 		}

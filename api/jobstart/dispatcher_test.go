@@ -233,7 +233,7 @@ func (b *bundle) requireNotStarted(t *testing.T, jobID, why string) {
 	job, err := b.store.GetJob(t.Context(), jobID)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusFailed, job.Status)
-	require.Equal(t, jobstart.CodeNotStarted, job.ErrorCode)
+	require.Equal(t, jobs.CodeNotStarted, job.ErrorCode)
 	require.Contains(t, job.ErrorMessage, why)
 	require.NotNil(t, job.CompletedAt)
 	_, err = b.store.GetJobStart(t.Context(), jobID)

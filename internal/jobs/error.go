@@ -11,12 +11,14 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-// The codes a failed job's error carries (docs/api.md, Errors of failed
-// jobs). Routing and the adapters are where some of them are born; this
+// The codes a failed job's error carries (docs/api.md, Job error codes). Routing and the adapters are where some of them are born; this
 // list is their one catalogue.
 const (
 	// CodeCancelled: the job was cancelled (POST .../cancel).
 	CodeCancelled = "CANCELLED"
+	// CodeNotStarted: the job's workflow could never be started (Temporal
+	// refused the start as invalid); it never ran.
+	CodeNotStarted = "JOB_NOT_STARTED"
 	// CodeNoEligibleProvider: routing found no provider able and allowed
 	// to run the job.
 	CodeNoEligibleProvider = policy.CodeNoEligibleProvider

@@ -1,10 +1,3 @@
-// Package jobs is the job model: what each service's jobs take, how they
-// are validated, what they ask of a provider, and how their results are
-// served. It does no I/O.
-//
-// Each service is one file: a request type holding the service's typed
-// input and options, registered under the service's id. A new service is
-// a new file here and its entries in package providers' service table.
 package jobs
 
 import (
