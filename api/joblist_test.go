@@ -407,7 +407,7 @@ func TestListJobsRepresentation(t *testing.T) {
 		}
 		require.Equal(t, job.Tenant, a["tenant"])
 		require.Equal(t, job.UserID, a["user_id"])
-		require.Equal(t, job.Status, a["status"])
+		require.Equal(t, string(job.Status), a["status"])
 		require.Equal(t, job.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), a["created_at"])
 		require.IsType(t, []any{}, a["routing_history"])
 		switch job.Status {
