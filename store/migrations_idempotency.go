@@ -11,7 +11,7 @@ import (
 // fingerprint of the request that claimed it.
 type idempotencyKeyV2 struct {
 	Tenant      string `gorm:"primaryKey;size:128"`
-	Service     string `gorm:"primaryKey;size:32"`
+	Service     string `gorm:"primaryKey;size:32;default:''"`
 	Key         string `gorm:"primaryKey;size:255"`
 	Fingerprint string `gorm:"size:64;not null;default:''"`
 	JobID       string `gorm:"size:36;not null"`
@@ -39,7 +39,9 @@ var migrationIdempotencyKeyScope = &gormigrate.Migration{
 			return execAll(tx,
 				"ALTER TABLE idempotency_keys ADD COLUMN service varchar(32) NOT NULL DEFAULT '', ADD COLUMN fingerprint varchar(64) NOT NULL DEFAULT ''",
 				"UPDATE idempotency_keys SET service = jobs.service FROM jobs WHERE jobs.id = idempotency_keys.job_id",
-				"ALTER TABLE idempotency_keys ALTER COLUMN service DROP DEFAULT, DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (tenant, service, key)",
+				// service keeps its default '', so the previous release, still
+				// running during a rolling deploy, can insert keys without it.
+				"ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (tenant, service, key)",
 			)
 		}
 		if err := tx.Table("idempotency_keys_new").Migrator().CreateTable(&idempotencyKeyV2{}); err != nil {

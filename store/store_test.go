@@ -212,6 +212,11 @@ func TestIdempotencyKeyScopeMigration(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, claimed)
 		require.Equal(t, "job-retry", id)
+
+		// The previous release, still running during a rolling deploy,
+		// inserts keys the old way; that must keep working.
+		_, err = db.Exec(insert, "acme", "old-binary", job.ID, now)
+		require.NoError(t, err)
 	})
 }
 
