@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 const (
@@ -35,16 +36,12 @@ type keySet struct {
 	client *http.Client
 	now    func() time.Time
 
-	mu       sync.Mutex
-	keys     []jose.JSONWebKey // public signing keys of the last good fetch
-	fetched  time.Time         // start of the last fetch; zero before the first
-	err      error             // why the last fetch failed, nil if it did not
-	inflight *keyFetch
-}
+	fetches singleflight.Group // concurrent misses share one fetch
 
-type keyFetch struct {
-	done chan struct{}
-	err  error
+	mu      sync.Mutex
+	keys    []jose.JSONWebKey // public signing keys of the last good fetch
+	fetched time.Time         // start of the last fetch; zero before the first
+	err     error             // why the last fetch failed, nil if it did not
 }
 
 // keysUnavailableError is a token that could not be checked because the
@@ -140,51 +137,53 @@ func verifyWith(ctx context.Context, rawToken string, keys []crypto.PublicKey) (
 // failure of that fetch. Concurrent callers share one fetch.
 func (s *keySet) refresh(ctx context.Context) error {
 	s.mu.Lock()
-	f := s.inflight
-	if f == nil {
-		if !s.fetched.IsZero() {
-			if wait := s.fetched.Add(keyRefetchInterval).Sub(s.now()); wait > 0 {
-				err := s.err
-				s.mu.Unlock()
-				if err != nil {
-					return &keysUnavailableError{err: err, retryAfter: wait}
-				}
-				return errRecentlyFetched
+	if !s.fetched.IsZero() {
+		if wait := s.fetched.Add(keyRefetchInterval).Sub(s.now()); wait > 0 {
+			err := s.err
+			s.mu.Unlock()
+			if err != nil {
+				return &keysUnavailableError{err: err, retryAfter: wait}
 			}
+			return errRecentlyFetched
 		}
-		f = &keyFetch{done: make(chan struct{})}
-		s.inflight = f
-		s.fetched = s.now()
-		go s.fetch(f)
 	}
 	s.mu.Unlock()
 
+	done := s.fetches.DoChan("jwks", func() (any, error) { return nil, s.fetch() })
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-f.done:
+	case r := <-done:
+		if r.Err != nil {
+			return &keysUnavailableError{err: r.Err, retryAfter: keyRefetchInterval}
+		}
+		return nil
 	}
-	if f.err != nil {
-		return &keysUnavailableError{err: f.err, retryAfter: keyRefetchInterval}
-	}
-	return nil
 }
 
-// fetch runs detached from any request, like discovery.
-func (s *keySet) fetch(f *keyFetch) {
+// fetch downloads the key set, detached from any request like discovery,
+// and records the outcome.
+func (s *keySet) fetch() error {
+	s.mu.Lock()
+	if !s.fetched.IsZero() && s.now().Before(s.fetched.Add(keyRefetchInterval)) {
+		// A fetch finished between the caller's look and this one.
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	s.fetched = s.now()
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 	defer cancel()
 	keys, err := s.download(ctx)
 
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err == nil {
 		s.keys = keys
 	}
 	s.err = err
-	s.inflight = nil
-	f.err = err
-	s.mu.Unlock()
-	close(f.done)
+	return err
 }
 
 // download reads the JWKS, keeping the public signing keys go-oidc can

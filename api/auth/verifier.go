@@ -209,12 +209,14 @@ func rejection(lookup *keyLookup, err error) error {
 	switch {
 	case lookup.unavailable != nil:
 		return lookup.unavailable
+	case errors.As(err, &expired):
+		// go-oidc checks expiry before the signature: the token expired
+		// since its claims were checked.
+		return &TokenError{Kind: ErrExpired, Reason: "the token has expired", Cause: err}
 	case lookup.unknownKey:
 		return &TokenError{Kind: ErrSignature, Reason: "the token signature could not be verified: its signing key (kid) is not in the issuer's key set", Cause: err}
 	case !lookup.verified:
 		return &TokenError{Kind: ErrSignature, Reason: "the token signature could not be verified", Cause: err}
-	case errors.As(err, &expired):
-		return &TokenError{Kind: ErrExpired, Reason: "the token has expired", Cause: err}
 	default:
 		return &TokenError{Kind: ErrClaims, Reason: "the token claims were rejected", Cause: err}
 	}
