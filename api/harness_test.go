@@ -28,7 +28,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/api/jobstart"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -264,7 +264,7 @@ func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, conf
 		Return(b.getWorkflow).Maybe()
 
 	// A real dispatcher of job starts, quick to retry, on the mock.
-	starts := jobstart.New(jobstart.Config{
+	starts := jobops.NewDispatcher(jobops.DispatcherConfig{
 		Store:         b.store,
 		Temporal:      b.temporal,
 		SweepInterval: 10 * time.Millisecond,

@@ -26,7 +26,7 @@ type JobStore interface {
 }
 
 // JobStarter starts the workflows of the jobs the API accepts
-// (jobstart.Dispatcher).
+// (jobops.Dispatcher).
 type JobStarter interface {
 	// Lease is the due time of a start recorded now: until then it is
 	// this process's to make.

@@ -23,8 +23,8 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/api/jobstart"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -159,7 +159,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 }
 
 // apiConfig is the API configuration dev and serve share.
-func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobstart.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
+func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
 	return api.Config{
 		Store:      st,
 		Starts:     starts,
@@ -181,7 +181,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobstart.D
 // running until stopAndWait, which the commands call once the HTTP server
 // has shut down.
 type runningDispatcher struct {
-	*jobstart.Dispatcher
+	*jobops.Dispatcher
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -194,7 +194,7 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d := runningDispatcher{
 		stop: stop,
-		Dispatcher: jobstart.New(jobstart.Config{
+		Dispatcher: jobops.NewDispatcher(jobops.DispatcherConfig{
 			Store:        st,
 			Temporal:     tc,
 			EagerStart:   eager,

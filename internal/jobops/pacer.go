@@ -1,4 +1,4 @@
-package jobstart
+package jobops
 
 import (
 	"context"

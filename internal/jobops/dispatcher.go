@@ -1,4 +1,5 @@
-// Package jobstart starts the workflows of accepted jobs. The API records
+// Package jobops runs the operations on jobs. Its Dispatcher starts the
+// workflows of accepted jobs. The API records
 // each new job together with its start in the store's outbox (job_starts),
 // in one transaction, answers 202 and hands the start to this process's
 // Dispatcher, which starts the job's workflow and deletes the start.
@@ -9,7 +10,7 @@
 // process stopped, Temporal was unreachable) stays in the outbox and any
 // dispatcher makes it once its lease runs out. A start that can never be
 // made (Temporal refuses it as invalid) fails its job instead.
-package jobstart
+package jobops
 
 import (
 	"context"
@@ -31,8 +32,8 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
-// Store is the outbox the Dispatcher reads and clears.
-type Store interface {
+// Outbox is the store of job starts the Dispatcher reads and clears.
+type Outbox interface {
 	ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.JobStart, error)
 	GetJobStart(ctx context.Context, jobID string) (*store.JobStart, error)
 	DeleteJobStarts(ctx context.Context, jobIDs []string) error
@@ -41,10 +42,10 @@ type Store interface {
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
 }
 
-// Config is a Dispatcher's dependencies and settings; zero values take the
-// defaults.
-type Config struct {
-	Store    Store
+// DispatcherConfig is a Dispatcher's dependencies and settings; zero
+// values take the defaults.
+type DispatcherConfig struct {
+	Store    Outbox
 	Temporal client.Client
 	// EagerStart asks Temporal to hand new workflows straight to this
 	// process's worker (only when the worker runs in the same process).
@@ -92,7 +93,7 @@ const startTimeout = 10 * time.Second
 
 // Dispatcher starts job workflows from the outbox.
 type Dispatcher struct {
-	cfg   Config
+	cfg   DispatcherConfig
 	pace  *pacer
 	queue chan store.JobStart
 	wake  chan struct{}
@@ -103,8 +104,8 @@ type Dispatcher struct {
 	backlog atomic.Bool
 }
 
-// New builds a Dispatcher; Run runs it.
-func New(cfg Config) *Dispatcher {
+// NewDispatcher builds a Dispatcher; Run runs it.
+func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
 	}

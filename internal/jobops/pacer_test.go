@@ -1,4 +1,4 @@
-package jobstart
+package jobops
 
 import (
 	"testing"
@@ -80,7 +80,7 @@ func TestAPacedRateDoesNotKeepItselfGoing(t *testing.T) {
 
 func TestTheFloorMakesAFullQueueWithinALease(t *testing.T) {
 	t.Parallel()
-	lease := New(Config{}).cfg.Lease
+	lease := NewDispatcher(DispatcherConfig{}).cfg.Lease
 	require.GreaterOrEqual(t, float64(paceMinRate)*lease.Seconds(), 2.0*queueSize,
 		"at the slowest pace the last of a full queue starts well before its lease runs out")
 }
@@ -103,7 +103,7 @@ func TestAZeroTargetNeverPaces(t *testing.T) {
 
 func TestOfferReportsHowLongAcceptingTheJobTook(t *testing.T) {
 	t.Parallel()
-	d := New(Config{AcceptTarget: 3 * time.Millisecond})
+	d := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond})
 	due := store.JobStart{JobID: "j", NextAttemptAt: time.Now().Add(-time.Second)} // left to a sweep: no queue, no store
 	d.Offer(due, time.Millisecond)
 	d.Offer(due, 10*time.Millisecond)

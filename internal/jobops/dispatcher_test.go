@@ -1,4 +1,4 @@
-package jobstart_test
+package jobops_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/ai-job-gateway/gateway/api/jobstart"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -30,7 +30,7 @@ import (
 // records starts.
 type bundle struct {
 	store *store.Store
-	d     *jobstart.Dispatcher
+	d     *jobops.Dispatcher
 
 	mu      sync.Mutex
 	starts  []client.StartWorkflowOptions
@@ -41,17 +41,17 @@ type bundle struct {
 
 func setup(t *testing.T, eager bool) *bundle {
 	t.Helper()
-	return setupConfigured(t, func(cfg *jobstart.Config) { cfg.EagerStart = eager })
+	return setupConfigured(t, func(cfg *jobops.DispatcherConfig) { cfg.EagerStart = eager })
 }
 
 // setupConfigured is setup with the dispatcher's configuration adjusted.
-func setupConfigured(t *testing.T, configure func(*jobstart.Config)) *bundle {
+func setupConfigured(t *testing.T, configure func(*jobops.DispatcherConfig)) *bundle {
 	t.Helper()
 	b := &bundle{store: storetest.SQLite(t)}
 	tc := mocks.NewClient(t)
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.JobWorkflowName, mock.Anything).
 		Return(b.executeWorkflow).Maybe()
-	cfg := jobstart.Config{
+	cfg := jobops.DispatcherConfig{
 		Store:         b.store,
 		Temporal:      tc,
 		SweepInterval: 10 * time.Millisecond,
@@ -60,7 +60,7 @@ func setupConfigured(t *testing.T, configure func(*jobstart.Config)) *bundle {
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	configure(&cfg)
-	b.d = jobstart.New(cfg)
+	b.d = jobops.NewDispatcher(cfg)
 	return b
 }
 
@@ -282,7 +282,7 @@ func (s *failingStore) FailJobStart(context.Context, string, string, string, tim
 func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
 	t.Parallel()
 	var failing *failingStore
-	b := setupConfigured(t, func(cfg *jobstart.Config) {
+	b := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
 		failing = &failingStore{Store: cfg.Store.(*store.Store)}
 		cfg.Store = failing
 	})
@@ -290,7 +290,7 @@ func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
 	start := b.record(t, 3, time.Now().Add(time.Hour))
 	err := b.d.StartNow(t.Context(), start.JobID)
 	require.ErrorContains(t, err, "Blob data size exceeds limit.")
-	require.NotErrorIs(t, err, jobstart.ErrNotStarted, "the job did not fail")
+	require.NotErrorIs(t, err, jobops.ErrNotStarted, "the job did not fail")
 	require.EqualValues(t, 1, failing.failed.Load())
 	got, err := b.store.GetJobStart(t.Context(), start.JobID)
 	require.NoError(t, err, "the start stays, to be refused and failed again")
@@ -348,7 +348,7 @@ func TestBacklogBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
 func TestBacklogIsSweptAsTheQueueRunsLow(t *testing.T) {
 	t.Parallel()
 	var counted *countingStore
-	b := setupConfigured(t, func(cfg *jobstart.Config) {
+	b := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
 		counted = &countingStore{Store: cfg.Store.(*store.Store)}
 		cfg.Store = counted
 		cfg.SweepInterval = time.Hour // only the queue running low wakes the sweep
@@ -428,6 +428,6 @@ func TestStartNow(t *testing.T) {
 	refused := b.record(t, 3, time.Now().Add(time.Hour))
 	b.results = []error{serviceerror.NewInvalidArgument("Blob data size exceeds limit.")}
 	err = b.d.StartNow(t.Context(), refused.JobID)
-	require.ErrorIs(t, err, jobstart.ErrNotStarted)
+	require.ErrorIs(t, err, jobops.ErrNotStarted)
 	b.requireNotStarted(t, refused.JobID, "Blob data size exceeds limit.")
 }
