@@ -13,7 +13,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -80,34 +79,6 @@ func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
 		return st
 	}
 	return serviceActive
-}
-
-// effectiveStatus is a provider's status and its capability status for a
-// service, with the administrators' overrides applied.
-func (s *Server) effectiveStatus(ctx context.Context, p *providers.Provider, service providers.ServiceID) (provider, capability providers.Status, err error) {
-	all, err := s.statuses().ProviderStatuses(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	var override *policy.ProviderOverride
-	if ps, ok := all[p.ID]; ok {
-		override = ps.Override()
-	}
-	provider, capability = policy.EffectiveStatus(p, service, override)
-	return provider, capability, nil
-}
-
-// checkServiceEnabled answers 422 SERVICE_DISABLED while an administrator
-// has disabled the service; deprecated services still take jobs.
-func (s *Server) checkServiceEnabled(ctx context.Context, svc providers.Service) error {
-	statuses, err := s.statuses().ServiceStatuses(ctx)
-	if err != nil {
-		return err
-	}
-	if serviceStatus(statuses, svc.ID) == serviceDisabled {
-		return apierror.Unprocessable(apierror.CodeServiceDisabled, "the %s service is disabled; it accepts no new jobs", svc.ID)
-	}
-	return nil
 }
 
 // updateService handles PATCH /v1/services/:id (scope services:write).

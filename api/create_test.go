@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -423,10 +424,10 @@ func TestIdempotencyKey(t *testing.T) {
 	t.Run("a job recorded by a concurrent request is the answer", func(t *testing.T) {
 		t.Parallel()
 		var late *lateJobStore
-		b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
-			late = &lateJobStore{Store: cfg.Store.(*store.Store)}
-			cfg.Store = late
-		})
+		b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
+			late = &lateJobStore{Store: cfg.Jobs.(*store.Store)}
+			cfg.Jobs = late
+		}, nil)
 		first := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "race")
 		// The retry finds the key claimed but, at first, no job: it records
 		// its own under the claimed id, and finds the first one there.
@@ -445,7 +446,7 @@ func TestIdempotencyKey(t *testing.T) {
 		require.NoError(t, err)
 		claimedID := uuid.Must(uuid.NewV7()).String()
 		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "llm-tasks", Key: "retry-me",
-			Fingerprint: api.RequestFingerprint(userA, "", raw), JobID: claimedID, CreatedAt: fixedNow}, api.IdempotencyTTL)
+			Fingerprint: jobops.Fingerprint(userA, "", raw), JobID: claimedID, CreatedAt: fixedNow}, jobops.IdempotencyTTL)
 		require.NoError(t, err)
 		require.True(t, claimed)
 
@@ -461,7 +462,7 @@ func TestIdempotencyKey(t *testing.T) {
 		b := setup(t)
 		first := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusPending})
 		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "translations", Key: "upgrade",
-			JobID: first.ID, CreatedAt: fixedNow}, api.IdempotencyTTL)
+			JobID: first.ID, CreatedAt: fixedNow}, jobops.IdempotencyTTL)
 		require.NoError(t, err)
 		require.True(t, claimed)
 

@@ -237,8 +237,16 @@ func setupWith(t *testing.T, openStore func(testing.TB) *store.Store) *bundle {
 }
 
 // setupConfigured is setupWith with the API's configuration adjusted by
-// configure (webhook key, URL checks).
+// configure (webhook key, a store wrapper).
 func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, configure func(*api.Config)) *bundle {
+	t.Helper()
+	return setupJobOps(t, openStore, nil, configure)
+}
+
+// setupJobOps is setupConfigured with the job operations' configuration
+// adjusted first by configureJobs (URL checks, a store wrapper); either
+// function may be nil.
+func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configureJobs func(*jobops.Config), configure func(*api.Config)) *bundle {
 	t.Helper()
 	b := &bundle{}
 
@@ -282,10 +290,27 @@ func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, conf
 		<-done
 	})
 
+	jobsCfg := jobops.Config{
+		Jobs:     b.store,
+		Tenants:  b.store,
+		Statuses: b.store,
+		Policies: b.store,
+		Rates:    b.store,
+		Catalog:  catalog,
+		Temporal: b.temporal,
+		Starts:   starts,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:      func() time.Time { return fixedNow },
+	}
+	if configureJobs != nil {
+		configureJobs(&jobsCfg)
+	}
+	ops, err := jobops.New(jobsCfg)
+	require.NoError(t, err)
+
 	cfg := api.Config{
 		Store:    b.store,
-		Starts:   starts,
-		Temporal: b.temporal,
+		Jobs:     ops,
 		Catalog:  catalog,
 		Verifier: auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
 		Routes:   []func(gin.IRouter){b.issuer.Routes},
@@ -294,7 +319,9 @@ func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, conf
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:      func() time.Time { return fixedNow },
 	}
-	configure(&cfg)
+	if configure != nil {
+		configure(&cfg)
+	}
 	handler = api.New(cfg).Handler()
 	b.server.Start()
 	return b

@@ -13,27 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
-
-// jobRequest is a validated job creation request.
-type jobRequest struct {
-	Input   json.RawMessage
-	Options json.RawMessage
-	// Parsed is the input and options, typed and validated.
-	Parsed     jobs.Request
-	Webhook    *webhook
-	Provider   string
-	PolicyID   string
-	ClientMeta json.RawMessage
-}
-
-// webhook is attributes.webhook of a create request.
-type webhook struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
 
 const (
 	ptrData       = "/data"
@@ -73,8 +56,9 @@ func validApplication(app string) *apierror.Error {
 		"header X-Application: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern ^[a-z][a-z0-9-]{0,61}[a-z0-9]$)")
 }
 
-// parseJobRequest decodes and validates a create request for service.
-func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apierror.Error) {
+// parseJobRequest decodes and validates a create request for service:
+// the job's attributes of the request to submit.
+func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequest, *apierror.Error) {
 	data, err := dataMember(body, "type", "attributes", "meta")
 	if err != nil {
 		return nil, err
@@ -90,7 +74,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apie
 		return nil, apierror.Validation(ptrData+"/type", "must be %q for %s, not %q", service.JobType, service.Endpoint(), jobType)
 	}
 
-	req := &jobRequest{}
+	req := &jobops.SubmitRequest{}
 	if err := parseMeta(data["meta"], req); err != nil {
 		return nil, err
 	}
@@ -138,7 +122,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobRequest, *apie
 	return req, nil
 }
 
-func parseMeta(raw json.RawMessage, req *jobRequest) *apierror.Error {
+func parseMeta(raw json.RawMessage, req *jobops.SubmitRequest) *apierror.Error {
 	meta, err := object(raw, ptrData+"/meta")
 	if err != nil || meta == nil {
 		return err
@@ -161,7 +145,7 @@ func parseMeta(raw json.RawMessage, req *jobRequest) *apierror.Error {
 
 var reservedWebhookHeaders = []string{"content-type", "content-length", "host", "user-agent", "webhook-id", "webhook-timestamp", "webhook-signature", "transfer-encoding", "connection"}
 
-func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
+func parseWebhook(raw json.RawMessage) (*jobs.Webhook, *apierror.Error) {
 	if isAbsent(raw) {
 		return nil, nil
 	}
@@ -180,7 +164,7 @@ func parseWebhook(raw json.RawMessage) (*webhook, *apierror.Error) {
 			}
 		}
 	}
-	var w webhook
+	var w jobs.Webhook
 	if err := decodeStrict(raw, ptrWebhook, &w); err != nil {
 		return nil, err
 	}

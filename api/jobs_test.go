@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -510,27 +511,27 @@ func TestCancelJob(t *testing.T) {
 // ordering itself is tested in the store (write_test.go, and
 // store/internal/sqlitewrite).
 type interactiveStore struct {
-	api.JobStore
+	*store.Store
 	created, read atomic.Bool
 }
 
 func (s *interactiveStore) CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error) {
 	s.created.Store(store.IsInteractive(ctx))
-	return s.JobStore.CreateJob(ctx, job, start)
+	return s.Store.CreateJob(ctx, job, start)
 }
 
 func (s *interactiveStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
 	s.read.Store(store.IsInteractive(ctx))
-	return s.JobStore.GetJob(ctx, id)
+	return s.Store.GetJob(ctx, id)
 }
 
 func TestRequestsAreMarkedInteractiveForTheStore(t *testing.T) {
 	t.Parallel()
 	var recorder *interactiveStore
-	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
-		recorder = &interactiveStore{JobStore: cfg.Store}
-		cfg.Store = recorder
-	})
+	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
+		recorder = &interactiveStore{Store: cfg.Jobs.(*store.Store)}
+		cfg.Jobs = recorder
+	}, func(cfg *api.Config) { cfg.Store = recorder })
 	data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))
 	require.True(t, recorder.created.Load(), "create")
 	b.do(t, http.MethodGet, "/v1/llm-tasks/"+data["id"].(string), b.readToken(t), nil).requireStatus(t, http.StatusOK)

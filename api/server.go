@@ -9,34 +9,24 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// JobStore is what the API needs of the store.
+// JobStore is what the API reads of jobs.
 type JobStore interface {
-	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
-	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
 	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]jobs.Record, int64, error)
 }
 
-// JobStarter starts the workflows of the jobs the API accepts
-// (jobops.Dispatcher).
-type JobStarter interface {
-	// Lease is the due time of a start recorded now: until then it is
-	// this process's to make.
-	Lease() time.Time
-	// Offer hands over a start the API recorded with a job, and how long
-	// accepting that job took.
-	Offer(start store.JobStart, took time.Duration)
-	// StartNow makes a job's start at once unless it was made. A start
-	// that can never be made fails the job.
-	StartNow(ctx context.Context, jobID string) error
+// JobOps accepts and cancels jobs (jobops.Service).
+type JobOps interface {
+	Submit(ctx context.Context, req jobops.SubmitRequest) (*jobs.Record, error)
+	Cancel(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
 }
 
 // ReadyCheck is one dependency /readyz waits for.
@@ -48,10 +38,8 @@ type ReadyCheck struct {
 // Config is the API's dependencies.
 type Config struct {
 	Store JobStore
-	// Starts starts the workflows of accepted jobs.
-	Starts JobStarter
-	// Temporal cancels jobs' workflows.
-	Temporal client.Client
+	// Jobs accepts and cancels jobs.
+	Jobs     JobOps
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
 	Tenants  TenantStore // nil: Store, when it keeps tenants too
@@ -72,10 +60,6 @@ type Config struct {
 	// Deliveries reads webhook delivery attempts (nil: Store, when it
 	// keeps them too).
 	Deliveries DeliveryStore
-	// CheckURLs refuses webhook and media URLs on loopback, private,
-	// link-local and other non-public addresses at job creation (serve
-	// without --allow-private-networks).
-	CheckURLs bool
 }
 
 // Server serves the API.
@@ -86,9 +70,6 @@ type Server struct {
 // MaxBodyBytes is the largest request body accepted (docs/api.md,
 // Validation).
 const MaxBodyBytes = 8 << 20
-
-// IdempotencyTTL is how long an Idempotency-Key stands for its first job.
-const IdempotencyTTL = 24 * time.Hour
 
 // New builds the API server.
 func New(cfg Config) *Server {

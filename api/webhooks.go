@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -31,9 +27,6 @@ type PublicKeySource interface {
 type DeliveryStore interface {
 	ListDeliveries(ctx context.Context, jobID string) ([]store.WebhookDelivery, error)
 }
-
-// urlCheckTimeout bounds the name resolution of one URL at job creation.
-const urlCheckTimeout = 3 * time.Second
 
 // webhookRoutes registers GET /v1/webhooks/public-key, which needs no token
 // (receivers fetch it), and GET /v1/{resource}/{id}/webhook-deliveries.
@@ -128,47 +121,6 @@ func (s *Server) deliveries() DeliveryStore {
 	}
 	if ds, ok := s.cfg.Store.(DeliveryStore); ok {
 		return ds
-	}
-	return nil
-}
-
-// target is the webhook as the job workflow takes it; nil when none.
-func (w *webhook) target() *jobs.Webhook {
-	if w == nil {
-		return nil
-	}
-	return &jobs.Webhook{URL: w.URL, Headers: w.Headers}
-}
-
-// checkJobURLs refuses, when Config.CheckURLs is set, a webhook URL or
-// media URL (input.url) whose host is or resolves to an address outside the
-// public internet (docs/webhooks.md, Address rules). A host that does not
-// resolve passes: the workers check every address again when they connect.
-func (s *Server) checkJobURLs(ctx context.Context, req *jobRequest) *apierror.Error {
-	if !s.cfg.CheckURLs {
-		return nil
-	}
-	var input struct {
-		URL string `json:"url"`
-	}
-	_ = json.Unmarshal(req.Input, &input)
-	checks := []struct{ url, pointer string }{{input.URL, ptrInput + "/url"}}
-	if req.Webhook != nil {
-		checks = append(checks, struct{ url, pointer string }{req.Webhook.URL, ptrWebhook + "/url"})
-	}
-	for _, check := range checks {
-		if check.url == "" {
-			continue
-		}
-		lookupCtx, cancel := context.WithTimeout(ctx, urlCheckTimeout)
-		err := netguard.CheckURL(lookupCtx, check.url, false)
-		cancel()
-		if errors.Is(err, netguard.ErrForbiddenAddress) {
-			return apierror.Validation(check.pointer, "%v; the gateway only calls public addresses", err)
-		}
-		if err != nil {
-			s.cfg.Logger.Debug("URL not checked at creation", "field", check.pointer, "error", err)
-		}
 	}
 	return nil
 }

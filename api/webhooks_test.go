@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
@@ -17,7 +18,7 @@ import (
 )
 
 // setupWebhookAPI is setup with the API's configuration adjusted by
-// configure (webhook key, URL checks).
+// configure (webhook key).
 func setupWebhookAPI(t *testing.T, configure func(*api.Config)) *bundle {
 	t.Helper()
 	return setupConfigured(t, storetest.SQLite, configure)
@@ -128,7 +129,7 @@ func TestListWebhookDeliveriesVisibility(t *testing.T) {
 
 func TestCreateRefusesPrivateURLsWhenChecking(t *testing.T) {
 	t.Parallel()
-	b := setupWebhookAPI(t, func(c *api.Config) { c.CheckURLs = true })
+	b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.CheckURLs = true }, nil)
 	token := b.writeToken(t)
 	publicMedia := "https://93.184.215.14/talk.mp3"
 

@@ -126,7 +126,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	starts := runDispatcher(ctx, cfg, st, tc, true, logger)
 	defer starts.stopAndWait()
-	apiCfg := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
+	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
+	if err != nil {
+		return err
+	}
 	apiCfg.Routes = routes
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
 	apiCfg.NodeID = nodeID
@@ -150,20 +153,37 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
 	starts := runDispatcher(ctx, cfg, st, tc, false, logger)
 	defer starts.stopAndWait()
-	apiCfg := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
+	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
+	if err != nil {
+		return err
+	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
-	apiCfg.CheckURLs = !cfg.AllowPrivateNetworks
 	srv := api.New(apiCfg)
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
 
-// apiConfig is the API configuration dev and serve share.
-func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) api.Config {
+// apiConfig is the API configuration dev and serve share, with the job
+// operations it calls.
+func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) (api.Config, error) {
+	ops, err := jobops.New(jobops.Config{
+		Jobs:      st,
+		Tenants:   st,
+		Statuses:  st,
+		Policies:  st,
+		Rates:     st,
+		Catalog:   registry.Catalog(),
+		Temporal:  tc,
+		Starts:    starts,
+		CheckURLs: !cfg.AllowPrivateNetworks,
+		Logger:    logger,
+	})
+	if err != nil {
+		return api.Config{}, err
+	}
 	return api.Config{
 		Store:      st,
-		Starts:     starts,
-		Temporal:   tc,
+		Jobs:       ops,
 		Catalog:    registry.Catalog(),
 		Verifier:   verifier,
 		Tenants:    st,
@@ -174,7 +194,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Logger:     logger,
 		WebhookKey: signer,
 		Deliveries: st,
-	}
+	}, nil
 }
 
 // runningDispatcher is the dispatcher of job starts of dev and serve,

@@ -1,15 +1,3 @@
-// Package jobops runs the operations on jobs. Its Dispatcher starts the
-// workflows of accepted jobs. The API records
-// each new job together with its start in the store's outbox (job_starts),
-// in one transaction, answers 202 and hands the start to this process's
-// Dispatcher, which starts the job's workflow and deletes the start.
-//
-// Accepting a job therefore costs one database transaction, whatever
-// Temporal is doing; a burst beyond what the workers can run waits in the
-// outbox, not in the client's request. A start that is not made (the
-// process stopped, Temporal was unreachable) stays in the outbox and any
-// dispatcher makes it once its lease runs out. A start that can never be
-// made (Temporal refuses it as invalid) fails its job instead.
 package jobops
 
 import (
@@ -91,7 +79,17 @@ const queueSize = 128
 // startTimeout bounds one start request.
 const startTimeout = 10 * time.Second
 
-// Dispatcher starts job workflows from the outbox.
+// Dispatcher starts job workflows from the outbox. Submit records each
+// new job together with its start in the store's outbox (job_starts), in
+// one transaction, and offers the start to this process's Dispatcher,
+// which starts the job's workflow and deletes the start.
+//
+// Accepting a job therefore costs one database transaction, whatever
+// Temporal is doing; a burst beyond what the workers can run waits in the
+// outbox, not in the client's request. A start that is not made (the
+// process stopped, Temporal was unreachable) stays in the outbox and any
+// dispatcher makes it once its lease runs out. A start that can never be
+// made (Temporal refuses it as invalid) fails its job instead.
 type Dispatcher struct {
 	cfg   DispatcherConfig
 	pace  *pacer

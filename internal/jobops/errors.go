@@ -1,0 +1,76 @@
+package jobops
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Why an operation refused a job. Submit and Cancel return them wrapped in
+// an *Error that says more, except ErrIdempotencyKeyReused, which they
+// return bare; errors.Is tells them apart.
+var (
+	// ErrServiceNotEnabled: the tenant's record disables the service.
+	ErrServiceNotEnabled = errors.New("the service is not enabled for the tenant")
+	// ErrProviderNotEnabled: the tenant's record disables the provider
+	// the job names.
+	ErrProviderNotEnabled = errors.New("the provider is not enabled for the tenant")
+	// ErrServiceDisabled: an administrator disabled the service.
+	ErrServiceDisabled = errors.New("the service is disabled")
+	// ErrUnknownProvider: the catalog has no provider of the job's name.
+	ErrUnknownProvider = errors.New("unknown provider")
+	// ErrUnsupportedOption: the job's provider cannot run it as asked.
+	ErrUnsupportedOption = errors.New("the provider does not support the job's options")
+	// ErrProviderDisabled: the job's provider is disabled, or disabled
+	// for the service.
+	ErrProviderDisabled = errors.New("the provider is disabled")
+	// ErrRateLimited: the job's provider used its published request
+	// limit; Error.RetryAfter says when it has room.
+	ErrRateLimited = errors.New("the provider is at its request limit")
+	// ErrUnknownPolicy: no policy of the job's policy_id that the
+	// tenant may use.
+	ErrUnknownPolicy = errors.New("unknown policy")
+	// ErrInvalid: a member of the job breaks a rule Submit checks (a
+	// policy that does not cover the service, a URL of a non-public
+	// address).
+	ErrInvalid = errors.New("invalid job")
+	// ErrIdempotencyKeyReused: the Idempotency-Key stands for another
+	// request, or for another tenant's or service's job.
+	ErrIdempotencyKeyReused = errors.New("the idempotency key was used with a different request")
+	// ErrJobFinished: the job to cancel is completed or failed.
+	ErrJobFinished = errors.New("the job is finished")
+	// ErrUnavailable: the operation could not be carried out now; the
+	// client may retry it.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Error is an operation's refusal, for the client: Kind is one of the Err
+// values above, Message says what is wrong in the client's terms, and
+// Pointer, when set, is the JSON pointer of the job's member at fault,
+// relative to its attributes (/provider, /input/url), as in
+// jobs.FieldError.
+type Error struct {
+	Kind    error
+	Pointer string
+	Message string
+	// RetryAfter, for ErrRateLimited, is when to retry, in whole seconds.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Pointer != "" {
+		return e.Pointer + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Unwrap returns Kind, so that errors.Is matches it.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func refuse(kind error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+func refuseField(kind error, pointer, format string, args ...any) *Error {
+	return &Error{Kind: kind, Pointer: pointer, Message: fmt.Sprintf(format, args...)}
+}

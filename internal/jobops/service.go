@@ -1,0 +1,130 @@
+// Package jobops carries out what clients ask of jobs beyond reading them:
+// Service.Submit accepts a job, Service.Cancel cancels one, and the
+// Dispatcher starts accepted jobs' workflows from the store's outbox.
+// API handlers parse a request, call the Service and render its answer;
+// a refusal is an *Error (or ErrIdempotencyKeyReused) whose kind the API
+// maps to a status and an error code.
+package jobops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// JobStore records jobs with their starts and keeps Idempotency-Keys.
+type JobStore interface {
+	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
+	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
+}
+
+// TenantStore reads tenants' records: which services and providers a
+// tenant may use.
+type TenantStore interface {
+	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
+}
+
+// StatusStore reads the statuses administrators set on services and
+// providers.
+type StatusStore interface {
+	ServiceStatuses(ctx context.Context) (map[string]string, error)
+	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
+}
+
+// PolicyStore reads routing policies.
+type PolicyStore interface {
+	GetPolicy(ctx context.Context, id string) (policy.Policy, error)
+}
+
+// RateStore reads the request counts routing keeps per provider.
+type RateStore interface {
+	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
+}
+
+// Starter starts the workflows of accepted jobs (the Dispatcher).
+type Starter interface {
+	// Lease is the due time of a start recorded now: until then it is
+	// this process's to make.
+	Lease() time.Time
+	// Offer hands over a start recorded with a job, and how long
+	// accepting that job took.
+	Offer(start store.JobStart, took time.Duration)
+	// StartNow makes a job's start at once unless it was made. A start
+	// that can never be made fails the job.
+	StartNow(ctx context.Context, jobID string) error
+}
+
+// Config is a Service's dependencies; all are required but CheckURLs,
+// Logger and Now.
+type Config struct {
+	Jobs     JobStore
+	Tenants  TenantStore
+	Statuses StatusStore
+	Policies PolicyStore
+	// Rates refuses a job that names a provider at its published request
+	// limit (ErrRateLimited).
+	Rates   RateStore
+	Catalog *providers.Catalog
+	// Temporal cancels jobs' workflows.
+	Temporal client.Client
+	// Starts starts the workflows of accepted jobs.
+	Starts Starter
+	// CheckURLs refuses webhook and media URLs on loopback, private,
+	// link-local and other non-public addresses (serve without
+	// --allow-private-networks).
+	CheckURLs bool
+	Logger    *slog.Logger // default slog.Default()
+	Now       func() time.Time
+}
+
+// Service carries out the operations on jobs: Submit and Cancel.
+//
+// Retry, an operator's retry of a failed job, is to be added here as a
+// third operation next to Cancel; it is not built. Note that StartOptions
+// never runs a job's workflow (workflow id = job id) a second time, so a
+// retry is either a new job or a change to that rule.
+type Service struct {
+	cfg Config
+}
+
+// New checks cfg and builds a Service.
+func New(cfg Config) (*Service, error) {
+	var missing []error
+	for _, dep := range []struct {
+		name   string
+		absent bool
+	}{
+		{"Jobs", cfg.Jobs == nil},
+		{"Tenants", cfg.Tenants == nil},
+		{"Statuses", cfg.Statuses == nil},
+		{"Policies", cfg.Policies == nil},
+		{"Rates", cfg.Rates == nil},
+		{"Catalog", cfg.Catalog == nil},
+		{"Temporal", cfg.Temporal == nil},
+		{"Starts", cfg.Starts == nil},
+	} {
+		if dep.absent {
+			missing = append(missing, fmt.Errorf("jobops: Config.%s is required", dep.name))
+		}
+	}
+	if err := errors.Join(missing...); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg}, nil
+}

@@ -1,0 +1,330 @@
+package jobops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// IdempotencyTTL is how long an Idempotency-Key stands for its first job.
+const IdempotencyTTL = 24 * time.Hour
+
+// urlCheckTimeout bounds the name resolution of one URL at submission.
+const urlCheckTimeout = 3 * time.Second
+
+// The members of a job's attributes Submit's refusals point at.
+const (
+	ptrProvider   = "/provider"
+	ptrPolicyID   = "/policy_id"
+	ptrInputURL   = "/input/url"
+	ptrWebhookURL = "/webhook/url"
+)
+
+// serviceDisabled is the status of a service that takes no new jobs
+// (docs/api.md, Service and provider status); deprecated services still
+// take them.
+const serviceDisabled = "disabled"
+
+// SubmitRequest is a job to accept: who asks for it, and its attributes,
+// validated (the API's request parsing).
+type SubmitRequest struct {
+	Service     providers.Service
+	Tenant      string
+	User        string
+	Application string
+	// IdempotencyKey, when set, makes a repeat of the request answer with
+	// the job the first one created (docs/api.md, Cancel and idempotency).
+	IdempotencyKey string
+	// Body is the request as the client sent it, byte for byte: with User
+	// and Application, what an IdempotencyKey stands for.
+	Body []byte
+	// Received is when the request was read; the Dispatcher paces starts
+	// by how long accepting jobs takes. Zero: not measured.
+	Received time.Time
+
+	Input   json.RawMessage
+	Options json.RawMessage
+	// Parsed is Input and Options, typed.
+	Parsed     jobs.Request
+	Webhook    *jobs.Webhook
+	Provider   string
+	PolicyID   string
+	ClientMeta json.RawMessage
+}
+
+// Submit accepts a job. It checks its URLs, the tenant's access, the
+// service's status and the job's provider or policy, then records the job
+// and its start in one transaction and offers the start to the Starter;
+// the job is accepted once that transaction commits. With an
+// IdempotencyKey, a repeat of an earlier request returns the earlier job,
+// and another request with the key is ErrIdempotencyKeyReused.
+func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, error) {
+	if err := s.checkURLs(ctx, req); err != nil {
+		return nil, err
+	}
+	if err := s.checkTenantAccess(ctx, req); err != nil {
+		return nil, err
+	}
+	if err := s.checkRouting(ctx, req); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now().UTC()
+	jobID := uuid.Must(uuid.NewV7()).String()
+	if req.IdempotencyKey != "" {
+		existing, id, err := s.claim(ctx, req, jobID, now)
+		if err != nil || existing != nil {
+			return existing, err
+		}
+		jobID = id
+	}
+	return s.record(ctx, req, jobID, now)
+}
+
+// claim claims req's Idempotency-Key for jobID. It returns the job a
+// request with the key recorded, or else the id to record this job under:
+// jobID, or the id an earlier request claimed without recording its job
+// (that request is still running, or died); of two requests recording
+// it, one does.
+func (s *Service) claim(ctx context.Context, req SubmitRequest, jobID string, now time.Time) (*jobs.Record, string, error) {
+	claimedID, claimed, err := s.cfg.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{
+		Tenant: req.Tenant, Service: string(req.Service.ID), Key: req.IdempotencyKey,
+		Fingerprint: Fingerprint(req.User, req.Application, req.Body), JobID: jobID, CreatedAt: now,
+	}, IdempotencyTTL)
+	if errors.Is(err, store.ErrIdempotencyKeyReused) {
+		return nil, "", ErrIdempotencyKeyReused
+	}
+	if err != nil || claimed {
+		return nil, jobID, err
+	}
+	existing, err := s.cfg.Jobs.GetJob(ctx, claimedID)
+	if err != nil {
+		return nil, claimedID, nil
+	}
+	if !sameScope(existing, req) {
+		return nil, "", ErrIdempotencyKeyReused
+	}
+	return existing, claimedID, nil
+}
+
+// record records the job and its start in one transaction: once it
+// commits the job is accepted, and its workflow is started from the
+// outbox.
+func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, now time.Time) (*jobs.Record, error) {
+	in := jobs.Submission{
+		JobID:       jobID,
+		Service:     req.Service.ID,
+		Tenant:      req.Tenant,
+		UserID:      req.User,
+		Application: req.Application,
+		Provider:    req.Provider,
+		PolicyID:    req.PolicyID,
+		Input:       req.Input,
+		Options:     req.Options,
+		ClientMeta:  req.ClientMeta,
+		CreatedAt:   now,
+		Webhook:     req.Webhook,
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	job := in.Record()
+	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
+	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
+	if err != nil {
+		s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
+		return nil, refuse(ErrUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)")
+	}
+	if created {
+		var took time.Duration
+		if !req.Received.IsZero() {
+			took = time.Since(req.Received)
+		}
+		s.cfg.Starts.Offer(*start, took)
+		return job, nil
+	}
+	// A concurrent request with the same Idempotency-Key recorded it.
+	existing, err := s.cfg.Jobs.GetJob(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if !sameScope(existing, req) {
+		return nil, ErrIdempotencyKeyReused
+	}
+	return existing, nil
+}
+
+// Fingerprint identifies what an Idempotency-Key stands for: the
+// effective user, the application and the request body, byte for byte.
+// Tenant and service are the key's scope.
+func Fingerprint(user, application string, body []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(user), []byte(application), body} {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sameScope reports whether a job found through an Idempotency-Key is the
+// request's tenant's and of its service; the store's key scope guarantees
+// it, and a job of another scope must never be returned.
+func sameScope(job *jobs.Record, req SubmitRequest) bool {
+	return job.Tenant == req.Tenant && job.Service == string(req.Service.ID)
+}
+
+// checkURLs refuses, when Config.CheckURLs is set, a webhook URL or media
+// URL (input.url) whose host is or resolves to an address outside the
+// public internet (docs/webhooks.md, Address rules). A host that does not
+// resolve passes: the workers check every address again when they
+// connect.
+func (s *Service) checkURLs(ctx context.Context, req SubmitRequest) error {
+	if !s.cfg.CheckURLs {
+		return nil
+	}
+	var input struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(req.Input, &input)
+	checks := []struct{ url, pointer string }{{input.URL, ptrInputURL}}
+	if req.Webhook != nil {
+		checks = append(checks, struct{ url, pointer string }{req.Webhook.URL, ptrWebhookURL})
+	}
+	for _, check := range checks {
+		if check.url == "" {
+			continue
+		}
+		lookupCtx, cancel := context.WithTimeout(ctx, urlCheckTimeout)
+		err := netguard.CheckURL(lookupCtx, check.url, false)
+		cancel()
+		if errors.Is(err, netguard.ErrForbiddenAddress) {
+			return refuseField(ErrInvalid, check.pointer, "%v; the gateway only calls public addresses", err)
+		}
+		if err != nil {
+			s.cfg.Logger.Debug("URL not checked at creation", "field", check.pointer, "error", err)
+		}
+	}
+	return nil
+}
+
+// checkTenantAccess refuses a job whose tenant's record disables the
+// service or the provider the job names. A tenant without a record, and
+// keys its record does not list, get the platform default: enabled.
+func (s *Service) checkTenantAccess(ctx context.Context, req SubmitRequest) error {
+	t, err := s.cfg.Tenants.GetTenant(ctx, req.Tenant)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !t.ServiceEnabled(string(req.Service.ID)) {
+		return refuse(ErrServiceNotEnabled, "the %s service is not enabled for tenant %s", req.Service.ID, req.Tenant)
+	}
+	if req.Provider != "" && !t.ProviderEnabled(req.Provider) {
+		return refuseField(ErrProviderNotEnabled, ptrProvider, "provider %s is not enabled for tenant %s", req.Provider, req.Tenant)
+	}
+	return nil
+}
+
+// checkRouting checks the service's status, then the job's policy or
+// provider against the catalog and the statuses administrators set.
+func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
+	statuses, err := s.cfg.Statuses.ServiceStatuses(ctx)
+	if err != nil {
+		return err
+	}
+	svc := req.Service.ID
+	if statuses[string(svc)] == serviceDisabled {
+		return refuse(ErrServiceDisabled, "the %s service is disabled; it accepts no new jobs", svc)
+	}
+	if req.PolicyID != "" {
+		return s.checkPolicy(ctx, req)
+	}
+	if req.Provider == "" {
+		return nil
+	}
+	p, ok := s.cfg.Catalog.Lookup(req.Provider)
+	if !ok {
+		return refuseField(ErrUnknownProvider, ptrProvider, "no provider %q (see GET /v1/providers)", req.Provider)
+	}
+	if reason, message := policy.Unsupported(p, req.Parsed.Requirements()); reason != "" {
+		return refuseField(ErrUnsupportedOption, ptrProvider, "%s", message)
+	}
+	overrides, err := s.cfg.Statuses.ProviderStatuses(ctx)
+	if err != nil {
+		return err
+	}
+	var override *policy.ProviderOverride
+	if ps, ok := overrides[p.ID]; ok {
+		override = ps.Override()
+	}
+	providerStatus, serviceStatus := policy.EffectiveStatus(p, svc, override)
+	if providerStatus == providers.StatusDisabled {
+		return refuseField(ErrProviderDisabled, ptrProvider, "provider %s is disabled", p.ID)
+	}
+	if serviceStatus == providers.StatusDisabled {
+		return refuseField(ErrProviderDisabled, ptrProvider, "provider %s is disabled for %s", p.ID, svc)
+	}
+	return s.checkRateLimit(ctx, p, svc)
+}
+
+// checkPolicy checks a job's policy: it must exist, belong to the job's
+// tenant or be gateway-wide, and cover the service. Another tenant's
+// policy is unknown, as it would be when reading it.
+func (s *Service) checkPolicy(ctx context.Context, req SubmitRequest) error {
+	p, err := s.cfg.Policies.GetPolicy(ctx, req.PolicyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.Global() && p.Tenant != req.Tenant) {
+		return refuseField(ErrUnknownPolicy, ptrPolicyID, "no policy %s", req.PolicyID)
+	}
+	if err != nil {
+		return err
+	}
+	if !p.Covers(req.Service.ID) {
+		return refuseField(ErrInvalid, ptrPolicyID, "policy %s does not cover %s", req.PolicyID, req.Service.ID)
+	}
+	return nil
+}
+
+// checkRateLimit refuses a job that names a provider that has used its
+// published requests_per_minute or requests_per_day. Jobs routed
+// automatically skip such a provider instead.
+func (s *Service) checkRateLimit(ctx context.Context, p *providers.Provider, service providers.ServiceID) error {
+	limits := p.Services[service].Limits
+	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
+		return nil
+	}
+	now := s.cfg.Now().UTC()
+	counts, err := s.cfg.Rates.RateCounts(ctx, string(service), []string{p.ID}, now)
+	if err != nil {
+		return err
+	}
+	c := counts[p.ID]
+	var retryAfter time.Duration
+	switch {
+	case limits.RequestsPerMinute > 0 && c.Minute >= limits.RequestsPerMinute:
+		retryAfter = now.Truncate(time.Minute).Add(time.Minute).Sub(now)
+	case limits.RequestsPerDay > 0 && c.Day >= limits.RequestsPerDay:
+		retryAfter = now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now)
+	default:
+		return nil
+	}
+	seconds := int(math.Ceil(retryAfter.Seconds()))
+	refusal := refuseField(ErrRateLimited, ptrProvider,
+		"provider %s is at its published request limit for %s; retry in %d s, or let the gateway route the job", p.ID, service, seconds)
+	refusal.RetryAfter = time.Duration(seconds) * time.Second
+	return refusal
+}
