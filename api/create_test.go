@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -711,4 +712,36 @@ func TestExplicitProviderAtItsLimitIs429(t *testing.T) {
 	// Another service of the same provider is unaffected.
 	r = b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(ptrAttrs+"/provider", "alpha")))
 	r.requireStatus(t, http.StatusAccepted)
+}
+
+// TestJobsThatCouldNotStartAreRefused: a job whose workflow input would
+// pass Temporal's payload limit is refused at create, not accepted to fail
+// later: options have a limit of their own, and the input is judged as
+// encoded for the workflow, where <, > and & take six bytes each.
+func TestJobsThatCouldNotStartAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.writeToken(t)
+	// create sends < as is, as a client's encoder may.
+	create := func(t *testing.T, edits ...edit) *response {
+		t.Helper()
+		var raw bytes.Buffer
+		enc := json.NewEncoder(&raw)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(body(t, "translations", edits...)))
+		return b.do(t, http.MethodPost, "/v1/translations", token, raw.Bytes())
+	}
+
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks", set(ptrAttrs+"/options/model", strings.Repeat("m", api.MaxOptionsBytes))))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/options")
+
+	// 500 KiB of '<' is within the input limit, but 3 MB once encoded.
+	r = create(t, set(ptrAttrs+"/input/content", strings.Repeat("<", 500<<10)))
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/input")
+	require.Contains(t, r.object(t)["error"].(map[string]any)["message"], "once encoded")
+
+	// The same length of plain text is accepted and reaches its workflow.
+	r = create(t, set(ptrAttrs+"/input/content", strings.Repeat("a", 500<<10)))
+	r.requireStatus(t, http.StatusAccepted)
+	require.NotNil(t, b.startedFor(t, r.data(t)["id"].(string)).Input)
 }

@@ -33,6 +33,7 @@ const (
 const (
 	MaxInputBytes      = 512 << 10
 	MaxClientMetaBytes = 16 << 10
+	MaxOptionsBytes    = 16 << 10
 )
 
 // Limits of attributes.webhook (docs/api.md): it travels with the job too.
@@ -97,6 +98,9 @@ func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequ
 	}
 	if !isAbsent(attrs["options"]) {
 		req.Options = compact(attrs["options"])
+		if len(req.Options) > MaxOptionsBytes {
+			return nil, apierror.Validation(ptrOptions, "is %d bytes; options are limited to %d KiB", len(req.Options), MaxOptionsBytes>>10)
+		}
 	}
 	if req.Webhook, err = parseWebhook(attrs["webhook"]); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,6 +298,16 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 	}
 }
 
+// tooLarge reports Temporal's refusal of a workflow input over its
+// payload limit, the one refusal that is the job's own and will never
+// change. Other invalid-argument refusals (a lowered limit, a task queue
+// name) concern the deployment: those starts wait in the outbox, retried,
+// until an operator fixes it.
+func tooLarge(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Message), "size exceeds limit")
+}
+
 // start starts one job's workflow; a failed start is due again after a
 // backoff, and one that can never succeed fails its job (ErrNotStarted).
 // The caller clears a start made.
@@ -314,11 +325,8 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 		if errors.As(err, &started) {
 			err = nil // it ran already: a start made twice (the delete below failed) runs once
 		}
-		// Temporal refuses a request it will never accept as invalid,
-		// such as an input over its payload limit.
-		var invalid *serviceerror.InvalidArgument
-		if errors.As(err, &invalid) {
-			refused = "Temporal refused its workflow: " + invalid.Message
+		if tooLarge(err) {
+			refused = "Temporal refused its workflow: " + err.Error()
 		}
 	}
 	if err == nil {

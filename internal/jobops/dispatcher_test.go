@@ -226,6 +226,22 @@ func TestFailedStartIsRetried(t *testing.T) {
 	require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
 }
 
+// TestDeploymentRefusalsAreRetried: Temporal also answers invalid-argument
+// for mistakes of the deployment (a lowered limit, a task queue name);
+// those starts wait, retried, instead of failing every job.
+func TestDeploymentRefusalsAreRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.results = []error{serviceerror.NewInvalidArgument("TaskQueue length exceeds limit."), serviceerror.NewInvalidArgument("Identity length exceeds limit.")}
+	b.run(t)
+	start, _ := b.accept(t, 3)
+	b.waitOutboxEmpty(t)
+	require.Len(t, b.started(), 3, "two refusals, then the start")
+	job, err := b.store.GetJob(t.Context(), start.JobID)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
+}
+
 // requireNotStarted checks a job ended failed at its start: JOB_NOT_STARTED
 // with a message mentioning why, completed, and out of the outbox.
 func (b *bundle) requireNotStarted(t *testing.T, jobID, why string) {

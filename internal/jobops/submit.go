@@ -122,6 +122,10 @@ func (s *Service) claim(ctx context.Context, req SubmitRequest, jobID string, no
 // record records the job and its start in one transaction: once it
 // commits the job is accepted, and its workflow is started from the
 // outbox.
+// MaxSubmissionBytes bounds a job's workflow input as encoded, well under
+// Temporal's 2 MiB payload limit, so that an accepted job can always start.
+const MaxSubmissionBytes = 1536 << 10
+
 func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, now time.Time) (*jobs.Record, error) {
 	in := jobs.Submission{
 		JobID:       jobID,
@@ -140,6 +144,11 @@ func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, n
 	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
+	}
+	if len(input) > MaxSubmissionBytes {
+		// Encoding escapes <, > and &, six bytes each, so the limits on
+		// the request's parts alone do not bound this.
+		return nil, refuseField(ErrInvalid, "/input", "makes the job %d bytes once encoded for its workflow (<, > and & take 6 bytes each); a job is limited to %d KiB: give large texts as a document by url", len(input), MaxSubmissionBytes>>10)
 	}
 	job := in.Record()
 	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
