@@ -442,6 +442,24 @@ func TestUnknownKidsDoNotFloodTheIssuer(t *testing.T) {
 	require.Equal(t, int64(1), b.jwksFetches.Load())
 }
 
+// TestConcurrentFirstTokensShareTheFirstFetch: requests that arrive while
+// a fresh verifier's first fetch runs wait for it and are let in.
+func TestConcurrentFirstTokensShareTheFirstFetch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.mint(t, devidp.TokenRequest{Subject: "alice"})
+	errs := make([]error, 20)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = b.verifier.Verify(context.Background(), token) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "request %d", i)
+	}
+	require.Equal(t, int64(1), b.jwksFetches.Load())
+}
+
 func TestKeyRotationIsPickedUpAfterTheRefetchWindow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

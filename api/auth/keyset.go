@@ -40,7 +40,7 @@ type keySet struct {
 
 	mu      sync.Mutex
 	keys    []jose.JSONWebKey // public signing keys of the last good fetch
-	fetched time.Time         // start of the last fetch; zero before the first
+	fetched time.Time         // end of the last fetch; zero before the first
 	err     error             // why the last fetch failed, nil if it did not
 }
 
@@ -171,7 +171,6 @@ func (s *keySet) fetch() error {
 		s.mu.Unlock()
 		return err
 	}
-	s.fetched = s.now()
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 	defer cancel()
@@ -179,6 +178,9 @@ func (s *keySet) fetch() error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Stamped when the fetch ends: callers that looked while it ran join
+	// it through the singleflight group instead of being turned away.
+	s.fetched = s.now()
 	if err == nil {
 		s.keys = keys
 	}
