@@ -745,3 +745,33 @@ func TestJobsThatCouldNotStartAreRefused(t *testing.T) {
 	r.requireStatus(t, http.StatusAccepted)
 	require.NotNil(t, b.startedFor(t, r.data(t)["id"].(string)).Input)
 }
+
+// TestHeadersGoCannotSendAreRefused: a webhook header Go's HTTP client
+// would refuse to send would fail every delivery for 24 h; an
+// Idempotency-Key that is not printable ASCII would reach the store.
+func TestHeadersGoCannotSendAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.writeToken(t)
+	const headers = ptrAttrs + "/webhook/headers"
+	for _, tc := range []struct {
+		name, header, value string
+	}{
+		{"non-ASCII name", "X-Ä", "v"},
+		{"separator in name", "X(y)", "v"},
+		{"NUL in value", "X-A", "a\x00b"},
+		{"DEL in value", "X-A", "a\x7fb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks",
+				set(ptrAttrs+"/webhook", map[string]any{"url": "https://hooks.test/x", "headers": map[string]any{tc.header: tc.value}})))
+			requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", headers+"/"+tc.header)
+		})
+	}
+	for _, key := range []string{"k\xff", "ключ"} {
+		r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks"), "Idempotency-Key", key)
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "header Idempotency-Key")
+	}
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks"), "Idempotency-Key", "order-17 retry#2")
+	r.requireStatus(t, http.StatusAccepted)
+}

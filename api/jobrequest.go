@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
@@ -189,8 +190,8 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, *apierror.Error) {
 	for _, name := range slices.Sorted(maps.Keys(w.Headers)) {
 		pointer := ptrWebhook + "/headers/" + escapePointer(name)
 		value := w.Headers[name]
-		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			return nil, apierror.Validation(pointer, "is not a valid header name")
+		if !httpguts.ValidHeaderFieldName(name) {
+			return nil, apierror.Validation(pointer, "is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)")
 		}
 		if len(name) > MaxWebhookHeaderNameBytes {
 			return nil, apierror.Validation(pointer, "has a name of %d bytes; header names are limited to %d", len(name), MaxWebhookHeaderNameBytes)
@@ -203,6 +204,9 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, *apierror.Error) {
 		}
 		if strings.ContainsAny(value, "\r\n") {
 			return nil, apierror.Validation(pointer, "must not contain line breaks")
+		}
+		if !httpguts.ValidHeaderFieldValue(value) {
+			return nil, apierror.Validation(pointer, "must not contain control characters")
 		}
 		total += len(name) + len(value)
 	}

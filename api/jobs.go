@@ -55,6 +55,9 @@ func submitRequest(c *gin.Context, svc providers.Service) (*jobops.SubmitRequest
 	if len(idempotencyKey) > 255 {
 		return nil, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be at most 255 characters")
 	}
+	if strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+		return nil, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be printable ASCII")
+	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return nil, err
