@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -48,31 +47,6 @@ func (s *Server) adminRoutes(v1 *gin.RouterGroup) {
 	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), s.updateTenant)
 }
 
-// statuses is Config.Statuses, else Store when it keeps statuses too, else
-// a store without overrides (the catalog's statuses, every service active).
-func (s *Server) statuses() StatusStore {
-	if s.cfg.Statuses != nil {
-		return s.cfg.Statuses
-	}
-	if ss, ok := s.cfg.Store.(StatusStore); ok {
-		return ss
-	}
-	return noStatuses{}
-}
-
-var errNoStatusStore = errors.New("api: no status store configured (Config.Statuses)")
-
-type noStatuses struct{}
-
-func (noStatuses) ServiceStatuses(context.Context) (map[string]string, error) { return nil, nil }
-func (noStatuses) SetServiceStatus(context.Context, string, string) error     { return errNoStatusStore }
-func (noStatuses) ProviderStatuses(context.Context) (map[string]store.ProviderStatus, error) {
-	return nil, nil
-}
-func (noStatuses) SetProviderStatus(context.Context, string, *string, map[string]string) (store.ProviderStatus, error) {
-	return store.ProviderStatus{}, errNoStatusStore
-}
-
 // serviceStatus is a service's current status; active unless set.
 func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
 	if st := statuses[string(id)]; st != "" {
@@ -107,7 +81,7 @@ func (s *Server) updateService(c *gin.Context) {
 		abort(c, apierror.Validation(ptrAttributes+"/status", "is required and must be one of %s", strings.Join(serviceStatusValues, ", ")))
 		return
 	}
-	if err := s.statuses().SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
+	if err := s.cfg.Statuses.SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
 		abort(c, err)
 		return
 	}
@@ -137,7 +111,7 @@ func (s *Server) updateProvider(c *gin.Context) {
 		abort(c, verr)
 		return
 	}
-	ps, err := s.statuses().SetProviderStatus(c.Request.Context(), p.ID, status, services)
+	ps, err := s.cfg.Statuses.SetProviderStatus(c.Request.Context(), p.ID, status, services)
 	if err != nil {
 		abort(c, err)
 		return

@@ -80,7 +80,7 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 }
 
 func (s *Server) listServices(c *gin.Context) {
-	statuses, err := s.statuses().ServiceStatuses(c.Request.Context())
+	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
 		abort(c, err)
 		return
@@ -98,7 +98,7 @@ func (s *Server) getService(c *gin.Context) {
 		abort(c, apierror.NotFound("no service %q", c.Param("id")))
 		return
 	}
-	statuses, err := s.statuses().ServiceStatuses(c.Request.Context())
+	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
 		abort(c, err)
 		return
@@ -107,7 +107,7 @@ func (s *Server) getService(c *gin.Context) {
 }
 
 func (s *Server) listProviders(c *gin.Context) {
-	overrides, err := s.statuses().ProviderStatuses(c.Request.Context())
+	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
 		abort(c, err)
 		return
@@ -125,7 +125,7 @@ func (s *Server) getProvider(c *gin.Context) {
 		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
 		return
 	}
-	overrides, err := s.statuses().ProviderStatuses(c.Request.Context())
+	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
 		abort(c, err)
 		return

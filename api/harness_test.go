@@ -309,20 +309,26 @@ func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configur
 	require.NoError(t, err)
 
 	cfg := api.Config{
-		Store:    b.store,
-		Jobs:     ops,
-		Catalog:  catalog,
-		Verifier: auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
-		Routes:   []func(gin.IRouter){b.issuer.Routes},
-		Region:   testRegion,
-		NodeID:   testNodeID,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:      func() time.Time { return fixedNow },
+		Store:      b.store,
+		Jobs:       ops,
+		Catalog:    catalog,
+		Verifier:   auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
+		Tenants:    b.store,
+		Statuses:   b.store,
+		Policies:   b.store,
+		Deliveries: b.store,
+		Routes:     []func(gin.IRouter){b.issuer.Routes},
+		Region:     testRegion,
+		NodeID:     testNodeID,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:        func() time.Time { return fixedNow },
 	}
 	if configure != nil {
 		configure(&cfg)
 	}
-	handler = api.New(cfg).Handler()
+	srv, err := api.New(cfg)
+	require.NoError(t, err)
+	handler = srv.Handler()
 	b.server.Start()
 	return b
 }

@@ -56,40 +56,8 @@ func (s *Server) policyRoutes(v1 *gin.RouterGroup) {
 	v1.DELETE("/services/:id/applications/:app/policy", write, s.deleteScopedPolicy)
 }
 
-// policies is Config.Policies, else Store when it keeps policies too.
-func (s *Server) policies() PolicyStore {
-	if s.cfg.Policies != nil {
-		return s.cfg.Policies
-	}
-	if ps, ok := s.cfg.Store.(PolicyStore); ok {
-		return ps
-	}
-	return noPolicies{}
-}
-
-var errNoPolicyStore = errors.New("api: no policy store configured (Config.Policies)")
-
-type noPolicies struct{}
-
-func (noPolicies) CreatePolicy(context.Context, policy.Policy) (policy.Policy, error) {
-	return policy.Policy{}, errNoPolicyStore
-}
-func (noPolicies) UpdatePolicy(context.Context, string, func(policy.Policy) (policy.Policy, error)) (policy.Policy, error) {
-	return policy.Policy{}, errNoPolicyStore
-}
-func (noPolicies) GetPolicy(context.Context, string) (policy.Policy, error) {
-	return policy.Policy{}, store.ErrNotFound
-}
-func (noPolicies) ListPolicyVersions(context.Context, string) ([]policy.Policy, error) {
-	return nil, store.ErrNotFound
-}
-func (noPolicies) ListPolicies(context.Context, store.PolicyFilter, int, int) ([]policy.Policy, int64, error) {
-	return nil, 0, nil
-}
-func (noPolicies) DeletePolicy(context.Context, string) error { return store.ErrNotFound }
-func (noPolicies) RoutingPolicies(context.Context, string, providers.ServiceID) ([]policy.Policy, error) {
-	return nil, nil
-}
+// policies is the policy store.
+func (s *Server) policies() PolicyStore { return s.cfg.Policies }
 
 // --- who may do what -------------------------------------------------------
 
@@ -205,7 +173,7 @@ func (s *Server) visiblePolicy(c *gin.Context, actor policyActor) (policy.Policy
 	if !ok {
 		return policy.Policy{}, policyNotFound(c.Param("id"))
 	}
-	p, err := s.policies().GetPolicy(c.Request.Context(), id)
+	p, err := s.cfg.Policies.GetPolicy(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !actor.canSee(p)) {
 		return policy.Policy{}, policyNotFound(id)
 	}
@@ -258,7 +226,7 @@ func (s *Server) listPolicies(c *gin.Context) {
 		own := actor.tenant // "" (no tenant claim): only gateway-wide ones
 		f = store.PolicyFilter{Tenant: &own, IncludeGlobal: true}
 	}
-	list, total, err := s.policies().ListPolicies(c.Request.Context(), f, page.Offset(), page.Size)
+	list, total, err := s.cfg.Policies.ListPolicies(c.Request.Context(), f, page.Offset(), page.Size)
 	if err != nil {
 		abort(c, err)
 		return
@@ -292,7 +260,7 @@ func (s *Server) createPolicy(c *gin.Context) {
 		abort(c, verr)
 		return
 	}
-	created, err := s.policies().CreatePolicy(c.Request.Context(), p)
+	created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
 	if err != nil {
 		abort(c, err)
 		return
@@ -341,7 +309,7 @@ func (s *Server) writePolicy(replace bool) gin.HandlerFunc {
 			abort(c, err)
 			return
 		}
-		updated, err := s.policies().UpdatePolicy(c.Request.Context(), current.ID, func(p policy.Policy) (policy.Policy, error) {
+		updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), current.ID, func(p policy.Policy) (policy.Policy, error) {
 			// Checked again under the row lock: the policy may have moved.
 			if !actor.canSee(p) {
 				return p, policyNotFound(p.ID)
@@ -387,7 +355,7 @@ func (s *Server) deletePolicy(c *gin.Context) {
 		abort(c, verr)
 		return
 	}
-	err = s.policies().DeletePolicy(c.Request.Context(), p.ID)
+	err = s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = policyNotFound(p.ID)
 	}
@@ -410,7 +378,7 @@ func (s *Server) visibleVersions(c *gin.Context) ([]policy.Policy, error) {
 	if !ok {
 		return nil, policyNotFound(c.Param("id"))
 	}
-	versions, err := s.policies().ListPolicyVersions(c.Request.Context(), id)
+	versions, err := s.cfg.Policies.ListPolicyVersions(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (len(versions) == 0 || !actor.canSee(versions[len(versions)-1]))) {
 		return nil, policyNotFound(id)
 	}
@@ -499,7 +467,7 @@ func scopeOf(c *gin.Context, badAppIs422 bool) (policyScope, error) {
 
 // exactRecords are the tenant's policies of exactly the scope, newest first.
 func (s *Server) exactRecords(ctx context.Context, sc policyScope) ([]policy.Policy, error) {
-	candidates, err := s.policies().RoutingPolicies(ctx, sc.tenant, sc.service)
+	candidates, err := s.cfg.Policies.RoutingPolicies(ctx, sc.tenant, sc.service)
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +491,7 @@ func (s *Server) getScopedPolicy(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	candidates, err := s.policies().RoutingPolicies(c.Request.Context(), sc.tenant, sc.service)
+	candidates, err := s.cfg.Policies.RoutingPolicies(c.Request.Context(), sc.tenant, sc.service)
 	if err != nil {
 		abort(c, err)
 		return
@@ -570,7 +538,7 @@ func (s *Server) putScopedPolicy(c *gin.Context) {
 			abort(c, verr)
 			return
 		}
-		created, err := s.policies().CreatePolicy(c.Request.Context(), p)
+		created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
 		if err != nil {
 			abort(c, err)
 			return
@@ -583,7 +551,7 @@ func (s *Server) putScopedPolicy(c *gin.Context) {
 		abort(c, apierror.Validation(ptrData+"/id", "must be the id of the policy of this scope (%s), not %s", target.ID, d.id))
 		return
 	}
-	updated, err := s.policies().UpdatePolicy(c.Request.Context(), target.ID, func(p policy.Policy) (policy.Policy, error) {
+	updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), target.ID, func(p policy.Policy) (policy.Policy, error) {
 		if !policy.IsExactScope(p, sc.tenant, sc.service, sc.application) {
 			return p, apierror.New(http.StatusConflict, apierror.CodeConflict, "policy %s changed scope during the request; retry", p.ID)
 		}
@@ -621,7 +589,7 @@ func (s *Server) deleteScopedPolicy(c *gin.Context) {
 		return
 	}
 	for _, p := range existing {
-		if err := s.policies().DeletePolicy(c.Request.Context(), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			abort(c, err)
 			return
 		}

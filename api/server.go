@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -42,9 +43,9 @@ type Config struct {
 	Jobs     JobOps
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
-	Tenants  TenantStore // nil: Store, when it keeps tenants too
-	Statuses StatusStore // nil: Store, when it keeps statuses too
-	Policies PolicyStore // nil: Store, when it keeps policies too
+	Tenants  TenantStore
+	Statuses StatusStore
+	Policies PolicyStore
 	// Routes registers extra routes outside /v1, such as the dev issuer.
 	Routes []func(gin.IRouter)
 	// ReadyChecks gate /readyz.
@@ -55,11 +56,34 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests fix it).
 	Now func() time.Time
-	// WebhookKey is published at GET /v1/webhooks/public-key.
+	// WebhookKey is published at GET /v1/webhooks/public-key; nil (webhook
+	// signing not configured) answers that route 503.
 	WebhookKey PublicKeySource
-	// Deliveries reads webhook delivery attempts (nil: Store, when it
-	// keeps them too).
+	// Deliveries reads webhook delivery attempts.
 	Deliveries DeliveryStore
+}
+
+// validate names the first required dependency cfg lacks.
+func (cfg *Config) validate() error {
+	required := []struct {
+		field, what string
+		missing     bool
+	}{
+		{"Store", "the job store", cfg.Store == nil},
+		{"Jobs", "the job operations (jobops.New)", cfg.Jobs == nil},
+		{"Catalog", "the provider catalog", cfg.Catalog == nil},
+		{"Verifier", "the token verifier (auth.NewVerifier)", cfg.Verifier == nil},
+		{"Tenants", "the tenant store", cfg.Tenants == nil},
+		{"Statuses", "the store of service and provider statuses", cfg.Statuses == nil},
+		{"Policies", "the policy store", cfg.Policies == nil},
+		{"Deliveries", "the store of webhook deliveries", cfg.Deliveries == nil},
+	}
+	for _, r := range required {
+		if r.missing {
+			return fmt.Errorf("api: Config.%s is required: set it to %s", r.field, r.what)
+		}
+	}
+	return nil
 }
 
 // Server serves the API.
@@ -71,8 +95,12 @@ type Server struct {
 // Validation).
 const MaxBodyBytes = 8 << 20
 
-// New builds the API server.
-func New(cfg Config) *Server {
+// New builds the API server. The stores, Jobs, Catalog and Verifier are
+// required: New names the first one cfg lacks.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -82,7 +110,7 @@ func New(cfg Config) *Server {
 	if cfg.Region == "" {
 		cfg.Region = "local"
 	}
-	return &Server{cfg: cfg}
+	return &Server{cfg: cfg}, nil
 }
 
 // Handler returns the HTTP handler with every route.

@@ -26,33 +26,6 @@ type TenantStore interface {
 	ListTenants(ctx context.Context, offset, limit int) ([]store.Tenant, int64, error)
 }
 
-// tenants is Config.Tenants, else Store when it keeps tenants too, else a
-// store without records (every tenant may use everything).
-func (s *Server) tenants() TenantStore {
-	if s.cfg.Tenants != nil {
-		return s.cfg.Tenants
-	}
-	if ts, ok := s.cfg.Store.(TenantStore); ok {
-		return ts
-	}
-	return noTenants{}
-}
-
-var errNoTenantStore = errors.New("api: no tenant store configured (Config.Tenants)")
-
-type noTenants struct{}
-
-func (noTenants) CreateTenant(context.Context, *store.Tenant) error { return errNoTenantStore }
-func (noTenants) GetTenant(context.Context, string) (*store.Tenant, error) {
-	return nil, store.ErrNotFound
-}
-func (noTenants) UpdateTenant(context.Context, string, func(*store.Tenant) error) (*store.Tenant, error) {
-	return nil, errNoTenantStore
-}
-func (noTenants) ListTenants(context.Context, int, int) ([]store.Tenant, int64, error) {
-	return nil, 0, nil
-}
-
 // tenantSlugPattern is what a tenant id looks like; token claims and
 // X-Effective-Tenant-Id are held to the same rule.
 var tenantSlugPattern = auth.TenantSlugPattern
@@ -89,7 +62,7 @@ func (s *Server) listTenants(c *gin.Context) {
 		abort(c, perr)
 		return
 	}
-	list, total, err := s.tenants().ListTenants(c.Request.Context(), page.Offset(), page.Size)
+	list, total, err := s.cfg.Tenants.ListTenants(c.Request.Context(), page.Offset(), page.Size)
 	if err != nil {
 		abort(c, err)
 		return
@@ -129,7 +102,7 @@ func (s *Server) createTenant(c *gin.Context) {
 	now := s.cfg.Now().UTC()
 	t := &store.Tenant{ID: rb.ID, CreatedAt: now, UpdatedAt: now}
 	change.apply(t)
-	err = s.tenants().CreateTenant(c.Request.Context(), t)
+	err = s.cfg.Tenants.CreateTenant(c.Request.Context(), t)
 	if errors.Is(err, store.ErrConflict) {
 		abort(c, apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", rb.ID))
 		return
@@ -153,7 +126,7 @@ func (s *Server) getTenant(c *gin.Context) {
 		abort(c, notFound)
 		return
 	}
-	t, err := s.tenants().GetTenant(c.Request.Context(), slug)
+	t, err := s.cfg.Tenants.GetTenant(c.Request.Context(), slug)
 	if errors.Is(err, store.ErrNotFound) {
 		abort(c, notFound)
 		return
@@ -193,7 +166,7 @@ func (s *Server) updateTenant(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	t, err := s.tenants().UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
+	t, err := s.cfg.Tenants.UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
 		change.apply(t)
 		return nil
 	})
@@ -253,7 +226,7 @@ func (s *Server) checkDefaultPolicy(ctx context.Context, tenant string, ch *tena
 	if !ch.policyGiven || ch.policyID == nil {
 		return nil
 	}
-	p, err := s.policies().GetPolicy(ctx, *ch.policyID)
+	p, err := s.cfg.Policies.GetPolicy(ctx, *ch.policyID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.Global() && p.Tenant != tenant) {
 		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/default_policy_id: no policy %s for tenant %s", ptrAttributes, *ch.policyID, tenant)
 	}

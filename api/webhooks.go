@@ -84,12 +84,7 @@ func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
 			abort(c, err)
 			return
 		}
-		deliveries := s.deliveries()
-		if deliveries == nil {
-			c.JSON(http.StatusOK, gin.H{"data": []deliveryResource{}})
-			return
-		}
-		rows, err := deliveries.ListDeliveries(c.Request.Context(), job.ID)
+		rows, err := s.cfg.Deliveries.ListDeliveries(c.Request.Context(), job.ID)
 		if err != nil {
 			abort(c, err)
 			return
@@ -112,15 +107,4 @@ func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
 		}
 		c.JSON(http.StatusOK, gin.H{"data": out})
 	}
-}
-
-// deliveries is Config.Deliveries, else Store when it keeps deliveries too.
-func (s *Server) deliveries() DeliveryStore {
-	if s.cfg.Deliveries != nil {
-		return s.cfg.Deliveries
-	}
-	if ds, ok := s.cfg.Store.(DeliveryStore); ok {
-		return ds
-	}
-	return nil
 }

@@ -133,7 +133,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	apiCfg.Routes = routes
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
 	apiCfg.NodeID = nodeID
-	srv := api.New(apiCfg)
+	srv, err := api.New(apiCfg)
+	if err != nil {
+		return err
+	}
 	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
@@ -158,7 +161,10 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
-	srv := api.New(apiCfg)
+	srv, err := api.New(apiCfg)
+	if err != nil {
+		return err
+	}
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
