@@ -38,13 +38,13 @@ var serviceStatusValues = []string{serviceActive, serviceDeprecated, serviceDisa
 // adminRoutes registers tenant administration and the status updates of
 // services and providers on the authenticated /v1 group.
 func (s *Server) adminRoutes(v1 *gin.RouterGroup) {
-	v1.PATCH("/services/:id", auth.RequireScope("services:write"), s.updateService)
-	v1.PATCH("/providers/:id", auth.RequireScope("providers:write"), auth.RequireSuperAdmin(), s.updateProvider)
+	v1.PATCH("/services/:id", auth.RequireScope("services:write"), handle(s.updateService))
+	v1.PATCH("/providers/:id", auth.RequireScope("providers:write"), auth.RequireSuperAdmin(), handle(s.updateProvider))
 
-	v1.GET("/tenants", auth.RequireSuperAdmin(), s.listTenants)
-	v1.POST("/tenants", auth.RequireSuperAdmin(), s.createTenant)
-	v1.GET("/tenants/:slug", s.getTenant)
-	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), s.updateTenant)
+	v1.GET("/tenants", auth.RequireSuperAdmin(), handle(s.listTenants))
+	v1.POST("/tenants", auth.RequireSuperAdmin(), handle(s.createTenant))
+	v1.GET("/tenants/:slug", handle(s.getTenant))
+	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), handle(s.updateTenant))
 }
 
 // serviceStatus is a service's current status; active unless set.
@@ -56,72 +56,63 @@ func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
 }
 
 // updateService handles PATCH /v1/services/:id (scope services:write).
-func (s *Server) updateService(c *gin.Context) {
+func (s *Server) updateService(c *gin.Context) error {
 	svc, ok := providers.LookupService(c.Param("id"))
 	if !ok {
-		abort(c, apierror.NotFound("no service %q", c.Param("id")))
-		return
+		return apierror.NotFound("no service %q", c.Param("id"))
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	rb, verr := parseResourceBody(body, "service", string(svc.ID), "status")
-	if verr != nil {
-		abort(c, verr)
-		return
+	env, err := parseResourceBody(body, "service", string(svc.ID), "status")
+	if err != nil {
+		return err
 	}
-	status, given, verr := stringMember(rb.Attributes, "status", ptrAttributes)
-	if verr != nil {
-		abort(c, verr)
-		return
+	status, given, err := stringMember(env.Attributes, "status", ptrAttributes)
+	if err != nil {
+		return err
 	}
 	if !given || !slices.Contains(serviceStatusValues, status) {
-		abort(c, apierror.Validation(ptrAttributes+"/status", "is required and must be one of %s", strings.Join(serviceStatusValues, ", ")))
-		return
+		return apierror.Validation(ptrAttributes+"/status", "is required and must be one of %s", strings.Join(serviceStatusValues, ", "))
 	}
 	if err := s.cfg.Statuses.SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc, status)})
+	return nil
 }
 
 // updateProvider handles PATCH /v1/providers/:id (scope providers:write
 // and super-admin): only the statuses given change.
-func (s *Server) updateProvider(c *gin.Context) {
+func (s *Server) updateProvider(c *gin.Context) error {
 	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
 	if !ok {
-		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
-		return
+		return apierror.NotFound("no provider %q", c.Param("id"))
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	rb, verr := parseResourceBody(body, "provider", p.ID, "status", "services")
-	if verr != nil {
-		abort(c, verr)
-		return
+	env, err := parseResourceBody(body, "provider", p.ID, "status", "services")
+	if err != nil {
+		return err
 	}
-	status, services, verr := parseProviderStatusChange(p, rb.Attributes)
-	if verr != nil {
-		abort(c, verr)
-		return
+	status, services, err := parseProviderStatusChange(p, env.Attributes)
+	if err != nil {
+		return err
 	}
 	ps, err := s.cfg.Statuses.SetProviderStatus(c.Request.Context(), p.ID, status, services)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": providerView(p, ps)})
+	return nil
 }
 
 // parseProviderStatusChange validates the attributes of a provider status
 // update: status and services (each entry {status}), at least one given.
-func parseProviderStatusChange(p *providers.Provider, attrs map[string]json.RawMessage) (*string, map[string]string, *apierror.Error) {
+func parseProviderStatusChange(p *providers.Provider, attrs map[string]json.RawMessage) (*string, map[string]string, error) {
 	var status *string
 	st, given, err := stringMember(attrs, "status", ptrAttributes)
 	if err != nil {

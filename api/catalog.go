@@ -79,56 +79,58 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 	}
 }
 
-func (s *Server) listServices(c *gin.Context) {
+// listServices handles GET /v1/services.
+func (s *Server) listServices(c *gin.Context) error {
 	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	out := []serviceResource{}
 	for _, svc := range providers.Services() {
 		out = append(out, serviceView(svc, serviceStatus(statuses, svc.ID)))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
+	return nil
 }
 
-func (s *Server) getService(c *gin.Context) {
+// getService handles GET /v1/services/:id.
+func (s *Server) getService(c *gin.Context) error {
 	svc, ok := providers.LookupService(c.Param("id"))
 	if !ok {
-		abort(c, apierror.NotFound("no service %q", c.Param("id")))
-		return
+		return apierror.NotFound("no service %q", c.Param("id"))
 	}
 	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc, serviceStatus(statuses, svc.ID))})
+	return nil
 }
 
-func (s *Server) listProviders(c *gin.Context) {
+// listProviders handles GET /v1/providers.
+func (s *Server) listProviders(c *gin.Context) error {
 	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	out := []providerResource{}
 	for _, p := range s.cfg.Catalog.Providers {
 		out = append(out, providerView(p, overrides[p.ID]))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
+	return nil
 }
 
-func (s *Server) getProvider(c *gin.Context) {
+// getProvider handles GET /v1/providers/:id.
+func (s *Server) getProvider(c *gin.Context) error {
 	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
 	if !ok {
-		abort(c, apierror.NotFound("no provider %q", c.Param("id")))
-		return
+		return apierror.NotFound("no provider %q", c.Param("id"))
 	}
 	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": providerView(p, overrides[p.ID])})
+	return nil
 }

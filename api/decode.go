@@ -16,7 +16,7 @@ import (
 // object decodes a JSON object into its members, so each can be checked
 // and reported under its own JSON pointer. A null or absent value gives a
 // nil map.
-func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, *apierror.Error) {
+func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, error) {
 	if isAbsent(raw) {
 		return nil, nil
 	}
@@ -31,7 +31,7 @@ func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, *a
 }
 
 // onlyKeys rejects members other than the allowed ones.
-func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...string) *apierror.Error {
+func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...string) error {
 	for key := range members {
 		if !contains(allowed, key) {
 			return apierror.Validation(pointer+"/"+escapePointer(key), "is not a known field (known: %s)", strings.Join(allowed, ", "))
@@ -42,7 +42,7 @@ func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...str
 
 // decodeStrict decodes a JSON object into v, rejecting unknown fields and
 // values of the wrong type with the offending field's pointer.
-func decodeStrict(raw json.RawMessage, pointer string, v any) *apierror.Error {
+func decodeStrict(raw json.RawMessage, pointer string, v any) error {
 	var err *strictjson.Error
 	if errors.As(strictjson.Decode(raw, pointer, v), &err) {
 		return apierror.Validation(err.Pointer, "%s", err.Message)
@@ -51,7 +51,7 @@ func decodeStrict(raw json.RawMessage, pointer string, v any) *apierror.Error {
 }
 
 // stringMember decodes an optional string member; null counts as absent.
-func stringMember(members map[string]json.RawMessage, key, pointer string) (string, bool, *apierror.Error) {
+func stringMember(members map[string]json.RawMessage, key, pointer string) (string, bool, error) {
 	raw, ok := members[key]
 	if !ok || isAbsent(raw) {
 		return "", false, nil
@@ -92,7 +92,7 @@ func contains(list []string, s string) bool {
 // dataMember checks a request body down to its data object: valid JSON
 // (else 400), every string Unicode (else 422, see checkUnicode), an object with a data object holding only the allowed
 // members. Unknown members at the top level are ignored.
-func dataMember(body []byte, allowed ...string) (map[string]json.RawMessage, *apierror.Error) {
+func dataMember(body []byte, allowed ...string) (map[string]json.RawMessage, error) {
 	if !json.Valid(body) {
 		return nil, apierror.New(http.StatusBadRequest, apierror.CodeMalformedJSON, "the request body is not valid JSON")
 	}

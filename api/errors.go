@@ -18,6 +18,16 @@ func abort(c *gin.Context, err error) {
 	c.Abort()
 }
 
+// handle adapts a handler that returns its error: a non-nil error stops
+// the chain and goes to renderErrors.
+func handle(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			abort(c, err)
+		}
+	}
+}
+
 // renderErrors writes the one JSON error shape for whatever error a handler
 // or middleware left on the context. Unknown errors are logged and answered
 // with a 500 that leaks nothing.
@@ -101,10 +111,10 @@ func bodyUnread(c *gin.Context) bool {
 	return !ok || !b.done
 }
 
-func notFoundRoute(c *gin.Context) *apierror.Error {
+func notFoundRoute(c *gin.Context) error {
 	return apierror.NotFound("no resource at %s", c.Request.URL.Path)
 }
 
-func methodNotAllowed(c *gin.Context) *apierror.Error {
+func methodNotAllowed(c *gin.Context) error {
 	return apierror.New(http.StatusMethodNotAllowed, apierror.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
 }

@@ -24,22 +24,19 @@ var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "statu
 // sees its own tenant only and may not name one; a caller with it sees
 // every tenant unless it names one (or acts as one with
 // X-Effective-Tenant-Id).
-func (s *Server) listJobs(c *gin.Context) {
+func (s *Server) listJobs(c *gin.Context) error {
 	tenant, err := jobListTenant(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	filter, ferr := parseJobFilter(c)
-	if ferr != nil {
-		abort(c, ferr)
-		return
+	filter, err := parseJobFilter(c)
+	if err != nil {
+		return err
 	}
 	filter.Tenant = tenant
-	page, perr := parsePage(c)
-	if perr != nil {
-		abort(c, perr)
-		return
+	page, err := parsePage(c)
+	if err != nil {
+		return err
 	}
 	offset := math.MaxInt // a page this far out is past the last one
 	if page.Number-1 <= math.MaxInt/page.Size {
@@ -47,14 +44,14 @@ func (s *Server) listJobs(c *gin.Context) {
 	}
 	records, total, err := s.cfg.Store.ListJobs(c.Request.Context(), filter, offset, page.Size)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	out := make([]jobs.Document, 0, len(records))
 	for i := range records {
 		out = append(out, s.jobResource(&records[i], jobs.Listing))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
+	return nil
 }
 
 // jobListTenant is the tenant a listing is confined to; "" means every
@@ -90,9 +87,9 @@ func jobListTenant(c *gin.Context) (string, error) {
 // each at most once, not empty, service and status from their enums.
 // Unknown filters are rejected rather than ignored, so a typo cannot pass
 // for an empty result.
-func parseJobFilter(c *gin.Context) (store.JobFilter, *apierror.Error) {
+func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 	var f store.JobFilter
-	invalid := func(name, format string, args ...any) *apierror.Error {
+	invalid := func(name, format string, args ...any) error {
 		return apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "query %s: %s", name, fmt.Sprintf(format, args...))
 	}
 	query := c.Request.URL.Query()

@@ -60,7 +60,7 @@ func validApplication(app string) *apierror.Error {
 
 // parseJobRequest decodes and validates a create request for service:
 // the job's attributes of the request to submit.
-func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequest, *apierror.Error) {
+func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequest, error) {
 	data, err := dataMember(body, "type", "attributes", "meta")
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequ
 	return req, nil
 }
 
-func parseMeta(raw json.RawMessage, req *jobops.SubmitRequest) *apierror.Error {
+func parseMeta(raw json.RawMessage, req *jobops.SubmitRequest) error {
 	meta, err := object(raw, ptrData+"/meta")
 	if err != nil || meta == nil {
 		return err
@@ -150,7 +150,7 @@ func parseMeta(raw json.RawMessage, req *jobops.SubmitRequest) *apierror.Error {
 
 var reservedWebhookHeaders = []string{"content-type", "content-length", "host", "user-agent", "webhook-id", "webhook-timestamp", "webhook-signature", "transfer-encoding", "connection"}
 
-func parseWebhook(raw json.RawMessage) (*jobs.Webhook, *apierror.Error) {
+func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
 	if isAbsent(raw) {
 		return nil, nil
 	}
@@ -217,7 +217,7 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, *apierror.Error) {
 }
 
 // parseJobSpec decodes and validates a service's input and options.
-func parseJobSpec(service providers.ServiceID, input, options json.RawMessage) (jobs.Request, *apierror.Error) {
+func parseJobSpec(service providers.ServiceID, input, options json.RawMessage) (jobs.Request, error) {
 	spec, ok := jobs.SpecOf(service)
 	if !ok {
 		return nil, apierror.Validation(ptrData+"/type", "unknown service")

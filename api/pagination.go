@@ -27,7 +27,7 @@ const (
 
 // parsePage reads page[number] (>= 1, default 1) and page[size] (1..100,
 // default 20); anything else is 422.
-func parsePage(c *gin.Context) (Page, *apierror.Error) {
+func parsePage(c *gin.Context) (Page, error) {
 	page := Page{Number: 1, Size: DefaultPageSize}
 	if v, ok := c.GetQuery("page[number]"); ok {
 		n, err := strconv.Atoi(v)

@@ -38,18 +38,18 @@ const (
 // same wildcard name as GET /v1/services/:id at that position.
 func (s *Server) policyRoutes(v1 *gin.RouterGroup) {
 	read, write := auth.RequireScope(scopePoliciesRead), auth.RequireScope(scopePoliciesWrite)
-	v1.GET("/policies", read, s.listPolicies)
-	v1.POST("/policies", write, s.createPolicy)
-	v1.GET("/policies/:id", read, s.getPolicy)
+	v1.GET("/policies", read, handle(s.listPolicies))
+	v1.POST("/policies", write, handle(s.createPolicy))
+	v1.GET("/policies/:id", read, handle(s.getPolicy))
 	v1.PUT("/policies/:id", write, s.writePolicy(true))
 	v1.PATCH("/policies/:id", write, s.writePolicy(false))
-	v1.DELETE("/policies/:id", write, s.deletePolicy)
-	v1.GET("/policies/:id/versions", read, s.listPolicyVersions)
-	v1.GET("/policies/:id/versions/:version", read, s.getPolicyVersion)
+	v1.DELETE("/policies/:id", write, handle(s.deletePolicy))
+	v1.GET("/policies/:id/versions", read, handle(s.listPolicyVersions))
+	v1.GET("/policies/:id/versions/:version", read, handle(s.getPolicyVersion))
 
-	v1.GET("/services/:id/applications/:app/policy", read, s.getScopedPolicy)
-	v1.PUT("/services/:id/applications/:app/policy", write, s.putScopedPolicy)
-	v1.DELETE("/services/:id/applications/:app/policy", write, s.deleteScopedPolicy)
+	v1.GET("/services/:id/applications/:app/policy", read, handle(s.getScopedPolicy))
+	v1.PUT("/services/:id/applications/:app/policy", write, handle(s.putScopedPolicy))
+	v1.DELETE("/services/:id/applications/:app/policy", write, handle(s.deleteScopedPolicy))
 }
 
 // policies is the policy store.
@@ -93,7 +93,7 @@ func (a policyActor) canSee(p policy.Policy) bool {
 // canModify is nil when the actor may change or delete p: a confined caller
 // gets 403 for a gateway-wide policy and 404 for another tenant's (which it
 // cannot see).
-func (a policyActor) canModify(p policy.Policy) *apierror.Error {
+func (a policyActor) canModify(p policy.Policy) error {
 	switch {
 	case a.crossTenant, a.tenant != "" && p.Tenant == a.tenant:
 		return nil
@@ -106,7 +106,7 @@ func (a policyActor) canModify(p policy.Policy) *apierror.Error {
 // tenantForCreate is the owner of a new policy: a confined caller's own
 // tenant (omitted or named); with admin:cross-tenant any tenant, and null
 // or omitted means gateway-wide.
-func (a policyActor) tenantForCreate(given nullable[string]) (string, *apierror.Error) {
+func (a policyActor) tenantForCreate(given nullable[string]) (string, error) {
 	if a.crossTenant {
 		if !given.present() {
 			return "", nil
@@ -129,7 +129,7 @@ func (a policyActor) tenantForCreate(given nullable[string]) (string, *apierror.
 // keeps the current owner; changing it (to another tenant or to null, i.e.
 // gateway-wide) is for super-admins with admin:cross-tenant (docs/api.md,
 // Policies: changing a policy's owner).
-func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[string]) (string, *apierror.Error) {
+func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[string]) (string, error) {
 	if !given.set {
 		return current.Tenant, nil
 	}
@@ -151,14 +151,14 @@ func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[strin
 
 // validPolicyTenant checks a tenant an administrator names: a tenant slug,
 // which has the same pattern as an X-Application slug.
-func validPolicyTenant(tenant string) *apierror.Error {
+func validPolicyTenant(tenant string) error {
 	if !applicationPattern.MatchString(tenant) {
 		return apierror.Validation(ptrAttributes+"/tenant", "must be a tenant slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen, or null")
 	}
 	return nil
 }
 
-func policyNotFound(id string) *apierror.Error { return apierror.NotFound("no policy with id %s", id) }
+func policyNotFound(id string) error { return apierror.NotFound("no policy with id %s", id) }
 
 // policyResource is the representation of one policy version.
 type policyResource struct {

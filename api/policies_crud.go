@@ -18,18 +18,32 @@ import (
 
 // The /v1/policies operations: a policy by id, and its versions.
 
-// visiblePolicy loads the policy named by the path as the actor may see
+// visiblePolicy loads the policy named by the path as the caller may see
 // it: a malformed id, an unknown one and another tenant's are all 404.
-func (s *Server) visiblePolicy(c *gin.Context, actor policyActor) (policy.Policy, error) {
+func (s *Server) visiblePolicy(c *gin.Context) (policyActor, policy.Policy, error) {
+	actor, err := policyActorOf(c)
+	if err != nil {
+		return policyActor{}, policy.Policy{}, err
+	}
 	id, ok := policyPathID(c)
 	if !ok {
-		return policy.Policy{}, policyNotFound(c.Param("id"))
+		return actor, policy.Policy{}, policyNotFound(c.Param("id"))
 	}
 	p, err := s.cfg.Policies.GetPolicy(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !actor.canSee(p)) {
-		return policy.Policy{}, policyNotFound(id)
+		return actor, policy.Policy{}, policyNotFound(id)
 	}
-	return p, err
+	return actor, p, err
+}
+
+// modifiablePolicy is visiblePolicy for a change: a policy the caller may
+// see but not change is 403 (canModify).
+func (s *Server) modifiablePolicy(c *gin.Context) (policyActor, policy.Policy, error) {
+	actor, p, err := s.visiblePolicy(c)
+	if err != nil {
+		return actor, p, err
+	}
+	return actor, p, actor.canModify(p)
 }
 
 // policyPathID is the path's policy id, lowercased; ok is false when it is
@@ -46,28 +60,24 @@ func policyPathID(c *gin.Context) (string, bool) {
 // tenant's and the gateway-wide policies and may not set filter[tenant];
 // with admin:cross-tenant no filter lists every policy, filter[tenant]
 // that tenant's only.
-func (s *Server) listPolicies(c *gin.Context) {
+func (s *Server) listPolicies(c *gin.Context) error {
 	actor, err := policyActorOf(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	filterTenant, filtered := c.GetQuery("filter[tenant]")
 	if filtered && !actor.crossTenant {
-		abort(c, apierror.Forbidden("filter[tenant] needs the %s scope; without it the list shows your tenant's and the gateway-wide policies", auth.ScopeCrossTenant))
-		return
+		return apierror.Forbidden("filter[tenant] needs the %s scope; without it the list shows your tenant's and the gateway-wide policies", auth.ScopeCrossTenant)
 	}
-	page, perr := parsePage(c)
-	if perr != nil {
-		abort(c, perr)
-		return
+	page, err := parsePage(c)
+	if err != nil {
+		return err
 	}
 	var f store.PolicyFilter
 	switch {
 	case filtered:
 		if filterTenant == "" {
-			abort(c, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "query filter[tenant]: must be a tenant slug"))
-			return
+			return apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "query filter[tenant]: must be a tenant slug")
 		}
 		f = store.PolicyFilter{Tenant: &filterTenant}
 	case actor.crossTenant:
@@ -78,142 +88,109 @@ func (s *Server) listPolicies(c *gin.Context) {
 	}
 	list, total, err := s.cfg.Policies.ListPolicies(c.Request.Context(), f, page.Offset(), page.Size)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	out := make([]policyResource, 0, len(list))
 	for _, p := range list {
 		out = append(out, s.policyView(p))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
+	return nil
 }
 
 // createPolicy handles POST /v1/policies: 201 with version 1.
-func (s *Server) createPolicy(c *gin.Context) {
+func (s *Server) createPolicy(c *gin.Context) error {
 	actor, err := policyActorOf(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	d, err := s.readPolicyBody(c, idForbidden, "")
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	tenant, verr := actor.tenantForCreate(d.tenant)
-	if verr != nil {
-		abort(c, verr)
-		return
+	tenant, err := actor.tenantForCreate(d.tenant)
+	if err != nil {
+		return err
 	}
 	p := policy.Policy{Tenant: tenant}
-	if verr := s.applyPolicyDraft(&p, d, true); verr != nil {
-		abort(c, verr)
-		return
+	if err := s.applyPolicyDraft(&p, d, true); err != nil {
+		return err
 	}
 	created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.Header("Location", "/v1/policies/"+created.ID)
 	c.JSON(http.StatusCreated, gin.H{"data": s.policyView(created)})
+	return nil
 }
 
 // getPolicy handles GET /v1/policies/:id: the current version.
-func (s *Server) getPolicy(c *gin.Context) {
-	actor, err := policyActorOf(c)
+func (s *Server) getPolicy(c *gin.Context) error {
+	_, p, err := s.visiblePolicy(c)
 	if err != nil {
-		abort(c, err)
-		return
-	}
-	p, err := s.visiblePolicy(c, actor)
-	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": s.policyView(p)})
+	return nil
 }
 
 // writePolicy handles PUT (replace: every writable field as on create) and
 // PATCH (only the given members change; a given providers list replaces
 // the whole list) of /v1/policies/:id. Both store version + 1.
 func (s *Server) writePolicy(replace bool) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		actor, err := policyActorOf(c)
-		if err != nil {
-			abort(c, err)
-			return
-		}
+	return handle(func(c *gin.Context) error {
 		// Answer 404 and 403 before looking at the body.
-		current, err := s.visiblePolicy(c, actor)
+		actor, current, err := s.modifiablePolicy(c)
 		if err != nil {
-			abort(c, err)
-			return
-		}
-		if verr := actor.canModify(current); verr != nil {
-			abort(c, verr)
-			return
+			return err
 		}
 		d, err := s.readPolicyBody(c, idRequired, current.ID)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), current.ID, func(p policy.Policy) (policy.Policy, error) {
 			// Checked again under the row lock: the policy may have moved.
 			if !actor.canSee(p) {
 				return p, policyNotFound(p.ID)
 			}
-			if verr := actor.canModify(p); verr != nil {
-				return p, verr
+			if err := actor.canModify(p); err != nil {
+				return p, err
 			}
-			tenant, verr := actor.tenantForUpdate(p, d.tenant)
-			if verr != nil {
-				return p, verr
+			tenant, err := actor.tenantForUpdate(p, d.tenant)
+			if err != nil {
+				return p, err
 			}
 			p.Tenant = tenant
-			if verr := s.applyPolicyDraft(&p, d, replace); verr != nil {
-				return p, verr
-			}
-			return p, nil
+			return p, s.applyPolicyDraft(&p, d, replace)
 		})
 		if errors.Is(err, store.ErrNotFound) {
 			err = policyNotFound(current.ID)
 		}
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		c.JSON(http.StatusOK, gin.H{"data": s.policyView(updated)})
-	}
+		return nil
+	})
 }
 
 // deletePolicy handles DELETE /v1/policies/:id: 204. The versions stay
 // readable under /versions.
-func (s *Server) deletePolicy(c *gin.Context) {
-	actor, err := policyActorOf(c)
+func (s *Server) deletePolicy(c *gin.Context) error {
+	_, p, err := s.modifiablePolicy(c)
 	if err != nil {
-		abort(c, err)
-		return
-	}
-	p, err := s.visiblePolicy(c, actor)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	if verr := actor.canModify(p); verr != nil {
-		abort(c, verr)
-		return
+		return err
 	}
 	err = s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = policyNotFound(p.ID)
 	}
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // visibleVersions loads every version of the policy named by the path,
@@ -237,16 +214,14 @@ func (s *Server) visibleVersions(c *gin.Context) ([]policy.Policy, error) {
 
 // listPolicyVersions handles GET /v1/policies/:id/versions: every version,
 // newest first, paginated.
-func (s *Server) listPolicyVersions(c *gin.Context) {
+func (s *Server) listPolicyVersions(c *gin.Context) error {
 	versions, err := s.visibleVersions(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	page, perr := parsePage(c)
-	if perr != nil {
-		abort(c, perr)
-		return
+	page, err := parsePage(c)
+	if err != nil {
+		return err
 	}
 	slices.Reverse(versions)
 	out := make([]policyResource, 0, page.Size)
@@ -254,19 +229,19 @@ func (s *Server) listPolicyVersions(c *gin.Context) {
 		out = append(out, s.policyView(versions[i]))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, int64(len(versions))))
+	return nil
 }
 
 // getPolicyVersion handles GET /v1/policies/:id/versions/:version.
-func (s *Server) getPolicyVersion(c *gin.Context) {
+func (s *Server) getPolicyVersion(c *gin.Context) error {
 	versions, err := s.visibleVersions(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	n, err := strconv.Atoi(c.Param("version"))
 	if err != nil || n < 1 || n > len(versions) || versions[n-1].Version != n {
-		abort(c, apierror.NotFound("policy %s has no version %s", versions[0].ID, c.Param("version")))
-		return
+		return apierror.NotFound("policy %s has no version %s", versions[0].ID, c.Param("version"))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": s.policyView(versions[n-1])})
+	return nil
 }

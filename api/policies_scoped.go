@@ -81,114 +81,99 @@ func (s *Server) exactRecords(ctx context.Context, sc policyScope) ([]policy.Pol
 // the tenant's policy for the application, else the gateway-wide one for
 // the application, else the gateway-wide service-level one; 404 when none.
 // data.meta.resolved_from names the step that matched.
-func (s *Server) getScopedPolicy(c *gin.Context) {
+func (s *Server) getScopedPolicy(c *gin.Context) error {
 	sc, err := scopeOf(c, false)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	candidates, err := s.cfg.Policies.RoutingPolicies(c.Request.Context(), sc.tenant, sc.service)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	p, source, ok := policy.ResolveScoped(candidates, sc.tenant, sc.service, sc.application)
 	if !ok {
-		abort(c, apierror.NotFound("no policy applies to application %s of %s for tenant %s", sc.application, sc.service, sc.tenant))
-		return
+		return apierror.NotFound("no policy applies to application %s of %s for tenant %s", sc.application, sc.service, sc.tenant)
 	}
 	view := s.policyView(p)
 	view.Meta = map[string]any{"resolved_from": source}
 	c.JSON(http.StatusOK, gin.H{"data": view})
+	return nil
 }
 
 // putScopedPolicy handles PUT /v1/services/:id/applications/:app/policy:
 // it replaces the tenant's record of exactly the scope (version + 1) or
 // creates it (version 1); 200 either way. The scope comes from the path
 // and the token; attributes may repeat it but not change it.
-func (s *Server) putScopedPolicy(c *gin.Context) {
+func (s *Server) putScopedPolicy(c *gin.Context) error {
 	sc, err := scopeOf(c, true)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	d, err := s.readPolicyBody(c, idOptional, "")
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	if verr := d.matchesScope(sc); verr != nil {
-		abort(c, verr)
-		return
+	if err := d.matchesScope(sc); err != nil {
+		return err
 	}
 	existing, err := s.exactRecords(c.Request.Context(), sc)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	if len(existing) == 0 {
 		// A given data.id is ignored: it is typically that of the
 		// gateway-wide policy GET resolved to, sent back as a template.
 		p := policy.Policy{Tenant: sc.tenant}
-		if verr := s.applyPolicyDraft(&p, d, true); verr != nil {
-			abort(c, verr)
-			return
+		if err := s.applyPolicyDraft(&p, d, true); err != nil {
+			return err
 		}
 		created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		c.JSON(http.StatusOK, gin.H{"data": s.policyView(created)})
-		return
+		return nil
 	}
 	target := existing[0]
 	if d.id != "" && !strings.EqualFold(d.id, target.ID) {
-		abort(c, apierror.Validation(ptrData+"/id", "must be the id of the policy of this scope (%s), not %s", target.ID, d.id))
-		return
+		return apierror.Validation(ptrData+"/id", "must be the id of the policy of this scope (%s), not %s", target.ID, d.id)
 	}
 	updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), target.ID, func(p policy.Policy) (policy.Policy, error) {
 		if !policy.IsExactScope(p, sc.tenant, sc.service, sc.application) {
 			return p, apierror.New(http.StatusConflict, apierror.CodeConflict, "policy %s changed scope during the request; retry", p.ID)
 		}
-		if verr := s.applyPolicyDraft(&p, d, true); verr != nil {
-			return p, verr
-		}
-		return p, nil
+		return p, s.applyPolicyDraft(&p, d, true)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		err = apierror.New(http.StatusConflict, apierror.CodeConflict, "policy %s was deleted during the request; retry", target.ID)
 	}
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": s.policyView(updated)})
+	return nil
 }
 
 // deleteScopedPolicy handles DELETE /v1/services/:id/applications/:app/policy:
 // it deletes the tenant's record(s) of exactly the scope (204), never a
 // gateway-wide fallback; 404 when the tenant has none.
-func (s *Server) deleteScopedPolicy(c *gin.Context) {
+func (s *Server) deleteScopedPolicy(c *gin.Context) error {
 	sc, err := scopeOf(c, false)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	existing, err := s.exactRecords(c.Request.Context(), sc)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	if len(existing) == 0 {
-		abort(c, apierror.NotFound("tenant %s has no policy for application %s of %s", sc.tenant, sc.application, sc.service))
-		return
+		return apierror.NotFound("tenant %s has no policy for application %s of %s", sc.tenant, sc.application, sc.service)
 	}
 	for _, p := range existing {
 		if err := s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			abort(c, err)
-			return
+			return err
 		}
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }

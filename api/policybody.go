@@ -70,17 +70,13 @@ func (s *Server) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*po
 	if err != nil {
 		return nil, err
 	}
-	d, verr := s.parsePolicyBody(body, rule, pathID)
-	if verr != nil {
-		return nil, verr
-	}
-	return d, nil
+	return s.parsePolicyBody(body, rule, pathID)
 }
 
 // parsePolicyBody decodes {data: {id, type: policy, attributes}} and checks
 // each given attribute on its own; rules across attributes are
 // applyPolicyDraft's.
-func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, *apierror.Error) {
+func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, error) {
 	data, err := dataMember(body, "id", "type", "attributes", "meta")
 	if err != nil {
 		return nil, err
@@ -154,7 +150,7 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 }
 
 // policyBodyID checks data.id against rule.
-func policyBodyID(data map[string]json.RawMessage, rule idRule, pathID string) (string, *apierror.Error) {
+func policyBodyID(data map[string]json.RawMessage, rule idRule, pathID string) (string, error) {
 	id, given, err := stringMember(data, "id", ptrData)
 	if err != nil {
 		return "", err
@@ -182,7 +178,7 @@ func policyBodyID(data map[string]json.RawMessage, rule idRule, pathID string) (
 }
 
 // nullableMember decodes an optional attribute that may be null.
-func nullableMember[T any](attrs map[string]json.RawMessage, key, want string) (nullable[T], *apierror.Error) {
+func nullableMember[T any](attrs map[string]json.RawMessage, key, want string) (nullable[T], error) {
 	raw, ok := attrs[key]
 	if !ok {
 		return nullable[T]{}, nil
@@ -215,7 +211,7 @@ type policyConditionsInput struct {
 // catalog provider once, with a unique priority >= 1, a weight >= 1
 // (default 1) and optional conditions. Whether the providers support the
 // policy's services is checked once the services are known.
-func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullable[[]policy.Entry], *apierror.Error) {
+func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullable[[]policy.Entry], error) {
 	raw, ok := attrs["providers"]
 	if !ok {
 		return nullable[[]policy.Entry]{}, nil
@@ -275,7 +271,7 @@ func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullabl
 
 // parsePolicyConditions decodes an entry's conditions; null and {} mean
 // none.
-func parsePolicyConditions(raw json.RawMessage, pointer string) (*policy.Conditions, *apierror.Error) {
+func parsePolicyConditions(raw json.RawMessage, pointer string) (*policy.Conditions, error) {
 	if isAbsent(raw) {
 		return nil, nil
 	}
@@ -304,7 +300,7 @@ func parsePolicyConditions(raw json.RawMessage, pointer string) (*policy.Conditi
 // PUT, scoped PUT) requires name, routing_strategy and providers and resets
 // what d omits (description, service scope) to its default; otherwise
 // (PATCH) only given members change. The tenant is the caller's business.
-func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool) *apierror.Error {
+func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool) error {
 	if replace {
 		switch {
 		case !d.name.present():
@@ -374,7 +370,7 @@ func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool
 // service, or at least one of its services for the earlier multi-service
 // form (routing skips it for the others); every catalog provider supports
 // some service, which is all a policy for every service asks.
-func (s *Server) validatePolicySupport(p policy.Policy) *apierror.Error {
+func (s *Server) validatePolicySupport(p policy.Policy) error {
 	for i, e := range p.Providers {
 		cp, ok := s.cfg.Catalog.Lookup(e.ProviderID)
 		pointer := ptrPolicyProviders + "/" + strconv.Itoa(i) + "/provider_id"
@@ -396,7 +392,7 @@ func (s *Server) validatePolicySupport(p policy.Policy) *apierror.Error {
 // equal values are accepted (a resolved policy can be sent back as is);
 // another tenant is 403, another service or application 422; services (the
 // earlier form) is ignored.
-func (d *policyDraft) matchesScope(sc policyScope) *apierror.Error {
+func (d *policyDraft) matchesScope(sc policyScope) error {
 	if d.tenant.present() && d.tenant.value != sc.tenant {
 		return apierror.Forbidden("%s/tenant: scoped policies belong to the token's tenant (%s)", ptrAttributes, sc.tenant)
 	}

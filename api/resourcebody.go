@@ -19,7 +19,7 @@ type resourceBody struct {
 // is required with a string id and type typ; a non-empty pathID must equal
 // data.id; attributes, when given, is an object with only the allowed
 // members. Unknown members at the top level are ignored, as for jobs.
-func parseResourceBody(body []byte, typ, pathID string, allowed ...string) (*resourceBody, *apierror.Error) {
+func parseResourceBody(body []byte, typ, pathID string, allowed ...string) (*resourceBody, error) {
 	data, err := dataMember(body, "id", "type", "attributes")
 	if err != nil {
 		return nil, err

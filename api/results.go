@@ -24,25 +24,21 @@ const (
 // getResult handles GET /v1/{resource}/{id}/result: the result object
 // itself, or a rendering of it that options.format or Accept asks for.
 func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		switch job.Status {
 		case jobs.StatusFailed:
-			abort(c, apierror.New(http.StatusNotFound, apierror.CodeJobFailed, "job %s failed (%s): it has no result", job.ID, job.ErrorCode))
-			return
+			return apierror.New(http.StatusNotFound, apierror.CodeJobFailed, "job %s failed (%s): it has no result", job.ID, job.ErrorCode)
 		case jobs.StatusCompleted:
 		default:
-			abort(c, apierror.New(http.StatusNotFound, apierror.CodeResultNotReady, "job %s is %s; its result is not ready yet", job.ID, job.Status))
-			return
+			return apierror.New(http.StatusNotFound, apierror.CodeResultNotReady, "job %s is %s; its result is not ready yet", job.ID, job.Status)
 		}
 		spec, ok := jobs.SpecOf(svc.ID)
 		if !ok {
-			abort(c, fmt.Errorf("no job spec for %s", svc.ID))
-			return
+			return fmt.Errorf("no job spec for %s", svc.ID)
 		}
 		// The job was validated when accepted; what no longer decodes
 		// keeps its zero value.
@@ -51,12 +47,12 @@ func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
 		mediaType := negotiate(c.GetHeader("Accept"), offered, preferred)
 		body, err := recorded.Render(mediaType, []byte(job.Result))
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		c.Header("Vary", "Accept")
 		c.Data(http.StatusOK, mediaType+"; charset=utf-8", body)
-	}
+		return nil
+	})
 }
 
 // negotiate picks the offered type Accept ranks highest; without a usable

@@ -120,8 +120,8 @@ func (s *Server) Handler() http.Handler {
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
 	r.Use(gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
-	r.NoRoute(func(c *gin.Context) { abort(c, notFoundRoute(c)) })
-	r.NoMethod(func(c *gin.Context) { abort(c, methodNotAllowed(c)) })
+	r.NoRoute(handle(notFoundRoute))
+	r.NoMethod(handle(methodNotAllowed))
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
@@ -139,11 +139,11 @@ func (s *Server) Handler() http.Handler {
 		res.GET("/:id/result", read, s.getResult(svc))
 		res.POST("/:id/cancel", write, s.cancelJob(svc))
 	}
-	v1.GET("/services", s.listServices)
-	v1.GET("/services/:id", s.getService)
-	v1.GET("/providers", s.listProviders)
-	v1.GET("/providers/:id", s.getProvider)
-	v1.GET("/jobs", s.listJobs)
+	v1.GET("/services", handle(s.listServices))
+	v1.GET("/services/:id", handle(s.getService))
+	v1.GET("/providers", handle(s.listProviders))
+	v1.GET("/providers/:id", handle(s.getProvider))
+	v1.GET("/jobs", handle(s.listJobs))
 	s.adminRoutes(v1)
 	s.policyRoutes(v1)
 	s.webhookRoutes(r, v1)

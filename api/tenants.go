@@ -56,129 +56,108 @@ func tenantView(t *store.Tenant) tenantResource {
 }
 
 // listTenants handles GET /v1/tenants (super-admin).
-func (s *Server) listTenants(c *gin.Context) {
-	page, perr := parsePage(c)
-	if perr != nil {
-		abort(c, perr)
-		return
+func (s *Server) listTenants(c *gin.Context) error {
+	page, err := parsePage(c)
+	if err != nil {
+		return err
 	}
 	list, total, err := s.cfg.Tenants.ListTenants(c.Request.Context(), page.Offset(), page.Size)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	out := make([]tenantResource, 0, len(list))
 	for i := range list {
 		out = append(out, tenantView(&list[i]))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
+	return nil
 }
 
 // createTenant handles POST /v1/tenants (super-admin).
-func (s *Server) createTenant(c *gin.Context) {
+func (s *Server) createTenant(c *gin.Context) error {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	rb, verr := parseResourceBody(body, "tenant", "", tenantAttributeNames...)
-	if verr != nil {
-		abort(c, verr)
-		return
+	env, err := parseResourceBody(body, "tenant", "", tenantAttributeNames...)
+	if err != nil {
+		return err
 	}
-	if !tenantSlugPattern.MatchString(rb.ID) {
-		abort(c, apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", tenantSlugPattern))
-		return
+	if !tenantSlugPattern.MatchString(env.ID) {
+		return apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", tenantSlugPattern)
 	}
-	change, verr := s.parseTenantChange(rb.Attributes)
-	if verr != nil {
-		abort(c, verr)
-		return
-	}
-	if err := s.checkDefaultPolicy(c.Request.Context(), rb.ID, change); err != nil {
-		abort(c, err)
-		return
+	change, err := s.parseTenantChange(c.Request.Context(), env.ID, env.Attributes)
+	if err != nil {
+		return err
 	}
 	now := s.cfg.Now().UTC()
-	t := &store.Tenant{ID: rb.ID, CreatedAt: now, UpdatedAt: now}
+	t := &store.Tenant{ID: env.ID, CreatedAt: now, UpdatedAt: now}
 	change.apply(t)
 	err = s.cfg.Tenants.CreateTenant(c.Request.Context(), t)
 	if errors.Is(err, store.ErrConflict) {
-		abort(c, apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", rb.ID))
-		return
+		return apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", env.ID)
 	}
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.Header("Location", "/v1/tenants/"+t.ID)
 	c.JSON(http.StatusCreated, gin.H{"data": tenantView(t)})
+	return nil
 }
 
 // getTenant handles GET /v1/tenants/:slug: a super-admin reads any tenant,
 // anyone else only the tenant of their token. Another tenant answers 404,
 // like an unknown one, so callers cannot probe which slugs exist.
-func (s *Server) getTenant(c *gin.Context) {
+func (s *Server) getTenant(c *gin.Context) error {
 	slug := c.Param("slug")
 	caller := auth.CallerFrom(c)
 	notFound := apierror.NotFound("no tenant %q", slug)
 	if !caller.IsSuperAdmin() && caller.Tenant != slug {
-		abort(c, notFound)
-		return
+		return notFound
 	}
 	t, err := s.cfg.Tenants.GetTenant(c.Request.Context(), slug)
 	if errors.Is(err, store.ErrNotFound) {
-		abort(c, notFound)
-		return
+		return notFound
 	}
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
+	return nil
 }
 
 // updateTenant handles PATCH /v1/tenants/:slug (super-admin): only the
 // members given change.
-func (s *Server) updateTenant(c *gin.Context) {
+func (s *Server) updateTenant(c *gin.Context) error {
 	slug := c.Param("slug")
 	notFound := apierror.NotFound("no tenant %q", slug)
 	if !tenantSlugPattern.MatchString(slug) {
-		abort(c, notFound)
-		return
+		return notFound
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
-	rb, verr := parseResourceBody(body, "tenant", slug, tenantAttributeNames...)
-	if verr != nil {
-		abort(c, verr)
-		return
+	env, err := parseResourceBody(body, "tenant", slug, tenantAttributeNames...)
+	if err != nil {
+		return err
 	}
-	change, verr := s.parseTenantChange(rb.Attributes)
-	if verr != nil {
-		abort(c, verr)
-		return
-	}
-	if err := s.checkDefaultPolicy(c.Request.Context(), slug, change); err != nil {
-		abort(c, err)
-		return
+	change, err := s.parseTenantChange(c.Request.Context(), slug, env.Attributes)
+	if err != nil {
+		return err
 	}
 	t, err := s.cfg.Tenants.UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
 		change.apply(t)
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		abort(c, notFound)
-		return
+		return notFound
 	}
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
+	return nil
 }
 
 var tenantAttributeNames = []string{"default_policy_id", "services", "providers"}
@@ -233,8 +212,9 @@ func (s *Server) checkDefaultPolicy(ctx context.Context, tenant string, ch *tena
 	return err
 }
 
-// parseTenantChange validates the attributes of a tenant write.
-func (s *Server) parseTenantChange(attrs map[string]json.RawMessage) (*tenantChange, *apierror.Error) {
+// parseTenantChange validates the attributes of a write of tenant, then
+// its default policy.
+func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map[string]json.RawMessage) (*tenantChange, error) {
 	ch := &tenantChange{}
 	if raw, ok := attrs["default_policy_id"]; ok {
 		ch.policyGiven = true
@@ -250,8 +230,8 @@ func (s *Server) parseTenantChange(attrs map[string]json.RawMessage) (*tenantCha
 			ch.policyID = &id
 		}
 	}
-	var err *apierror.Error
-	ch.services, err = parseAccess(attrs, "services", func(pointer, key string) *apierror.Error {
+	var err error
+	ch.services, err = parseAccess(attrs, "services", func(pointer, key string) error {
 		if _, ok := providers.LookupService(key); !ok {
 			return apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
 		}
@@ -260,7 +240,7 @@ func (s *Server) parseTenantChange(attrs map[string]json.RawMessage) (*tenantCha
 	if err != nil {
 		return nil, err
 	}
-	ch.providers, err = parseAccess(attrs, "providers", func(pointer, key string) *apierror.Error {
+	ch.providers, err = parseAccess(attrs, "providers", func(pointer, key string) error {
 		if _, ok := s.cfg.Catalog.Lookup(key); !ok {
 			return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s: no provider %q (see GET /v1/providers)", pointer, key)
 		}
@@ -269,13 +249,16 @@ func (s *Server) parseTenantChange(attrs map[string]json.RawMessage) (*tenantCha
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkDefaultPolicy(ctx, tenant, ch); err != nil {
+		return nil, err
+	}
 	return ch, nil
 }
 
 // parseAccess validates attributes.services or attributes.providers: an
 // object whose keys pass known and whose values are {enabled: boolean} or
 // null.
-func parseAccess(attrs map[string]json.RawMessage, member string, known func(pointer, key string) *apierror.Error) (accessChange, *apierror.Error) {
+func parseAccess(attrs map[string]json.RawMessage, member string, known func(pointer, key string) error) (accessChange, error) {
 	pointer := ptrAttributes + "/" + member
 	raw, ok := attrs[member]
 	if !ok {

@@ -31,7 +31,7 @@ type DeliveryStore interface {
 // webhookRoutes registers GET /v1/webhooks/public-key, which needs no token
 // (receivers fetch it), and GET /v1/{resource}/{id}/webhook-deliveries.
 func (s *Server) webhookRoutes(r gin.IRouter, v1 *gin.RouterGroup) {
-	r.GET("/v1/webhooks/public-key", s.webhookPublicKey)
+	r.GET("/v1/webhooks/public-key", handle(s.webhookPublicKey))
 	for _, svc := range providers.Services() {
 		path := svc.Endpoint()[len("/v1"):] + "/:id/webhook-deliveries"
 		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), s.listWebhookDeliveries(svc))
@@ -39,11 +39,10 @@ func (s *Server) webhookRoutes(r gin.IRouter, v1 *gin.RouterGroup) {
 }
 
 // webhookPublicKey handles GET /v1/webhooks/public-key.
-func (s *Server) webhookPublicKey(c *gin.Context) {
+func (s *Server) webhookPublicKey(c *gin.Context) error {
 	key := s.cfg.WebhookKey
 	if key == nil {
-		abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "webhook signing is not configured on this server"))
-		return
+		return apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "webhook signing is not configured on this server")
 	}
 	// One key, no rotation yet: receivers may cache it for a while.
 	c.Header("Cache-Control", "public, max-age=300")
@@ -56,6 +55,7 @@ func (s *Server) webhookPublicKey(c *gin.Context) {
 			"signature_scheme": "standard-webhooks v1a",
 		},
 	}})
+	return nil
 }
 
 // deliveryAttributes are the attributes of a webhook-delivery resource.
@@ -78,16 +78,14 @@ type deliveryResource struct {
 // listWebhookDeliveries handles GET /v1/{resource}/{id}/webhook-deliveries:
 // every delivery attempt of the job's events, oldest first.
 func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		rows, err := s.cfg.Deliveries.ListDeliveries(c.Request.Context(), job.ID)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		out := make([]deliveryResource, 0, len(rows))
 		for _, d := range rows {
@@ -106,5 +104,6 @@ func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
 			})
 		}
 		c.JSON(http.StatusOK, gin.H{"data": out})
-	}
+		return nil
+	})
 }
