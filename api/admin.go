@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -61,11 +60,7 @@ func (s *Server) updateService(c *gin.Context) error {
 	if !ok {
 		return apierror.NotFound("no service %q", c.Param("id"))
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return err
-	}
-	env, err := parseResourceBody(body, "service", string(svc.ID), "status")
+	env, err := readEnvelope(c, resourceSpec("service", string(svc.ID), "status"))
 	if err != nil {
 		return err
 	}
@@ -90,11 +85,7 @@ func (s *Server) updateProvider(c *gin.Context) error {
 	if !ok {
 		return apierror.NotFound("no provider %q", c.Param("id"))
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return err
-	}
-	env, err := parseResourceBody(body, "provider", p.ID, "status", "services")
+	env, err := readEnvelope(c, resourceSpec("provider", p.ID, "status", "services"))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -87,36 +86,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// dataMember checks a request body down to its data object: valid JSON
-// (else 400), every string Unicode (else 422, see checkUnicode), an object with a data object holding only the allowed
-// members. Unknown members at the top level are ignored.
-func dataMember(body []byte, allowed ...string) (map[string]json.RawMessage, error) {
-	if !json.Valid(body) {
-		return nil, apierror.New(http.StatusBadRequest, apierror.CodeMalformedJSON, "the request body is not valid JSON")
-	}
-	if err := checkUnicode(body); err != nil {
-		return nil, err
-	}
-	root, err := object(body, "")
-	if err != nil {
-		return nil, err
-	}
-	if root == nil {
-		return nil, apierror.Validation("/", "must be an object with a data member")
-	}
-	data, err := object(root["data"], ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		return nil, apierror.Validation(ptrData, "is required")
-	}
-	if err := onlyKeys(data, ptrData, allowed...); err != nil {
-		return nil, err
-	}
-	return data, nil
 }
 
 // checkUnicode rejects a body (already valid JSON) whose strings are not

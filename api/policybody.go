@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,44 +63,22 @@ var (
 // maxPolicyNameLength is the longest name the policies table keeps.
 const maxPolicyNameLength = 255
 
-// readPolicyBody reads and decodes the body of a policy write.
+// readPolicyBody reads and decodes the body of a policy write,
+// {data: {id, type: policy, attributes}}, and checks each given attribute
+// on its own; rules across attributes are applyPolicyDraft's.
 func (s *Server) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*policyDraft, error) {
-	body, err := io.ReadAll(c.Request.Body)
+	env, err := readEnvelope(c, envelopeSpec{
+		Type:               "policy",
+		Members:            []string{"id", "type", "attributes", "meta"},
+		ID:                 rule.check(pathID),
+		Attributes:         append(slices.Clone(policyAttributeNames), policyReadOnlyNames...),
+		AttributesRequired: true,
+	})
 	if err != nil {
 		return nil, err
 	}
-	return s.parsePolicyBody(body, rule, pathID)
-}
-
-// parsePolicyBody decodes {data: {id, type: policy, attributes}} and checks
-// each given attribute on its own; rules across attributes are
-// applyPolicyDraft's.
-func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, error) {
-	data, err := dataMember(body, "id", "type", "attributes", "meta")
-	if err != nil {
-		return nil, err
-	}
-	typ, ok, err := stringMember(data, "type", ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if !ok || typ != "policy" {
-		return nil, apierror.Validation(ptrData+"/type", "is required and must be \"policy\"")
-	}
-	d := &policyDraft{}
-	if d.id, err = policyBodyID(data, rule, pathID); err != nil {
-		return nil, err
-	}
-	attrs, err := object(data["attributes"], ptrAttributes)
-	if err != nil {
-		return nil, err
-	}
-	if attrs == nil {
-		return nil, apierror.Validation(ptrAttributes, "is required")
-	}
-	if err := onlyKeys(attrs, ptrAttributes, append(slices.Clone(policyAttributeNames), policyReadOnlyNames...)...); err != nil {
-		return nil, err
-	}
+	d := &policyDraft{id: env.ID}
+	attrs := env.Attributes
 	if d.tenant, err = nullableMember[string](attrs, "tenant", "a tenant slug or null"); err != nil {
 		return nil, err
 	}
@@ -149,32 +126,31 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 	return d, nil
 }
 
-// policyBodyID checks data.id against rule.
-func policyBodyID(data map[string]json.RawMessage, rule idRule, pathID string) (string, error) {
-	id, given, err := stringMember(data, "id", ptrData)
-	if err != nil {
-		return "", err
-	}
-	switch rule {
-	case idForbidden:
-		if given {
-			return "", apierror.Validation(ptrData+"/id", "is assigned by the gateway; omit it")
-		}
-	case idRequired:
-		if !given || id == "" {
-			return "", apierror.Validation(ptrData+"/id", "is required and must equal the id in the path (%s)", pathID)
-		}
-		if !strings.EqualFold(id, pathID) {
-			return "", apierror.Validation(ptrData+"/id", "must equal the id in the path (%s), not %q", pathID, id)
-		}
-	case idOptional:
-		if given {
-			if _, perr := uuid.Parse(id); perr != nil || len(id) != 36 {
-				return "", apierror.Validation(ptrData+"/id", "must be a UUID")
+// check is the envelope's check of data.id under the rule; the id is
+// lowercased.
+func (rule idRule) check(pathID string) func(id string, given bool) (string, error) {
+	return func(id string, given bool) (string, error) {
+		switch rule {
+		case idForbidden:
+			if given {
+				return "", apierror.Validation(ptrData+"/id", "is assigned by the gateway; omit it")
+			}
+		case idRequired:
+			if !given || id == "" {
+				return "", apierror.Validation(ptrData+"/id", "is required and must equal the id in the path (%s)", pathID)
+			}
+			if !strings.EqualFold(id, pathID) {
+				return "", apierror.Validation(ptrData+"/id", "must equal the id in the path (%s), not %q", pathID, id)
+			}
+		case idOptional:
+			if given {
+				if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+					return "", apierror.Validation(ptrData+"/id", "must be a UUID")
+				}
 			}
 		}
+		return strings.ToLower(id), nil
 	}
-	return strings.ToLower(id), nil
 }
 
 // nullableMember decodes an optional attribute that may be null.

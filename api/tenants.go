@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -75,11 +74,7 @@ func (s *Server) listTenants(c *gin.Context) error {
 
 // createTenant handles POST /v1/tenants (super-admin).
 func (s *Server) createTenant(c *gin.Context) error {
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return err
-	}
-	env, err := parseResourceBody(body, "tenant", "", tenantAttributeNames...)
+	env, err := readEnvelope(c, resourceSpec("tenant", "", tenantAttributeNames...))
 	if err != nil {
 		return err
 	}
@@ -134,11 +129,7 @@ func (s *Server) updateTenant(c *gin.Context) error {
 	if !tenantSlugPattern.MatchString(slug) {
 		return notFound
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return err
-	}
-	env, err := parseResourceBody(body, "tenant", slug, tenantAttributeNames...)
+	env, err := readEnvelope(c, resourceSpec("tenant", slug, tenantAttributeNames...))
 	if err != nil {
 		return err
 	}
