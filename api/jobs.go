@@ -21,20 +21,19 @@ import (
 
 // createJob handles POST /v1/{resource}.
 func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return handle(func(c *gin.Context) error {
 		req, err := submitRequest(c, svc)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
 		job, err := s.cfg.Jobs.Submit(c.Request.Context(), *req)
 		if err != nil {
-			abort(c, jobopsError(err))
-			return
+			return jobopsError(err)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
-		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
-	}
+		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, jobs.Full)})
+		return nil
+	})
 }
 
 // submitRequest reads a create request: the caller's identity, the
@@ -65,9 +64,9 @@ func submitRequest(c *gin.Context, svc providers.Service) (*jobops.SubmitRequest
 	// Timed from here for the dispatcher's pacing: the client's upload
 	// is not this process's to speed up.
 	received := time.Now()
-	req, verr := parseJobRequest(svc, body)
-	if verr != nil {
-		return nil, verr
+	req, err := parseJobRequest(svc, body)
+	if err != nil {
+		return nil, err
 	}
 	req.Service, req.Tenant, req.User, req.Application = svc, tenant, user, application
 	req.IdempotencyKey, req.Body, req.Received = idempotencyKey, body, received
@@ -121,31 +120,29 @@ func jobopsError(err error) error {
 
 // getJob handles GET /v1/{resource}/{id}.
 func (s *Server) getJob(svc providers.Service) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"data": s.jobResource(job, true)})
-	}
+		c.JSON(http.StatusOK, gin.H{"data": s.jobResource(job, jobs.Full)})
+		return nil
+	})
 }
 
 // cancelJob handles POST /v1/{resource}/{id}/cancel.
 func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
-			abort(c, err)
-			return
+			return err
 		}
-		job, err = s.cfg.Jobs.Cancel(c.Request.Context(), job)
-		if err != nil {
-			abort(c, jobopsError(err))
-			return
+		if job, err = s.cfg.Jobs.Cancel(c.Request.Context(), job); err != nil {
+			return jobopsError(err)
 		}
-		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, true)})
-	}
+		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, jobs.Full)})
+		return nil
+	})
 }
 
 // visibleJob loads the job named by the path, as the caller may see it:

@@ -52,9 +52,6 @@ func (s *Server) policyRoutes(v1 *gin.RouterGroup) {
 	v1.DELETE("/services/:id/applications/:app/policy", write, handle(s.deleteScopedPolicy))
 }
 
-// policies is the policy store.
-func (s *Server) policies() PolicyStore { return s.cfg.Policies }
-
 // policyActor is the caller of a policy operation as confinement sees it
 // (docs/api.md, Policies: who sees and changes what).
 type policyActor struct {
