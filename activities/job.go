@@ -44,6 +44,8 @@ type Activities struct {
 	WebhookClient *http.Client
 	// Deliveries records webhook delivery attempts; nil records none.
 	Deliveries DeliveryStore
+	// Jobs reads the stored jobs webhook payloads are rendered from.
+	Jobs JobReader
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a

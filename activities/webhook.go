@@ -53,6 +53,11 @@ type DeliveryStore interface {
 	RecordDelivery(ctx context.Context, d *store.WebhookDelivery) error
 }
 
+// JobReader reads a job's stored record.
+type JobReader interface {
+	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+}
+
 // WebhookDelivery is one event of a job to deliver.
 type WebhookDelivery struct {
 	Target jobs.Webhook `json:"target"`
@@ -61,11 +66,35 @@ type WebhookDelivery struct {
 	// MessageID identifies the event, the same on every attempt
 	// (webhook-id header), so receivers can drop duplicates.
 	MessageID string `json:"message_id"`
-	// Job is the job as of the event.
+	// Job is the job as of the event: whole for DeliverWebhook, without
+	// its documents (jobs.Snapshot.WithoutDocuments) for
+	// DeliverWebhookEvent.
 	Job jobs.Snapshot `json:"job"`
 	// Attempt numbers this attempt when the workflow retries by running
 	// the activity again; 0 leaves the numbering to Temporal's attempt.
 	Attempt int `json:"attempt,omitempty"`
+}
+
+// DeliverWebhookEvent is DeliverWebhook for an event whose Job leaves out
+// the job's documents: it reads them from the job's stored record, so the
+// workflow history does not hold the input and result once per attempt.
+// The documents never change once stored, so every attempt of an event
+// sends the same body.
+func (a *Activities) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) error {
+	if a.Jobs == nil {
+		// A worker misconfiguration, as a missing signer.
+		return temporal.NewApplicationError("this worker cannot read jobs", ErrTypeWebhookFailed)
+	}
+	rec, err := a.Jobs.GetJob(ctx, d.Job.ID)
+	if err == nil {
+		d.Job, err = d.Job.WithDocuments(rec)
+	}
+	if err != nil {
+		// Nothing was sent; the workflow tries again after a backoff.
+		activity.GetLogger(ctx).Warn("webhook payload not rendered", "job", d.Job.ID, "event", d.Event, "error", err)
+		return temporal.NewApplicationError("read the job for its webhook payload: "+err.Error(), ErrTypeWebhookFailed)
+	}
+	return a.DeliverWebhook(ctx, d)
 }
 
 // DeliverWebhook makes one attempt to POST an event to the job's webhook,

@@ -23,6 +23,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // deliveryLog records delivery attempts; fail makes recording fail.
@@ -97,6 +98,12 @@ type hookBundle struct {
 // and client (nil: the permissive client, since receivers are local).
 func setupHooks(t *testing.T, client *http.Client) *hookBundle {
 	t.Helper()
+	return setupHooksReading(t, client, nil)
+}
+
+// setupHooksReading is setupHooks with the jobs DeliverWebhookEvent reads.
+func setupHooksReading(t *testing.T, client *http.Client, jobReader activities.JobReader) *hookBundle {
+	t.Helper()
 	seed, err := webhooksign.GenerateSeed()
 	require.NoError(t, err)
 	signer, err := webhooksign.NewSigner(seed)
@@ -107,7 +114,7 @@ func setupHooks(t *testing.T, client *http.Client) *hookBundle {
 	b := &hookBundle{signer: signer, log: &deliveryLog{}}
 	var suite testsuite.WorkflowTestSuite
 	b.env = suite.NewTestActivityEnvironment()
-	b.env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log})
+	b.env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log, Jobs: jobReader})
 	return b
 }
 
@@ -437,4 +444,83 @@ func TestWebhookBodyMatchesDeliveredBody(t *testing.T) {
 	want, err := jobs.WebhookBody(d.Event, d.Job)
 	require.NoError(t, err)
 	require.Equal(t, want, recv.requests()[0].body)
+}
+
+// TestDeliverWebhookEventSendsWhatTheWholeJobSends: an event without the
+// job's documents is sent with the ones in the store, the same body the
+// whole job gives, on every attempt, even once the job moved on.
+func TestDeliverWebhookEventSendsWhatTheWholeJobSends(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		b := setupHooksReading(t, nil, st)
+		recv := newReceiver(t, status(http.StatusServiceUnavailable))
+
+		completed := delivery(recv.URL)
+		// Documents as clients send them: escaped by the renderer, and
+		// not JSON's own order of keys.
+		completed.Job.Input = json.RawMessage(`{"url":"https://media.example.com/a?x=1&y=<2>","type":"audio"}`)
+		completed.Job.ClientMeta = json.RawMessage(`{"z":"été","a":[1,2.50,{"b":null}]}`)
+		progress := completed
+		progress.Event, progress.MessageID = "transcription.progress", completed.Job.ID+"-2"
+		progress.Job.Status, progress.Job.Progress, progress.Job.Revision = jobs.StatusProcessing, 40, 2
+		progress.Job.Result, progress.Job.CompletedAt = nil, nil
+		// The workflow saved the job before it queued each event; by the
+		// time the progress event goes out, the job completed.
+		for _, snap := range []jobs.Snapshot{progress.Job, completed.Job} {
+			rec, err := snap.Record()
+			require.NoError(t, err)
+			require.NoError(t, st.SaveJob(ctx, rec))
+		}
+
+		for _, d := range []activities.WebhookDelivery{progress, completed} {
+			pinned := d
+			pinned.Job = d.Job.WithoutDocuments()
+			for attempt := 1; attempt <= 2; attempt++ {
+				pinned.Attempt = attempt
+				_, err := b.env.ExecuteActivity(acts.DeliverWebhookEvent, pinned)
+				requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+			}
+			want, err := jobs.WebhookBody(d.Event, d.Job)
+			require.NoError(t, err)
+			reqs := recv.requests()
+			require.Len(t, reqs, 2)
+			for _, req := range reqs {
+				require.Equal(t, string(want), string(req.body), d.Event)
+				require.Equal(t, d.MessageID, req.header.Get("webhook-id"))
+			}
+			recv.mu.Lock()
+			recv.reqs = nil
+			recv.mu.Unlock()
+		}
+		require.Len(t, b.log.all(), 4, "every attempt is recorded")
+	})
+}
+
+func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t)
+	b := setupHooksReading(t, nil, st)
+	recv := newReceiver(t, status(http.StatusOK))
+	d := delivery(recv.URL)
+	processing := d.Job
+	processing.Status, processing.Result, processing.Revision = jobs.StatusProcessing, nil, 2
+	rec, err := processing.Record()
+	require.NoError(t, err)
+	require.NoError(t, st.SaveJob(context.Background(), rec))
+
+	d.Job = d.Job.WithoutDocuments()
+	_, err = b.env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.ErrorContains(t, err, "not yet completed")
+	d.Job.ID = "0195a3c4-7b1e-7c2d-9e3f-000000000000"
+	_, err = b.env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.Empty(t, recv.requests(), "nothing is sent without the job's documents")
+	require.Empty(t, b.log.all())
+
+	// A worker that cannot read jobs leaves the event to one that can.
+	_, err = setupHooks(t, nil).env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
+	require.Empty(t, recv.requests())
 }

@@ -81,7 +81,9 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	if in.Webhook != nil {
 		// Version 1 introduced webhook delivery.
 		workflow.GetVersion(ctx, webhooksChange, workflow.DefaultVersion, 1)
-		j.hooks = newWebhookQueue(*in.Webhook, in.Service)
+		// Version 1 leaves the job's documents out of delivery attempts.
+		stored := workflow.GetVersion(ctx, webhookDocumentsChange, workflow.DefaultVersion, 1) == 1
+		j.hooks = newWebhookQueue(*in.Webhook, in.Service, stored)
 		senderCtx, _ := workflow.NewDisconnectedContext(ctx)
 		workflow.Go(senderCtx, j.hooks.run)
 	}
@@ -90,8 +92,14 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	})
 }
 
-// webhooksChange names the GetVersion marker of webhook delivery.
-const webhooksChange = "webhooks"
+// GetVersion markers of webhook delivery.
+const (
+	// webhooksChange: webhook delivery.
+	webhooksChange = "webhooks"
+	// webhookDocumentsChange: deliveries read the job's documents from the
+	// store (DeliverWebhookEvent) instead of carrying them.
+	webhookDocumentsChange = "webhook-stored-documents"
+)
 
 func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	for attempt := 1; ; attempt++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ var acts *activities.Activities
 
 type bundle struct {
 	env   *testsuite.TestWorkflowEnvironment
+	mu    sync.Mutex // guards saved: activities run on their own goroutines
 	saved []jobs.Snapshot
 }
 
@@ -34,6 +36,8 @@ func setup(t *testing.T) *bundle {
 	b.env.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	b.env.RegisterActivity(acts)
 	b.env.OnActivity(acts.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap jobs.Snapshot) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		b.saved = append(b.saved, snap)
 		return nil
 	})

@@ -48,20 +48,27 @@ type webhookQueue struct {
 	pending      []queuedEvent
 	sequence     int
 	lastProgress int  // progress of the last *.progress event; -1 before any
+	stored       bool // attempts leave the job's documents to the store (webhookDocumentsChange)
 	stopped      bool // a 410 Gone (or a refused address) ended delivery
 	closed       bool // the job is over: no more events will come
 	drained      bool // the sender has finished
 }
 
-func newWebhookQueue(target jobs.Webhook, service providers.ServiceID) *webhookQueue {
+func newWebhookQueue(target jobs.Webhook, service providers.ServiceID, stored bool) *webhookQueue {
 	svc := providers.MustService(service)
-	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1}
+	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1, stored: stored}
 }
 
-// add queues an event carrying the job as it is at time now.
+// add queues an event carrying the job as it is at time now. Without its
+// documents, an attempt reads them from the job's record: input, options
+// and client meta are there from the job's creation, and a completed
+// event's result from the save finish makes before queueing it.
 func (q *webhookQueue) add(event jobs.EventKind, snap jobs.Snapshot, now time.Time) {
 	if q.stopped {
 		return
+	}
+	if q.stored {
+		snap = snap.WithoutDocuments()
 	}
 	q.sequence++
 	q.pending = append(q.pending, queuedEvent{at: now, delivery: activities.WebhookDelivery{
@@ -103,9 +110,13 @@ func (q *webhookQueue) run(ctx workflow.Context) {
 // until giveUpAt (24 h after the event happened; an event that waited that
 // long behind earlier ones still gets one attempt).
 func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDelivery, giveUpAt time.Time) {
+	deliverActivity := a.DeliverWebhook
+	if q.stored {
+		deliverActivity = a.DeliverWebhookEvent
+	}
 	for attempt := 1; ; attempt++ {
 		d.Attempt = attempt
-		err := workflow.ExecuteActivity(ctx, a.DeliverWebhook, d).Get(ctx, nil)
+		err := workflow.ExecuteActivity(ctx, deliverActivity, d).Get(ctx, nil)
 		if err == nil {
 			return
 		}

@@ -3,13 +3,16 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -17,7 +20,8 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
-// receiver records what the mocked DeliverWebhook was asked to send, and
+// receiver records what the mocked DeliverWebhookEvent was asked to send
+// (the job with its documents from the store, see bundle.fromStore), and
 // answers with the errors a test scripts per attempt.
 type receiver struct {
 	mu        sync.Mutex
@@ -48,11 +52,55 @@ func (r *receiver) events() []string {
 	return out
 }
 
+// deliverFunc is a mocked webhook delivery.
+type deliverFunc = func(context.Context, activities.WebhookDelivery) error
+
+// fromStore makes deliver a mocked DeliverWebhookEvent: the event's job,
+// which comes without its documents, gets them from the job's last
+// projection write, as the activity reads them from the store.
+func (b *bundle) fromStore(t *testing.T, deliver deliverFunc) deliverFunc {
+	return func(ctx context.Context, d activities.WebhookDelivery) error {
+		if present(d.Job.Input) || present(d.Job.ClientMeta) || present(d.Job.Result) {
+			t.Errorf("%s: the attempt carries the job's documents", d.MessageID)
+		}
+		b.mu.Lock()
+		if len(b.saved) == 0 {
+			b.mu.Unlock()
+			t.Errorf("%s: queued before the job was saved", d.MessageID)
+			return nil
+		}
+		stored, err := b.saved[len(b.saved)-1].Record()
+		b.mu.Unlock()
+		if err == nil {
+			d.Job, err = d.Job.WithDocuments(stored)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", d.MessageID, err)
+			return nil
+		}
+		return deliver(ctx, d)
+	}
+}
+
+// present reports whether a document is there (not absent nor null).
+func present(doc json.RawMessage) bool {
+	return len(doc) > 0 && string(doc) != "null"
+}
+
 func withWebhook(service providers.ServiceID) jobs.Submission {
 	in := input()
 	in.Service = service
 	in.Webhook = &jobs.Webhook{URL: "https://hooks.test/jobs", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
 	return in
+}
+
+// downReceiver is a receiver that fails every attempt for a day.
+func downReceiver() *receiver {
+	down := make([]error, 1000)
+	for i := range down {
+		down[i] = failedAttempt()
+	}
+	return &receiver{answers: down}
 }
 
 func failedAttempt() error {
@@ -63,7 +111,7 @@ func TestWebhookEventsInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return in.SignalProgress })).
 		After(10*time.Second).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`)}, nil).Once()
@@ -99,7 +147,7 @@ func TestLLMTasksSendNoProgressEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"content":"x","finish_reason":"completed"}`)}, nil).Once()
@@ -115,7 +163,7 @@ func TestWebhookRetriesKeepOrder(t *testing.T) {
 	b := setup(t)
 	// The receiver answers 500 twice, then accepts everything.
 	r := &receiver{answers: []error{failedAttempt(), failedAttempt()}}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
@@ -133,7 +181,7 @@ func TestGoneStopsDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{answers: []error{temporal.NewNonRetryableApplicationError("410", activities.ErrTypeWebhookGone, nil)}}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
@@ -147,12 +195,8 @@ func TestGoneStopsDelivery(t *testing.T) {
 func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	down := make([]error, 1000)
-	for i := range down {
-		down[i] = failedAttempt()
-	}
-	r := &receiver{answers: down}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	r := downReceiver()
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	start := b.env.Now()
@@ -172,11 +216,51 @@ func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 	require.Greater(t, len(r.attempts), 20)
 }
 
+func TestWebhookAttemptsLeaveLargeDocumentsOutOfTheHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := downReceiver()
+	var scheduled int // bytes of the attempts' inputs, as the history holds them
+	var bodies []string
+	deliver := b.fromStore(t, r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(func(ctx context.Context, d activities.WebhookDelivery) error {
+		payloads, err := converter.GetDefaultDataConverter().ToPayloads(d)
+		if err != nil {
+			return err
+		}
+		scheduled += proto.Size(payloads)
+		return deliver(ctx, d)
+	})
+	big := json.RawMessage(`{"content":"` + strings.Repeat("r", 2<<20) + `","finish_reason":"completed"}`)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: big}, nil).Once()
+	in := withWebhook(providers.LLMTasks)
+	in.Input = json.RawMessage(`{"type":"text","text":"` + strings.Repeat("i", 500<<10) + `","prompt":"Summarise."}`)
+	in.ClientMeta = json.RawMessage(`{"ref":"` + strings.Repeat("m", 15<<10) + `"}`)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+
+	result(t, b.env)
+	require.Greater(t, len(r.attempts), 20, "retried for a day")
+	for _, d := range r.attempts {
+		require.Equal(t, "llm-task.completed", d.Event)
+		require.Equal(t, []byte(big), []byte(d.Job.Result), "the receiver gets the result, read from the store")
+		body, err := jobs.WebhookBody(d.Event, d.Job)
+		require.NoError(t, err)
+		bodies = append(bodies, string(body))
+	}
+	for _, body := range bodies[1:] {
+		require.True(t, body == bodies[0], "every attempt of the event sends the same body")
+	}
+	require.Less(t, scheduled, 64<<10,
+		"%d attempts hold %d bytes in the history (a %d-byte result)", len(r.attempts), scheduled, len(big))
+}
+
 func TestCancelledJobReportsFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhook, mock.Anything, mock.Anything).Return(r.deliver)
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)

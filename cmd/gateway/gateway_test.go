@@ -72,6 +72,9 @@ type gateway struct {
 	cmd     *exec.Cmd
 	logs    *bytes.Buffer
 	token   string
+
+	// temporal is the embedded Temporal frontend's address.
+	temporal string
 }
 
 func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway {
@@ -97,6 +100,7 @@ func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...s
 	if temporal == "" {
 		temporal = freeAddr(t)
 	}
+	g.temporal = temporal
 	g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
 		"--temporal-dev-listen", temporal, "--temporal-ui-listen", g.ui}, g.args...)
 	g.env = append(os.Environ(), "DATABASE_URL="+databaseURL)

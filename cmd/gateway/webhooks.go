@@ -78,13 +78,14 @@ type workerNetwork struct {
 	allowPrivate bool
 }
 
-// wire gives the activities the webhook signer, client and delivery record,
-// and, unless private networks are allowed, a guarded client for media
+// wire gives the activities the webhook signer, client, delivery record and
+// the jobs payloads are rendered from, and, unless private networks are allowed, a guarded client for media
 // size checks.
 func (n workerNetwork) wire(a *activities.Activities, st *store.Store) {
 	a.Signer = n.signer
 	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
 	a.Deliveries = st
+	a.Jobs = st
 	if !n.allowPrivate {
 		a.HTTPClient = netguard.NewMediaClient(false, mediaTimeout)
 	}

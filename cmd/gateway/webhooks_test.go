@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -402,6 +405,37 @@ func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
 		recv.waitForEvent(t, "transcription.completed", 60*time.Second)
 		require.GreaterOrEqual(t, len(recv.received()), 3)
 		requireOrderedLifecycle(t, recv.accepted(), "transcription", true)
+	})
+
+	t.Run("retries of a large job keep the history small", func(t *testing.T) {
+		t.Parallel()
+		recv := newHookReceiver(t, http.StatusServiceUnavailable)
+		content := strings.Repeat("Hello. ", 300<<10/7)
+		id := g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"text","content":"`+
+			content+`","target_language":"de"},"webhook":{"url":"`+recv.URL+`"}}}}`).Data.ID
+		calls := recv.waitForCalls(t, 4, 60*time.Second)
+		for _, c := range calls[:4] {
+			require.Equal(t, "translation.progress", c.event, "the first event is retried")
+			require.Equal(t, calls[0].header.Get("webhook-id"), c.header.Get("webhook-id"))
+			require.Equal(t, calls[0].body, c.body, "every attempt sends the same body")
+		}
+		require.Contains(t, string(calls[0].body), content, "the body has the job's input")
+
+		tc, err := client.Dial(client.Options{HostPort: g.temporal})
+		require.NoError(t, err)
+		defer tc.Close()
+		scheduled, attempts := 0, 0
+		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			event, err := iter.Next()
+			require.NoError(t, err)
+			if a := event.GetActivityTaskScheduledEventAttributes(); a != nil && strings.HasPrefix(a.GetActivityType().GetName(), "DeliverWebhook") {
+				scheduled += proto.Size(a.GetInput())
+				attempts++
+			}
+		}
+		require.GreaterOrEqual(t, attempts, 4)
+		require.Less(t, scheduled, attempts*4<<10, "%d attempts hold %d bytes of a %d-byte body", attempts, scheduled, len(calls[0].body))
 	})
 
 	t.Run("a receiver down for the whole job does not delay it", func(t *testing.T) {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -66,4 +67,31 @@ func WebhookBody(event string, s Snapshot) ([]byte, error) {
 		Attributes: attrs,
 		Meta:       Meta{Client: client},
 	}})
+}
+
+// WithoutDocuments is the snapshot without the job's documents: input,
+// options and client meta, which never change, and the result, which is
+// written once, with the completed status. What is left is what an event
+// pins; WithDocuments takes the rest from the job's stored record.
+func (s Snapshot) WithoutDocuments() Snapshot {
+	s.Input, s.Options, s.ClientMeta, s.Result = nil, nil, nil, nil
+	return s
+}
+
+// WithDocuments is s with the documents WithoutDocuments left out, taken
+// from r, the job's stored record. Since they never change once written,
+// every read gives the same ones; the result of a completed s needs r to
+// be completed too.
+func (s Snapshot) WithDocuments(r *Record) (Snapshot, error) {
+	if r.ID != s.ID {
+		return s, fmt.Errorf("stored job %s is not job %s", r.ID, s.ID)
+	}
+	s.Input, s.Options, s.ClientMeta = raw(r.Input), raw(r.Options), raw(r.ClientMeta)
+	if s.Status == StatusCompleted {
+		if r.Status != StatusCompleted {
+			return s, fmt.Errorf("stored job %s is %s, not yet completed", r.ID, r.Status)
+		}
+		s.Result = raw(r.Result)
+	}
+	return s, nil
 }

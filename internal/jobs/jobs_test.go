@@ -132,6 +132,53 @@ func TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta(t *testing.T) {
 	require.JSONEq(t, `{"client":{"order":"A-17"},"system":{"region":"eu","worker_id":"worker-1"}}`, string(keys(t, withSystem)["meta"]))
 }
 
+// TestWebhookBodyFromDocumentsInTheStore: an event's job without its
+// documents, completed by the stored record, renders the body the whole
+// job renders, whatever the record's state moved on to.
+func TestWebhookBodyFromDocumentsInTheStore(t *testing.T) {
+	t.Parallel()
+	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
+	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	progress := submitted().Snapshot()
+	progress.Status, progress.Provider, progress.Progress, progress.Revision = jobs.StatusProcessing, "sandbox-fast", 40, 1
+	progress.Routing, progress.RoutingHistory, progress.ProcessedAt = &routing, []policy.RoutingInfo{routing}, &processed
+	completed := progress
+	completedAt := processed.Add(time.Second)
+	completed.Status, completed.Progress, completed.CompletedAt, completed.Revision = jobs.StatusCompleted, 100, &completedAt, 2
+	completed.Result = json.RawMessage(`{"content":"hallo","character_count":5}`)
+	stored, err := completed.Record()
+	require.NoError(t, err)
+
+	for _, event := range []jobs.Snapshot{progress, completed} {
+		// The event's job goes through the history as JSON.
+		b, err := json.Marshal(event.WithoutDocuments())
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "hello")
+		require.NotContains(t, string(b), "hallo")
+		require.NotContains(t, string(b), "A-17")
+		var pinned jobs.Snapshot
+		require.NoError(t, json.Unmarshal(b, &pinned))
+
+		job, err := pinned.WithDocuments(stored)
+		require.NoError(t, err)
+		got, err := jobs.WebhookBody("translation.x", job)
+		require.NoError(t, err)
+		want, err := jobs.WebhookBody("translation.x", event)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "status %s", event.Status)
+	}
+
+	// The completed event needs the completed record.
+	earlier, err := progress.Record()
+	require.NoError(t, err)
+	_, err = completed.WithoutDocuments().WithDocuments(earlier)
+	require.ErrorContains(t, err, "not yet completed")
+	other := *stored
+	other.ID = "0193a5e0-0000-7000-8000-000000000002"
+	_, err = progress.WithoutDocuments().WithDocuments(&other)
+	require.Error(t, err)
+}
+
 func TestEventName(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "transcription.progress", jobs.EventName(providers.MustService(providers.Transcriptions), jobs.EventProgress))
