@@ -24,9 +24,9 @@ type RoutingStore interface {
 	GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error)
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
-	ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
+	ReserveRateOnce(ctx context.Context, key store.DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
 	PruneRateCounters(ctx context.Context, now time.Time) error
-	NextTurn(ctx context.Context, key string) (int64, error)
+	NextTurnOnce(ctx context.Context, key store.DecisionKey, cursor string, now time.Time) (int64, error)
 	Latencies(ctx context.Context, service string) (map[string]float64, error)
 	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
 }
@@ -74,6 +74,12 @@ var lastPrune atomic.Int64
 // chosen provider's rate limit. A provider whose reservation is refused (at
 // its limit) is marked rate_limited and the decision made again: the
 // counts are not read beforehand, the reservation is the check.
+//
+// The workflow retries DecideRoute until it succeeds, also after the
+// reservation committed; the round-robin turn and the reservation are
+// taken once per job attempt (store.DecisionKey), so a retry gets the
+// same turn and is not counted again: it decides the same provider unless
+// what the decision reads changed in between.
 func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
 	now := time.Now().UTC()
 	out := RouteOutput{WorkerID: a.WorkerID}
@@ -109,7 +115,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		if err != nil {
 			return out, err
 		}
-		fits, err := a.reserve(ctx, routing.ProviderID, in.Service, in.Explicit != "", now)
+		fits, err := a.reserve(ctx, in, routing.ProviderID, now)
 		if err != nil {
 			return out, err
 		}
@@ -179,7 +185,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 		}
 		req.Latency = func(id string) (float64, bool) { ms, ok := latencies[id]; return ms, ok }
 	case policy.StrategyRoundRobin:
-		turn, err := a.Routing.NextTurn(ctx, "policy:"+req.Policy.ID)
+		turn, err := a.Routing.NextTurnOnce(ctx, decisionKey(in), "policy:"+req.Policy.ID, req.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -236,10 +242,10 @@ func (a *Activities) pruneRateCounters(ctx context.Context, now time.Time) error
 	return nil
 }
 
-// reserve counts the request against the provider's published limits. An
-// explicitly named provider is counted but never refused: the client chose
-// it, and the job was accepted.
-func (a *Activities) reserve(ctx context.Context, providerID string, service providers.ServiceID, explicit bool, now time.Time) (bool, error) {
+// reserve counts the request against the provider's published limits,
+// once per decision. An explicitly named provider is counted but never
+// refused: the client chose it, and the job was accepted.
+func (a *Activities) reserve(ctx context.Context, in RouteInput, providerID string, now time.Time) (bool, error) {
 	if a.Routing == nil {
 		return true, nil
 	}
@@ -247,15 +253,20 @@ func (a *Activities) reserve(ctx context.Context, providerID string, service pro
 	if !ok {
 		return true, nil
 	}
-	limits := p.Services[service].Limits
+	limits := p.Services[in.Service].Limits
 	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
 		return true, nil
 	}
-	fits, err := a.Routing.ReserveRate(ctx, providerID, string(service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
+	fits, err := a.Routing.ReserveRateOnce(ctx, decisionKey(in), providerID, string(in.Service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
 	if err != nil {
 		return false, err
 	}
-	return fits || explicit, nil
+	return fits || in.Explicit != "", nil
+}
+
+// decisionKey names the decision of one attempt of a job.
+func decisionKey(in RouteInput) store.DecisionKey {
+	return store.DecisionKey{JobID: in.JobID, Attempt: in.Attempt}
 }
 
 func needsFileSize(p *policy.Policy) bool {

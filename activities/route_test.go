@@ -3,6 +3,8 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,8 +67,11 @@ func route(t *testing.T, env *testsuite.TestActivityEnvironment, in activities.R
 	return out
 }
 
+// jobSeq numbers llmJob's jobs: each is a decision of its own.
+var jobSeq atomic.Int64
+
 func llmJob() activities.RouteInput {
-	return activities.RouteInput{JobID: "j", Service: providers.LLMTasks, Tenant: "acme", Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`), Attempt: 1}
+	return activities.RouteInput{JobID: fmt.Sprintf("job-%d", jobSeq.Add(1)), Service: providers.LLMTasks, Tenant: "acme", Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`), Attempt: 1}
 }
 
 func reasonOf(out activities.RouteOutput, provider string) string {
@@ -184,4 +189,65 @@ func testDecideRouteAppliesTenantSwitchesAndStatuses(t *testing.T, s *store.Stor
 	})
 	require.NoError(t, err)
 	require.Equal(t, "cheap", route(t, env, llmJob()).Routing.ProviderID)
+}
+
+// TestDecideRouteRetriedCountsOnce: DecideRoute retried with the same job
+// attempt (its activity timed out after the reservation committed) decides
+// the same provider and counts the request once, even when its own
+// reservation filled the provider's day.
+func TestDecideRouteRetriedCountsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		env, _ := routingEnv(t, st)
+		dayCount := func() int {
+			t.Helper()
+			counts, err := st.RateCounts(context.Background(), string(providers.LLMTasks), []string{"cheap"}, time.Now())
+			require.NoError(t, err)
+			return counts["cheap"].Day
+		}
+		first := llmJob()
+		for range 2 {
+			require.Equal(t, "cheap", route(t, env, first).Routing.ProviderID)
+		}
+		require.Equal(t, 1, dayCount(), "the retry was not counted")
+
+		second := llmJob()
+		require.Equal(t, "cheap", route(t, env, second).Routing.ProviderID, "the last request of the day")
+		require.Equal(t, "cheap", route(t, env, second).Routing.ProviderID, "the retry keeps the request it reserved")
+		require.Equal(t, 2, dayCount())
+		require.Equal(t, "good", route(t, env, llmJob()).Routing.ProviderID, "the next job finds the day full")
+
+		failover := second
+		failover.Attempt, failover.Failed = 2, []string{"cheap"}
+		require.Equal(t, "good", route(t, env, failover).Routing.ProviderID, "the job's next attempt is a decision of its own")
+	})
+}
+
+// TestDecideRouteRetriedTakesItsTurnOnce: a retried round-robin decision
+// gets the turn it took and decides the same provider; the next job gets
+// the next turn.
+func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		env, st := routingEnv(t, s)
+		ctx := context.Background()
+		p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "spread", Strategy: policy.StrategyRoundRobin,
+			Services:  []providers.ServiceID{providers.LLMTasks},
+			Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 1, Weight: 1}}})
+		require.NoError(t, err)
+
+		job := llmJob()
+		decided := route(t, env, job).Routing.ProviderID
+		for range 2 {
+			require.Equal(t, decided, route(t, env, job).Routing.ProviderID)
+		}
+		next := route(t, env, llmJob()).Routing.ProviderID
+		require.NotEqual(t, decided, next, "the next job is spread to the other provider")
+		turn, err := s.NextTurn(ctx, "policy:"+p.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), turn, "four tries of two decisions took two turns")
+		counts, err := s.RateCounts(ctx, string(providers.LLMTasks), []string{"cheap"}, time.Now())
+		require.NoError(t, err)
+		require.Equal(t, 1, counts["cheap"].Day, "one of the two decisions reserved with cheap, once")
+	})
 }

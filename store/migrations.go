@@ -198,4 +198,5 @@ var migrations = []*gormigrate.Migration{
 	migrationJobStarts,
 	migrationSQLiteJobIndexes,
 	migrationIdempotencyKeyScope,
+	migrationRoutingDecisions,
 }

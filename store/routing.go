@@ -97,7 +97,33 @@ func (s *Store) ReserveRate(ctx context.Context, providerID, service string, per
 	if len(windows) == 0 {
 		return true, nil
 	}
-	fits, _, err := s.reserveRate(ctx, providerID, service, windows)
+	fits, _, err := s.reserveRate(ctx, nil, providerID, service, windows, now)
+	return fits, err
+}
+
+// DecisionKey names a routing decision: one attempt of a job. What a
+// decision takes under its key (ReserveRateOnce, NextTurnOnce) it takes
+// once, however often it is retried: its activity may time out after the
+// reservation committed, or its worker die.
+type DecisionKey struct {
+	JobID   string
+	Attempt int
+}
+
+// decisionRetention is how long a decision's record is kept: retries of a
+// decision come within seconds (a timeout, another worker taking over).
+const decisionRetention = time.Hour
+
+// ReserveRateOnce is ReserveRate for a decision: a decision that reserved
+// a rate with the provider already gets true without being counted again.
+// A decision holds one reservation: reserving with another provider (the
+// retry decided otherwise) counts that one and leaves the first counted.
+func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+	windows := limitedWindows(now, perMinute, perDay)
+	if len(windows) == 0 {
+		return true, nil
+	}
+	fits, _, err := s.reserveRate(ctx, &key, providerID, service, windows, now)
 	return fits, err
 }
 
@@ -109,7 +135,11 @@ func (s *Store) ReserveRate(ctx context.Context, providerID, service string, per
 // concurrent callers (also of other processes) never overshoot. With two
 // windows, a window that fitted is rolled back when the other did not, in
 // the same transaction, so no other caller ever sees the half reservation.
-func (s *Store) reserveRate(ctx context.Context, providerID, service string, windows []rateWindow) (bool, []rateWindow, error) {
+//
+// With a decision key the decision's record is written first, in the same
+// transaction: when it already holds the provider (a retry, or another
+// attempt of the decision at the same time) nothing is counted.
+func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID, service string, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	var q strings.Builder
 	var args []any
 	q.WriteString("INSERT INTO rate_counters (provider_id, service, time_window, count, expires_at) VALUES ")
@@ -129,12 +159,17 @@ func (s *Store) reserveRate(ctx context.Context, providerID, service string, win
 	q.WriteString(" END RETURNING time_window, count")
 
 	var counted []windowCount
-	write := s.write // several windows reserve all or none
-	if len(windows) == 1 {
+	write := s.write // several windows, or a decision's record, reserve all or none
+	if len(windows) == 1 && key == nil {
 		write = s.writeStatement
 	}
 	err := write(ctx, func(tx *gorm.DB) error {
 		counted = nil
+		if key != nil {
+			if err := holdReservation(tx, *key, providerID, now); err != nil {
+				return err
+			}
+		}
 		if err := tx.Raw(q.String(), args...).Scan(&counted).Error; err != nil {
 			return err
 		}
@@ -143,6 +178,9 @@ func (s *Store) reserveRate(ctx context.Context, providerID, service string, win
 		}
 		return nil
 	})
+	if errors.Is(err, errHeld) {
+		return true, nil, nil
+	}
 	if err != nil && !errors.Is(err, errRollback) {
 		return false, nil, fmt.Errorf("reserve rate: %w", err)
 	}
@@ -165,6 +203,49 @@ type windowCount struct {
 
 var errRollback = errors.New("rollback")
 
+// errHeld: the decision holds a reservation with the provider already.
+var errHeld = errors.New("reservation held")
+
+// holdReservation records that a decision reserves with a provider, or
+// returns errHeld when it did before. On PostgreSQL an attempt of the same
+// decision running at the same time waits here for the other to end.
+func holdReservation(tx *gorm.DB, key DecisionKey, providerID string, now time.Time) error {
+	var changed []string
+	err := tx.Raw("INSERT INTO routing_decisions (job_id, attempt, provider_id, expires_at) VALUES (?, ?, ?, ?)"+
+		" ON CONFLICT (job_id, attempt) DO UPDATE SET provider_id = excluded.provider_id, expires_at = excluded.expires_at"+
+		" WHERE routing_decisions.provider_id <> excluded.provider_id RETURNING job_id",
+		key.JobID, key.Attempt, providerID, now.UTC().Add(decisionRetention)).Scan(&changed).Error
+	if err != nil {
+		return err
+	}
+	if len(changed) == 0 {
+		return errHeld
+	}
+	return nil
+}
+
+// heldReservation is the provider a decision reserved with; "" for none.
+func (s *Store) heldReservation(ctx context.Context, key DecisionKey) (string, error) {
+	var held []string
+	err := s.db.WithContext(ctx).Model(&routingDecision{}).
+		Where("job_id = ? AND attempt = ?", key.JobID, key.Attempt).Pluck("provider_id", &held).Error
+	if err != nil || len(held) == 0 {
+		return "", err
+	}
+	return held[0], nil
+}
+
+// routingDecision is what a routing decision took (routing_decisions).
+type routingDecision struct {
+	JobID      string `gorm:"primaryKey"`
+	Attempt    int    `gorm:"primaryKey"`
+	Turn       *int64
+	ProviderID string
+	ExpiresAt  time.Time
+}
+
+func (routingDecision) TableName() string { return "routing_decisions" }
+
 // ReserveRate is Store.ReserveRate, except that a window this process saw
 // full is refused without a statement until it ends: a window's count only
 // grows while it lasts.
@@ -176,7 +257,27 @@ func (c *Cache) ReserveRate(ctx context.Context, providerID, service string, per
 	if c.full.any(providerID, service, windows, now) {
 		return false, nil
 	}
-	fits, full, err := c.Store.reserveRate(ctx, providerID, service, windows)
+	fits, full, err := c.Store.reserveRate(ctx, nil, providerID, service, windows, now)
+	if err != nil {
+		return false, err
+	}
+	c.full.add(providerID, service, full, now)
+	return fits, nil
+}
+
+// ReserveRateOnce is Store.ReserveRateOnce, with ReserveRate's memory of
+// full windows: a window seen full costs a read of the decision's record
+// (which may hold the reservation that filled it) instead of a write.
+func (c *Cache) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+	windows := limitedWindows(now, perMinute, perDay)
+	if len(windows) == 0 {
+		return true, nil
+	}
+	if c.full.any(providerID, service, windows, now) {
+		held, err := c.Store.heldReservation(ctx, key)
+		return err == nil && held == providerID, err
+	}
+	fits, full, err := c.Store.reserveRate(ctx, &key, providerID, service, windows, now)
 	if err != nil {
 		return false, err
 	}
@@ -221,22 +322,58 @@ func (f *fullWindows) add(providerID, service string, windows []rateWindow, now 
 	}
 }
 
-// PruneRateCounters deletes counters of windows that have passed.
+// PruneRateCounters deletes counters of windows that have passed, and the
+// records of decisions old enough not to be retried any more.
 func (s *Store) PruneRateCounters(ctx context.Context, now time.Time) error {
-	return s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&rateCounter{}).Error
+	db := s.db.WithContext(ctx)
+	if err := db.Where("expires_at < ?", now.UTC()).Delete(&rateCounter{}).Error; err != nil {
+		return err
+	}
+	return db.Where("expires_at < ?", now.UTC()).Delete(&routingDecision{}).Error
 }
 
 // NextTurn advances a shared round-robin counter and returns the turn this
 // caller got (0 for the first), in one statement.
 func (s *Store) NextTurn(ctx context.Context, key string) (int64, error) {
+	return nextTurn(s.db.WithContext(ctx), key)
+}
+
+func nextTurn(tx *gorm.DB, key string) (int64, error) {
 	var counter int64
-	err := s.db.WithContext(ctx).Raw("INSERT INTO routing_cursors (key, counter) VALUES (?, 1)"+
+	err := tx.Raw("INSERT INTO routing_cursors (key, counter) VALUES (?, 1)"+
 		" ON CONFLICT (key) DO UPDATE SET counter = routing_cursors.counter + 1 RETURNING counter", key).
 		Scan(&counter).Error
 	if err != nil {
 		return 0, err
 	}
 	return counter - 1, nil
+}
+
+// NextTurnOnce is NextTurn for a decision: the decision's first call
+// advances the counter, and every later one gets the same turn back.
+func (s *Store) NextTurnOnce(ctx context.Context, key DecisionKey, cursor string, now time.Time) (int64, error) {
+	var turn int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		// Writing the decision's record first takes the write lock
+		// (SQLite) or the record's row lock (PostgreSQL): another attempt
+		// of the decision waits until this one is done.
+		var taken []struct{ Turn *int64 }
+		err := tx.Raw("INSERT INTO routing_decisions (job_id, attempt, expires_at) VALUES (?, ?, ?)"+
+			" ON CONFLICT (job_id, attempt) DO UPDATE SET expires_at = excluded.expires_at RETURNING turn",
+			key.JobID, key.Attempt, now.UTC().Add(decisionRetention)).Scan(&taken).Error
+		if err != nil {
+			return err
+		}
+		if len(taken) == 1 && taken[0].Turn != nil {
+			turn = *taken[0].Turn
+			return nil
+		}
+		if turn, err = nextTurn(tx, cursor); err != nil {
+			return err
+		}
+		return tx.Model(&routingDecision{}).Where("job_id = ? AND attempt = ?", key.JobID, key.Attempt).Update("turn", turn).Error
+	})
+	return turn, err
 }
 
 type providerLatency struct {

@@ -337,3 +337,140 @@ func TestCacheWritesLatenciesInTheBackground(t *testing.T) {
 			"what waited is written once the TTL has passed, without another observation")
 	})
 }
+
+// TestReserveRateOnceCountsADecisionOnce: a retried decision gets its
+// reservation back, even from a window it filled, without being counted
+// again; other decisions are counted as before.
+func TestReserveRateOnceCountsADecisionOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		first := store.DecisionKey{JobID: "job-1", Attempt: 1}
+		reserve := func(key store.DecisionKey, provider string, at time.Time) bool {
+			t.Helper()
+			ok, err := s.ReserveRateOnce(ctx, key, provider, "llm-tasks", 2, 5, at)
+			require.NoError(t, err)
+			return ok
+		}
+		counts := func(provider string, at time.Time) store.RateCount {
+			t.Helper()
+			c, err := s.RateCounts(ctx, "llm-tasks", []string{provider}, at)
+			require.NoError(t, err)
+			return c[provider]
+		}
+
+		require.True(t, reserve(first, "p", now))
+		require.True(t, reserve(first, "p", now), "the retry")
+		require.Equal(t, store.RateCount{Minute: 1, Day: 1}, counts("p", now))
+		second := store.DecisionKey{JobID: "job-2", Attempt: 1}
+		require.True(t, reserve(second, "p", now), "the second request fills the minute")
+		require.True(t, reserve(second, "p", now), "a retry of the decision that filled it still fits")
+		require.False(t, reserve(store.DecisionKey{JobID: "job-3", Attempt: 1}, "p", now))
+		require.Equal(t, store.RateCount{Minute: 2, Day: 2}, counts("p", now))
+		// The job's next attempt is another decision.
+		require.True(t, reserve(store.DecisionKey{JobID: "job-1", Attempt: 2}, "p", now.Add(time.Minute)))
+		require.Equal(t, store.RateCount{Minute: 1, Day: 3}, counts("p", now.Add(time.Minute)))
+
+		// A retry that decided on another provider counts that one.
+		require.True(t, reserve(first, "q", now))
+		require.Equal(t, store.RateCount{Minute: 1, Day: 1}, counts("q", now))
+		require.Equal(t, store.RateCount{Minute: 2, Day: 3}, counts("p", now), "the first stays counted")
+
+		// Decisions are pruned with the counters; a later retry counts anew.
+		later := now.Add(3 * time.Hour)
+		require.NoError(t, s.PruneRateCounters(ctx, later))
+		require.True(t, reserve(first, "q", later))
+		require.Equal(t, store.RateCount{Minute: 1, Day: 2}, counts("q", later))
+	})
+}
+
+// TestReserveRateOnceUnderConcurrency: attempts of one decision at the same
+// time count once, over several stores on one database.
+func TestReserveRateOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	eachShared(t, 3, func(t *testing.T, stores []*store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		var wg sync.WaitGroup
+		for i := range 12 {
+			key := store.DecisionKey{JobID: "job-" + string(rune('a'+i%3)), Attempt: 1}
+			wg.Go(func() {
+				ok, err := stores[i%len(stores)].ReserveRateOnce(ctx, key, "p", "llm-tasks", 100, 0, now)
+				if err != nil || !ok {
+					t.Errorf("reserve: %v, %v", ok, err)
+				}
+			})
+		}
+		wg.Wait()
+		counts, err := stores[0].RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+		require.NoError(t, err)
+		require.Equal(t, 3, counts["p"].Minute, "three decisions")
+	})
+}
+
+func TestCacheReserveRateOnceInAFullWindow(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		cache := store.NewCache(s, time.Second)
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		reserve := func(job string) bool {
+			t.Helper()
+			ok, err := cache.ReserveRateOnce(ctx, store.DecisionKey{JobID: job, Attempt: 1}, "p", "llm-tasks", 1, 0, now)
+			require.NoError(t, err)
+			return ok
+		}
+		require.True(t, reserve("job-1"), "fills the minute")
+		require.False(t, reserve("job-2"))
+		require.True(t, reserve("job-1"), "the retry of the decision that filled it")
+		ok, err := cache.ReserveRate(ctx, "p", "llm-tasks", 1, 0, now)
+		require.NoError(t, err)
+		require.False(t, ok, "the window is still full for everyone else")
+		counts, err := s.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+		require.NoError(t, err)
+		require.Equal(t, 1, counts["p"].Minute)
+	})
+}
+
+func TestNextTurnOnceTakesADecisionsTurnOnce(t *testing.T) {
+	t.Parallel()
+	eachShared(t, 3, func(t *testing.T, stores []*store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+		turns := make([]int64, 12)
+		var wg sync.WaitGroup
+		for i := range turns {
+			key := store.DecisionKey{JobID: "job-" + string(rune('a'+i%3)), Attempt: 1}
+			wg.Go(func() {
+				turn, err := stores[i%len(stores)].NextTurnOnce(ctx, key, "policy-1", now)
+				if err != nil {
+					t.Errorf("next turn: %v", err)
+				}
+				turns[i] = turn
+			})
+		}
+		wg.Wait()
+		for i := range turns {
+			require.Equal(t, turns[i%3], turns[i], "attempts of one decision get one turn")
+		}
+		require.ElementsMatch(t, []int64{0, 1, 2}, turns[:3], "three decisions, three turns")
+		turn, err := stores[0].NextTurn(ctx, "policy-1")
+		require.NoError(t, err)
+		require.Equal(t, int64(3), turn, "the counter advanced once per decision")
+
+		// A decision that reserved first still takes its turn once.
+		key := store.DecisionKey{JobID: "job-d", Attempt: 1}
+		_, err = stores[0].ReserveRateOnce(ctx, key, "p", "llm-tasks", 10, 0, now)
+		require.NoError(t, err)
+		for range 2 {
+			turn, err = stores[1].NextTurnOnce(ctx, key, "policy-1", now)
+			require.NoError(t, err)
+			require.Equal(t, int64(4), turn)
+		}
+		require.NoError(t, stores[0].PruneRateCounters(ctx, now.Add(2*time.Hour)))
+		turn, err = stores[0].NextTurnOnce(ctx, key, "policy-1", now.Add(2*time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, int64(5), turn, "pruned: a new turn")
+	})
+}
