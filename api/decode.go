@@ -90,7 +90,7 @@ func contains(list []string, s string) bool {
 
 // checkUnicode rejects a body (already valid JSON) whose strings are not
 // Unicode text: invalid UTF-8, or a \u escape of an unpaired UTF-16
-// surrogate. encoding/json would silently read either as U+FFFD while raw
+// surrogate; and strings holding NUL, which PostgreSQL's text cannot store. encoding/json would silently read either as U+FFFD while raw
 // members (input, options, meta.client) are stored and echoed as sent. The
 // error names the string's JSON pointer, or for a member name the object's.
 func checkUnicode(body []byte) *apierror.Error {
@@ -99,8 +99,8 @@ func checkUnicode(body []byte) *apierror.Error {
 	if !utf8.Valid(body) {
 		at = invalidUTF8At(body)
 	}
-	if esc, escAt := loneSurrogate(body); escAt >= 0 && (at < 0 || escAt < at) {
-		at, problem = escAt, "holds an unpaired UTF-16 surrogate escape ("+esc+")"
+	if escProblem, escAt := badEscape(body); escAt >= 0 && (at < 0 || escAt < at) {
+		at, problem = escAt, escProblem
 	}
 	if at < 0 {
 		return nil
@@ -128,9 +128,10 @@ func invalidUTF8At(b []byte) int {
 	return -1
 }
 
-// loneSurrogate finds the first \u escape of an unpaired surrogate in valid
-// JSON, where every backslash starts an escape inside a string.
-func loneSurrogate(b []byte) (string, int) {
+// badEscape finds the first \u escape of an unpaired surrogate or of NUL
+// (which no text column can hold) in valid JSON, where every backslash
+// starts an escape inside a string, and says what is wrong with it.
+func badEscape(b []byte) (string, int) {
 	for i := 0; ; {
 		j := bytes.IndexByte(b[i:], '\\')
 		if j < 0 {
@@ -150,9 +151,11 @@ func loneSurrogate(b []byte) (string, int) {
 					continue
 				}
 			}
-			return string(b[i : i+6]), i
+			return "holds an unpaired UTF-16 surrogate escape (" + string(b[i:i+6]) + ")", i
 		case 0xDC00 <= r && r < 0xE000:
-			return string(b[i : i+6]), i
+			return "holds an unpaired UTF-16 surrogate escape (" + string(b[i:i+6]) + ")", i
+		case r == 0:
+			return `holds a NUL character (\u0000)`, i
 		}
 		i += 6
 	}

@@ -25,6 +25,8 @@ func TestCheckUnicode(t *testing.T) {
 		{`{"a": {"\uDFFF": 1}}`, `/a: has a member name that holds an unpaired UTF-16 surrogate escape (\uDFFF)`},
 		{`{"a": "\ud83c\\udf89"}`, `/a: holds an unpaired UTF-16 surrogate escape (\ud83c)`},
 		{`{"a": "\ud83c\ud83c\udf89"}`, `/a: holds an unpaired UTF-16 surrogate escape (\ud83c)`},
+		{`{"policy": {"name": "a\u0000b"}}`, `/policy/name: holds a NUL character (\u0000)`},
+		{`{"a": "\\u0000"}`, ""}, // an escaped backslash, not NUL
 		// The first problem in the body is named.
 		{`{"a": "` + "\xff" + `", "b": "\ud800"}`, "/a: is not valid UTF-8"},
 		{`{"a": "\ud800", "b": "` + "\xff" + `"}`, `/a: holds an unpaired UTF-16 surrogate escape (\ud800)`},

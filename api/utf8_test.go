@@ -150,7 +150,7 @@ func TestWritesRejectInvalidUnicode(t *testing.T) {
 			statusDoc("provider", "alpha", map[string]any{"services": map[string]any{"x" + bad: map[string]any{"status": "active"}}}), "/data/attributes/services"},
 	}
 	for _, tc := range cases {
-		for kind, text := range map[string]string{"raw byte": "\xff", "lone surrogate": `\udfff`} {
+		for kind, text := range map[string]string{"raw byte": "\xff", "lone surrogate": `\udfff`, "NUL": `\u0000`} {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
 				t.Parallel()
 				r := b.do(t, tc.method, tc.path, tc.token, withBad(t, tc.doc, text))
