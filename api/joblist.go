@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -114,6 +115,9 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 		value := values[0]
 		if value == "" {
 			return f, invalid(key, "must not be empty")
+		}
+		if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
+			return f, invalid(key, "must be UTF-8 text without NUL")
 		}
 		switch field {
 		case "user_id":

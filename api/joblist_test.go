@@ -264,6 +264,8 @@ func TestListJobsInvalidQuery(t *testing.T) {
 		{"page[size]=0", "page[size]"},
 		{"page[size]=101", "page[size]"},
 		{"page[size]=ten", "page[size]"},
+		{"filter[user_id]=%FF", "filter[user_id]"},
+		{"filter[provider]=a%00b", "filter[provider]"},
 	} {
 		r := b.do(t, http.MethodGet, "/v1/jobs?"+strings.ReplaceAll(tc.query, "[", "%5B"), token, nil)
 		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", tc.names)
