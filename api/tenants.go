@@ -111,14 +111,7 @@ func (s *Server) getTenant(c *gin.Context) error {
 		return notFound
 	}
 	t, err := s.cfg.Tenants.GetTenant(c.Request.Context(), slug)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound
-	}
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
-	return nil
+	return renderTenant(c, t, err, notFound)
 }
 
 // updateTenant handles PATCH /v1/tenants/:slug (super-admin): only the
@@ -141,6 +134,12 @@ func (s *Server) updateTenant(c *gin.Context) error {
 		change.apply(t)
 		return nil
 	})
+	return renderTenant(c, t, err, notFound)
+}
+
+// renderTenant answers with the tenant a read or update returned, or
+// notFound when there is none.
+func renderTenant(c *gin.Context, t *store.Tenant, err, notFound error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound
 	}

@@ -45,13 +45,18 @@ func (s *Store) UpdateProgress(ctx context.Context, id string, progress int) err
 
 // GetJob reads one job.
 func (s *Store) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
-	var job jobs.Record
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&job).Error
+	return take[jobs.Record](s.db.WithContext(ctx).Where("id = ?", id))
+}
+
+// take reads the one row q selects; ErrNotFound when there is none.
+func take[T any](q *gorm.DB) (*T, error) {
+	var row T
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &job, nil
+	return &row, nil
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -84,15 +83,7 @@ func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Du
 
 // GetJobStart reads a job's start; ErrNotFound once the workflow started.
 func (s *Store) GetJobStart(ctx context.Context, jobID string) (*JobStart, error) {
-	var start JobStart
-	err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Take(&start).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &start, nil
+	return take[JobStart](s.db.WithContext(ctx).Where("job_id = ?", jobID))
 }
 
 // DeleteJobStarts removes the starts of workflows that started.

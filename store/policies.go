@@ -160,11 +160,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, id string, change func(current
 // GetPolicy reads the current version of a policy; ErrNotFound when it does
 // not exist (or was deleted).
 func (s *Store) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
-	var row policyRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return policy.Policy{}, ErrNotFound
-	}
+	row, err := take[policyRow](s.db.WithContext(ctx).Where("id = ?", id))
 	if err != nil {
 		return policy.Policy{}, err
 	}
@@ -175,11 +171,7 @@ func (s *Store) GetPolicy(ctx context.Context, id string) (policy.Policy, error)
 // was deleted (jobs pinned to it keep routing with it); ErrNotFound when
 // there is no such version.
 func (s *Store) GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error) {
-	var row policyVersionRow
-	err := s.db.WithContext(ctx).Where("policy_id = ? AND version = ?", id, version).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return policy.Policy{}, ErrNotFound
-	}
+	row, err := take[policyVersionRow](s.db.WithContext(ctx).Where("policy_id = ? AND version = ?", id, version))
 	if err != nil {
 		return policy.Policy{}, err
 	}

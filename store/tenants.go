@@ -124,11 +124,7 @@ func (s *Store) CreateTenant(ctx context.Context, t *Tenant) error {
 
 // GetTenant reads one tenant; ErrNotFound when there is no record.
 func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
-	var row tenantRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
-	}
+	row, err := take[tenantRow](s.db.WithContext(ctx).Where("id = ?", id))
 	if err != nil {
 		return nil, err
 	}
