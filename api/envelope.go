@@ -17,6 +17,8 @@ type envelope struct {
 	// Attributes are the members of data.attributes; nil when absent or
 	// null.
 	Attributes map[string]json.RawMessage
+	// Meta is data.meta as sent, when Members allow it.
+	Meta json.RawMessage
 }
 
 // envelopeSpec is what a write's body must hold.
@@ -25,7 +27,11 @@ type envelopeSpec struct {
 	Type string
 	// Members are the members data may have.
 	Members []string
-	// ID checks data.id (a string when given) and gives the id to use.
+	// WrongType, when set, is the error of a data.type that is given but
+	// not Type (the default says it is required and must be Type).
+	WrongType func(got string) error
+	// ID checks data.id (a string when given) and gives the id to use;
+	// nil takes none.
 	ID func(id string, given bool) (string, error)
 	// Attributes are the members data.attributes may have.
 	Attributes []string
@@ -54,15 +60,21 @@ func parseEnvelope(body []byte, spec envelopeSpec) (*envelope, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ok && typ != spec.Type && spec.WrongType != nil {
+		return nil, spec.WrongType(typ)
+	}
 	if !ok || typ != spec.Type {
 		return nil, apierror.Validation(ptrData+"/type", "is required and must be %q", spec.Type)
 	}
-	id, given, err := stringMember(data, "id", ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if id, err = spec.ID(id, given); err != nil {
-		return nil, err
+	var id string
+	if spec.ID != nil {
+		given, ok, err := stringMember(data, "id", ptrData)
+		if err != nil {
+			return nil, err
+		}
+		if id, err = spec.ID(given, ok); err != nil {
+			return nil, err
+		}
 	}
 	attrs, err := object(data["attributes"], ptrAttributes)
 	if err != nil {
@@ -74,7 +86,7 @@ func parseEnvelope(body []byte, spec envelopeSpec) (*envelope, error) {
 	if err := onlyKeys(attrs, ptrAttributes, spec.Attributes...); err != nil {
 		return nil, err
 	}
-	return &envelope{ID: id, Attributes: attrs}, nil
+	return &envelope{ID: id, Attributes: attrs, Meta: data["meta"]}, nil
 }
 
 // dataMember checks a request body down to its data object: valid JSON

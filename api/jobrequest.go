@@ -61,35 +61,23 @@ func validApplication(app string) *apierror.Error {
 // parseJobRequest decodes and validates a create request for service:
 // the job's attributes of the request to submit.
 func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequest, error) {
-	data, err := dataMember(body, "type", "attributes", "meta")
+	env, err := parseEnvelope(body, envelopeSpec{
+		Type:    service.JobType,
+		Members: []string{"type", "attributes", "meta"},
+		WrongType: func(got string) error {
+			return apierror.Validation(ptrData+"/type", "must be %q for %s, not %q", service.JobType, service.Endpoint(), got)
+		},
+		Attributes:         []string{"input", "options", "webhook", "provider", "policy_id"},
+		AttributesRequired: true,
+	})
 	if err != nil {
 		return nil, err
 	}
-	jobType, ok, err := stringMember(data, "type", ptrData)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, apierror.Validation(ptrData+"/type", "is required and must be %q", service.JobType)
-	}
-	if jobType != service.JobType {
-		return nil, apierror.Validation(ptrData+"/type", "must be %q for %s, not %q", service.JobType, service.Endpoint(), jobType)
-	}
-
 	req := &jobops.SubmitRequest{}
-	if err := parseMeta(data["meta"], req); err != nil {
+	if err := parseMeta(env.Meta, req); err != nil {
 		return nil, err
 	}
-	attrs, err := object(data["attributes"], ptrAttributes)
-	if err != nil {
-		return nil, err
-	}
-	if attrs == nil {
-		return nil, apierror.Validation(ptrAttributes, "is required")
-	}
-	if err := onlyKeys(attrs, ptrAttributes, "input", "options", "webhook", "provider", "policy_id"); err != nil {
-		return nil, err
-	}
+	attrs := env.Attributes
 	if req.Parsed, err = parseJobSpec(service.ID, attrs["input"], attrs["options"]); err != nil {
 		return nil, err
 	}
