@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +213,153 @@ func TestCheckURL(t *testing.T) {
 	err := netguard.CheckURL(ctx, "https://does-not-exist.invalid/hook", false)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, netguard.ErrForbiddenAddress, "a name that does not resolve is not a forbidden address")
+}
+
+func TestClassifySpecialPurpose(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addr string
+		want string
+	}{
+		// Public neighbours of the ranges below.
+		{"192.0.1.255", ""},
+		{"198.17.255.255", ""},
+		{"198.20.0.0", ""},
+		{"203.0.112.255", ""},
+		{"2001:200::1", ""}, // just past 2001::/23
+		{"2003::1", ""},
+		{"3ffe:ffff::1", ""},
+		{"64:ff9b::c000:201", "documentation"}, // NAT64 of 192.0.2.1
+		// IPv4.
+		{"192.0.0.1", "reserved"},
+		{"192.0.0.170", "reserved"},
+		{"192.0.2.1", "documentation"},
+		{"198.51.100.7", "documentation"},
+		{"203.0.113.255", "documentation"},
+		{"198.18.0.1", "benchmarking"},
+		{"198.19.255.255", "benchmarking"},
+		{"::ffff:198.18.0.1", "benchmarking"},
+		// IPv6.
+		{"2001::1", "tunnel (Teredo)"},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "tunnel (Teredo)"},
+		{"2002:7f00:1::1", "tunnel (6to4)"},  // 6to4 of 127.0.0.1
+		{"2002:808:808::1", "tunnel (6to4)"}, // 6to4 of 8.8.8.8: refused all the same
+		{"2001:2::1", "benchmarking"},
+		{"2001:10::1", "reserved"}, // deprecated ORCHID
+		{"2001:1ff::1", "reserved"},
+		{"2001:db8::1", "documentation"},
+		{"3fff::1", "documentation"},
+		{"64:ff9b:1::a00:1", "reserved"}, // local-use NAT64, RFC 8215
+		{"100::1", "reserved"},           // discard-only, RFC 6666
+		{"5f00::1", "reserved"},          // SRv6 SIDs, RFC 9602
+		{"4000::1", "reserved"},          // outside 2000::/3
+	} {
+		addr, err := netip.ParseAddr(tc.addr)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, netguard.Classify(addr), tc.addr)
+	}
+}
+
+func TestCheckURLPorts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, allowed := range []string{
+		"http://93.184.215.14/", "https://93.184.215.14/",
+		"http://93.184.215.14:80/", "https://93.184.215.14:443/",
+		"http://93.184.215.14:8080/", "https://93.184.215.14:8443/",
+		"http://93.184.215.14:0080/", // 80, as the dialer reads it
+	} {
+		require.NoError(t, netguard.CheckURL(ctx, allowed, false), allowed)
+	}
+	for _, refused := range []string{
+		"http://93.184.215.14:22/", "https://93.184.215.14:6379/",
+		"http://93.184.215.14:0/", "http://93.184.215.14:65535/",
+		"http://93.184.215.14:99999/", "https://[2606:4700::1111]:8000/",
+		"http://does-not-exist.invalid:5432/", // refused before the lookup fails
+	} {
+		err := netguard.CheckURL(ctx, refused, false)
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, refused)
+		require.ErrorContains(t, err, "is not allowed; client URLs may use ports 80, 443, 8080 and 8443 only", refused)
+		require.NoError(t, netguard.CheckURL(ctx, refused, true), "allowPrivate allows every port: %s", refused)
+	}
+	// An internal address is named as such, whatever its port.
+	require.ErrorContains(t, netguard.CheckURL(ctx, "http://127.0.0.1:22/", false), "loopback")
+}
+
+// TestNumericHosts covers hosts that are IPv4 addresses in another form
+// than a.b.c.d. Go reads them as names (netip and net.ParseIP refuse them);
+// the C library's resolver (inet_aton) and the WHATWG URL standard read
+// them as addresses, all of these as 127.0.0.1. CheckURL refuses them at
+// creation whatever they mean; at connect time the receiver is not reached
+// either way: Go's resolver does not find the name, and a C resolver's
+// 127.0.0.1 is refused by the dial hook.
+func TestNumericHosts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+
+	for _, host := range []string{"2130706433", "0x7f000001", "0x7f.0.0.1", "0x7F.1", "0177.0.0.1", "0177.1", "127.1", "127.0.1", "127.0.0.1.", "017700000001"} {
+		_, err := netip.ParseAddr(host)
+		require.Error(t, err, "Go does not read %s as an address", host)
+
+		err = netguard.CheckURL(ctx, "http://"+host+"/hook", false)
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, host)
+		require.ErrorContains(t, err, "is not a dotted-decimal IPv4 address", host)
+		require.NoError(t, netguard.CheckURL(ctx, "http://"+host+"/hook", true), host)
+
+		resp, err := netguard.NewClient(false, 5*time.Second).Get("http://" + net.JoinHostPort(host, port) + "/")
+		if resp != nil {
+			resp.Body.Close()
+		}
+		var dnsErr *net.DNSError
+		var addrErr *netguard.AddressError
+		switch {
+		case errors.As(err, &dnsErr):
+			require.True(t, dnsErr.IsNotFound, "%s: %v", host, err)
+		case errors.As(err, &addrErr):
+			require.Equal(t, "loopback", addrErr.Reason, host)
+		default:
+			t.Fatalf("%s: want a lookup failure or a loopback refusal, got %v", host, err)
+		}
+	}
+	require.Zero(t, hits.Load(), "the receiver must not be reached")
+
+	// Names that merely contain digits are names.
+	for _, name := range []string{"1.2.3.4.example", "0x7f.example", "v127.test", "0xg"} {
+		require.NotErrorIs(t, netguard.CheckURL(ctx, "http://"+name+"/", false), netguard.ErrForbiddenAddress, name)
+	}
+}
+
+func TestIPv4MappedAndFullWidthHosts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+
+	// Full-width digits: the HTTP transport maps the name to ASCII (IDNA)
+	// and so connects to 127.0.0.1.
+	fullWidth := "１２７.０.０.１"
+	resp, err := netguard.NewClient(true, 5*time.Second).Get("http://" + net.JoinHostPort(fullWidth, port) + "/")
+	require.NoError(t, err, "without the guard, Go connects to 127.0.0.1")
+	resp.Body.Close()
+	require.EqualValues(t, 1, hits.Load())
+
+	for _, host := range []string{"[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::ffff:7f00:0001]", "[64:ff9b::7f00:1]", fullWidth} {
+		var addrErr *netguard.AddressError
+		err := netguard.CheckURL(ctx, "http://"+host+"/hook", false)
+		require.True(t, errors.As(err, &addrErr), "%s: refused at creation: %v", host, err)
+		require.Equal(t, "loopback", addrErr.Reason, host)
+
+		hostPort := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		resp, err := netguard.NewClient(false, 5*time.Second).Get("http://" + net.JoinHostPort(hostPort, port) + "/")
+		if resp != nil {
+			resp.Body.Close()
+		}
+		require.True(t, errors.As(err, &addrErr), "%s: refused at connect time: %v", host, err)
+		require.Equal(t, "loopback", addrErr.Reason, host)
+	}
+	require.EqualValues(t, 1, hits.Load(), "the guarded client never reaches the receiver")
 }
