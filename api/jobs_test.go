@@ -235,7 +235,7 @@ const transcriptResult = `{"format":"%s","duration":3661.5,"language":"en","down
 	]}`
 
 const wantSRT = "1\n00:00:00,000 --> 00:00:01,500\nHello there.\n\n" +
-	"2\n00:00:01,500 --> 01:01:01,500\nspk_1: A <b> & c --> d\n\n"
+	"2\n00:00:01,500 --> 01:01:01,500\nspk_1: A <b> & c -> d\n\n"
 
 const wantVTT = "WEBVTT\n\n" +
 	"1\n00:00:00.000 --> 00:00:01.500\nHello there.\n\n" +

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestRenderSRT(t *testing.T) {
 	}}
 	want := "1\n00:00:00,000 --> 00:00:02,250\nFirst line.\n\n" +
 		"2\n00:00:02,250 --> 00:00:05,000\nAnna: Second\nline\n\n" +
-		"3\n01:00:00,000 --> 01:01:01,500\nLate <i>&</i> -->\n\n"
+		"3\n01:00:00,000 --> 01:01:01,500\nLate <i>&</i> ->\n\n"
 	require.Equal(t, want, renderSRT(r))
 }
 
@@ -91,4 +92,61 @@ func TestRenderWithoutSegments(t *testing.T) {
 	empty := providers.TranscriptionResult{Format: "vtt", Duration: 3}
 	require.Equal(t, "", renderSRT(empty))
 	require.Equal(t, "WEBVTT\n\n", renderVTT(empty))
+}
+
+func TestRenderKeepsProviderTextInsideItsCue(t *testing.T) {
+	t.Parallel()
+	r := providers.TranscriptionResult{Segments: []providers.Segment{
+		{Start: 0, End: 1, Text: "hi", Speaker: "<b>Bob</b> & co"},
+		{Start: 1, End: 2, Text: "a\r\rb", Speaker: "Anna\n\nSmith"},
+		{Start: 2, End: 3, Text: "2\n00:00:05,000 --> 00:00:06,000\nforged ---> x", Speaker: "A-->B"},
+		{Start: 3, End: 4, Text: "no speaker", Speaker: " \t"},
+		{Start: 4, End: 5, Text: "x", Speaker: "Bob --"},
+	}}
+	require.Equal(t, "1\n00:00:00,000 --> 00:00:01,000\n<b>Bob</b> & co: hi\n\n"+
+		"2\n00:00:01,000 --> 00:00:02,000\nAnna Smith: a\nb\n\n"+
+		"3\n00:00:02,000 --> 00:00:03,000\nA->B: 2\n00:00:05,000 -> 00:00:06,000\nforged -> x\n\n"+
+		"4\n00:00:03,000 --> 00:00:04,000\nno speaker\n\n"+
+		"5\n00:00:04,000 --> 00:00:05,000\nBob --: x\n\n", renderSRT(r))
+	require.Equal(t, "WEBVTT\n\n"+
+		"1\n00:00:00.000 --> 00:00:01.000\n<v &lt;b&gt;Bob&lt;/b&gt; &amp; co>hi\n\n"+
+		"2\n00:00:01.000 --> 00:00:02.000\n<v Anna Smith>a\nb\n\n"+
+		"3\n00:00:02.000 --> 00:00:03.000\n<v A--&gt;B>2\n00:00:05,000 --&gt; 00:00:06,000\nforged ---&gt; x\n\n"+
+		"4\n00:00:03.000 --> 00:00:04.000\nno speaker\n\n"+
+		"5\n00:00:04.000 --> 00:00:05.000\n<v Bob -- >x\n\n", renderVTT(r))
+}
+
+func TestTimestampOutOfRange(t *testing.T) {
+	t.Parallel()
+	for seconds, want := range map[float64]string{
+		math.NaN():     "00:00:00.000",
+		math.Inf(-1):   "00:00:00.000",
+		math.Inf(1):    "99:59:59.999",
+		1e300:          "99:59:59.999",
+		360000:         "99:59:59.999",
+		359999.999:     "99:59:59.999",
+		359999.998:     "99:59:59.998",
+		-math.MaxInt64: "00:00:00.000",
+	} {
+		require.Equal(t, want, timestamp(seconds, "."), "%v s", seconds)
+	}
+}
+
+func TestNoArrows(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":              "",
+		"a -> b":        "a -> b",
+		"a --> b":       "a -> b",
+		"a ----> b":     "a -> b",
+		"-->-->":        "->->",
+		"-- >":          "-- >",
+		"<!-- x -->":    "<!-- x ->",
+		"--->" + "-->":  "->->",
+		"a-b--c--->d>e": "a-b--c->d>e",
+	} {
+		require.Equal(t, want, noArrows(in), "%q", in)
+	}
+	long := strings.Repeat("-", 1<<20) + ">"
+	require.Equal(t, "->", noArrows(long), "linear in the length of a run of hyphens")
 }

@@ -8,7 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -35,13 +39,16 @@ func Decode(raw []byte, pointer string, v any) error {
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
 		return errorf(pointer, "must be an object")
 	}
-	if err := exactNames(raw, pointer, v); err != nil {
+	if err := exactNames(raw, pointer, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
+		if _, err := dec.Token(); err != io.EOF {
+			return errorf(pointer, "is not valid: data after the object")
+		}
 		return nil
 	}
 	var typeErr *json.UnmarshalTypeError
@@ -64,26 +71,54 @@ func Absent(raw []byte) bool {
 	return len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null"))
 }
 
-// exactNames rejects members whose names match a field of struct v only
-// case-insensitively, which encoding/json would accept ("URL" for "url").
-func exactNames(raw []byte, pointer string, v any) *Error {
-	t := reflect.TypeOf(v)
+// exactNames rejects members whose names match a field of type t only
+// case-insensitively, which encoding/json would accept ("URL" for "url"),
+// in t and in the structs, slices and maps it holds. Values of the wrong
+// type are left to the decoder.
+func exactNames(raw []byte, pointer string, t reflect.Type) *Error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	var members map[string]json.RawMessage
-	if t.Kind() != reflect.Struct || json.Unmarshal(raw, &members) != nil {
-		return nil
-	}
-	known := map[string]bool{}
-	for f := range t.Fields() {
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-			known[name] = true
+	switch t.Kind() {
+	case reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
 		}
-	}
-	for key := range members {
-		if !known[key] {
-			return errorf(pointer+"/"+escapePointer(key), "is not a known field")
+		fields := map[string]reflect.Type{}
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				fields[name] = f.Type
+			}
+		}
+		for _, key := range slices.Sorted(maps.Keys(members)) {
+			ft, ok := fields[key]
+			if !ok {
+				return errorf(pointer+"/"+escapePointer(key), "is not a known field")
+			}
+			if err := exactNames(members[key], pointer+"/"+escapePointer(key), ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if t.Elem().Kind() == reflect.Uint8 || json.Unmarshal(raw, &items) != nil {
+			return nil // []byte is a base64 string
+		}
+		for i, item := range items {
+			if err := exactNames(item, pointer+"/"+strconv.Itoa(i), t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
+		}
+		for _, key := range slices.Sorted(maps.Keys(members)) {
+			if err := exactNames(members[key], pointer+"/"+escapePointer(key), t.Elem()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -1,7 +1,9 @@
 package strictjson_test
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -67,4 +69,41 @@ func TestDecodeErrors(t *testing.T) {
 		require.Equal(t, tc.msg, fe.Message, tc.raw)
 		require.Equal(t, tc.wantPointer+": "+tc.msg, err.Error())
 	}
+}
+
+func TestDecodeNestedNamesAndTrailingData(t *testing.T) {
+	t.Parallel()
+	type item struct {
+		Name string `json:"name"`
+	}
+	type deep struct {
+		Inner *inner            `json:"inner"`
+		Items []item            `json:"items"`
+		ByKey map[string]item   `json:"by_key"`
+		Raw   json.RawMessage   `json:"raw"`
+		Any   map[string]any    `json:"any"`
+		Plain map[string]string `json:"plain"`
+	}
+	cases := []struct{ raw, wantPointer, msg string }{
+		{`{"inner":{"Weight":3}}`, "/in/inner/Weight", "is not a known field"},
+		{`{"items":[{"name":"a"},{"NAME":"b"}]}`, "/in/items/1/NAME", "is not a known field"},
+		{`{"by_key":{"a/b":{"Name":"x"}}}`, "/in/by_key/a~1b/Name", "is not a known field"},
+		{`{"url":"a"} {"url":"b"}`, "/in", "is not valid: data after the object"},
+		{`{"url":"a"} x`, "/in", "is not valid: data after the object"},
+	}
+	for _, tc := range cases {
+		var v deep
+		if strings.HasPrefix(tc.raw, `{"url"`) {
+			err := strictjson.Decode([]byte(tc.raw), "/in", &sample{})
+			require.EqualError(t, err, tc.wantPointer+": "+tc.msg, tc.raw)
+			continue
+		}
+		err := strictjson.Decode([]byte(tc.raw), "/in", &v)
+		require.EqualError(t, err, tc.wantPointer+": "+tc.msg, tc.raw)
+	}
+	var v deep
+	require.NoError(t, strictjson.Decode([]byte(`{"inner":{"weight":3},"items":[{"name":"a"}],"by_key":{"k":{"name":"b"}},
+		"raw":{"Any":1},"any":{"Name":1},"plain":{"Name":"x"}} `), "/in", &v))
+	require.Equal(t, 3, v.Inner.Weight)
+	require.Equal(t, "b", v.ByKey["k"].Name)
 }
