@@ -27,6 +27,17 @@ test: ## run every test: unit, workflow, API, and integration on PostgreSQL and 
 test-short: ## the fast tests only (no embedded Temporal server)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target (every func Fuzz* in a test file) for FUZZTIME (default 10s); seeds are in <package>/testdata/fuzz
+	@set -e; for file in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+	    echo "== $$name (./$$(dirname $$file))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./$$(dirname $$file); \
+	  done; \
+	done
+
 BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
