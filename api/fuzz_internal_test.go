@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -38,7 +40,8 @@ func requireValidation(t *testing.T, body []byte, err *apierror.Error) {
 // members; and valid JSON that is plainly Unicode passes checkUnicode.
 func FuzzRequestBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
-		data, err := dataMember(body, "type", "attributes")
+		data, derr := dataMember(body, "type", "attributes")
+		err := apiError(t, derr)
 		if !json.Valid(body) {
 			if err == nil || err.Status != http.StatusBadRequest || err.Code != apierror.CodeMalformedJSON {
 				t.Fatalf("invalid JSON %q: %v", body, err)
@@ -55,7 +58,7 @@ func FuzzRequestBody(f *testing.F) {
 		case !utf8.Valid(body):
 			t.Fatalf("%q is not UTF-8, yet passes", body)
 		}
-		if utf8.Valid(body) && !surrogateLike.Match(body) && uerr != nil {
+		if utf8.Valid(body) && !surrogateLike.Match(body) && !bytes.Contains(body, []byte(`\u0000`)) && uerr != nil {
 			t.Fatalf("%q is plain Unicode, yet: %v", body, uerr)
 		}
 		if err != nil {
@@ -112,6 +115,37 @@ func loneEscape(e1, e2 uint16) string {
 	return ""
 }
 
+// firstProblem is what checkUnicode must say of a string holding text and
+// then the escapes e1 and e2: the first of invalid UTF-8, NUL and an
+// unpaired surrogate, in the order they stand, or "".
+func firstProblem(text string, e1, e2 uint16) string {
+	bad, nul := -1, strings.IndexByte(text, 0)
+	for i, r := range text {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
+				bad = i
+				break
+			}
+		}
+	}
+	switch {
+	case bad >= 0 && (nul < 0 || bad < nul):
+		return "is not valid UTF-8"
+	case nul >= 0:
+		return `holds a NUL character (\u0000)`
+	}
+	lone := loneEscape(e1, e2)
+	for _, e := range []uint16{e1, e2} {
+		switch esc := fmt.Sprintf(`\u%04x`, e); {
+		case e == 0:
+			return `holds a NUL character (\u0000)`
+		case esc == lone:
+			return "holds an unpaired UTF-16 surrogate escape (" + esc + ")"
+		}
+	}
+	return ""
+}
+
 // FuzzCheckUnicodeNamesTheString puts text and two \u escapes in a member
 // name or a string value and checks checkUnicode's verdict and pointer
 // against what they hold.
@@ -127,12 +161,9 @@ func FuzzCheckUnicodeNamesTheString(f *testing.F) {
 		if !json.Valid([]byte(body)) {
 			t.Fatalf("the test built invalid JSON: %q", body)
 		}
-		switch esc := loneEscape(e1, e2); {
-		case !utf8.ValidString(text):
-			want += "is not valid UTF-8"
-		case esc != "":
-			want += "holds an unpaired UTF-16 surrogate escape (" + esc + ")"
-		default:
+		if problem := firstProblem(text, e1, e2); problem != "" {
+			want += problem
+		} else {
 			want = ""
 		}
 		err := checkUnicode([]byte(body))
@@ -185,8 +216,8 @@ func FuzzPolicyBody(f *testing.F) {
 	s := &Server{cfg: Config{Catalog: providers.DefaultCatalog()}}
 	f.Fuzz(func(t *testing.T, body []byte, ruleN uint8) {
 		rule := idRule(ruleN % 3)
-		d, err := s.parsePolicyBody(body, rule, fuzzPolicyID)
-		if err != nil {
+		d, perr := s.parsePolicyBody(body, rule, fuzzPolicyID)
+		if err := apiError(t, perr); err != nil {
 			if (err.Status != http.StatusBadRequest && err.Status != http.StatusUnprocessableEntity) ||
 				(err.Status == http.StatusUnprocessableEntity && !strings.HasPrefix(err.Message, "/")) {
 				t.Fatalf("%q: %v", body, err)
@@ -257,4 +288,17 @@ func FuzzPolicyBody(f *testing.F) {
 			t.Fatalf("%q applies as %+v", body, p)
 		}
 	})
+}
+
+// apiError is err as the API error it must be, nil for nil.
+func apiError(t *testing.T, err error) *apierror.Error {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var apiErr *apierror.Error
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("%v is not an API error", err)
+	}
+	return apiErr
 }

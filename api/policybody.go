@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,16 @@ const maxPolicyNameLength = 255
 // {data: {id, type: policy, attributes}}, and checks each given attribute
 // on its own; rules across attributes are applyPolicyDraft's.
 func (s *Server) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*policyDraft, error) {
-	env, err := readEnvelope(c, envelopeSpec{
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return nil, err
+	}
+	return s.parsePolicyBody(body, rule, pathID)
+}
+
+// parsePolicyBody decodes a policy write's body (readPolicyBody).
+func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, error) {
+	env, err := parseEnvelope(body, envelopeSpec{
 		Type:               "policy",
 		Members:            []string{"id", "type", "attributes", "meta"},
 		ID:                 rule.check(pathID),
