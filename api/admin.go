@@ -11,6 +11,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -129,14 +130,14 @@ func parseProviderStatusChange(p *providers.Provider, attrs map[string]json.RawM
 	slices.Sort(keys) // report the first problem deterministically
 	services := make(map[string]string, len(members))
 	for _, key := range keys {
-		pointer := ptrAttributes + "/services/" + escapePointer(key)
+		pointer := ptrAttributes + "/services/" + strictjson.EscapeName(key)
 		if _, ok := providers.LookupService(key); !ok {
 			return nil, nil, apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
 		}
 		if _, ok := p.Services[providers.ServiceID(key)]; !ok {
 			return nil, nil, apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s: provider %s does not support %s", pointer, p.ID, key)
 		}
-		if isAbsent(members[key]) {
+		if strictjson.Absent(members[key]) {
 			return nil, nil, apierror.Validation(pointer, "must be an object with a status")
 		}
 		var entry struct {

@@ -16,12 +16,12 @@ import (
 // and reported under its own JSON pointer. A null or absent value gives a
 // nil map.
 func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, error) {
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return nil, nil
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
-		return nil, apierror.Validation(pointerOrRoot(pointer), "must be an object")
+		return nil, apierror.Validation(strictjson.OrRoot(pointer), "must be an object")
 	}
 	if members == nil {
 		members = map[string]json.RawMessage{}
@@ -33,7 +33,7 @@ func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, er
 func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...string) error {
 	for key := range members {
 		if !contains(allowed, key) {
-			return apierror.Validation(pointer+"/"+escapePointer(key), "is not a known field (known: %s)", strings.Join(allowed, ", "))
+			return apierror.Validation(pointer+"/"+strictjson.EscapeName(key), "is not a known field (known: %s)", strings.Join(allowed, ", "))
 		}
 	}
 	return nil
@@ -52,7 +52,7 @@ func decodeStrict(raw json.RawMessage, pointer string, v any) error {
 // stringMember decodes an optional string member; null counts as absent.
 func stringMember(members map[string]json.RawMessage, key, pointer string) (string, bool, error) {
 	raw, ok := members[key]
-	if !ok || isAbsent(raw) {
+	if !ok || strictjson.Absent(raw) {
 		return "", false, nil
 	}
 	var s string
@@ -60,23 +60,6 @@ func stringMember(members map[string]json.RawMessage, key, pointer string) (stri
 		return "", false, apierror.Validation(pointer+"/"+key, "must be a string")
 	}
 	return s, true, nil
-}
-
-func isAbsent(raw json.RawMessage) bool {
-	trimmed := bytes.TrimSpace(raw)
-	return len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null"))
-}
-
-func pointerOrRoot(pointer string) string {
-	if pointer == "" {
-		return "/"
-	}
-	return pointer
-}
-
-// escapePointer escapes a member name for a JSON pointer (RFC 6901).
-func escapePointer(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 func contains(list []string, s string) bool {
@@ -107,9 +90,9 @@ func checkUnicode(body []byte) *apierror.Error {
 	}
 	pointer, inKey := stringAt(body, at)
 	if inKey {
-		return apierror.Validation(pointerOrRoot(pointer), "has a member name that %s", problem)
+		return apierror.Validation(strictjson.OrRoot(pointer), "has a member name that %s", problem)
 	}
-	return apierror.Validation(pointerOrRoot(pointer), "%s", problem)
+	return apierror.Validation(strictjson.OrRoot(pointer), "%s", problem)
 }
 
 // invalidUTF8At is the offset of the first byte that is not valid UTF-8.
@@ -193,7 +176,7 @@ func stringAt(body []byte, at int) (pointer string, inKey bool) {
 		for _, f := range stack[:n] {
 			sb.WriteByte('/')
 			if f.object {
-				sb.WriteString(escapePointer(f.key))
+				sb.WriteString(strictjson.EscapeName(f.key))
 			} else {
 				sb.WriteString(strconv.Itoa(f.index))
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -85,7 +86,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequ
 	if len(req.Input) > MaxInputBytes {
 		return nil, apierror.Validation(ptrInput, "is %d bytes; inline input is limited to %d KiB (give larger texts as a document by url)", len(req.Input), MaxInputBytes>>10)
 	}
-	if !isAbsent(attrs["options"]) {
+	if !strictjson.Absent(attrs["options"]) {
 		req.Options = compact(attrs["options"])
 		if len(req.Options) > MaxOptionsBytes {
 			return nil, apierror.Validation(ptrOptions, "is %d bytes; options are limited to %d KiB", len(req.Options), MaxOptionsBytes>>10)
@@ -97,7 +98,7 @@ func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequ
 	if req.Provider, _, err = stringMember(attrs, "provider", ptrAttributes); err != nil {
 		return nil, err
 	}
-	if _, given := attrs["provider"]; given && !isAbsent(attrs["provider"]) && req.Provider == "" {
+	if _, given := attrs["provider"]; given && !strictjson.Absent(attrs["provider"]) && req.Provider == "" {
 		return nil, apierror.Validation(ptrAttributes+"/provider", "must not be empty")
 	}
 	if req.PolicyID, _, err = stringMember(attrs, "policy_id", ptrAttributes); err != nil {
@@ -139,7 +140,7 @@ func parseMeta(raw json.RawMessage, req *jobops.SubmitRequest) error {
 var reservedWebhookHeaders = []string{"content-type", "content-length", "host", "user-agent", "webhook-id", "webhook-timestamp", "webhook-signature", "transfer-encoding", "connection"}
 
 func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return nil, nil
 	}
 	// Check header values one by one, so an error names the header.
@@ -176,7 +177,7 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
 	}
 	total := 0
 	for _, name := range slices.Sorted(maps.Keys(w.Headers)) {
-		pointer := ptrWebhook + "/headers/" + escapePointer(name)
+		pointer := ptrWebhook + "/headers/" + strictjson.EscapeName(name)
 		value := w.Headers[name]
 		if !httpguts.ValidHeaderFieldName(name) {
 			return nil, apierror.Validation(pointer, "is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)")

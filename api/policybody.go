@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -169,7 +170,7 @@ func nullableMember[T any](attrs map[string]json.RawMessage, key, want string) (
 	if !ok {
 		return nullable[T]{}, nil
 	}
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return nullable[T]{set: true, null: true}, nil
 	}
 	var v T
@@ -202,7 +203,7 @@ func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullabl
 	if !ok {
 		return nullable[[]policy.Entry]{}, nil
 	}
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return nullable[[]policy.Entry]{set: true, null: true}, nil
 	}
 	var items []json.RawMessage
@@ -212,7 +213,7 @@ func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullabl
 	entries := make([]policy.Entry, 0, len(items))
 	for i, item := range items {
 		pointer := ptrPolicyProviders + "/" + strconv.Itoa(i)
-		if isAbsent(item) {
+		if strictjson.Absent(item) {
 			return nullable[[]policy.Entry]{}, apierror.Validation(pointer, "must be an object")
 		}
 		var in policyEntryInput
@@ -258,7 +259,7 @@ func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullabl
 // parsePolicyConditions decodes an entry's conditions; null and {} mean
 // none.
 func parsePolicyConditions(raw json.RawMessage, pointer string) (*policy.Conditions, error) {
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return nil, nil
 	}
 	var in policyConditionsInput

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -208,7 +209,7 @@ func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map
 	ch := &tenantChange{}
 	if raw, ok := attrs["default_policy_id"]; ok {
 		ch.policyGiven = true
-		if !isAbsent(raw) {
+		if !strictjson.Absent(raw) {
 			var id string
 			if err := json.Unmarshal(raw, &id); err != nil {
 				return nil, apierror.Validation(ptrAttributes+"/default_policy_id", "must be a UUID or null")
@@ -254,7 +255,7 @@ func parseAccess(attrs map[string]json.RawMessage, member string, known func(poi
 	if !ok {
 		return accessChange{}, nil
 	}
-	if isAbsent(raw) {
+	if strictjson.Absent(raw) {
 		return accessChange{clear: true}, nil
 	}
 	members, err := object(raw, pointer)
@@ -268,11 +269,11 @@ func parseAccess(attrs map[string]json.RawMessage, member string, known func(poi
 	}
 	slices.Sort(keys) // report the first problem deterministically
 	for _, key := range keys {
-		entryPointer := pointer + "/" + escapePointer(key)
+		entryPointer := pointer + "/" + strictjson.EscapeName(key)
 		if err := known(entryPointer, key); err != nil {
 			return accessChange{}, err
 		}
-		if isAbsent(members[key]) {
+		if strictjson.Absent(members[key]) {
 			ch.entries[key] = nil
 			continue
 		}

@@ -26,7 +26,7 @@ type Error struct {
 func (e *Error) Error() string { return e.Pointer + ": " + e.Message }
 
 func errorf(pointer, format string, args ...any) *Error {
-	return &Error{Pointer: pointerOrRoot(pointer), Message: fmt.Sprintf(format, args...)}
+	return &Error{Pointer: OrRoot(pointer), Message: fmt.Sprintf(format, args...)}
 }
 
 // Decode decodes the JSON object raw, found at pointer, into v, rejecting
@@ -60,7 +60,7 @@ func Decode(raw []byte, pointer string, v any) error {
 		return errorf(field, "must be %s", describeType(typeErr.Type))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return errorf(pointer+"/"+escapePointer(strings.Trim(name, `"`)), "is not a known field")
+		return errorf(pointer+"/"+EscapeName(strings.Trim(name, `"`)), "is not a known field")
 	}
 	return errorf(pointer, "is not valid: %v", err)
 }
@@ -94,9 +94,9 @@ func exactNames(raw []byte, pointer string, t reflect.Type) *Error {
 		for _, key := range slices.Sorted(maps.Keys(members)) {
 			ft, ok := fields[key]
 			if !ok {
-				return errorf(pointer+"/"+escapePointer(key), "is not a known field")
+				return errorf(pointer+"/"+EscapeName(key), "is not a known field")
 			}
-			if err := exactNames(members[key], pointer+"/"+escapePointer(key), ft); err != nil {
+			if err := exactNames(members[key], pointer+"/"+EscapeName(key), ft); err != nil {
 				return err
 			}
 		}
@@ -116,7 +116,7 @@ func exactNames(raw []byte, pointer string, t reflect.Type) *Error {
 			return nil
 		}
 		for _, key := range slices.Sorted(maps.Keys(members)) {
-			if err := exactNames(members[key], pointer+"/"+escapePointer(key), t.Elem()); err != nil {
+			if err := exactNames(members[key], pointer+"/"+EscapeName(key), t.Elem()); err != nil {
 				return err
 			}
 		}
@@ -147,14 +147,15 @@ func describeType(t reflect.Type) string {
 	return fmt.Sprintf("of type %s", t)
 }
 
-func pointerOrRoot(pointer string) string {
+// OrRoot is pointer, or "/" for the document itself ("").
+func OrRoot(pointer string) string {
 	if pointer == "" {
 		return "/"
 	}
 	return pointer
 }
 
-// escapePointer escapes a member name for a JSON pointer (RFC 6901).
-func escapePointer(key string) string {
+// EscapeName escapes a member name for a JSON pointer (RFC 6901).
+func EscapeName(key string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
