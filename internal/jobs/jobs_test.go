@@ -185,3 +185,30 @@ func TestEventName(t *testing.T) {
 	require.Equal(t, "video-analysis.failed", jobs.EventName(providers.MustService(providers.VideoAnalyses), jobs.EventFailed))
 	require.Equal(t, "llm-task.completed", jobs.EventName(providers.MustService(providers.LLMTasks), jobs.EventCompleted))
 }
+
+// TestRecordedShapes pins the JSON of the workflow's input and snapshot:
+// recorded histories hold them, so a renamed or retyped field would break
+// replay of every job in flight.
+func TestRecordedShapes(t *testing.T) {
+	t.Parallel()
+	in := submitted()
+	in.Application, in.Provider, in.PolicyID = "mobile", "sandbox-fast", "0193a5e0-0000-7000-8000-0000000000aa"
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.Equal(t, `{"job_id":"0193a5e0-0000-7000-8000-000000000001","service":"translations","tenant":"acme","user_id":"alice",`+
+		`"application":"mobile","provider":"sandbox-fast","policy_id":"0193a5e0-0000-7000-8000-0000000000aa",`+
+		`"input":{"type":"text","content":"hello","target_language":"de"},"options":{"priority":"high"},"client_meta":{"order":"A-17"},`+
+		`"created_at":"2026-11-24T10:00:00Z","webhook":{"url":"https://example.com/hook","headers":{"Authorization":"secret"}}}`, string(b))
+
+	snap := in.Snapshot()
+	done := time.Date(2026, 11, 24, 10, 0, 2, 0, time.UTC)
+	snap.Status, snap.Progress, snap.CompletedAt, snap.Revision = jobs.StatusFailed, 0, &done, 2
+	snap.Error = &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}
+	b, err = json.Marshal(snap)
+	require.NoError(t, err)
+	require.Equal(t, `{"id":"0193a5e0-0000-7000-8000-000000000001","service":"translations","tenant":"acme","user_id":"alice",`+
+		`"application":"mobile","policy_id":"0193a5e0-0000-7000-8000-0000000000aa","provider":"sandbox-fast","status":"failed","progress":0,`+
+		`"input":{"type":"text","content":"hello","target_language":"de"},"options":{"priority":"high"},"client_meta":{"order":"A-17"},`+
+		`"routing_history":[],"error":{"code":"CANCELLED","message":"the job was cancelled"},`+
+		`"created_at":"2026-11-24T10:00:00Z","completed_at":"2026-11-24T10:00:02Z","revision":2}`, string(b))
+}
