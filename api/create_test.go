@@ -744,6 +744,18 @@ func TestJobsThatCouldNotStartAreRefused(t *testing.T) {
 	r = create(t, set(ptrAttrs+"/input/content", strings.Repeat("a", 500<<10)))
 	r.requireStatus(t, http.StatusAccepted)
 	require.NotNil(t, b.startedFor(t, r.data(t)["id"].(string)).Input)
+
+	// A refused request uses up no Idempotency-Key: the corrected request
+	// with the same key is accepted.
+	keyed := func(content string) *response {
+		var raw bytes.Buffer
+		enc := json.NewEncoder(&raw)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(body(t, "translations", set(ptrAttrs+"/input/content", content))))
+		return b.do(t, http.MethodPost, "/v1/translations", token, raw.Bytes(), "Idempotency-Key", "too-big-then-fixed")
+	}
+	requireError(t, keyed(strings.Repeat("<", 500<<10)), http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/input")
+	keyed("fixed").requireStatus(t, http.StatusAccepted)
 }
 
 // TestHeadersGoCannotSendAreRefused: a webhook header Go's HTTP client

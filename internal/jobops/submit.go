@@ -81,16 +81,26 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.checkRouting(ctx, req); err != nil {
 		return nil, err
 	}
-	now := s.cfg.Now().UTC()
-	jobID := uuid.Must(uuid.NewV7()).String()
+	in := submission(req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
+	// Sized before the key is claimed: a refused request uses up no key.
+	input, err := encode(in)
+	if err != nil {
+		return nil, err
+	}
 	if req.IdempotencyKey != "" {
-		existing, id, err := s.claim(ctx, req, jobID, now)
+		existing, id, err := s.claim(ctx, req, in.JobID, in.CreatedAt)
 		if err != nil || existing != nil {
 			return existing, err
 		}
-		jobID = id
+		if id != in.JobID {
+			// Ids are all 36 characters: the size does not change.
+			in.JobID = id
+			if input, err = encode(in); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return s.record(ctx, req, jobID, now)
+	return s.record(ctx, req, in, input)
 }
 
 // claim claims req's Idempotency-Key for jobID. It returns the job a
@@ -126,8 +136,9 @@ func (s *Service) claim(ctx context.Context, req SubmitRequest, jobID string, no
 // Temporal's 2 MiB payload limit, so that an accepted job can always start.
 const MaxSubmissionBytes = 1536 << 10
 
-func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, now time.Time) (*jobs.Record, error) {
-	in := jobs.Submission{
+// submission is the workflow input of the job req asks for.
+func submission(req SubmitRequest, jobID string, now time.Time) jobs.Submission {
+	return jobs.Submission{
 		JobID:       jobID,
 		Service:     req.Service.ID,
 		Tenant:      req.Tenant,
@@ -141,6 +152,11 @@ func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, n
 		CreatedAt:   now,
 		Webhook:     req.Webhook,
 	}
+}
+
+// encode is the submission as its workflow start records it, refused when
+// it is over MaxSubmissionBytes.
+func encode(in jobs.Submission) ([]byte, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
@@ -150,6 +166,11 @@ func (s *Service) record(ctx context.Context, req SubmitRequest, jobID string, n
 		// the request's parts alone do not bound this.
 		return nil, refuseField(ErrInvalid, "/input", "makes the job %d bytes once encoded for its workflow (<, > and & take 6 bytes each); a job is limited to %d KiB: give large texts as a document by url", len(input), MaxSubmissionBytes>>10)
 	}
+	return input, nil
+}
+
+func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte) (*jobs.Record, error) {
+	jobID := in.JobID
 	job := in.Record()
 	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
 	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
