@@ -279,10 +279,23 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.
 		j.hooks.closed = true
 		// The job is already completed in the projection; the workflow
 		// stays open until its last event was delivered or given up.
-		_ = workflow.Await(ctx, func() bool { return j.hooks.drained })
+		drained := func() bool { return j.hooks.drained }
+		if err := workflow.Await(ctx, drained); err != nil {
+			// Cancelled while the last events go out: the job is over
+			// already, so they are still delivered (from version 1).
+			dctx, _ := workflow.NewDisconnectedContext(ctx)
+			if workflow.GetVersion(dctx, drainOnCancelChange, workflow.DefaultVersion, 1) == 1 {
+				_ = workflow.Await(dctx, drained)
+			}
+		}
 	}
 	return &j.snap, nil
 }
+
+// drainOnCancelChange names the GetVersion marker of delivering a finished
+// job's last events despite a cancel that comes meanwhile. Only a history
+// where that happened holds it.
+const drainOnCancelChange = "drain-on-cancel"
 
 // stop handles an error that interrupts the workflow itself: cancellation
 // ends the job as failed with CANCELLED; anything else fails the workflow

@@ -272,6 +272,26 @@ func TestCancelledJobReportsFailure(t *testing.T) {
 	require.Equal(t, jobs.CodeCancelled, r.delivered[1].Job.Error.Code)
 }
 
+// TestCancelWhileDeliveringTheLastEvent: a job that completed is over; a
+// cancel that comes while its completed event is retried does not
+// abandon the event.
+func TestCancelWhileDeliveringTheLastEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Progress goes through; the completed event fails for about a minute.
+	r := &receiver{answers: []error{nil, failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt()}}
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, 5*time.Second)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Translations))
+
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status, "the job completed before the cancel")
+	require.Equal(t, []string{"translation.progress", "translation.completed"}, r.events())
+	require.Len(t, r.attempts, 8)
+}
+
 func TestWebhookBackoffHasJitter(t *testing.T) {
 	t.Parallel()
 	// Different jobs' retries spread out; the same job's are stable.

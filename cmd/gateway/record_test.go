@@ -93,6 +93,14 @@ func TestRecordHistories(t *testing.T) {
 	recv := newHookReceiver(t, http.StatusInternalServerError, http.StatusOK)
 	jobs["webhooks-retried"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+wav+`"},"webhook":{"url":"`+recv.URL+`"}}}}`).Data.ID
 
+	// Completed, then cancelled while its completed event is retried: the
+	// event is still delivered.
+	late := newHookReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)
+	delivering := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"},"webhook":{"url":"`+late.URL+`"}}}}`).Data.ID
+	jobs["cancelled-while-delivering"] = delivering
+	g.waitFor("llm-tasks", delivering, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "completed" })
+	require.NoError(t, tc.CancelWorkflow(context.Background(), delivering, ""))
+
 	for name, id := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		_ = tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
