@@ -90,11 +90,39 @@ func (a *Activities) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery)
 		d.Job, err = d.Job.WithDocuments(rec)
 	}
 	if err != nil {
-		// Nothing was sent; the workflow tries again after a backoff.
+		// Nothing was sent; the workflow tries again after a backoff. The
+		// delivery log says so, or a stuck event would show nothing.
 		activity.GetLogger(ctx).Warn("webhook payload not rendered", "job", d.Job.ID, "event", d.Event, "error", err)
+		a.recordAttempt(ctx, &store.WebhookDelivery{
+			JobID: d.Job.ID, Event: d.Event, MessageID: d.MessageID, Attempt: attemptNumber(ctx, d),
+			AttemptedAt: time.Now(), Error: "not sent: the job's stored record could not be read: " + err.Error(),
+		})
 		return temporal.NewApplicationError("read the job for its webhook payload: "+err.Error(), ErrTypeWebhookFailed)
 	}
 	return a.DeliverWebhook(ctx, d)
+}
+
+// attemptNumber numbers an attempt of d: the workflow's count when it
+// retries by running the activity again, else Temporal's.
+func attemptNumber(ctx context.Context, d WebhookDelivery) int {
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	if d.Attempt > 0 {
+		attempt = d.Attempt + attempt - 1
+	}
+	return attempt
+}
+
+// recordAttempt writes an attempt into the delivery log, also when the
+// activity was cancelled mid-attempt.
+func (a *Activities) recordAttempt(ctx context.Context, rec *store.WebhookDelivery) {
+	if a.Deliveries == nil {
+		return
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := a.Deliveries.RecordDelivery(recordCtx, rec); err != nil {
+		activity.GetLogger(ctx).Warn("webhook attempt not recorded", "job", rec.JobID, "event", rec.Event, "error", err)
+	}
 }
 
 // DeliverWebhook makes one attempt to POST an event to the job's webhook,
@@ -103,10 +131,7 @@ func (a *Activities) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery)
 // else is a retryable ErrTypeWebhookFailed.
 func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
 	logger := activity.GetLogger(ctx)
-	attempt := int(activity.GetInfo(ctx).Attempt)
-	if d.Attempt > 0 {
-		attempt = d.Attempt + attempt - 1
-	}
+	attempt := attemptNumber(ctx, d)
 	body, err := jobs.WebhookBody(d.Event, d.Job)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
@@ -154,15 +179,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) erro
 		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
 	}
 
-	if a.Deliveries != nil {
-		// Recorded even when the activity was cancelled mid-attempt.
-		recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		err := a.Deliveries.RecordDelivery(recordCtx, rec)
-		cancel()
-		if err != nil {
-			logger.Warn("webhook attempt not recorded", "job", d.Job.ID, "event", d.Event, "error", err)
-		}
-	}
+	a.recordAttempt(ctx, rec)
 	if result != nil {
 		logger.Info("webhook attempt failed", "job", d.Job.ID, "event", d.Event, "attempt", attempt, "error", rec.Error)
 	}

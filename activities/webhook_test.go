@@ -517,7 +517,13 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	_, err = b.env.ExecuteActivity(acts.DeliverWebhookEvent, d)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.Empty(t, recv.requests(), "nothing is sent without the job's documents")
-	require.Empty(t, b.log.all())
+	logged := b.log.all()
+	require.Len(t, logged, 2, "each attempt not sent is in the delivery log")
+	for _, l := range logged {
+		require.Zero(t, l.StatusCode)
+		require.True(t, strings.HasPrefix(l.Error, "not sent: "), l.Error)
+		require.Equal(t, d.MessageID, l.MessageID)
+	}
 
 	// A worker that cannot read jobs leaves the event to one that can.
 	_, err = setupHooks(t, nil).env.ExecuteActivity(acts.DeliverWebhookEvent, d)
