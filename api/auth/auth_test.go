@@ -322,6 +322,43 @@ func TestIssuedAtInTheFuture(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestTokenType: access tokens come as at+jwt (RFC 9068), JWT or without
+// typ; another typ is refused, and an ID token, whose audience is the
+// client, is refused by the audience rule.
+func TestTokenType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	raw, err := os.ReadFile(filepath.Join(b.dataDir, "dev-oidc", "signing-key.json"))
+	require.NoError(t, err)
+	var key jose.JSONWebKey
+	require.NoError(t, json.Unmarshal(raw, &key))
+	signTyped := func(typ string, claims map[string]any) string {
+		opts := &jose.SignerOptions{}
+		if typ != "" {
+			opts = opts.WithType(jose.ContentType(typ))
+		}
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, opts)
+		require.NoError(t, err)
+		token, err := jwt.Signed(signer).Claims(claims).Serialize()
+		require.NoError(t, err)
+		return token
+	}
+	for _, typ := range []string{"", "JWT", "at+jwt", "application/at+JWT"} {
+		_, err := b.verifier.Verify(context.Background(), signTyped(typ, b.validClaims()))
+		require.NoError(t, err, "typ %q", typ)
+	}
+	for _, typ := range []string{"dpop+jwt", "logout+jwt", "id_token"} {
+		token := signTyped(typ, b.validClaims())
+		_, err := b.verifier.Verify(context.Background(), token)
+		require.ErrorIs(t, err, auth.ErrMalformed, "typ %q", typ)
+		requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+token), "not an access token")
+	}
+	idToken := b.validClaims()
+	idToken["aud"], idToken["nonce"], idToken["azp"] = "web-app", "n-0S6_WzA2Mj", "web-app"
+	_, err = b.verifier.Verify(context.Background(), signTyped("JWT", idToken))
+	require.ErrorIs(t, err, auth.ErrAudience)
+}
+
 func TestRejectedTokens(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -178,6 +178,11 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Caller, error) 
 	if err != nil {
 		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token is not a JWT signed with a supported algorithm", Cause: err}
 	}
+	if len(jws.Signatures) > 0 {
+		if typ, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string); !accessTokenType(typ) {
+			return Caller{}, &TokenError{Kind: ErrMalformed, Reason: fmt.Sprintf("the token's typ %q is not an access token's (at+jwt or JWT)", typ)}
+		}
+	}
 	if _, terr := v.checkClaims(jws.UnsafePayloadWithoutVerification()); terr != nil {
 		return Caller{}, terr
 	}
@@ -199,6 +204,14 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Caller, error) 
 		return Caller{}, terr
 	}
 	return caller, nil
+}
+
+// accessTokenType accepts the typ header of an access token: at+jwt
+// (RFC 9068), JWT, or none, as most issuers send. An ID token is refused by
+// its audience, which names the client, not this API.
+func accessTokenType(typ string) bool {
+	typ = strings.TrimPrefix(strings.ToLower(typ), "application/")
+	return typ == "" || typ == "jwt" || typ == "at+jwt"
 }
 
 // rejection turns a go-oidc failure into an error for Verify: the key set
