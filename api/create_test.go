@@ -787,3 +787,20 @@ func TestHeadersGoCannotSendAreRefused(t *testing.T) {
 	r := b.do(t, http.MethodPost, "/v1/llm-tasks", token, body(t, "llm-tasks"), "Idempotency-Key", "order-17 retry#2")
 	r.requireStatus(t, http.StatusAccepted)
 }
+
+// TestDuplicateMembersAreRefused: a member named twice would be read as its
+// last value while the raw text, both values included, is stored and sent
+// on; every body is refused with the object named.
+func TestDuplicateMembersAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t),
+		`{"data": {"type": "llm-task-job", "attributes": {"input": {"type": "text", "text": "x", "prompt": "y"},
+		  "options": {"creativity": "creative", "creativity": "precise"}}}}`)
+	msg := requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", ptrAttrs+"/options")
+	require.Contains(t, msg, `has the member "creativity" more than once`)
+
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t),
+		`{"data": {"type": "llm-task-job", "type": "llm-task-job", "attributes": {"input": {"type": "text", "text": "x", "prompt": "y"}}}}`)
+	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data")
+}

@@ -100,6 +100,9 @@ func dataMember(body []byte, allowed ...string) (map[string]json.RawMessage, err
 	if err := checkUnicode(body); err != nil {
 		return nil, err
 	}
+	if err := checkDuplicateMembers(body); err != nil {
+		return nil, err
+	}
 	root, err := object(body, "")
 	if err != nil {
 		return nil, err
