@@ -221,15 +221,8 @@ func TestJobCountsBackfill(t *testing.T) {
 // one statement failing); in key order the second waits holding nothing.
 func TestJobCountsConcurrentMoves(t *testing.T) {
 	t.Parallel()
-	url := storetest.FreshPostgresURL(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
-	db, err := sql.Open("pgx", url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	s, db := freshPostgres(t)
 
 	x, y := countedJob("acme", "transcriptions"), countedJob("acme", "transcriptions")
 	require.NoError(t, s.InsertJob(ctx, &x))
@@ -271,15 +264,8 @@ func TestJobCountsConcurrentMoves(t *testing.T) {
 // create jobs and move them between buckets; the counts stay exact.
 func TestJobCountsConcurrentWrites(t *testing.T) {
 	t.Parallel()
-	url := storetest.FreshPostgresURL(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
-	db, err := sql.Open("pgx", url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	s, db := freshPostgres(t)
 
 	providers := []string{"alpha", "beta", "gamma"}
 	statuses := []jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed}
@@ -318,4 +304,19 @@ func TestJobCountsConcurrentWrites(t *testing.T) {
 	}
 	require.Equal(t, int64(120), n)
 	requireCounts(t, db, counted, "concurrent writes")
+}
+
+// freshPostgres is a migrated store on a database of its own, and a plain
+// connection to that database.
+func freshPostgres(t *testing.T) (*store.Store, *sql.DB) {
+	t.Helper()
+	url := storetest.FreshPostgresURL(t)
+	s, err := store.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(context.Background()))
+	db, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return s, db
 }

@@ -96,11 +96,17 @@ func (b *bundle) mint(t *testing.T, req devidp.TokenRequest) string {
 // the issuer would never mint.
 func (b *bundle) signWithDevKey(t *testing.T, claims map[string]any) string {
 	t.Helper()
+	return sign(t, b.devKey(t), claims)
+}
+
+// devKey is the dev issuer's signing key.
+func (b *bundle) devKey(t *testing.T) jose.JSONWebKey {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(b.dataDir, "dev-oidc", "signing-key.json"))
 	require.NoError(t, err)
 	var key jose.JSONWebKey
 	require.NoError(t, json.Unmarshal(raw, &key))
-	return sign(t, key, claims)
+	return key
 }
 
 func sign(t *testing.T, key jose.JSONWebKey, claims map[string]any) string {
@@ -328,10 +334,7 @@ func TestIssuedAtInTheFuture(t *testing.T) {
 func TestTokenType(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	raw, err := os.ReadFile(filepath.Join(b.dataDir, "dev-oidc", "signing-key.json"))
-	require.NoError(t, err)
-	var key jose.JSONWebKey
-	require.NoError(t, json.Unmarshal(raw, &key))
+	key := b.devKey(t)
 	signTyped := func(typ string, claims map[string]any) string {
 		opts := &jose.SignerOptions{}
 		if typ != "" {
@@ -355,7 +358,7 @@ func TestTokenType(t *testing.T) {
 	}
 	idToken := b.validClaims()
 	idToken["aud"], idToken["nonce"], idToken["azp"] = "web-app", "n-0S6_WzA2Mj", "web-app"
-	_, err = b.verifier.Verify(context.Background(), signTyped("JWT", idToken))
+	_, err := b.verifier.Verify(context.Background(), signTyped("JWT", idToken))
 	require.ErrorIs(t, err, auth.ErrAudience)
 }
 
