@@ -56,6 +56,7 @@ var (
 type job struct {
 	in     jobs.Submission
 	snap   jobs.Snapshot
+	saved  jobs.Status // the status of the last projection write
 	failed []string
 	hooks  *webhookQueue // nil without a webhook
 }
@@ -313,6 +314,15 @@ func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 }
 
 func (j *job) save(ctx workflow.Context) error {
+	if j.saved == "" {
+		j.saved = jobs.StatusPending // as the API recorded it
+	}
+	if !j.saved.CanMoveTo(j.snap.Status) {
+		// A bug, not a state of the job: fail the workflow task (it is
+		// retried, and shows in the UI) rather than project it.
+		panic(fmt.Sprintf("job %s: illegal transition %s -> %s", j.in.JobID, j.saved, j.snap.Status))
+	}
+	j.saved = j.snap.Status
 	j.snap.Revision++
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.SaveJob, j.snap).Get(ctx, nil)
 }
