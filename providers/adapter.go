@@ -23,6 +23,31 @@ type Call struct {
 	ResumeFrom int
 	// Report is called with increasing percentages 0..100; it may be nil.
 	Report func(progress int)
+	// Media is the job's media as the gateway's media stage prepared it
+	// (docs/media.md); nil for jobs without media, and for jobs that
+	// started before the media stage existed (adapters then read
+	// input.url themselves).
+	Media *Media
+	// ResultFile is where an adapter that produces a file (a translated
+	// document) writes it; the gateway stores the file and links it as
+	// the result's download_url. Empty when the job has no result file.
+	ResultFile string
+}
+
+// Media is a job's media, fetched once and checked by the gateway.
+type Media struct {
+	// Path is a local file holding the media for the call's duration:
+	// for transcriptions the selected audio track as 16 kHz mono 16-bit
+	// PCM WAV, otherwise the file as fetched.
+	Path string
+	// ContentType is the media type of the file at Path.
+	ContentType string
+	// Size is its size in bytes.
+	Size int64
+	// Duration is its length in seconds; 0 for documents.
+	Duration float64
+	// VideoMetadata describes the video, when the media has one.
+	VideoMetadata *VideoMetadata
 }
 
 // Capability returns the provider's capability for the call's service, or

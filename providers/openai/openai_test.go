@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -490,4 +492,40 @@ func requireKind(t *testing.T, err error, kind providers.ErrorKind, code string,
 	require.Equal(t, kind, pe.Kind, "error: %v", err)
 	require.Equal(t, code, pe.Code)
 	require.Equal(t, status, pe.StatusCode)
+}
+
+func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wav := append([]byte("RIFF"), make([]byte, 60)...)
+	path := filepath.Join(t.TempDir(), "audio.wav")
+	require.NoError(t, os.WriteFile(path, wav, 0o600))
+	b.handle(func(w http.ResponseWriter, r *http.Request) {
+		if !assert.Equal(t, "/v1/audio/transcriptions", r.URL.Path, "the media host is not asked again") {
+			return
+		}
+		f, hdr, err := r.FormFile("file")
+		if !assert.NoError(t, err) {
+			return
+		}
+		assert.Equal(t, "audio.wav", hdr.Filename)
+		data, _ := io.ReadAll(f)
+		assert.Equal(t, wav, data)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"language":"english","duration":2,"text":"Hi.","segments":[{"start":0,"end":2,"text":"Hi."}]}`)
+	})
+	media := &providers.Media{Path: path, ContentType: "audio/wav", Size: int64(len(wav)), Duration: 2}
+	out, err := b.adapter.Run(context.Background(), providers.Call{
+		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
+	})
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"Hi."`)
+
+	media.Size = 1<<20 + 1 // over the test capability's 1 MB
+	_, err = b.adapter.Run(context.Background(), providers.Call{
+		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
+	})
+	requireKind(t, err, providers.KindPermanent, providers.CodeFileTooLarge, 0)
 }

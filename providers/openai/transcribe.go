@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -60,7 +61,7 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 	if limitMB <= 0 {
 		limitMB = defaultMaxFileMB
 	}
-	audio, filename, err := a.fetch(ctx, in.URL, int64(limitMB)<<20)
+	audio, filename, err := a.audio(ctx, call, in.URL, int64(limitMB)<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +146,24 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 
 // fetch downloads the job's media, at most limit bytes, and picks a file
 // name whose extension tells the server the audio format.
+// audio is the call's audio: the WAV file the gateway's media stage
+// extracted (docs/media.md), or, for a job that started before the stage
+// existed, input.url fetched.
+func (a *Adapter) audio(ctx context.Context, call providers.Call, rawURL string, limit int64) ([]byte, string, error) {
+	if call.Media == nil {
+		return a.fetch(ctx, rawURL, limit)
+	}
+	if call.Media.Size > limit {
+		return nil, "", providers.Permanent(providers.CodeFileTooLarge,
+			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit>>20, a.provider.ID), nil)
+	}
+	data, err := os.ReadFile(call.Media.Path)
+	if err != nil {
+		return nil, "", fmt.Errorf("openai: read the extracted audio: %w", err)
+	}
+	return data, "audio.wav", nil
+}
+
 func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte, string, error) {
 	svc := providers.Transcriptions
 	u, err := media.ParseURL(svc, rawURL)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -61,6 +62,7 @@ type transcription struct {
 	opts    providers.TranscriptionOptions
 	pricing providers.Pricing
 	size    int64
+	probed  float64 // the media's duration, when the media stage probed it
 	seed    seed
 }
 
@@ -71,6 +73,9 @@ func (j *transcription) result() any {
 		bps = videoBytesPerSecond
 	}
 	dur := duration(r, j.size, bps)
+	if j.probed > 0 {
+		dur = round(j.probed, 2)
+	}
 	lang := j.opts.Language
 	if lang == "" || lang == "auto" {
 		lang = "en"
@@ -104,6 +109,9 @@ type translation struct {
 	pricing providers.Pricing
 	size    int64
 	seed    seed
+	// chars counts the characters of a text document the sandbox
+	// "translated" into its result file; 0 otherwise.
+	chars int
 }
 
 func (j *translation) result() any {
@@ -114,9 +122,13 @@ func (j *translation) result() any {
 	res := providers.TranslationResult{SourceLanguage: src, TargetLanguage: j.in.TargetLanguage}
 	var chars, outTokens int
 	if j.in.Type == "document" {
-		// No storage to put a translated document in: the result carries
-		// no download_url, only the count, at one character per byte.
-		chars = int(j.size)
+		// The translated document is the result file (written by
+		// translateDocument); the count is its characters when it is
+		// text, else one character per byte.
+		chars = j.chars
+		if chars <= 0 {
+			chars = int(j.size)
+		}
 		if chars <= 0 {
 			chars = 1000 + j.seed.rng("document").IntN(19_000)
 		}
@@ -184,6 +196,7 @@ type videoAnalysis struct {
 	opts    providers.VideoAnalysisOptions
 	pricing providers.Pricing
 	size    int64
+	probed  float64 // the media's duration, when the media stage probed it
 	seed    seed
 }
 
@@ -204,6 +217,9 @@ func (j *videoAnalysis) result() any {
 	}
 	r := j.seed.rng("metadata")
 	dur := duration(r, j.size, videoBytesPerSecond)
+	if j.probed > 0 {
+		dur = round(j.probed, 2)
+	}
 	res := providers.VideoAnalysisResult{VideoMetadata: metadata(r, dur, j.in.URL)}
 	var text strings.Builder
 	for _, f := range j.in.Features {
@@ -427,4 +443,27 @@ func clip(s string, n int) string {
 func clock(seconds float64) string {
 	s := int(math.Round(seconds))
 	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// translateDocument writes the sandbox's "translation" of a document to
+// dst: a text document line by line, each line marked like a translated
+// text; any other document unchanged, as the simulator cannot read it.
+func (j *translation) translateDocument(doc *providers.Media, dst string) error {
+	src, err := os.ReadFile(doc.Path)
+	if err != nil {
+		return fmt.Errorf("sandbox: read the document: %w", err)
+	}
+	if !strings.HasPrefix(doc.ContentType, "text/") || !utf8.Valid(src) {
+		return os.WriteFile(dst, src, 0o600)
+	}
+	j.chars = utf8.RuneCount(src)
+	mark := fmt.Sprintf("[sandbox →%s] ", j.in.TargetLanguage)
+	var out strings.Builder
+	for line := range strings.Lines(string(src)) {
+		if strings.TrimSpace(line) != "" {
+			out.WriteString(mark)
+		}
+		out.WriteString(line)
+	}
+	return os.WriteFile(dst, []byte(out.String()), 0o600)
 }

@@ -95,6 +95,11 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	if err := a.spend(ctx, call, start); err != nil {
 		return nil, err
 	}
+	if t, ok := job.(*translation); ok && call.Media != nil && call.ResultFile != "" {
+		if err := t.translateDocument(call.Media, call.ResultFile); err != nil {
+			return nil, err
+		}
+	}
 	result, err := json.Marshal(job.result())
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: encode result: %w", err)
@@ -110,9 +115,18 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 	svc := call.Service
 	size := int64(-1)
 	head := func(url string) error {
+		if call.Media != nil {
+			// The gateway fetched and checked it already.
+			size = call.Media.Size
+			return nil
+		}
 		n, err := media.Head(ctx, a.client, svc, url)
 		size = n
 		return err
+	}
+	probed := 0.0
+	if call.Media != nil {
+		probed = call.Media.Duration
 	}
 	pricing := call.Capability().Pricing
 
@@ -125,7 +139,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		if err := head(j.in.URL); err != nil {
 			return nil, err
 		}
-		j.size, j.seed = size, newSeed(svc, j.in)
+		j.size, j.probed, j.seed = size, probed, newSeed(svc, j.in)
 		return j, nil
 	case providers.Translations:
 		j := &translation{pricing: pricing}
@@ -147,7 +161,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		if err := head(j.in.URL); err != nil {
 			return nil, err
 		}
-		j.size, j.seed = size, newSeed(svc, j.in)
+		j.size, j.probed, j.seed = size, probed, newSeed(svc, j.in)
 		return j, nil
 	case providers.LLMTasks:
 		j := &llmTask{pricing: pricing, provider: a.provider.Name, models: call.Capability().Models}

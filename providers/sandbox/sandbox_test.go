@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,4 +510,53 @@ func TestBadInputIsInputError(t *testing.T) {
 	var pe *providers.Error
 	require.True(t, errors.As(err, &pe))
 	require.Equal(t, providers.KindInput, pe.Kind)
+}
+
+func TestPreparedMediaIsNotFetchedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]any{"latency_ms": 0})
+	b.media.Config.Handler = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the sandbox reached the media host although the gateway prepared the media")
+	})
+	out, err := b.adapter.Run(context.Background(), providers.Call{
+		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		Input: json.RawMessage(`{"type":"video","url":"` + b.mediaURL + `"}`),
+		Media: &providers.Media{Path: "/nonexistent", ContentType: "audio/wav", Size: 64000, Duration: 7.318},
+	})
+	require.NoError(t, err)
+	var result providers.TranscriptionResult
+	require.NoError(t, json.Unmarshal(out, &result))
+	require.Equal(t, 7.32, result.Duration, "the probed duration, not one guessed from the size")
+}
+
+func TestDocumentTranslationWritesTheResultFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]any{"latency_ms": 0})
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, contentType, source, want string
+		chars                           float64
+	}{
+		{"text is marked line by line", "text/plain; charset=utf-8", "Hallo Welt.\n\nDas Haus ist groß.", "[sandbox →en] Hallo Welt.\n\n[sandbox →en] Das Haus ist groß.", 31},
+		{"other documents are kept as they are", "application/pdf", "%PDF-1.7 \x00\x01", "%PDF-1.7 \x00\x01", 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := filepath.Join(dir, tc.name+".src"), filepath.Join(dir, tc.name+".out")
+			require.NoError(t, os.WriteFile(src, []byte(tc.source), 0o600))
+			out, err := b.adapter.Run(context.Background(), providers.Call{
+				JobID: "job-1", Service: providers.Translations, Provider: b.provider,
+				Input:      json.RawMessage(`{"type":"document","url":"` + b.mediaURL + `","target_language":"en"}`),
+				Media:      &providers.Media{Path: src, ContentType: tc.contentType, Size: int64(len(tc.source))},
+				ResultFile: dst,
+			})
+			require.NoError(t, err)
+			written, err := os.ReadFile(dst)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(written))
+			var result map[string]any
+			require.NoError(t, json.Unmarshal(out, &result))
+			require.Equal(t, tc.chars, result["character_count"])
+			require.NotContains(t, result, "content", "a document's translation is the file")
+		})
+	}
 }
