@@ -25,7 +25,7 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 			Columns: []clause.Column{{Name: "id"}},
 			DoUpdates: clause.AssignmentColumns([]string{
 				"provider", "status", "progress", "policy_id", "routing", "routing_history",
-				"result", "error_code", "error_message", "worker_id", "revision",
+				"result", "result_file", "error_code", "error_message", "worker_id", "revision",
 				"processed_at", "completed_at", "updated_at",
 			}),
 			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision"}}},

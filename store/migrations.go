@@ -199,4 +199,5 @@ var migrations = []*gormigrate.Migration{
 	migrationSQLiteJobIndexes,
 	migrationIdempotencyKeyScope,
 	migrationRoutingDecisions,
+	migrationResultFiles,
 }

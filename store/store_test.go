@@ -63,6 +63,7 @@ func TestJobProjection(t *testing.T) {
 		completed.Status = jobs.StatusCompleted
 		completed.Progress = 100
 		completed.Result = `{"format":"json"}`
+		completed.ResultFile = "results/" + job.ID + "/transcript.json"
 		completed.Revision = 2
 		require.NoError(t, s.SaveJob(ctx, &completed))
 
@@ -74,6 +75,7 @@ func TestJobProjection(t *testing.T) {
 		require.Equal(t, jobs.StatusCompleted, got.Status)
 		require.Equal(t, 100, got.Progress)
 		require.Equal(t, `{"format":"json"}`, got.Result)
+		require.Equal(t, completed.ResultFile, got.ResultFile)
 		require.True(t, got.Terminal())
 
 		_, err = s.GetJob(ctx, uuid.NewString())

@@ -212,3 +212,14 @@ func TestRecordedShapes(t *testing.T) {
 		`"routing_history":[],"error":{"code":"CANCELLED","message":"the job was cancelled"},`+
 		`"created_at":"2026-11-24T10:00:00Z","completed_at":"2026-11-24T10:00:02Z","revision":2}`, string(b))
 }
+
+func TestWithDownloadURLSetsTheLinkAndKeepsTheRest(t *testing.T) {
+	out, err := jobs.WithDownloadURL(json.RawMessage(`{"format":"srt","duration":2.5,"download_url":"https://old"}`), "https://files/x?sig=a&b=<c>")
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Equal(t, map[string]any{"format": "srt", "duration": 2.5, "download_url": "https://files/x?sig=a&b=<c>"}, got)
+
+	_, err = jobs.WithDownloadURL(json.RawMessage(`[1]`), "https://files/x")
+	require.Error(t, err, "a result that is not an object has no place for a link")
+}

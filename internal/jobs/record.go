@@ -20,10 +20,13 @@ type Record struct {
 	Routing        string
 	RoutingHistory string
 	Result         string
-	ErrorCode      string
-	ErrorMessage   string
-	ClientMeta     string
-	WorkerID       string
+	// ResultFile is the blob key of the job's result file, linked as
+	// result.download_url (docs/media.md); "" when it has none.
+	ResultFile   string
+	ErrorCode    string
+	ErrorMessage string
+	ClientMeta   string
+	WorkerID     string
 	// Revision orders projection writes: a write only lands when its
 	// revision is higher than the stored one, so a retried or late write
 	// never rolls a job back.

@@ -26,11 +26,13 @@ type Snapshot struct {
 	Routing        *policy.RoutingInfo  `json:"routing,omitempty"`
 	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
 	Result         json.RawMessage      `json:"result,omitempty"`
-	Error          *Error               `json:"error,omitempty"`
-	WorkerID       string               `json:"worker_id,omitempty"`
-	CreatedAt      time.Time            `json:"created_at"`
-	ProcessedAt    *time.Time           `json:"processed_at,omitempty"`
-	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
+	// ResultFile is the blob key of the result file (docs/media.md).
+	ResultFile  string     `json:"result_file,omitempty"`
+	Error       *Error     `json:"error,omitempty"`
+	WorkerID    string     `json:"worker_id,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ProcessedAt *time.Time `json:"processed_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	// Revision increases with every projection write of the job.
 	Revision int `json:"revision"`
 }
@@ -57,6 +59,7 @@ func (s Snapshot) Record() (*Record, error) {
 		Routing:        string(routing),
 		RoutingHistory: string(history),
 		Result:         string(s.Result),
+		ResultFile:     s.ResultFile,
 		WorkerID:       s.WorkerID,
 		Revision:       s.Revision,
 		CreatedAt:      s.CreatedAt.UTC(),
