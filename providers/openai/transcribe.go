@@ -19,7 +19,7 @@ import (
 	"golang.org/x/text/language/display"
 
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/providers/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
 )
 

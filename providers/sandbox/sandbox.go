@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/providers/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 )
 

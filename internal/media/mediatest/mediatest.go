@@ -1,0 +1,116 @@
+// Package mediatest makes real media files for tests with ffmpeg: tones,
+// silence, videos with several audio tracks, corrupt files.
+package mediatest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// RequireTools skips the test when ffmpeg or ffprobe is missing, saying
+// how to install them, unless GATEWAY_REQUIRE_MEDIA_TOOLS=1 (set by CI),
+// in which case the test fails.
+func RequireTools(t testing.TB) {
+	t.Helper()
+	for _, tool := range []string{"ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			msg := tool + " is not installed: apt-get install ffmpeg (or make engines) to run the media tests"
+			if os.Getenv("GATEWAY_REQUIRE_MEDIA_TOOLS") == "1" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+}
+
+// ffmpeg runs ffmpeg with args and fails the test with its output when it
+// fails.
+func ffmpeg(t testing.TB, args ...string) {
+	t.Helper()
+	RequireTools(t)
+	args = append([]string{"-nostdin", "-hide_banner", "-loglevel", "error", "-y"}, args...)
+	if out, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg %v: %v\n%s", args, err, out)
+	}
+}
+
+func secs(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) }
+
+// Tone is seconds of a 440 Hz tone as a WAV file.
+func Tone(t testing.TB, dir string, seconds float64) string {
+	t.Helper()
+	path := filepath.Join(dir, "tone.wav")
+	ffmpeg(t, "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-t", secs(seconds), path)
+	return path
+}
+
+// Silence is seconds of silence as a WAV file.
+func Silence(t testing.TB, dir string, seconds float64) string {
+	t.Helper()
+	path := filepath.Join(dir, "silence.wav")
+	ffmpeg(t, "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", secs(seconds), path)
+	return path
+}
+
+// TrackFrequency is the tone of audio track i of a Video: 440 Hz, 880 Hz,
+// 1320 Hz...
+func TrackFrequency(i int) int { return 440 * (i + 1) }
+
+// Video is an MP4 of seconds of a 160x120 test pattern at 25 fps with
+// audioTracks audio tracks, track i a tone of TrackFrequency(i) Hz.
+func Video(t testing.TB, dir string, seconds float64, audioTracks int) string {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("video-%gs-%da.mp4", seconds, audioTracks))
+	args := []string{"-f", "lavfi", "-i", "testsrc=size=160x120:rate=25"}
+	for i := range audioTracks {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=%d:sample_rate=44100", TrackFrequency(i)))
+	}
+	args = append(args, "-map", "0:v")
+	for i := range audioTracks {
+		args = append(args, "-map", strconv.Itoa(i+1)+":a")
+	}
+	args = append(args, "-t", secs(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart")
+	if audioTracks > 0 {
+		args = append(args, "-c:a", "aac", "-b:a", "48k")
+	}
+	ffmpeg(t, append(args, path)...)
+	return path
+}
+
+// Corrupt is an MP4 whose header is intact but whose media data is
+// garbage: it probes, but its audio does not decode.
+func Corrupt(t testing.TB, dir string) string {
+	t.Helper()
+	video := Video(t, t.TempDir(), 2, 1)
+	data, err := os.ReadFile(video)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdat := bytes.Index(data, []byte("mdat"))
+	if mdat < 0 {
+		t.Fatal("mediatest: no mdat box in the video")
+	}
+	for i := mdat + 8; i < len(data); i++ {
+		data[i] ^= byte(i*7 + 13)
+	}
+	path := filepath.Join(dir, "corrupt.mp4")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Text is a plain text file.
+func Text(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(path, []byte("These are meeting notes, not audio.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
