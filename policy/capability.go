@@ -81,3 +81,23 @@ func acceptsLanguage(list []string, code string) bool {
 	}
 	return false
 }
+
+// MediaCapBytes is the most media any provider could take for a job: the
+// largest max_file_size_mb, in bytes, among the catalog's providers of the
+// service (only the explicit provider's, when the job names one); 0 when
+// one of them sets no limit. The media stage caps its fetch at it, before
+// routing picks a provider whose own limit fits (docs/media.md).
+func MediaCapBytes(catalog []*providers.Provider, service providers.ServiceID, explicit string) int64 {
+	var largest int64
+	for _, p := range catalog {
+		c, ok := p.Services[service]
+		if !ok || (explicit != "" && p.ID != explicit) {
+			continue
+		}
+		if c.Limits.MaxFileSizeMB <= 0 {
+			return 0
+		}
+		largest = max(largest, int64(c.Limits.MaxFileSizeMB)<<20)
+	}
+	return largest
+}

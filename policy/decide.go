@@ -15,6 +15,10 @@ import (
 const (
 	CodeNoEligibleProvider = "NO_ELIGIBLE_PROVIDER"
 	CodeProvidersExhausted = "PROVIDERS_EXHAUSTED"
+	// CodeFileTooLarge and CodeMediaTooLong: every provider left is
+	// excluded by its max_file_size_mb (max_duration_seconds) alone.
+	CodeFileTooLarge = "FILE_TOO_LARGE"
+	CodeMediaTooLong = "MEDIA_TOO_LONG"
 )
 
 // NoCandidateError says that no provider is left for a job.
@@ -64,6 +68,8 @@ type Request struct {
 	Source Source
 	// FileSizeMB is the size of the job's media when known.
 	FileSizeMB *float64
+	// DurationSeconds is the length of the job's media when known.
+	DurationSeconds *float64
 	// RoundRobinTurn is the policy's shared round-robin counter for this
 	// decision (round_robin policies only).
 	RoundRobinTurn int64
@@ -95,6 +101,12 @@ func decideExplicit(req Request) (RoutingInfo, error) {
 	if slices.Contains(req.Failed, req.Explicit) {
 		eval.Reason, eval.Message = EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", req.Explicit)
 		return info, req.noCandidate([]Evaluation{eval})
+	}
+	if p, ok := lookup(req.Catalog, req.Explicit); ok {
+		if reason, message := req.overLimit(p); reason != "" {
+			eval.Reason, eval.Message = reason, message
+			return info, req.noCandidate([]Evaluation{eval})
+		}
 	}
 	eval.Selected, eval.Reason, eval.Message = true, EvalSelected, fmt.Sprintf("the job named provider %s", req.Explicit)
 	info.ProviderID = req.Explicit
@@ -292,6 +304,11 @@ func (req Request) screen(p *providers.Provider) (reason, message string, degrad
 	if slices.Contains(req.Failed, p.ID) {
 		return EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", p.ID), false
 	}
+	// The media's size and duration are facts of the job, like the
+	// features it needs: they come before the provider's state.
+	if reason, message := req.overLimit(p); reason != "" {
+		return reason, message, false
+	}
 	providerStatus, serviceStatus := req.status(p)
 	if providerStatus == providers.StatusDisabled {
 		return EvalProviderDisabled, fmt.Sprintf("provider %s is disabled", p.ID), false
@@ -377,10 +394,62 @@ func (req Request) info(reason Reason) RoutingInfo {
 	return RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}
 }
 
+// overLimit checks the capability's published limits against the media
+// (docs/routing.md, Media limits); unknown size or duration passes.
+func (req Request) overLimit(p *providers.Provider) (reason, message string) {
+	c, ok := p.Services[req.Needs.Service]
+	if !ok {
+		return "", ""
+	}
+	if limit := c.Limits.MaxFileSizeMB; limit > 0 && req.FileSizeMB != nil && *req.FileSizeMB > float64(limit) {
+		return EvalLimitFileSize, fmt.Sprintf("the media is %.1f MB; %s takes at most %d MB for %s", *req.FileSizeMB, p.ID, limit, req.Needs.Service)
+	}
+	if limit := c.Limits.MaxDurationSeconds; limit > 0 && req.DurationSeconds != nil && *req.DurationSeconds > float64(limit) {
+		return EvalLimitDuration, fmt.Sprintf("the media lasts %s; %s takes at most %s for %s",
+			seconds(*req.DurationSeconds), p.ID, seconds(float64(limit)), req.Needs.Service)
+	}
+	return "", ""
+}
+
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// noCandidate is the error of a decision that found no provider. When the
+// media's size (or length) alone excluded every provider left, the job
+// fails with FILE_TOO_LARGE (or MEDIA_TOO_LONG): no provider can take it,
+// and the code says why.
 func (req Request) noCandidate(evals []Evaluation) error {
 	code := CodeNoEligibleProvider
 	if len(req.Failed) > 0 {
 		code = CodeProvidersExhausted
 	}
+	if limit := onlyLimit(evals); limit != "" {
+		code = limit
+	}
 	return &NoCandidateError{Code: code, Evaluations: evals}
+}
+
+// onlyLimit is the job error code when every evaluation that is not an
+// earlier failure was a media limit of one kind; "" otherwise.
+func onlyLimit(evals []Evaluation) string {
+	code := ""
+	for _, e := range evals {
+		var c string
+		switch e.Reason {
+		case EvalFailed:
+			continue
+		case EvalLimitFileSize:
+			c = CodeFileTooLarge
+		case EvalLimitDuration:
+			c = CodeMediaTooLong
+		default:
+			return ""
+		}
+		if code != "" && code != c {
+			return ""
+		}
+		code = c
+	}
+	return code
 }

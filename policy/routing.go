@@ -36,6 +36,8 @@ const (
 const (
 	EvalSelected               = "selected"
 	EvalConditionFileSize      = "condition_file_size"
+	EvalLimitFileSize          = "limit_file_size" // the capability's max_file_size_mb
+	EvalLimitDuration          = "limit_duration"  // the capability's max_duration_seconds
 	EvalConditionLanguage      = "condition_language"
 	EvalProviderDisabled       = "provider_disabled"
 	EvalProviderDegraded       = "provider_degraded"
