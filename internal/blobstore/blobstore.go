@@ -312,5 +312,8 @@ func (s *Store) SignedURL(ctx context.Context, key string, expiry time.Duration)
 
 // Close releases the bucket.
 func (s *Store) Close() error {
+	if s == nil {
+		return nil // a gateway without a store closes nothing
+	}
 	return s.bucket.Close()
 }

@@ -14,8 +14,6 @@ import (
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/gcerrors"
-
-	"github.com/ai-job-gateway/gateway/api/apierror"
 )
 
 // Why a dev link is refused; the messages are the 403's message and never
@@ -97,21 +95,21 @@ func (s *Store) Handler() http.Handler {
 func (s *Store) serveLink(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, apierror.New(http.StatusMethodNotAllowed, apierror.CodeMethodNotAllowed, "download links answer GET and HEAD only"))
+		writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "download links answer GET and HEAD only")
 		return
 	}
 	key, err := s.links.KeyFromURL(r.Context(), r.URL)
 	if err != nil {
-		writeError(w, apierror.Forbidden("%s", err.Error()))
+		writeError(w, http.StatusForbidden, "FORBIDDEN", err.Error())
 		return
 	}
 	reader, err := s.bucket.NewReader(r.Context(), key, nil)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		writeError(w, apierror.NotFound("the file no longer exists"))
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "the file no longer exists")
 		return
 	}
 	if err != nil {
-		writeError(w, apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "the file could not be read"))
+		writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "the file could not be read")
 		return
 	}
 	defer func() { _ = reader.Close() }()
@@ -134,13 +132,15 @@ func (s *Store) serveLink(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, path.Base(key), reader.ModTime(), reader)
 }
 
-// writeError writes the API's error envelope {"error": {"code", "message"}}.
-func writeError(w http.ResponseWriter, apiErr *apierror.Error) {
+// writeError writes the API's error envelope {"error": {"code", "message"}}
+// with one of its codes (docs/api.md, Errors). Activities use this package,
+// and they never import api/, so the envelope is written here.
+func writeError(w http.ResponseWriter, status int, code, message string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(apiErr.Status)
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"error": map[string]string{"code": apiErr.Code, "message": apiErr.Message},
+		"error": map[string]string{"code": code, "message": message},
 	})
 }
