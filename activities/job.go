@@ -10,7 +10,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -46,6 +48,21 @@ type Activities struct {
 	Deliveries DeliveryStore
 	// Jobs reads the stored jobs webhook payloads are rendered from.
 	Jobs JobReader
+
+	// Files is the blob store of media and result files (docs/media.md);
+	// nil: jobs with media fail with MEDIA_PROCESSING_UNAVAILABLE.
+	Files *blobstore.Store
+	// MediaTools runs ffprobe and ffmpeg; nil when they are missing, and
+	// jobs whose media must be probed fail.
+	MediaTools *media.Tools
+	// MediaClient fetches media (default http.DefaultClient); give it no
+	// overall timeout: the fetch heartbeats while bytes arrive.
+	MediaClient *http.Client
+	// ScratchDir holds media steps' local files while they run (default
+	// the system's temporary directory).
+	ScratchDir string
+	// LinkTTL is how long a download_url stays valid (default 1 h).
+	LinkTTL time.Duration
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a

@@ -43,12 +43,29 @@ type CallInput struct {
 	Options    json.RawMessage     `json:"options,omitempty"`
 	// SignalProgress asks for ProgressSignal signals, for *.progress events.
 	SignalProgress bool `json:"signal_progress,omitempty"`
+	// Media is the job's media as the media stage prepared it; nil
+	// without media.
+	Media *PreparedMedia `json:"media,omitempty"`
+}
+
+// PreparedMedia is what the media stage made of a job's media.
+type PreparedMedia struct {
+	// File is the audio track (transcriptions) or the fetched file.
+	File MediaFile `json:"file"`
+	// Duration is the media's length in seconds (0: not probed).
+	Duration float64 `json:"duration,omitempty"`
+	// Video describes the video, when the media has one.
+	Video *providers.VideoMetadata `json:"video,omitempty"`
+	// SourceURL is the job's input.url, for naming result files.
+	SourceURL string `json:"source_url,omitempty"`
 }
 
 // CallOutput is the provider's result.
 type CallOutput struct {
 	Result   json.RawMessage `json:"result"`
 	WorkerID string          `json:"worker_id"`
+	// ResultFile is the blob key of the result file, if the job has one.
+	ResultFile string `json:"result_file,omitempty"`
 }
 
 // CallProvider runs the job on the provider. It heartbeats its progress,
@@ -72,8 +89,16 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	stop := a.heartbeat(ctx, &progress)
 	defer stop()
 
+	call, done, err := a.withMedia(ctx, in)
+	if err != nil {
+		return CallOutput{}, err
+	}
+	defer done()
+
 	started := time.Now()
 	result, err := adapter.Run(ctx, providers.Call{
+		Media:      call.Media,
+		ResultFile: call.ResultFile,
 		JobID:      in.JobID,
 		Service:    in.Service,
 		Provider:   provider,
@@ -109,7 +134,11 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			activity.GetLogger(ctx).Warn("latency not recorded", "provider", in.ProviderID, "error", err)
 		}
 	}
-	return CallOutput{Result: result, WorkerID: a.WorkerID}, nil
+	out := CallOutput{Result: result, WorkerID: a.WorkerID}
+	if err := a.finishResult(ctx, in, call, &out); err != nil {
+		return CallOutput{}, err
+	}
+	return out, nil
 }
 
 // ShortCall is the longest expected provider call the job workflow runs as

@@ -53,6 +53,10 @@ type RouteInput struct {
 	// Failed lists providers earlier attempts failed on.
 	Failed  []string `json:"failed,omitempty"`
 	Attempt int      `json:"attempt"`
+	// MediaSizeMB and MediaDuration are what the media stage learned of
+	// the job's media; providers whose limits it exceeds are not eligible.
+	MediaSizeMB   *float64 `json:"media_size_mb,omitempty"`
+	MediaDuration *float64 `json:"media_duration,omitempty"`
 }
 
 // RouteOutput is the decision: a routing, or the error the job fails with
@@ -94,6 +98,10 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		Failed:   in.Failed,
 		Attempt:  in.Attempt,
 		Now:      now,
+		// Known once the media stage ran; before it, a policy condition
+		// on file size asks the media host (mediaSizeMB).
+		FileSizeMB:      in.MediaSizeMB,
+		DurationSeconds: in.MediaDuration,
 	}
 	if a.Routing != nil {
 		if jobErr, err := a.gatherRouting(ctx, in, &req); err != nil || jobErr != nil {
@@ -191,7 +199,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 		}
 		req.RoundRobinTurn = turn
 	}
-	if needsFileSize(req.Policy) {
+	if needsFileSize(req.Policy) && req.FileSizeMB == nil {
 		req.FileSizeMB = a.mediaSizeMB(ctx, in)
 	}
 	return nil, nil

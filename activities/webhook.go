@@ -132,7 +132,11 @@ func (a *Activities) recordAttempt(ctx context.Context, rec *store.WebhookDelive
 func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
 	logger := activity.GetLogger(ctx)
 	attempt := attemptNumber(ctx, d)
-	body, err := jobs.WebhookBody(d.Event, d.Job)
+	job, err := a.linkResultFile(ctx, d.Job)
+	if err != nil {
+		return temporal.NewApplicationError("sign the result's download_url: "+err.Error(), ErrTypeWebhookFailed)
+	}
+	body, err := jobs.WebhookBody(d.Event, job)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
 	}

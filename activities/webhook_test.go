@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -529,4 +530,42 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	_, err = setupHooks(t, nil).env.ExecuteActivity(acts.DeliverWebhookEvent, d)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.Empty(t, recv.requests())
+}
+
+func TestCompletedEventLinksTheResultFile(t *testing.T) {
+	t.Parallel()
+	files, err := blobstore.Open(t.Context(), blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://gateway.test"})
+	require.NoError(t, err)
+	_, err = files.Put(t.Context(), "results/j/transcript.json", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	recv := newReceiver(t, status(http.StatusOK))
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: netguard.NewClient(true, activities.WebhookTimeout),
+		Deliveries: &deliveryLog{}, Files: files, LinkTTL: 10 * time.Minute})
+
+	d := delivery(recv.URL)
+	d.Job.ResultFile = "results/j/transcript.json"
+	_, err = env.ExecuteActivity(acts.DeliverWebhook, d)
+	require.NoError(t, err)
+	var body struct {
+		Data struct {
+			Attributes struct {
+				Result map[string]any `json:"result"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(recv.requests()[0].body, &body))
+	link, _ := body.Data.Attributes.Result["download_url"].(string)
+	require.True(t, strings.HasPrefix(link, "http://gateway.test"+blobstore.FilesPath), "a dev link: %q", link)
+	require.Equal(t, 12.5, body.Data.Attributes.Result["duration"], "the rest of the result is kept")
+
+	d.Event, d.Job.Status, d.Job.Result = "transcription.progress", jobs.StatusProcessing, nil
+	_, err = env.ExecuteActivity(acts.DeliverWebhook, d)
+	require.NoError(t, err)
+	require.NotContains(t, string(recv.requests()[1].body), "download_url", "only a completed job's result has a link")
 }

@@ -59,6 +59,11 @@ type job struct {
 	saved  jobs.Status // the status of the last projection write
 	failed []string
 	hooks  *webhookQueue // nil without a webhook
+	// The media stage (workflows/media.go): whether the job took it, and
+	// what it prepared for the provider calls.
+	mediaStarted bool
+	media        *activities.PreparedMedia
+	mediaSize    int64 // bytes fetched
 }
 
 // JobWorkflow runs one job: route it, call the provider (failing over to
@@ -103,6 +108,11 @@ const (
 )
 
 func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
+	if jobErr, err := j.mediaStage(ctx); err != nil {
+		return j.stop(ctx, err)
+	} else if jobErr != nil {
+		return j.finish(ctx, nil, jobErr)
+	}
 	for attempt := 1; ; attempt++ {
 		route, err := j.decide(ctx, attempt)
 		if err != nil {
@@ -117,6 +127,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		out, err := j.callProvider(ctx, route)
 		if err == nil {
 			j.snap.WorkerID = out.WorkerID
+			j.snap.ResultFile = out.ResultFile
 			return j.finish(ctx, out.Result, nil)
 		}
 		if jobErr, ok := inputError(err); ok {
@@ -132,18 +143,21 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
 	var out activities.RouteOutput
+	sizeMB, duration := j.mediaFacts()
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.DecideRoute, activities.RouteInput{
-		JobID:       j.in.JobID,
-		Service:     j.in.Service,
-		Tenant:      j.in.Tenant,
-		Application: j.in.Application,
-		Input:       j.in.Input,
-		Options:     j.in.Options,
-		Explicit:    j.in.Provider,
-		PolicyID:    j.in.PolicyID,
-		Pinned:      j.pinnedPolicy(),
-		Failed:      j.failed,
-		Attempt:     attempt,
+		MediaSizeMB:   sizeMB,
+		MediaDuration: duration,
+		JobID:         j.in.JobID,
+		Service:       j.in.Service,
+		Tenant:        j.in.Tenant,
+		Application:   j.in.Application,
+		Input:         j.in.Input,
+		Options:       j.in.Options,
+		Explicit:      j.in.Provider,
+		PolicyID:      j.in.PolicyID,
+		Pinned:        j.pinnedPolicy(),
+		Failed:        j.failed,
+		Attempt:       attempt,
 	}).Get(ctx, &out)
 	return out, err
 }
@@ -194,6 +208,7 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		Input:          j.in.Input,
 		Options:        j.in.Options,
 		SignalProgress: j.hooks != nil && j.hooks.progress,
+		Media:          j.media,
 	}
 	options := providerCallOptions
 	if route.CallLocally && !in.SignalProgress &&
@@ -271,6 +286,7 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.
 	if err := j.save(ctx); err != nil {
 		return nil, err
 	}
+	j.removeMedia(ctx)
 	if j.hooks != nil {
 		if jobErr != nil {
 			j.hooks.add(jobs.EventFailed, j.snap, workflow.Now(ctx))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
@@ -29,7 +30,20 @@ type bundle struct {
 	saved []jobs.Snapshot
 }
 
+// setup is a test environment whose media stage (workflows/media.go)
+// passes without checks; media tests use bareSetup.
 func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := bareSetup(t)
+	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Maybe()
+	b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(media.Probe{Duration: 2}, nil).Maybe()
+	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.Anything).Return(audioFile, nil).Maybe()
+	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Maybe()
+	return b
+}
+
+// bareSetup is a test environment that only records projection writes.
+func bareSetup(t *testing.T) *bundle {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	b := &bundle{env: suite.NewTestWorkflowEnvironment()}

@@ -12,8 +12,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 )
 

@@ -1,0 +1,294 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/sandbox"
+)
+
+// mediaCatalog has one sandbox provider per service that has media.
+const mediaCatalog = `providers:
+  - id: sandbox-media
+    name: Sandbox (media)
+    adapter: sandbox
+    settings: {latency_ms: 0, fail_rate: 0}
+    services:
+      transcriptions:
+        features: [timestamps]
+        limits: {max_file_size_mb: 1, max_duration_seconds: 600}
+        pricing: {unit: per_minute, amount: 0.006, currency: USD}
+      translations:
+        features: [formality]
+        limits: {max_file_size_mb: 1}
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+      video-analyses:
+        features: [labels]
+        limits: {max_file_size_mb: 1}
+        pricing: {unit: per_minute, amount: 0.1, currency: USD}
+`
+
+// mediaBench is the media stage on real tools: a directory blob store,
+// ffmpeg, the sandbox, and a server of the test's media files.
+type mediaBench struct {
+	env   *testsuite.TestActivityEnvironment
+	acts  *activities.Activities
+	files *blobstore.Store
+	media *httptest.Server
+	dir   string // files the media server serves
+}
+
+func newMediaBench(t testing.TB) *mediaBench {
+	t.Helper()
+	mediatest.RequireTools(t)
+	tools, err := media.FindTools()
+	require.NoError(t, err)
+	catalog, err := providers.ParseCatalog([]byte(mediaCatalog))
+	require.NoError(t, err)
+	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+		"sandbox": func(p *providers.Provider) (providers.Adapter, error) { return sandbox.New(p) },
+	})
+	require.NoError(t, err)
+	files, err := blobstore.Open(t.Context(), blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = files.Close() })
+	b := &mediaBench{files: files, dir: t.TempDir()}
+	b.media = httptest.NewServer(http.FileServer(http.Dir(b.dir)))
+	t.Cleanup(b.media.Close)
+	b.acts = &activities.Activities{
+		Store: &recordingStore{}, Providers: registry, WorkerID: "worker-m",
+		Files: files, MediaTools: &tools, ScratchDir: t.TempDir(),
+		MediaClient: netguard.NewMediaClient(true, 0),
+	}
+	var suite testsuite.WorkflowTestSuite
+	b.env = suite.NewTestActivityEnvironment()
+	b.env.RegisterActivity(b.acts)
+	return b
+}
+
+// serve puts the file at path on the media server and returns its URL.
+func (b *mediaBench) serve(t *testing.T, path string) string {
+	t.Helper()
+	name := filepath.Base(path)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, name), data, 0o600))
+	return b.media.URL + "/" + name
+}
+
+func (b *mediaBench) fetch(t *testing.T, service providers.ServiceID, input string) (activities.MediaFile, error) {
+	t.Helper()
+	v, err := b.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-m", Service: service, Input: json.RawMessage(input)})
+	var out activities.MediaFile
+	if err == nil {
+		require.NoError(t, v.Get(&out))
+	}
+	return out, err
+}
+
+func (b *mediaBench) probe(t *testing.T, service providers.ServiceID, source activities.MediaFile) (media.Probe, error) {
+	t.Helper()
+	v, err := b.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-m", Service: service, Source: source})
+	var out media.Probe
+	if err == nil {
+		require.NoError(t, v.Get(&out))
+	}
+	return out, err
+}
+
+func (b *mediaBench) extract(t *testing.T, source activities.MediaFile, probe media.Probe, track int) (activities.MediaFile, error) {
+	t.Helper()
+	v, err := b.env.ExecuteActivity(acts.ExtractAudio, activities.ExtractInput{JobID: "job-m", Source: source, Probe: probe, Track: track})
+	var out activities.MediaFile
+	if err == nil {
+		require.NoError(t, v.Get(&out))
+	}
+	return out, err
+}
+
+func (b *mediaBench) call(t *testing.T, in activities.CallInput) activities.CallOutput {
+	t.Helper()
+	in.JobID, in.ProviderID = "job-m", "sandbox-media"
+	v, err := b.env.ExecuteActivity(acts.CallProvider, in)
+	require.NoError(t, err)
+	var out activities.CallOutput
+	require.NoError(t, v.Get(&out))
+	return out
+}
+
+func (b *mediaBench) read(t *testing.T, key string) string {
+	t.Helper()
+	r, err := b.files.Open(t.Context(), key)
+	require.NoError(t, err)
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// jobError is the job error a failed activity carries.
+func jobError(t *testing.T, err error) jobs.Error {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, activities.ErrTypeInvalidInput, appErr.Type(), "%v", err)
+	var jobErr jobs.Error
+	require.NoError(t, appErr.Details(&jobErr))
+	return jobErr
+}
+
+func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	video := b.serve(t, mediatest.Video(t, t.TempDir(), 2, 2))
+	input := `{"type":"video","url":"` + video + `","audio_track":1}`
+
+	source, err := b.fetch(t, providers.Transcriptions, input)
+	require.NoError(t, err)
+	require.Equal(t, "work/job-m/source", source.Key)
+	require.Positive(t, source.Size)
+	probe, err := b.probe(t, providers.Transcriptions, source)
+	require.NoError(t, err)
+	require.Len(t, probe.AudioStreams(), 2)
+	require.InDelta(t, 2, probe.Duration, 0.3)
+	audio, err := b.extract(t, source, probe, 1)
+	require.NoError(t, err)
+	require.Equal(t, "audio/wav", audio.ContentType)
+	require.True(t, strings.HasPrefix(b.read(t, audio.Key), "RIFF"), "a WAV file")
+
+	out := b.call(t, activities.CallInput{Service: providers.Transcriptions, Input: json.RawMessage(input),
+		Options: json.RawMessage(`{"format":"srt","timestamps":true}`),
+		Media:   &activities.PreparedMedia{File: audio, Duration: probe.Duration, SourceURL: video}})
+	var result providers.TranscriptionResult
+	require.NoError(t, json.Unmarshal(out.Result, &result))
+	require.InDelta(t, probe.Duration, result.Duration, 0.01, "the sandbox uses the probed duration")
+	require.Equal(t, "results/job-m/transcript.srt", out.ResultFile)
+	require.Contains(t, b.read(t, out.ResultFile), " --> ", "the stored file is the subtitles")
+
+	_, err = b.extract(t, source, probe, 2)
+	unreadable := jobError(t, err)
+	require.Equal(t, providers.CodeAudioUnreadable, unreadable.Code)
+	require.Contains(t, unreadable.Message, "audio_track")
+
+	_, err = b.env.ExecuteActivity(acts.RemoveJobMedia, "job-m")
+	require.NoError(t, err)
+	_, err = b.files.Open(t.Context(), source.Key)
+	require.ErrorIs(t, err, blobstore.ErrNotFound, "the work files are gone once the job ended")
+	require.NotEmpty(t, b.read(t, out.ResultFile), "the result file stays")
+}
+
+func TestTextSentAsAudioIsUnreadable(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	text := b.serve(t, mediatest.Text(t, t.TempDir()))
+	source, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+text+`"}`)
+	require.NoError(t, err)
+	_, err = b.probe(t, providers.Transcriptions, source)
+	require.Equal(t, providers.CodeAudioUnreadable, jobError(t, err).Code)
+}
+
+func TestVideoAnalysisNeedsAVideo(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	tone := b.serve(t, mediatest.Tone(t, t.TempDir(), 1))
+	source, err := b.fetch(t, providers.VideoAnalyses, `{"url":"`+tone+`","features":["labels"]}`)
+	require.NoError(t, err)
+	_, err = b.probe(t, providers.VideoAnalyses, source)
+	jobErr := jobError(t, err)
+	require.Equal(t, providers.CodeInputUnreadable, jobErr.Code)
+	require.Contains(t, jobErr.Message, "no video")
+}
+
+func TestVideoMetadataComesFromTheProbe(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	video := b.serve(t, mediatest.Video(t, t.TempDir(), 1, 1))
+	input := `{"url":"` + video + `","features":["labels"]}`
+	source, err := b.fetch(t, providers.VideoAnalyses, input)
+	require.NoError(t, err)
+	probe, err := b.probe(t, providers.VideoAnalyses, source)
+	require.NoError(t, err)
+	meta, ok := probe.VideoMetadata()
+	require.True(t, ok)
+	out := b.call(t, activities.CallInput{Service: providers.VideoAnalyses, Input: json.RawMessage(input),
+		Media: &activities.PreparedMedia{File: source, Duration: probe.Duration, Video: meta}})
+	var result providers.VideoAnalysisResult
+	require.NoError(t, json.Unmarshal(out.Result, &result))
+	require.Equal(t, meta, result.VideoMetadata)
+	require.Empty(t, out.ResultFile, "video analyses have no result file")
+}
+
+func TestDocumentTranslationReturnsAFile(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	doc := filepath.Join(t.TempDir(), "letter.txt")
+	require.NoError(t, os.WriteFile(doc, []byte("Hallo Welt.\n\nDas Haus ist groß.\n"), 0o600))
+	url := b.serve(t, doc)
+	input := `{"type":"document","url":"` + url + `","target_language":"en"}`
+	source, err := b.fetch(t, providers.Translations, input)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(source.ContentType, "text/plain"), source.ContentType)
+	out := b.call(t, activities.CallInput{Service: providers.Translations, Input: json.RawMessage(input),
+		Media: &activities.PreparedMedia{File: source, SourceURL: url}})
+	require.Equal(t, "results/job-m/translation.txt", out.ResultFile)
+	require.Equal(t, "[sandbox →en] Hallo Welt.\n\n[sandbox →en] Das Haus ist groß.\n", b.read(t, out.ResultFile))
+	var result providers.TranslationResult
+	require.NoError(t, json.Unmarshal(out.Result, &result))
+	require.Equal(t, 32, result.CharacterCount, "characters of the source document")
+}
+
+func TestFetchIsCappedAtTheLargestProviderLimit(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	big := filepath.Join(t.TempDir(), "big.wav")
+	require.NoError(t, os.WriteFile(big, make([]byte, 1<<20+1), 0o600))
+	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+b.serve(t, big)+`"}`)
+	require.Equal(t, providers.CodeFileTooLarge, jobError(t, err).Code)
+}
+
+func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	ctx := context.Background()
+	for _, key := range []string{"work/old/source", "results/old/transcript.srt"} {
+		_, err := b.files.Put(ctx, key, "text/plain", strings.NewReader("x"))
+		require.NoError(t, err)
+	}
+	stale := filepath.Join(b.acts.ScratchDir, "old-1")
+	require.NoError(t, os.MkdirAll(stale, 0o700))
+
+	require.NoError(t, b.acts.SweepMedia(ctx, time.Now(), 48*time.Hour))
+	require.NotEmpty(t, b.read(t, "work/old/source"), "young files stay")
+	require.DirExists(t, stale)
+
+	later := time.Now().Add(72 * time.Hour)
+	require.NoError(t, b.acts.SweepMedia(ctx, later, 0))
+	_, err := b.files.Open(ctx, "work/old/source")
+	require.ErrorIs(t, err, blobstore.ErrNotFound, "work files older than a day are swept")
+	require.NotEmpty(t, b.read(t, "results/old/transcript.srt"), "retention 0 keeps results")
+	require.NoDirExists(t, stale)
+
+	require.NoError(t, b.acts.SweepMedia(ctx, later, 48*time.Hour))
+	_, err = b.files.Open(ctx, "results/old/transcript.srt")
+	require.ErrorIs(t, err, blobstore.ErrNotFound)
+}

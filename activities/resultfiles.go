@@ -1,0 +1,124 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// withMedia makes a provider call's media local: it downloads the media
+// stage's file into a scratch directory, and names the file a document
+// translation writes its result to. done removes them.
+func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Call, func(), error) {
+	var call providers.Call
+	if in.Media == nil {
+		return call, func() {}, nil
+	}
+	local, done, err := a.localCopy(ctx, in.JobID, in.Media.File)
+	if err != nil {
+		return call, nil, err
+	}
+	call.Media = &providers.Media{
+		Path:          local,
+		ContentType:   in.Media.File.ContentType,
+		Size:          in.Media.File.Size,
+		Duration:      in.Media.Duration,
+		VideoMetadata: in.Media.Video,
+	}
+	if in.Service == providers.Translations {
+		call.ResultFile = filepath.Join(filepath.Dir(local), "translation"+mediaExtension(in.Media.File.ContentType, in.Media.SourceURL))
+	}
+	return call, done, nil
+}
+
+// finishResult completes a provider's result with what the gateway adds
+// (docs/media.md): the probed video_metadata of a video analysis, and the
+// result file of a transcription (in options.format) or of a document
+// translation (the translated document), stored under results/<job>/.
+func (a *Activities) finishResult(ctx context.Context, in CallInput, call providers.Call, out *CallOutput) error {
+	switch in.Service {
+	case providers.VideoAnalyses:
+		if in.Media == nil || in.Media.Video == nil {
+			return nil
+		}
+		return replaceMember(&out.Result, "video_metadata", in.Media.Video)
+	case providers.Transcriptions:
+		if a.Files == nil {
+			return nil
+		}
+		spec, _ := jobs.SpecOf(in.Service)
+		recorded, err := spec.Load(in.Input, in.Options)
+		if err != nil {
+			return classify(providers.InputError(providers.CodeInvalidInput, "the job's options no longer load", err))
+		}
+		_, mediaType := recorded.ResultTypes()
+		body, err := recorded.Render(mediaType, out.Result)
+		if err != nil {
+			return classify(providers.Retryable(providers.CodeBadResponse, "the provider's transcript cannot be rendered as "+mediaType, err))
+		}
+		key := ResultPrefix(in.JobID) + "transcript" + transcriptExtension[mediaType]
+		if _, err := a.Files.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
+			return err
+		}
+		out.ResultFile = key
+	case providers.Translations:
+		if call.ResultFile == "" {
+			return nil
+		}
+		if _, err := os.Stat(call.ResultFile); errors.Is(err, os.ErrNotExist) {
+			return classify(providers.Retryable(providers.CodeBadResponse, "the provider returned no translated document", nil))
+		}
+		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
+		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile); err != nil {
+			return err
+		}
+		out.ResultFile = key
+	}
+	return nil
+}
+
+var transcriptExtension = map[string]string{jobs.MediaJSON: ".json", jobs.MediaSRT: ".srt", jobs.MediaVTT: ".vtt"}
+
+// replaceMember sets one member of a JSON object.
+func replaceMember(object *json.RawMessage, name string, value any) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(*object, &members); err != nil || members == nil {
+		return classify(providers.Retryable(providers.CodeBadResponse, fmt.Sprintf("the provider's result is not an object: %v", err), nil))
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return err
+	}
+	members[name] = v
+	*object, err = json.Marshal(members)
+	return err
+}
+
+// DefaultLinkTTL is how long a download_url stays valid by default.
+const DefaultLinkTTL = time.Hour
+
+// linkResultFile sets the download_url of a completed job's result that
+// has a result file, minted now so the link is fresh when it goes out.
+func (a *Activities) linkResultFile(ctx context.Context, job jobs.Snapshot) (jobs.Snapshot, error) {
+	if a.Files == nil || job.ResultFile == "" || job.Status != jobs.StatusCompleted || len(job.Result) == 0 {
+		return job, nil
+	}
+	ttl := a.LinkTTL
+	if ttl <= 0 {
+		ttl = DefaultLinkTTL
+	}
+	link, err := a.Files.SignedURL(ctx, job.ResultFile, ttl)
+	if err != nil {
+		return job, err
+	}
+	job.Result, err = jobs.WithDownloadURL(job.Result, link)
+	return job, err
+}

@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// mediaStageChange names the GetVersion marker of the media stage: jobs
+// with media have it fetched, probed and (transcriptions) their audio
+// extracted before routing (docs/media.md). Only jobs with media hold it.
+const mediaStageChange = "media-stage"
+
+// mediaOptions: media steps heartbeat while they work (a fetch only while
+// bytes arrive), and are tried five times over about half a minute
+// before the job fails; bad media fails it at once.
+var mediaOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Hour,
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        2 * time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        5,
+		NonRetryableErrorTypes: []string{activities.ErrTypeInvalidInput, activities.ErrTypeMediaGone},
+	},
+}
+
+// cleanupOptions: removing a finished job's media files is tried a few
+// times; what is left, the sweep removes.
+var cleanupOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+}
+
+// mediaStage runs the job's media through the media stage when it has
+// media. It returns the job error of media that cannot be used.
+func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
+	if !activities.MediaOf(j.in.Service, j.in.Input) ||
+		workflow.GetVersion(ctx, mediaStageChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil, nil
+	}
+	j.mediaStarted = true
+	actx := workflow.WithActivityOptions(ctx, mediaOptions)
+	var source activities.MediaFile
+	err := workflow.ExecuteActivity(actx, a.FetchMedia, activities.MediaInput{
+		JobID: j.in.JobID, Service: j.in.Service, Input: j.in.Input, Explicit: j.in.Provider,
+	}).Get(ctx, &source)
+	if err != nil {
+		return mediaFailure(err)
+	}
+	prepared := &activities.PreparedMedia{File: source, SourceURL: sourceURL(j.in.Input)}
+	if j.in.Service != providers.Translations {
+		var probe media.Probe
+		err := workflow.ExecuteActivity(actx, a.ProbeMedia, activities.ProbeInput{
+			JobID: j.in.JobID, Service: j.in.Service, Source: source,
+		}).Get(ctx, &probe)
+		if err != nil {
+			return mediaFailure(err)
+		}
+		prepared.Duration = probe.Duration
+		if video, ok := probe.VideoMetadata(); ok {
+			prepared.Video = video
+		}
+		if j.in.Service == providers.Transcriptions {
+			err := workflow.ExecuteActivity(actx, a.ExtractAudio, activities.ExtractInput{
+				JobID: j.in.JobID, Source: source, Probe: probe, Track: activities.AudioTrack(j.in.Input),
+			}).Get(ctx, &prepared.File)
+			if err != nil {
+				return mediaFailure(err)
+			}
+		}
+	}
+	j.media = prepared
+	j.mediaSize = source.Size
+	return nil, nil
+}
+
+// mediaFailure turns a failed media step into the job's error, or into
+// the error that stops the workflow (cancellation).
+func mediaFailure(err error) (*jobs.Error, error) {
+	if temporal.IsCanceledError(err) {
+		return nil, err
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		var jobErr jobs.Error
+		if appErr.HasDetails() && appErr.Details(&jobErr) == nil && jobErr.Code != "" {
+			return &jobErr, nil
+		}
+		return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: appErr.Message()}, nil
+	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: "the media could not be fetched or processed in time: the transfer stalled or the step took too long"}, nil
+	}
+	return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: err.Error()}, nil
+}
+
+// removeMedia deletes the finished job's media stage files.
+func (j *job) removeMedia(ctx workflow.Context) {
+	if !j.mediaStarted {
+		return
+	}
+	ctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, cleanupOptions), a.RemoveJobMedia, j.in.JobID).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("media files not removed; the sweep will", "error", err)
+	}
+}
+
+// mediaFacts are the media's size in MB and duration in seconds for
+// routing; nil when unknown.
+func (j *job) mediaFacts() (sizeMB, duration *float64) {
+	if j.media == nil {
+		return nil, nil
+	}
+	mb := float64(j.mediaSize) / (1 << 20)
+	sizeMB = &mb
+	if j.media.Duration > 0 {
+		d := j.media.Duration
+		duration = &d
+	}
+	return sizeMB, duration
+}
+
+func sourceURL(input json.RawMessage) string {
+	var ref struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(input, &ref)
+	return ref.URL
+}
