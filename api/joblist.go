@@ -49,7 +49,11 @@ func (s *Server) listJobs(c *gin.Context) error {
 	}
 	out := make([]jobs.Document, 0, len(records))
 	for i := range records {
-		out = append(out, s.jobResource(&records[i], jobs.Listing))
+		doc, err := s.jobResource(c.Request.Context(), &records[i], jobs.Listing)
+		if err != nil {
+			return err
+		}
+		out = append(out, doc)
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
 	return nil

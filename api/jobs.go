@@ -31,7 +31,11 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			return jobopsError(err)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
-		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, jobs.Full)})
+		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusAccepted, gin.H{"data": doc})
 		return nil
 	})
 }
@@ -125,7 +129,11 @@ func (s *Server) getJob(svc providers.Service) gin.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"data": s.jobResource(job, jobs.Full)})
+		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, gin.H{"data": doc})
 		return nil
 	})
 }
@@ -140,7 +148,11 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 		if job, err = s.cfg.Jobs.Cancel(c.Request.Context(), job); err != nil {
 			return jobopsError(err)
 		}
-		c.JSON(http.StatusAccepted, gin.H{"data": s.jobResource(job, jobs.Full)})
+		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusAccepted, gin.H{"data": doc})
 		return nil
 	})
 }

@@ -45,7 +45,13 @@ func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
 		recorded, _ := spec.Load(json.RawMessage(job.Input), json.RawMessage(job.Options))
 		offered, preferred := recorded.ResultTypes()
 		mediaType := negotiate(c.GetHeader("Accept"), offered, preferred)
-		body, err := recorded.Render(mediaType, []byte(job.Result))
+		result := []byte(job.Result)
+		if mediaType == mimeJSON {
+			if result, err = s.linkResultFile(c.Request.Context(), job, result); err != nil {
+				return err
+			}
+		}
+		body, err := recorded.Render(mediaType, result)
 		if err != nil {
 			return err
 		}

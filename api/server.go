@@ -61,6 +61,16 @@ type Config struct {
 	WebhookKey PublicKeySource
 	// Deliveries reads webhook delivery attempts.
 	Deliveries DeliveryStore
+	// Files mints the download_url of result files; nil gives results no
+	// download_url.
+	Files FileLinks
+	// LinkTTL is how long a download_url stays valid (default 1 h).
+	LinkTTL time.Duration
+}
+
+// FileLinks mints pre-signed links to result files (docs/media.md).
+type FileLinks interface {
+	SignedURL(ctx context.Context, key string, expiry time.Duration) (string, error)
 }
 
 // validate names the first required dependency cfg lacks.
