@@ -12,8 +12,16 @@ help: ## list the tasks
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: build ## run the whole stack (API, worker, embedded Temporal + UI) with `gateway dev`
+run: build media-tools ## run the whole stack (API, worker, embedded Temporal + UI) with `gateway dev`
 	$(BIN) dev --data-dir $(DATA_DIR)
+
+.PHONY: engines
+engines: ## install the programs media jobs use (ffmpeg, ffprobe) with apt-get; Debian or Ubuntu, as root
+	scripts/install-engines
+
+.PHONY: media-tools
+media-tools: ## install ffmpeg when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how
+	@scripts/install-engines --if-possible
 
 .PHONY: build
 build: ## build bin/gateway
@@ -42,9 +50,14 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, then bench-list (both run; fails if a gateway request or job of either failed)
+bench: ## every benchmark: bench-load, bench-list, then bench-media (all run; fails if a gateway request or job of any failed)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
-	$(MAKE) --no-print-directory bench-list || status=1; exit $$status
+	$(MAKE) --no-print-directory bench-list || status=1; \
+	$(MAKE) --no-print-directory bench-media || status=1; exit $$status
+
+.PHONY: bench-media
+bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and by how much it raises peak RSS (makes the video once in the temp dir; about a minute)
+	$(GO) test -run '^$$' -bench MediaStageOneGiB -benchtime 1x -count=1 -timeout 20m ./activities/
 
 .PHONY: bench-list
 bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once) and the SQLite store's job writes; about two minutes

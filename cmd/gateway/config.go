@@ -31,6 +31,10 @@ type config struct {
 	WebhookSigningKey    string
 	StartConcurrency     int
 	AcceptTarget         time.Duration
+	BlobURL              string
+	PublicURL            string
+	LinkTTL              time.Duration
+	ResultRetention      time.Duration
 }
 
 // Default --start-concurrency: in dev the starts share the process with
@@ -73,6 +77,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
+	c.registerMediaFlags(fs, command)
 	if command == "worker" {
 		return
 	}
@@ -128,6 +133,9 @@ func (c *config) validate(command string) error {
 	}
 	if c.AcceptTarget < 0 {
 		problems = append(problems, "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration of at least 0, such as 5ms")
+	}
+	if command == "dev" || command == "serve" || command == "worker" {
+		problems = append(problems, c.validateMedia()...)
 	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())

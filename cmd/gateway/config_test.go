@@ -42,7 +42,7 @@ func TestConfigPrecedence(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	cfg := config{LogLevel: "info", StartConcurrency: 1}
+	cfg := config{LogLevel: "info", StartConcurrency: 1, LinkTTL: time.Hour}
 	err := cfg.validate("serve")
 	require.ErrorContains(t, err, "serve needs --database-url or DATABASE_URL")
 	require.ErrorContains(t, err, "--temporal-address or TEMPORAL_ADDRESS")
@@ -57,7 +57,7 @@ func TestConfigValidate(t *testing.T) {
 	cfg.LogLevel = "loud"
 	require.ErrorContains(t, cfg.validate("dev"), `--log-level "loud"`)
 
-	cfg = config{LogLevel: "info", StartConcurrency: 0}
+	cfg = config{LogLevel: "info", StartConcurrency: 0, LinkTTL: time.Hour}
 	require.ErrorContains(t, cfg.validate("dev"), "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
 	require.NotContains(t, cfg.validate("worker").Error(), "start-concurrency", "the worker starts no jobs")
 }
@@ -134,4 +134,18 @@ func TestAcceptLatencyTarget(t *testing.T) {
 	require.Equal(t, 4*time.Millisecond, cfg.AcceptTarget)
 	cfg.LogLevel, cfg.StartConcurrency = "info", 1
 	require.NoError(t, cfg.validate("dev"), "the flag overrides the environment")
+}
+
+func TestMediaSettings(t *testing.T) {
+	t.Setenv("GATEWAY_DOWNLOAD_URL_TTL", "15m")
+	cfg := parse(t, "worker", "--result-retention", "48h", "--blob-url", "s3://files?region=eu-west-1")
+	require.Equal(t, 15*time.Minute, cfg.LinkTTL, "environment over default")
+	require.Equal(t, 48*time.Hour, cfg.ResultRetention)
+	require.Equal(t, "s3://files?region=eu-west-1", cfg.BlobURL)
+
+	cfg = parse(t, "dev")
+	cfg.LinkTTL, cfg.ResultRetention = 0, -time.Hour
+	err := cfg.validate("dev")
+	require.ErrorContains(t, err, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h")
+	require.ErrorContains(t, err, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0")
 }

@@ -262,7 +262,7 @@ func jobsOfEachService(g *gateway) map[string]string {
 	return map[string]string{
 		"transcriptions": `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"` + wav + `"},"options":{"format":"srt"}},"meta":{"client":{"ref":"t-1","nested":{"n":1}}}}}`,
 		"translations":   `{"data":{"type":"translation-job","attributes":{"input":{"type":"text","content":"Hello world","target_language":"de"}}}}`,
-		"video-analyses": `{"data":{"type":"video-analysis-job","attributes":{"input":{"url":"` + wav + `","features":["labels","summary"]}}}}`,
+		"video-analyses": `{"data":{"type":"video-analysis-job","attributes":{"input":{"url":"` + g.url("/dev/samples/speech.mp4") + `","features":["labels","summary"]}}}}`,
 		"llm-tasks":      `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"The gateway routes jobs.","prompt":"Summarise."},"options":{"include_usage":true}}}}`,
 	}
 }
@@ -297,6 +297,7 @@ func TestEveryServiceEndToEnd(t *testing.T) {
 					require.Equal(t, "t-1", done.Data.Meta.Client["ref"])
 					require.Contains(t, header.Get("Content-Type"), "text/srt")
 					require.Contains(t, string(result), " --> ")
+					require.Equal(t, string(result), g.download(attrs.Result), "the download_url serves the same subtitles")
 				case "llm-tasks":
 					var r struct {
 						Content      string         `json:"content"`

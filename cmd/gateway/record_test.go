@@ -46,6 +46,12 @@ const recordCatalog = `providers:
       llm-tasks:
         models: [sandbox-model]
         pricing: {unit: per_token, amount: 0.000002, currency: USD}
+      translations:
+        features: [formality]
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+      video-analyses:
+        features: [labels]
+        pricing: {unit: per_minute, amount: 0.1, currency: USD}
 `
 
 // TestRecordHistories records the job workflow's histories for the replay
@@ -92,6 +98,15 @@ func TestRecordHistories(t *testing.T) {
 	// ordered deliveries and a retry after a backoff timer.
 	recv := newHookReceiver(t, http.StatusInternalServerError, http.StatusOK)
 	jobs["webhooks-retried"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+wav+`"},"webhook":{"url":"`+recv.URL+`"}}}}`).Data.ID
+
+	// The media stage: a video fetched, probed and its audio extracted,
+	// failing over from sandbox-broken; a text file sent as audio; a video
+	// analysis; a document translation with its result file.
+	video := g.url("/dev/samples/speech.mp4")
+	jobs["media-video-transcription"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"video","url":"`+video+`","audio_track":0},"options":{"format":"srt"}}}}`).Data.ID
+	jobs["media-text-as-audio"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+g.url("/dev/samples/document.txt")+`"}}}}`).Data.ID
+	jobs["media-video-analysis"] = g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"input":{"url":"`+video+`","features":["labels"]}}}}`).Data.ID
+	jobs["media-document-translation"] = g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"document","url":"`+g.url("/dev/samples/document.txt")+`","target_language":"de"}}}}`).Data.ID
 
 	// Completed, then cancelled while its completed event is retried: the
 	// event is still delivered.

@@ -99,18 +99,29 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	defer tc.Close()
 
-	nodeID := nodeID()
-	w, err := startWorker(tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	base := "http://" + listener.Addr().String()
+	publicBase := cfg.PublicURL
+	if publicBase == "" {
+		publicBase = base
+	}
+	files, err := openFiles(ctx, cfg, publicBase, logger)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+
+	nodeID := nodeID()
+	w, err := startWorker(ctx, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
+		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
+		cfg.ResultRetention, logger)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
 	issuerURL := cfg.OIDCIssuer
 	var issuer *devidp.Issuer
 	if issuerURL == "" {
@@ -120,7 +131,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		}
 	}
 	verifier := auth.NewVerifier(issuerURL, cfg.OIDCAudience, nil)
-	routes := []func(gin.IRouter){registerSamples}
+	routes := []func(gin.IRouter){registerSamples, serveFiles(files)}
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
@@ -131,6 +142,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.Routes = routes
+	apiCfg.LinkTTL = cfg.LinkTTL
+	if files != nil {
+		apiCfg.Files = files
+	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
 	apiCfg.NodeID = nodeID
 	srv, err := api.New(apiCfg)
@@ -161,6 +176,15 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
+	files, err := openFiles(ctx, cfg, "", logger)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	apiCfg.LinkTTL = cfg.LinkTTL
+	if files != nil {
+		apiCfg.Files = files
+	}
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return err
@@ -291,7 +315,14 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	registry, st, signer, tc := deps.registry, deps.store, deps.signer, deps.temporal
 	reads := store.NewCache(st, store.CacheTTL)
 	defer reads.Flush(context.WithoutCancel(ctx))
-	w, err := startWorker(tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks})
+	files, err := openFiles(ctx, cfg, "", logger)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	w, err := startWorker(ctx, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
+		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
+		cfg.ResultRetention, logger)
 	if err != nil {
 		return err
 	}
@@ -378,15 +409,18 @@ const (
 	devWorkflowCacheSize = 64
 )
 
-func startWorker(tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork) (worker.Worker, error) {
+// startWorker starts the job worker, and its media sweep until ctx ends.
+func startWorker(ctx context.Context, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, retention time.Duration, logger *slog.Logger) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID}
 	network.wire(acts, st.Store)
+	mediaCfg.wire(acts)
 	w.RegisterActivity(acts)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
+	go sweepMedia(ctx, acts, retention, logger.With("component", "media-sweep"))
 	return w, nil
 }
 

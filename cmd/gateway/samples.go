@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/binary"
 	"math"
 	"net/http"
@@ -10,11 +11,23 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// speechVideo is a 7-second MP4 (H.264 and AAC) of a test pattern with
+// espeak-ng saying "Hello from the AI job gateway. This video is a sample
+// for transcription." Made with:
+//
+//	espeak-ng -w speech.wav "Hello from the AI job gateway. This video is a sample for transcription."
+//	ffmpeg -f lavfi -i testsrc=size=320x240:rate=25 -i speech.wav -shortest -map 0:v -map 1:a \
+//	  -c:v libx264 -preset veryslow -crf 35 -pix_fmt yuv420p -c:a aac -b:a 32k -ac 1 -ar 16000 -movflags +faststart speech.mp4
+//
+//go:embed samples/speech.mp4
+var speechVideo []byte
+
 // registerSamples serves sample media under /dev/samples/ for `gateway
-// dev`, so the README walkthrough has URLs the sandbox providers can reach
-// on a machine without internet access.
+// dev`, so the README walkthrough has URLs the providers can reach on a
+// machine without internet access.
 func registerSamples(r gin.IRouter) {
 	samples := map[string][]byte{
+		"speech.mp4":   speechVideo,
 		"tone.wav":     sineWAV(440, 2, 16000),
 		"document.txt": []byte("Hello from the AI job gateway.\nThis is a sample document for translation jobs.\n"),
 	}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+)
+
+// Media and result file settings (docs/media.md, docs/operations.md).
+const (
+	defaultLinkTTL         = time.Hour
+	defaultResultRetention = 7 * 24 * time.Hour
+	// mediaSweepEvery is how often a worker sweeps what crashed media
+	// steps left and result files past their retention.
+	mediaSweepEvery = time.Hour
+)
+
+// registerMediaFlags binds the blob store and result file flags of dev,
+// serve and worker.
+func (c *config) registerMediaFlags(fs *flag.FlagSet, command string) {
+	usage := "S3-compatible bucket for media and result files, e.g. s3://bucket?endpoint=https://minio:9000&region=us-east-1&use_path_style=true; credentials from AWS_* (dev default: a directory in the data dir)"
+	def := os.Getenv("GATEWAY_BLOB_URL")
+	fs.StringVar(&c.BlobURL, "blob-url", def, usage+" (env GATEWAY_BLOB_URL)")
+	if command == "dev" {
+		fs.StringVar(&c.PublicURL, "public-url", os.Getenv("GATEWAY_PUBLIC_URL"),
+			"base URL clients reach the gateway at, for download links served by dev (default: http:// + --listen) (env GATEWAY_PUBLIC_URL)")
+	}
+	fs.DurationVar(&c.LinkTTL, "download-url-ttl", envOr("GATEWAY_DOWNLOAD_URL_TTL", defaultLinkTTL, time.ParseDuration, -1),
+		"how long a result's download_url stays valid (env GATEWAY_DOWNLOAD_URL_TTL)")
+	fs.DurationVar(&c.ResultRetention, "result-retention", envOr("GATEWAY_RESULT_RETENTION", defaultResultRetention, time.ParseDuration, -1),
+		"how long result files are kept; 0 keeps them (env GATEWAY_RESULT_RETENTION)")
+}
+
+// validateMedia checks the media settings.
+func (c *config) validateMedia() []string {
+	var problems []string
+	if c.LinkTTL <= 0 || c.LinkTTL > 7*24*time.Hour {
+		problems = append(problems, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h, such as 1h")
+	}
+	if c.ResultRetention < 0 {
+		problems = append(problems, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0, such as 168h")
+	}
+	return problems
+}
+
+// openFiles opens the blob store: the --blob-url bucket, or in dev without
+// one a directory of the data dir whose links the gateway serves itself
+// at base. Without either it returns nil: media jobs then fail, and
+// results have no download_url.
+func openFiles(ctx context.Context, cfg config, base string, logger *slog.Logger) (*blobstore.Store, error) {
+	if cfg.BlobURL != "" {
+		files, err := blobstore.Open(ctx, blobstore.Config{URL: cfg.BlobURL})
+		if err != nil {
+			return nil, fmt.Errorf("--blob-url: %w", err)
+		}
+		return files, nil
+	}
+	if base == "" {
+		logger.Warn("no blob store (--blob-url): jobs with media fail with MEDIA_PROCESSING_UNAVAILABLE and results carry no download_url")
+		return nil, nil
+	}
+	key, err := devFilesKey(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return blobstore.Open(ctx, blobstore.Config{Dir: filepath.Join(cfg.DataDir, "files"), SigningKey: key, BaseURL: base})
+}
+
+// devFilesKey is the key dev signs download links with, made once and
+// kept in the data dir.
+func devFilesKey(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, "files.key")
+	key, err := os.ReadFile(path)
+	if err == nil && len(key) == 32 {
+		return key, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("download link key: %w", err)
+	}
+	key = make([]byte, 32)
+	_, _ = rand.Read(key)
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		return nil, fmt.Errorf("download link key: %w", err)
+	}
+	return key, nil
+}
+
+// workerMedia is what a worker's media steps use.
+type workerMedia struct {
+	files        *blobstore.Store
+	tools        *media.Tools
+	scratch      string
+	linkTTL      time.Duration
+	allowPrivate bool
+}
+
+// findMediaTools looks for ffmpeg and ffprobe, and says once what is
+// missing: the gateway runs without them, failing jobs whose media must
+// be probed with a clear error.
+func findMediaTools(logger *slog.Logger) *media.Tools {
+	tools, err := media.FindTools()
+	if err != nil {
+		logger.Warn("media jobs will fail until ffmpeg is installed", "error", err)
+		return nil
+	}
+	return &tools
+}
+
+func (m workerMedia) wire(a *activities.Activities) {
+	a.Files = m.files
+	a.MediaTools = m.tools
+	a.ScratchDir = m.scratch
+	a.LinkTTL = m.linkTTL
+	// No overall timeout: the fetch heartbeats while bytes arrive.
+	a.MediaClient = netguard.NewMediaClient(m.allowPrivate, 0)
+}
+
+// sweepMedia runs the media sweep now and then every mediaSweepEvery
+// until ctx ends.
+func sweepMedia(ctx context.Context, acts *activities.Activities, retention time.Duration, logger *slog.Logger) {
+	for {
+		if err := acts.SweepMedia(ctx, time.Now(), retention); err != nil && ctx.Err() == nil {
+			logger.Warn("media sweep", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(mediaSweepEvery):
+		}
+	}
+}
+
+// serveFiles serves dev's download links (blobstore.FilesPath); a bucket
+// serves its own.
+func serveFiles(files *blobstore.Store) func(gin.IRouter) {
+	return func(r gin.IRouter) {
+		if files == nil || files.Handler() == nil {
+			return
+		}
+		h := gin.WrapH(files.Handler())
+		r.GET(blobstore.FilesPath+"*key", h)
+		r.HEAD(blobstore.FilesPath+"*key", h)
+	}
+}
