@@ -105,6 +105,12 @@ func setupHooks(t *testing.T, client *http.Client) *hookBundle {
 // setupHooksReading is setupHooks with the jobs DeliverWebhookEvent reads.
 func setupHooksReading(t *testing.T, client *http.Client, jobReader activities.JobReader) *hookBundle {
 	t.Helper()
+	return setupHooksWith(t, client, func(a *activities.Activities) { a.Jobs = jobReader })
+}
+
+// setupHooksWith is setupHooks with the activities adjusted by configure.
+func setupHooksWith(t *testing.T, client *http.Client, configure func(*activities.Activities)) *hookBundle {
+	t.Helper()
 	seed, err := webhooksign.GenerateSeed()
 	require.NoError(t, err)
 	signer, err := webhooksign.NewSigner(seed)
@@ -115,7 +121,9 @@ func setupHooksReading(t *testing.T, client *http.Client, jobReader activities.J
 	b := &hookBundle{signer: signer, log: &deliveryLog{}}
 	var suite testsuite.WorkflowTestSuite
 	b.env = suite.NewTestActivityEnvironment()
-	b.env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log, Jobs: jobReader})
+	acts := &activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log}
+	configure(acts)
+	b.env.RegisterActivity(acts)
 	return b
 }
 
@@ -539,19 +547,11 @@ func TestCompletedEventLinksTheResultFile(t *testing.T) {
 	_, err = files.Put(t.Context(), "results/j/transcript.json", "application/json", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	recv := newReceiver(t, status(http.StatusOK))
-	seed, err := webhooksign.GenerateSeed()
-	require.NoError(t, err)
-	signer, err := webhooksign.NewSigner(seed)
-	require.NoError(t, err)
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Signer: signer, WebhookClient: netguard.NewClient(true, activities.WebhookTimeout),
-		Deliveries: &deliveryLog{}, Files: files, LinkTTL: 10 * time.Minute})
+	b := setupHooksWith(t, nil, func(a *activities.Activities) { a.Files, a.LinkTTL = files, 10*time.Minute })
 
 	d := delivery(recv.URL)
 	d.Job.ResultFile = "results/j/transcript.json"
-	_, err = env.ExecuteActivity(acts.DeliverWebhook, d)
-	require.NoError(t, err)
+	require.NoError(t, b.deliver(d))
 	var body struct {
 		Data struct {
 			Attributes struct {
@@ -565,7 +565,6 @@ func TestCompletedEventLinksTheResultFile(t *testing.T) {
 	require.Equal(t, 12.5, body.Data.Attributes.Result["duration"], "the rest of the result is kept")
 
 	d.Event, d.Job.Status, d.Job.Result = "transcription.progress", jobs.StatusProcessing, nil
-	_, err = env.ExecuteActivity(acts.DeliverWebhook, d)
-	require.NoError(t, err)
+	require.NoError(t, b.deliver(d))
 	require.NotContains(t, string(recv.requests()[1].body), "download_url", "only a completed job's result has a link")
 }
