@@ -86,6 +86,13 @@ func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway 
 // temporalAddr ("" for any free port).
 func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...string) *gateway {
 	t.Helper()
+	return newGatewayEnv(t, databaseURL, temporalAddr, nil, extraArgs...)
+}
+
+// newGatewayEnv is newGatewayOn with env added to the process's
+// environment (a later value of a variable wins).
+func newGatewayEnv(t *testing.T, databaseURL, temporalAddr string, env []string, extraArgs ...string) *gateway {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: runs the embedded Temporal server")
 	}
@@ -103,7 +110,7 @@ func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...s
 	g.temporal = temporal
 	g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
 		"--temporal-dev-listen", temporal, "--temporal-ui-listen", g.ui}, g.args...)
-	g.env = append(os.Environ(), "DATABASE_URL="+databaseURL)
+	g.env = append(append(os.Environ(), "DATABASE_URL="+databaseURL), env...)
 	g.start()
 	t.Cleanup(g.stop)
 	g.token = g.mint("acme", allJobScopes)

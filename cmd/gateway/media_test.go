@@ -159,3 +159,23 @@ func TestKillDuringExtractionEndsTheJobOnce(t *testing.T) {
 	require.Len(t, slicesWithout(results, ".attrs"), 1, "one result file: %v", results)
 	require.NotEmpty(t, g.download(done.Data.Attributes.Result))
 }
+
+// TestDevWithoutFFmpeg: dev starts without ffmpeg, says once what is
+// missing and how to install it, and fails media jobs with a clear error
+// rather than pretending.
+func TestDevWithoutFFmpeg(t *testing.T) {
+	t.Parallel()
+	g := newGatewayEnv(t, "", "", []string{"PATH=" + t.TempDir()})
+	require.Equal(t, 1, strings.Count(g.logs.String(), "media jobs will fail until ffmpeg is installed"), "%s", g.logs.String())
+	require.Contains(t, g.logs.String(), "apt-get install ffmpeg")
+
+	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"video","url":"`+
+		g.url("/dev/samples/speech.mp4")+`"}}}}`)
+	done := g.waitFor("transcriptions", job.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "failed", done.Data.Attributes.Status)
+	require.NotNil(t, done.Data.Attributes.Error)
+	require.Equal(t, "MEDIA_PROCESSING_UNAVAILABLE", done.Data.Attributes.Error.Code)
+
+	llm := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	require.Equal(t, "completed", g.waitFor("llm-tasks", llm.Data.ID, 60*time.Second, terminal).Data.Attributes.Status, "jobs without media run as ever")
+}

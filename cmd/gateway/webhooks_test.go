@@ -374,7 +374,7 @@ func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
 	jobs := map[string]struct{ body, prefix string }{
 		"transcriptions": {`"input":{"type":"audio","url":"` + wav + `"}`, "transcription"},
 		"translations":   {`"input":{"type":"text","content":"Hello","target_language":"de"}`, "translation"},
-		"video-analyses": {`"input":{"url":"` + wav + `","features":["labels"]}`, "video-analysis"},
+		"video-analyses": {`"input":{"url":"` + g.url("/dev/samples/speech.mp4") + `","features":["labels"]}`, "video-analysis"},
 		"llm-tasks":      {`"input":{"type":"text","text":"x","prompt":"y"}`, "llm-task"},
 	}
 	create := func(resource, url string) string {
