@@ -137,7 +137,9 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (MediaFile, 
 		return MediaFile{}, classify(err)
 	}
 	file := MediaFile{Key: WorkPrefix(in.JobID) + "source", ContentType: fetched.ContentType, Size: fetched.Size}
-	if err := a.putFile(ctx, file.Key, file.ContentType, local); err != nil {
+	// The upload counts too: a long one keeps heartbeating, a stalled one
+	// times out.
+	if err := a.putFile(ctx, file.Key, file.ContentType, local, &received); err != nil {
 		return MediaFile{}, err
 	}
 	return file, nil
@@ -151,6 +153,8 @@ func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (media.Probe
 	if err != nil {
 		return media.Probe{}, err
 	}
+	stop := a.heartbeat(ctx, new(atomic.Int64))
+	defer stop()
 	source, done, err := a.localCopy(ctx, in.JobID, in.Source)
 	if err != nil {
 		return media.Probe{}, err
@@ -177,13 +181,13 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (MediaFi
 	if err != nil {
 		return MediaFile{}, err
 	}
+	stop := a.heartbeat(ctx, new(atomic.Int64))
+	defer stop()
 	source, done, err := a.localCopy(ctx, in.JobID, in.Source)
 	if err != nil {
 		return MediaFile{}, err
 	}
 	defer done()
-	stop := a.heartbeat(ctx, new(atomic.Int64))
-	defer stop()
 	local := filepath.Join(filepath.Dir(source), "audio.wav")
 	if err := tools.ExtractAudio(ctx, in.Probe, source, in.Track, local); err != nil {
 		return MediaFile{}, classify(err)
@@ -193,7 +197,7 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (MediaFi
 		return MediaFile{}, err
 	}
 	file := MediaFile{Key: WorkPrefix(in.JobID) + "audio.wav", ContentType: "audio/wav", Size: info.Size()}
-	if err := a.putFile(ctx, file.Key, file.ContentType, local); err != nil {
+	if err := a.putFile(ctx, file.Key, file.ContentType, local, nil); err != nil {
 		return MediaFile{}, err
 	}
 	return file, nil
@@ -288,13 +292,19 @@ func (a *Activities) localCopy(ctx context.Context, jobID string, file MediaFile
 // blob store.
 const ErrTypeMediaGone = "MediaGone"
 
-func (a *Activities) putFile(ctx context.Context, key, contentType, local string) error {
+// putFile uploads a local file to the blob store, counting the bytes read
+// into sent when it is not nil.
+func (a *Activities) putFile(ctx context.Context, key, contentType, local string, sent *atomic.Int64) error {
 	f, err := os.Open(local)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, err = a.Files.Put(ctx, key, contentType, f)
+	var body io.Reader = f
+	if sent != nil {
+		body = &countingBody{ReadCloser: f, n: sent}
+	}
+	_, err = a.Files.Put(ctx, key, contentType, body)
 	return err
 }
 

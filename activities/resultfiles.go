@@ -77,7 +77,7 @@ func (a *Activities) finishResult(ctx context.Context, in CallInput, call provid
 			return classify(providers.Retryable(providers.CodeBadResponse, "the provider returned no translated document", nil))
 		}
 		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
-		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile); err != nil {
+		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
 			return err
 		}
 		out.ResultFile = key
