@@ -35,7 +35,7 @@ const mediaCatalog = `providers:
     settings: {latency_ms: 0, fail_rate: 0}
     services:
       transcriptions:
-        features: [timestamps]
+        features: [language_detection, timestamps]
         limits: {max_file_size_mb: 1, max_duration_seconds: 600}
         pricing: {unit: per_minute, amount: 0.006, currency: USD}
       translations:
@@ -291,4 +291,28 @@ func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	require.NoError(t, b.acts.SweepMedia(ctx, later, 48*time.Hour))
 	_, err = b.files.Open(ctx, "results/old/transcript.srt")
 	require.ErrorIs(t, err, blobstore.ErrNotFound)
+}
+
+func TestRoutingKnowsTheMedia(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	route := func(sizeMB, duration float64) activities.RouteOutput {
+		t.Helper()
+		v, err := b.env.ExecuteActivity(acts.DecideRoute, activities.RouteInput{
+			JobID: "job-r", Service: providers.Transcriptions, Tenant: "acme", Attempt: 1,
+			Input:       json.RawMessage(`{"type":"audio","url":"https://media.test/a.wav"}`),
+			MediaSizeMB: &sizeMB, MediaDuration: &duration,
+		})
+		require.NoError(t, err)
+		var out activities.RouteOutput
+		require.NoError(t, v.Get(&out))
+		return out
+	}
+	fits := route(0.5, 599)
+	require.Nil(t, fits.Error, "%+v", fits.Routing.ProviderEvaluations)
+	require.Equal(t, "sandbox-media", fits.Routing.ProviderID)
+	tooLong := route(0.5, 601)
+	require.NotNil(t, tooLong.Error)
+	require.Equal(t, "MEDIA_TOO_LONG", tooLong.Error.Code)
+	require.Equal(t, "limit_duration", tooLong.Routing.ProviderEvaluations[0].Reason)
 }
