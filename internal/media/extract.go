@@ -25,9 +25,10 @@ func (t Tools) ExtractAudio(ctx context.Context, probe Probe, src string, track 
 		return providers.InputError(providers.CodeAudioUnreadable,
 			fmt.Sprintf("input.audio_track is %d, but the media has %s (%s)", track, plural(len(audio), "audio track"), indexes(len(audio))), nil)
 	}
-	_, stderr, err := run(ctx, t.FFmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-		"-xerror", "-i", src, "-map", "0:a:"+strconv.Itoa(track), "-vn", "-sn", "-dn",
+	args := append([]string{"-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-xerror"}, InputArgs(src)...)
+	args = append(args, "-map", "0:a:"+strconv.Itoa(track), "-vn", "-sn", "-dn",
 		"-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", dst)
+	_, stderr, err := run(ctx, t.FFmpeg, args...)
 	if err == nil && stderr != "" {
 		// ffmpeg reports damaged audio on stderr and may still exit 0.
 		err = fmt.Errorf("ffmpeg reported errors")

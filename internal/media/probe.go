@@ -109,6 +109,18 @@ func shortFormat(name string) string {
 	return first
 }
 
+// demuxers are the container formats the gateway opens: audio and video
+// files. Playlists and other formats that point ffmpeg at further files
+// or URLs (hls, dash, concat, image sequences) are not among them, so a
+// "video" cannot make the worker read its own files or reach its network.
+const demuxers = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,mpegvideo,ogg,wav,w64,mp3,flac,aac,asf,nut,aiff,caf,amr,dv,mxf,wv,ape,h264,hevc,ivf,m4v"
+
+// InputArgs are the ffmpeg/ffprobe arguments that open the local media
+// file at path, and nothing else (docs/media.md, Safety).
+func InputArgs(path string) []string {
+	return []string{"-protocol_whitelist", "file", "-format_whitelist", demuxers, "-i", path}
+}
+
 // probeTimeout bounds one ffprobe run: it reads headers, not the media.
 const probeTimeout = 2 * time.Minute
 
@@ -117,7 +129,8 @@ const probeTimeout = 2 * time.Minute
 func (t Tools) Probe(ctx context.Context, s providers.ServiceID, path string) (Probe, error) {
 	limited, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	out, stderr, err := run(limited, t.FFprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path)
+	args := append([]string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams"}, InputArgs(path)...)
+	out, stderr, err := run(limited, t.FFprobe, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Probe{}, ctx.Err()

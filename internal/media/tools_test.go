@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,4 +220,18 @@ func TestFetch(t *testing.T) {
 
 	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), providers.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), 0)
 	requireInputError(t, err, providers.CodeMediaAddressForbidden, "")
+}
+
+func TestPlaylistsAreNotOpened(t *testing.T) {
+	t.Parallel()
+	tl := tools(t)
+	// A real media file of the worker's: without the format whitelist,
+	// ffprobe would open the playlist and probe it.
+	secret := filepath.Join(t.TempDir(), "secret.ts")
+	out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=d=1", "-f", "mpegts", secret).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	playlist := filepath.Join(t.TempDir(), "talk.mp4")
+	require.NoError(t, os.WriteFile(playlist, []byte("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n"+secret+"\n#EXT-X-ENDLIST\n"), 0o600))
+	_, err = tl.Probe(t.Context(), providers.Transcriptions, playlist)
+	requireInputError(t, err, providers.CodeAudioUnreadable, "the media cannot be read")
 }
