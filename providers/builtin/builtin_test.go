@@ -3,6 +3,9 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,5 +53,7 @@ providers:
 	require.NoError(t, err)
 	_, err = providers.NewRegistry(c, builtin.Factories())
 	require.ErrorContains(t, err, `providers file: provider "gpt" (adapter openai): settings: model is missing`)
-	require.ErrorContains(t, err, `providers file: provider "whisper" uses unknown adapter "whisper" (known adapters: openai, sandbox)`)
+	known := slices.Sorted(maps.Keys(builtin.Factories()))
+	require.Contains(t, known, "sandbox")
+	require.ErrorContains(t, err, `providers file: provider "whisper" uses unknown adapter "whisper" (known adapters: `+strings.Join(known, ", ")+`)`)
 }

@@ -1,0 +1,153 @@
+// Package mediaengine is the "media" adapter: video analyses done on the
+// worker itself with ffmpeg and tesseract, no account and no network
+// (docs/providers.md, media). It finds scene changes (`scenes`) and text on
+// sampled frames (`ocr`); video_metadata comes from the gateway's probe.
+// Nothing else is claimed: a job asking for another feature is refused.
+package mediaengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+
+	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+)
+
+// Features are the video-analysis features the adapter does.
+var Features = []string{"scenes", "ocr"}
+
+// Settings are the media adapter's provider settings.
+type Settings struct {
+	// SceneThreshold is ffmpeg's scene score (0..1) above which a frame
+	// starts a new scene (default 0.3).
+	SceneThreshold float64 `json:"scene_threshold"`
+	// OCREverySeconds is how often a frame is read for text (default 1).
+	OCREverySeconds float64 `json:"ocr_every_seconds"`
+	// OCRLanguages are tesseract's languages, e.g. "eng" or "eng+deu"
+	// (default "eng"; each needs its tesseract-ocr-<lang> package).
+	OCRLanguages string `json:"ocr_languages"`
+}
+
+// Adapter analyses videos with local programs.
+type Adapter struct {
+	provider  *providers.Provider
+	settings  Settings
+	tools     media.Tools
+	tesseract string
+}
+
+// Find reports whether the programs the adapter runs are installed: nil,
+// or an error that says what is missing and how to install it.
+func Find() (media.Tools, string, error) {
+	tools, err := media.FindTools()
+	if err != nil {
+		return tools, "", err
+	}
+	tesseract, err := exec.LookPath("tesseract")
+	if err != nil {
+		return tools, "", errors.New("tesseract not found on PATH: install it (Debian or Ubuntu: apt-get install tesseract-ocr tesseract-ocr-eng, or make engines)")
+	}
+	return tools, tesseract, nil
+}
+
+// New builds the adapter of p; it fails when ffmpeg or tesseract is
+// missing.
+func New(p *providers.Provider) (*Adapter, error) {
+	s := Settings{SceneThreshold: 0.3, OCREverySeconds: 1, OCRLanguages: "eng"}
+	if err := settings.Decode(p.Settings, &s); err != nil {
+		return nil, err
+	}
+	if s.SceneThreshold <= 0 || s.SceneThreshold >= 1 {
+		return nil, fmt.Errorf("settings: scene_threshold %g must be between 0 and 1", s.SceneThreshold)
+	}
+	if s.OCREverySeconds <= 0 {
+		return nil, fmt.Errorf("settings: ocr_every_seconds %g must be more than 0", s.OCREverySeconds)
+	}
+	tools, tesseract, err := Find()
+	if err != nil {
+		return nil, err
+	}
+	return &Adapter{provider: p, settings: s, tools: tools, tesseract: tesseract}, nil
+}
+
+// Run analyses the video the media stage fetched.
+func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
+	if call.Service != providers.VideoAnalyses {
+		return nil, providers.Permanent(providers.CodeUnsupportedService,
+			fmt.Sprintf("the media adapter does video analyses only, not %s", call.Service), nil)
+	}
+	var in providers.VideoAnalysisInput
+	var opts providers.VideoAnalysisOptions
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return nil, providers.InputError(providers.CodeInvalidInput, "media: cannot decode the job input", err)
+	}
+	if len(call.Options) > 0 && string(call.Options) != "null" {
+		if err := json.Unmarshal(call.Options, &opts); err != nil {
+			return nil, providers.InputError(providers.CodeInvalidInput, "media: cannot decode the job options", err)
+		}
+	}
+	for _, f := range in.Features {
+		if !slices.Contains(Features, f) {
+			return nil, providers.Permanent(providers.CodeUnsupportedOption,
+				fmt.Sprintf("the media adapter cannot do %q; it does %v", f, Features), nil)
+		}
+	}
+	if call.Media == nil {
+		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the media adapter reads the video the gateway's media stage fetched, and this job has none", nil)
+	}
+	res := providers.VideoAnalysisResult{VideoMetadata: call.Media.VideoMetadata}
+	duration := call.Media.Duration
+	threshold := opts.EffectiveConfidenceThreshold()
+	call.Progress(0)
+	if slices.Contains(in.Features, "scenes") {
+		cuts, err := a.sceneCuts(ctx, call.Media.Path)
+		if err != nil {
+			return nil, err
+		}
+		res.Scenes = scenes(cuts, duration)
+		call.Progress(30)
+	}
+	if slices.Contains(in.Features, "ocr") {
+		texts, err := a.readText(ctx, call.Media.Path, duration, threshold, call.Progress)
+		if err != nil {
+			return nil, err
+		}
+		res.OCR = texts
+	}
+	if opts.IncludeUsage {
+		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Minutes: duration / 60}))
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("media: encode result: %w", err)
+	}
+	return out, nil
+}
+
+// scenes turns cut times into scenes covering the whole video.
+func scenes(cuts []float64, duration float64) []providers.Scene {
+	out := []providers.Scene{}
+	start := 0.0
+	for _, cut := range cuts {
+		if cut <= start {
+			continue
+		}
+		out = append(out, providers.Scene{Index: len(out), Start: start, End: round(cut)})
+		start = round(cut)
+	}
+	end := round(duration)
+	if end <= start {
+		end = start
+	}
+	return append(out, providers.Scene{Index: len(out), Start: start, End: end})
+}
+
+func round(s float64) float64 { return math.Round(s*1000) / 1000 }
