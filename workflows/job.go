@@ -59,6 +59,9 @@ type job struct {
 	saved  jobs.Status // the status of the last projection write
 	failed []string
 	hooks  *webhookQueue // nil without a webhook
+	// indexed: the job keeps its search attributes and details up to
+	// date (workflows/searchattributes.go).
+	indexed bool
 	// The media stage (workflows/media.go): whether the job took it, and
 	// what it prepared for the provider calls.
 	mediaStarted bool
@@ -84,6 +87,9 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	}
 	j.in = in
 	j.snap = in.Snapshot()
+	if in.SearchAttributes {
+		j.indexed = workflow.GetVersion(ctx, searchAttributesChange, workflow.DefaultVersion, 1) == 1
+	}
 	if in.Webhook != nil {
 		// Version 1 introduced webhook delivery.
 		workflow.GetVersion(ctx, webhooksChange, workflow.DefaultVersion, 1)
@@ -144,7 +150,9 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
 	var out activities.RouteOutput
 	sizeMB, duration := j.mediaFacts()
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.DecideRoute, activities.RouteInput{
+	options := projectionOptions
+	options.Summary = fmt.Sprintf("choose a provider (attempt %d)", attempt)
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), a.DecideRoute, activities.RouteInput{
 		MediaSizeMB:   sizeMB,
 		MediaDuration: duration,
 		JobID:         j.in.JobID,
@@ -210,11 +218,15 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		SignalProgress: j.hooks != nil && j.hooks.progress,
 		Media:          j.media,
 	}
+	summary := fmt.Sprintf("call %s (attempt %d)", route.Routing.ProviderID, route.Routing.Attempt)
 	options := providerCallOptions
+	options.Summary = summary
 	if route.CallLocally && !in.SignalProgress &&
 		workflow.GetVersion(ctx, localCallChange, workflow.DefaultVersion, 1) == 1 {
 		var out activities.CallOutput
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localCallOptions), a.CallProvider, in).Get(ctx, &out)
+		local := localCallOptions
+		local.Summary = summary
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), a.CallProvider, in).Get(ctx, &out)
 		if err == nil || !retryable(err) {
 			return out, err
 		}
@@ -340,7 +352,15 @@ func (j *job) save(ctx workflow.Context) error {
 	}
 	j.saved = j.snap.Status
 	j.snap.Revision++
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, projectionOptions), a.SaveJob, j.snap).Get(ctx, nil)
+	if j.indexed {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, transitionAttributes(j.snap)...); err != nil {
+			return err
+		}
+		workflow.SetCurrentDetails(ctx, currentDetails(j.snap))
+	}
+	options := projectionOptions
+	options.Summary = "project the job as " + string(j.snap.Status)
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), a.SaveJob, j.snap).Get(ctx, nil)
 }
 
 // inputError reports whether a provider call failed because of the job's

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -49,9 +50,13 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		return nil, nil
 	}
 	j.mediaStarted = true
-	actx := workflow.WithActivityOptions(ctx, mediaOptions)
+	step := func(summary string) workflow.Context {
+		options := mediaOptions
+		options.Summary = summary
+		return workflow.WithActivityOptions(ctx, options)
+	}
 	var source activities.MediaFile
-	err := workflow.ExecuteActivity(actx, a.FetchMedia, activities.MediaInput{
+	err := workflow.ExecuteActivity(step("fetch the media"), a.FetchMedia, activities.MediaInput{
 		JobID: j.in.JobID, Service: j.in.Service, Input: j.in.Input, Explicit: j.in.Provider,
 	}).Get(ctx, &source)
 	if err != nil {
@@ -60,7 +65,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 	prepared := &activities.PreparedMedia{File: source, SourceURL: sourceURL(j.in.Input)}
 	if j.in.Service != providers.Translations {
 		var probe media.Probe
-		err := workflow.ExecuteActivity(actx, a.ProbeMedia, activities.ProbeInput{
+		err := workflow.ExecuteActivity(step("probe the media"), a.ProbeMedia, activities.ProbeInput{
 			JobID: j.in.JobID, Service: j.in.Service, Source: source,
 		}).Get(ctx, &probe)
 		if err != nil {
@@ -71,8 +76,9 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 			prepared.Video = video
 		}
 		if j.in.Service == providers.Transcriptions {
-			err := workflow.ExecuteActivity(actx, a.ExtractAudio, activities.ExtractInput{
-				JobID: j.in.JobID, Source: source, Probe: probe, Track: activities.AudioTrack(j.in.Input),
+			track := activities.AudioTrack(j.in.Input)
+			err := workflow.ExecuteActivity(step(fmt.Sprintf("extract audio track %d", track)), a.ExtractAudio, activities.ExtractInput{
+				JobID: j.in.JobID, Source: source, Probe: probe, Track: track,
 			}).Get(ctx, &prepared.File)
 			if err != nil {
 				return mediaFailure(err)
@@ -112,7 +118,9 @@ func (j *job) removeMedia(ctx workflow.Context) {
 	}
 	ctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, cleanupOptions), a.RemoveJobMedia, j.in.JobID).Get(ctx, nil)
+	options := cleanupOptions
+	options.Summary = "remove the media files"
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), a.RemoveJobMedia, j.in.JobID).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("media files not removed; the sweep will", "error", err)
 	}

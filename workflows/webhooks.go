@@ -116,7 +116,10 @@ func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDeliver
 	}
 	for attempt := 1; ; attempt++ {
 		d.Attempt = attempt
-		err := workflow.ExecuteActivity(ctx, deliverActivity, d).Get(ctx, nil)
+		options := workflow.GetActivityOptions(ctx)
+		options.Summary = fmt.Sprintf("deliver %s (attempt %d)", d.Event, attempt)
+		actx := workflow.WithActivityOptions(ctx, options)
+		err := workflow.ExecuteActivity(actx, deliverActivity, d).Get(ctx, nil)
 		if err == nil {
 			return
 		}
@@ -132,7 +135,9 @@ func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDeliver
 			workflow.GetLogger(ctx).Warn("webhook event given up after 24 h", "event", d.Event, "attempts", attempt)
 			return
 		}
-		_ = workflow.Sleep(ctx, wait)
+		_ = workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
+			Summary: fmt.Sprintf("wait before retrying %s", d.Event),
+		}).Get(ctx, nil)
 	}
 }
 

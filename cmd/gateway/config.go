@@ -69,6 +69,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
 	if command == "migrate" {
+		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port: also register the job workflows' search attributes there (optional)")
+		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
 		return
 	}
 	str(&c.Listen, "listen", "GATEWAY_LISTEN", "127.0.0.1:8080", "address of the HTTP API (worker: health endpoints)")

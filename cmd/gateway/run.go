@@ -135,7 +135,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
-	starts := runDispatcher(ctx, cfg, st, tc, true, logger)
+	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {
@@ -169,7 +169,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
-	starts := runDispatcher(ctx, cfg, st, tc, false, logger)
+	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {
@@ -238,19 +238,20 @@ type runningDispatcher struct {
 
 // runDispatcher starts the workflows of the jobs this process accepts, and
 // those left in the outbox. eager: the worker runs in this process.
-func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager bool, logger *slog.Logger) runningDispatcher {
+func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
 	// Not stopped by the command's context: the API accepts jobs until its
 	// requests have drained, and the dispatcher must take those too.
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobops.NewDispatcher(jobops.DispatcherConfig{
-			Store:        st,
-			Temporal:     tc,
-			EagerStart:   eager,
-			Concurrency:  cfg.StartConcurrency,
-			AcceptTarget: cfg.AcceptTarget,
-			Logger:       logger.With("component", "job-starts"),
+			Store:            st,
+			Temporal:         tc,
+			EagerStart:       eager,
+			Concurrency:      cfg.StartConcurrency,
+			AcceptTarget:     cfg.AcceptTarget,
+			SearchAttributes: searchAttributes,
+			Logger:           logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
 	}
@@ -358,7 +359,22 @@ func runMigrate(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("database schema is up to date")
-	return st.Close()
+	if err := st.Close(); err != nil {
+		return err
+	}
+	if cfg.TemporalAddress == "" {
+		return nil
+	}
+	tc, err := dialTemporal(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if err := registerSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	logger.Info("search attributes are registered", "namespace", cfg.TemporalNamespace)
+	return nil
 }
 
 func loadRegistry(cfg config) (*providers.Registry, error) {

@@ -52,6 +52,10 @@ type DispatcherConfig struct {
 	// Zero never paces: for an API whose starts do not share its CPUs
 	// with the workers and the Temporal server.
 	AcceptTarget time.Duration
+	// SearchAttributes: the namespace has the job workflows' search
+	// attributes (workflows.SearchAttributeTypes), so workflows are started
+	// with them and keep them up to date.
+	SearchAttributes bool
 	// Lease is how long a start taken by a dispatcher is its own before
 	// another may take it (default 30 s).
 	Lease time.Duration
@@ -318,8 +322,9 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	if err != nil {
 		refused = "its recorded start cannot be read"
 	} else {
+		in.SearchAttributes = d.cfg.SearchAttributes
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, StartOptions(start.JobID, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
+		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, startOptions(in, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -401,16 +406,22 @@ func (d *Dispatcher) poke() {
 	}
 }
 
-// StartOptions are the options of a job's workflow start: the job id is
+// startOptions are the options of a job's workflow start: the job id is
 // the workflow id, a second start of a running job joins it, and a
-// finished job is never run again.
-func StartOptions(jobID string, priority int, eager bool) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       workflows.JobWorkflowID(jobID),
+// finished job is never run again. A job whose workflow keeps search
+// attributes starts with them, and with its summary for the Temporal UI.
+func startOptions(in jobs.Submission, priority int, eager bool) client.StartWorkflowOptions {
+	opts := client.StartWorkflowOptions{
+		ID:                       workflows.JobWorkflowID(in.JobID),
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		EnableEagerStart:         eager,
 		Priority:                 temporal.Priority{PriorityKey: priority},
+		StaticSummary:            workflows.StartSummary(in),
 	}
+	if in.SearchAttributes {
+		opts.TypedSearchAttributes = workflows.StartSearchAttributes(in)
+	}
+	return opts
 }

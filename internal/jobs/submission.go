@@ -26,6 +26,10 @@ type Submission struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	// Webhook receives the job's lifecycle events, if given.
 	Webhook *Webhook `json:"webhook,omitempty"`
+	// SearchAttributes says the namespace has the gateway's search
+	// attributes, so the workflow keeps them up to date; the process that
+	// starts the workflow sets it (docs/operations.md, Finding jobs).
+	SearchAttributes bool `json:"search_attributes,omitempty"`
 }
 
 // Webhook is a job's attributes.webhook: where its events go. It is never

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
+
+// TestOperatorsFindJobsInTheTemporalUI: dev registers the search
+// attributes; a job's workflow carries tenant, service, provider, status
+// and error code, a summary, and summaries on its activities.
+func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "")
+	tc, err := client.Dial(client.Options{HostPort: g.temporal})
+	require.NoError(t, err)
+	defer tc.Close()
+	ctx := context.Background()
+
+	require.NoError(t, registerSearchAttributes(ctx, tc, "default"), "registering again changes nothing")
+
+	done := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	failed := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`)
+	doneDoc := g.waitFor("llm-tasks", done.Data.ID, 60*time.Second, terminal)
+	g.waitFor("llm-tasks", failed.Data.ID, 60*time.Second, terminal)
+
+	find := func(query string) []string {
+		t.Helper()
+		var ids []string
+		deadline := time.Now().Add(30 * time.Second) // visibility is eventually consistent
+		for {
+			resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query})
+			require.NoError(t, err, query)
+			ids = ids[:0]
+			for _, e := range resp.GetExecutions() {
+				ids = append(ids, e.GetExecution().GetWorkflowId())
+			}
+			if len(ids) > 0 || time.Now().After(deadline) {
+				return ids
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	require.Equal(t, []string{failed.Data.ID}, find(`GatewayTenant = 'acme' AND GatewayService = 'llm-tasks' AND GatewayStatus = 'failed' AND GatewayErrorCode = 'NO_ELIGIBLE_PROVIDER'`))
+	require.Equal(t, []string{done.Data.ID}, find(`GatewayStatus = 'completed' AND GatewayProvider = '`+doneDoc.Data.Attributes.Provider+`'`))
+
+	desc, err := tc.DescribeWorkflowExecution(ctx, done.Data.ID, "")
+	require.NoError(t, err)
+	require.NotNil(t, desc.GetExecutionConfig().GetUserMetadata().GetSummary(), "the workflow has a summary")
+	var summary string
+	require.NoError(t, converterFrom(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary))
+	require.Equal(t, "llm-task for acme", summary)
+	// The UI's "current details" come from the SDK's metadata query.
+	value, err := tc.QueryWorkflow(ctx, done.Data.ID, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var metadata sdkpb.WorkflowMetadata
+	require.NoError(t, value.Get(&metadata))
+	require.Equal(t, "llm-task for acme via "+doneDoc.Data.Attributes.Provider+", completed", metadata.GetCurrentDetails())
+
+	iter := tc.GetWorkflowHistory(ctx, done.Data.ID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var summaries []string
+	for iter.HasNext() {
+		event, err := iter.Next()
+		require.NoError(t, err)
+		if s := event.GetUserMetadata().GetSummary(); s != nil {
+			var text string
+			require.NoError(t, converterFrom(s, &text))
+			summaries = append(summaries, text)
+		}
+	}
+	require.Contains(t, summaries, "choose a provider (attempt 1)")
+	require.Contains(t, summaries, "project the job as completed")
+
+	status, _, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+done.Data.ID, "")
+	require.Equal(t, http.StatusOK, status)
+}
+
+// converterFrom decodes a user metadata payload (a JSON string).
+func converterFrom(p *commonpb.Payload, into *string) error {
+	return converter.GetDefaultDataConverter().FromPayload(p, into)
+}

@@ -1,0 +1,81 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+func TestSearchAttributesFollowTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	var upserts []temporal.SearchAttributes
+	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		mu.Lock()
+		defer mu.Unlock()
+		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
+	}).Return(nil)
+	routed := routeTo("sandbox-fast", 1)
+	routed.Routing.Reason, routed.Routing.PolicyID, routed.Routing.PolicyVersion = policy.ReasonPolicyRule, "pol-1", 3
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routed, nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).
+		Return(activities.CallOutput{}, temporal.NewNonRetryableApplicationError("unreadable", activities.ErrTypeInvalidInput, nil,
+			jobs.Error{Code: providers.CodeAudioUnreadable, Message: "unreadable"})).Once()
+
+	in := input()
+	in.SearchAttributes = true
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+	require.Equal(t, jobs.StatusFailed, result(t, b.env).Status)
+
+	require.Len(t, upserts, 2, "one per transition: processing, failed")
+	processing, failed := upserts[0], upserts[1]
+	status, _ := processing.GetKeyword(workflows.StatusKey)
+	require.Equal(t, "processing", status)
+	provider, _ := processing.GetKeyword(workflows.ProviderKey)
+	require.Equal(t, "sandbox-fast", provider)
+	policyID, _ := processing.GetKeyword(workflows.PolicyIDKey)
+	require.Equal(t, "pol-1", policyID)
+	version, _ := processing.GetInt64(workflows.PolicyVersionKey)
+	require.Equal(t, int64(3), version)
+	require.False(t, processing.ContainsKey(workflows.ErrorCodeKey))
+	status, _ = failed.GetKeyword(workflows.StatusKey)
+	require.Equal(t, "failed", status)
+	code, _ := failed.GetKeyword(workflows.ErrorCodeKey)
+	require.Equal(t, providers.CodeAudioUnreadable, code)
+}
+
+func TestNoSearchAttributesUnlessTheNamespaceHasThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Never()
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+}
+
+func TestStartAttributesAndSummary(t *testing.T) {
+	t.Parallel()
+	in := input()
+	in.Application, in.PolicyID = "call-center", "pol-9"
+	sa := workflows.StartSearchAttributes(in)
+	for key, want := range map[string]string{"GatewayTenant": "acme", "GatewayService": "transcriptions", "GatewayStatus": "pending",
+		"GatewayApplication": "call-center", "GatewayPolicyId": "pol-9"} {
+		got, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(key))
+		require.True(t, ok, key)
+		require.Equal(t, want, got, key)
+	}
+	require.Equal(t, "transcription for acme", workflows.StartSummary(in))
+	require.Len(t, workflows.SearchAttributeTypes(), 8)
+}
