@@ -233,17 +233,24 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 
 func (b *tailBuffer) String() string { return string(b.buf) }
 
-// reason is ": " and the last line of a program's error output, without
-// the local paths it names; "" when there is none.
+// reason is " (ffmpeg: " + ErrorLine(stderr) + ")", or "" when ffmpeg
+// said nothing.
 func reason(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
+	last := ErrorLine(stderr)
 	if last == "" {
 		return ""
 	}
-	// ffmpeg prefixes messages with the file name: "/tmp/x/source: Invalid data ...".
+	return " (ffmpeg: " + last + ")"
+}
+
+// ErrorLine is the last line of a media program's error output, without
+// the local path ffmpeg puts in front of its messages ("/tmp/x/source:
+// Invalid data ..."), so it can be shown to users.
+func ErrorLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
 	if i := strings.LastIndex(last, ": "); i >= 0 && strings.Contains(last[:i], "/") {
 		last = last[i+2:]
 	}
-	return " (ffmpeg: " + last + ")"
+	return last
 }

@@ -114,3 +114,17 @@ func Text(t testing.TB, dir string) string {
 	}
 	return path
 }
+
+// SceneVideo is an MP4 of three 2-second scenes (black, white, black: two
+// hard cuts, at 2 s and 4 s) with text burned into every frame.
+func SceneVideo(t testing.TB, dir, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, "scenes.mp4")
+	scene := func(color, label string) string {
+		return fmt.Sprintf("color=c=%s:s=320x240:d=2:r=25[%s]", color, label)
+	}
+	graph := scene("black", "a") + ";" + scene("white", "b") + ";" + scene("black", "c") +
+		";[a][b][c]concat=n=3:v=1:a=0,drawtext=text='" + text + "':fontsize=40:fontcolor=gray:x=20:y=100"
+	ffmpeg(t, "-f", "lavfi", "-i", graph, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", path)
+	return path
+}
