@@ -68,6 +68,11 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		return
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
+	if command == "jobs" || command == "replay" {
+		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port (default: gateway dev's embedded server)")
+		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+		return
+	}
 	if command == "migrate" {
 		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port: also register the job workflows' search attributes there (optional)")
 		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")

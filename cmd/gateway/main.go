@@ -5,6 +5,8 @@
 //	gateway worker   the Temporal worker
 //	gateway migrate  apply the database schema and exit
 //	gateway token    mint a token from the dev identity provider
+//	gateway jobs     list, show and download jobs' histories (SREs)
+//	gateway replay   replay job histories against this binary
 package main
 
 import (
@@ -31,6 +33,8 @@ Usage:
   gateway worker   [flags]   Temporal worker only (needs TEMPORAL_ADDRESS, DATABASE_URL)
   gateway migrate  [flags]   apply the database schema and exit
   gateway token    [flags]   print a token signed by the dev identity provider
+  gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
+  gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
 
 Run "gateway <command> -h" for a command's flags.
 `
@@ -50,11 +54,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	command := args[0]
 	var cfg config
 	var tok tokenFlags
-	fs := flag.NewFlagSet("gateway "+command, flag.ContinueOnError)
+	var replay replayFlags
+	var jf jobsFlags
+	sub := ""
+	if command == "jobs" {
+		if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
+			fmt.Fprint(stderr, jobsUsage)
+			return 2
+		}
+		sub, args = args[1], args[1:]
+	}
+	fs := flag.NewFlagSet(strings.TrimSpace("gateway "+command+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch command {
 	case "dev", "serve", "worker", "migrate", "token":
 		cfg.registerFlags(fs, command)
+	case "replay", "jobs":
+		cfg.registerFlags(fs, command)
+		if command == "replay" {
+			fs.StringVar(&replay.Query, "query", defaultReplayQuery, "without ids or files: replay the job workflows this visibility query selects")
+			fs.IntVar(&replay.Limit, "limit", 100, "without ids or files: replay at most this many, the most recent first")
+		} else {
+			jf.register(fs, sub)
+		}
 	default:
 		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", command, usage)
 		return 2
@@ -66,10 +88,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&tok.SuperAdmin, "super-admin", false, "add the super-admin role")
 		fs.DurationVar(&tok.TTL, "ttl", time.Hour, "lifetime of the token")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	// Flags may come before or after the arguments: `jobs history ID --out f`.
+	var positional []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
+		if rest = fs.Args(); len(rest) == 0 {
+			break
+		}
+		positional, rest = append(positional, rest[0]), rest[1:]
+	}
+	if len(positional) > 0 && command != "jobs" && command != "replay" {
+		fmt.Fprintf(stderr, "gateway %s: unexpected argument %q\n", command, positional[0])
 		return 2
 	}
 	if err := cfg.validate(command); err != nil {
@@ -94,9 +128,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runMigrate(ctx, cfg, logger)
 	case "token":
 		err = runToken(cfg, tok, stdout)
+	case "replay":
+		err = runReplay(ctx, cfg, replay, positional, stdout, logger)
+	case "jobs":
+		err = runJobs(ctx, cfg, sub, jf, positional, stdout, logger)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return 1
 	}
 	return 0

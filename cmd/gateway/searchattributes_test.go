@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +92,74 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 // converterFrom decodes a user metadata payload (a JSON string).
 func converterFrom(p *commonpb.Payload, into *string) error {
 	return converter.GetDefaultDataConverter().FromPayload(p, into)
+}
+
+// gatewayCommand runs the gateway binary with args against g's Temporal
+// and store, and returns its exit code and output.
+func (g *gateway) command(args ...string) (int, string) {
+	g.t.Helper()
+	full := append([]string{args[0]}, args[1:]...)
+	if args[0] == "jobs" {
+		full = append([]string{"jobs", args[1], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[2:]...)
+	} else {
+		full = append([]string{args[0], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[1:]...)
+	}
+	cmd := exec.Command(gatewayBin, full...)
+	cmd.Env = g.env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), string(out)
+	}
+	require.NoError(g.t, err)
+	return 0, string(out)
+}
+
+func TestJobsAndReplayCommands(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "")
+	ok := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	bad := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`)
+	g.waitFor("llm-tasks", ok.Data.ID, 60*time.Second, terminal)
+	g.waitFor("llm-tasks", bad.Data.ID, 60*time.Second, terminal)
+
+	code, out := g.command("jobs", "list", "--status", "failed")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, bad.Data.ID)
+	require.Contains(t, out, "NO_ELIGIBLE_PROVIDER")
+	require.NotContains(t, out, ok.Data.ID)
+
+	code, out = g.command("jobs", "show", ok.Data.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "status    completed")
+	require.Contains(t, out, "attempt 1")
+	require.Contains(t, out, "project the job as completed", "the history's summaries")
+
+	file := filepath.Join(t.TempDir(), "job.json")
+	code, out = g.command("jobs", "history", ok.Data.ID, "--out", file)
+	require.Equal(t, 0, code, out)
+
+	code, out = g.command("replay", file, bad.Data.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "2 job histories replay on this binary")
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out = g.command("replay")
+		if strings.Contains(out, "2 job histories replay") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // visibility lags the close
+	}
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "2 job histories replay on this binary", "the recent closed jobs")
+
+	// A history this binary's workflow code would not produce.
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	require.NoError(t, os.WriteFile(broken, []byte(strings.Replace(string(data), `"markerName": "LocalActivity"`, `"markerName": "SideEffect"`, 1)), 0o644))
+	code, out = g.command("replay", file, broken)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "broken.json does not replay on this binary (2 of 2 checked)")
 }
