@@ -98,7 +98,7 @@ func converterFrom(p *commonpb.Payload, into *string) error {
 // and store, and returns its exit code and output.
 func (g *gateway) command(args ...string) (int, string) {
 	g.t.Helper()
-	full := append([]string{args[0]}, args[1:]...)
+	var full []string
 	if args[0] == "jobs" {
 		full = append([]string{"jobs", args[1], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[2:]...)
 	} else {
