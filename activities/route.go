@@ -53,6 +53,9 @@ type RouteInput struct {
 	// Failed lists providers earlier attempts failed on.
 	Failed  []string `json:"failed,omitempty"`
 	Attempt int      `json:"attempt"`
+	// Retried marks the first decision of an operator's retry: routed
+	// afresh, with the reason of a first decision.
+	Retried bool `json:"retried,omitempty"`
 	// MediaSizeMB and MediaDuration are what the media stage learned of
 	// the job's media; providers whose limits it exceeds are not eligible.
 	MediaSizeMB   *float64 `json:"media_size_mb,omitempty"`
@@ -97,6 +100,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		Explicit: in.Explicit,
 		Failed:   in.Failed,
 		Attempt:  in.Attempt,
+		Retried:  in.Retried,
 		Now:      now,
 		// Known once the media stage ran; before it, a policy condition
 		// on file size asks the media host (mediaSizeMB).

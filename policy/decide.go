@@ -77,6 +77,9 @@ type Request struct {
 	Failed []string
 	// Attempt numbers this decision, from 1.
 	Attempt int
+	// Retried marks the first decision of an operator's retry: its
+	// attempt number continues the job's, but it is no failover.
+	Retried bool
 	Now     time.Time
 }
 
@@ -388,7 +391,7 @@ func price(p *providers.Provider, service providers.ServiceID) float64 {
 
 func (req Request) info(reason Reason) RoutingInfo {
 	attempt := max(req.Attempt, 1)
-	if attempt > 1 {
+	if attempt > 1 && !req.Retried {
 		reason = ReasonFailover
 	}
 	return RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}

@@ -62,6 +62,9 @@ type job struct {
 	// indexed: the job keeps its search attributes and details up to
 	// date (workflows/searchattributes.go).
 	indexed bool
+	// firstAttempt numbers this run's first routing decision: 1, or one
+	// more than the decisions of the runs an operator's retry follows.
+	firstAttempt int
 	// The media stage (workflows/media.go): whether the job took it, and
 	// what it prepared for the provider calls.
 	mediaStarted bool
@@ -87,6 +90,14 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	}
 	j.in = in
 	j.snap = in.Snapshot()
+	j.firstAttempt = 1
+	if in.Retry != nil {
+		// An operator's retry: the job carries on from where it failed.
+		j.snap.RoutingHistory = append(j.snap.RoutingHistory, in.Retry.RoutingHistory...)
+		j.snap.Revision = in.Retry.Revision
+		j.saved = jobs.StatusFailed
+		j.firstAttempt = len(in.Retry.RoutingHistory) + 1
+	}
 	if in.SearchAttributes {
 		j.indexed = workflow.GetVersion(ctx, searchAttributesChange, workflow.DefaultVersion, 1) == 1
 	}
@@ -114,12 +125,18 @@ const (
 )
 
 func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
+	if j.in.Retry != nil {
+		// Clients see the job pending again, without its error.
+		if err := j.save(ctx); err != nil {
+			return j.stop(ctx, err)
+		}
+	}
 	if jobErr, err := j.mediaStage(ctx); err != nil {
 		return j.stop(ctx, err)
 	} else if jobErr != nil {
 		return j.finish(ctx, nil, jobErr)
 	}
-	for attempt := 1; ; attempt++ {
+	for attempt := j.firstAttempt; ; attempt++ {
 		route, err := j.decide(ctx, attempt)
 		if err != nil {
 			return j.stop(ctx, err)
@@ -166,6 +183,7 @@ func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput,
 		Pinned:        j.pinnedPolicy(),
 		Failed:        j.failed,
 		Attempt:       attempt,
+		Retried:       j.in.Retry != nil && attempt == j.firstAttempt,
 	}).Get(ctx, &out)
 	return out, err
 }
@@ -173,10 +191,11 @@ func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput,
 // pinnedPolicy is the policy version of the job's first routing, which
 // every failover decision keeps.
 func (j *job) pinnedPolicy() *activities.PolicyPin {
-	if len(j.snap.RoutingHistory) == 0 || j.snap.RoutingHistory[0].PolicyID == "" {
+	// The first decision of this run: a retry is routed afresh.
+	if len(j.snap.RoutingHistory) < j.firstAttempt || j.snap.RoutingHistory[j.firstAttempt-1].PolicyID == "" {
 		return nil
 	}
-	first := j.snap.RoutingHistory[0]
+	first := j.snap.RoutingHistory[j.firstAttempt-1]
 	return &activities.PolicyPin{ID: first.PolicyID, Version: first.PolicyVersion, Source: first.PolicySource}
 }
 
@@ -345,7 +364,7 @@ func (j *job) save(ctx workflow.Context) error {
 	if j.saved == "" {
 		j.saved = jobs.StatusPending // as the API recorded it
 	}
-	if !j.saved.CanMoveTo(j.snap.Status) {
+	if !j.saved.CanMoveTo(j.snap.Status) && !(j.in.Retry != nil && j.saved.CanRetryTo(j.snap.Status)) {
 		// A bug, not a state of the job: fail the workflow task (it is
 		// retried, and shows in the UI) rather than project it.
 		panic(fmt.Sprintf("job %s: illegal transition %s -> %s", j.in.JobID, j.saved, j.snap.Status))

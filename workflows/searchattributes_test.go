@@ -79,3 +79,30 @@ func TestStartAttributesAndSummary(t *testing.T) {
 	require.Equal(t, "transcription for acme", workflows.StartSummary(in))
 	require.Len(t, workflows.SearchAttributeTypes(), 8)
 }
+
+func TestRetryCarriesOnFromTheFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	earlier := routeTo("sandbox-flaky", 1)
+	in := input()
+	in.Retry = &jobs.Retry{RoutingHistory: []policy.RoutingInfo{earlier.Routing}, Revision: 4,
+		Error: &jobs.Error{Code: policy.CodeProvidersExhausted}}
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+		return in.Attempt == 2 && in.Retried && in.Pinned == nil && len(in.Failed) == 0
+	})).Return(routeTo("sandbox-fast", 2), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+	snap := result(t, b.env)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
+	require.Len(t, snap.RoutingHistory, 2, "the earlier decision is kept")
+	require.Equal(t, "sandbox-flaky", snap.RoutingHistory[0].ProviderID)
+	require.Equal(t, 2, snap.RoutingHistory[1].Attempt)
+
+	require.Len(t, b.saved, 3, "pending again, processing, completed")
+	require.Equal(t, jobs.StatusPending, b.saved[0].Status)
+	require.Nil(t, b.saved[0].Error, "the old error is gone")
+	require.Nil(t, b.saved[0].CompletedAt)
+	require.Equal(t, 5, b.saved[0].Revision, "revisions continue, so the write lands")
+	require.Equal(t, jobs.StatusProcessing, b.saved[1].Status)
+}

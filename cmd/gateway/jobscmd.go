@@ -23,10 +23,13 @@ import (
 // jobsFlags are the flags of `gateway jobs` (docs/operations.md, Jobs from
 // the command line).
 type jobsFlags struct {
-	filter store.JobFilter
-	status string
-	limit  int
-	out    string
+	filter    store.JobFilter
+	status    string
+	limit     int
+	out       string
+	errorCode string
+	dryRun    bool
+	rate      float64
 }
 
 const jobsUsage = `gateway jobs: look at jobs as an SRE, with the configuration of serve.
@@ -35,6 +38,8 @@ Usage:
   gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--limit N]
   gateway jobs show    ID
   gateway jobs history ID [--out FILE]   the workflow history, as gateway replay reads it
+  gateway jobs retry   ID... | --tenant T --service S --provider P --error-code C [--dry-run] [--rate N] [--limit N]
+  gateway jobs cancel  ID...
 `
 
 func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
@@ -47,6 +52,14 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 		fs.IntVar(&f.limit, "limit", 50, "at most this many jobs, newest first")
 	case "history":
 		fs.StringVar(&f.out, "out", "", "write the history to this file (default: standard output)")
+	case "retry":
+		fs.StringVar(&f.filter.Tenant, "tenant", "", "retry this tenant's failed jobs")
+		fs.StringVar(&f.filter.Service, "service", "", "retry this service's failed jobs")
+		fs.StringVar(&f.filter.Provider, "provider", "", "retry the failed jobs last routed to this provider")
+		fs.StringVar(&f.errorCode, "error-code", "", "retry the failed jobs with this error code, e.g. PROVIDERS_EXHAUSTED")
+		fs.IntVar(&f.limit, "limit", 1000, "retry at most this many jobs, newest first")
+		fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be retried, and retry nothing")
+		fs.Float64Var(&f.rate, "rate", 5, "retries started per second, so a bulk retry does not flood the providers")
 	}
 }
 
@@ -55,6 +68,13 @@ func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []st
 	switch sub {
 	case "list":
 		return listJobs(ctx, cfg, f, stdout)
+	case "retry":
+		return retryJobs(ctx, cfg, f, args, stdout, logger)
+	case "cancel":
+		if len(args) == 0 {
+			return errors.New("jobs cancel takes one or more job ids")
+		}
+		return cancelJobs(ctx, cfg, args, stdout, logger)
 	case "show", "history":
 		if len(args) != 1 {
 			return fmt.Errorf("jobs %s takes one job id", sub)

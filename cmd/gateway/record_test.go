@@ -108,6 +108,17 @@ func TestRecordHistories(t *testing.T) {
 	jobs["media-video-analysis"] = g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"input":{"url":"`+video+`","features":["labels"]}}}}`).Data.ID
 	jobs["media-document-translation"] = g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"document","url":"`+g.url("/dev/samples/document.txt")+`","target_language":"de"}}}}`).Data.ID
 
+	// Failed on sandbox-broken, then retried by an operator: the second run
+	// keeps the routing history and fails again (attempt 2).
+	retried := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-broken","input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
+	g.waitFor("transcriptions", retried, 90*time.Second, terminal)
+	code, out := g.command("jobs", "retry", retried)
+	require.Equal(t, 0, code, out)
+	jobs["operator-retry"] = retried
+	g.waitFor("transcriptions", retried, 90*time.Second, func(d jobDoc) bool {
+		return terminal(d) && len(d.Data.Attributes.RoutingHistory) == 2
+	})
+
 	// Completed, then cancelled while its completed event is retried: the
 	// event is still delivered.
 	late := newHookReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)

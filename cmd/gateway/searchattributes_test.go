@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 // TestOperatorsFindJobsInTheTemporalUI: dev registers the search
@@ -162,4 +165,97 @@ func TestJobsAndReplayCommands(t *testing.T) {
 	code, out = g.command("replay", file, broken)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "broken.json does not replay on this binary (2 of 2 checked)")
+}
+
+// TestRetryFailedJobs: jobs that failed while their provider was disabled
+// are retried after it is enabled again, under their own ids, keeping
+// their routing history and continuing their attempt numbers.
+func TestRetryFailedJobs(t *testing.T) {
+	t.Parallel()
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	broken := `  - id: sandbox-broken
+    name: Sandbox (always fails)
+    adapter: sandbox
+    settings: {latency_ms: 0, fail_rate: 1}
+    services:
+      llm-tasks:
+        models: [sandbox-model]
+        pricing: {unit: per_token, amount: 0.01, currency: USD}
+`
+	require.NoError(t, os.WriteFile(catalog, []byte(providertest.SandboxCatalog("sandbox-solo", 0)+broken), 0o644))
+	g := newGateway(t, "", "--providers", catalog)
+	adminToken := strings.TrimSpace(func() string {
+		out, err := exec.Command(gatewayBin, "token", "--data-dir", g.dataDir, "--tenant", "acme", "--sub", "sre",
+			"--scope", "providers:write providers:read", "--super-admin").Output()
+		require.NoError(t, err)
+		return string(out)
+	}())
+	setStatus := func(status string) {
+		t.Helper()
+		for _, id := range []string{"sandbox-solo", "sandbox-broken"} {
+			setProviderStatus(t, g, adminToken, id, status)
+		}
+	}
+	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`
+	first := g.create("llm-tasks", body)
+	g.waitFor("llm-tasks", first.Data.ID, 60*time.Second, terminal)
+	code, out := g.command("jobs", "retry", first.Data.ID)
+	require.Equal(t, 1, code, "a completed job is not retried: %s", out)
+	require.Contains(t, out, "only failed jobs are retried")
+
+	setStatus("disabled")
+	failing := g.create("llm-tasks", body)
+	failed := g.waitFor("llm-tasks", failing.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "failed", failed.Data.Attributes.Status)
+	require.Equal(t, "NO_ELIGIBLE_PROVIDER", failed.Data.Attributes.Error.Code)
+	setStatus("active")
+
+	code, out = g.command("jobs", "retry", "--error-code", "NO_ELIGIBLE_PROVIDER", "--dry-run")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, failing.Data.ID+"  would retry")
+	require.Equal(t, "failed", g.get("llm-tasks", failing.Data.ID).Data.Attributes.Status, "a dry run changes nothing")
+
+	code, out = g.command("jobs", "retry", "--error-code", "NO_ELIGIBLE_PROVIDER")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, failing.Data.ID+"  retried")
+	completed := func(d jobDoc) bool { return d.Data.Attributes.Status == "completed" }
+	done := g.waitFor("llm-tasks", failing.Data.ID, 60*time.Second, completed)
+	require.Nil(t, done.Data.Attributes.Error)
+	require.Equal(t, "sandbox-solo", done.Data.Attributes.Provider)
+
+	// A job that failed on its provider: the retry keeps the routing
+	// history and continues the attempt numbers.
+	exhausted := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-broken","input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	g.waitFor("llm-tasks", exhausted.Data.ID, 90*time.Second, terminal)
+	code, out = g.command("jobs", "retry", exhausted.Data.ID)
+	require.Equal(t, 0, code, out)
+	again := g.waitFor("llm-tasks", exhausted.Data.ID, 90*time.Second, func(d jobDoc) bool {
+		return terminal(d) && len(d.Data.Attributes.RoutingHistory) == 2
+	})
+	require.Equal(t, "PROVIDERS_EXHAUSTED", again.Data.Attributes.Error.Code, "it fails again: its provider still fails")
+	var second struct {
+		Attempt int    `json:"attempt"`
+		Reason  string `json:"reason"`
+	}
+	require.NoError(t, json.Unmarshal(again.Data.Attributes.RoutingHistory[1], &second))
+	require.Equal(t, 2, second.Attempt, "attempt numbers continue")
+	require.Equal(t, "explicit_choice", second.Reason, "a retry is routed afresh, not as a failover")
+
+	code, out = g.command("jobs", "retry", "--error-code", "NO_ELIGIBLE_PROVIDER")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "0 retried, 0 not", "run again, a bulk retry finds nothing left")
+}
+
+// setProviderStatus sets a provider's status with the admin API.
+func setProviderStatus(t *testing.T, g *gateway, token, id, status string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPatch, g.url("/v1/providers/"+id),
+		strings.NewReader(`{"data":{"type":"provider","id":"`+id+`","attributes":{"status":"`+status+`"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

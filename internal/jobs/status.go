@@ -56,3 +56,10 @@ func (s Status) CanMoveTo(next Status) bool {
 	}
 	return false
 }
+
+// CanRetryTo reports whether an operator's retry may move a job from s to
+// next: a failed job back to pending, the one deliberate exception to
+// terminal statuses (docs/operations.md, Retrying jobs).
+func (s Status) CanRetryTo(next Status) bool {
+	return s == StatusFailed && next == StatusPending
+}

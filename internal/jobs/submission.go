@@ -30,6 +30,21 @@ type Submission struct {
 	// attributes, so the workflow keeps them up to date; the process that
 	// starts the workflow sets it (docs/operations.md, Finding jobs).
 	SearchAttributes bool `json:"search_attributes,omitempty"`
+	// Retry is set when an operator retries the failed job: it runs again
+	// under its own id, keeping what happened before (docs/operations.md,
+	// Retrying jobs).
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Retry is what a retried job keeps of its earlier runs.
+type Retry struct {
+	// RoutingHistory is the job's routing history so far; the retry's
+	// decisions are appended, their attempt numbers continuing.
+	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
+	// Revision is the job's last projected revision.
+	Revision int `json:"revision"`
+	// Error is what the job had failed with.
+	Error *Error `json:"error,omitempty"`
 }
 
 // Webhook is a job's attributes.webhook: where its events go. It is never

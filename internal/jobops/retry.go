@@ -1,0 +1,85 @@
+package jobops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// ErrNotRetryable: only a failed job whose workflow ran can be retried.
+var ErrNotRetryable = errors.New("the job cannot be retried")
+
+// Retry runs a failed job again under its own id (docs/operations.md,
+// Retrying jobs): a new run of its workflow, with the job's original
+// submission, that keeps its routing history and continues its attempt
+// numbers. The job goes back to pending, then through the media stage and
+// routing as a new job would; clients see it by polling and by its
+// webhook's events. It returns the job as it is once the retry started.
+func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, error) {
+	if job.Status != jobs.StatusFailed {
+		return nil, refuse(ErrNotRetryable, "job %s is %s; only failed jobs are retried", job.ID, job.Status)
+	}
+	if job.ErrorCode == jobs.CodeNotStarted {
+		return nil, refuse(ErrNotRetryable, "job %s never started (%s): submit it again", job.ID, job.ErrorCode)
+	}
+	sub, priority, err := s.submission(ctx, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	var history []policy.RoutingInfo
+	if job.RoutingHistory != "" {
+		if err := json.Unmarshal([]byte(job.RoutingHistory), &history); err != nil {
+			return nil, fmt.Errorf("job %s: read its routing history: %w", job.ID, err)
+		}
+	}
+	sub.Retry = &jobs.Retry{RoutingHistory: history, Revision: job.Revision, Error: job.Failure()}
+	opts := startOptions(sub, priority, false)
+	// The one start of a job's workflow that follows a finished run.
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	run, err := s.cfg.Temporal.ExecuteWorkflow(ctx, opts, workflows.JobWorkflowName, sub)
+	var running *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &running) {
+		return nil, refuse(ErrNotRetryable, "job %s is running again already", job.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start the retry of job %s: %w", job.ID, err)
+	}
+	s.cfg.Logger.Info("job retried", "job", job.ID, "run", run.GetRunID(), "failed_with", job.ErrorCode)
+	return job, nil
+}
+
+// submission is the job's original submission and start priority, as the
+// first event of its workflow's latest run records them.
+func (s *Service) submission(ctx context.Context, id string) (jobs.Submission, int, error) {
+	iter := s.cfg.Temporal.GetWorkflowHistory(ctx, workflows.JobWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return jobs.Submission{}, 0, refuse(ErrNotRetryable, "job %s has no workflow history (retention may have removed it)", id)
+	}
+	event, err := iter.Next()
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return jobs.Submission{}, 0, refuse(ErrNotRetryable, "job %s has no workflow history (retention may have removed it)", id)
+		}
+		return jobs.Submission{}, 0, fmt.Errorf("job %s: read its workflow history: %w", id, err)
+	}
+	started := event.GetWorkflowExecutionStartedEventAttributes()
+	if started == nil || len(started.GetInput().GetPayloads()) == 0 {
+		return jobs.Submission{}, 0, fmt.Errorf("job %s: its workflow history does not start with its submission", id)
+	}
+	var sub jobs.Submission
+	if err := converter.GetDefaultDataConverter().FromPayload(started.GetInput().GetPayloads()[0], &sub); err != nil {
+		return jobs.Submission{}, 0, fmt.Errorf("job %s: read its submission: %w", id, err)
+	}
+	return sub, int(started.GetPriority().GetPriorityKey()), nil
+}
