@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/workflows"
@@ -28,7 +31,36 @@ func registerSearchAttributes(ctx context.Context, tc client.Client, namespace s
 	if err != nil {
 		return fmt.Errorf("register search attributes %v in namespace %s: %w", slices.Sorted(maps.Keys(missing)), namespace, err)
 	}
-	return nil
+	return awaitSearchAttributes(ctx, tc, namespace)
+}
+
+// awaitSearchAttributes waits until the frontend accepts a query on the
+// attributes just added: it learns of them when it refreshes its
+// namespace cache, and until then it refuses workflow starts that carry
+// them.
+func awaitSearchAttributes(ctx context.Context, tc client.Client, namespace string) error {
+	var terms []string
+	for name := range workflows.SearchAttributeTypes() {
+		if name == workflows.PolicyVersionKey.GetName() {
+			terms = append(terms, name+" = 0")
+		} else {
+			terms = append(terms, name+" = ''")
+		}
+	}
+	query := strings.Join(terms, " AND ")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		_, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: namespace, Query: query, PageSize: 1})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the search attributes were added, but namespace %s does not take them yet: %w", namespace, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // missingSearchAttributes are the job workflows' search attributes the

@@ -126,6 +126,14 @@ func TestJobsAndReplayCommands(t *testing.T) {
 	g.waitFor("llm-tasks", ok.Data.ID, 60*time.Second, terminal)
 	g.waitFor("llm-tasks", bad.Data.ID, 60*time.Second, terminal)
 
+	// migrate registers the search attributes on a cluster: here dev's,
+	// which has them, so it adds nothing and succeeds.
+	migrate := exec.Command(gatewayBin, "migrate", "--data-dir", g.dataDir, "--temporal-address", g.temporal)
+	migrate.Env = g.env
+	out0, err := migrate.CombinedOutput()
+	require.NoError(t, err, "%s", out0)
+	require.Contains(t, string(out0), "search attributes are registered")
+
 	code, out := g.command("jobs", "list", "--status", "failed")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, bad.Data.ID)
