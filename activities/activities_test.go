@@ -281,3 +281,16 @@ func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 		require.Equal(t, local, out.CallLocally, provider)
 	}
 }
+
+func TestCallProviderPassesOnRetryAfter(t *testing.T) {
+	t.Parallel()
+	busy := providers.Retryable(providers.CodeProviderUnavailable, "429", nil)
+	busy.RetryAfter = 7 * time.Second
+	env, _ := setup(t, &scriptedAdapter{err: busy})
+	_, err := env.ExecuteActivity(acts.CallProvider, call())
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, activities.ErrTypeProviderUnavailable, appErr.Type())
+	require.Equal(t, 7*time.Second, appErr.NextRetryDelay(), "the next try waits as the provider asked")
+	require.False(t, appErr.NonRetryable())
+}

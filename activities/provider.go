@@ -215,6 +215,10 @@ func classify(err error) error {
 	case providers.KindPermanent:
 		return temporal.NewNonRetryableApplicationError(perr.Error(), ErrTypeProviderRejected, perr, details)
 	default:
-		return temporal.NewApplicationErrorWithCause(perr.Error(), ErrTypeProviderUnavailable, perr, details)
+		// The provider's Retry-After, when it gave one, is the wait
+		// before the next try.
+		return temporal.NewApplicationErrorWithOptions(perr.Error(), ErrTypeProviderUnavailable, temporal.ApplicationErrorOptions{
+			Cause: perr, Details: []any{details}, NextRetryDelay: perr.RetryAfter,
+		})
 	}
 }

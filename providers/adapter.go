@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,6 +49,20 @@ type Media struct {
 	Duration float64
 	// VideoMetadata describes the video, when the media has one.
 	VideoMetadata *VideoMetadata
+}
+
+// Decode reads the call's input into in, and its options, when given, into
+// opts. What does not decode is the job's own input error.
+func (c Call) Decode(in, opts any) error {
+	if err := json.Unmarshal(c.Input, in); err != nil {
+		return InputError(CodeInvalidInput, "cannot decode the job input", err)
+	}
+	if len(c.Options) > 0 && string(c.Options) != "null" {
+		if err := json.Unmarshal(c.Options, opts); err != nil {
+			return InputError(CodeInvalidInput, "cannot decode the job options", err)
+		}
+	}
+	return nil
 }
 
 // Capability returns the provider's capability for the call's service, or
@@ -143,7 +158,20 @@ type Error struct {
 	Code       string
 	Message    string
 	StatusCode int // HTTP status of the provider's answer, when there was one
+	// RetryAfter is how long the provider asked to wait before the next
+	// try (its Retry-After header); 0 leaves the wait to the retry policy.
+	RetryAfter time.Duration
 	Err        error
+}
+
+// RetryAfterHeader parses a Retry-After header given in seconds (the form
+// APIs use); 0 when absent, malformed or over an hour.
+func RetryAfterHeader(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || n > 3600 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // Error returns the code, the message and the cause.

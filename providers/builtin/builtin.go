@@ -3,6 +3,7 @@ package builtin
 
 import (
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/anthropic"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
 	"github.com/ai-job-gateway/gateway/providers/openai"
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
@@ -13,6 +14,13 @@ func Factories() map[string]providers.Factory {
 	return map[string]providers.Factory{
 		"sandbox": func(p *providers.Provider) (providers.Adapter, error) {
 			a, err := sandbox.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"anthropic": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := anthropic.New(p)
 			if err != nil {
 				return nil, err
 			}

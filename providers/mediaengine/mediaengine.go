@@ -85,13 +85,8 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	}
 	var in providers.VideoAnalysisInput
 	var opts providers.VideoAnalysisOptions
-	if err := json.Unmarshal(call.Input, &in); err != nil {
-		return nil, providers.InputError(providers.CodeInvalidInput, "media: cannot decode the job input", err)
-	}
-	if len(call.Options) > 0 && string(call.Options) != "null" {
-		if err := json.Unmarshal(call.Options, &opts); err != nil {
-			return nil, providers.InputError(providers.CodeInvalidInput, "media: cannot decode the job options", err)
-		}
+	if err := call.Decode(&in, &opts); err != nil {
+		return nil, err
 	}
 	for _, f := range in.Features {
 		if !slices.Contains(Features, f) {

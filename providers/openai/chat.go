@@ -11,6 +11,7 @@ import (
 	"golang.org/x/text/language/display"
 
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/llmtask"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
 )
 
@@ -89,32 +90,22 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 		in   providers.LLMTaskInput
 		opts providers.LLMTaskOptions
 	)
-	if err := decode(call, &in, &opts); err != nil {
+	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if in.Type == "document" {
 		return nil, providers.Permanent(providers.CodeUnsupportedInput,
 			"the openai adapter takes llm-task input of type text only; route document tasks to another provider", nil)
 	}
-	req := chatRequest{Model: a.model}
-	if opts.Model != "" {
-		req.Model = opts.Model
+	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Creativity != "" {
-		t, ok := temperatures[opts.Creativity]
-		if !ok {
-			return nil, providers.InputError(providers.CodeInvalidInput,
-				fmt.Sprintf("options.creativity %q is not one of precise, balanced, creative", opts.Creativity), nil)
-		}
-		req.Temperature = &t
+	req := chatRequest{Model: prompt.Model, Temperature: prompt.Temperature}
+	if prompt.System != "" {
+		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: prompt.System})
 	}
-	if in.SystemPrompt != "" {
-		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: in.SystemPrompt})
-	}
-	user := in.Prompt
-	if in.Text != "" {
-		user += "\n\n" + in.Text
-	}
+	user := prompt.User
 	req.Messages = append(req.Messages, chatMessage{Role: "user", Content: user})
 
 	content, finish, resp, err := a.chat(ctx, req)
@@ -137,7 +128,7 @@ func (a *Adapter) translate(ctx context.Context, call providers.Call) (any, erro
 		in   providers.TranslationInput
 		opts providers.TranslationOptions
 	)
-	if err := decode(call, &in, &opts); err != nil {
+	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if in.Type != "text" {

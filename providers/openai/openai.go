@@ -151,19 +151,6 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	return out, nil
 }
 
-// decode reads the call's input and options.
-func decode(call providers.Call, in, opts any) error {
-	if err := json.Unmarshal(call.Input, in); err != nil {
-		return providers.InputError(providers.CodeInvalidInput, "cannot decode the job input", err)
-	}
-	if len(call.Options) > 0 && string(call.Options) != "null" {
-		if err := json.Unmarshal(call.Options, opts); err != nil {
-			return providers.InputError(providers.CodeInvalidInput, "cannot decode the job options", err)
-		}
-	}
-	return nil
-}
-
 // send performs req against the provider and returns the body of a 2xx
 // answer; anything else is classified.
 func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {

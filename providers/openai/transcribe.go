@@ -49,7 +49,7 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		in   providers.TranscriptionInput
 		opts providers.TranscriptionOptions
 	)
-	if err := decode(call, &in, &opts); err != nil {
+	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if opts.WantsDiarization() {

@@ -133,7 +133,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 	switch svc {
 	case providers.Transcriptions:
 		j := &transcription{pricing: pricing}
-		if err := decode(call, &j.in, &j.opts); err != nil {
+		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
 		}
 		if err := head(j.in.URL); err != nil {
@@ -143,7 +143,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		return j, nil
 	case providers.Translations:
 		j := &translation{pricing: pricing}
-		if err := decode(call, &j.in, &j.opts); err != nil {
+		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
 		}
 		if j.in.Type == "document" {
@@ -155,7 +155,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		return j, nil
 	case providers.VideoAnalyses:
 		j := &videoAnalysis{pricing: pricing}
-		if err := decode(call, &j.in, &j.opts); err != nil {
+		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
 		}
 		if err := head(j.in.URL); err != nil {
@@ -165,7 +165,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		return j, nil
 	case providers.LLMTasks:
 		j := &llmTask{pricing: pricing, provider: a.provider.Name, models: call.Capability().Models}
-		if err := decode(call, &j.in, &j.opts); err != nil {
+		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
 		}
 		if j.in.Type == "document" {
@@ -178,19 +178,6 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 	}
 	return nil, providers.Permanent(providers.CodeUnsupportedInput,
 		fmt.Sprintf("sandbox: unknown service %q", svc), nil)
-}
-
-// decode reads the call's input and options.
-func decode(call providers.Call, in, opts any) error {
-	if err := json.Unmarshal(call.Input, in); err != nil {
-		return providers.InputError(providers.CodeInvalidInput, "sandbox: cannot decode the job input", err)
-	}
-	if len(call.Options) > 0 && string(call.Options) != "null" {
-		if err := json.Unmarshal(call.Options, opts); err != nil {
-			return providers.InputError(providers.CodeInvalidInput, "sandbox: cannot decode the job options", err)
-		}
-	}
-	return nil
 }
 
 // steps is how many progress reports a full simulated job makes.

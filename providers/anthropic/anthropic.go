@@ -1,0 +1,285 @@
+// Package anthropic is the "anthropic" adapter: llm-tasks through the
+// Anthropic Messages API, POST {base_url}/messages (docs/providers.md,
+// anthropic). input.system_prompt is the system prompt; the user message
+// is the prompt, then, when the input has text, a blank line and the text.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/llmtask"
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+)
+
+// APIVersion is the anthropic-version header the adapter speaks.
+const APIVersion = "2023-06-01"
+
+// Settings are the anthropic adapter's provider settings.
+type Settings struct {
+	// BaseURL is the API root (default https://api.anthropic.com/v1).
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `json:"api_key_env"`
+	// Model is the model used when a job does not pin one.
+	Model string `json:"model"`
+	// MaxTokens caps the answer (default 1024; the API requires a cap).
+	MaxTokens int `json:"max_tokens"`
+}
+
+// temperatures maps llm-task creativity to a temperature in Anthropic's
+// range, 0 to 1.
+var temperatures = map[string]float64{"precise": 0.0, "balanced": 0.7, "creative": 1.0}
+
+// Adapter calls the Anthropic Messages API.
+type Adapter struct {
+	provider  *providers.Provider
+	baseURL   string
+	apiKey    string
+	model     string
+	maxTokens int
+	client    *http.Client
+}
+
+// Option customises an Adapter.
+type Option func(*config)
+
+type config struct {
+	client    *http.Client
+	lookupEnv func(string) (string, bool)
+}
+
+// WithHTTPClient sets the client for the API.
+func WithHTTPClient(c *http.Client) Option { return func(cfg *config) { cfg.client = c } }
+
+// WithLookupEnv replaces os.LookupEnv for reading the API key.
+func WithLookupEnv(f func(string) (string, bool)) Option {
+	return func(cfg *config) { cfg.lookupEnv = f }
+}
+
+// New builds the adapter of p, validating its settings and reading the API
+// key from the environment.
+func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
+	cfg := config{client: &http.Client{Timeout: 10 * time.Minute}, lookupEnv: os.LookupEnv}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := Settings{BaseURL: "https://api.anthropic.com/v1", MaxTokens: 1024}
+	if err := settings.Decode(p.Settings, &s); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("settings: base_url %q is not an absolute http or https URL", s.BaseURL))
+	}
+	if strings.TrimSpace(s.Model) == "" {
+		errs = append(errs, errors.New("settings: model is missing; set the model used when a job does not pin one, e.g. claude-sonnet-4-5"))
+	}
+	if s.MaxTokens < 1 {
+		errs = append(errs, fmt.Errorf("settings: max_tokens %d must be at least 1", s.MaxTokens))
+	}
+	key := ""
+	if s.APIKeyEnv == "" {
+		errs = append(errs, errors.New("settings: api_key_env is missing; name the environment variable that holds the API key, e.g. ANTHROPIC_API_KEY"))
+	} else if v, ok := cfg.lookupEnv(s.APIKeyEnv); !ok || v == "" {
+		errs = append(errs, fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set", s.APIKeyEnv))
+	} else {
+		key = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Adapter{provider: p, baseURL: strings.TrimRight(s.BaseURL, "/"), apiKey: key,
+		model: s.Model, maxTokens: s.MaxTokens, client: cfg.client}, nil
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type messagesRequest struct {
+	Model       string    `json:"model"`
+	MaxTokens   int       `json:"max_tokens"`
+	System      string    `json:"system,omitempty"`
+	Messages    []message `json:"messages"`
+	Temperature *float64  `json:"temperature,omitempty"`
+}
+
+type messagesResponse struct {
+	Type    string `json:"type"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// finishReasons maps Anthropic's stop_reason to the result's
+// finish_reason; anything else is completed.
+var finishReasons = map[string]string{
+	"end_turn":      "completed",
+	"stop_sequence": "completed",
+	"max_tokens":    "max_tokens",
+}
+
+// Run performs the call; it cannot resume, so every attempt starts over.
+func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
+	if call.Service != providers.LLMTasks {
+		return nil, providers.Permanent(providers.CodeUnsupportedService,
+			fmt.Sprintf("the anthropic adapter does llm-tasks only, not %s; route these jobs to another provider", call.Service), nil)
+	}
+	call.Progress(0)
+	var in providers.LLMTaskInput
+	var opts providers.LLMTaskOptions
+	if err := call.Decode(&in, &opts); err != nil {
+		return nil, err
+	}
+	if in.Type == "document" {
+		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the anthropic adapter takes llm-task input of type text only; route document tasks to another provider", nil)
+	}
+	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
+	if err != nil {
+		return nil, err
+	}
+	user := prompt.User
+	req := messagesRequest{Model: prompt.Model, MaxTokens: a.maxTokens, System: prompt.System, Temperature: prompt.Temperature,
+		Messages: []message{{Role: "user", Content: user}}}
+
+	resp, err := a.send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var text strings.Builder
+	for _, block := range resp.Content {
+		if block.Type == "text" {
+			text.WriteString(block.Text)
+		}
+	}
+	finish, ok := finishReasons[resp.StopReason]
+	if !ok {
+		if resp.StopReason == "refusal" {
+			return nil, providers.Permanent(providers.CodeProviderRejected,
+				fmt.Sprintf("provider %q refused the task (stop_reason refusal)", a.provider.ID), nil)
+		}
+		finish = "completed"
+	}
+	res := providers.LLMTaskResult{Content: text.String(), FinishReason: finish}
+	if opts.IncludeUsage {
+		res.Usage = a.usage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: encode result: %w", err)
+	}
+	call.Progress(100)
+	return out, nil
+}
+
+// usage is the result's usage: the answer's token counts, and the cost
+// when the pricing unit can be measured.
+func (a *Adapter) usage(p providers.Pricing, resp messagesResponse, characters int) *providers.Usage {
+	in, out := -1, -1
+	m := usage.Metered{Characters: characters, Pages: 1}
+	if resp.Usage != nil {
+		in, out = resp.Usage.InputTokens, resp.Usage.OutputTokens
+		m.Tokens = in + out
+	}
+	return usage.New(in, out, usage.Cost(p, m))
+}
+
+// apiError is the Messages API's error body.
+type apiError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// send posts the request and decodes a 2xx answer; anything else is
+// classified: 429, 529 (overloaded) and 5xx are retryable, other 4xx
+// permanent. The API key is never part of an error.
+func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesResponse, error) {
+	var out messagesResponse
+	body, err := json.Marshal(req)
+	if err != nil {
+		return out, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/messages", bytes.NewReader(body))
+	if err != nil {
+		return out, fmt.Errorf("anthropic: build request: %w", err)
+	}
+	httpReq.Header.Set("x-api-key", a.apiKey)
+	httpReq.Header.Set("anthropic-version", APIVersion)
+	httpReq.Header.Set("content-type", "application/json")
+	resp, err := a.client.Do(httpReq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q could not be reached", a.provider.ID), err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q: reading the answer failed", a.provider.ID), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return out, a.statusError(resp, data)
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.Type != "message" {
+		if err == nil {
+			err = fmt.Errorf("answer type %q, want message", out.Type)
+		}
+		return out, providers.Permanent(providers.CodeBadResponse,
+			fmt.Sprintf("provider %q sent an answer that is not a Messages API response", a.provider.ID), err)
+	}
+	return out, nil
+}
+
+func (a *Adapter) statusError(resp *http.Response, body []byte) *providers.Error {
+	status := resp.StatusCode
+	var ae apiError
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &ae) == nil && ae.Error.Message != "" {
+		msg = ae.Error.Type + ": " + ae.Error.Message
+	}
+	if r := []rune(msg); len(r) > 300 {
+		msg = string(r[:300]) + "…"
+	}
+	text := fmt.Sprintf("provider %q answered %d", a.provider.ID, status)
+	if msg != "" {
+		text += ": " + msg
+	}
+	var e *providers.Error
+	switch {
+	case status == http.StatusTooManyRequests, status == 529, status >= 500, status == http.StatusRequestTimeout:
+		e = providers.Retryable(providers.CodeProviderUnavailable, text, nil)
+		e.RetryAfter = providers.RetryAfterHeader(resp.Header.Get("retry-after"))
+	default:
+		e = providers.Permanent(providers.CodeProviderRejected, text, nil)
+	}
+	e.StatusCode = status
+	return e
+}
