@@ -16,7 +16,7 @@ run: build media-tools ## run the whole stack (API, worker, embedded Temporal + 
 	$(BIN) dev --data-dir $(DATA_DIR)
 
 .PHONY: engines
-engines: ## install the programs media jobs and local engines use (ffmpeg, tesseract) with apt-get; Debian or Ubuntu, as root
+engines: ## install the programs media jobs and local engines use (ffmpeg, tesseract, Apertium APy) with apt-get; Debian or Ubuntu, as root
 	scripts/install-engines
 
 .PHONY: media-tools

@@ -4,6 +4,7 @@ package builtin
 import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/anthropic"
+	"github.com/ai-job-gateway/gateway/providers/apertium"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
 	"github.com/ai-job-gateway/gateway/providers/openai"
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
@@ -21,6 +22,13 @@ func Factories() map[string]providers.Factory {
 		},
 		"anthropic": func(p *providers.Provider) (providers.Adapter, error) {
 			a, err := anthropic.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"apertium": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := apertium.New(p)
 			if err != nil {
 				return nil, err
 			}
