@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers/internal/llmtask"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+	"github.com/ai-job-gateway/gateway/providers/internal/vendorhttp"
 )
 
 // APIVersion is the anthropic-version header the adapter speaks.
@@ -230,23 +230,12 @@ func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesRespon
 	httpReq.Header.Set("x-api-key", a.apiKey)
 	httpReq.Header.Set("anthropic-version", APIVersion)
 	httpReq.Header.Set("content-type", "application/json")
-	resp, err := a.client.Do(httpReq)
+	data, answer, err := vendorhttp.Send(ctx, a.client, a.provider.ID, httpReq)
 	if err != nil {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		return out, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q could not be reached", a.provider.ID), err)
+		return out, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		return out, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q: reading the answer failed", a.provider.ID), err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return out, a.statusError(resp, data)
+	if answer != nil {
+		return out, a.statusError(answer)
 	}
 	if err := json.Unmarshal(data, &out); err != nil || out.Type != "message" {
 		if err == nil {
@@ -258,8 +247,8 @@ func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesRespon
 	return out, nil
 }
 
-func (a *Adapter) statusError(resp *http.Response, body []byte) *providers.Error {
-	status := resp.StatusCode
+func (a *Adapter) statusError(answer *vendorhttp.Answer) *providers.Error {
+	status, body := answer.Status, answer.Body
 	var ae apiError
 	msg := strings.TrimSpace(string(body))
 	if json.Unmarshal(body, &ae) == nil && ae.Error.Message != "" {
@@ -276,7 +265,7 @@ func (a *Adapter) statusError(resp *http.Response, body []byte) *providers.Error
 	switch {
 	case status == http.StatusTooManyRequests, status == 529, status >= 500, status == http.StatusRequestTimeout:
 		e = providers.Retryable(providers.CodeProviderUnavailable, text, nil)
-		e.RetryAfter = providers.RetryAfterHeader(resp.Header.Get("retry-after"))
+		e.RetryAfter = providers.RetryAfterHeader(answer.Header.Get("retry-after"))
 	default:
 		e = providers.Permanent(providers.CodeProviderRejected, text, nil)
 	}

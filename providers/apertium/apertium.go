@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -26,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+	"github.com/ai-job-gateway/gateway/providers/internal/vendorhttp"
 )
 
 // Settings are the apertium adapter's provider settings.
@@ -244,42 +244,28 @@ func (a *Adapter) translateDoc(ctx context.Context, pair string, doc *providers.
 // server unreachable or 5xx retryable, APy's 400 (a pair not installed, a
 // document type it cannot read) permanent with its explanation.
 func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
-	resp, err := a.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("the APy server of provider %q is not reachable", a.provider.ID), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q: reading the answer failed", a.provider.ID), err)
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return body, nil
+	body, answer, err := vendorhttp.Send(ctx, a.client, a.provider.ID, req)
+	if err != nil || answer == nil {
+		return body, err
 	}
 	var apyErr struct {
 		Explanation string `json:"explanation"`
 	}
-	_ = json.Unmarshal(body, &apyErr)
-	msg := fmt.Sprintf("provider %q answered %d", a.provider.ID, resp.StatusCode)
+	_ = json.Unmarshal(answer.Body, &apyErr)
+	msg := fmt.Sprintf("provider %q answered %d", a.provider.ID, answer.Status)
 	if apyErr.Explanation != "" {
 		msg += ": " + apyErr.Explanation
 	}
 	var e *providers.Error
 	switch {
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+	case answer.Status >= 500 || answer.Status == http.StatusTooManyRequests:
 		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
 	case strings.Contains(apyErr.Explanation, "Invalid file type"):
 		e = providers.Permanent(providers.CodeUnsupportedInput, msg, nil)
 	default:
 		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
 	}
-	e.StatusCode = resp.StatusCode
+	e.StatusCode = answer.Status
 	return nil, e
 }
 

@@ -5,6 +5,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/anthropic"
 	"github.com/ai-job-gateway/gateway/providers/apertium"
+	"github.com/ai-job-gateway/gateway/providers/deepl"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
 	"github.com/ai-job-gateway/gateway/providers/openai"
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
@@ -29,6 +30,13 @@ func Factories() map[string]providers.Factory {
 		},
 		"apertium": func(p *providers.Provider) (providers.Adapter, error) {
 			a, err := apertium.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"deepl": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := deepl.New(p, nil)
 			if err != nil {
 				return nil, err
 			}

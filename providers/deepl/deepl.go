@@ -1,0 +1,353 @@
+// Package deepl is the "deepl" adapter: translations through the DeepL API
+// v2 (docs/providers.md, deepl): text with POST /translate, documents with
+// the document API (upload, status, download).
+package deepl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+	"github.com/ai-job-gateway/gateway/providers/internal/vendorhttp"
+)
+
+// Settings are the deepl adapter's provider settings.
+type Settings struct {
+	// BaseURL is the API root: https://api.deepl.com/v2 (default), or
+	// https://api-free.deepl.com/v2 for free accounts.
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the auth key.
+	APIKeyEnv string `json:"api_key_env"`
+}
+
+// Adapter calls the DeepL API.
+type Adapter struct {
+	provider *providers.Provider
+	baseURL  string
+	key      string
+	client   *http.Client
+	// poll is the first wait between document status checks; it doubles
+	// up to 10 s.
+	poll time.Duration
+}
+
+// Option customises an Adapter.
+type Option func(*Adapter)
+
+// WithHTTPClient sets the client for the API.
+func WithHTTPClient(c *http.Client) Option { return func(a *Adapter) { a.client = c } }
+
+// WithPollInterval sets the first wait between document status checks.
+func WithPollInterval(d time.Duration) Option { return func(a *Adapter) { a.poll = d } }
+
+// New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
+// nil).
+func New(p *providers.Provider, lookupEnv func(string) (string, bool), opts ...Option) (*Adapter, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	s := Settings{BaseURL: "https://api.deepl.com/v2"}
+	if err := settings.Decode(p.Settings, &s); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("settings: base_url %q is not an absolute http or https URL", s.BaseURL))
+	}
+	key := ""
+	if s.APIKeyEnv == "" {
+		errs = append(errs, errors.New("settings: api_key_env is missing; name the environment variable that holds the DeepL auth key, e.g. DEEPL_AUTH_KEY"))
+	} else if v, ok := lookupEnv(s.APIKeyEnv); !ok || v == "" {
+		errs = append(errs, fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set", s.APIKeyEnv))
+	} else {
+		key = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	a := &Adapter{provider: p, baseURL: strings.TrimRight(s.BaseURL, "/"), key: key,
+		client: &http.Client{Timeout: 5 * time.Minute}, poll: time.Second}
+	for _, o := range opts {
+		o(a)
+	}
+	return a, nil
+}
+
+// targetCode is DeepL's target language code: uppercase, with the
+// variants DeepL requires for English and Portuguese (plain "en" is
+// American English, plain "pt" European Portuguese).
+func targetCode(code string) string {
+	c := strings.ToUpper(code)
+	switch c {
+	case "EN":
+		return "EN-US"
+	case "PT":
+		return "PT-PT"
+	}
+	return c
+}
+
+// sourceCode is DeepL's source language code: uppercase, without a
+// variant (DeepL's source languages have none); "" to detect it.
+func sourceCode(code string) string {
+	if code == "" || code == "auto" {
+		return ""
+	}
+	base, _, _ := strings.Cut(code, "-")
+	return strings.ToUpper(base)
+}
+
+// formalities maps the job's formality to DeepL's. The prefer_ forms fall
+// back to the default for languages without formality instead of failing.
+var formalities = map[string]string{"formal": "prefer_more", "informal": "prefer_less"}
+
+// Run translates the job's text or document.
+func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
+	if call.Service != providers.Translations {
+		return nil, providers.Permanent(providers.CodeUnsupportedService,
+			fmt.Sprintf("the deepl adapter does translations only, not %s", call.Service), nil)
+	}
+	var in providers.TranslationInput
+	var opts providers.TranslationOptions
+	if err := call.Decode(&in, &opts); err != nil {
+		return nil, err
+	}
+	call.Progress(0)
+	res := providers.TranslationResult{TargetLanguage: in.TargetLanguage, SourceLanguage: opts.SourceLanguage}
+	var err error
+	switch in.Type {
+	case "text":
+		err = a.translateText(ctx, in, opts, &res)
+	case "document":
+		if call.Media == nil || call.ResultFile == "" {
+			return nil, providers.Permanent(providers.CodeUnsupportedInput,
+				"the deepl adapter translates the document the gateway's media stage fetched, and this job has none", nil)
+		}
+		err = a.translateDocument(ctx, call, in, opts, &res)
+	default:
+		err = providers.InputError(providers.CodeInvalidInput, fmt.Sprintf("input.type %q is not text or document", in.Type), nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.IncludeUsage {
+		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Characters: res.CharacterCount, Pages: 1}))
+	}
+	call.Progress(100)
+	return json.Marshal(res)
+}
+
+type translateRequest struct {
+	Text       []string `json:"text"`
+	TargetLang string   `json:"target_lang"`
+	SourceLang string   `json:"source_lang,omitempty"`
+	Formality  string   `json:"formality,omitempty"`
+}
+
+func (a *Adapter) translateText(ctx context.Context, in providers.TranslationInput, opts providers.TranslationOptions, res *providers.TranslationResult) error {
+	body, err := json.Marshal(translateRequest{Text: []string{in.Content}, TargetLang: targetCode(in.TargetLanguage),
+		SourceLang: sourceCode(opts.SourceLanguage), Formality: formalities[opts.Formality]})
+	if err != nil {
+		return err
+	}
+	req, err := a.request(ctx, "/translate", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	data, err := a.send(ctx, req)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Translations []struct {
+			DetectedSourceLanguage string `json:"detected_source_language"`
+			Text                   string `json:"text"`
+		} `json:"translations"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Translations) != 1 {
+		return a.badResponse(err)
+	}
+	res.Content = out.Translations[0].Text
+	res.SourceLanguage = strings.ToLower(out.Translations[0].DetectedSourceLanguage)
+	res.CharacterCount = utf8.RuneCountInString(in.Content)
+	return nil
+}
+
+// translateDocument uploads the document, waits for DeepL to translate
+// it, and downloads the translation into call.ResultFile.
+func (a *Adapter) translateDocument(ctx context.Context, call providers.Call, in providers.TranslationInput, opts providers.TranslationOptions, res *providers.TranslationResult) error {
+	doc, err := a.upload(ctx, call.Media, in, opts)
+	if err != nil {
+		return err
+	}
+	form := url.Values{"document_key": {doc.Key}}.Encode()
+	wait := a.poll
+	for {
+		req, err := a.request(ctx, "/document/"+url.PathEscape(doc.ID), "application/x-www-form-urlencoded", strings.NewReader(form))
+		if err != nil {
+			return err
+		}
+		data, err := a.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		var status struct {
+			Status           string `json:"status"`
+			SecondsRemaining int    `json:"seconds_remaining"`
+			BilledCharacters int    `json:"billed_characters"`
+			ErrorMessage     string `json:"error_message"`
+		}
+		if err := json.Unmarshal(data, &status); err != nil {
+			return a.badResponse(err)
+		}
+		switch status.Status {
+		case "done":
+			res.CharacterCount = status.BilledCharacters
+			return a.download(ctx, doc, form, call.ResultFile)
+		case "error":
+			return providers.Permanent(providers.CodeProviderRejected,
+				fmt.Sprintf("provider %q could not translate the document: %s", a.provider.ID, status.ErrorMessage), nil)
+		case "queued", "translating":
+			if status.Status == "translating" {
+				call.Progress(50)
+			} else {
+				call.Progress(10)
+			}
+		default:
+			return a.badResponse(fmt.Errorf("document status %q", status.Status))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
+
+type document struct {
+	ID  string `json:"document_id"`
+	Key string `json:"document_key"`
+}
+
+func (a *Adapter) upload(ctx context.Context, media *providers.Media, in providers.TranslationInput, opts providers.TranslationOptions) (document, error) {
+	var doc document
+	f, err := os.Open(media.Path)
+	if err != nil {
+		return doc, fmt.Errorf("deepl: open the document: %w", err)
+	}
+	defer f.Close()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	_ = w.WriteField("target_lang", targetCode(in.TargetLanguage))
+	if src := sourceCode(opts.SourceLanguage); src != "" {
+		_ = w.WriteField("source_lang", src)
+	}
+	if f := formalities[opts.Formality]; f != "" {
+		_ = w.WriteField("formality", f)
+	}
+	part, err := w.CreateFormFile("file", "document"+extension(in.URL))
+	if err == nil {
+		_, err = io.Copy(part, f)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return doc, fmt.Errorf("deepl: build the upload: %w", err)
+	}
+	req, err := a.request(ctx, "/document", w.FormDataContentType(), &body)
+	if err != nil {
+		return doc, err
+	}
+	data, err := a.send(ctx, req)
+	if err != nil {
+		return doc, err
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc.ID == "" || doc.Key == "" {
+		return doc, a.badResponse(err)
+	}
+	return doc, nil
+}
+
+func (a *Adapter) download(ctx context.Context, doc document, form, dst string) error {
+	req, err := a.request(ctx, "/document/"+url.PathEscape(doc.ID)+"/result", "application/x-www-form-urlencoded", strings.NewReader(form))
+	if err != nil {
+		return err
+	}
+	data, err := a.send(ctx, req)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o600)
+}
+
+// extension is the file extension of the document's URL, which DeepL
+// reads the format from.
+func extension(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(path.Ext(u.Path))
+}
+
+func (a *Adapter) request(ctx context.Context, route, contentType string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+route, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "DeepL-Auth-Key "+a.key)
+	req.Header.Set("Content-Type", contentType)
+	return req, nil
+}
+
+// send performs req and returns a 2xx body. 429 and 5xx are retryable
+// (honouring Retry-After); 456 (quota exceeded) and other 4xx permanent,
+// with DeepL's message. The key is never part of an error.
+func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
+	data, answer, err := vendorhttp.Send(ctx, a.client, a.provider.ID, req)
+	if err != nil || answer == nil {
+		return data, err
+	}
+	resp := answer
+	var body struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(resp.Body, &body)
+	msg := fmt.Sprintf("provider %q answered %d", a.provider.ID, resp.Status)
+	if resp.Status == 456 {
+		msg += " (the account's character quota is used up)"
+	}
+	if body.Message != "" {
+		msg += ": " + body.Message
+	}
+	var e *providers.Error
+	switch {
+	case resp.Status == http.StatusTooManyRequests, resp.Status >= 500:
+		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
+		e.RetryAfter = providers.RetryAfterHeader(resp.Header.Get("Retry-After"))
+	default:
+		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
+	}
+	e.StatusCode = resp.Status
+	return nil, e
+}
+
+func (a *Adapter) badResponse(err error) error {
+	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer DeepL's API does not send", a.provider.ID), err)
+}
