@@ -13,6 +13,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -63,6 +64,9 @@ type Activities struct {
 	ScratchDir string
 	// LinkTTL is how long a download_url stays valid (default 1 h).
 	LinkTTL time.Duration
+	// Metrics records provider calls, routing decisions, finished jobs,
+	// webhook deliveries and media steps; nil records none.
+	Metrics *metrics.Metrics
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a
@@ -72,5 +76,15 @@ func (a *Activities) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	return a.Store.SaveJob(ctx, row)
+	if err := a.Store.SaveJob(ctx, row); err != nil {
+		return err
+	}
+	if snap.Status.Terminal() {
+		code := ""
+		if snap.Error != nil {
+			code = snap.Error.Code
+		}
+		a.Metrics.JobFinished(snap.Service, snap.Provider, string(snap.Status), code)
+	}
+	return nil
 }

@@ -112,7 +112,8 @@ func ResultPrefix(jobID string) string { return "results/" + jobID + "/" }
 // among the providers that could take the job (routing then skips those
 // whose own limit is smaller), never held whole in memory. It heartbeats
 // while bytes arrive, so a stalled download times out and is tried again.
-func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (MediaFile, error) {
+func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile, err error) {
+	defer a.timeStep("fetch", time.Now(), &err)
 	if a.Files == nil {
 		return MediaFile{}, unavailable("this gateway has no blob store for media (docs/media.md: --blob-url)")
 	}
@@ -148,7 +149,8 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (MediaFile, 
 // ProbeMedia runs ffprobe on the fetched media. Media ffprobe cannot read
 // fails the job (AUDIO_UNREADABLE for transcriptions, INPUT_UNREADABLE
 // otherwise), as does a video analysis of media without a video.
-func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (media.Probe, error) {
+func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Probe, err error) {
+	defer a.timeStep("probe", time.Now(), &err)
 	tools, err := a.mediaTools()
 	if err != nil {
 		return media.Probe{}, err
@@ -176,7 +178,8 @@ func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (media.Probe
 // ExtractAudio writes the job's audio track as 16 kHz mono WAV into the
 // blob store. A missing track or audio that does not decode fails the job
 // with AUDIO_UNREADABLE, at once: another provider would fail the same way.
-func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (MediaFile, error) {
+func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ MediaFile, err error) {
+	defer a.timeStep("extract", time.Now(), &err)
 	tools, err := a.mediaTools()
 	if err != nil {
 		return MediaFile{}, err
@@ -404,4 +407,13 @@ func mediaExtension(contentType, rawURL string) string {
 		return ".pdf"
 	}
 	return ".bin"
+}
+
+// timeStep records a media step's duration and outcome.
+func (a *Activities) timeStep(step string, started time.Time, err *error) {
+	outcome := "ok"
+	if *err != nil {
+		outcome = "failed"
+	}
+	a.Metrics.MediaStep(step, outcome, time.Since(started))
 }

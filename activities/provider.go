@@ -125,6 +125,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			}
 		},
 	})
+	a.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 	if err != nil {
 		return CallOutput{}, classify(err)
 	}
@@ -221,4 +222,20 @@ func classify(err error) error {
 			Cause: perr, Details: []any{details}, NextRetryDelay: perr.RetryAfter,
 		})
 	}
+}
+
+// outcome names how a provider call ended, for metrics.
+func outcome(ctx context.Context, err error) string {
+	var perr *providers.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case ctx.Err() != nil:
+		return "cancelled"
+	case errors.As(err, &perr) && perr.Kind == providers.KindInput:
+		return "input"
+	case errors.As(err, &perr) && perr.Kind == providers.KindPermanent:
+		return "permanent"
+	}
+	return "retryable"
 }

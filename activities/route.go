@@ -122,6 +122,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		if errors.As(err, &noCandidate) {
 			out.Routing.ProviderEvaluations = noCandidate.Evaluations
 			out.Error = &jobs.Error{Code: noCandidate.Code, Message: noCandidate.Error()}
+			a.recordDecision(in, policy.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
 			return out, nil
 		}
 		if err != nil {
@@ -133,6 +134,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		}
 		if fits {
 			out.CallLocally = a.callsLocally(routing.ProviderID)
+			a.recordDecision(in, out.Routing)
 			return out, nil
 		}
 		limited[routing.ProviderID] = true
@@ -316,4 +318,13 @@ func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 	}
 	mb := float64(resp.ContentLength) / (1 << 20)
 	return &mb
+}
+
+// recordDecision counts a decision, and the failover it stands for when an
+// earlier attempt of this run failed.
+func (a *Activities) recordDecision(in RouteInput, routing policy.RoutingInfo) {
+	a.Metrics.RoutingDecision(string(in.Service), string(routing.Reason), string(routing.PolicySource))
+	if len(in.Failed) > 0 && !in.Retried {
+		a.Metrics.Failover(string(in.Service), in.Failed[len(in.Failed)-1])
+	}
 }

@@ -184,10 +184,25 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) erro
 	}
 
 	a.recordAttempt(ctx, rec)
+	a.Metrics.WebhookDelivery(deliveryOutcome(result), time.Since(started))
 	if result != nil {
 		logger.Info("webhook attempt failed", "job", d.Job.ID, "event", d.Event, "attempt", attempt, "error", rec.Error)
 	}
 	return result
+}
+
+// deliveryOutcome names how a delivery attempt ended, for metrics.
+func deliveryOutcome(result error) string {
+	var appErr *temporal.ApplicationError
+	switch {
+	case result == nil:
+		return "delivered"
+	case errors.As(result, &appErr) && appErr.Type() == ErrTypeWebhookGone:
+		return "gone"
+	case errors.As(result, &appErr) && appErr.Type() == ErrTypeWebhookForbidden:
+		return "refused"
+	}
+	return "failed"
 }
 
 // postWebhook sends the request and reads (a bounded part of) the answer.

@@ -31,6 +31,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 			return jobopsError(err)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
+		s.cfg.Metrics.JobCreated(string(svc.ID))
 		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
 		if err != nil {
 			return err

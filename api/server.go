@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -66,6 +67,8 @@ type Config struct {
 	Files FileLinks
 	// LinkTTL is how long a download_url stays valid (default 1 h).
 	LinkTTL time.Duration
+	// Metrics records requests and serves GET /metrics; nil records none.
+	Metrics *metrics.Metrics
 }
 
 // FileLinks mints pre-signed links to result files (docs/media.md).
@@ -135,6 +138,11 @@ func (s *Server) Handler() http.Handler {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	if s.cfg.Metrics != nil {
+		// No token: scrapers reach it on the network they are given
+		// (docs/operations.md, Metrics).
+		r.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	}
 	for _, register := range s.cfg.Routes {
 		register(r)
 	}
@@ -195,7 +203,9 @@ func (s *Server) logRequests() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
+		took := time.Since(start)
 		s.cfg.Logger.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
-			"status", c.Writer.Status(), "duration", time.Since(start))
+			"status", c.Writer.Status(), "duration", took)
+		s.cfg.Metrics.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -115,9 +116,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer files.Close()
 
 	nodeID := nodeID()
+	m := metrics.New()
 	w, err := startWorker(ctx, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
-		cfg.ResultRetention, logger)
+		cfg.ResultRetention, m, logger)
 	if err != nil {
 		return err
 	}
@@ -142,6 +144,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.Routes = routes
+	apiCfg.Metrics = m
 	apiCfg.LinkTTL = cfg.LinkTTL
 	if files != nil {
 		apiCfg.Files = files
@@ -176,6 +179,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
+	apiCfg.Metrics = metrics.New()
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
 		return err
@@ -321,9 +325,10 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer files.Close()
+	m := metrics.New()
 	w, err := startWorker(ctx, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
-		cfg.ResultRetention, logger)
+		cfg.ResultRetention, m, logger)
 	if err != nil {
 		return err
 	}
@@ -336,6 +341,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	r := gin.New()
 	checks := readyChecks(st, tc, nil, false)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/metrics", gin.WrapH(m.Handler()))
 	r.GET("/readyz", func(c *gin.Context) {
 		for _, check := range checks {
 			if err := check.Check(c); err != nil {
@@ -426,10 +432,10 @@ const (
 )
 
 // startWorker starts the job worker, and its media sweep until ctx ends.
-func startWorker(ctx context.Context, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, retention time.Duration, logger *slog.Logger) (worker.Worker, error) {
+func startWorker(ctx context.Context, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID}
+	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
 	network.wire(acts, st.Store)
 	mediaCfg.wire(acts)
 	w.RegisterActivity(acts)

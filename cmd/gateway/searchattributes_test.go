@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,6 +91,19 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 
 	status, _, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+done.Data.ID, "")
 	require.Equal(t, http.StatusOK, status)
+
+	// The same story in the metrics, without ids.
+	resp, err := http.Get(g.url("/metrics"))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	metrics := string(body)
+	require.Contains(t, metrics, `gateway_jobs_finished_total{error_code="NO_ELIGIBLE_PROVIDER",provider="",service="llm-tasks",status="failed"} 1`)
+	require.Contains(t, metrics, `gateway_jobs_finished_total{error_code="",provider="`+doneDoc.Data.Attributes.Provider+`",service="llm-tasks",status="completed"} 1`)
+	require.Contains(t, metrics, `gateway_jobs_accepted_total{service="llm-tasks"} 2`)
+	require.Contains(t, metrics, `gateway_routing_decisions_total{policy_source="none",reason="none",service="llm-tasks"} 1`)
+	require.NotContains(t, metrics, done.Data.ID)
 }
 
 // converterFrom decodes a user metadata payload (a JSON string).

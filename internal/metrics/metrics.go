@@ -1,0 +1,148 @@
+// Package metrics holds the gateway's Prometheus metrics (docs/operations.md,
+// Metrics). Labels never carry a tenant or a job id: their number must stay
+// small whatever the traffic.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are one process's metrics. A nil *Metrics records nothing, so
+// code can take one optionally.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	httpRequests     *prometheus.CounterVec
+	httpDuration     *prometheus.HistogramVec
+	jobsCreated      *prometheus.CounterVec
+	jobsFinished     *prometheus.CounterVec
+	routingDecisions *prometheus.CounterVec
+	failovers        *prometheus.CounterVec
+	providerCalls    *prometheus.HistogramVec
+	webhooks         *prometheus.CounterVec
+	webhookDuration  *prometheus.HistogramVec
+	mediaSteps       *prometheus.HistogramVec
+}
+
+// New registers the gateway's metrics, and the Go runtime's and the
+// process's, in a registry of their own.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := factory{r}
+	latency := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	slow := []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+	return &Metrics{
+		registry: r,
+		httpRequests: f.counter("gateway_http_requests_total", "HTTP requests answered, by route template, method and status code.",
+			"route", "method", "status"),
+		httpDuration: f.histogram("gateway_http_request_duration_seconds", "Time to answer an HTTP request, by route template and method.",
+			latency, "route", "method"),
+		jobsCreated: f.counter("gateway_jobs_accepted_total", "Create requests answered 202 (an idempotent replay too), by service.", "service"),
+		jobsFinished: f.counter("gateway_jobs_finished_total", "Jobs that reached completed or failed, by service, provider, status and error code.",
+			"service", "provider", "status", "error_code"),
+		routingDecisions: f.counter("gateway_routing_decisions_total", "Routing decisions, by service, reason and policy source; no provider left counts as reason none.",
+			"service", "reason", "policy_source"),
+		failovers: f.counter("gateway_failovers_total", "Provider calls that failed and made the job fail over, by service and the provider that failed.",
+			"service", "provider"),
+		providerCalls: f.histogram("gateway_provider_call_duration_seconds", "Provider calls, by service, provider and outcome (ok, retryable, permanent, input, cancelled).",
+			slow, "service", "provider", "outcome"),
+		webhooks: f.counter("gateway_webhook_deliveries_total", "Webhook delivery attempts, by outcome (delivered, failed, gone, refused).", "outcome"),
+		webhookDuration: f.histogram("gateway_webhook_delivery_duration_seconds", "Time of a webhook delivery attempt, by outcome.",
+			latency, "outcome"),
+		mediaSteps: f.histogram("gateway_media_step_duration_seconds", "Media stage steps, by step (fetch, probe, extract) and outcome (ok, failed).",
+			slow, "step", "outcome"),
+	}
+}
+
+type factory struct{ r prometheus.Registerer }
+
+func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.r.MustRegister(c)
+	return c
+}
+
+func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.r.MustRegister(h)
+	return h
+}
+
+// Registerer is where other parts of the process (the Temporal SDK's
+// metrics, the dispatcher's backlog) register their collectors.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.registry }
+
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// HTTPRequest records one answered request; route is the route template
+// ("/v1/transcriptions/:id"), or "unmatched".
+func (m *Metrics) HTTPRequest(route, method string, status int, took time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// JobCreated records an accepted job.
+func (m *Metrics) JobCreated(service string) {
+	if m != nil {
+		m.jobsCreated.WithLabelValues(service).Inc()
+	}
+}
+
+// JobFinished records a job that reached a terminal status.
+func (m *Metrics) JobFinished(service, provider, status, errorCode string) {
+	if m != nil {
+		m.jobsFinished.WithLabelValues(service, provider, status, errorCode).Inc()
+	}
+}
+
+// RoutingDecision records one routing decision.
+func (m *Metrics) RoutingDecision(service, reason, policySource string) {
+	if m != nil {
+		m.routingDecisions.WithLabelValues(service, reason, policySource).Inc()
+	}
+}
+
+// Failover records a provider whose failure made a job fail over.
+func (m *Metrics) Failover(service, provider string) {
+	if m != nil {
+		m.failovers.WithLabelValues(service, provider).Inc()
+	}
+}
+
+// ProviderCall records one provider call.
+func (m *Metrics) ProviderCall(service, provider, outcome string, took time.Duration) {
+	if m != nil {
+		m.providerCalls.WithLabelValues(service, provider, outcome).Observe(took.Seconds())
+	}
+}
+
+// WebhookDelivery records one delivery attempt.
+func (m *Metrics) WebhookDelivery(outcome string, took time.Duration) {
+	if m != nil {
+		m.webhooks.WithLabelValues(outcome).Inc()
+		m.webhookDuration.WithLabelValues(outcome).Observe(took.Seconds())
+	}
+}
+
+// MediaStep records one step of the media stage.
+func (m *Metrics) MediaStep(step, outcome string, took time.Duration) {
+	if m != nil {
+		m.mediaSteps.WithLabelValues(step, outcome).Observe(took.Seconds())
+	}
+}

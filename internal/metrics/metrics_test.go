@@ -1,0 +1,66 @@
+package metrics_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+)
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+func TestMetricsAreExposed(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	m.HTTPRequest("/v1/transcriptions/:id", "GET", 200, 3*time.Millisecond)
+	m.HTTPRequest("", "GET", 404, time.Millisecond)
+	m.JobCreated("transcriptions")
+	m.JobFinished("transcriptions", "sandbox-fast", "failed", "PROVIDERS_EXHAUSTED")
+	m.RoutingDecision("transcriptions", "failover", "none")
+	m.Failover("transcriptions", "sandbox-flaky")
+	m.ProviderCall("transcriptions", "sandbox-fast", "ok", 2*time.Second)
+	m.WebhookDelivery("gone", 40*time.Millisecond)
+	m.MediaStep("extract", "ok", time.Second)
+
+	body := scrape(t, m)
+	for _, line := range []string{
+		`gateway_http_requests_total{method="GET",route="/v1/transcriptions/:id",status="200"} 1`,
+		`gateway_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
+		`gateway_http_request_duration_seconds_count{method="GET",route="/v1/transcriptions/:id"} 1`,
+		`gateway_jobs_accepted_total{service="transcriptions"} 1`,
+		`gateway_jobs_finished_total{error_code="PROVIDERS_EXHAUSTED",provider="sandbox-fast",service="transcriptions",status="failed"} 1`,
+		`gateway_routing_decisions_total{policy_source="none",reason="failover",service="transcriptions"} 1`,
+		`gateway_failovers_total{provider="sandbox-flaky",service="transcriptions"} 1`,
+		`gateway_provider_call_duration_seconds_bucket{outcome="ok",provider="sandbox-fast",service="transcriptions",le="2.5"} 1`,
+		`gateway_webhook_deliveries_total{outcome="gone"} 1`,
+		`gateway_media_step_duration_seconds_count{outcome="ok",step="extract"} 1`,
+		`go_goroutines `,
+		`process_resident_memory_bytes `,
+	} {
+		require.Contains(t, body, line)
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	t.Parallel()
+	var m *metrics.Metrics
+	m.HTTPRequest("/x", "GET", 200, time.Millisecond)
+	m.JobCreated("llm-tasks")
+	m.JobFinished("llm-tasks", "p", "completed", "")
+	m.RoutingDecision("llm-tasks", "default", "none")
+	m.Failover("llm-tasks", "p")
+	m.ProviderCall("llm-tasks", "p", "ok", time.Millisecond)
+	m.WebhookDelivery("delivered", time.Millisecond)
+	m.MediaStep("fetch", "ok", time.Millisecond)
+}
