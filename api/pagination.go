@@ -96,8 +96,8 @@ func collection[T any](c *gin.Context, data []T, page Page, total int64) gin.H {
 	}
 }
 
-// scheme is the scheme the client used, trusting X-Forwarded-Proto from a
-// proxy in front of the gateway.
+// scheme is the scheme the client used: X-Forwarded-Proto when a trusted
+// proxy set it (dropUntrustedForwarding removes it otherwise).
 func scheme(c *gin.Context) string {
 	if proto := c.GetHeader("X-Forwarded-Proto"); proto == "https" || proto == "http" {
 		return proto

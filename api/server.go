@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -69,6 +70,9 @@ type Config struct {
 	LinkTTL time.Duration
 	// Metrics records requests and serves GET /metrics; nil records none.
 	Metrics *metrics.Metrics
+	// TrustedProxies are the reverse proxies whose X-Forwarded-* headers
+	// the gateway believes; from any other peer they are dropped.
+	TrustedProxies []netip.Prefix
 }
 
 // FileLinks mints pre-signed links to result files (docs/media.md).
@@ -132,7 +136,12 @@ func (s *Server) Handler() http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
+	proxies := make([]string, 0, len(s.cfg.TrustedProxies))
+	for _, p := range s.cfg.TrustedProxies {
+		proxies = append(proxies, p.String())
+	}
+	_ = r.SetTrustedProxies(proxies) // parsed already: cannot fail
+	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
 

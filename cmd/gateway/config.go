@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ai-job-gateway/gateway/api"
 )
 
 // config is the gateway's configuration: defaults, then environment
@@ -31,6 +33,7 @@ type config struct {
 	WebhookSigningKey    string
 	StartConcurrency     int
 	AcceptTarget         time.Duration
+	TrustedProxies       string
 	BlobURL              string
 	PublicURL            string
 	LinkTTL              time.Duration
@@ -90,6 +93,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
 	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
+	str(&c.TrustedProxies, "trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "", "comma-separated addresses and CIDR prefixes of the reverse proxies whose X-Forwarded-* headers are believed (default: none)")
 	starts, target := serveStartConcurrency, time.Duration(0)
 	if command == "dev" {
 		starts, target = devStartConcurrency, devAcceptTarget
@@ -134,6 +138,9 @@ func (c *config) validate(command string) error {
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
 		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+	}
+	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		problems = append(problems, fmt.Sprintf("--trusted-proxies (GATEWAY_TRUSTED_PROXIES): %v; give addresses or CIDR prefixes, comma-separated", err))
 	}
 	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")

@@ -215,19 +215,24 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	if err != nil {
 		return api.Config{}, err
 	}
+	proxies, err := api.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return api.Config{}, err
+	}
 	return api.Config{
-		Store:      st,
-		Jobs:       ops,
-		Catalog:    registry.Catalog(),
-		Verifier:   verifier,
-		Tenants:    st,
-		Statuses:   st,
-		Policies:   st,
-		Region:     cfg.Region,
-		NodeID:     nodeID(),
-		Logger:     logger,
-		WebhookKey: signer,
-		Deliveries: st,
+		TrustedProxies: proxies,
+		Store:          st,
+		Jobs:           ops,
+		Catalog:        registry.Catalog(),
+		Verifier:       verifier,
+		Tenants:        st,
+		Statuses:       st,
+		Policies:       st,
+		Region:         cfg.Region,
+		NodeID:         nodeID(),
+		Logger:         logger,
+		WebhookKey:     signer,
+		Deliveries:     st,
 	}, nil
 }
 
