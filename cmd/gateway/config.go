@@ -34,6 +34,7 @@ type config struct {
 	StartConcurrency     int
 	AcceptTarget         time.Duration
 	TrustedProxies       string
+	TenantCreateRate     int
 	BlobURL              string
 	PublicURL            string
 	LinkTTL              time.Duration
@@ -48,6 +49,11 @@ const (
 	devStartConcurrency   = 4
 	serveStartConcurrency = 8
 )
+
+// serveTenantCreateRate is serve's default --tenant-create-rate: ten jobs
+// a second per tenant, far above a client's steady use and well below
+// what would starve the other tenants of the outbox (dev has no cap).
+const serveTenantCreateRate = 600
 
 // devAcceptTarget is dev's default --accept-latency-target: its starts
 // share two cores with the API, so a burst of new jobs is started at
@@ -93,6 +99,12 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
 	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
+	createRate := serveTenantCreateRate
+	if command == "dev" {
+		createRate = 0
+	}
+	fs.IntVar(&c.TenantCreateRate, "tenant-create-rate", envOr("GATEWAY_TENANT_CREATE_RATE", createRate, strconv.Atoi, -1),
+		"jobs one tenant may create a minute, across every API replica; 0: no cap (env GATEWAY_TENANT_CREATE_RATE)")
 	str(&c.TrustedProxies, "trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "", "comma-separated addresses and CIDR prefixes of the reverse proxies whose X-Forwarded-* headers are believed (default: none)")
 	starts, target := serveStartConcurrency, time.Duration(0)
 	if command == "dev" {
@@ -138,6 +150,9 @@ func (c *config) validate(command string) error {
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
 		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+	}
+	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
+		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")
 	}
 	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		problems = append(problems, fmt.Sprintf("--trusted-proxies (GATEWAY_TRUSTED_PROXIES): %v; give addresses or CIDR prefixes, comma-separated", err))

@@ -201,16 +201,17 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 // operations it calls.
 func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) (api.Config, error) {
 	ops, err := jobops.New(jobops.Config{
-		Jobs:      st,
-		Tenants:   st,
-		Statuses:  st,
-		Policies:  st,
-		Rates:     st,
-		Catalog:   registry.Catalog(),
-		Temporal:  tc,
-		Starts:    starts,
-		CheckURLs: !cfg.AllowPrivateNetworks,
-		Logger:    logger,
+		Jobs:                   st,
+		Tenants:                st,
+		Statuses:               st,
+		Policies:               st,
+		Rates:                  st,
+		Catalog:                registry.Catalog(),
+		Temporal:               tc,
+		Starts:                 starts,
+		CheckURLs:              !cfg.AllowPrivateNetworks,
+		TenantCreatesPerMinute: cfg.TenantCreateRate,
+		Logger:                 logger,
 	})
 	if err != nil {
 		return api.Config{}, err

@@ -49,6 +49,7 @@ type PolicyStore interface {
 // RateStore reads the request counts routing keeps per provider.
 type RateStore interface {
 	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
+	ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
 }
 
 // Starter starts the workflows of accepted jobs (the Dispatcher).
@@ -83,6 +84,10 @@ type Config struct {
 	// link-local and other non-public addresses (serve without
 	// --allow-private-networks).
 	CheckURLs bool
+	// TenantCreatesPerMinute caps how many jobs one tenant may create a
+	// minute, counted in the store so every API replica shares the count
+	// (docs/api.md, Rate limits); 0 is no cap.
+	TenantCreatesPerMinute int
 	Logger    *slog.Logger // default slog.Default()
 	Now       func() time.Time
 }

@@ -231,3 +231,35 @@ func TestCancelRefusals(t *testing.T) {
 	_, err = b.svc.Cancel(t.Context(), pending)
 	require.ErrorIs(t, err, jobops.ErrUnavailable)
 }
+
+func TestSubmitCapsATenantsCreates(t *testing.T) {
+	t.Parallel()
+	cfg, st, starter := fullConfig(t)
+	cfg.TenantCreatesPerMinute = 2
+	svc, err := jobops.New(cfg)
+	require.NoError(t, err)
+	b := &serviceBundle{svc: svc, store: st, starter: starter}
+
+	keyed := llmTask(t)
+	keyed.IdempotencyKey = "order-1"
+	first, err := b.svc.Submit(t.Context(), keyed)
+	require.NoError(t, err)
+	replay, err := b.svc.Submit(t.Context(), keyed)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, replay.ID, "a replay is answered, and not counted")
+	_, err = b.svc.Submit(t.Context(), llmTask(t))
+	require.NoError(t, err)
+
+	_, err = b.svc.Submit(t.Context(), llmTask(t))
+	require.ErrorIs(t, err, jobops.ErrRateLimited)
+	var refusal *jobops.Error
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, 53*time.Second, refusal.RetryAfter, "until the next minute, rounded up")
+	require.Contains(t, refusal.Message, "tenant acme may create at most 2 jobs a minute")
+
+	other := llmTask(t)
+	other.Tenant = "globex"
+	_, err = b.svc.Submit(t.Context(), other)
+	require.NoError(t, err, "each tenant has its own count")
+	require.Len(t, b.starter.offered(), 3)
+}

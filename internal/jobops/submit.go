@@ -100,7 +100,29 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 			}
 		}
 	}
+	// Counted after the key is claimed: a replay of an accepted request
+	// returned above without using up the tenant's rate.
+	if err := s.reserveTenantCreate(ctx, req.Tenant); err != nil {
+		return nil, err
+	}
 	return s.record(ctx, req, in, input)
+}
+
+// reserveTenantCreate counts a create against the tenant's per-minute cap.
+func (s *Service) reserveTenantCreate(ctx context.Context, tenant string) error {
+	limit := s.cfg.TenantCreatesPerMinute
+	if limit <= 0 {
+		return nil
+	}
+	now := s.cfg.Now().UTC()
+	fits, err := s.cfg.Rates.ReserveRate(ctx, "tenant:"+tenant, "create", limit, 0, now)
+	if err != nil || fits {
+		return err
+	}
+	e := refuse(ErrRateLimited, "tenant %s may create at most %d jobs a minute; retry after the Retry-After seconds", tenant, limit)
+	// The next minute's window, in whole seconds rounded up.
+	e.RetryAfter = (time.Minute - now.Sub(now.Truncate(time.Minute))).Truncate(time.Second) + time.Second
+	return e
 }
 
 // claim claims req's Idempotency-Key for jobID. It returns the job a
