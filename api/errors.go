@@ -5,11 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // abort stops the handler chain with an error for renderErrors.
@@ -41,9 +43,15 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		var apiErr *apierror.Error
 		if !errors.As(err, &apiErr) {
 			var maxErr *http.MaxBytesError
-			if errors.As(err, &maxErr) {
+			switch {
+			case errors.As(err, &maxErr):
 				apiErr = apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
-			} else {
+			case store.Unavailable(err):
+				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+				apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
+					"the gateway cannot reach its database; retry after Retry-After seconds").
+					WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
+			default:
 				logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 				apiErr = apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
 			}
@@ -59,6 +67,10 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		c.JSON(apiErr.Status, gin.H{"error": gin.H{"code": apiErr.Code, "message": apiErr.Message}})
 	}
 }
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a request
+// answered 503 because the database could not be reached.
+const unavailableRetryAfter = 5
 
 // limitBody caps request bodies; reading past the cap fails with
 // *http.MaxBytesError, rendered as 413.
