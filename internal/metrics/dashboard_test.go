@@ -1,0 +1,57 @@
+package metrics_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+)
+
+// TestDashboardUsesTheseMetrics keeps deploy/grafana's dashboard true: every
+// gateway metric a panel queries is one this package exposes.
+func TestDashboardUsesTheseMetrics(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "gateway-dashboard.json"))
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dash))
+	require.NotEmpty(t, dash.Panels)
+
+	m := metrics.New()
+	m.HTTPRequest("/x", "GET", 200, time.Millisecond)
+	m.JobCreated("s")
+	m.JobFinished("s", "p", "failed", "E")
+	m.RoutingDecision("s", "default", "none")
+	m.Failover("s", "p")
+	m.ProviderCall("s", "p", "ok", time.Millisecond)
+	m.WebhookDelivery("delivered", time.Millisecond)
+	m.MediaStep("fetch", "ok", time.Millisecond)
+	exposed := scrape(t, m)
+
+	name := regexp.MustCompile(`\b(gateway_[a-z_]+|process_[a-z_]+|go_[a-z_]+)`)
+	for _, p := range dash.Panels {
+		require.NotEmpty(t, p.Targets, p.Title)
+		for _, target := range p.Targets {
+			found := name.FindAllString(target.Expr, -1)
+			require.NotEmpty(t, found, "%s: %s", p.Title, target.Expr)
+			for _, n := range found {
+				require.True(t, strings.Contains(exposed, "\n"+n+"{") || strings.Contains(exposed, "\n"+n+" "),
+					"panel %q queries %s, which is not exposed", p.Title, n)
+			}
+		}
+	}
+}
