@@ -94,7 +94,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		cfg.TemporalAddress = server.FrontendAddress()
 		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
 	}
-	tc, err := dialTemporal(ctx, cfg, logger)
+	m := metrics.New()
+	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,6 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer files.Close()
 
 	nodeID := nodeID()
-	m := metrics.New()
 	w, err := startWorker(ctx, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
 		cfg.ResultRetention, m, logger)
@@ -161,7 +161,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 
 // runServe runs the API against an external Temporal and database.
 func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
-	deps, err := connect(ctx, cfg, logger)
+	m := metrics.New()
+	deps, err := connect(ctx, cfg, m, logger)
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
-	apiCfg.Metrics = metrics.New()
+	apiCfg.Metrics = m
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
 		return err
@@ -288,7 +289,7 @@ type externalDeps struct {
 }
 
 // connect loads the catalog and connects to the database and Temporal.
-func connect(ctx context.Context, cfg config, logger *slog.Logger) (*externalDeps, error) {
+func connect(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger) (*externalDeps, error) {
 	registry, err := loadRegistry(cfg)
 	if err != nil {
 		return nil, err
@@ -302,7 +303,7 @@ func connect(ctx context.Context, cfg config, logger *slog.Logger) (*externalDep
 		_ = st.Close()
 		return nil, err
 	}
-	tc, err := dialTemporal(ctx, cfg, logger)
+	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -318,7 +319,8 @@ func (d *externalDeps) close() {
 // runWorker runs the Temporal worker, with health endpoints on --listen.
 func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
-	deps, err := connect(ctx, cfg, logger)
+	m := metrics.New()
+	deps, err := connect(ctx, cfg, m, logger)
 	if err != nil {
 		return err
 	}
@@ -331,7 +333,6 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer files.Close()
-	m := metrics.New()
 	w, err := startWorker(ctx, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
 		cfg.ResultRetention, m, logger)
@@ -412,11 +413,25 @@ func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, err
 }
 
 func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.Client, error) {
-	tc, err := client.DialContext(ctx, client.Options{
+	return dialTemporalMeasured(ctx, cfg, nil, logger)
+}
+
+// dialTemporalMeasured is dialTemporal with the SDK's own metrics exported
+// into m (docs/operations.md, Metrics); m nil exports none.
+func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger) (client.Client, error) {
+	opts := client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk")),
-	})
+	}
+	if m != nil {
+		handler, err := m.TemporalHandler()
+		if err != nil {
+			return nil, fmt.Errorf("temporal metrics: %w", err)
+		}
+		opts.MetricsHandler = handler
+	}
+	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}

@@ -104,6 +104,7 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	require.Contains(t, metrics, `gateway_jobs_accepted_total{service="llm-tasks"} 2`)
 	require.Contains(t, metrics, `gateway_routing_decisions_total{policy_source="none",reason="none",service="llm-tasks"} 1`)
 	require.NotContains(t, metrics, done.Data.ID)
+	require.Contains(t, metrics, "temporal_workflow_completed", "the Temporal SDK's own metrics")
 }
 
 // converterFrom decodes a user metadata payload (a JSON string).

@@ -11,6 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprometheus "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 )
 
 // Metrics are one process's metrics. A nil *Metrics records nothing, so
@@ -145,4 +149,21 @@ func (m *Metrics) MediaStep(step, outcome string, took time.Duration) {
 	if m != nil {
 		m.mediaSteps.WithLabelValues(step, outcome).Observe(took.Seconds())
 	}
+}
+
+// TemporalHandler is the Temporal SDK's metrics handler, exporting the
+// SDK's own metrics (temporal_*: workflow and activity task latencies,
+// poller counts, sticky cache) into this registry through OpenTelemetry's
+// Prometheus exporter.
+func (m *Metrics) TemporalHandler() (client.MetricsHandler, error) {
+	exporter, err := otelprometheus.New(otelprometheus.WithRegisterer(m.registry), otelprometheus.WithoutScopeInfo())
+	if err != nil {
+		return nil, err
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	return temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
+		Meter: provider.Meter("temporal-sdk-go"),
+		// A metric the exporter refuses must not take the worker down.
+		OnError: func(error) {},
+	}), nil
 }
