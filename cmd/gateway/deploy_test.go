@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// k8sObject is the part of a Kubernetes object the checks read.
+type k8sObject struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Spec       struct {
+		Selector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
+		ScaleTargetRef struct {
+			Kind string `yaml:"kind"`
+			Name string `yaml:"name"`
+		} `yaml:"scaleTargetRef"`
+		Template podTemplate `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type podTemplate struct {
+	Metadata struct {
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Spec struct {
+		SecurityContext struct {
+			RunAsNonRoot bool `yaml:"runAsNonRoot"`
+		} `yaml:"securityContext"`
+		Containers []struct {
+			Name    string   `yaml:"name"`
+			Image   string   `yaml:"image"`
+			Args    []string `yaml:"args"`
+			EnvFrom []struct {
+				ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
+				SecretRef    *struct{ Name string } `yaml:"secretRef"`
+			} `yaml:"envFrom"`
+			ReadinessProbe *struct {
+				HTTPGet struct{ Path string } `yaml:"httpGet"`
+			} `yaml:"readinessProbe"`
+			LivenessProbe *struct {
+				HTTPGet struct{ Path string } `yaml:"httpGet"`
+			} `yaml:"livenessProbe"`
+			Resources struct {
+				Requests map[string]string `yaml:"requests"`
+				Limits   map[string]string `yaml:"limits"`
+			} `yaml:"resources"`
+			SecurityContext struct {
+				AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+			} `yaml:"securityContext"`
+		} `yaml:"containers"`
+	} `yaml:"spec"`
+}
+
+// TestKubernetesManifests checks deploy/k8s as kubectl would not: every
+// container runs a command of this binary with flags it has, reads only
+// settings the gateway knows, and has probes, resources and no root; the
+// autoscaler and disruption budgets point at what exists.
+func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "..", "deploy", "k8s")
+	var kustomization struct {
+		Resources []string `yaml:"resources"`
+		Images    []struct {
+			Name string `yaml:"name"`
+		} `yaml:"images"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &kustomization))
+	require.NotEmpty(t, kustomization.Images)
+
+	var objects []k8sObject
+	for _, res := range kustomization.Resources {
+		data, err := os.ReadFile(filepath.Join(dir, res))
+		require.NoError(t, err, "kustomization lists %s", res)
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var o k8sObject
+			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+				break
+			} else {
+				require.NoError(t, err, res)
+			}
+			require.NotEmpty(t, o.Kind, res)
+			objects = append(objects, o)
+		}
+	}
+	byKind := func(kind, name string) *k8sObject {
+		for i := range objects {
+			if objects[i].Kind == kind && objects[i].Metadata.Name == name {
+				return &objects[i]
+			}
+		}
+		return nil
+	}
+
+	known := knownSettings(t)
+	for _, o := range objects {
+		if o.Kind == "ConfigMap" && o.Metadata.Name == "gateway-config" {
+			for key := range o.Data {
+				require.True(t, known[key], "ConfigMap key %s is not a setting of the gateway", key)
+			}
+		}
+	}
+
+	for _, o := range objects {
+		switch o.Kind {
+		case "Deployment", "Job":
+			pod := o.Spec.Template.Spec
+			require.True(t, pod.SecurityContext.RunAsNonRoot, "%s runs as non-root", o.Metadata.Name)
+			for _, c := range pod.Containers {
+				require.Equal(t, kustomization.Images[0].Name, c.Image, "%s: the image kustomize sets", c.Name)
+				require.NotEmpty(t, c.Args, c.Name)
+				command := c.Args[0]
+				var cfg config
+				fs := flag.NewFlagSet(command, flag.ContinueOnError)
+				fs.SetOutput(io.Discard)
+				cfg.registerFlags(fs, command)
+				require.NoError(t, fs.Parse(c.Args[1:]), "%s: gateway %v", c.Name, c.Args)
+				require.NotEmpty(t, c.Resources.Requests, "%s has resource requests", c.Name)
+				require.NotEmpty(t, c.Resources.Limits, "%s has resource limits", c.Name)
+				require.NotNil(t, c.SecurityContext.AllowPrivilegeEscalation, c.Name)
+				require.False(t, *c.SecurityContext.AllowPrivilegeEscalation, c.Name)
+				for _, from := range c.EnvFrom {
+					if from.ConfigMapRef != nil {
+						require.NotNil(t, byKind("ConfigMap", from.ConfigMapRef.Name), "%s reads ConfigMap %s", c.Name, from.ConfigMapRef.Name)
+					}
+					if from.SecretRef != nil {
+						require.NotNil(t, byKind("Secret", from.SecretRef.Name), "%s reads Secret %s", c.Name, from.SecretRef.Name)
+					}
+				}
+				if o.Kind == "Deployment" {
+					require.NotNil(t, c.ReadinessProbe, c.Name)
+					require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path, c.Name)
+					require.NotNil(t, c.LivenessProbe, c.Name)
+					require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path, c.Name)
+				}
+			}
+		case "HorizontalPodAutoscaler":
+			require.NotNil(t, byKind(o.Spec.ScaleTargetRef.Kind, o.Spec.ScaleTargetRef.Name), "%s scales what exists", o.Metadata.Name)
+		case "PodDisruptionBudget":
+			matched := false
+			for _, d := range objects {
+				if d.Kind == "Deployment" && labelsMatch(o.Spec.Selector.MatchLabels, d.Spec.Template.Metadata.Labels) {
+					matched = true
+				}
+			}
+			require.True(t, matched, "%s selects a Deployment's pods", o.Metadata.Name)
+		}
+	}
+	require.NotNil(t, byKind("Job", "gateway-migrate"))
+	require.NotNil(t, byKind("HorizontalPodAutoscaler", "gateway-worker"))
+}
+
+func labelsMatch(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// knownSettings are the environment variables the gateway's commands
+// read: those their flags name ("(env X)"), and the bucket's AWS_* ones.
+func knownSettings(t *testing.T) map[string]bool {
+	t.Helper()
+	known := map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_REGION": true, envWebhookSigningKey: true}
+	env := regexp.MustCompile(`env ([A-Z_]+)`)
+	for _, command := range []string{"dev", "serve", "worker", "migrate"} {
+		var cfg config
+		fs := flag.NewFlagSet(command, flag.ContinueOnError)
+		cfg.registerFlags(fs, command)
+		fs.VisitAll(func(f *flag.Flag) {
+			for _, m := range env.FindAllStringSubmatch(f.Usage, -1) {
+				known[m[1]] = true
+			}
+		})
+	}
+	require.True(t, known["DATABASE_URL"] && known["TEMPORAL_ADDRESS"], "%v", known)
+	return known
+}
+
