@@ -199,4 +199,3 @@ func knownSettings(t *testing.T) map[string]bool {
 	require.True(t, known["DATABASE_URL"] && known["TEMPORAL_ADDRESS"], "%v", known)
 	return known
 }
-
