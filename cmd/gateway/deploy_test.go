@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -198,4 +199,50 @@ func knownSettings(t *testing.T) map[string]bool {
 	}
 	require.True(t, known["DATABASE_URL"] && known["TEMPORAL_ADDRESS"], "%v", known)
 	return known
+}
+
+// TestComposeStack checks deploy/docker-compose.yaml: the gateway's
+// services run commands it has with settings it reads, and every file a
+// service mounts is in deploy/.
+func TestComposeStack(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "..", "deploy")
+	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yaml"))
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &compose))
+	known := knownSettings(t)
+	gateways := 0
+	for name, svc := range compose.Services {
+		for _, v := range svc.Volumes {
+			if src, _, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(src, "./") {
+				_, err := os.Stat(filepath.Join(dir, src))
+				require.NoError(t, err, "%s mounts %s", name, src)
+			}
+		}
+		if svc.Image != "ai-job-gateway" {
+			continue
+		}
+		gateways++
+		require.NotEmpty(t, svc.Command, name)
+		var cfg config
+		fs := flag.NewFlagSet(svc.Command[0], flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg.registerFlags(fs, svc.Command[0])
+		require.NoError(t, fs.Parse(svc.Command[1:]), "%s: gateway %v", name, svc.Command)
+		for key := range svc.Environment {
+			require.True(t, known[key], "%s sets %s, which the gateway does not read", name, key)
+		}
+	}
+	require.Equal(t, 3, gateways, "migrate, api and worker")
+	for _, want := range []string{"postgres", "temporal", "minio", "prometheus", "grafana"} {
+		require.Contains(t, compose.Services, want)
+	}
 }
