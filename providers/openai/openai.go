@@ -3,7 +3,8 @@
 //
 // llm-tasks and translations use POST {base_url}/chat/completions;
 // transcriptions use POST {base_url}/audio/transcriptions; video-analyses
-// are not supported. The user message of an llm-task is the prompt, then,
+// send frames of the video to a vision model through chat completions
+// (vision.go). The user message of an llm-task is the prompt, then,
 // when the input has text, a blank line and the text:
 //
 //	{prompt}
@@ -136,6 +137,8 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		res, err = a.translate(ctx, call)
 	case providers.Transcriptions:
 		res, err = a.transcribe(ctx, call)
+	case providers.VideoAnalyses:
+		res, err = a.analyseVideo(ctx, call)
 	default:
 		err = providers.Permanent(providers.CodeUnsupportedService,
 			fmt.Sprintf("the openai adapter does not support %s; route these jobs to another provider", call.Service), nil)

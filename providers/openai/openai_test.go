@@ -265,13 +265,6 @@ func TestTranslateDocumentIsUnsupported(t *testing.T) {
 	require.Zero(t, b.requests)
 }
 
-func TestVideoAnalysisIsUnsupported(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	_, err := b.run(context.Background(), providers.VideoAnalyses, `{"url":"https://example.com/a.mp4","features":["labels"]}`, ``)
-	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedService, 0)
-}
-
 var audio = []byte("ID3\x04fake mp3 bytes")
 
 // transcriptionServer serves audio at /media/talk.mp3 and answers
