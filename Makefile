@@ -21,7 +21,7 @@ engines: ## install the programs media jobs and local engines use (ffmpeg, tesse
 
 .PHONY: media-tools
 media-tools: ## install ffmpeg when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how
-	@scripts/install-engines --if-possible
+	@scripts/install-engines --if-possible ffmpeg ffprobe
 
 .PHONY: build
 build: ## build bin/gateway
