@@ -75,6 +75,8 @@ type gateway struct {
 
 	// temporal is the embedded Temporal frontend's address.
 	temporal string
+	// exited is closed when the process has exited.
+	exited chan struct{}
 }
 
 func newGateway(t *testing.T, databaseURL string, extraArgs ...string) *gateway {
@@ -96,22 +98,25 @@ func newGatewayEnv(t *testing.T, databaseURL, temporalAddr string, env []string,
 	if testing.Short() {
 		t.Skip("end-to-end test: runs the embedded Temporal server")
 	}
-	g := &gateway{
-		t:       t,
-		dataDir: t.TempDir(),
-		listen:  freeAddr(t),
-		ui:      freeAddr(t),
-		args:    extraArgs,
-	}
-	temporal := temporalAddr
-	if temporal == "" {
-		temporal = freeAddr(t)
-	}
-	g.temporal = temporal
-	g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
-		"--temporal-dev-listen", temporal, "--temporal-ui-listen", g.ui}, g.args...)
+	g := &gateway{t: t, dataDir: t.TempDir()}
 	g.env = append(append(os.Environ(), "DATABASE_URL="+databaseURL), env...)
-	g.start()
+	// A port picked free may be taken by another test's process before
+	// this one binds it: then pick others, a few times.
+	for try := 1; ; try++ {
+		g.listen, g.ui, g.temporal = freeAddr(t), freeAddr(t), temporalAddr
+		if g.temporal == "" {
+			g.temporal = freeAddr(t)
+		}
+		g.args = append([]string{"dev", "--data-dir", g.dataDir, "--listen", g.listen,
+			"--temporal-dev-listen", g.temporal, "--temporal-ui-listen", g.ui}, extraArgs...)
+		ready, output := g.tryStart()
+		if ready {
+			break
+		}
+		if try == 3 || !strings.Contains(output, "address already in use") {
+			t.Fatalf("gateway dev did not become ready; its output:\n%s", output)
+		}
+	}
 	t.Cleanup(g.stop)
 	g.token = g.mint("acme", allJobScopes)
 	return g
@@ -126,47 +131,68 @@ func freeAddr(t *testing.T) string {
 
 func (g *gateway) start() {
 	g.t.Helper()
+	if ready, output := g.tryStart(); !ready {
+		g.t.Fatalf("gateway dev did not become ready; its output:\n%s", output)
+	}
+}
+
+// tryStart starts the process and waits until it is ready (true), or has
+// exited or not become ready in 90 s (false, with its output).
+func (g *gateway) tryStart() (bool, string) {
+	g.t.Helper()
 	g.logs = &bytes.Buffer{}
 	g.cmd = exec.Command(gatewayBin, g.args...)
 	g.cmd.Env = g.env
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	require.NoError(g.t, g.cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		_ = g.cmd.Wait()
+		close(exited)
+	}()
+	g.exited = exited
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(g.url("/readyz"))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true, ""
 			}
 		}
-		if g.cmd.ProcessState != nil {
-			break
+		select {
+		case <-exited:
+			return false, g.logs.String()
+		case <-time.After(200 * time.Millisecond):
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	g.t.Fatalf("gateway dev did not become ready; its output:\n%s", g.logs.String())
+	_ = g.cmd.Process.Kill()
+	<-exited
+	return false, g.logs.String()
 }
 
 // kill ends the process the hard way, as a crash would.
 func (g *gateway) kill() {
 	g.t.Helper()
 	require.NoError(g.t, g.cmd.Process.Signal(syscall.SIGKILL))
-	_ = g.cmd.Wait()
+	<-g.exited
 }
 
 func (g *gateway) stop() {
-	if g.cmd == nil || g.cmd.ProcessState != nil {
+	if g.cmd == nil {
 		return
 	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = g.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-g.exited:
+		return
+	default:
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
 	case <-time.After(20 * time.Second):
 		_ = g.cmd.Process.Kill()
-		<-done
+		<-g.exited
 	}
 	if g.t.Failed() {
 		g.t.Logf("gateway output:\n%s", g.logs.String())
