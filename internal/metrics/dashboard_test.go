@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,14 +31,7 @@ func TestDashboardUsesTheseMetrics(t *testing.T) {
 	require.NotEmpty(t, dash.Panels)
 
 	m := metrics.New()
-	m.HTTPRequest("/x", "GET", 200, time.Millisecond)
-	m.JobCreated("s")
-	m.JobFinished("s", "p", "failed", "E")
-	m.RoutingDecision("s", "default", "none")
-	m.Failover("s", "p")
-	m.ProviderCall("s", "p", "ok", time.Millisecond)
-	m.WebhookDelivery("delivered", time.Millisecond)
-	m.MediaStep("fetch", "ok", time.Millisecond)
+	recordOneOfEach(m)
 	exposed := scrape(t, m)
 
 	name := regexp.MustCompile(`\b(gateway_[a-z_]+|process_[a-z_]+|go_[a-z_]+)`)
