@@ -138,6 +138,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		routes = append(routes, issuer.Routes)
 	}
 	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
+	m.Backlog(st.CountJobStarts)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {
@@ -174,6 +175,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
 	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	m.Backlog(st.CountJobStarts)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {

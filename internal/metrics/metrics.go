@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -166,4 +167,22 @@ func (m *Metrics) TemporalHandler() (client.MetricsHandler, error) {
 		// A metric the exporter refuses must not take the worker down.
 		OnError: func(error) {},
 	}), nil
+}
+
+// Backlog registers gateway_job_starts_pending: accepted jobs whose
+// workflow is not started yet (the outbox), counted by count when
+// Prometheus scrapes; a failed count reports -1.
+func (m *Metrics) Backlog(count func(context.Context) (int64, error)) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gateway_job_starts_pending",
+		Help: "Accepted jobs whose workflow is not started yet (the outbox of job starts); -1 when it cannot be counted.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := count(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
 }

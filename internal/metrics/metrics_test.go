@@ -1,6 +1,8 @@
 package metrics_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"testing"
@@ -67,4 +69,18 @@ func recordOneOfEach(m *metrics.Metrics) {
 	m.ProviderCall("llm-tasks", "p", "ok", time.Millisecond)
 	m.WebhookDelivery("delivered", time.Millisecond)
 	m.MediaStep("fetch", "ok", time.Millisecond)
+}
+
+func TestBacklogIsCountedWhenScraped(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	n := int64(3)
+	m.Backlog(func(context.Context) (int64, error) { return n, nil })
+	require.Contains(t, scrape(t, m), "gateway_job_starts_pending 3")
+	n = 7
+	require.Contains(t, scrape(t, m), "gateway_job_starts_pending 7", "read at every scrape")
+
+	down := metrics.New()
+	down.Backlog(func(context.Context) (int64, error) { return 0, errors.New("database down") })
+	require.Contains(t, scrape(t, down), "gateway_job_starts_pending -1")
 }
