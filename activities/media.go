@@ -146,9 +146,9 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	return file, nil
 }
 
-// ProbeMedia runs ffprobe on the fetched media. Media ffprobe cannot read
-// fails the job (AUDIO_UNREADABLE for transcriptions, INPUT_UNREADABLE
-// otherwise), as does a video analysis of media without a video.
+// ProbeMedia runs ffprobe on the fetched media. Media ffprobe cannot read,
+// or with neither audio nor video, fails the job (AUDIO_UNREADABLE for
+// transcriptions, INPUT_UNREADABLE otherwise).
 func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Probe, err error) {
 	defer a.timeStep("probe", time.Now(), &err)
 	tools, err := a.mediaTools()
@@ -166,12 +166,8 @@ func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Pro
 	if err != nil {
 		return media.Probe{}, classify(err)
 	}
-	if in.Service == providers.VideoAnalyses {
-		if _, ok := probe.Video(); !ok {
-			return media.Probe{}, classify(providers.InputError(providers.CodeInputUnreadable,
-				"input.url has no video stream: a video analysis needs a video", nil))
-		}
-	}
+	// A video analysis of media without a video stream goes on: its
+	// provider decides what it can do with the audio (speech_to_text).
 	return probe, nil
 }
 

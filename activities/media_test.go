@@ -207,16 +207,16 @@ func TestTextSentAsAudioIsUnreadable(t *testing.T) {
 	require.Equal(t, providers.CodeAudioUnreadable, jobError(t, err).Code)
 }
 
-func TestVideoAnalysisNeedsAVideo(t *testing.T) {
+func TestVideoAnalysisOfAudioGoesOn(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
 	tone := b.serve(t, mediatest.Tone(t, t.TempDir(), 1))
 	source, err := b.fetch(t, providers.VideoAnalyses, `{"url":"`+tone+`","features":["labels"]}`)
 	require.NoError(t, err)
-	_, err = b.probe(t, providers.VideoAnalyses, source)
-	jobErr := jobError(t, err)
-	require.Equal(t, providers.CodeInputUnreadable, jobErr.Code)
-	require.Contains(t, jobErr.Message, "no video")
+	probe, err := b.probe(t, providers.VideoAnalyses, source)
+	require.NoError(t, err, "the provider decides what it can do with audio alone")
+	_, hasVideo := probe.VideoMetadata()
+	require.False(t, hasVideo)
 }
 
 func TestVideoMetadataComesFromTheProbe(t *testing.T) {
