@@ -71,6 +71,9 @@ type RouteOutput struct {
 	// CallLocally says the provider's calls are short enough to run as a
 	// local activity (see ShortCall).
 	CallLocally bool `json:"call_locally,omitempty"`
+	// Submits says the provider works asynchronously: the workflow
+	// submits the job, then checks on it (SubmitToProvider, CheckProvider).
+	Submits bool `json:"submits,omitempty"`
 }
 
 // lastPrune is when this process last pruned old rate counters.
@@ -134,6 +137,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		}
 		if fits {
 			out.CallLocally = a.callsLocally(routing.ProviderID)
+			out.Submits = a.submits(routing.ProviderID)
 			a.recordDecision(in, out.Routing)
 			return out, nil
 		}

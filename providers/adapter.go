@@ -91,6 +91,36 @@ type Adapter interface {
 	Run(ctx context.Context, call Call) (json.RawMessage, error)
 }
 
+// Submitter is an Adapter whose provider works asynchronously: it takes
+// the work, answers with a handle, and is asked later how the work went
+// (docs/providers.md, Asynchronous providers). The job workflow submits
+// once, then checks on durable timers, so no worker holds the job while
+// the provider works and a restart in between submits nothing twice. Run
+// stays for callers that want the whole call in one go (it submits, then
+// checks in a loop).
+type Submitter interface {
+	Adapter
+	// Submit hands the call to the provider and returns the provider's
+	// handle of the work. Failures are classified as Run's.
+	Submit(ctx context.Context, call Call) (handle string, err error)
+	// Check asks the provider about submitted work. The call carries no
+	// media and no result file. A provider's verdict that the work failed
+	// is an *Error, classified as Run's.
+	Check(ctx context.Context, call Call, handle string) (Check, error)
+}
+
+// Check is what a provider said about submitted work.
+type Check struct {
+	// Done: Result holds the result object of the job's service.
+	Done   bool
+	Result json.RawMessage
+	// Progress is the provider's estimate (0..100) while not done.
+	Progress int
+	// Wait is the provider's hint of when to ask again; 0 leaves it to
+	// the gateway's backoff.
+	Wait time.Duration
+}
+
 // DurationEstimator is an Adapter that knows how long its calls take,
 // because it bounds them (the sandbox). The job workflow runs calls
 // expected to be short as local activities, so an adapter whose calls can

@@ -60,6 +60,13 @@ func (r *Registry) ExpectedDuration(providerID string) (d time.Duration, ok bool
 	return 0, false
 }
 
+// Submitter returns the adapter of a provider that works asynchronously
+// (see Submitter).
+func (r *Registry) Submitter(providerID string) (Submitter, bool) {
+	s, ok := r.adapters[providerID].(Submitter)
+	return s, ok
+}
+
 // Adapter returns the adapter of a provider.
 func (r *Registry) Adapter(providerID string) (Adapter, bool) {
 	a, ok := r.adapters[providerID]

@@ -240,6 +240,9 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 	summary := fmt.Sprintf("call %s (attempt %d)", route.Routing.ProviderID, route.Routing.Attempt)
 	options := providerCallOptions
 	options.Summary = summary
+	if route.Submits && workflow.GetVersion(ctx, asyncCallChange, workflow.DefaultVersion, 1) == 1 {
+		return j.callAsync(ctx, in, route.Routing.Attempt)
+	}
 	if route.CallLocally && !in.SignalProgress &&
 		workflow.GetVersion(ctx, localCallChange, workflow.DefaultVersion, 1) == 1 {
 		var out activities.CallOutput

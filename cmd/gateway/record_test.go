@@ -68,10 +68,11 @@ func TestRecordHistories(t *testing.T) {
 	if dir == "" {
 		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
 	}
+	vendor := newFakeAssemblyAI(t, true)
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
+	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog+vendor.provider()), 0o644))
 	temporalAddr := freeAddr(t)
-	g := newGatewayOn(t, "", temporalAddr, "--providers", catalog)
+	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey}, "--providers", catalog)
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
 	require.NoError(t, err)
 	defer tc.Close()
@@ -118,6 +119,9 @@ func TestRecordHistories(t *testing.T) {
 	g.waitFor("transcriptions", retried, 90*time.Second, func(d jobDoc) bool {
 		return terminal(d) && len(d.Data.Attributes.RoutingHistory) == 2
 	})
+
+	// An asynchronous vendor: submitted once, then checked on timers.
+	jobs["async-completed"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"assemblyai","input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
 
 	// Completed, then cancelled while its completed event is retried: the
 	// event is still delivered.

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -81,8 +80,9 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 		return nil, err
 	}
 	var errs []error
-	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("settings: base_url %q is not an absolute http or https URL", s.BaseURL))
+	baseURL, err := settings.BaseURL(s.BaseURL)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if strings.TrimSpace(s.Model) == "" {
 		errs = append(errs, errors.New("settings: model is missing; set the model used when a job does not pin one, e.g. claude-sonnet-4-5"))
@@ -90,18 +90,14 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	if s.MaxTokens < 1 {
 		errs = append(errs, fmt.Errorf("settings: max_tokens %d must be at least 1", s.MaxTokens))
 	}
-	key := ""
-	if s.APIKeyEnv == "" {
-		errs = append(errs, errors.New("settings: api_key_env is missing; name the environment variable that holds the API key, e.g. ANTHROPIC_API_KEY"))
-	} else if v, ok := cfg.lookupEnv(s.APIKeyEnv); !ok || v == "" {
-		errs = append(errs, fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set", s.APIKeyEnv))
-	} else {
-		key = v
+	key, err := settings.APIKey(s.APIKeyEnv, "ANTHROPIC_API_KEY", cfg.lookupEnv)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Adapter{provider: p, baseURL: strings.TrimRight(s.BaseURL, "/"), apiKey: key,
+	return &Adapter{provider: p, baseURL: baseURL, apiKey: key,
 		model: s.Model, maxTokens: s.MaxTokens, client: cfg.client}, nil
 }
 

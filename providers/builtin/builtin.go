@@ -5,6 +5,8 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/anthropic"
 	"github.com/ai-job-gateway/gateway/providers/apertium"
+	"github.com/ai-job-gateway/gateway/providers/assemblyai"
+	"github.com/ai-job-gateway/gateway/providers/deepgram"
 	"github.com/ai-job-gateway/gateway/providers/deepl"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
 	"github.com/ai-job-gateway/gateway/providers/openai"
@@ -28,8 +30,22 @@ func Factories() map[string]providers.Factory {
 			}
 			return a, nil
 		},
+		"assemblyai": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := assemblyai.New(p, nil)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
 		"apertium": func(p *providers.Provider) (providers.Adapter, error) {
 			a, err := apertium.New(p)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"deepgram": func(p *providers.Provider) (providers.Adapter, error) {
+			a, err := deepgram.New(p, nil)
 			if err != nil {
 				return nil, err
 			}

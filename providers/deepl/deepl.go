@@ -64,22 +64,13 @@ func New(p *providers.Provider, lookupEnv func(string) (string, bool), opts ...O
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	var errs []error
-	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("settings: base_url %q is not an absolute http or https URL", s.BaseURL))
-	}
-	key := ""
-	if s.APIKeyEnv == "" {
-		errs = append(errs, errors.New("settings: api_key_env is missing; name the environment variable that holds the DeepL auth key, e.g. DEEPL_AUTH_KEY"))
-	} else if v, ok := lookupEnv(s.APIKeyEnv); !ok || v == "" {
-		errs = append(errs, fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set", s.APIKeyEnv))
-	} else {
-		key = v
-	}
+	baseURL, urlErr := settings.BaseURL(s.BaseURL)
+	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPL_AUTH_KEY", lookupEnv)
+	errs := []error{urlErr, keyErr}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &Adapter{provider: p, baseURL: strings.TrimRight(s.BaseURL, "/"), key: key,
+	a := &Adapter{provider: p, baseURL: baseURL, key: key,
 		client: &http.Client{Timeout: 5 * time.Minute}, poll: time.Second}
 	for _, o := range opts {
 		o(a)
@@ -329,23 +320,11 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(resp.Body, &body)
-	msg := fmt.Sprintf("provider %q answered %d", a.provider.ID, resp.Status)
+	detail := body.Message
 	if resp.Status == 456 {
-		msg += " (the account's character quota is used up)"
+		detail = strings.TrimSuffix("the account's character quota is used up: "+detail, ": ")
 	}
-	if body.Message != "" {
-		msg += ": " + body.Message
-	}
-	var e *providers.Error
-	switch {
-	case resp.Status == http.StatusTooManyRequests, resp.Status >= 500:
-		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
-		e.RetryAfter = providers.RetryAfterHeader(resp.Header.Get("Retry-After"))
-	default:
-		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
-	}
-	e.StatusCode = resp.Status
-	return nil, e
+	return nil, resp.Error(a.provider.ID, detail)
 }
 
 func (a *Adapter) badResponse(err error) error {

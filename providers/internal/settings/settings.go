@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -74,4 +75,28 @@ func describeType(t reflect.Type) string {
 		return "true or false"
 	}
 	return t.String()
+}
+
+// APIKey reads the API key from the environment variable that the
+// api_key_env setting names; example is a variable name for the message.
+// The key itself never appears in an error.
+func APIKey(envName, example string, lookupEnv func(string) (string, bool)) (string, error) {
+	if envName == "" {
+		return "", fmt.Errorf("settings: api_key_env is missing; name the environment variable that holds the API key, e.g. %s", example)
+	}
+	v, ok := lookupEnv(envName)
+	if !ok || v == "" {
+		return "", fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set", envName)
+	}
+	return v, nil
+}
+
+// BaseURL checks that the base_url setting is an absolute http or https
+// URL and returns it without a trailing slash.
+func BaseURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("settings: base_url %q is not an absolute http or https URL", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
 }

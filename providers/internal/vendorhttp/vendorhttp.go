@@ -46,3 +46,22 @@ func Send(ctx context.Context, client *http.Client, providerID string, req *http
 	}
 	return nil, &Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
 }
+
+// Error classifies an answer the usual way (docs/providers.md, Adapters):
+// 429 and 5xx retryable, honouring Retry-After; any other status
+// permanent. detail is the vendor's own message, when it gave one.
+func (a *Answer) Error(providerID, detail string) *providers.Error {
+	msg := fmt.Sprintf("provider %q answered %d", providerID, a.Status)
+	if detail != "" {
+		msg += ": " + detail
+	}
+	var e *providers.Error
+	if a.Status == http.StatusTooManyRequests || a.Status >= 500 {
+		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
+		e.RetryAfter = providers.RetryAfterHeader(a.Header.Get("Retry-After"))
+	} else {
+		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
+	}
+	e.StatusCode = a.Status
+	return e
+}

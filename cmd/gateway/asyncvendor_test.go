@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
+)
+
+// fakeAssemblyAI speaks AssemblyAI's transcript API (see
+// providers/assemblyai for the protocol tests): uploads and transcripts
+// are counted, and the transcript stays "processing" until released.
+type fakeAssemblyAI struct {
+	*httptest.Server
+	mu       sync.Mutex
+	uploads  int
+	submits  int
+	released bool
+}
+
+const fakeAssemblyAIKey = "fake-assemblyai-key"
+
+func newFakeAssemblyAI(t *testing.T, released bool) *fakeAssemblyAI {
+	f := &fakeAssemblyAI{released: released}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if r.Header.Get("Authorization") != fakeAssemblyAIKey {
+			http.Error(w, `{"error":"Authentication error, API token missing/invalid"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Method + " " + r.URL.Path {
+		case "POST /v2/upload":
+			_, _ = io.Copy(io.Discard, r.Body)
+			f.uploads++
+			fmt.Fprintf(w, `{"upload_url":"https://cdn.assemblyai.test/upload/%d"}`, f.uploads)
+		case "POST /v2/transcript":
+			f.submits++
+			fmt.Fprintf(w, `{"id":"transcript-%d","status":"queued"}`, f.submits)
+		case "GET /v2/transcript/transcript-1":
+			if !f.released {
+				_, _ = io.WriteString(w, `{"id":"transcript-1","status":"processing"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id":"transcript-1","status":"completed","language_code":"en_us","audio_duration":2,
+"text":"Hello from the fake vendor.","utterances":null}`)
+		case "GET /v2/transcript/transcript-1/sentences":
+			_, _ = io.WriteString(w, `{"sentences":[{"text":"Hello from the fake vendor.","start":0,"end":2000,"confidence":0.9,"speaker":null}]}`)
+		default:
+			http.Error(w, `{"error":"not found"}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeAssemblyAI) counts() (uploads, submits int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.uploads, f.submits
+}
+
+func (f *fakeAssemblyAI) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = true
+}
+
+// provider is the catalog entry of the fake, for jobs that name it.
+func (f *fakeAssemblyAI) provider() string {
+	return `  - id: assemblyai
+    name: AssemblyAI (fake)
+    adapter: assemblyai
+    settings: {base_url: "` + f.URL + `", api_key_env: FAKE_ASSEMBLYAI_KEY}
+    services:
+      transcriptions:
+        features: [language_detection, diarization, timestamps]
+        pricing: {unit: per_minute, amount: 0.5, currency: USD}
+`
+}
+
+func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
+	t.Parallel()
+	mediatest.RequireTools(t)
+	vendor := newFakeAssemblyAI(t, false)
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte("providers:\n"+vendor.provider()), 0o644))
+	g := newGatewayEnv(t, "", "", []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey}, "--providers", catalog)
+
+	id := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
+		g.url("/dev/samples/tone.wav")+`"},"options":{"format":"vtt"}}}}`).Data.ID
+	require.Eventually(t, func() bool { _, submits := vendor.counts(); return submits == 1 }, 60*time.Second, 100*time.Millisecond)
+	g.waitFor("transcriptions", id, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "processing" })
+
+	// The vendor works while the gateway is down and back.
+	g.kill()
+	g.start()
+	vendor.release()
+
+	done := g.waitFor("transcriptions", id, 120*time.Second, terminal)
+	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	uploads, submits := vendor.counts()
+	require.Equal(t, 1, uploads, "the audio is uploaded once")
+	require.Equal(t, 1, submits, "the job is submitted once")
+	var result struct {
+		Text        string `json:"text"`
+		Format      string `json:"format"`
+		Language    string `json:"language"`
+		DownloadURL string `json:"download_url"`
+	}
+	raw, err := json.Marshal(done.Data.Attributes.Result)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &result))
+	require.Equal(t, "Hello from the fake vendor.", result.Text)
+	require.Equal(t, "en-US", result.Language)
+	require.Equal(t, "vtt", result.Format)
+	require.NotEmpty(t, result.DownloadURL)
+	resp, err := http.Get(result.DownloadURL)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "WEBVTT")
+	require.Contains(t, string(body), "Hello from the fake vendor.")
+}

@@ -1,0 +1,236 @@
+package assemblyai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/assemblyai"
+)
+
+const (
+	secret       = "aai-secret-key"
+	transcriptID = "9ea68fd3-f953-42c1-9742-976c447fb463"
+	uploadURL    = "https://cdn.assemblyai.com/upload/f7a5d1c9-2e4e-4b5e-8c1a-6b0d3f1e2a77"
+)
+
+// Answers taken from AssemblyAI's API reference (shortened).
+const (
+	completed = `{"id":"` + transcriptID + `","language_model":"assemblyai_default","acoustic_model":"assemblyai_default",
+"language_code":"en_us","status":"completed","audio_url":"` + uploadURL + `",
+"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US. Skylines from Maine to Maryland to Minnesota are gray and smoggy.",
+"words":[{"text":"Smoke","start":250,"end":650,"confidence":0.97465,"speaker":null}],
+"utterances":[{"confidence":0.9359,"end":6350,"speaker":"A","start":250,"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US."},
+{"confidence":0.9462,"end":11200,"speaker":"B","start":6500,"text":"Skylines from Maine to Maryland to Minnesota are gray and smoggy."}],
+"confidence":0.9578,"audio_duration":281,"punctuate":true,"format_text":true,"speaker_labels":true,"error":null}`
+	sentences = `{"sentences":[{"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.","start":250,"end":6350,"confidence":0.72412,"words":[],"speaker":null},
+{"text":"Skylines from Maine to Maryland to Minnesota are gray and smoggy.","start":6500,"end":11200,"confidence":0.9,"words":[],"speaker":null}],
+"id":"` + transcriptID + `","confidence":0.9579,"audio_duration":281}`
+	failed = `{"id":"` + transcriptID + `","status":"error","error":"Transcoding failed. File does not appear to contain audio.","text":null}`
+)
+
+// fake speaks AssemblyAI's v2 protocol for one transcript.
+type fake struct {
+	mu       sync.Mutex
+	uploads  []string
+	requests []map[string]any // POST /v2/transcript bodies
+	statuses []string         // what successive transcript reads answer
+	reads    int
+	fail     int
+	failBody string
+}
+
+func (f *fake) serve(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		assert.Equal(t, secret, r.Header.Get("Authorization"), "the key goes bare in the authorization header")
+		if f.fail != 0 {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(f.fail)
+			_, _ = io.WriteString(w, f.failBody)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v2/upload":
+			assert.Equal(t, "application/octet-stream", r.Header.Get("Content-Type"))
+			data, _ := io.ReadAll(r.Body)
+			assert.Equal(t, int64(len(data)), r.ContentLength)
+			f.uploads = append(f.uploads, string(data))
+			_, _ = io.WriteString(w, `{"upload_url":"`+uploadURL+`"}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v2/transcript":
+			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+			var body map[string]any
+			assert.NoError(t, json.NewDecoder(r.Body).Decode(&body))
+			f.requests = append(f.requests, body)
+			_, _ = io.WriteString(w, `{"id":"`+transcriptID+`","status":"queued","audio_url":"`+uploadURL+`"}`)
+		case r.Method == http.MethodGet && r.URL.Path == "/v2/transcript/"+transcriptID:
+			status := f.statuses[min(f.reads, len(f.statuses)-1)]
+			f.reads++
+			switch status {
+			case "completed":
+				_, _ = io.WriteString(w, completed)
+			case "error":
+				_, _ = io.WriteString(w, failed)
+			default:
+				_, _ = io.WriteString(w, `{"id":"`+transcriptID+`","status":"`+status+`"}`)
+			}
+		case r.Method == http.MethodGet && r.URL.Path == "/v2/transcript/"+transcriptID+"/sentences":
+			_, _ = io.WriteString(w, sentences)
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL)
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newAdapter(t *testing.T, f *fake) (*assemblyai.Adapter, providers.Call) {
+	t.Helper()
+	srv := f.serve(t)
+	p := &providers.Provider{ID: "aai", Settings: map[string]any{"base_url": srv.URL, "api_key_env": "AAI_KEY", "speech_model": "universal"},
+		Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: {
+			Limits:  providers.Limits{MaxFileSizeMB: 1},
+			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0065, Currency: "USD"}}}}
+	a, err := assemblyai.New(p, func(name string) (string, bool) { return secret, name == "AAI_KEY" }, assemblyai.WithPollInterval(time.Millisecond))
+	require.NoError(t, err)
+	audio := filepath.Join(t.TempDir(), "audio.wav")
+	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
+	return a, providers.Call{Service: providers.Transcriptions, Provider: p,
+		Input: json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
+		Media: &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 281}}
+}
+
+func TestSubmitsThenReadsTheTranscript(t *testing.T) {
+	t.Parallel()
+	f := &fake{statuses: []string{"queued", "processing", "completed"}}
+	a, call := newAdapter(t, f)
+	call.Options = json.RawMessage(`{"language":"en-US","include_usage":true,"format":"srt"}`)
+	ctx := context.Background()
+
+	handle, err := a.Submit(ctx, call)
+	require.NoError(t, err)
+	require.Equal(t, transcriptID, handle)
+	require.Equal(t, []string{"RIFF....WAVE"}, f.uploads, "the extracted audio is uploaded")
+	require.Equal(t, map[string]any{"audio_url": uploadURL, "language_code": "en_us", "speech_model": "universal",
+		"punctuate": true, "format_text": true}, f.requests[0])
+
+	check, err := a.Check(ctx, providers.Call{Service: call.Service, Provider: call.Provider, Input: call.Input, Options: call.Options}, handle)
+	require.NoError(t, err)
+	require.Equal(t, providers.Check{Progress: 5}, check)
+	check, err = a.Check(ctx, call, handle)
+	require.NoError(t, err)
+	require.Equal(t, providers.Check{Progress: 50}, check)
+	check, err = a.Check(ctx, call, handle)
+	require.NoError(t, err)
+	require.True(t, check.Done)
+	var res providers.TranscriptionResult
+	require.NoError(t, json.Unmarshal(check.Result, &res))
+	require.Equal(t, "srt", res.Format)
+	require.Equal(t, "en-US", res.Language)
+	require.InDelta(t, 281, res.Duration, 0)
+	require.Len(t, res.Segments, 2, "the sentences, without diarization")
+	require.Equal(t, providers.Segment{Start: 0.25, End: 6.35, Text: "Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.",
+		Confidence: ptr(0.72412)}, res.Segments[0])
+	require.Contains(t, res.Text, "Skylines from Maine")
+	require.InDelta(t, 0.0065*281/60, *res.Usage.Cost, 1e-9)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDiarizationAndDetection(t *testing.T) {
+	t.Parallel()
+	f := &fake{statuses: []string{"completed"}}
+	a, call := newAdapter(t, f)
+	call.Options = json.RawMessage(`{"diarization":true,"language":"auto"}`)
+	var progress []int
+	call.Report = func(p int) { progress = append(progress, p) }
+	out, err := a.Run(context.Background(), call)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"audio_url": uploadURL, "language_detection": true, "speaker_labels": true,
+		"speech_model": "universal", "punctuate": true, "format_text": true}, f.requests[0])
+	var res providers.TranscriptionResult
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, "en-US", res.Language, "detected: en_us")
+	require.Equal(t, []string{"speaker_1", "speaker_2"}, []string{res.Segments[0].Speaker, res.Segments[1].Speaker})
+	require.Nil(t, res.Usage)
+
+	for lang, code := range map[string]string{"en-GB": "en_uk", "de-AT": "de", "fr": "fr", "pt-BR": "pt"} {
+		_, err := a.Submit(context.Background(), withOptions(call, `{"language":"`+lang+`"}`))
+		require.NoError(t, err)
+		require.Equal(t, code, f.requests[len(f.requests)-1]["language_code"], lang)
+	}
+}
+
+func withOptions(call providers.Call, options string) providers.Call {
+	call.Options = json.RawMessage(options)
+	return call
+}
+
+func TestFailuresAreClassified(t *testing.T) {
+	t.Parallel()
+	f := &fake{statuses: []string{"error"}}
+	a, call := newAdapter(t, f)
+	_, err := a.Run(context.Background(), call)
+	requireKind(t, err, providers.KindPermanent, 0, "File does not appear to contain audio")
+
+	big := call
+	big.Media = &providers.Media{Path: call.Media.Path, Size: 2 << 20}
+	_, err = a.Submit(context.Background(), big)
+	requireKind(t, err, providers.KindPermanent, 0, "larger than the 1 MB")
+
+	noMedia := call
+	noMedia.Media = nil
+	_, err = a.Submit(context.Background(), noMedia)
+	requireKind(t, err, providers.KindPermanent, 0, "media stage")
+
+	for _, tc := range []struct {
+		status int
+		body   string
+		kind   providers.ErrorKind
+		want   string
+		after  time.Duration
+	}{
+		{401, `{"error":"Authentication error, API token missing/invalid"}`, providers.KindPermanent, "API token missing/invalid", 0},
+		{400, `{"error":"Invalid language_code"}`, providers.KindPermanent, "Invalid language_code", 0},
+		{429, `{"error":"Too many requests"}`, providers.KindRetryable, "Too many requests", 7 * time.Second},
+		{503, ``, providers.KindRetryable, "answered 503", 7 * time.Second},
+	} {
+		f := &fake{fail: tc.status, failBody: tc.body}
+		a, call := newAdapter(t, f)
+		_, err := a.Submit(context.Background(), call)
+		perr := requireKind(t, err, tc.kind, tc.status, tc.want)
+		require.Equal(t, tc.after, perr.RetryAfter)
+		_, err = a.Check(context.Background(), call, transcriptID)
+		requireKind(t, err, tc.kind, tc.status, tc.want)
+	}
+
+	_, err = assemblyai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "ftp://x"}}, func(string) (string, bool) { return "", false })
+	require.ErrorContains(t, err, "base_url")
+	require.ErrorContains(t, err, "api_key_env is missing")
+}
+
+func requireKind(t *testing.T, err error, kind providers.ErrorKind, status int, want string) *providers.Error {
+	t.Helper()
+	var perr *providers.Error
+	require.True(t, errors.As(err, &perr), "%v", err)
+	require.Equal(t, kind, perr.Kind, "%v", err)
+	require.Equal(t, status, perr.StatusCode)
+	require.Contains(t, perr.Error(), want)
+	require.NotContains(t, perr.Error(), secret)
+	return perr
+}

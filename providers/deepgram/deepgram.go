@@ -1,0 +1,195 @@
+// Package deepgram is the "deepgram" adapter: transcriptions through
+// Deepgram's pre-recorded API, POST /v1/listen (docs/providers.md,
+// deepgram). Deepgram answers a pre-recorded request in the same HTTP
+// exchange, so the call is one heartbeating activity.
+package deepgram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/settings"
+	"github.com/ai-job-gateway/gateway/providers/internal/usage"
+	"github.com/ai-job-gateway/gateway/providers/internal/vendorhttp"
+)
+
+// Settings are the deepgram adapter's provider settings.
+type Settings struct {
+	// BaseURL is the API root: https://api.deepgram.com (default).
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `json:"api_key_env"`
+	// Model is Deepgram's model, nova-3 by default.
+	Model string `json:"model"`
+}
+
+// Adapter calls the Deepgram API.
+type Adapter struct {
+	provider *providers.Provider
+	baseURL  string
+	key      string
+	model    string
+	client   *http.Client
+}
+
+// New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
+// nil).
+func New(p *providers.Provider, lookupEnv func(string) (string, bool)) (*Adapter, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	s := Settings{BaseURL: "https://api.deepgram.com", Model: "nova-3"}
+	if err := settings.Decode(p.Settings, &s); err != nil {
+		return nil, err
+	}
+	baseURL, urlErr := settings.BaseURL(s.BaseURL)
+	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPGRAM_API_KEY", lookupEnv)
+	if err := errors.Join(urlErr, keyErr); err != nil {
+		return nil, err
+	}
+	// Deepgram processes an hour of audio in well under a minute; its
+	// own limit on a request is 10 minutes.
+	return &Adapter{provider: p, baseURL: baseURL, key: key, model: s.Model,
+		client: &http.Client{Timeout: 11 * time.Minute}}, nil
+}
+
+// listenResponse is Deepgram's pre-recorded answer, as far as the gateway
+// reads it. Times are in seconds.
+type listenResponse struct {
+	Metadata struct {
+		RequestID string  `json:"request_id"`
+		Duration  float64 `json:"duration"`
+	} `json:"metadata"`
+	Results struct {
+		Channels []struct {
+			DetectedLanguage string `json:"detected_language"`
+			Alternatives     []struct {
+				Transcript string  `json:"transcript"`
+				Confidence float64 `json:"confidence"`
+			} `json:"alternatives"`
+		} `json:"channels"`
+		Utterances []struct {
+			Start      float64 `json:"start"`
+			End        float64 `json:"end"`
+			Confidence float64 `json:"confidence"`
+			Transcript string  `json:"transcript"`
+			Speaker    *int    `json:"speaker"`
+		} `json:"utterances"`
+	} `json:"results"`
+}
+
+// Run sends the audio the media stage extracted and maps the answer.
+func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
+	if call.Service != providers.Transcriptions {
+		return nil, providers.Permanent(providers.CodeUnsupportedService,
+			fmt.Sprintf("the deepgram adapter does transcriptions only, not %s", call.Service), nil)
+	}
+	var in providers.TranscriptionInput
+	var opts providers.TranscriptionOptions
+	if err := call.Decode(&in, &opts); err != nil {
+		return nil, err
+	}
+	if call.Media == nil {
+		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the deepgram adapter sends the audio the gateway's media stage extracted, and this job has none", nil)
+	}
+	if limit := call.Capability().Limits.MaxFileSizeMB; limit > 0 && call.Media.Size > int64(limit)<<20 {
+		return nil, providers.Permanent(providers.CodeFileTooLarge,
+			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit, a.provider.ID), nil)
+	}
+	call.Progress(0)
+	f, err := os.Open(call.Media.Path)
+	if err != nil {
+		return nil, fmt.Errorf("deepgram: open the audio: %w", err)
+	}
+	defer f.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/v1/listen?"+a.query(opts).Encode(), f)
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = call.Media.Size
+	req.Header.Set("Authorization", "Token "+a.key)
+	req.Header.Set("Content-Type", call.Media.ContentType)
+	data, err := a.send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var answer listenResponse
+	if err := json.Unmarshal(data, &answer); err != nil || len(answer.Results.Channels) == 0 || len(answer.Results.Channels[0].Alternatives) == 0 {
+		return nil, a.badResponse(err)
+	}
+	channel := answer.Results.Channels[0]
+	res := providers.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: answer.Metadata.Duration,
+		Language: opts.Language, Text: channel.Alternatives[0].Transcript}
+	if res.Language == "" || res.Language == "auto" {
+		res.Language = channel.DetectedLanguage
+	}
+	if opts.WantsTimestamps() || opts.WantsDiarization() {
+		for _, u := range answer.Results.Utterances {
+			confidence := u.Confidence
+			seg := providers.Segment{Start: u.Start, End: u.End, Text: strings.TrimSpace(u.Transcript), Confidence: &confidence}
+			if u.Speaker != nil && opts.WantsDiarization() {
+				seg.Speaker = fmt.Sprintf("speaker_%d", *u.Speaker+1)
+			}
+			res.Segments = append(res.Segments, seg)
+		}
+	}
+	if opts.IncludeUsage {
+		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Minutes: answer.Metadata.Duration / 60, Pages: 1}))
+	}
+	call.Progress(100)
+	return json.Marshal(res)
+}
+
+// query is the request's options: the model, punctuation and formatting,
+// utterances for the segments, speakers when asked, and the language or
+// its detection.
+func (a *Adapter) query(opts providers.TranscriptionOptions) url.Values {
+	q := url.Values{"model": {a.model}, "smart_format": {"true"}, "punctuate": {"true"}, "utterances": {"true"}}
+	if opts.WantsDiarization() {
+		q.Set("diarize", "true")
+	}
+	if lang := opts.Language; lang != "" && lang != "auto" {
+		if tag, err := language.Parse(lang); err == nil {
+			lang = tag.String()
+		}
+		q.Set("language", lang)
+	} else {
+		q.Set("detect_language", "true")
+	}
+	return q
+}
+
+// send performs req and returns a 2xx body. 429 and 5xx are retryable
+// (honouring Retry-After), other 4xx permanent, with Deepgram's err_msg.
+// The key is never part of an error.
+func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
+	data, answer, err := vendorhttp.Send(ctx, a.client, a.provider.ID, req)
+	if err != nil || answer == nil {
+		return data, err
+	}
+	var vendor struct {
+		Code    string `json:"err_code"`
+		Message string `json:"err_msg"`
+	}
+	_ = json.Unmarshal(answer.Body, &vendor)
+	detail := vendor.Message
+	if vendor.Code != "" {
+		detail += " (" + vendor.Code + ")"
+	}
+	return nil, answer.Error(a.provider.ID, detail)
+}
+
+func (a *Adapter) badResponse(err error) error {
+	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer Deepgram's API does not send", a.provider.ID), err)
+}
