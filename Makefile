@@ -12,8 +12,8 @@ help: ## list the tasks
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: build media-tools ## run the whole stack (API, worker, embedded Temporal + UI) with `gateway dev`
-	$(BIN) dev --data-dir $(DATA_DIR)
+run: build media-tools ## run the whole stack (API, worker, embedded Temporal + UI, and the local engines installed) with `gateway dev --local-engines`
+	$(BIN) dev --data-dir $(DATA_DIR) --local-engines
 
 .PHONY: engines
 engines: ## install the programs media jobs and local engines use (ffmpeg, tesseract, Apertium APy) with apt-get; Debian or Ubuntu, as root

@@ -31,9 +31,12 @@ type providerResource struct {
 }
 
 type providerAttributes struct {
-	Name     string                          `json:"name"`
-	Status   providers.Status                `json:"status"`
-	Services map[string]providers.Capability `json:"services"`
+	Name   string           `json:"name"`
+	Status providers.Status `json:"status"`
+	// StatusReason says why the provider has the catalog's status (an
+	// extension, docs/api.md); absent once an administrator changed it.
+	StatusReason string                          `json:"status_reason,omitempty"`
+	Services     map[string]providers.Capability `json:"services"`
 }
 
 func serviceView(svc providers.Service, status string) serviceResource {
@@ -54,9 +57,9 @@ func serviceView(svc providers.Service, status string) serviceResource {
 // (override) in place of the catalog's. A capability keeps its own status
 // under a provider disabled at provider level.
 func providerView(p *providers.Provider, override store.ProviderStatus) providerResource {
-	status := p.Status
-	if override.Status != "" {
-		status = providers.Status(override.Status)
+	status, reason := p.Status, p.StatusReason
+	if override.Status != "" && providers.Status(override.Status) != p.Status {
+		status, reason = providers.Status(override.Status), ""
 	}
 	if status == "" {
 		status = providers.StatusActive
@@ -75,7 +78,7 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 	return providerResource{
 		ID:         p.ID,
 		Type:       "provider",
-		Attributes: providerAttributes{Name: p.Name, Status: status, Services: services},
+		Attributes: providerAttributes{Name: p.Name, Status: status, StatusReason: reason, Services: services},
 	}
 }
 

@@ -64,14 +64,17 @@ func (c *Catalog) Lookup(id string) (*Provider, bool) {
 
 // Provider is one backend a job can be routed to.
 type Provider struct {
-	ID            string                    `yaml:"id"`
-	Name          string                    `yaml:"name"`
-	Adapter       string                    `yaml:"adapter"`
-	Quality       float64                   `yaml:"quality"`         // 0..1, optional
-	LatencyMSHint int                       `yaml:"latency_ms_hint"` // optional
-	Status        Status                    `yaml:"status"`          // default active
-	Settings      map[string]any            `yaml:"settings"`        // adapter-specific
-	Services      map[ServiceID]*Capability `yaml:"services"`
+	ID            string  `yaml:"id"`
+	Name          string  `yaml:"name"`
+	Adapter       string  `yaml:"adapter"`
+	Quality       float64 `yaml:"quality"`         // 0..1, optional
+	LatencyMSHint int     `yaml:"latency_ms_hint"` // optional
+	Status        Status  `yaml:"status"`          // default active
+	// StatusReason says why the provider has its status, e.g. the local
+	// engine that is not installed (optional; shown as status_reason).
+	StatusReason string                    `yaml:"status_reason"`
+	Settings     map[string]any            `yaml:"settings"` // adapter-specific
+	Services     map[ServiceID]*Capability `yaml:"services"`
 }
 
 // Capability is what a provider offers for one service.

@@ -1,6 +1,8 @@
 package providers
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -36,6 +38,13 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 			continue
 		}
 		a, err := f(p)
+		if err != nil && p.Status == StatusDisabled {
+			// A disabled provider need not be usable (a local engine not
+			// installed, a key not set): routing never picks it, and an
+			// administrator who enables it gets this error from its calls.
+			a = unusable{Permanent(CodeProviderRejected, fmt.Sprintf("provider %q cannot be used: %v", p.ID, err), nil)}
+			err = nil
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("providers file: provider %q (adapter %s): %w", p.ID, p.Adapter, err))
 			continue
@@ -72,3 +81,9 @@ func (r *Registry) Adapter(providerID string) (Adapter, bool) {
 	a, ok := r.adapters[providerID]
 	return a, ok
 }
+
+// unusable is the adapter of a disabled provider whose own adapter could
+// not be built.
+type unusable struct{ err *Error }
+
+func (u unusable) Run(context.Context, Call) (json.RawMessage, error) { return nil, u.err }

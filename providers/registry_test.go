@@ -134,3 +134,23 @@ providers:
 		require.Equal(t, tt.want, d, tt.id)
 	}
 }
+
+func TestDisabledProviderNeedNotBeUsable(t *testing.T) {
+	t.Parallel()
+	broken := func(*providers.Provider) (providers.Adapter, error) { return nil, errors.New("apertium-apy is not installed") }
+	c := twoProviders(t, "sandbox", "apertium")
+	_, err := providers.NewRegistry(c, map[string]providers.Factory{"sandbox": fakeFactory, "apertium": broken})
+	require.ErrorContains(t, err, "apertium-apy is not installed", "an active provider must be usable")
+
+	p, _ := c.Lookup("b")
+	p.Status = providers.StatusDisabled
+	r, err := providers.NewRegistry(c, map[string]providers.Factory{"sandbox": fakeFactory, "apertium": broken})
+	require.NoError(t, err)
+	a, ok := r.Adapter("b")
+	require.True(t, ok)
+	_, err = a.Run(context.Background(), providers.Call{})
+	var perr *providers.Error
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, providers.KindPermanent, perr.Kind, "enabled by an administrator anyway: its calls fail over")
+	require.Contains(t, perr.Error(), "apertium-apy is not installed")
+}

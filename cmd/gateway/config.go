@@ -20,6 +20,7 @@ type config struct {
 	Listen               string
 	DataDir              string
 	ProvidersFile        string
+	LocalEngines         bool
 	DatabaseURL          string
 	TemporalAddress      string
 	TemporalNamespace    string
@@ -115,6 +116,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", envOr("GATEWAY_ACCEPT_LATENCY_TARGET", target, time.ParseDuration, -1),
 		"during a burst of new jobs, start them more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
 	if command == "dev" {
+		fs.BoolVar(&c.LocalEngines, "local-engines", os.Getenv("GATEWAY_LOCAL_ENGINES") == "true",
+			"add the local engines this machine has (Apertium, ffmpeg and tesseract) to the catalog; those it lacks are listed as disabled (env GATEWAY_LOCAL_ENGINES)")
 		str(&c.TemporalUIListen, "temporal-ui-listen", "TEMPORAL_UI_LISTEN", "127.0.0.1:8233", "address of the embedded Temporal Web UI (empty: no UI)")
 		str(&c.TemporalDevListen, "temporal-dev-listen", "TEMPORAL_DEV_LISTEN", "127.0.0.1:7233", "address of the embedded Temporal frontend")
 	}

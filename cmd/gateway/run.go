@@ -61,7 +61,15 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	// dev reaches local webhooks and media (docs/webhooks.md, Address rules).
 	cfg.AllowPrivateNetworks = true
-	registry, err := loadRegistry(cfg)
+	var engines *localEngines
+	if cfg.LocalEngines {
+		var err error
+		if engines, err = startLocalEngines(ctx, cfg.DataDir, logger); err != nil {
+			return err
+		}
+		defer engines.stop()
+	}
+	registry, err := loadRegistry(cfg, engines.catalogEntries()...)
 	if err != nil {
 		return err
 	}
@@ -392,10 +400,18 @@ func runMigrate(ctx context.Context, cfg config, logger *slog.Logger) error {
 	return nil
 }
 
-func loadRegistry(cfg config) (*providers.Registry, error) {
+// loadRegistry builds the adapters of the catalog (--providers, or the
+// built-in one) with extra providers added to it.
+func loadRegistry(cfg config, extra ...*providers.Provider) (*providers.Registry, error) {
 	catalog, err := providers.LoadCatalog(cfg.ProvidersFile)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range extra {
+		if _, taken := catalog.Lookup(p.ID); taken {
+			return nil, fmt.Errorf("the catalog already has a provider %q; --local-engines adds one of that id: rename yours", p.ID)
+		}
+		catalog.Providers = append(catalog.Providers, p)
 	}
 	return providers.NewRegistry(catalog, adapterFactories(cfg))
 }

@@ -22,12 +22,26 @@ import (
 //go:embed samples/speech.mp4
 var speechVideo []byte
 
+// slidesVideo is a 9-second silent MP4 of three slides, two hard cuts,
+// with the text "AI JOB GATEWAY", "SCENES AND TEXT" and "THE END", for the
+// local media engine's scenes and ocr. Made with:
+//
+//	ffmpeg -f lavfi -i "color=c=navy:s=640x360:d=3:r=25[a];color=c=white:s=640x360:d=3:r=25[b];color=c=navy:s=640x360:d=3:r=25[c];\
+//	  [a]drawtext=text='AI JOB GATEWAY':fontsize=48:fontcolor=white:x=60:y=150[a2];\
+//	  [b]drawtext=text='SCENES AND TEXT':fontsize=48:fontcolor=black:x=60:y=150[b2];\
+//	  [c]drawtext=text='THE END':fontsize=48:fontcolor=white:x=60:y=150[c2];[a2][b2][c2]concat=n=3:v=1:a=0" \
+//	  -c:v libx264 -preset veryslow -crf 30 -pix_fmt yuv420p -movflags +faststart slides.mp4
+//
+//go:embed samples/slides.mp4
+var slidesVideo []byte
+
 // registerSamples serves sample media under /dev/samples/ for `gateway
 // dev`, so the README walkthrough has URLs the providers can reach on a
 // machine without internet access.
 func registerSamples(r gin.IRouter) {
 	samples := map[string][]byte{
 		"speech.mp4":   speechVideo,
+		"slides.mp4":   slidesVideo,
 		"tone.wav":     sineWAV(440, 2, 16000),
 		"document.txt": []byte("Hello from the AI job gateway.\nThis is a sample document for translation jobs.\n"),
 	}

@@ -41,7 +41,7 @@ func FreshPostgresURL(t testing.TB) string {
 	}
 	defer admin.Close()
 	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("storetest: create schema (is PostgreSQL running at %s?): %v", base, err)
+		t.Fatalf("storetest: create schema (is PostgreSQL running at %s? make test needs it: on Debian or Ubuntu, apt-get install postgresql, then pg_ctlcluster $(ls /etc/postgresql) main start; or set TEST_DATABASE_URL): %v", base, err)
 	}
 	t.Cleanup(func() {
 		admin, err := sql.Open("pgx", base)

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// requireEngines skips a test that needs the local engines when they are
+// not installed, unless GATEWAY_REQUIRE_ENGINES=1 (CI, after make engines).
+func requireEngines(t *testing.T) {
+	t.Helper()
+	for _, bin := range []string{"apertium-apy", "ffmpeg", "ffprobe", "tesseract"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
+				t.Fatalf("%s is not installed (make engines)", bin)
+			}
+			t.Skipf("%s is not installed (make engines)", bin)
+		}
+	}
+}
+
+type providerDoc struct {
+	ID         string `json:"id"`
+	Attributes struct {
+		Status       string `json:"status"`
+		StatusReason string `json:"status_reason"`
+		Services     map[string]struct {
+			Features        []string `json:"features"`
+			SourceLanguages []string `json:"source_languages"`
+			TargetLanguages []string `json:"target_languages"`
+		} `json:"services"`
+	} `json:"attributes"`
+}
+
+func (g *gateway) providers() map[string]providerDoc {
+	g.t.Helper()
+	status, body, _ := g.do(http.MethodGet, "/v1/providers", "")
+	require.Equal(g.t, http.StatusOK, status, "%s", body)
+	var list struct {
+		Data []providerDoc `json:"data"`
+	}
+	require.NoError(g.t, json.Unmarshal(body, &list))
+	out := map[string]providerDoc{}
+	for _, p := range list.Data {
+		out[p.ID] = p
+	}
+	return out
+}
+
+// A policy puts a broken DeepL first and the local Apertium second: the
+// job fails over to Apertium, which really translates.
+func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
+	t.Parallel()
+	requireEngines(t)
+	deepl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"message":"Wrong endpoint. Use https://api.deepl.com"}`)
+	}))
+	t.Cleanup(deepl.Close)
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(`providers:
+  - id: deepl
+    name: DeepL (broken)
+    adapter: deepl
+    quality: 0.95
+    settings: {base_url: "`+deepl.URL+`/v2", api_key_env: FAKE_DEEPL_KEY}
+    services:
+      translations:
+        features: [formality]
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+`), 0o644))
+	g := newGatewayEnv(t, "", "", []string{"FAKE_DEEPL_KEY=k"}, "--providers", catalog, "--local-engines")
+
+	listed := g.providers()
+	require.Equal(t, "active", listed["apertium-local"].Attributes.Status)
+	apy := listed["apertium-local"].Attributes.Services["translations"]
+	require.Contains(t, apy.SourceLanguages, "en", "from the server's pairs")
+	require.Contains(t, apy.TargetLanguages, "es")
+	require.Equal(t, "active", listed["media-local"].Attributes.Status)
+	require.ElementsMatch(t, []string{"scenes", "ocr"}, listed["media-local"].Attributes.Services["video-analyses"].Features)
+	require.Contains(t, g.logs.String(), "local engines")
+
+	jobToken := g.token
+	g.token = g.mint("acme", "policies:read policies:write")
+	status, body, _ := g.do(http.MethodPost, "/v1/policies", `{"data":{"type":"policy","attributes":{
+		"name":"vendor first","routing_strategy":"quality","service":"translations",
+		"providers":[{"provider_id":"deepl","priority":1},{"provider_id":"apertium-local","priority":2}]}}}`)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	g.token = jobToken
+
+	job := g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"text",
+		"content":"Hello world. The house is big.","target_language":"es"},"options":{"source_language":"en"}}}}`)
+	done := g.waitFor("translations", job.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	require.Equal(t, "apertium-local", done.Data.Attributes.Provider)
+	raw, err := json.Marshal(done.Data.Attributes.Result)
+	require.NoError(t, err)
+	var result struct {
+		Content string `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &result))
+	require.Equal(t, "Hola Mundo. La casa es grande.", strings.TrimSpace(result.Content))
+
+	// The README's video analysis: the local media engine finds the three
+	// slides and their text.
+	video := g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"provider":"media-local",
+		"input":{"url":"`+g.url("/dev/samples/slides.mp4")+`","features":["scenes","ocr"]}}}}`)
+	analysed := g.waitFor("video-analyses", video.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "completed", analysed.Data.Attributes.Status, "%+v", analysed.Data.Attributes)
+	raw, err = json.Marshal(analysed.Data.Attributes.Result)
+	require.NoError(t, err)
+	var analysis struct {
+		Scenes []struct {
+			Start float64 `json:"start_time"`
+		} `json:"scenes"`
+		OCR []struct {
+			Text string `json:"text"`
+		} `json:"ocr"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &analysis))
+	require.Len(t, analysis.Scenes, 3, "%s", raw)
+	var texts []string
+	for _, d := range analysis.OCR {
+		texts = append(texts, d.Text)
+	}
+	require.Contains(t, strings.Join(texts, " | "), "GATEWAY", "%s", raw)
+	require.Contains(t, strings.Join(texts, " | "), "THE END", "%s", raw)
+
+	var history []struct {
+		ProviderID string `json:"provider_id"`
+		Reason     string `json:"reason"`
+	}
+	raw, err = json.Marshal(done.Data.Attributes.RoutingHistory)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &history))
+	require.Len(t, history, 2)
+	require.Equal(t, "deepl", history[0].ProviderID)
+	require.Equal(t, "policy_rule", history[0].Reason)
+	require.Equal(t, "apertium-local", history[1].ProviderID)
+	require.Equal(t, "failover", history[1].Reason)
+}
+
+// On a machine without the engines, dev still starts, and lists them as
+// disabled with what is missing.
+func TestMissingLocalEnginesAreListedDisabled(t *testing.T) {
+	t.Parallel()
+	g := newGatewayEnv(t, "", "", []string{"PATH=" + t.TempDir()}, "--local-engines")
+	listed := g.providers()
+	for id, missing := range map[string]string{"apertium-local": "apertium-apy not found", "media-local": "not found on PATH"} {
+		require.Equal(t, "disabled", listed[id].Attributes.Status, id)
+		require.Contains(t, listed[id].Attributes.StatusReason, missing, id)
+		require.Contains(t, listed[id].Attributes.StatusReason, "make engines", id)
+	}
+	require.Equal(t, "active", listed["sandbox-fast"].Attributes.Status, "the built-in catalog is still there")
+	require.Empty(t, listed["sandbox-fast"].Attributes.StatusReason)
+
+	status, body, _ := g.do(http.MethodPost, "/v1/translations", `{"data":{"type":"translation-job","attributes":{"provider":"apertium-local",
+		"input":{"type":"text","content":"Hello","target_language":"es"},"options":{"source_language":"en"}}}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", body)
+	require.Contains(t, string(body), "PROVIDER_DISABLED")
+}
