@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +98,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 
 	started := time.Now()
 	result, err := adapter.Run(ctx, providers.Call{
+		Delegate:   a.delegate,
 		Media:      call.Media,
 		ResultFile: call.ResultFile,
 		JobID:      in.JobID,
@@ -140,6 +142,22 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 		return CallOutput{}, err
 	}
 	return out, nil
+}
+
+// delegate runs a call an adapter hands on to another provider of the
+// catalog, in the same activity (an asynchronous provider's whole call,
+// submit and checks, included).
+func (a *Activities) delegate(ctx context.Context, providerID string, call providers.Call) (json.RawMessage, error) {
+	adapter, ok := a.Providers.Adapter(providerID)
+	provider, _ := a.Providers.Catalog().Lookup(providerID)
+	if !ok || provider == nil {
+		return nil, providers.Permanent(providers.CodeProviderRejected, "provider "+providerID+" is not in this worker's catalog", nil)
+	}
+	if provider.Services[call.Service] == nil {
+		return nil, providers.Permanent(providers.CodeUnsupportedService, fmt.Sprintf("provider %s does not offer %s", providerID, call.Service), nil)
+	}
+	call.Provider, call.Delegate = provider, nil
+	return adapter.Run(ctx, call)
 }
 
 // ShortCall is the longest expected provider call the job workflow runs as

@@ -33,6 +33,10 @@ type Call struct {
 	// document) writes it; the gateway stores the file and links it as
 	// the result's download_url. Empty when the job has no result file.
 	ResultFile string
+	// Delegate runs a call on another provider of the catalog, for an
+	// adapter that hands part of its job on (the media adapter's
+	// speech_to_text); nil where the caller offers none.
+	Delegate func(ctx context.Context, providerID string, call Call) (json.RawMessage, error)
 }
 
 // Media is a job's media, fetched once and checked by the gateway.

@@ -79,6 +79,22 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
       translations:
         features: [formality]
         pricing: {unit: per_character, amount: 0.00002, currency: USD}
+  - id: media-speech
+    name: Local media engine, speech by the sandbox
+    adapter: media
+    settings: {speech_provider: sandbox-voice}
+    services:
+      video-analyses:
+        features: [scenes, speech_to_text]
+        pricing: {unit: per_minute, amount: 0, currency: USD}
+  - id: sandbox-voice
+    name: Sandbox transcriptions
+    adapter: sandbox
+    settings: {latency_ms: 0}
+    services:
+      transcriptions:
+        features: [timestamps]
+        pricing: {unit: per_minute, amount: 0.01, currency: USD}
 `), 0o644))
 	g := newGatewayEnv(t, "", "", []string{"FAKE_DEEPL_KEY=k"}, "--providers", catalog, "--local-engines")
 
@@ -136,6 +152,22 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 	}
 	require.Contains(t, strings.Join(texts, " | "), "GATEWAY", "%s", raw)
 	require.Contains(t, strings.Join(texts, " | "), "THE END", "%s", raw)
+
+	// speech_to_text: the media engine hands the video's audio to the
+	// catalog's transcription provider.
+	spoken := g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"provider":"media-speech",
+		"input":{"url":"`+g.url("/dev/samples/speech.mp4")+`","features":["speech_to_text"]},"options":{"confidence_threshold":0}}}}`)
+	spokenDone := g.waitFor("video-analyses", spoken.Data.ID, 60*time.Second, terminal)
+	require.Equal(t, "completed", spokenDone.Data.Attributes.Status, "%+v", spokenDone.Data.Attributes)
+	raw, err = json.Marshal(spokenDone.Data.Attributes.Result)
+	require.NoError(t, err)
+	var speech struct {
+		SpeechToText []struct {
+			Text string `json:"text"`
+		} `json:"speech_to_text"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &speech))
+	require.NotEmpty(t, speech.SpeechToText, "%s", raw)
 
 	var history []struct {
 		ProviderID string `json:"provider_id"`

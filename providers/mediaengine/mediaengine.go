@@ -20,8 +20,13 @@ import (
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
 )
 
-// Features are the video-analysis features the adapter does.
+// Features are the video-analysis features the adapter does itself;
+// speech_to_text comes on top when speech_provider is set.
 var Features = []string{"scenes", "ocr"}
+
+// SpeechToText is the feature the adapter hands to a transcription
+// provider.
+const SpeechToText = "speech_to_text"
 
 // Settings are the media adapter's provider settings.
 type Settings struct {
@@ -33,6 +38,10 @@ type Settings struct {
 	// OCRLanguages are tesseract's languages, e.g. "eng" or "eng+deu"
 	// (default "eng"; each needs its tesseract-ocr-<lang> package).
 	OCRLanguages string `json:"ocr_languages"`
+	// SpeechProvider is the id of a transcriptions provider of the
+	// catalog that speech_to_text hands the video's audio to; empty: no
+	// speech_to_text.
+	SpeechProvider string `json:"speech_provider"`
 }
 
 // Adapter analyses videos with local programs.
@@ -70,11 +79,23 @@ func New(p *providers.Provider) (*Adapter, error) {
 	if s.OCREverySeconds <= 0 {
 		return nil, fmt.Errorf("settings: ocr_every_seconds %g must be more than 0", s.OCREverySeconds)
 	}
+	a := &Adapter{provider: p, settings: s}
+	if capab := p.Services[providers.VideoAnalyses]; capab != nil {
+		for _, f := range capab.Features {
+			if f == SpeechToText && s.SpeechProvider == "" {
+				return nil, errors.New("services: video-analyses lists speech_to_text, which needs settings.speech_provider: the id of a transcriptions provider to hand the audio to")
+			}
+			if !slices.Contains(a.features(), f) {
+				return nil, fmt.Errorf("services: video-analyses lists %q, which the media adapter cannot do; it does %v", f, a.features())
+			}
+		}
+	}
 	tools, tesseract, err := Find()
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{provider: p, settings: s, tools: tools, tesseract: tesseract}, nil
+	a.tools, a.tesseract = tools, tesseract
+	return a, nil
 }
 
 // Run analyses the video the media stage fetched.
@@ -88,10 +109,11 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
+	features := a.features()
 	for _, f := range in.Features {
-		if !slices.Contains(Features, f) {
+		if !slices.Contains(features, f) {
 			return nil, providers.Permanent(providers.CodeUnsupportedOption,
-				fmt.Sprintf("the media adapter cannot do %q; it does %v", f, Features), nil)
+				fmt.Sprintf("provider %q cannot do %q; it does %v", a.provider.ID, f, features), nil)
 		}
 	}
 	if call.Media == nil {
@@ -117,6 +139,13 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		}
 		res.OCR = texts
 	}
+	if slices.Contains(in.Features, SpeechToText) {
+		speech, err := a.speech(ctx, call, in, opts)
+		if err != nil {
+			return nil, err
+		}
+		res.SpeechToText = speech
+	}
 	if opts.IncludeUsage {
 		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Minutes: duration / 60}))
 	}
@@ -125,6 +154,14 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		return nil, fmt.Errorf("media: encode result: %w", err)
 	}
 	return out, nil
+}
+
+// features are what the adapter does with its settings.
+func (a *Adapter) features() []string {
+	if a.settings.SpeechProvider == "" {
+		return Features
+	}
+	return append(slices.Clone(Features), SpeechToText)
 }
 
 // scenes turns cut times into scenes covering the whole video.

@@ -120,3 +120,57 @@ func TestOnlyWhatItCanDo(t *testing.T) {
 	require.True(t, errors.As(err, &perr))
 	require.Equal(t, providers.CodeUnsupportedInput, perr.Code, "no media from the media stage")
 }
+
+func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
+	t.Parallel()
+	requireEngine(t)
+	_, err := mediaengine.New(&providers.Provider{ID: "m", Services: map[providers.ServiceID]*providers.Capability{
+		providers.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
+	require.ErrorContains(t, err, "needs settings.speech_provider")
+	_, err = mediaengine.New(&providers.Provider{ID: "m", Services: map[providers.ServiceID]*providers.Capability{
+		providers.VideoAnalyses: {Features: []string{"labels"}}}})
+	require.ErrorContains(t, err, `"labels", which the media adapter cannot do`)
+
+	a, err := mediaengine.New(&providers.Provider{ID: "m", Settings: map[string]any{"speech_provider": "whisper"},
+		Services: map[providers.ServiceID]*providers.Capability{providers.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
+	require.NoError(t, err)
+	var handed []providers.Call
+	delegate := func(_ context.Context, id string, call providers.Call) (json.RawMessage, error) {
+		require.Equal(t, "whisper", id)
+		wav, err := os.ReadFile(call.Media.Path)
+		require.NoError(t, err)
+		require.Equal(t, "RIFF", string(wav[:4]), "the extracted audio is a WAV file")
+		require.Equal(t, int64(len(wav)), call.Media.Size)
+		handed = append(handed, call)
+		return json.RawMessage(`{"format":"json","duration":2,"language":"en","segments":[
+			{"start":0,"end":1,"text":"hello","confidence":0.9,"speaker":"speaker_2"},
+			{"start":1,"end":2,"text":"mumble","confidence":0.2}]}`), nil
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		tracks int
+		want   []providers.SpeechSegment
+	}{
+		{1, []providers.SpeechSegment{{Start: 0, End: 1, Text: "hello", SpeakerID: 1, Language: "en", Confidence: 0.9}}},
+		{0, nil},
+	} {
+		video := mediatest.Video(t, dir, 2, tc.tracks)
+		handed = nil
+		out, err := a.Run(context.Background(), providers.Call{Service: providers.VideoAnalyses, Delegate: delegate,
+			Input:   json.RawMessage(`{"url":"https://media.test/v.mp4","features":["speech_to_text"]}`),
+			Options: json.RawMessage(`{"language":"en-US"}`),
+			Media:   &providers.Media{Path: video, ContentType: "video/mp4", Duration: 2}})
+		require.NoError(t, err)
+		var res providers.VideoAnalysisResult
+		require.NoError(t, json.Unmarshal(out, &res))
+		require.Equal(t, tc.want, res.SpeechToText, "%d audio tracks", tc.tracks) // none: absent, like an empty ocr
+		if tc.tracks == 0 {
+			require.Empty(t, handed, "no audio, no transcription")
+			continue
+		}
+		require.Len(t, handed, 1)
+		require.Equal(t, providers.Transcriptions, handed[0].Service)
+		require.JSONEq(t, `{"language":"en-US"}`, string(handed[0].Options))
+		require.JSONEq(t, `{"type":"video","url":"https://media.test/v.mp4"}`, string(handed[0].Input))
+	}
+}
