@@ -27,6 +27,12 @@ media-tools: ## install ffmpeg when it is missing and apt-get can (root on Debia
 build: ## build bin/gateway
 	$(GO) build -o $(BIN) ./cmd/gateway
 
+PROD_BIN ?= bin/gateway-prod
+
+.PHONY: build-prod
+build-prod: ## build the production binary deploy/Dockerfile builds (no dev: -tags nodev) into PROD_BIN
+	CGO_ENABLED=0 $(GO) build -tags nodev -trimpath -ldflags="-s -w" -o $(PROD_BIN) ./cmd/gateway
+
 .PHONY: test
 test: ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
@@ -73,8 +79,10 @@ bench-load: ## benchmarks: the gateway side by side with bare Temporal: create, 
 lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags nodev ./cmd/gateway
 	@test -x $(STATICCHECK) || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags nodev ./cmd/...
 
 .PHONY: token
 token: ## print a dev token with every job scope (tenant "acme")

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"golang.org/x/text/language"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Status is the operational status of a provider or of one of its services.

@@ -21,6 +21,7 @@ type config struct {
 	DataDir              string
 	ProvidersFile        string
 	LocalEngines         bool
+	WorkerStopTimeout    time.Duration
 	DatabaseURL          string
 	TemporalAddress      string
 	TemporalNamespace    string
@@ -95,6 +96,14 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
 	c.registerMediaFlags(fs, command)
+	if command == "worker" || command == "dev" {
+		stop := 90 * time.Second
+		if command == "dev" {
+			stop = 5 * time.Second
+		}
+		fs.DurationVar(&c.WorkerStopTimeout, "worker-stop-timeout", envOr("GATEWAY_WORKER_STOP_TIMEOUT", stop, time.ParseDuration, -1),
+			"on SIGTERM, how long running activities may take to finish before they are cancelled and resume elsewhere (env GATEWAY_WORKER_STOP_TIMEOUT)")
+	}
 	if command == "worker" {
 		return
 	}
@@ -165,6 +174,9 @@ func (c *config) validate(command string) error {
 	}
 	if c.AcceptTarget < 0 {
 		problems = append(problems, "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration of at least 0, such as 5ms")
+	}
+	if (command == "dev" || command == "worker") && c.WorkerStopTimeout < 0 {
+		problems = append(problems, "--worker-stop-timeout (GATEWAY_WORKER_STOP_TIMEOUT) must be a duration of at least 0, such as 90s")
 	}
 	if command == "dev" || command == "serve" || command == "worker" {
 		problems = append(problems, c.validateMedia()...)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -160,4 +162,23 @@ func TestMediaSettings(t *testing.T) {
 	err := cfg.validate("dev")
 	require.ErrorContains(t, err, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h")
 	require.ErrorContains(t, err, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0")
+}
+
+func TestHealthcheck(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "/healthz", r.URL.Path)
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"healthcheck", "--url", srv.URL + "/healthz"}, &stdout, &stderr), stderr.String())
+	status = http.StatusServiceUnavailable
+	require.Equal(t, 1, run([]string{"healthcheck", "--url", srv.URL + "/healthz"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "answered 503")
+
+	t.Setenv("GATEWAY_LISTEN", "0.0.0.0:9090")
+	require.Equal(t, "http://127.0.0.1:9090/healthz", healthURL(), "every address: ask through loopback")
+	t.Setenv("GATEWAY_LISTEN", "10.0.0.7:8080")
+	require.Equal(t, "http://10.0.0.7:8080/healthz", healthURL())
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // k8sObject is the part of a Kubernetes object the checks read.
@@ -244,5 +244,30 @@ func TestComposeStack(t *testing.T) {
 	require.Equal(t, 3, gateways, "migrate, api and worker")
 	for _, want := range []string{"postgres", "temporal", "minio", "prometheus", "grafana"} {
 		require.Contains(t, compose.Services, want)
+	}
+}
+
+// TestDockerfile checks deploy/Dockerfile builds what `make build-prod`
+// builds (no dev), runs as non-root, listens beyond loopback, and checks
+// its health with the binary itself.
+func TestDockerfile(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "Dockerfile"))
+	require.NoError(t, err)
+	file := string(data)
+	require.Contains(t, file, "RUN make build-prod PROD_BIN=/out/gateway")
+	require.Regexp(t, `(?m)^USER 65532:65532$`, file)
+	require.Regexp(t, `(?m)^ENV GATEWAY_LISTEN=0\.0\.0\.0:8080$`, file)
+	require.Regexp(t, `(?m)^HEALTHCHECK .*CMD \["/usr/local/bin/gateway", "healthcheck"\]$`, file)
+	require.Equal(t, 2, strings.Count(file, "\nFROM "), "multi-stage: a build stage and a runtime stage")
+
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^\tCGO_ENABLED=0 \$\(GO\) build -tags nodev `, string(makefile), "the production build leaves dev out")
+
+	ignore, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
+	require.NoError(t, err)
+	for _, path := range []string{".git", ".data", "bin"} {
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+`$`, string(ignore))
 	}
 }

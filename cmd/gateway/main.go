@@ -35,6 +35,7 @@ Usage:
   gateway token    [flags]   print a token signed by the dev identity provider
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
+  gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
 
 Run "gateway <command> -h" for a command's flags.
 `
@@ -56,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var tok tokenFlags
 	var replay replayFlags
 	var jf jobsFlags
+	var healthcheck string
 	sub := ""
 	if command == "jobs" {
 		if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
@@ -77,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		} else {
 			jf.register(fs, sub)
 		}
+	case "healthcheck":
+		fs.StringVar(&healthcheck, "url", healthURL(), "the URL to ask (default: /healthz on GATEWAY_LISTEN)")
 	default:
 		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", command, usage)
 		return 2
@@ -105,6 +109,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(positional) > 0 && command != "jobs" && command != "replay" {
 		fmt.Fprintf(stderr, "gateway %s: unexpected argument %q\n", command, positional[0])
 		return 2
+	}
+	if command == "healthcheck" {
+		if err := runHealthcheck(context.Background(), healthcheck); err != nil {
+			fmt.Fprintf(stderr, "gateway healthcheck: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	if err := cfg.validate(command); err != nil {
 		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)

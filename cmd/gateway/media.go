@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/media"
@@ -140,18 +138,5 @@ func sweepMedia(ctx context.Context, acts *activities.Activities, retention time
 			return
 		case <-time.After(mediaSweepEvery):
 		}
-	}
-}
-
-// serveFiles serves dev's download links (blobstore.FilesPath); a bucket
-// serves its own.
-func serveFiles(files *blobstore.Store) func(gin.IRouter) {
-	return func(r gin.IRouter) {
-		if files == nil || files.Handler() == nil {
-			return
-		}
-		h := gin.WrapH(files.Handler())
-		r.GET(blobstore.FilesPath+"*key", h)
-		r.HEAD(blobstore.FilesPath+"*key", h)
 	}
 }

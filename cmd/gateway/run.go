@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,8 +21,6 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -31,142 +28,6 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
-
-// devMemoryLimit is the soft memory limit of `gateway dev` unless GOMEMLIMIT
-// is set: the embedded Temporal server's caches would otherwise let the
-// heap grow to twice its live size before collecting.
-const devMemoryLimit = 256 << 20
-
-// devGCPercent is `gateway dev`'s GOGC unless GOGC is set: the heap may
-// grow by a quarter of its live size between collections instead of
-// doubling. With a thousand jobs in flight that keeps about 45 MiB off the
-// process's resident memory for no measurable CPU per job
-// (docs/benchmarks.md).
-const devGCPercent = 25
-
-// runDev runs the whole stack in one process.
-func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
-	worker.SetStickyWorkflowCacheSize(devWorkflowCacheSize)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(devMemoryLimit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(devGCPercent)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	if cfg.DatabaseURL == "" {
-		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
-	}
-	// dev reaches local webhooks and media (docs/webhooks.md, Address rules).
-	cfg.AllowPrivateNetworks = true
-	var engines *localEngines
-	if cfg.LocalEngines {
-		var err error
-		if engines, err = startLocalEngines(ctx, cfg.DataDir, logger); err != nil {
-			return err
-		}
-		defer engines.stop()
-	}
-	registry, err := loadRegistry(cfg, engines.catalogEntries()...)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg, true)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	reads := store.NewCache(st, store.CacheTTL) // the API's and the worker's
-	defer reads.Flush(context.WithoutCancel(ctx))
-	signer, err := webhookSigner(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-
-	if cfg.TemporalAddress == "" {
-		start := time.Now()
-		server, err := devtemporal.Start(ctx, devtemporal.Options{
-			DatabaseFile:    filepath.Join(cfg.DataDir, "temporal.db"),
-			FrontendAddress: cfg.TemporalDevListen,
-			UIAddress:       cfg.TemporalUIListen,
-			Namespace:       cfg.TemporalNamespace,
-			Logger:          logger.With("component", "temporal"),
-			LogLevel:        slog.LevelWarn,
-		})
-		if err != nil {
-			return fmt.Errorf("embedded Temporal: %w", err)
-		}
-		defer server.Stop()
-		cfg.TemporalAddress = server.FrontendAddress()
-		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
-	}
-	m := metrics.New()
-	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-
-	listener, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
-	}
-	base := "http://" + listener.Addr().String()
-	publicBase := cfg.PublicURL
-	if publicBase == "" {
-		publicBase = base
-	}
-	files, err := openFiles(ctx, cfg, publicBase, logger)
-	if err != nil {
-		return err
-	}
-	defer files.Close()
-
-	nodeID := nodeID()
-	w, err := startWorker(ctx, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
-		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
-		cfg.ResultRetention, m, logger)
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	issuerURL := cfg.OIDCIssuer
-	var issuer *devidp.Issuer
-	if issuerURL == "" {
-		issuerURL = base + "/dev/oidc"
-		if issuer, err = devidp.Open(cfg.DataDir, issuerURL); err != nil {
-			return err
-		}
-	}
-	verifier := auth.NewVerifier(issuerURL, cfg.OIDCAudience, nil)
-	routes := []func(gin.IRouter){registerSamples, serveFiles(files)}
-	if issuer != nil {
-		routes = append(routes, issuer.Routes)
-	}
-	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
-	m.Backlog(st.CountJobStarts)
-	defer starts.stopAndWait()
-	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
-	if err != nil {
-		return err
-	}
-	apiCfg.Routes = routes
-	apiCfg.Metrics = m
-	apiCfg.LinkTTL = cfg.LinkTTL
-	if files != nil {
-		apiCfg.Files = files
-	}
-	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
-	apiCfg.NodeID = nodeID
-	srv, err := api.New(apiCfg)
-	if err != nil {
-		return err
-	}
-	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
-	return serveHTTP(ctx, listener, srv.Handler(), logger)
-}
 
 // runServe runs the API against an external Temporal and database.
 func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
@@ -343,9 +204,9 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer files.Close()
-	w, err := startWorker(ctx, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
+	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
-		cfg.ResultRetention, m, logger)
+		m, logger)
 	if err != nil {
 		return err
 	}
@@ -471,8 +332,13 @@ const (
 )
 
 // startWorker starts the job worker, and its media sweep until ctx ends.
-func startWorker(ctx context.Context, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
-	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID})
+//
+// On stop (SIGTERM), the worker takes no new tasks and gives the running
+// activities --worker-stop-timeout to finish; those still running then are
+// cancelled and resume on another worker from their last heartbeat
+// (docs/operations.md, Shutdown).
+func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
+	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
 	network.wire(acts, st.Store)
@@ -481,7 +347,7 @@ func startWorker(ctx context.Context, tc client.Client, st *store.Cache, registr
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	go sweepMedia(ctx, acts, retention, logger.With("component", "media-sweep"))
+	go sweepMedia(ctx, acts, cfg.ResultRetention, logger.With("component", "media-sweep"))
 	return w, nil
 }
 
@@ -535,11 +401,4 @@ func nodeID() string {
 		host = "gateway"
 	}
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
-}
-
-func uiURL(addr string) string {
-	if addr == "" {
-		return "disabled"
-	}
-	return "http://" + addr
 }

@@ -1,0 +1,186 @@
+//go:build !nodev
+
+package main
+
+// The dev command: the whole stack in one process, with the embedded
+// Temporal server and Web UI. A production build leaves it out (go build
+// -tags nodev, as deploy/Dockerfile does), and with it the Temporal server
+// module and its dependencies.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// devMemoryLimit is the soft memory limit of `gateway dev` unless GOMEMLIMIT
+// is set: the embedded Temporal server's caches would otherwise let the
+// heap grow to twice its live size before collecting.
+const devMemoryLimit = 256 << 20
+
+// devGCPercent is `gateway dev`'s GOGC unless GOGC is set: the heap may
+// grow by a quarter of its live size between collections instead of
+// doubling. With a thousand jobs in flight that keeps about 45 MiB off the
+// process's resident memory for no measurable CPU per job
+// (docs/benchmarks.md).
+const devGCPercent = 25
+
+// runDev runs the whole stack in one process.
+func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
+	worker.SetStickyWorkflowCacheSize(devWorkflowCacheSize)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(devMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(devGCPercent)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
+	}
+	// dev reaches local webhooks and media (docs/webhooks.md, Address rules).
+	cfg.AllowPrivateNetworks = true
+	var engines *localEngines
+	if cfg.LocalEngines {
+		var err error
+		if engines, err = startLocalEngines(ctx, cfg.DataDir, logger); err != nil {
+			return err
+		}
+		defer engines.stop()
+	}
+	registry, err := loadRegistry(cfg, engines.catalogEntries()...)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	reads := store.NewCache(st, store.CacheTTL) // the API's and the worker's
+	defer reads.Flush(context.WithoutCancel(ctx))
+	signer, err := webhookSigner(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+
+	if cfg.TemporalAddress == "" {
+		start := time.Now()
+		server, err := devtemporal.Start(ctx, devtemporal.Options{
+			DatabaseFile:    filepath.Join(cfg.DataDir, "temporal.db"),
+			FrontendAddress: cfg.TemporalDevListen,
+			UIAddress:       cfg.TemporalUIListen,
+			Namespace:       cfg.TemporalNamespace,
+			Logger:          logger.With("component", "temporal"),
+			LogLevel:        slog.LevelWarn,
+		})
+		if err != nil {
+			return fmt.Errorf("embedded Temporal: %w", err)
+		}
+		defer server.Stop()
+		cfg.TemporalAddress = server.FrontendAddress()
+		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
+	}
+	m := metrics.New()
+	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	base := "http://" + listener.Addr().String()
+	publicBase := cfg.PublicURL
+	if publicBase == "" {
+		publicBase = base
+	}
+	files, err := openFiles(ctx, cfg, publicBase, logger)
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+
+	nodeID := nodeID()
+	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
+		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
+		m, logger)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	issuerURL := cfg.OIDCIssuer
+	var issuer *devidp.Issuer
+	if issuerURL == "" {
+		issuerURL = base + "/dev/oidc"
+		if issuer, err = devidp.Open(cfg.DataDir, issuerURL); err != nil {
+			return err
+		}
+	}
+	verifier := auth.NewVerifier(issuerURL, cfg.OIDCAudience, nil)
+	routes := []func(gin.IRouter){registerSamples, serveFiles(files)}
+	if issuer != nil {
+		routes = append(routes, issuer.Routes)
+	}
+	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
+	m.Backlog(st.CountJobStarts)
+	defer starts.stopAndWait()
+	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
+	if err != nil {
+		return err
+	}
+	apiCfg.Routes = routes
+	apiCfg.Metrics = m
+	apiCfg.LinkTTL = cfg.LinkTTL
+	if files != nil {
+		apiCfg.Files = files
+	}
+	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
+	apiCfg.NodeID = nodeID
+	srv, err := api.New(apiCfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
+	return serveHTTP(ctx, listener, srv.Handler(), logger)
+}
+
+func uiURL(addr string) string {
+	if addr == "" {
+		return "disabled"
+	}
+	return "http://" + addr
+}
+
+// serveFiles serves dev's download links (blobstore.FilesPath); a bucket
+// serves its own.
+func serveFiles(files *blobstore.Store) func(gin.IRouter) {
+	return func(r gin.IRouter) {
+		if files == nil || files.Handler() == nil {
+			return
+		}
+		h := gin.WrapH(files.Handler())
+		r.GET(blobstore.FilesPath+"*key", h)
+		r.HEAD(blobstore.FilesPath+"*key", h)
+	}
+}
