@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/text/language"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/language"
 )
 
 // Status is the operational status of a provider or of one of its services.

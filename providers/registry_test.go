@@ -137,7 +137,9 @@ providers:
 
 func TestDisabledProviderNeedNotBeUsable(t *testing.T) {
 	t.Parallel()
-	broken := func(*providers.Provider) (providers.Adapter, error) { return nil, errors.New("apertium-apy is not installed") }
+	broken := func(*providers.Provider) (providers.Adapter, error) {
+		return nil, errors.New("apertium-apy is not installed")
+	}
 	c := twoProviders(t, "sandbox", "apertium")
 	_, err := providers.NewRegistry(c, map[string]providers.Factory{"sandbox": fakeFactory, "apertium": broken})
 	require.ErrorContains(t, err, "apertium-apy is not installed", "an active provider must be usable")
