@@ -284,7 +284,7 @@ func TestCrossTenantAdminReadsOtherTenantsJobs(t *testing.T) {
 	for _, res := range resources {
 		t.Run(res.id, func(t *testing.T) {
 			t.Parallel()
-			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: `{"content":"done"}`})
+			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: sampleResults[res.id]})
 
 			r := b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil)
 			r.requireStatus(t, http.StatusOK)

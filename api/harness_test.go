@@ -207,6 +207,7 @@ type startedWorkflow struct {
 // bundle is one API served over HTTP with its dependencies.
 type bundle struct {
 	server   *httptest.Server
+	handler  http.Handler
 	issuer   *devidp.Issuer
 	store    *store.Store
 	temporal *mocks.Client
@@ -329,6 +330,7 @@ func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configur
 	srv, err := api.New(cfg)
 	require.NoError(t, err)
 	handler = srv.Handler()
+	b.handler = handler
 	b.server.Start()
 	return b
 }
@@ -538,12 +540,20 @@ func (b *bundle) do(t *testing.T, method, path, token string, body any, headers 
 	for i := 0; i < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	var sent []byte
+	if req.GetBody != nil {
+		if r, err := req.GetBody(); err == nil {
+			sent, _ = io.ReadAll(r)
+		}
+	}
 	resp, err := b.server.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return &response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	answer := &response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	checkAgainstOpenAPI(t, req, sent, answer)
+	return answer
 }
 
 // object decodes the response body as a JSON object.
@@ -768,4 +778,13 @@ func TestMentions(t *testing.T) {
 	require.False(t, mentions("/data/attributes/input/features/1: repeats", "/data/attributes/input/features"))
 	require.False(t, mentions("no tenant_id claim", "tenant"))
 	require.False(t, mentions("", "/data"))
+}
+
+// sampleResults are results of each service, shaped as providers return
+// them (docs/api.md, Jobs), for seeded completed jobs.
+var sampleResults = map[string]string{
+	"transcriptions": `{"format":"json","duration":2.5,"text":"done"}`,
+	"translations":   `{"source_language":"en","target_language":"de","content":"fertig","character_count":6}`,
+	"video-analyses": `{"summary":"done"}`,
+	"llm-tasks":      `{"content":"done","finish_reason":"completed"}`,
 }

@@ -105,7 +105,8 @@ func (cfg *Config) validate() error {
 
 // Server serves the API.
 type Server struct {
-	cfg Config
+	cfg            Config
+	openAPIHandler gin.HandlerFunc
 }
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md,
@@ -127,7 +128,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Region == "" {
 		cfg.Region = "local"
 	}
-	return &Server{cfg: cfg}, nil
+	s := &Server{cfg: cfg}
+	var err error
+	if s.openAPIHandler, err = s.openAPI(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Handler returns the HTTP handler with every route.
@@ -147,6 +153,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	r.GET("/openapi.json", s.openAPIHandler)
 	if s.cfg.Metrics != nil {
 		// No token: scrapers reach it on the network they are given
 		// (docs/operations.md, Metrics).

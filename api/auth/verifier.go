@@ -327,3 +327,9 @@ func joseAlgs() []jose.SignatureAlgorithm {
 	}
 	return algs
 }
+
+// Issuer is the issuer URL tokens must come from.
+func (v *Verifier) Issuer() string { return v.issuer }
+
+// Audience is the audience tokens must carry.
+func (v *Verifier) Audience() string { return v.audience }

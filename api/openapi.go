@@ -1,0 +1,57 @@
+package api
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"go.yaml.in/yaml/v3"
+)
+
+// openAPIYAML is the API's OpenAPI 3.1 document (docs/api.md links it),
+// kept true by the tests: every route is in it, and the API tests
+// validate their requests and responses against it.
+//
+//go:embed openapi.yaml
+var openAPIYAML []byte
+
+// OpenAPIDocument is the OpenAPI document as JSON, with this deployment's
+// audience (x-oidc-audience) and its issuer's OpenID Connect discovery
+// URL.
+func OpenAPIDocument(audience, issuer string) ([]byte, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+		return nil, fmt.Errorf("api: openapi.yaml: %w", err)
+	}
+	if audience != "" {
+		doc["x-oidc-audience"] = audience
+	}
+	if issuer != "" {
+		schemes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
+		schemes["openIdConnect"] = map[string]any{
+			"type":             "openIdConnect",
+			"description":      "the issuer's discovery document: its token and authorization endpoints and keys",
+			"openIdConnectUrl": strings.TrimRight(issuer, "/") + "/.well-known/openid-configuration",
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// openAPI handles GET /openapi.json; no token is needed.
+func (s *Server) openAPI() (gin.HandlerFunc, error) {
+	var audience, issuer string
+	if s.cfg.Verifier != nil {
+		audience, issuer = s.cfg.Verifier.Audience(), s.cfg.Verifier.Issuer()
+	}
+	doc, err := OpenAPIDocument(audience, issuer)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=300")
+		c.Data(http.StatusOK, "application/json", doc)
+	}, nil
+}
