@@ -10,7 +10,7 @@ import (
 // jobResource renders a job as API responses show it; detail selects the
 // single-job form (with input, options and result) or the listing form.
 func (s *Server) jobResource(ctx context.Context, job *jobs.Record, detail jobs.Detail) (jobs.Document, error) {
-	doc := job.Document(detail, s.systemMeta(job.WorkerID))
+	doc := job.Document(detail, s.systemMeta(job.WorkerID, job.TraceID))
 	if doc.Attributes.Result == nil {
 		return doc, nil
 	}
@@ -37,11 +37,11 @@ func (s *Server) linkResultFile(ctx context.Context, job *jobs.Record, result []
 	return jobs.WithDownloadURL(result, link)
 }
 
-// systemMeta is meta.system: the region and the worker that handled the
-// job (this API node until a worker picked it up).
-func (s *Server) systemMeta(workerID string) *jobs.SystemMeta {
+// systemMeta is meta.system: the region, the worker that handled the
+// job (this API node until a worker picked it up) and the job's trace.
+func (s *Server) systemMeta(workerID, traceID string) *jobs.SystemMeta {
 	if workerID == "" {
 		workerID = s.cfg.NodeID
 	}
-	return &jobs.SystemMeta{Region: s.cfg.Region, WorkerID: workerID}
+	return &jobs.SystemMeta{Region: s.cfg.Region, WorkerID: workerID, TraceID: traceID}
 }

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -70,6 +72,8 @@ type Config struct {
 	LinkTTL time.Duration
 	// Metrics records requests and serves GET /metrics; nil records none.
 	Metrics *metrics.Metrics
+	// Tracing gives each request a span (docs/operations.md, Traces).
+	Tracing bool
 	// TrustedProxies are the reverse proxies whose X-Forwarded-* headers
 	// the gateway believes; from any other peer they are dropped.
 	TrustedProxies []netip.Prefix
@@ -147,6 +151,11 @@ func (s *Server) Handler() http.Handler {
 		proxies = append(proxies, p.String())
 	}
 	_ = r.SetTrustedProxies(proxies) // parsed already: cannot fail
+	if s.cfg.Tracing {
+		// A span per request, continuing a caller's traceparent
+		// (docs/operations.md, Traces).
+		r.Use(otelgin.Middleware("ai-job-gateway"))
+	}
 	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
@@ -220,8 +229,13 @@ func (s *Server) logRequests() gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		took := time.Since(start)
-		s.cfg.Logger.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
-			"status", c.Writer.Status(), "duration", took)
+		if s.cfg.Logger.Enabled(c, slog.LevelDebug) {
+			attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", took}
+			if id := tracing.TraceID(c.Request.Context()); id != "" {
+				attrs = append(attrs, "trace_id", id)
+			}
+			s.cfg.Logger.Debug("request", attrs...)
+		}
 		s.cfg.Metrics.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
 	}
 }

@@ -200,4 +200,5 @@ var migrations = []*gormigrate.Migration{
 	migrationIdempotencyKeyScope,
 	migrationRoutingDecisions,
 	migrationResultFiles,
+	migrationTraceID,
 }

@@ -127,6 +127,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if command == "dev" || command == "serve" || command == "worker" {
+		shutdown, err := startTracing(ctx, command)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+			return 1
+		}
+		defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
+	}
 	var err error
 	switch command {
 	case "dev":

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -23,6 +24,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -106,6 +108,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Logger:         logger,
 		WebhookKey:     signer,
 		Deliveries:     st,
+		Tracing:        tracing.Enabled(),
 	}, nil
 }
 
@@ -309,6 +312,15 @@ func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, l
 			return nil, fmt.Errorf("temporal metrics: %w", err)
 		}
 		opts.MetricsHandler = handler
+	}
+	if tracing.Enabled() {
+		// Spans for the workflow and its activities, children of the
+		// span that started it; their log lines carry TraceID.
+		traced, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("temporal tracing: %w", err)
+		}
+		opts.Interceptors = append(opts.Interceptors, traced)
 	}
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
@@ -323,7 +324,9 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 		refused = "its recorded start cannot be read"
 	} else {
 		in.SearchAttributes = d.cfg.SearchAttributes
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		// The workflow continues the trace of the request that created
+		// the job (docs/operations.md, Traces).
+		sctx, cancel := context.WithTimeout(tracing.Resume(ctx, in.TraceContext), startTimeout)
 		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, startOptions(in, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()
 		var started *serviceerror.WorkflowExecutionAlreadyStarted

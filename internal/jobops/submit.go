@@ -14,6 +14,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -81,7 +82,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.checkRouting(ctx, req); err != nil {
 		return nil, err
 	}
-	in := submission(req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
+	in := submission(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
 	// Sized before the key is claimed: a refused request uses up no key.
 	input, err := encode(in)
 	if err != nil {
@@ -159,20 +160,21 @@ func (s *Service) claim(ctx context.Context, req SubmitRequest, jobID string, no
 const MaxSubmissionBytes = 1536 << 10
 
 // submission is the workflow input of the job req asks for.
-func submission(req SubmitRequest, jobID string, now time.Time) jobs.Submission {
+func submission(ctx context.Context, req SubmitRequest, jobID string, now time.Time) jobs.Submission {
 	return jobs.Submission{
-		JobID:       jobID,
-		Service:     req.Service.ID,
-		Tenant:      req.Tenant,
-		UserID:      req.User,
-		Application: req.Application,
-		Provider:    req.Provider,
-		PolicyID:    req.PolicyID,
-		Input:       req.Input,
-		Options:     req.Options,
-		ClientMeta:  req.ClientMeta,
-		CreatedAt:   now,
-		Webhook:     req.Webhook,
+		TraceContext: tracing.Capture(ctx),
+		JobID:        jobID,
+		Service:      req.Service.ID,
+		Tenant:       req.Tenant,
+		UserID:       req.User,
+		Application:  req.Application,
+		Provider:     req.Provider,
+		PolicyID:     req.PolicyID,
+		Input:        req.Input,
+		Options:      req.Options,
+		ClientMeta:   req.ClientMeta,
+		CreatedAt:    now,
+		Webhook:      req.Webhook,
 	}
 }
 

@@ -76,6 +76,8 @@ type Meta struct {
 type SystemMeta struct {
 	Region   string `json:"region"`
 	WorkerID string `json:"worker_id"`
+	// TraceID is the job's trace (an extension, docs/api.md), when traced.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Document renders the record as API responses show it, with system as

@@ -22,7 +22,10 @@ type Record struct {
 	Result         string
 	// ResultFile is the blob key of the job's result file, linked as
 	// result.download_url (docs/media.md); "" when it has none.
-	ResultFile   string
+	ResultFile string
+	// TraceID is the trace of the request that created the job, shown as
+	// meta.system.trace_id; "" when tracing was off.
+	TraceID      string
 	ErrorCode    string
 	ErrorMessage string
 	ClientMeta   string

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/policy"
@@ -34,6 +35,10 @@ type Submission struct {
 	// under its own id, keeping what happened before (docs/operations.md,
 	// Retrying jobs).
 	Retry *Retry `json:"retry,omitempty"`
+	// TraceContext is the W3C trace context (traceparent, tracestate) of
+	// the request that created the job: its workflow continues that trace
+	// (docs/operations.md, Traces). Empty when tracing is off.
+	TraceContext map[string]string `json:"trace_context,omitempty"`
 }
 
 // Retry is what a retried job keeps of its earlier runs.
@@ -89,5 +94,16 @@ func (s Submission) Record() *Record {
 		Options:     string(s.Options),
 		ClientMeta:  string(s.ClientMeta),
 		CreatedAt:   s.CreatedAt,
+		TraceID:     traceID(s.TraceContext),
 	}
+}
+
+// traceID is the trace id of a W3C traceparent ("00-<trace id>-<span
+// id>-<flags>"), "" without one.
+func traceID(c map[string]string) string {
+	parts := strings.Split(c["traceparent"], "-")
+	if len(parts) != 4 || len(parts[1]) != 32 {
+		return ""
+	}
+	return parts[1]
 }
