@@ -76,7 +76,10 @@ func (a *Activities) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	if err := a.Store.SaveJob(ctx, row); err != nil {
+	started := time.Now()
+	err = a.Store.SaveJob(ctx, row)
+	a.Metrics.StoreWrite("save_job", err, time.Since(started))
+	if err != nil {
 		return err
 	}
 	if snap.Status.Terminal() {
@@ -87,4 +90,12 @@ func (a *Activities) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 		a.Metrics.JobFinished(snap.Service, snap.Provider, string(snap.Status), code)
 	}
 	return nil
+}
+
+// updateProgress projects a job's progress, measured as a store write.
+func (a *Activities) updateProgress(ctx context.Context, jobID string, progress int) error {
+	started := time.Now()
+	err := a.Store.UpdateProgress(ctx, jobID, progress)
+	a.Metrics.StoreWrite("update_progress", err, time.Since(started))
+	return err
 }

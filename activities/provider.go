@@ -116,7 +116,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			}
 			progress.Store(int64(p))
 			activity.RecordHeartbeat(ctx, p)
-			if err := a.Store.UpdateProgress(ctx, in.JobID, p); err != nil {
+			if err := a.updateProgress(ctx, in.JobID, p); err != nil {
 				activity.GetLogger(ctx).Warn("progress not projected", "job", in.JobID, "error", err)
 			}
 			if in.SignalProgress && a.Temporal != nil && p < 100 && p >= signaled+progressSignalStep {

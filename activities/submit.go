@@ -80,7 +80,7 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	}
 	if !check.Done {
 		if check.Progress > 0 && check.Progress < 100 {
-			if err := a.Store.UpdateProgress(ctx, in.Call.JobID, check.Progress); err != nil {
+			if err := a.updateProgress(ctx, in.Call.JobID, check.Progress); err != nil {
 				activity.GetLogger(ctx).Warn("progress not projected", "job", in.Call.JobID, "error", err)
 			}
 		}

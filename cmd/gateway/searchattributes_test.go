@@ -103,6 +103,7 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	require.Contains(t, metrics, `gateway_jobs_finished_total{error_code="",provider="`+doneDoc.Data.Attributes.Provider+`",service="llm-tasks",status="completed"} 1`)
 	require.Contains(t, metrics, `gateway_jobs_accepted_total{service="llm-tasks"} 2`)
 	require.Contains(t, metrics, `gateway_routing_decisions_total{policy_source="none",reason="none",service="llm-tasks"} 1`)
+	require.Contains(t, metrics, `gateway_store_write_duration_seconds_count{operation="save_job",outcome="ok"}`, "the projection writes")
 	require.NotContains(t, metrics, done.Data.ID)
 	require.Contains(t, metrics, "temporal_workflow_completed", "the Temporal SDK's own metrics")
 }

@@ -33,6 +33,7 @@ type Metrics struct {
 	webhooks         *prometheus.CounterVec
 	webhookDuration  *prometheus.HistogramVec
 	mediaSteps       *prometheus.HistogramVec
+	storeWrites      *prometheus.HistogramVec
 }
 
 // New registers the gateway's metrics, and the Go runtime's and the
@@ -63,6 +64,8 @@ func New() *Metrics {
 			latency, "outcome"),
 		mediaSteps: f.histogram("gateway_media_step_duration_seconds", "Media stage steps, by step (fetch, probe, extract) and outcome (ok, failed).",
 			slow, "step", "outcome"),
+		storeWrites: f.histogram("gateway_store_write_duration_seconds", "Writes of job state to the store by the workers, by operation (save_job, update_progress) and outcome (ok, failed).",
+			latency, "operation", "outcome"),
 	}
 }
 
@@ -149,6 +152,17 @@ func (m *Metrics) WebhookDelivery(outcome string, took time.Duration) {
 func (m *Metrics) MediaStep(step, outcome string, took time.Duration) {
 	if m != nil {
 		m.mediaSteps.WithLabelValues(step, outcome).Observe(took.Seconds())
+	}
+}
+
+// StoreWrite records one write of job state to the store.
+func (m *Metrics) StoreWrite(operation string, err error, took time.Duration) {
+	if m != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "failed"
+		}
+		m.storeWrites.WithLabelValues(operation, outcome).Observe(took.Seconds())
 	}
 }
 

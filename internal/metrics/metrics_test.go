@@ -34,6 +34,8 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.ProviderCall("transcriptions", "sandbox-fast", "ok", 2*time.Second)
 	m.WebhookDelivery("gone", 40*time.Millisecond)
 	m.MediaStep("extract", "ok", time.Second)
+	m.StoreWrite("save_job", nil, 3*time.Millisecond)
+	m.StoreWrite("update_progress", errors.New("database is down"), time.Second)
 
 	body := scrape(t, m)
 	for _, line := range []string{
@@ -47,6 +49,8 @@ func TestMetricsAreExposed(t *testing.T) {
 		`gateway_provider_call_duration_seconds_bucket{outcome="ok",provider="sandbox-fast",service="transcriptions",le="2.5"} 1`,
 		`gateway_webhook_deliveries_total{outcome="gone"} 1`,
 		`gateway_media_step_duration_seconds_count{outcome="ok",step="extract"} 1`,
+		`gateway_store_write_duration_seconds_bucket{operation="save_job",outcome="ok",le="0.005"} 1`,
+		`gateway_store_write_duration_seconds_count{operation="update_progress",outcome="failed"} 1`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
@@ -69,6 +73,7 @@ func recordOneOfEach(m *metrics.Metrics) {
 	m.ProviderCall("llm-tasks", "p", "ok", time.Millisecond)
 	m.WebhookDelivery("delivered", time.Millisecond)
 	m.MediaStep("fetch", "ok", time.Millisecond)
+	m.StoreWrite("save_job", nil, time.Millisecond)
 }
 
 func TestBacklogIsCountedWhenScraped(t *testing.T) {
