@@ -13,6 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	k8syaml "sigs.k8s.io/yaml"
 )
 
 // k8sObject is the part of a Kubernetes object the checks read.
@@ -270,4 +276,44 @@ func TestDockerfile(t *testing.T) {
 	for _, path := range []string{".git", ".data", "bin"} {
 		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+`$`, string(ignore))
 	}
+}
+
+// TestKubernetesManifestsMatchTheAPISchemas decodes every object of
+// deploy/k8s strictly into the Kubernetes API's own Go types, as the API
+// server would: a misspelled or misplaced field, or a value of the wrong
+// type, fails (kubeconform's check, without fetching schemas).
+func TestKubernetesManifestsMatchTheAPISchemas(t *testing.T) {
+	t.Parallel()
+	types := map[string]func() any{
+		"v1/Namespace":                           func() any { return &corev1.Namespace{} },
+		"v1/ConfigMap":                           func() any { return &corev1.ConfigMap{} },
+		"v1/Secret":                              func() any { return &corev1.Secret{} },
+		"v1/Service":                             func() any { return &corev1.Service{} },
+		"apps/v1/Deployment":                     func() any { return &appsv1.Deployment{} },
+		"batch/v1/Job":                           func() any { return &batchv1.Job{} },
+		"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
+		"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "k8s", "*.yaml"))
+	require.NoError(t, err)
+	checked := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}
+			require.NoError(t, k8syaml.Unmarshal([]byte(doc), &head), "%s #%d", file, i)
+			if head.Kind == "" || head.Kind == "Kustomization" {
+				continue
+			}
+			newObject, ok := types[head.APIVersion+"/"+head.Kind]
+			require.True(t, ok, "%s #%d: %s %s is not a kind this test knows; add it", file, i, head.APIVersion, head.Kind)
+			require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), newObject()), "%s #%d (%s)", file, i, head.Kind)
+			checked++
+		}
+	}
+	require.Greater(t, checked, 8)
 }
