@@ -97,7 +97,9 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	defer done()
 
 	started := time.Now()
-	result, err := adapter.Run(ctx, providers.Call{
+	callCtx, cancel := withCallTimeout(ctx, provider)
+	defer cancel()
+	result, err := adapter.Run(callCtx, providers.Call{
 		Delegate:   a.delegate,
 		Media:      call.Media,
 		ResultFile: call.ResultFile,
@@ -127,6 +129,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			}
 		},
 	})
+	err = timedOut(ctx, callCtx, provider, err)
 	a.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 	if err != nil {
 		return CallOutput{}, classify(err)
@@ -142,6 +145,27 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 		return CallOutput{}, err
 	}
 	return out, nil
+}
+
+// withCallTimeout bounds one try of a call to the provider by its
+// call_timeout_seconds (docs/providers.md, The catalog file), whatever
+// the provider does: hang, trickle, or never finish.
+func withCallTimeout(ctx context.Context, p *providers.Provider) (context.Context, context.CancelFunc) {
+	if p == nil || p.CallTimeoutSeconds <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(p.CallTimeoutSeconds)*time.Second)
+}
+
+// timedOut turns the failure of a try that ran out of its call timeout
+// into a retryable provider error: the try is repeated, then the job
+// fails over.
+func timedOut(ctx, callCtx context.Context, p *providers.Provider, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return providers.Retryable(providers.CodeProviderUnavailable,
+		fmt.Sprintf("provider %q did not finish within its call_timeout_seconds (%d s)", p.ID, p.CallTimeoutSeconds), err)
 }
 
 // delegate runs a call an adapter hands on to another provider of the

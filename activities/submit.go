@@ -55,7 +55,10 @@ func (a *Activities) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	defer done()
 	call.JobID, call.Service, call.Provider, call.Input, call.Options = in.JobID, in.Service, provider, in.Input, in.Options
 	started := time.Now()
-	handle, err := submitter.Submit(ctx, call)
+	callCtx, cancel := withCallTimeout(ctx, provider)
+	defer cancel()
+	handle, err := submitter.Submit(callCtx, call)
+	err = timedOut(ctx, callCtx, provider, err)
 	if err != nil {
 		a.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 		return SubmitOutput{}, classify(err)
@@ -73,7 +76,10 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	}
 	call := providers.Call{JobID: in.Call.JobID, Service: in.Call.Service, Provider: provider,
 		Input: in.Call.Input, Options: in.Call.Options}
-	check, err := submitter.Check(ctx, call, in.Handle)
+	callCtx, cancel := withCallTimeout(ctx, provider)
+	defer cancel()
+	check, err := submitter.Check(callCtx, call, in.Handle)
+	err = timedOut(ctx, callCtx, provider, err)
 	if err != nil {
 		a.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, outcome(ctx, err), time.Since(in.Since))
 		return CheckOutput{}, classify(err)

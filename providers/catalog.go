@@ -72,9 +72,12 @@ type Provider struct {
 	Status        Status  `yaml:"status"`          // default active
 	// StatusReason says why the provider has its status, e.g. the local
 	// engine that is not installed (optional; shown as status_reason).
-	StatusReason string                    `yaml:"status_reason"`
-	Settings     map[string]any            `yaml:"settings"` // adapter-specific
-	Services     map[ServiceID]*Capability `yaml:"services"`
+	StatusReason string `yaml:"status_reason"`
+	// CallTimeoutSeconds bounds one try of a call to the provider, however
+	// the provider behaves (hangs, trickles); 0 leaves it to the adapter.
+	CallTimeoutSeconds int                       `yaml:"call_timeout_seconds"`
+	Settings           map[string]any            `yaml:"settings"` // adapter-specific
+	Services           map[ServiceID]*Capability `yaml:"services"`
 }
 
 // Capability is what a provider offers for one service.
@@ -318,6 +321,9 @@ func validateCatalog(c *Catalog, lines []providerLine) error {
 		}
 		if p.Quality < 0 || p.Quality > 1 || math.IsNaN(p.Quality) {
 			fail("quality %v is out of range; use a number from 0 to 1", p.Quality)
+		}
+		if p.CallTimeoutSeconds < 0 {
+			fail("call_timeout_seconds %d is negative; use seconds >= 0 (0: the adapter's own timeouts)", p.CallTimeoutSeconds)
 		}
 		if p.LatencyMSHint < 0 {
 			fail("latency_ms_hint %d is negative; use milliseconds >= 0", p.LatencyMSHint)
