@@ -117,8 +117,12 @@ func jobopsError(err error) error {
 		message = ptrAttributes + refusal.Pointer + ": " + message
 	}
 	apiErr := apierror.New(r.status, r.code, "%s", message)
-	if refusal.RetryAfter > 0 {
+	switch {
+	case refusal.RetryAfter > 0:
 		apiErr.WithHeader("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))
+	case errors.Is(refusal.Kind, jobops.ErrUnavailable):
+		// The store or Temporal out of reach: as for any 503 (docs/api.md, Errors).
+		apiErr.WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
 	}
 	return apiErr
 }

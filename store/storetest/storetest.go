@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for schema set-up
 
+	"github.com/ai-job-gateway/gateway/internal/faultnet"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -120,4 +121,26 @@ func open(t testing.TB, databaseURL string) *store.Store {
 		t.Fatalf("storetest: %v", err)
 	}
 	return s
+}
+
+// FreshPostgresURLThroughLink is FreshPostgresURL reached through a TCP
+// link the test can cut (faultnet.Link), with a 2 s connect timeout, for
+// database outage tests.
+func FreshPostgresURLThroughLink(t testing.TB) (*faultnet.Link, string) {
+	t.Helper()
+	direct, err := url.Parse(FreshPostgresURL(t))
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	link, err := faultnet.NewLink(direct.Host)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(link.Close)
+	viaLink := *direct
+	viaLink.Host = link.Addr()
+	q := viaLink.Query()
+	q.Set("connect_timeout", "2")
+	viaLink.RawQuery = q.Encode()
+	return link, viaLink.String()
 }
