@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// process is a `gateway serve` or `gateway worker` of its own.
+type process struct {
+	listen string
+	cmd    *exec.Cmd
+	logs   *bytes.Buffer
+}
+
+// startProcess runs the gateway with args and env until the test ends,
+// once its /readyz answers 200.
+func startProcess(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{listen: freeAddr(t), logs: &bytes.Buffer{}}
+	p.cmd = exec.Command(gatewayBin, append(args, "--listen", p.listen)...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(t, p.cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("gateway %s output:\n%s", args[0], p.logs.String())
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.listen + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("gateway %s exited:\n%s", args[0], p.logs.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "gateway %s not ready:\n%s", args[0], p.logs.String())
+	}
+}
+
+// TestTemporalRestartWithJobsInFlight: serve and worker run as processes
+// of their own against a Temporal server (gateway dev's) and PostgreSQL;
+// the Temporal server is killed and restarted while jobs run. Every job
+// ends once, completed, in the store and in Temporal.
+func TestTemporalRestartWithJobsInFlight(t *testing.T) {
+	t.Parallel()
+	databaseURL := storetest.FreshPostgresURL(t)
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
+	temporalAddr := freeAddr(t)
+	server := newGatewayOn(t, databaseURL, temporalAddr, "--providers", catalog)
+
+	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + temporalAddr, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
+	startProcess(t, env, "worker", "--providers", catalog, "--data-dir", t.TempDir())
+	api := startProcess(t, append(env, "OIDC_ISSUER_URL="+server.url("/dev/oidc")), "serve", "--providers", catalog)
+
+	var ids []string
+	for range 6 {
+		status, body := post(t, "http://"+api.listen+"/v1/llm-tasks", server.token,
+			`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+		require.Equal(t, http.StatusAccepted, status, "%s", body)
+		var doc jobDoc
+		require.NoError(t, json.Unmarshal(body, &doc))
+		ids = append(ids, doc.Data.ID)
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(string(get(t, "http://"+api.listen+"/v1/llm-tasks/"+ids[0], server.token)), `"processing"`)
+	}, 30*time.Second, 100*time.Millisecond)
+
+	// The Temporal server goes away with jobs in flight, and comes back.
+	server.kill()
+	time.Sleep(2 * time.Second)
+	server.start()
+
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
+	require.NoError(t, err)
+	defer tc.Close()
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			return strings.Contains(string(get(t, "http://"+api.listen+"/v1/llm-tasks/"+id, server.token)), `"completed"`)
+		}, 120*time.Second, 250*time.Millisecond, "job %s", id)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus(), "job %s in Temporal", id)
+		// One run: the job ran once, not again after the restart.
+		require.Eventually(t, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId = '" + id + "'"})
+			return err == nil && len(resp.GetExecutions()) == 1 &&
+				resp.GetExecutions()[0].GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, 30*time.Second, 250*time.Millisecond, "job %s in Temporal's visibility", id)
+	}
+}
+
+func post(t *testing.T, url, token, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+func get(t *testing.T, url, token string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return data
+}
