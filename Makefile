@@ -92,3 +92,11 @@ token: ## print a dev token with every job scope (tenant "acme")
 .PHONY: clean
 clean: ## remove the binary and the dev data dir
 	rm -rf bin $(DATA_DIR)
+
+SOAK_DURATION ?= 10m
+SOAK_RATE     ?= 5
+
+.PHONY: soak
+soak: ## the soak: the production shape under SOAK_RATE jobs/s (default 5) for SOAK_DURATION (default 10m), a worker kill and a Temporal restart injected; prints the ledger (docs/reliability.md)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' GATEWAY_SOAK='$(SOAK_DURATION)' GATEWAY_SOAK_RATE='$(SOAK_RATE)' \
+	  $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 60m ./cmd/gateway

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// TestSoak is `make soak` (docs/reliability.md, Soak): the production
+// shape (a Temporal server, serve and worker as processes of their own,
+// PostgreSQL) under a steady load of jobs with webhooks, with the worker
+// killed at a third of the run and the Temporal server at two thirds. It
+// ends with a ledger: every job submitted ended once, completed, alike in
+// the API, in Temporal and at the webhook receiver, each event delivered
+// once and in order. It runs only when GATEWAY_SOAK names its duration.
+func TestSoak(t *testing.T) {
+	duration, err := time.ParseDuration(os.Getenv("GATEWAY_SOAK"))
+	if err != nil {
+		t.Skip("set GATEWAY_SOAK to a duration (make soak) to run the soak")
+	}
+	rate := 5.0
+	if v, err := strconv.ParseFloat(os.Getenv("GATEWAY_SOAK_RATE"), 64); err == nil && v > 0 {
+		rate = v
+	}
+	receiver := newEventLedger(t)
+	databaseURL := storetest.FreshPostgresURL(t)
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(soakCatalog), 0o644))
+	temporalAddr := freeAddr(t)
+	server := newGatewayOn(t, databaseURL, temporalAddr, "--providers", catalog)
+	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + temporalAddr, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
+	workerArgs := []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
+	worker := startProcess(t, env, workerArgs...)
+	api := startProcess(t, append(env, "OIDC_ISSUER_URL="+server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0")
+	apiURL := "http://" + api.listen
+	startMemory := residentMemory(t, apiURL)
+
+	var ids []string
+	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"webhook":{"url":"` + receiver.URL + `"}}}}`
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	start := time.Now()
+	workerKilled, temporalRestarted := false, false
+	for time.Since(start) < duration {
+		<-tick.C
+		status, answer := post(t, apiURL+"/v1/llm-tasks", server.token, body)
+		if status == http.StatusServiceUnavailable {
+			continue // Temporal or the store away: the client retries later
+		}
+		require.Equal(t, http.StatusAccepted, status, "%s", answer)
+		var doc jobDoc
+		require.NoError(t, json.Unmarshal(answer, &doc))
+		ids = append(ids, doc.Data.ID)
+		switch elapsed := time.Since(start); {
+		case !workerKilled && elapsed > duration/3:
+			workerKilled = true
+			t.Logf("%s: kill -9 the worker (%d jobs so far)", elapsed.Round(time.Second), len(ids))
+			require.NoError(t, worker.cmd.Process.Signal(syscall.SIGKILL))
+			worker = startProcess(t, env, workerArgs...)
+		case !temporalRestarted && elapsed > 2*duration/3:
+			temporalRestarted = true
+			t.Logf("%s: kill -9 the Temporal server (%d jobs so far)", elapsed.Round(time.Second), len(ids))
+			server.kill()
+			server.start()
+		}
+	}
+	t.Logf("submitted %d jobs in %s", len(ids), time.Since(start).Round(time.Second))
+
+	// The ledger.
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
+	require.NoError(t, err)
+	defer tc.Close()
+	statuses := map[string]int{}
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, id := range ids {
+		for {
+			data := get(t, apiURL+"/v1/llm-tasks/"+id, server.token)
+			var doc jobDoc
+			if json.Unmarshal(data, &doc) == nil && terminal(doc) {
+				statuses[doc.Data.Attributes.Status]++
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "job %s did not end: %s", id, data)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	inTemporal := 0
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: "ExecutionStatus = 'Completed'"})
+		if err != nil {
+			return false
+		}
+		inTemporal = int(resp.GetCount())
+		return inTemporal == len(ids)
+	}, 2*time.Minute, time.Second, "completed workflows in Temporal: %d of %d", inTemporal, len(ids))
+	require.Eventually(t, func() bool { return receiver.completed() == len(ids) }, 2*time.Minute, time.Second,
+		"completed events received: %d of %d", receiver.completed(), len(ids))
+	duplicates, outOfOrder := receiver.check()
+	endMemory := residentMemory(t, apiURL)
+
+	t.Logf("ledger: submitted %d; API completed %d, failed %d; Temporal completed %d; webhooks: %d completed events, %d duplicate deliveries, %d out of order; serve RSS %d MiB -> %d MiB",
+		len(ids), statuses["completed"], statuses["failed"], inTemporal, receiver.completed(), duplicates, outOfOrder, startMemory>>20, endMemory>>20)
+	require.Equal(t, len(ids), statuses["completed"], "every job completed")
+	require.Zero(t, outOfOrder, "events in order per job")
+	// A redelivery after a crash is allowed (at least once): receivers
+	// deduplicate by webhook-id, as the ledger does.
+}
+
+// soakCatalog: one sandbox provider answering in 200 ms.
+const soakCatalog = `providers:
+  - id: sandbox-soak
+    name: Sandbox (soak)
+    adapter: sandbox
+    settings: {latency_ms: 200, fail_rate: 0}
+    services:
+      llm-tasks:
+        models: [sandbox-model]
+        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+`
+
+// eventLedger is a webhook receiver that keeps every event by job.
+type eventLedger struct {
+	*httptest.Server
+	mu     sync.Mutex
+	events map[string][]string // job id -> event names, as received
+	seen   map[string]int      // webhook-id -> deliveries
+}
+
+func newEventLedger(t *testing.T) *eventLedger {
+	l := &eventLedger{events: map[string][]string{}, seen: map[string]int{}}
+	l.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var doc struct {
+			Event string `json:"event"`
+			Data  struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &doc)
+		l.mu.Lock()
+		l.seen[r.Header.Get("webhook-id")]++
+		if l.seen[r.Header.Get("webhook-id")] == 1 {
+			l.events[doc.Data.ID] = append(l.events[doc.Data.ID], doc.Event)
+		}
+		l.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(l.Close)
+	return l
+}
+
+func (l *eventLedger) completed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, events := range l.events {
+		for _, e := range events {
+			if strings.HasSuffix(e, ".completed") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// check counts redeliveries of an event, and jobs whose completed event
+// is not their last.
+func (l *eventLedger) check() (duplicates, outOfOrder int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.seen {
+		duplicates += n - 1
+	}
+	for _, events := range l.events {
+		if len(events) == 0 || !strings.HasSuffix(events[len(events)-1], ".completed") {
+			outOfOrder++
+		}
+	}
+	return duplicates, outOfOrder
+}
+
+// residentMemory is a process's process_resident_memory_bytes.
+func residentMemory(t *testing.T, base string) int64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^process_resident_memory_bytes ([0-9.e+]+)$`).FindSubmatch(data)
+	require.NotNil(t, m)
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(t, err)
+	return int64(v)
+}
