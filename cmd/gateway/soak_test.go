@@ -7,20 +7,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // TestSoak is `make soak` (docs/reliability.md, Soak): the production
@@ -40,15 +36,8 @@ func TestSoak(t *testing.T) {
 		rate = v
 	}
 	receiver := newEventLedger(t)
-	databaseURL := storetest.FreshPostgresURL(t)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(soakCatalog), 0o644))
-	temporalAddr := freeAddr(t)
-	server := newGatewayOn(t, databaseURL, temporalAddr, "--providers", catalog)
-	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + temporalAddr, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
-	workerArgs := []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
-	worker := startProcess(t, env, workerArgs...)
-	api := startProcess(t, append(env, "OIDC_ISSUER_URL="+server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0")
+	shape := startProductionShape(t, soakCatalog)
+	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 	apiURL := "http://" + api.listen
 	startMemory := residentMemory(t, apiURL)
 
@@ -72,8 +61,7 @@ func TestSoak(t *testing.T) {
 		case !workerKilled && elapsed > duration/3:
 			workerKilled = true
 			t.Logf("%s: kill -9 the worker (%d jobs so far)", elapsed.Round(time.Second), len(ids))
-			require.NoError(t, worker.cmd.Process.Signal(syscall.SIGKILL))
-			worker = startProcess(t, env, workerArgs...)
+			shape.restartWorker(t)
 		case !temporalRestarted && elapsed > 2*duration/3:
 			temporalRestarted = true
 			t.Logf("%s: kill -9 the Temporal server (%d jobs so far)", elapsed.Round(time.Second), len(ids))

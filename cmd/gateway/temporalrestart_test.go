@@ -70,21 +70,47 @@ func startProcess(t *testing.T, env []string, args ...string) *process {
 	}
 }
 
+// productionShape is the gateway as production runs it, on one machine:
+// a Temporal server (gateway dev's, on SQLite), and serve and worker as
+// processes of their own, on PostgreSQL.
+type productionShape struct {
+	server   *gateway // its Temporal server; its dev identity provider signs the tokens
+	api      *process
+	worker   *process
+	temporal string
+	env      []string
+	worker0  []string // the worker's arguments, to start another
+}
+
+func startProductionShape(t *testing.T, catalogYAML string) *productionShape {
+	t.Helper()
+	databaseURL := storetest.FreshPostgresURL(t)
+	catalog := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(catalogYAML), 0o644))
+	s := &productionShape{temporal: freeAddr(t)}
+	s.server = newGatewayOn(t, databaseURL, s.temporal, "--providers", catalog)
+	s.env = []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
+	s.worker0 = []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
+	s.worker = startProcess(t, s.env, s.worker0...)
+	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0")
+	return s
+}
+
+// restartWorker kills the worker with SIGKILL and starts another.
+func (s *productionShape) restartWorker(t *testing.T) {
+	t.Helper()
+	require.NoError(t, s.worker.cmd.Process.Signal(syscall.SIGKILL))
+	s.worker = startProcess(t, s.env, s.worker0...)
+}
+
 // TestTemporalRestartWithJobsInFlight: serve and worker run as processes
 // of their own against a Temporal server (gateway dev's) and PostgreSQL;
 // the Temporal server is killed and restarted while jobs run. Every job
 // ends once, completed, in the store and in Temporal.
 func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	t.Parallel()
-	databaseURL := storetest.FreshPostgresURL(t)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
-	temporalAddr := freeAddr(t)
-	server := newGatewayOn(t, databaseURL, temporalAddr, "--providers", catalog)
-
-	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + temporalAddr, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
-	startProcess(t, env, "worker", "--providers", catalog, "--data-dir", t.TempDir())
-	api := startProcess(t, append(env, "OIDC_ISSUER_URL="+server.url("/dev/oidc")), "serve", "--providers", catalog)
+	shape := startProductionShape(t, slowCatalog)
+	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 
 	var ids []string
 	for range 6 {
