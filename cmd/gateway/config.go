@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/devidp"
 )
 
 // config is the gateway's configuration: defaults, then environment
@@ -21,6 +22,7 @@ type config struct {
 	DataDir              string
 	ProvidersFile        string
 	LocalEngines         bool
+	IdPIssuerURL         string
 	WorkerStopTimeout    time.Duration
 	DatabaseURL          string
 	TemporalAddress      string
@@ -76,6 +78,11 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.DataDir, "data-dir", "GATEWAY_DATA_DIR", "./.data", "directory for the dev databases and keys")
 	if command == "token" {
 		str(&c.OIDCAudience, "audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience of the token")
+		return
+	}
+	if command == "idp" {
+		str(&c.Listen, "listen", "GATEWAY_LISTEN", "127.0.0.1:9000", "address of the identity provider")
+		str(&c.IdPIssuerURL, "issuer-url", "GATEWAY_IDP_ISSUER_URL", "", "the issuer URL tokens carry, as the API reaches it, ending in "+devidp.Path+" (default: http:// + --listen + "+devidp.Path+")")
 		return
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")

@@ -247,7 +247,7 @@ func TestComposeStack(t *testing.T) {
 			require.True(t, known[key], "%s sets %s, which the gateway does not read", name, key)
 		}
 	}
-	require.Equal(t, 3, gateways, "migrate, api and worker")
+	require.Equal(t, 4, gateways, "migrate, idp, api and worker")
 	for _, want := range []string{"postgres", "temporal", "minio", "prometheus", "grafana"} {
 		require.Contains(t, compose.Services, want)
 	}

@@ -33,6 +33,7 @@ Usage:
   gateway worker   [flags]   Temporal worker only (needs TEMPORAL_ADDRESS, DATABASE_URL)
   gateway migrate  [flags]   apply the database schema and exit
   gateway token    [flags]   print a token signed by the dev identity provider
+  gateway idp      [flags]   the dev identity provider on its own, for trying serve and worker (any client secret: never in production)
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
   gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
@@ -69,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(strings.TrimSpace("gateway "+command+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch command {
-	case "dev", "serve", "worker", "migrate", "token":
+	case "dev", "serve", "worker", "migrate", "token", "idp":
 		cfg.registerFlags(fs, command)
 	case "replay", "jobs":
 		cfg.registerFlags(fs, command)
@@ -147,6 +148,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runMigrate(ctx, cfg, logger)
 	case "token":
 		err = runToken(cfg, tok, stdout)
+	case "idp":
+		err = runIdp(ctx, cfg, logger)
 	case "replay":
 		err = runReplay(ctx, cfg, replay, positional, stdout, logger)
 	case "jobs":
