@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/loader"
+	composetypes "github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -316,4 +319,29 @@ func TestKubernetesManifestsMatchTheAPISchemas(t *testing.T) {
 		}
 	}
 	require.Greater(t, checked, 8)
+}
+
+// TestComposeFileMatchesTheComposeSpec loads deploy/docker-compose.yaml as
+// `docker compose config` does (compose-go, the compose specification's
+// schema and its checks of references between services), with the
+// variables it needs from the environment left unset.
+func TestComposeFileMatchesTheComposeSpec(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yaml"))
+	require.NoError(t, err)
+	project, err := loader.LoadWithContext(context.Background(), composetypes.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []composetypes.ConfigFile{{Filename: "docker-compose.yaml", Content: data}},
+		Environment: composetypes.Mapping{},
+	}, func(o *loader.Options) { o.SetProjectName("gateway", true) })
+	require.NoError(t, err)
+	for _, name := range []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "idp", "migrate", "api", "worker", "prometheus", "grafana"} {
+		_, err := project.GetService(name)
+		require.NoError(t, err, name)
+	}
+	api, err := project.GetService("api")
+	require.NoError(t, err)
+	require.Equal(t, "http://idp:9000/dev/oidc", *api.Environment["OIDC_ISSUER_URL"], "the idp unless OIDC_ISSUER_URL is set")
 }
