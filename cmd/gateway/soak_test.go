@@ -39,7 +39,7 @@ func TestSoak(t *testing.T) {
 	shape := startProductionShape(t, soakCatalog)
 	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 	apiURL := "http://" + api.listen
-	startMemory := residentMemory(t, apiURL)
+	startMemory, startGoroutines := processGauges(t, apiURL)
 
 	var ids []string
 	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"webhook":{"url":"` + receiver.URL + `"}}}}`
@@ -103,12 +103,16 @@ func TestSoak(t *testing.T) {
 	require.Eventually(t, func() bool { return receiver.completed() == len(ids) }, 2*time.Minute, time.Second,
 		"completed events received: %d of %d", receiver.completed(), len(ids))
 	duplicates, outOfOrder := receiver.check()
-	endMemory := residentMemory(t, apiURL)
+	endMemory, endGoroutines := processGauges(t, apiURL)
+	workerMemory, workerGoroutines := processGauges(t, "http://"+shape.worker.listen)
 
-	t.Logf("ledger: submitted %d; API completed %d, failed %d; Temporal completed %d; webhooks: %d completed events, %d duplicate deliveries, %d out of order; serve RSS %d MiB -> %d MiB",
-		len(ids), statuses["completed"], statuses["failed"], inTemporal, receiver.completed(), duplicates, outOfOrder, startMemory>>20, endMemory>>20)
+	t.Logf("ledger: submitted %d; API completed %d, failed %d; Temporal completed %d; webhooks: %d completed events, %d duplicate deliveries, %d out of order; "+
+		"serve RSS %d MiB -> %d MiB, goroutines %d -> %d; worker (restarted at a third) RSS %d MiB, goroutines %d",
+		len(ids), statuses["completed"], statuses["failed"], inTemporal, receiver.completed(), duplicates, outOfOrder,
+		startMemory>>20, endMemory>>20, startGoroutines, endGoroutines, workerMemory>>20, workerGoroutines)
 	require.Equal(t, len(ids), statuses["completed"], "every job completed")
 	require.Zero(t, outOfOrder, "events in order per job")
+	require.Less(t, endGoroutines, startGoroutines+100, "serve's goroutines stay flat once the load is over")
 	// A redelivery after a crash is allowed (at least once): receivers
 	// deduplicate by webhook-id, as the ledger does.
 }
@@ -186,16 +190,20 @@ func (l *eventLedger) check() (duplicates, outOfOrder int) {
 	return duplicates, outOfOrder
 }
 
-// residentMemory is a process's process_resident_memory_bytes.
-func residentMemory(t *testing.T, base string) int64 {
+// processGauges are a process's resident memory and goroutines, from its
+// /metrics.
+func processGauges(t *testing.T, base string) (rss int64, goroutines int) {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^process_resident_memory_bytes ([0-9.e+]+)$`).FindSubmatch(data)
-	require.NotNil(t, m)
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	require.NoError(t, err)
-	return int64(v)
+	gauge := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` ([0-9.e+]+)$`).FindSubmatch(data)
+		require.NotNil(t, m, name)
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		require.NoError(t, err)
+		return v
+	}
+	return int64(gauge("process_resident_memory_bytes")), int(gauge("go_goroutines"))
 }
