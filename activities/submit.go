@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -93,7 +92,7 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 		return CheckOutput{Progress: check.Progress, Wait: check.Wait}, nil
 	}
 	a.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, "ok", time.Since(in.Since))
-	out := CallOutput{Result: json.RawMessage(check.Result), WorkerID: a.WorkerID}
+	out := CallOutput{Result: check.Result, WorkerID: a.WorkerID}
 	if err := a.finishResult(ctx, in.Call, call, &out); err != nil {
 		return CheckOutput{}, err
 	}
