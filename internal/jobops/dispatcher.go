@@ -320,6 +320,10 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	var in jobs.Submission
 	var refused string // why the start can never succeed
 	err := json.Unmarshal([]byte(start.Input), &in)
+	log := d.cfg.Logger.With("job", start.JobID)
+	if id := tracing.TraceID(tracing.Resume(ctx, in.TraceContext)); id != "" {
+		log = log.With("trace_id", id) // the job's trace (docs/operations.md, Traces)
+	}
 	if err != nil {
 		refused = "its recorded start cannot be read"
 	} else {
@@ -343,22 +347,22 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	if refused != "" {
-		d.cfg.Logger.Error("start job workflow refused for good; the job fails", "job", start.JobID, "error", err)
+		log.Error("start job workflow refused for good; the job fails", "error", err)
 		message := "the job could not be started and will not run: " + refused
 		ferr := d.cfg.Store.FailJobStart(wctx, start.JobID, jobs.CodeNotStarted, message, d.cfg.Now())
 		if ferr == nil {
 			return fmt.Errorf("start job %s: %w: %w", start.JobID, ErrNotStarted, err)
 		}
-		d.cfg.Logger.Warn("record a job that cannot start as failed; its start is retried", "job", start.JobID, "error", ferr)
+		log.Warn("record a job that cannot start as failed; its start is retried", "error", ferr)
 	}
 	if ctx.Err() != nil {
 		d.release(start.JobID)
 		return ctx.Err()
 	}
 	delay := d.retryDelay(start.Attempts)
-	d.cfg.Logger.Error("start job workflow", "job", start.JobID, "attempt", start.Attempts+1, "retry_in", delay, "error", err)
+	log.Error("start job workflow", "attempt", start.Attempts+1, "retry_in", delay, "error", err)
 	if rerr := d.cfg.Store.RetryJobStart(wctx, start.JobID, d.cfg.Now().Add(delay)); rerr != nil {
-		d.cfg.Logger.Warn("schedule a job start's retry; it is due when its lease ends", "job", start.JobID, "error", rerr)
+		log.Warn("schedule a job start's retry; it is due when its lease ends", "error", rerr)
 	}
 	return fmt.Errorf("start job %s: %w", start.JobID, err)
 }

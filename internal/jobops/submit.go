@@ -199,7 +199,7 @@ func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submiss
 	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
 	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
 	if err != nil {
-		s.cfg.Logger.Error("record new job", "job", jobID, "error", err)
+		s.cfg.Logger.Error("record new job", "job", jobID, "trace_id", tracing.TraceID(ctx), "error", err)
 		return nil, refuse(ErrUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)")
 	}
 	if created {
