@@ -408,6 +408,11 @@ func speech(r *rand.Rand, dur float64, first string) []segment {
 		out = append(out, segment{start: round(t, 2), end: round(end, 2), text: text, confidence: conf, speaker: speaker})
 		t = end
 	}
+	if len(out) > 0 {
+		// The loop leaves the last few hundredths uncovered at times: the
+		// segments cover the whole media.
+		out[len(out)-1].end = round(dur, 2)
+	}
 	return out
 }
 
