@@ -320,17 +320,14 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	var in jobs.Submission
 	var refused string // why the start can never succeed
 	err := json.Unmarshal([]byte(start.Input), &in)
-	log := d.cfg.Logger.With("job", start.JobID)
-	if id := tracing.TraceID(tracing.Resume(ctx, in.TraceContext)); id != "" {
-		log = log.With("trace_id", id) // the job's trace (docs/operations.md, Traces)
-	}
+	// The workflow continues the trace of the request that created the
+	// job (docs/operations.md, Traces).
+	traced := tracing.Resume(ctx, in.TraceContext)
 	if err != nil {
 		refused = "its recorded start cannot be read"
 	} else {
 		in.SearchAttributes = d.cfg.SearchAttributes
-		// The workflow continues the trace of the request that created
-		// the job (docs/operations.md, Traces).
-		sctx, cancel := context.WithTimeout(tracing.Resume(ctx, in.TraceContext), startTimeout)
+		sctx, cancel := context.WithTimeout(traced, startTimeout)
 		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, startOptions(in, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -346,6 +343,10 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
+	log := d.cfg.Logger.With("job", start.JobID)
+	if id := tracing.TraceID(traced); id != "" {
+		log = log.With("trace_id", id)
+	}
 	if refused != "" {
 		log.Error("start job workflow refused for good; the job fails", "error", err)
 		message := "the job could not be started and will not run: " + refused
