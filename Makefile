@@ -27,11 +27,12 @@ media-tools: ## install ffmpeg when it is missing and apt-get can (root on Debia
 build: ## build bin/gateway
 	$(GO) build -o $(BIN) ./cmd/gateway
 
-PROD_BIN ?= bin/gateway-prod
+PROD_BIN  ?= bin/gateway-prod
+PROD_TAGS ?= nodev
 
 .PHONY: build-prod
-build-prod: ## build the production binary deploy/Dockerfile builds (no dev: -tags nodev) into PROD_BIN
-	CGO_ENABLED=0 $(GO) build -tags nodev -trimpath -ldflags="-s -w" -o $(PROD_BIN) ./cmd/gateway
+build-prod: ## build the production binary deploy/Dockerfile builds (PROD_TAGS=nodev: without dev and the dev identity provider) into PROD_BIN
+	CGO_ENABLED=0 $(GO) build -tags '$(PROD_TAGS)' -trimpath -ldflags="-s -w" -o $(PROD_BIN) ./cmd/gateway
 
 .PHONY: test
 test: ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite

@@ -236,7 +236,7 @@ func TestComposeStack(t *testing.T) {
 				require.NoError(t, err, "%s mounts %s", name, src)
 			}
 		}
-		if svc.Image != "ai-job-gateway" {
+		if svc.Image != "ai-job-gateway" && svc.Image != "ai-job-gateway-dev" {
 			continue
 		}
 		gateways++
@@ -264,7 +264,8 @@ func TestDockerfile(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "Dockerfile"))
 	require.NoError(t, err)
 	file := string(data)
-	require.Contains(t, file, "RUN make build-prod PROD_BIN=/out/gateway")
+	require.Contains(t, file, "ARG GATEWAY_TAGS=nodev")
+	require.Contains(t, file, `RUN make build-prod PROD_BIN=/out/gateway PROD_TAGS="$GATEWAY_TAGS"`)
 	require.Regexp(t, `(?m)^USER 65532:65532$`, file)
 	require.Regexp(t, `(?m)^ENV GATEWAY_LISTEN=0\.0\.0\.0:8080$`, file)
 	require.Regexp(t, `(?m)^HEALTHCHECK .*CMD \["/usr/local/bin/gateway", "healthcheck"\]$`, file)
@@ -272,7 +273,8 @@ func TestDockerfile(t *testing.T) {
 
 	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
-	require.Regexp(t, `(?m)^\tCGO_ENABLED=0 \$\(GO\) build -tags nodev `, string(makefile), "the production build leaves dev out")
+	require.Regexp(t, `(?m)^PROD_TAGS \?= nodev$`, string(makefile), "the production build leaves dev out")
+	require.Regexp(t, `(?m)^\tCGO_ENABLED=0 \$\(GO\) build -tags '\$\(PROD_TAGS\)' `, string(makefile))
 
 	ignore, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
 	require.NoError(t, err)

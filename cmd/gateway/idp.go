@@ -1,3 +1,5 @@
+//go:build !nodev
+
 package main
 
 import (
@@ -14,7 +16,8 @@ import (
 
 // runIdp serves the development identity provider on its own, for trying
 // the production shape without an issuer of one's own (docs/operations.md,
-// Docker Compose). It accepts any client secret: never in production.
+// Docker Compose). It accepts any client secret, so it is a dev-build
+// command only: the production build (-tags nodev) leaves it out.
 func runIdp(ctx context.Context, cfg config, logger *slog.Logger) error {
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

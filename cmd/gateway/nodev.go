@@ -13,3 +13,9 @@ import (
 func runDev(context.Context, config, *slog.Logger) error {
 	return errors.New("this gateway binary is a production build without dev (built with -tags nodev); run serve, worker and migrate against your Temporal and database, or build without the tag")
 }
+
+// runIdp is not in a production build either: the dev identity provider
+// accepts any client secret.
+func runIdp(context.Context, config, *slog.Logger) error {
+	return errors.New("this gateway binary is a production build without the dev identity provider (built with -tags nodev); use your OIDC issuer, or a build without the tag")
+}
