@@ -446,6 +446,16 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.MemoryTimerProcessorSchedulerWorkerCount.Key():            8,
 		dynamicconfig.ReplicationProcessorSchedulerWorkerCount.Key():            1,
 		dynamicconfig.ReplicationLowPriorityProcessorSchedulerWorkerCount.Key(): 1,
+		// The history service reads new tasks of a shard's queues at most
+		// 20 times a second (per shard), a pace meant for servers of
+		// hundreds of shards. With this server's one shard it held every
+		// task dispatched through matching (a workflow task after an
+		// activity, an activity task) to a 50 ms grid: about 37 ms per
+		// dispatch once the limiter's burst was spent
+		// (docs/benchmarks.md). 10,000 is 20 for each of 500 shards.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   10000,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      10000,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 10000,
 		// One partition per task queue instead of four: one process polls
 		// them, so more partitions only add goroutines and forwarding.
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
