@@ -19,13 +19,15 @@ import (
 // bench is one benchmark run: the gateway binary, a work dir and the
 // report being filled in.
 type bench struct {
-	opts     options
-	log      io.Writer
-	work     string
-	bin      string
-	hc       *http.Client
-	started  time.Time
-	cleanups []func()
+	opts          options
+	log           io.Writer
+	work          string
+	bin           string
+	src           string // the gateway's module, for building it and Temporal's tools
+	hc            *http.Client
+	temporalTools temporalTools // built by the first production-shape phase
+	started       time.Time
+	cleanups      []func()
 }
 
 func newBench(ctx context.Context, opts options, log io.Writer) (*bench, error) {
@@ -41,8 +43,12 @@ func newBench(ctx context.Context, opts options, log io.Writer) (*bench, error) 
 		b.cleanups = append(b.cleanups, func() { _ = os.RemoveAll(work) })
 	}
 	b.bin = opts.GatewayBin
+	if b.src, err = moduleDir(ctx, opts.Src); err != nil && (b.bin == "" || opts.hasShape("production")) {
+		b.close()
+		return nil, err
+	}
 	if b.bin == "" {
-		if b.bin, err = buildGateway(ctx, opts.Src, work, opts.ProfileDir != "", log); err != nil {
+		if b.bin, err = buildGateway(ctx, b.src, work, opts.ProfileDir != "", log); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -89,15 +95,16 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 	}
 	var errs []error
 	for _, phase := range []struct {
-		name string
-		run  func(context.Context, *report) error
+		name, shape string
+		run         func(context.Context, *report) error
 	}{
-		{"e2e", b.e2ePhases},
-		{"create", b.createPhases},
-		{"memory", b.memoryPhase},
-		{"reads", b.readsPhase},
+		{"e2e", "dev", b.e2ePhases},
+		{"create", "dev", b.createPhases},
+		{"memory", "dev", b.memoryPhase},
+		{"reads", "dev", b.readsPhase},
+		{"production", "production", b.productionPhases},
 	} {
-		if !b.opts.has(phase.name) {
+		if !b.opts.hasShape(phase.shape) || (phase.shape == "dev" && !b.opts.has(phase.name)) {
 			continue
 		}
 		if ctx.Err() != nil {

@@ -50,6 +50,8 @@ func TestQuickShortensWhatWasNotSet(t *testing.T) {
 	require.Equal(t, 100_000, o.Jobs)
 	require.Equal(t, []int{50, 100, 200}, o.Rates)
 	require.Equal(t, []string{"e2e", "create", "reads", "memory"}, o.Phases)
+	require.Equal(t, []string{"dev", "production"}, o.Shapes)
+	require.Equal(t, 5, o.CreateRuns)
 
 	_, err = parseFlags([]string{"-phases", "load,nope"}, io.Discard)
 	require.ErrorContains(t, err, `unknown phase "nope"`)
@@ -59,20 +61,40 @@ func TestTargets(t *testing.T) {
 	t.Parallel()
 	r := newReport(options{})
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "gateway", Rate: 30, Latency: stats{N: 10, P50: 10, P99: 20}})
+	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "floor", Rate: 40, Latency: stats{N: 10, P50: 5, P99: 10}})
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "baseline", Rate: 20, Latency: stats{N: 10, P50: 20, P99: 20}})
 	r.add(row{Section: "create", Key: "create/200", System: "gateway", Offered: 200, Rate: 200, Latency: stats{N: 10, P99: 30}})
 	r.add(row{Section: "reads", Key: "reads/get", System: "gateway", Latency: stats{N: 10, P99: 3, Errors: 1}, p99Target: 10})
+	r.add(row{Section: "create", Key: "create/200/runs", System: "gateway", RunsP99: []float64{9, 24.9, 12}, info: true})
+	r.shape = "production"
+	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "gateway", Rate: 10, Latency: stats{N: 10, P50: 10, P99: 20}})
+	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "floor", Rate: 40, Latency: stats{N: 10, P50: 5, P99: 10}})
+	r.add(row{Section: "create", Key: "create/200/runs", System: "gateway", RunsP99: []float64{9, 25, 12}, info: true})
 	r.evaluate()
+
 	require.InDelta(t, 1.5, *r.Rows[0].ThrRatio, 1e-9)
-	require.True(t, *r.Rows[0].Pass)
-	require.InDelta(t, 1.5, r.Headline["throughput_vs_baseline"], 1e-9)
-	require.Nil(t, r.Rows[1].Pass, "baseline rows have no target")
-	require.False(t, *r.Rows[2].Pass, "p99 30 ms misses 25 ms")
-	require.False(t, *r.Rows[3].Pass, "any error fails")
+	require.InDelta(t, 0.75, *r.Rows[0].FloorThr, 1e-9)
+	require.InDelta(t, 2.0, *r.Rows[0].FloorP50, 1e-9)
+	require.False(t, *r.Rows[0].Pass, "0.75× the floor misses 0.8×")
+	require.InDelta(t, 1.5, r.Headline["dev_throughput_vs_baseline"], 1e-9)
+	require.InDelta(t, 0.75, r.Headline["dev_throughput_vs_floor"], 1e-9)
+	require.Nil(t, r.Rows[1].Pass, "floor rows have no target")
+	require.Nil(t, r.Rows[2].Pass, "baseline rows have no target")
+	require.False(t, *r.Rows[3].Pass, "p99 30 ms misses 25 ms")
+	require.False(t, *r.Rows[4].Pass, "any error fails")
+	require.True(t, *r.Rows[5].Pass, "every run under 25 ms")
+	require.InDelta(t, 0.25, *r.Rows[6].FloorThr, 1e-9, "each shape is compared with its own floor")
+	require.False(t, *r.Rows[8].Pass, "one run of five at 25 ms fails the spread")
 
 	var out strings.Builder
 	r.print(&out)
-	require.Contains(t, out.String(), "Headline: the gateway completes 1.50× the jobs per second")
+	require.Contains(t, out.String(), "Headline (dev): the gateway completes 0.75× the jobs per second of the floor and 1.50× the baseline's")
+	require.Contains(t, out.String(), "PRODUCTION SHAPE")
+}
+
+func TestSpread(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "p99 8.0–31.5 ms (9.0, 8.0, 31.5)", spread([]float64{9, 8, 31.5}))
 }
 
 func TestOnlyTheGatewaysErrorsFailTheRun(t *testing.T) {

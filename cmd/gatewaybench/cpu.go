@@ -14,25 +14,35 @@ const clockTicks = 100
 
 // cpuReading is a moment's cumulative CPU times.
 type cpuReading struct {
-	at               time.Time
-	busy, total      int64         // whole machine, in clock ticks
-	gateway, process time.Duration // the gateway process, this process
+	at          time.Time
+	busy, total int64                    // whole machine, in clock ticks
+	procs       map[string]time.Duration // the measured processes, by name
+	postgres    time.Duration            // every postgres process
+	process     time.Duration            // this process
+}
+
+// namedPID is a measured process: "gateway" (dev), or "temporal",
+// "serve", "worker-1"… (the production shape).
+type namedPID struct {
+	name string
+	pid  int
 }
 
 // cpuUse is what a stretch of time cost in CPU.
 type cpuUse struct {
-	Seconds      float64 `json:"seconds"`
-	MachineBusy  float64 `json:"machine_busy"`  // 0..1 of all CPUs
-	OtherCores   float64 `json:"other_cores"`   // CPUs used by other processes (PostgreSQL, other work on the machine)
-	GatewayCores float64 `json:"gateway_cores"` // CPUs the gateway process used on average
-	BenchCores   float64 `json:"bench_cores"`   // CPUs this process (load, SDK clients, baseline worker) used
-	PerJobMS     float64 `json:"per_job_ms"`    // CPU ms of both processes per job
+	Seconds      float64            `json:"seconds"`
+	MachineBusy  float64            `json:"machine_busy"`  // 0..1 of all CPUs
+	OtherCores   float64            `json:"other_cores"`   // CPUs used by other processes (other work on the machine)
+	GatewayCores float64            `json:"gateway_cores"` // CPUs the measured processes and PostgreSQL used on average
+	Cores        map[string]float64 `json:"cores"`         // … by process ("postgres": all of its processes)
+	BenchCores   float64            `json:"bench_cores"`   // CPUs this process (load, SDK clients, floor and baseline workers) used
+	PerJobMS     float64            `json:"per_job_ms"`    // CPU ms of all of them per job
 	jobs         int
 	cpuMS        float64
 }
 
-func readCPU(gatewayPID int) cpuReading {
-	r := cpuReading{at: time.Now()}
+func readCPU(procs []namedPID) cpuReading {
+	r := cpuReading{at: time.Now(), procs: map[string]time.Duration{}}
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
 		fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal …
@@ -44,15 +54,17 @@ func readCPU(gatewayPID int) cpuReading {
 			}
 		}
 	}
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(gatewayPID) + "/stat"); err == nil {
-		// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			f := strings.Fields(s[i+1:])
-			if len(f) > 12 {
-				u, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				r.gateway = time.Duration(u+st) * time.Second / clockTicks
+	for _, p := range procs {
+		r.procs[p.name] += pidCPU(p.pid)
+	}
+	if entries, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+				r.postgres += pidCPU(pid)
 			}
 		}
 	}
@@ -63,24 +75,52 @@ func readCPU(gatewayPID int) cpuReading {
 	return r
 }
 
-// since is the CPU used from r to now, jobs being the work done.
-func (r cpuReading) since(gatewayPID, jobs int) *cpuUse {
-	now := readCPU(gatewayPID)
+// pidCPU is the user and system time a process has used.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) <= 12 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * time.Second / clockTicks
+}
+
+// since is the CPU used from r to now by the same processes, jobs being
+// the work done.
+func (r cpuReading) since(jobs int, procs []namedPID) *cpuUse {
+	now := readCPU(procs)
 	wall := now.at.Sub(r.at).Seconds()
 	if wall <= 0 {
 		return nil
 	}
-	u := &cpuUse{
-		Seconds:      wall,
-		GatewayCores: (now.gateway - r.gateway).Seconds() / wall,
-		BenchCores:   (now.process - r.process).Seconds() / wall,
+	u := &cpuUse{Seconds: wall, BenchCores: (now.process - r.process).Seconds() / wall, Cores: map[string]float64{}}
+	var used time.Duration
+	for name, t := range now.procs {
+		u.Cores[name] = (t - r.procs[name]).Seconds() / wall
+		used += t - r.procs[name]
 	}
+	if pg := now.postgres - r.postgres; pg > 0 {
+		u.Cores["postgres"] = pg.Seconds() / wall
+		used += pg
+	}
+	u.GatewayCores = used.Seconds() / wall
 	if d := now.total - r.total; d > 0 {
 		u.MachineBusy = float64(now.busy-r.busy) / float64(d)
 		u.OtherCores = max(0, u.MachineBusy*float64(runtime.NumCPU())-u.GatewayCores-u.BenchCores)
 	}
 	if jobs > 0 {
-		u.PerJobMS = ((now.gateway - r.gateway) + (now.process - r.process)).Seconds() * 1000 / float64(jobs)
+		u.PerJobMS = (used + now.process - r.process).Seconds() * 1000 / float64(jobs)
 	}
 	return u
 }
@@ -108,8 +148,15 @@ func (u *cpuUse) merge(v *cpuUse, jobs int) *cpuUse {
 		OtherCores:   w(u.OtherCores, v.OtherCores),
 		GatewayCores: w(u.GatewayCores, v.GatewayCores),
 		BenchCores:   w(u.BenchCores, v.BenchCores),
+		Cores:        map[string]float64{},
 		jobs:         u.jobs + jobs,
 		cpuMS:        u.cpuMS + cpuMS,
+	}
+	for name := range u.Cores {
+		out.Cores[name] = w(u.Cores[name], v.Cores[name])
+	}
+	for name := range v.Cores {
+		out.Cores[name] = w(u.Cores[name], v.Cores[name])
 	}
 	if out.jobs > 0 {
 		out.PerJobMS = out.cpuMS / float64(out.jobs)

@@ -33,8 +33,9 @@ func catalog(id string, latency time.Duration) string {
 	return providertest.SandboxCatalog(id, latency.Milliseconds())
 }
 
-// gatewayProc is one `gateway dev` process.
-type gatewayProc struct {
+// process is one process the benchmark started: `gateway dev`, or a part
+// of the production shape.
+type process struct {
 	bin       string
 	dataDir   string
 	listen    string
@@ -56,9 +57,9 @@ type gatewaySpec struct {
 	pprof       bool
 }
 
-// buildGateway compiles the gateway into dir. With profiling it adds a
-// pprof listener through a build overlay, leaving the source untouched.
-func buildGateway(ctx context.Context, src, dir string, profile bool, log io.Writer) (string, error) {
+// moduleDir is src, or the module of the working directory when src is
+// "", as an absolute path.
+func moduleDir(ctx context.Context, src string) (string, error) {
 	if src == "" {
 		out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 		if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
@@ -66,10 +67,13 @@ func buildGateway(ctx context.Context, src, dir string, profile bool, log io.Wri
 		}
 		src = filepath.Dir(strings.TrimSpace(string(out)))
 	}
-	src, err := filepath.Abs(src)
-	if err != nil {
-		return "", err
-	}
+	return filepath.Abs(src)
+}
+
+// buildGateway compiles the gateway of the module in src into dir. With
+// profiling it adds a pprof listener through a build overlay, leaving the
+// source untouched.
+func buildGateway(ctx context.Context, src, dir string, profile bool, log io.Writer) (string, error) {
 	bin := filepath.Join(dir, "gateway")
 	args := []string{"build", "-o", bin}
 	if profile {
@@ -104,8 +108,8 @@ func freeAddr() (string, error) {
 
 // startGateway runs `gateway dev` in a fresh data dir under work and waits
 // until /readyz answers 200.
-func startGateway(ctx context.Context, bin, work string, spec gatewaySpec) (*gatewayProc, error) {
-	g := &gatewayProc{bin: bin, dataDir: filepath.Join(work, spec.name), exited: make(chan struct{})}
+func startGateway(ctx context.Context, bin, work string, spec gatewaySpec) (*process, error) {
+	g := &process{bin: bin, dataDir: filepath.Join(work, spec.name)}
 	if err := os.MkdirAll(g.dataDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -128,40 +132,57 @@ func startGateway(ctx context.Context, bin, work string, spec gatewaySpec) (*gat
 		env = append(env, profileEnv+"="+g.pprof)
 	}
 	env = append(env, "DATABASE_URL="+spec.databaseURL)
-	g.logPath = filepath.Join(work, spec.name+".log")
-	if g.logFile, err = os.Create(g.logPath); err != nil {
-		return nil, err
-	}
 	g.cmd = exec.Command(bin, "dev", "--data-dir", g.dataDir, "--listen", g.listen,
 		"--temporal-dev-listen", g.temporal, "--temporal-ui-listen", "", "--providers", catalogPath)
 	g.cmd.Env = env
-	g.cmd.Stdout, g.cmd.Stderr = g.logFile, g.logFile
-	if err := g.cmd.Start(); err != nil {
+	if err := g.start(ctx, work, spec.name, g.readyz); err != nil {
 		return nil, err
 	}
-	g.startedAt = time.Now()
-	go func() { g.exitErr = g.cmd.Wait(); close(g.exited) }()
+	return g, nil
+}
+
+// start starts p.cmd, its output going to <work>/<name>.log, and waits
+// (3 minutes at most) until ready says it is ready.
+func (p *process) start(ctx context.Context, work, name string, ready func() bool) error {
+	var err error
+	p.exited = make(chan struct{})
+	p.logPath = filepath.Join(work, name+".log")
+	if p.logFile, err = os.Create(p.logPath); err != nil {
+		return err
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.logFile, p.logFile
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.startedAt = time.Now()
+	go func() { p.exitErr = p.cmd.Wait(); close(p.exited) }()
 
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(g.url("/readyz"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return g, nil
-			}
+		if ready() {
+			return nil
 		}
 		select {
-		case <-g.exited:
-			return nil, fmt.Errorf("gateway dev exited (%v); its log:\n%s", g.exitErr, g.tail())
+		case <-p.exited:
+			return fmt.Errorf("%s exited (%v); its log:\n%s", name, p.exitErr, p.tail())
 		case <-ctx.Done():
-			g.stop()
-			return nil, ctx.Err()
+			p.stop()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	g.stop()
-	return nil, fmt.Errorf("gateway dev not ready after 3 minutes; its log:\n%s", g.tail())
+	p.stop()
+	return fmt.Errorf("%s not ready after 3 minutes; its log:\n%s", name, p.tail())
+}
+
+// readyz reports whether the process's /readyz answers 200.
+func (p *process) readyz() bool {
+	resp, err := http.Get(p.url("/readyz"))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // cleanEnv is this process's environment without the gateway's own
@@ -179,12 +200,12 @@ func cleanEnv() []string {
 	return env
 }
 
-func (g *gatewayProc) url(path string) string { return "http://" + g.listen + path }
+func (g *process) url(path string) string { return "http://" + g.listen + path }
 
-func (g *gatewayProc) pid() int { return g.cmd.Process.Pid }
+func (g *process) pid() int { return g.cmd.Process.Pid }
 
 // alive reports whether the process still runs.
-func (g *gatewayProc) alive() bool {
+func (g *process) alive() bool {
 	select {
 	case <-g.exited:
 		return false
@@ -194,7 +215,7 @@ func (g *gatewayProc) alive() bool {
 }
 
 // token mints a token with `gateway token`, as the README does.
-func (g *gatewayProc) token(tenant, scopes string) (string, error) {
+func (g *process) token(tenant, scopes string) (string, error) {
 	args := []string{"token", "--data-dir", g.dataDir, "--sub", "bench-user", "--scope", scopes, "--ttl", "24h"}
 	if tenant != "" {
 		args = append(args, "--tenant", tenant)
@@ -211,7 +232,7 @@ func (g *gatewayProc) token(tenant, scopes string) (string, error) {
 }
 
 // stop ends the process with SIGTERM (SIGKILL after 20 s).
-func (g *gatewayProc) stop() {
+func (g *process) stop() {
 	if g == nil || g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
@@ -230,7 +251,7 @@ func (g *gatewayProc) stop() {
 }
 
 // kill ends the process at once (its data is thrown away).
-func (g *gatewayProc) kill() {
+func (g *process) kill() {
 	if g == nil || g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
@@ -244,7 +265,7 @@ func (g *gatewayProc) kill() {
 }
 
 // tail is the end of the process's log.
-func (g *gatewayProc) tail() string {
+func (g *process) tail() string {
 	b, err := os.ReadFile(g.logPath)
 	if err != nil {
 		return err.Error()

@@ -42,6 +42,9 @@ type options struct {
 	JSONPath     string        `json:"-"`
 	ProfileDir   string        `json:"-"`
 	Phases       []string      `json:"phases"`
+	Shapes       []string      `json:"shapes"`
+	CreateRuns   int           `json:"create_runs"`
+	AcceptTarget time.Duration `json:"production_accept_latency_target_ns"`
 	Quick        bool          `json:"quick"`
 	Duration     time.Duration `json:"phase_duration_ns"`
 	Rates        []int         `json:"rates"`
@@ -112,12 +115,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	var o options
-	var phases, rates string
+	var phases, rates, shapes string
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building one from -src")
 	fs.StringVar(&o.Src, "src", "", "module directory to build the gateway from (default: the module of the working directory)")
 	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
-	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the baseline), reads, memory")
+	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory")
+	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads and memory run on dev")
+	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
+	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")
 	fs.BoolVar(&o.Quick, "quick", false, "short run: 5 s phases, 100,000 jobs for reads, fewer samples")
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "length of each load phase")
 	fs.StringVar(&rates, "rates", "50,100,200", "offered create rates (requests per second), comma-separated; \"\" for none")
@@ -170,6 +176,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads and memory", p)
 		}
 	}
+	for _, s := range strings.Split(shapes, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "dev", "production":
+			o.Shapes = append(o.Shapes, s)
+		case "":
+		default:
+			return o, fmt.Errorf("-shapes: unknown shape %q; use dev and production", s)
+		}
+	}
 	for _, r := range strings.Split(rates, ",") {
 		if strings.TrimSpace(r) == "" {
 			continue
@@ -183,8 +198,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.Duration < time.Second || o.SustainedFor < 2*time.Second:
 		return o, errors.New("-duration: use at least 1s; -sustained-duration at least 2s")
-	case o.MaxWorkers < 0 || o.Sustained < 1 || o.SerialJobs < 1 || o.ReadRequests < 1 || o.MemoryJobs < 1:
-		return o, errors.New("-sustained, -serial, -read-requests and -memory-jobs must be positive, -max-workers at least 0")
+	case o.MaxWorkers < 0 || o.Sustained < 1 || o.SerialJobs < 1 || o.ReadRequests < 1 || o.MemoryJobs < 1 || o.CreateRuns < 1:
+		return o, errors.New("-sustained, -serial, -read-requests, -memory-jobs and -create-runs must be positive, -max-workers at least 0")
 	case o.Jobs < 1:
 		return o, errors.New("-jobs: must be positive")
 	case o.PollInterval <= 0:
@@ -194,3 +209,5 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 func (o options) has(phase string) bool { return slices.Contains(o.Phases, phase) }
+
+func (o options) hasShape(shape string) bool { return slices.Contains(o.Shapes, shape) }

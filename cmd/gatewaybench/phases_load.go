@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,8 @@ import (
 )
 
 // e2ePhases runs the end-to-end phases on one `gateway dev` (zero-latency
-// sandbox), the gateway and the baseline on the same embedded Temporal.
+// sandbox): the gateway, the floor and the baseline on the same embedded
+// Temporal.
 func (b *bench) e2ePhases(ctx context.Context, rep *report) error {
 	l, err := b.startLoadRun(ctx, rep, "load")
 	if err != nil {
@@ -22,7 +24,42 @@ func (b *bench) e2ePhases(ctx context.Context, rep *report) error {
 	}
 	defer l.close()
 	rep.Store = l.store
-	systems := []system{l.gw, l.baseline}
+	return l.endToEnd(ctx)
+}
+
+// productionPhases runs the end-to-end and create phases on the
+// production shape: end to end with one gateway worker, the sustained
+// phase again with two, then the create phases.
+func (b *bench) productionPhases(ctx context.Context, rep *report) error {
+	rep.shape = "production"
+	defer func() { rep.shape = "dev" }()
+	if b.opts.has("e2e") {
+		l, err := b.startProductionRun(ctx, rep, "production-load", 1)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		if err := l.endToEnd(ctx); err != nil {
+			return err
+		}
+		if err := l.prod.addWorker(ctx, b.bin); err != nil {
+			return err
+		}
+		l.setProcs()
+		l.sustained(ctx, []system{l.gw}, "2 gateway workers")
+		l.close()
+	}
+	if b.opts.has("create") {
+		return b.createPhases(ctx, rep)
+	}
+	return nil
+}
+
+// endToEnd runs the end-to-end phases on a load run: warm-up, one at a
+// time, sustained, and at half the baseline's sustained rate.
+func (l *loadRun) endToEnd(ctx context.Context) error {
+	b, rep := l.b, l.rep
+	systems := l.systems()
 	d := b.opts.Duration
 
 	b.logf("load: warm-up")
@@ -36,12 +73,12 @@ func (b *bench) e2ePhases(ctx context.Context, rep *report) error {
 	l.serial(ctx, systems)
 	b.logf("load: gateway one at a time, polling GET every %s", b.opts.PollInterval)
 	l.serialPolling(ctx, l.gw)
-	l.sustained(ctx, systems)
+	l.sustained(ctx, systems, "")
 	rate := b.opts.E2ERate
 	if rate == 0 {
 		rate = 1
 		for _, x := range rep.Rows {
-			if x.Key == "e2e/sustained" && x.System == "baseline" {
+			if x.Key == "e2e/sustained" && x.System == "baseline" && x.Shape == rep.shape {
 				rate = max(1, int(x.Rate/2))
 			}
 		}
@@ -66,14 +103,18 @@ func (b *bench) e2ePhases(ctx context.Context, rep *report) error {
 			rep.PerJob.Temporal[sys.name()] = cost
 		}
 	}
+	if l.g == nil {
+		return nil
+	}
 	if m, err := readMemory(l.g.pid()); err == nil {
 		rep.addInfo("memory", "peak RSS over the end-to-end phases (informational)", "gateway", mib(m.Peak))
 	}
 	return nil
 }
 
-// createPhases runs the creation phases, each on a fresh `gateway dev` so
-// that no phase inherits another's backlog.
+// createPhases runs the creation phases, each on a fresh deployment of
+// the report's shape, so that no phase inherits another's backlog. The
+// gateway's create at the target rate runs CreateRuns times.
 func (b *bench) createPhases(ctx context.Context, rep *report) error {
 	d := b.opts.Duration
 	rates := slices.Clone(b.opts.Rates)
@@ -81,45 +122,76 @@ func (b *bench) createPhases(ctx context.Context, rep *report) error {
 		rates = append(rates, 0) // 0: maximum
 	}
 	for _, rate := range rates {
-		for _, name := range []string{"gateway", "baseline"} {
-			phase := fmt.Sprintf("create-%d-%s", rate, name)
-			if rate == 0 {
-				phase = "create-max-" + name
+		for _, name := range []string{"gateway", "floor", "baseline"} {
+			runs := 1
+			if rate == targetCreateRate && name == "gateway" {
+				runs = b.opts.CreateRuns
 			}
-			l, err := b.startLoadRun(ctx, rep, phase)
-			if err != nil {
-				return err
-			}
-			rep.Store = l.store
-			sys := system(l.gw)
-			if name == "baseline" {
-				sys = l.baseline
-			}
-			// Unmeasured: the first requests set up connections and caches.
-			for range 20 {
-				if _, err := sys.submit(ctx); err != nil {
-					l.close()
-					return fmt.Errorf("%s warm-up: %w", phase, err)
+			var p99s []float64
+			for run := 1; run <= runs; run++ {
+				phase := fmt.Sprintf("%s-create-%d-%s", rep.shape, rate, name)
+				if rate == 0 {
+					phase = rep.shape + "-create-max-" + name
 				}
+				if runs > 1 {
+					phase += fmt.Sprintf("-run-%d", run)
+				}
+				var l *loadRun
+				var err error
+				if rep.shape == "production" {
+					l, err = b.startProductionRun(ctx, rep, phase, 1)
+				} else {
+					l, err = b.startLoadRun(ctx, rep, phase)
+				}
+				if err != nil {
+					return err
+				}
+				if rep.shape == "dev" {
+					rep.Store = l.store
+				}
+				sys := l.system(name)
+				// Unmeasured: the first requests set up connections and caches.
+				for range 20 {
+					if _, err := sys.submit(ctx); err != nil {
+						l.close()
+						return fmt.Errorf("%s warm-up: %w", phase, err)
+					}
+				}
+				stop := l.profile(sys, strings.TrimSuffix(phase, "-"+name), d)
+				if rate == 0 {
+					b.logf("load: %s creates as fast as %d clients can for %s", name, b.opts.MaxWorkers, d)
+					l.createMax(ctx, sys)
+				} else {
+					b.logf("load: %s creates at %d/s for %s (run %d of %d)", name, rate, d, run, runs)
+					p99s = append(p99s, l.createAt(ctx, sys, rate, run, runs))
+				}
+				stop()
+				l.close()
 			}
-			stop := l.profile(sys, strings.TrimSuffix(phase, "-"+name), d)
-			if rate == 0 {
-				b.logf("load: %s creates as fast as %d clients can for %s", name, b.opts.MaxWorkers, d)
-				l.createMax(ctx, sys)
-			} else {
-				b.logf("load: %s creates at %d/s for %s", name, rate, d)
-				l.createAt(ctx, sys, rate)
+			if runs > 1 {
+				rep.add(row{Section: "create", Key: fmt.Sprintf("create/%d/runs", rate), System: name, RunsP99: p99s,
+					Measure: fmt.Sprintf("create at %d/s offered, p99 of each of %d runs", rate, runs), Value: spread(p99s), info: true})
 			}
-			stop()
-			l.close()
 		}
 	}
 	return nil
 }
 
+// spread is "min–max ms (a, b, c…)".
+func spread(p99s []float64) string {
+	if len(p99s) == 0 {
+		return ""
+	}
+	parts := make([]string, len(p99s))
+	for i, v := range p99s {
+		parts[i] = fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("p99 %.1f–%.1f ms (%s)", slices.Min(p99s), slices.Max(p99s), strings.Join(parts, ", "))
+}
+
 // startLoadRun starts a gateway with the zero-latency sandbox, mints a
-// token, and connects the baseline (starter and worker) and the observer
-// to its embedded Temporal.
+// token, and connects the floor and the baseline (starter and workers) and
+// the observer to its embedded Temporal.
 func (b *bench) startLoadRun(ctx context.Context, rep *report, name string) (_ *loadRun, err error) {
 	dbURL, storeKind, err := b.storeURL(ctx, strings.ReplaceAll(name, "-", "_"))
 	if err != nil {
@@ -136,21 +208,63 @@ func (b *bench) startLoadRun(ctx context.Context, rep *report, name string) (_ *
 		catalog: catalog("bench-zero", 0), pprof: b.opts.ProfileDir != ""}); err != nil {
 		return nil, err
 	}
-	token, err := l.g.token("bench", benchScopes)
-	if err != nil {
-		return nil, err
-	}
-	l.gw = &gatewaySystem{base: l.g.url(""), token: token, hc: b.hc}
-	if l.starter, err = dial(ctx, l.g.temporal); err != nil {
-		return nil, err
-	}
-	if l.obs, err = dial(ctx, l.g.temporal); err != nil {
-		return nil, err
-	}
-	if l.baseline, err = newBaseline(l.starter); err != nil {
+	l.procs = []namedPID{{"gateway", l.g.pid()}}
+	if err := l.connect(ctx, l.g, l.g, l.g.temporal); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// startProductionRun deploys the production shape with workers gateway
+// workers, mints a token, and connects the floor and the baseline and the
+// observer to its Temporal server.
+func (b *bench) startProductionRun(ctx context.Context, rep *report, name string, workers int) (_ *loadRun, err error) {
+	b.logf("%s: starting the production shape (%d worker(s))", name, workers)
+	l := &loadRun{b: b, rep: rep, store: "postgres"}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	if l.prod, err = b.startProduction(ctx, name, workers); err != nil {
+		return nil, err
+	}
+	l.setProcs()
+	if err := l.connect(ctx, l.prod.idp, l.prod.api, l.prod.frontend); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// setProcs names the production shape's processes for the CPU figures.
+func (l *loadRun) setProcs() {
+	l.procs = []namedPID{{"temporal", l.prod.temporal.pid()}, {"serve", l.prod.api.pid()}}
+	for i, w := range l.prod.workers {
+		l.procs = append(l.procs, namedPID{fmt.Sprintf("worker-%d", i+1), w.pid()})
+	}
+}
+
+// connect mints a token with the issuer's data dir, points the gateway
+// system at api and starts the floor and the baseline on temporal.
+func (l *loadRun) connect(ctx context.Context, issuer, api *process, temporal string) (err error) {
+	token, err := issuer.token("bench", benchScopes)
+	if err != nil {
+		return err
+	}
+	l.gw = &gatewaySystem{base: api.url(""), token: token, hc: l.b.hc}
+	if l.starter, err = dial(ctx, temporal); err != nil {
+		return err
+	}
+	if l.obs, err = dial(ctx, temporal); err != nil {
+		return err
+	}
+	if l.floor, err = newFloor(l.starter); err != nil {
+		return err
+	}
+	if l.baseline, err = newBaseline(l.starter); err != nil {
+		return err
+	}
+	return nil
 }
 
 // loadRun is one gateway process and the clients of its Temporal.
@@ -158,22 +272,27 @@ type loadRun struct {
 	b        *bench
 	rep      *report
 	store    string
-	g        *gatewayProc
+	g        *process         // the dev shape's one process
+	prod     *productionShape // the production shape's processes
+	procs    []namedPID       // whose CPU the figures count
 	gw       *gatewaySystem
 	starter  client.Client
 	obs      client.Client
-	baseline *baselineSystem
+	floor    *taskQueueSystem
+	baseline *taskQueueSystem
 	mu       sync.Mutex
 	lastID   map[string]string
 	profiles int
 }
 
-// close stops the baseline worker, the clients and the gateway; it may be
+// close stops the floor's and the baseline's workers, the clients and the gateway; it may be
 // called more than once.
 func (l *loadRun) close() {
-	if l.baseline != nil {
-		l.baseline.w.Stop()
-		l.baseline = nil
+	for _, s := range []**taskQueueSystem{&l.floor, &l.baseline} {
+		if *s != nil {
+			(*s).w.Stop()
+			*s = nil
+		}
 	}
 	for _, c := range []*client.Client{&l.starter, &l.obs} {
 		if *c != nil {
@@ -184,6 +303,10 @@ func (l *loadRun) close() {
 	if l.g != nil {
 		l.g.kill()
 		l.g = nil
+	}
+	if l.prod != nil {
+		l.prod.close()
+		l.prod = nil
 	}
 }
 
@@ -230,18 +353,18 @@ func (l *loadRun) remember(sys system, id string) {
 
 // serial submits jobs one at a time, each after the previous completed;
 // latency runs from the submission to the close event of the workflow.
-// The systems take turns in the order gateway, baseline, baseline,
-// gateway, so that a change in the machine's background load weighs on
-// both alike.
+// The systems take turns in the order gateway, floor, baseline,
+// baseline, floor, gateway, so that a change in the machine's background
+// load weighs on all alike.
 func (l *loadRun) serial(ctx context.Context, systems []system) {
 	accs := map[string]*accumulator{}
-	abba(systems, func(sys system) {
+	inTurns(systems, func(sys system) {
 		a := accs[sys.name()]
 		if a == nil {
 			a = &accumulator{}
 			accs[sys.name()] = a
 		}
-		cpu := readCPU(l.g.pid())
+		cpu := readCPU(l.procs)
 		jobs := 0
 		for range max(1, l.b.opts.SerialJobs/2) {
 			due := time.Now()
@@ -259,7 +382,7 @@ func (l *loadRun) serial(ctx context.Context, systems []system) {
 			a.traces = append(a.traces, traced{id: id, due: due, lat: at.Sub(due)})
 			jobs++
 		}
-		a.cpu = a.cpu.merge(cpu.since(l.g.pid(), 0), jobs)
+		a.cpu = a.cpu.merge(cpu.since(0, l.procs), jobs)
 	})
 	for _, sys := range systems {
 		a := accs[sys.name()]
@@ -300,11 +423,28 @@ func (a *accumulator) fail(msg ...string) {
 	a.errs = firstN(append(a.errs, msg...), 3)
 }
 
-// abba runs fn for the two systems in the order a, b, b, a.
-func abba(systems []system, fn func(system)) {
-	for _, i := range []int{0, 1, 1, 0} {
-		fn(systems[i])
+// inTurns runs fn for each system in order, then in reverse order (a, b,
+// c, c, b, a).
+func inTurns(systems []system, fn func(system)) {
+	for _, sys := range systems {
+		fn(sys)
 	}
+	for _, sys := range slices.Backward(systems) {
+		fn(sys)
+	}
+}
+
+// systems are the three systems, in the order they take turns.
+func (l *loadRun) systems() []system { return []system{l.gw, l.floor, l.baseline} }
+
+// system is the system of that name.
+func (l *loadRun) system(name string) system {
+	for _, s := range l.systems() {
+		if s.name() == name {
+			return s
+		}
+	}
+	panic("gatewaybench: no system " + name)
 }
 
 // serialPolling is serial as a client sees it: POST, then GET every
@@ -351,28 +491,37 @@ func (l *loadRun) serialPolling(ctx context.Context, gw *gatewaySystem) {
 }
 
 // createAt offers rate creates per second for the phase's duration and
-// records their latency. The jobs are left running: the process is thrown
-// away after the phase.
-func (l *loadRun) createAt(ctx context.Context, sys system, rate int) {
+// records their latency, as run run of runs; it returns the p99. The jobs
+// are left running: the processes are thrown away after the phase.
+func (l *loadRun) createAt(ctx context.Context, sys system, rate, run, runs int) float64 {
 	d := l.b.opts.Duration
-	cpu := readCPU(l.g.pid())
+	cpu := readCPU(l.procs)
 	samples := openLoop(ctx, rate, d, sys.submit)
 	lats, errs, firstErrs := split(samples)
+	measure := fmt.Sprintf("create at %d/s offered", rate)
+	if runs > 1 {
+		measure += fmt.Sprintf(", run %d of %d", run, runs)
+	}
+	lat := summarise(lats, errs)
 	l.rep.add(row{Section: "create", Key: fmt.Sprintf("create/%d", rate), System: sys.name(),
-		Measure: fmt.Sprintf("create at %d/s offered", rate), Offered: float64(rate),
-		Rate: float64(len(lats)) / d.Seconds(), Latency: summarise(lats, errs), ErrorSamples: firstErrs,
-		CPU: cpu.since(l.g.pid(), len(lats))})
+		Measure: measure, Offered: float64(rate),
+		Rate: float64(len(lats)) / d.Seconds(), Latency: lat, ErrorSamples: firstErrs,
+		CPU: cpu.since(len(lats), l.procs)})
+	if errs > 0 {
+		return math.Inf(1) // a run with errors does not meet a latency target
+	}
+	return lat.P99
 }
 
 // createMax creates with MaxWorkers clients back to back.
 func (l *loadRun) createMax(ctx context.Context, sys system) {
-	cpu := readCPU(l.g.pid())
+	cpu := readCPU(l.procs)
 	samples, _ := closedLoop(ctx, l.b.opts.MaxWorkers, l.b.opts.Duration, sys.submit)
 	lats, errs, firstErrs := split(samples)
 	l.rep.add(row{Section: "create", Key: "create/max", System: sys.name(),
 		Measure: fmt.Sprintf("create, maximum (%d clients)", l.b.opts.MaxWorkers),
 		Rate:    float64(len(lats)) / l.b.opts.Duration.Seconds(), Latency: summarise(lats, errs), ErrorSamples: firstErrs,
-		CPU: cpu.since(l.g.pid(), len(lats))})
+		CPU: cpu.since(len(lats), l.procs)})
 }
 
 // e2eAt offers rate jobs per second for the phase's duration, waits for
@@ -381,7 +530,7 @@ func (l *loadRun) createMax(ctx context.Context, sys system) {
 func (l *loadRun) e2eAt(ctx context.Context, sys system, rate int) error {
 	d := l.b.opts.Duration
 	start := time.Now()
-	cpu := readCPU(l.g.pid())
+	cpu := readCPU(l.procs)
 	samples := openLoop(ctx, rate, d, sys.submit)
 	done, err := l.drain(ctx, sys, samples)
 	if err != nil {
@@ -409,7 +558,7 @@ func (l *loadRun) e2eAt(ctx context.Context, sys system, rate int) error {
 	l.rep.add(row{Section: "end to end", Key: "e2e/rate", System: sys.name(),
 		Measure: fmt.Sprintf("submit→completed at %d/s offered", rate), Offered: float64(rate),
 		Rate: completedRate, Latency: summarise(e2e, len(errs)), ErrorSamples: firstN(errs, 3),
-		CPU: cpu.since(l.g.pid(), len(e2e))})
+		CPU: cpu.since(len(e2e), l.procs)})
 	l.breakDown(ctx, fmt.Sprintf("%d/s offered", rate), sys, traces, false)
 	return nil
 }
@@ -417,12 +566,13 @@ func (l *loadRun) e2eAt(ctx context.Context, sys system, rate int) error {
 // sustained keeps Sustained jobs in flight: each client submits, waits for
 // completion and submits again. Throughput counts the jobs completed once
 // the loop is running (steadyCount). The systems take turns as in serial,
-// each turn half the phase's duration.
-func (l *loadRun) sustained(ctx context.Context, systems []system) {
+// each turn half the phase's duration. A variant ("2 gateway workers")
+// names a second measurement of the same phase.
+func (l *loadRun) sustained(ctx context.Context, systems []system, variant string) {
 	d := l.b.opts.SustainedFor / 2
 	accs := map[string]*accumulator{}
-	abba(systems, func(sys system) {
-		l.b.logf("load: %s keeps %d jobs in flight for %s", sys.name(), l.b.opts.Sustained, d)
+	inTurns(systems, func(sys system) {
+		l.b.logf("load: %s keeps %d jobs in flight for %s %s", sys.name(), l.b.opts.Sustained, d, variant)
 		a := accs[sys.name()]
 		if a == nil {
 			a = &accumulator{}
@@ -430,7 +580,7 @@ func (l *loadRun) sustained(ctx context.Context, systems []system) {
 		}
 		stop := l.profile(sys, "e2e-sustained", d)
 		start := time.Now()
-		cpu := readCPU(l.g.pid())
+		cpu := readCPU(l.procs)
 		samples, _ := closedLoop(ctx, l.b.opts.Sustained, d, func(ctx context.Context) (string, error) {
 			id, err := sys.submit(ctx)
 			if err != nil {
@@ -441,7 +591,7 @@ func (l *loadRun) sustained(ctx context.Context, systems []system) {
 		})
 		stop()
 		lats, errs, firstErrs := split(samples)
-		a.cpu = a.cpu.merge(cpu.since(l.g.pid(), 0), len(lats))
+		a.cpu = a.cpu.merge(cpu.since(0, l.procs), len(lats))
 		a.lats = append(a.lats, lats...)
 		a.fail(firstErrs...)
 		a.errCount += errs - len(firstErrs)
@@ -460,11 +610,14 @@ func (l *loadRun) sustained(ctx context.Context, systems []system) {
 		if a.seconds > 0 {
 			rate = float64(a.completed) / a.seconds
 		}
-		l.rep.add(row{Section: "end to end", Key: "e2e/sustained", System: sys.name(),
-			Measure: fmt.Sprintf("jobs completed per second, %d in flight", l.b.opts.Sustained),
-			Rate:    rate, Latency: summarise(a.lats, a.errCount), ErrorSamples: a.errs, CPU: a.cpu})
-		l.breakDown(ctx, fmt.Sprintf("%d in flight", l.b.opts.Sustained), sys, a.traces, false)
-		l.breakDown(ctx, fmt.Sprintf("%d in flight", l.b.opts.Sustained), sys, a.traces, true)
+		key, measure := "e2e/sustained", fmt.Sprintf("jobs completed per second, %d in flight", l.b.opts.Sustained)
+		if variant != "" {
+			key, measure = key+"/"+strings.ReplaceAll(variant, " ", "-"), measure+", "+variant
+		}
+		l.rep.add(row{Section: "end to end", Key: key, System: sys.name(),
+			Measure: measure, Rate: rate, Latency: summarise(a.lats, a.errCount), ErrorSamples: a.errs, CPU: a.cpu})
+		l.breakDown(ctx, strings.TrimSuffix(fmt.Sprintf("%d in flight, %s", l.b.opts.Sustained, variant), ", "), sys, a.traces, false)
+		l.breakDown(ctx, strings.TrimSuffix(fmt.Sprintf("%d in flight, %s", l.b.opts.Sustained, variant), ", "), sys, a.traces, true)
 	}
 }
 
@@ -538,7 +691,7 @@ func historyCost(ctx context.Context, obs client.Client, id string) (temporalCos
 // The block and mutex profiles are deltas over the phase: where goroutines
 // waited, which is what a latency tail is made of.
 func (l *loadRun) profile(sys system, phase string, d time.Duration) func() {
-	if l.g.pprof == "" {
+	if l.g == nil || l.g.pprof == "" {
 		return func() {}
 	}
 	seconds := max(1, int(d.Seconds())-1)
@@ -557,7 +710,7 @@ func (l *loadRun) profile(sys system, phase string, d time.Duration) func() {
 
 // saveProfile fetches /debug/pprof/<kind> into the profile dir.
 func (l *loadRun) saveProfile(name, kind string, seconds int) {
-	if l.g.pprof == "" {
+	if l.g == nil || l.g.pprof == "" {
 		return
 	}
 	if err := fetchProfile(l.g.pprof, kind, seconds, l.b.opts.ProfileDir, name); err != nil {

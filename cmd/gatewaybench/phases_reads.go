@@ -183,7 +183,7 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 
 // readCase runs one case: 10 unmeasured requests, then ReadRequests
 // measured ones (at most 20 s).
-func (b *bench) readCase(ctx context.Context, rep *report, g *gatewayProc, token string, c readCase) {
+func (b *bench) readCase(ctx context.Context, rep *report, g *process, token string, c readCase) {
 	var lats []time.Duration
 	var errs []string
 	total := -1

@@ -15,22 +15,27 @@ import (
 
 // row is one line of the table.
 type row struct {
-	Section      string   `json:"section"`
-	Key          string   `json:"key"`
-	Measure      string   `json:"measure"`
-	System       string   `json:"system"`
-	Offered      float64  `json:"offered_per_s,omitempty"`
-	Rate         float64  `json:"achieved_per_s,omitempty"`
-	Latency      stats    `json:"latency"`
-	Value        string   `json:"value,omitempty"`
-	Bytes        int64    `json:"bytes,omitempty"`
-	ThrRatio     *float64 `json:"throughput_vs_baseline,omitempty"`
-	P50Ratio     *float64 `json:"p50_vs_baseline,omitempty"`
-	P99Ratio     *float64 `json:"p99_vs_baseline,omitempty"`
-	Target       string   `json:"target,omitempty"`
-	Pass         *bool    `json:"pass,omitempty"`
-	ErrorSamples []string `json:"error_samples,omitempty"`
-	CPU          *cpuUse  `json:"cpu,omitempty"`
+	Shape        string    `json:"shape"` // "dev" (one process) or "production" (separate processes)
+	Section      string    `json:"section"`
+	Key          string    `json:"key"`
+	Measure      string    `json:"measure"`
+	System       string    `json:"system"`
+	Offered      float64   `json:"offered_per_s,omitempty"`
+	Rate         float64   `json:"achieved_per_s,omitempty"`
+	Latency      stats     `json:"latency"`
+	Value        string    `json:"value,omitempty"`
+	Bytes        int64     `json:"bytes,omitempty"`
+	ThrRatio     *float64  `json:"throughput_vs_baseline,omitempty"`
+	P50Ratio     *float64  `json:"p50_vs_baseline,omitempty"`
+	P99Ratio     *float64  `json:"p99_vs_baseline,omitempty"`
+	FloorThr     *float64  `json:"throughput_vs_floor,omitempty"`
+	FloorP50     *float64  `json:"p50_vs_floor,omitempty"`
+	FloorP99     *float64  `json:"p99_vs_floor,omitempty"`
+	Target       string    `json:"target,omitempty"`
+	Pass         *bool     `json:"pass,omitempty"`
+	ErrorSamples []string  `json:"error_samples,omitempty"`
+	RunsP99      []float64 `json:"runs_p99_ms,omitempty"` // the p99 of each run of a repeated phase
+	CPU          *cpuUse   `json:"cpu,omitempty"`
 	info         bool
 	p99Target    float64
 }
@@ -88,6 +93,7 @@ type report struct {
 	PhaseSeconds map[string]float64 `json:"phase_seconds"`
 	LoadAverage  map[string]string  `json:"load_average"`
 	TotalSeconds float64            `json:"total_seconds"`
+	shape        string             // of the rows being added
 }
 
 type perJobCost struct {
@@ -103,13 +109,20 @@ func newReport(opts options) *report {
 			"os": runtime.GOOS, "arch": runtime.GOARCH},
 		Options:      opts,
 		Headline:     map[string]float64{},
+		shape:        "dev",
 		PerJob:       perJobCost{Temporal: map[string]temporalCost{}},
 		PhaseSeconds: map[string]float64{},
 		LoadAverage:  map[string]string{"start": loadAverage()},
 	}
 }
 
-func (r *report) add(x row) { r.Rows = append(r.Rows, x) }
+// add adds a row of the shape being measured.
+func (r *report) add(x row) {
+	if x.Shape == "" {
+		x.Shape = r.shape
+	}
+	r.Rows = append(r.Rows, x)
+}
 
 // addInfo adds a row that only carries a value.
 func (r *report) addInfo(section, measure, system, value string) {
@@ -117,11 +130,11 @@ func (r *report) addInfo(section, measure, system, value string) {
 }
 
 // errorCount is the number of the gateway's failed requests and jobs; the
-// baseline's are reported in its rows but fail nothing.
+// floor's and the baseline's are reported in their rows but fail nothing.
 func (r *report) errorCount() int {
 	n := 0
 	for _, x := range r.Rows {
-		if x.System == "baseline" {
+		if x.System != "gateway" {
 			continue // bare Temporal past its capacity is a figure, not a failure
 		}
 		n += x.Latency.Errors
@@ -129,21 +142,23 @@ func (r *report) errorCount() int {
 	return n
 }
 
-// Targets (the issue's, for information).
+// Targets (docs/benchmarks.md): the gateway against the floor.
 const (
-	targetThroughputRatio = 1.0
-	targetSerialP50Ratio  = 1.0
+	targetThroughputRatio = 0.8
+	targetSerialP50Ratio  = 1.5
 	targetCreateP99MS     = 25
 	targetCreateRate      = 200
 	targetPeakRSS         = 300 << 20
 )
 
-// evaluate fills in the ratios to the baseline and the targets.
+// evaluate fills in the ratios to the floor and the baseline (of the
+// same shape) and the targets.
 func (r *report) evaluate() {
-	base := map[string]row{}
+	type ref struct{ shape, system, key string }
+	refs := map[ref]row{}
 	for _, x := range r.Rows {
-		if x.System == "baseline" {
-			base[x.Key] = x
+		if x.System != "gateway" {
+			refs[ref{x.Shape, x.System, x.Key}] = x
 		}
 	}
 	ratio := func(a, b float64) *float64 {
@@ -158,108 +173,93 @@ func (r *report) evaluate() {
 		if x.System != "gateway" || x.Key == "" {
 			continue
 		}
-		if b, ok := base[x.Key]; ok {
-			x.ThrRatio = ratio(x.Rate, b.Rate)
-			if x.Offered > 0 && x.Key != "" && strings.HasPrefix(x.Key, "create/") {
-				x.ThrRatio = nil // both get what was offered; the ratio says nothing
+		fixedRate := x.Offered > 0 && strings.HasPrefix(x.Key, "create/")
+		if b, ok := refs[ref{x.Shape, "baseline", x.Key}]; ok {
+			if !fixedRate { // at a fixed offered rate both get what was offered
+				x.ThrRatio = ratio(x.Rate, b.Rate)
 			}
 			x.P50Ratio = ratio(x.Latency.P50, b.Latency.P50)
 			x.P99Ratio = ratio(x.Latency.P99, b.Latency.P99)
+		}
+		if f, ok := refs[ref{x.Shape, "floor", x.Key}]; ok {
+			if !fixedRate {
+				x.FloorThr = ratio(x.Rate, f.Rate)
+			}
+			x.FloorP50 = ratio(x.Latency.P50, f.Latency.P50)
+			x.FloorP99 = ratio(x.Latency.P99, f.Latency.P99)
 		}
 		pass := func(ok bool, target string) {
 			x.Target = target
 			ok = ok && x.Latency.Errors == 0 && x.Latency.N > 0
 			x.Pass = &ok
 		}
+		prefix := x.Shape + "_"
 		switch {
 		case x.Key == "e2e/sustained":
-			pass(x.ThrRatio != nil && *x.ThrRatio >= targetThroughputRatio, fmt.Sprintf("≥ %.1f× baseline", targetThroughputRatio))
+			pass(x.FloorThr != nil && *x.FloorThr >= targetThroughputRatio, fmt.Sprintf("≥ %.1f× floor", targetThroughputRatio))
+			if x.FloorThr != nil {
+				r.Headline[prefix+"throughput_vs_floor"] = *x.FloorThr
+			}
 			if x.ThrRatio != nil {
-				r.Headline["throughput_vs_baseline"] = *x.ThrRatio
+				r.Headline[prefix+"throughput_vs_baseline"] = *x.ThrRatio
 			}
 		case x.Key == "e2e/serial":
-			pass(x.P50Ratio != nil && *x.P50Ratio <= targetSerialP50Ratio, fmt.Sprintf("p50 ≤ %.1f× baseline", targetSerialP50Ratio))
+			pass(x.FloorP50 != nil && *x.FloorP50 <= targetSerialP50Ratio, fmt.Sprintf("p50 ≤ %.1f× floor", targetSerialP50Ratio))
+			if x.FloorP50 != nil {
+				r.Headline[prefix+"serial_p50_vs_floor"] = *x.FloorP50
+			}
 			if x.P50Ratio != nil {
-				r.Headline["serial_p50_vs_baseline"] = *x.P50Ratio
+				r.Headline[prefix+"serial_p50_vs_baseline"] = *x.P50Ratio
 			}
 		case x.Key == fmt.Sprintf("create/%d", targetCreateRate):
 			pass(x.Latency.P99 < targetCreateP99MS, fmt.Sprintf("p99 < %d ms", targetCreateP99MS))
+		case x.Key == fmt.Sprintf("create/%d/runs", targetCreateRate):
+			x.Target = fmt.Sprintf("every p99 < %d ms", targetCreateP99MS)
+			ok := len(x.RunsP99) > 0 && slices.Max(x.RunsP99) < targetCreateP99MS
+			x.Pass = &ok
 		case x.p99Target > 0:
 			pass(x.Latency.P99 < x.p99Target, fmt.Sprintf("p99 < %.0f ms", x.p99Target))
 		case x.Key == "memory/peak":
 			pass(x.Bytes < targetPeakRSS, fmt.Sprintf("< %d MiB", targetPeakRSS>>20))
 		}
 	}
-	for _, key := range []string{"create/max", "e2e/sustained", "e2e/serial"} {
-		var g, b *row
-		for i := range r.Rows {
-			if r.Rows[i].Key == key && r.Rows[i].System == "gateway" {
-				g = &r.Rows[i]
-			}
-			if r.Rows[i].Key == key && r.Rows[i].System == "baseline" {
-				b = &r.Rows[i]
-			}
-		}
-		if g == nil || b == nil {
-			continue
-		}
-		name := strings.ReplaceAll(strings.TrimPrefix(key, "e2e/"), "/", "_")
-		if key != "e2e/serial" {
-			r.Headline[name+"_gateway_per_s"] = g.Rate
-			r.Headline[name+"_baseline_per_s"] = b.Rate
-		} else {
-			r.Headline["serial_p50_gateway_ms"] = g.Latency.P50
-			r.Headline["serial_p50_baseline_ms"] = b.Latency.P50
+	for _, x := range r.Rows {
+		prefix := x.Shape + "_"
+		switch x.Key {
+		case "create/max", "e2e/sustained":
+			r.Headline[prefix+strings.ReplaceAll(strings.TrimPrefix(x.Key, "e2e/"), "/", "_")+"_"+x.System+"_per_s"] = x.Rate
+		case "e2e/serial":
+			r.Headline[prefix+"serial_p50_"+x.System+"_ms"] = x.Latency.P50
 		}
 	}
 }
 
-// print writes the table, the headline and the per-job costs.
+// print writes a table per shape, the headlines and the per-job costs.
 func (r *report) print(w io.Writer) {
-	fmt.Fprintf(w, "\nGateway benchmark, %s, %d CPUs, gateway store %s\n\n", r.StartedAt.Format(time.RFC3339), runtime.NumCPU(), orDash(r.Store))
-	cells := [][]string{{"measure", "system", "n", "err", "value", "p50 ms", "p95 ms", "p99 ms", "thr ×base", "p50 ×base", "p99 ×base", "cpu ms/job", "other cpu", "target", "result"}}
-	section := ""
+	fmt.Fprintf(w, "\nGateway benchmark, %s, %d CPUs, gateway store %s\n", r.StartedAt.Format(time.RFC3339), runtime.NumCPU(), orDash(r.Store))
+	var shapes []string
 	for _, x := range r.Rows {
-		if x.Section != section {
-			section = x.Section
-			cells = append(cells, []string{strings.ToUpper(section)})
+		if !slices.Contains(shapes, x.Shape) {
+			shapes = append(shapes, x.Shape)
 		}
-		value := x.Value
-		if value == "" && x.Rate > 0 {
-			value = fmt.Sprintf("%.1f/s", x.Rate)
-		}
-		lat := func(v float64) string {
-			if x.info || x.Latency.N == 0 || x.Key == "memory/peak" {
-				return ""
-			}
-			return fmt.Sprintf("%.1f", v)
-		}
-		n, errs := fmt.Sprint(x.Latency.N), fmt.Sprint(x.Latency.Errors)
-		if x.info {
-			n, errs = "", ""
-		}
-		result := ""
-		if x.Pass != nil {
-			result = "FAIL"
-			if *x.Pass {
-				result = "pass"
-			}
-		}
-		if x.Latency.Errors > 0 {
-			result = strings.TrimSpace(result + " errors")
-		}
-		cells = append(cells, []string{"  " + x.Measure, x.System, n, errs, value,
-			lat(x.Latency.P50), lat(x.Latency.P95), lat(x.Latency.P99),
-			times(x.ThrRatio), times(x.P50Ratio), times(x.P99Ratio), cpuPerJob(x), otherCPU(x.CPU), x.Target, result})
 	}
-	printTable(w, cells, 2)
-
-	if v, ok := r.Headline["throughput_vs_baseline"]; ok {
-		fmt.Fprintf(w, "\nHeadline: the gateway completes %.2f× the jobs per second of bare Temporal (%.1f/s vs %.1f/s)",
-			v, r.Headline["sustained_gateway_per_s"], r.Headline["sustained_baseline_per_s"])
-		if p, ok := r.Headline["serial_p50_vs_baseline"]; ok {
-			fmt.Fprintf(w, ";\none job at a time takes %.2f× as long from submit to completed (p50 %.1f ms vs %.1f ms)",
-				p, r.Headline["serial_p50_gateway_ms"], r.Headline["serial_p50_baseline_ms"])
+	for _, shape := range shapes {
+		fmt.Fprintf(w, "\n%s\n\n", shapeTitle(shape))
+		r.printShape(w, shape)
+	}
+	for _, shape := range shapes {
+		prefix := shape + "_"
+		v, ok := r.Headline[prefix+"throughput_vs_floor"]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "\nHeadline (%s): the gateway completes %.2f× the jobs per second of the floor and %.2f× the baseline's (%.1f/s vs %.1f/s and %.1f/s)",
+			shape, v, r.Headline[prefix+"throughput_vs_baseline"], r.Headline[prefix+"sustained_gateway_per_s"],
+			r.Headline[prefix+"sustained_floor_per_s"], r.Headline[prefix+"sustained_baseline_per_s"])
+		if p, ok := r.Headline[prefix+"serial_p50_vs_floor"]; ok {
+			fmt.Fprintf(w, ";\none job at a time takes %.2f× the floor's time and %.2f× the baseline's (p50 %.1f ms vs %.1f ms and %.1f ms)",
+				p, r.Headline[prefix+"serial_p50_vs_baseline"], r.Headline[prefix+"serial_p50_gateway_ms"],
+				r.Headline[prefix+"serial_p50_floor_ms"], r.Headline[prefix+"serial_p50_baseline_ms"])
 		}
 		fmt.Fprintln(w, ".")
 	}
@@ -300,12 +300,67 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) at the start: %s; at the end: %s.", r.LoadAverage["start"], r.LoadAverage["end"])
 	fmt.Fprintf(w, "\nTook %.0f s (", r.TotalSeconds)
 	var parts []string
-	for _, name := range []string{"e2e", "create", "memory", "reads"} {
+	for _, name := range []string{"e2e", "create", "memory", "reads", "production"} {
 		if s, ok := r.PhaseSeconds[name]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.0f s", name, s))
 		}
 	}
 	fmt.Fprintf(w, "%s).\n", strings.Join(parts, ", "))
+}
+
+// printShape writes the table of one shape.
+func (r *report) printShape(w io.Writer, shape string) {
+	cells := [][]string{{"measure", "system", "n", "err", "value", "p50 ms", "p95 ms", "p99 ms",
+		"thr ×floor", "p50 ×floor", "p99 ×floor", "thr ×base", "p50 ×base", "p99 ×base", "cpu ms/job", "other cpu", "target", "result"}}
+	section := ""
+	for _, x := range r.Rows {
+		if x.Shape != shape {
+			continue
+		}
+		if x.Section != section {
+			section = x.Section
+			cells = append(cells, []string{strings.ToUpper(section)})
+		}
+		value := x.Value
+		if value == "" && x.Rate > 0 {
+			value = fmt.Sprintf("%.1f/s", x.Rate)
+		}
+		lat := func(v float64) string {
+			if x.info || x.Latency.N == 0 || x.Key == "memory/peak" {
+				return ""
+			}
+			return fmt.Sprintf("%.1f", v)
+		}
+		n, errs := fmt.Sprint(x.Latency.N), fmt.Sprint(x.Latency.Errors)
+		if x.info {
+			n, errs = "", ""
+		}
+		result := ""
+		if x.Pass != nil {
+			result = "FAIL"
+			if *x.Pass {
+				result = "pass"
+			}
+		}
+		if x.Latency.Errors > 0 {
+			result = strings.TrimSpace(result + " errors")
+		}
+		cells = append(cells, []string{"  " + x.Measure, x.System, n, errs, value,
+			lat(x.Latency.P50), lat(x.Latency.P95), lat(x.Latency.P99),
+			times(x.FloorThr), times(x.FloorP50), times(x.FloorP99),
+			times(x.ThrRatio), times(x.P50Ratio), times(x.P99Ratio), cpuPerJob(x), otherCPU(x.CPU), x.Target, result})
+	}
+	printTable(w, cells, 2)
+}
+
+// shapeTitle says what a shape runs.
+func shapeTitle(shape string) string {
+	switch shape {
+	case "production":
+		return "PRODUCTION SHAPE: Temporal server (PostgreSQL), gateway serve and gateway worker(s) as separate processes, store on PostgreSQL"
+	default:
+		return "DEV SHAPE: gateway dev, one process (API, worker, embedded Temporal on SQLite, store)"
+	}
 }
 
 func (r *report) writeJSON(path string) error {

@@ -119,43 +119,103 @@ func BaselineWorkflow(ctx workflow.Context, in baselineInput) error {
 // noop is the baseline's activity.
 func noop(context.Context, int) error { return nil }
 
-// baselineSystem starts BaselineWorkflow with the SDK, with the options
-// the gateway's API uses (eager start, conflict and reuse policies,
-// priority).
-type baselineSystem struct {
-	c client.Client
-	w worker.Worker
-}
-
-func newBaseline(c client.Client) (*baselineSystem, error) {
+// newBaseline starts the baseline's worker on c.
+func newBaseline(c client.Client) (*taskQueueSystem, error) {
 	w := worker.New(c, baselineQueue, worker.Options{Identity: "gatewaybench-baseline"})
 	w.RegisterWorkflowWithOptions(BaselineWorkflow, workflow.RegisterOptions{Name: baselineWorkflow})
 	w.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: baselineActivity})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start baseline worker: %w", err)
 	}
-	return &baselineSystem{c: c, w: w}, nil
+	return &taskQueueSystem{label: "baseline", queue: baselineQueue, workflow: baselineWorkflow, c: c, w: w}, nil
 }
 
-func (s *baselineSystem) name() string { return "baseline" }
+// taskQueueSystem starts a bare Temporal workflow (the baseline or the
+// floor) with the SDK, with the options the gateway's API uses (eager
+// start, conflict and reuse policies, priority), and runs its worker.
+type taskQueueSystem struct {
+	label, queue, workflow string
+	c                      client.Client
+	w                      worker.Worker
+	check                  func(*commonpb.Payloads) error // nil: any completion
+}
 
-func (s *baselineSystem) submit(ctx context.Context) (string, error) {
+func (s *taskQueueSystem) name() string { return s.label }
+
+func (s *taskQueueSystem) submit(ctx context.Context) (string, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
-		TaskQueue:                baselineQueue,
+		TaskQueue:                s.queue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		EnableEagerStart:         true,
 		Priority:                 temporal.Priority{PriorityKey: 3},
-	}, baselineWorkflow, baselineInput{ID: id, Request: json.RawMessage(jobBody), CreatedAt: time.Now().UTC()})
+	}, s.workflow, baselineInput{ID: id, Request: json.RawMessage(jobBody), CreatedAt: time.Now().UTC()})
 	if err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
-func (s *baselineSystem) succeeded(*commonpb.Payloads) error { return nil }
+func (s *taskQueueSystem) succeeded(result *commonpb.Payloads) error {
+	if s.check == nil {
+		return nil
+	}
+	return s.check(result)
+}
+
+// The floor: the fastest correct hand-written Temporal program for the
+// same job. Eager start, and the whole job in one local activity inside
+// the first workflow task: one start call and one task completion, as
+// the gateway's job, with nothing on top (no routing, projection or
+// webhooks). Its worker runs in this process.
+const (
+	floorQueue    = "gatewaybench-floor"
+	floorWorkflow = "GatewayBenchFloor"
+	floorActivity = "GatewayBenchAnswer"
+)
+
+// floorResult is about what the gateway's workflow returns for an LLM
+// task: its status and the sandbox's answer.
+type floorResult struct {
+	Status string `json:"status"`
+	Output string `json:"output"`
+}
+
+// FloorWorkflow answers the job in one local activity.
+func FloorWorkflow(ctx workflow.Context, in baselineInput) (floorResult, error) {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var out floorResult
+	err := workflow.ExecuteLocalActivity(ctx, floorActivity, in).Get(ctx, &out)
+	return out, err
+}
+
+// answer is the floor's activity: what a zero-latency sandbox answers.
+func answer(_ context.Context, in baselineInput) (floorResult, error) {
+	return floorResult{Status: "completed", Output: "Gateway routes jobs to providers."}, nil
+}
+
+// newFloor starts the floor's worker on c.
+func newFloor(c client.Client) (*taskQueueSystem, error) {
+	w := worker.New(c, floorQueue, worker.Options{Identity: "gatewaybench-floor"})
+	w.RegisterWorkflowWithOptions(FloorWorkflow, workflow.RegisterOptions{Name: floorWorkflow})
+	w.RegisterActivityWithOptions(answer, activity.RegisterOptions{Name: floorActivity})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start floor worker: %w", err)
+	}
+	return &taskQueueSystem{label: "floor", queue: floorQueue, workflow: floorWorkflow, c: c, w: w,
+		check: func(result *commonpb.Payloads) error {
+			var out floorResult
+			if err := converter.GetDefaultDataConverter().FromPayloads(result, &out); err != nil {
+				return err
+			}
+			if out.Status != "completed" {
+				return fmt.Errorf("floor job ended %q", out.Status)
+			}
+			return nil
+		}}, nil
+}
 
 // awaitClose waits for a workflow to close and returns when it did (the
 // server's time of the close event); an outcome other than success is an
