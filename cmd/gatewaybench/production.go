@@ -153,15 +153,6 @@ func (p *productionShape) addWorker(ctx context.Context, bin string) error {
 	return nil
 }
 
-// pids are the shape's processes: Temporal, serve and the workers.
-func (p *productionShape) pids() []int {
-	out := []int{p.temporal.pid(), p.api.pid()}
-	for _, w := range p.workers {
-		out = append(out, w.pid())
-	}
-	return out
-}
-
 // close kills every process and drops Temporal's databases.
 func (p *productionShape) close() {
 	for _, w := range p.workers {
