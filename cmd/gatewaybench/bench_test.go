@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -70,6 +71,7 @@ func TestTargets(t *testing.T) {
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "gateway", Rate: 10, Latency: stats{N: 10, P50: 10, P99: 20}})
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "floor", Rate: 40, Latency: stats{N: 10, P50: 5, P99: 10}})
 	r.add(row{Section: "create", Key: "create/200/runs", System: "gateway", RunsP99: []float64{9, 25, 12}, info: true})
+	r.add(row{Section: "create", Key: "create/200/runs", System: "gateway", RunsP99: []float64{9, 9, 9}, RunsErrors: 1, info: true})
 	r.evaluate()
 
 	require.InDelta(t, 1.5, *r.Rows[0].ThrRatio, 1e-9)
@@ -85,6 +87,9 @@ func TestTargets(t *testing.T) {
 	require.True(t, *r.Rows[5].Pass, "every run under 25 ms")
 	require.InDelta(t, 0.25, *r.Rows[6].FloorThr, 1e-9, "each shape is compared with its own floor")
 	require.False(t, *r.Rows[8].Pass, "one run of five at 25 ms fails the spread")
+	require.False(t, *r.Rows[9].Pass, "a failed request in any run fails the spread")
+	_, err := json.Marshal(r)
+	require.NoError(t, err, "the report is written as JSON")
 
 	var out strings.Builder
 	r.print(&out)
