@@ -78,7 +78,7 @@ bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs 
 BENCH_LOAD_FLAGS ?=
 
 .PHONY: bench-load
-bench-load: ## benchmarks: the gateway side by side with bare Temporal: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about nine minutes; BENCH_LOAD_FLAGS=-quick: three)
+bench-load: ## benchmarks: the gateway beside the floor and the baseline (bare Temporal), in the dev and the production shape: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about 27 minutes; BENCH_LOAD_FLAGS=-quick: 15)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
 
 .PHONY: lint

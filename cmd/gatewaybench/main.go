@@ -1,17 +1,20 @@
-// Command gatewaybench measures the gateway side by side with bare
-// Temporal: job creation throughput and latency, submit→completed latency
-// and sustained completions, reads at a million jobs on PostgreSQL, and the
-// gateway's peak memory with a thousand jobs in flight.
+// Command gatewaybench measures the gateway beside two bare Temporal
+// programs, the floor (eager start, one local activity) and the baseline
+// (three regular activities), on the same server: job creation
+// throughput and latency, submit→completed latency and sustained
+// completions, reads at a million jobs on PostgreSQL, and the gateway's
+// peak memory with a thousand jobs in flight.
 //
-// It builds the gateway, runs `gateway dev` as a subprocess (fresh data
-// dir, free ports on 127.0.0.1, sandbox providers of zero latency), and
-// runs a baseline workflow of three no-op activities against the same
-// embedded Temporal frontend, with a worker of its own in this process.
-// It prints one table and writes the same results as JSON.
+// It runs two shapes: dev (`gateway dev` as a subprocess, its embedded
+// Temporal on SQLite) and production (temporal-server on PostgreSQL,
+// built from the server module in go.mod, with `gateway serve`, `gateway
+// worker` and `gateway idp` as processes of their own). Fresh data dirs
+// and schemas, free ports on 127.0.0.1, sandbox providers of zero
+// latency. It prints one table per shape and writes the results as JSON.
 //
-//	go run ./cmd/gatewaybench              # everything, about nine minutes
-//	go run ./cmd/gatewaybench -quick       # shorter phases, 100,000 jobs: three minutes
-//	go run ./cmd/gatewaybench -phases load # only creation and end to end (-phases create, -phases e2e: one of them)
+//	go run ./cmd/gatewaybench                          # everything, about 27 minutes
+//	go run ./cmd/gatewaybench -quick                   # shorter phases, 100,000 jobs: about 15 minutes
+//	go run ./cmd/gatewaybench -phases load -shapes dev # creation and end to end, dev shape only
 //
 // See docs/benchmarks.md for what each number means.
 package main
