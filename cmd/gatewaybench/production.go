@@ -251,6 +251,39 @@ history.visibilityProcessorMaxPollRPS:
   - value: 10000
 `
 
+// temporalService is one of the server's four services and its ports.
+type temporalService struct {
+	Name             string
+	GRPC, Membership int
+}
+
+// temporalSettings fill in temporalConfig.
+type temporalSettings struct {
+	DB, PG, User, Password string
+	Services               []temporalService // the frontend first
+	Frontend               int
+	DynamicConfig          string
+}
+
+// writeTemporalConfig writes the server's configuration to path and its
+// dynamic config beside it.
+func writeTemporalConfig(path string, s temporalSettings) error {
+	s.Frontend = s.Services[0].GRPC
+	s.DynamicConfig = strings.TrimSuffix(path, ".yaml") + "-dynamic.yaml"
+	if err := os.WriteFile(s.DynamicConfig, []byte(temporalDynamicConfig), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = temporalConfig.Execute(f, s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // startTemporal makes Temporal's two databases with temporal-sql-tool,
 // starts temporal-server on them and registers the default namespace.
 func (p *productionShape) startTemporal(ctx context.Context, tools temporalTools, tag string) error {
@@ -284,13 +317,9 @@ func (p *productionShape) startTemporal(ctx context.Context, tools temporalTools
 			}
 		}
 	}
-	type service struct {
-		Name             string
-		GRPC, Membership int
-	}
-	var services []service
+	var services []temporalService
 	for _, name := range []string{"frontend", "history", "matching", "worker"} {
-		s := service{Name: name}
+		s := temporalService{Name: name}
 		for _, port := range []*int{&s.GRPC, &s.Membership} {
 			if *port, err = freeLowPort(); err != nil {
 				return err
@@ -298,21 +327,9 @@ func (p *productionShape) startTemporal(ctx context.Context, tools temporalTools
 		}
 		services = append(services, s)
 	}
-	dynamicPath := filepath.Join(p.work, p.name+"-temporal-dynamic.yaml")
-	if err := os.WriteFile(dynamicPath, []byte(temporalDynamicConfig), 0o644); err != nil {
-		return err
-	}
 	cfgPath := filepath.Join(p.work, p.name+"-temporal.yaml")
-	f, err := os.Create(cfgPath)
-	if err != nil {
-		return err
-	}
-	err = temporalConfig.Execute(f, map[string]any{"DB": db, "PG": net.JoinHostPort(host, port), "User": user,
-		"Password": password, "Services": services, "Frontend": services[0].GRPC, "DynamicConfig": dynamicPath})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeTemporalConfig(cfgPath, temporalSettings{DB: db, PG: net.JoinHostPort(host, port), User: user,
+		Password: password, Services: services}); err != nil {
 		return err
 	}
 	p.frontend = "127.0.0.1:" + strconv.Itoa(services[0].GRPC)
