@@ -62,6 +62,10 @@ type job struct {
 	// indexed: the job keeps its search attributes and details up to
 	// date (workflows/searchattributes.go).
 	indexed bool
+	// coalesce: a transition that the next one follows within the same
+	// workflow task (processing before a short call) is not upserted on
+	// its own; pendingIndex says the last one waits (version 2).
+	coalesce, skipNextIndex, pendingIndex bool
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -99,7 +103,9 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 		j.firstAttempt = len(in.Retry.RoutingHistory) + 1
 	}
 	if in.SearchAttributes {
-		j.indexed = workflow.GetVersion(ctx, searchAttributesChange, workflow.DefaultVersion, 1) == 1
+		version := workflow.GetVersion(ctx, searchAttributesChange, workflow.DefaultVersion, 2)
+		j.indexed = version >= 1
+		j.coalesce = version >= 2
 	}
 	if in.Webhook != nil {
 		// Version 1 introduced webhook delivery.
@@ -207,6 +213,9 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 	j.snap.Routing = &routing
 	j.snap.RoutingHistory = append(j.snap.RoutingHistory, routing)
 	j.snap.WorkerID = route.WorkerID
+	// A short call completes or fails within this workflow task: its
+	// outcome's upsert carries the processing one.
+	j.skipNextIndex = j.coalesce && j.callsLocally(route)
 	if j.snap.ProcessedAt == nil {
 		// The job moves to processing once its provider is selected.
 		now := workflow.Now(ctx).UTC()
@@ -253,6 +262,9 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 			return out, err
 		}
 		workflow.GetLogger(ctx).Warn("short provider call failed, trying again as an activity", "provider", in.ProviderID, "error", err)
+		if err := j.upsertPendingIndex(ctx); err != nil {
+			return out, err
+		}
 		retry := *options.RetryPolicy
 		retry.MaximumAttempts--
 		options.RetryPolicy = &retry
@@ -375,14 +387,34 @@ func (j *job) save(ctx workflow.Context) error {
 	j.saved = j.snap.Status
 	j.snap.Revision++
 	if j.indexed {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, transitionAttributes(j.snap)...); err != nil {
-			return err
+		j.pendingIndex = true
+		if !j.skipNextIndex {
+			if err := j.upsertPendingIndex(ctx); err != nil {
+				return err
+			}
 		}
+		j.skipNextIndex = false
 		workflow.SetCurrentDetails(ctx, currentDetails(j.snap))
 	}
 	options := projectionOptions
 	options.Summary = "project the job as " + string(j.snap.Status)
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), a.SaveJob, j.snap).Get(ctx, nil)
+}
+
+// callsLocally reports whether the route's call runs first as a local
+// activity (callProvider).
+func (j *job) callsLocally(route activities.RouteOutput) bool {
+	return route.CallLocally && !route.Submits && !(j.hooks != nil && j.hooks.progress)
+}
+
+// upsertPendingIndex upserts the search attributes of the last
+// transition, if they wait.
+func (j *job) upsertPendingIndex(ctx workflow.Context) error {
+	if !j.pendingIndex {
+		return nil
+	}
+	j.pendingIndex = false
+	return workflow.UpsertTypedSearchAttributes(ctx, transitionAttributes(j.snap)...)
 }
 
 // inputError reports whether a provider call failed because of the job's

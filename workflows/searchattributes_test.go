@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -105,4 +106,55 @@ func TestRetryCarriesOnFromTheFailure(t *testing.T) {
 	require.Nil(t, b.saved[0].CompletedAt)
 	require.Equal(t, 5, b.saved[0].Revision, "revisions continue, so the write lands")
 	require.Equal(t, jobs.StatusProcessing, b.saved[1].Status)
+}
+
+// upsertedStatuses records the GatewayStatus of every upsert.
+func upsertedStatuses(b *bundle) *[]string {
+	var mu sync.Mutex
+	var statuses []string
+	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		mu.Lock()
+		defer mu.Unlock()
+		status, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(workflows.StatusKey)
+		statuses = append(statuses, status)
+	}).Return(nil)
+	return &statuses
+}
+
+// A short call's job is processing only within the workflow task that
+// completes it: one upsert, of the outcome, carries both transitions.
+func TestShortCallUpsertsOnlyTheOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	statuses := upsertedStatuses(b)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	in := input()
+	in.SearchAttributes = true
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, []string{"completed"}, *statuses)
+}
+
+// A short call that fails is tried again as an activity, which outlives
+// the workflow task: processing is upserted before it.
+func TestFailedShortCallUpsertsProcessingBeforeTheActivity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	statuses := upsertedStatuses(b)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
+	calls := 0
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			calls++
+			if calls == 1 {
+				return activities.CallOutput{}, temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
+			}
+			return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
+		})
+	in := input()
+	in.SearchAttributes = true
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, []string{"processing", "completed"}, *statuses)
 }
