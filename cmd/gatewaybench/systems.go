@@ -121,13 +121,19 @@ func noop(context.Context, int) error { return nil }
 
 // newBaseline starts the baseline's worker on c.
 func newBaseline(c client.Client) (*taskQueueSystem, error) {
-	w := worker.New(c, baselineQueue, worker.Options{Identity: "gatewaybench-baseline"})
-	w.RegisterWorkflowWithOptions(BaselineWorkflow, workflow.RegisterOptions{Name: baselineWorkflow})
-	w.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: baselineActivity})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start baseline worker: %w", err)
+	s := &taskQueueSystem{label: "baseline", queue: baselineQueue, workflow: baselineWorkflow, c: c}
+	return s, s.startWorker(BaselineWorkflow, noop, baselineActivity)
+}
+
+// startWorker runs the system's worker with its workflow and activity.
+func (s *taskQueueSystem) startWorker(wf, act any, activityName string) error {
+	s.w = worker.New(s.c, s.queue, worker.Options{Identity: "gatewaybench-" + s.label})
+	s.w.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: s.workflow})
+	s.w.RegisterActivityWithOptions(act, activity.RegisterOptions{Name: activityName})
+	if err := s.w.Start(); err != nil {
+		return fmt.Errorf("start %s worker: %w", s.label, err)
 	}
-	return &taskQueueSystem{label: "baseline", queue: baselineQueue, workflow: baselineWorkflow, c: c, w: w}, nil
+	return nil
 }
 
 // taskQueueSystem starts a bare Temporal workflow (the baseline or the
@@ -198,13 +204,7 @@ func answer(_ context.Context, in baselineInput) (floorResult, error) {
 
 // newFloor starts the floor's worker on c.
 func newFloor(c client.Client) (*taskQueueSystem, error) {
-	w := worker.New(c, floorQueue, worker.Options{Identity: "gatewaybench-floor"})
-	w.RegisterWorkflowWithOptions(FloorWorkflow, workflow.RegisterOptions{Name: floorWorkflow})
-	w.RegisterActivityWithOptions(answer, activity.RegisterOptions{Name: floorActivity})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start floor worker: %w", err)
-	}
-	return &taskQueueSystem{label: "floor", queue: floorQueue, workflow: floorWorkflow, c: c, w: w,
+	s := &taskQueueSystem{label: "floor", queue: floorQueue, workflow: floorWorkflow, c: c,
 		check: func(result *commonpb.Payloads) error {
 			var out floorResult
 			if err := converter.GetDefaultDataConverter().FromPayloads(result, &out); err != nil {
@@ -214,7 +214,8 @@ func newFloor(c client.Client) (*taskQueueSystem, error) {
 				return fmt.Errorf("floor job ended %q", out.Status)
 			}
 			return nil
-		}}, nil
+		}}
+	return s, s.startWorker(FloorWorkflow, answer, floorActivity)
 }
 
 // awaitClose waits for a workflow to close and returns when it did (the
