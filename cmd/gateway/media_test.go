@@ -122,9 +122,14 @@ func TestMediaEndToEnd(t *testing.T) {
 	require.Equal(t, "completed", translated.Data.Attributes.Status, "%+v", translated.Data.Attributes)
 	require.Contains(t, g.download(translated.Data.Attributes.Result), "This is a sample document for translation jobs.")
 
-	// The work files are gone once the jobs ended; result files stay.
-	work, _ := filepath.Glob(filepath.Join(g.dataDir, "files", "work", "*", "*"))
-	require.Empty(t, slicesWithout(work, ".attrs"), "work files left: %v", work)
+	// The work files are gone once the jobs ended (the workflow removes
+	// them just after projecting the outcome a GET reads); result files
+	// stay.
+	var work []string
+	require.Eventually(t, func() bool {
+		work, _ = filepath.Glob(filepath.Join(g.dataDir, "files", "work", "*", "*"))
+		return len(slicesWithout(work, ".attrs")) == 0
+	}, 15*time.Second, 50*time.Millisecond, "work files left: %v", work)
 	results, _ := filepath.Glob(filepath.Join(g.dataDir, "files", "results", "*", "*"))
 	require.NotEmpty(t, results)
 }
