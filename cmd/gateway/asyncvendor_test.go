@@ -25,6 +25,7 @@ type fakeAssemblyAI struct {
 	mu       sync.Mutex
 	uploads  int
 	submits  int
+	checks   int
 	released bool
 }
 
@@ -49,6 +50,7 @@ func newFakeAssemblyAI(t *testing.T, released bool) *fakeAssemblyAI {
 			f.submits++
 			fmt.Fprintf(w, `{"id":"transcript-%d","status":"queued"}`, f.submits)
 		case "GET /v2/transcript/transcript-1":
+			f.checks++
 			if !f.released {
 				_, _ = io.WriteString(w, `{"id":"transcript-1","status":"processing"}`)
 				return
@@ -69,6 +71,13 @@ func (f *fakeAssemblyAI) counts() (uploads, submits int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.uploads, f.submits
+}
+
+// checked is how many times the transcript was read.
+func (f *fakeAssemblyAI) checked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checks
 }
 
 func (f *fakeAssemblyAI) release() {
@@ -102,6 +111,10 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 		g.url("/dev/samples/tone.wav")+`"},"options":{"format":"vtt"}}}}`).Data.ID
 	require.Eventually(t, func() bool { _, submits := vendor.counts(); return submits == 1 }, 60*time.Second, 100*time.Millisecond)
 	g.waitFor("transcriptions", id, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "processing" })
+	// The workflow checks only once the submit is recorded: a kill before
+	// that would send the job again (AssemblyAI takes no idempotency key,
+	// docs/providers.md), which is not what this test is about.
+	require.Eventually(t, func() bool { return vendor.checked() > 0 }, 60*time.Second, 100*time.Millisecond)
 
 	// The vendor works while the gateway is down and back.
 	g.kill()
