@@ -344,10 +344,11 @@ func (p *productionShape) startTemporal(ctx context.Context, tools temporalTools
 	}()
 	ready := func() bool {
 		if c == nil {
-			if c, err = dial(ctx, p.frontend); err != nil {
-				c = nil
+			dialed, err := dial(ctx, p.frontend)
+			if err != nil {
 				return false
 			}
+			c = dialed
 		}
 		return registerNamespace(ctx, c) == nil
 	}
