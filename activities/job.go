@@ -67,6 +67,24 @@ type Activities struct {
 	// Metrics records provider calls, routing decisions, finished jobs,
 	// webhook deliveries and media steps; nil records none.
 	Metrics *metrics.Metrics
+
+	// CallbackURLs makes the addresses vendors post results back to
+	// (docs/providers.md, Vendor callbacks); nil: this gateway takes no
+	// callbacks. Callbacks reads what they posted.
+	CallbackURLs CallbackAddresses
+	Callbacks    CallbackStore
+}
+
+// CallbackAddresses makes the callback address of a job's attempt
+// (*vendorcallback.Addresses is one).
+type CallbackAddresses interface {
+	URL(jobID string, attempt int) string
+}
+
+// CallbackStore reads and clears what vendors posted back about jobs.
+type CallbackStore interface {
+	ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error)
+	DeleteProviderCallbacks(ctx context.Context, jobID string) error
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a

@@ -47,6 +47,10 @@ type CallInput struct {
 	// Media is the job's media as the media stage prepared it; nil
 	// without media.
 	Media *PreparedMedia `json:"media,omitempty"`
+	// Attempt is the routing attempt (1 for the first provider), for the
+	// callback address of asynchronous providers; 0 in histories recorded
+	// before vendor callbacks.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // PreparedMedia is what the media stage made of a job's media.

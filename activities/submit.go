@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ func (a *Activities) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	}
 	defer done()
 	call.JobID, call.Service, call.Provider, call.Input, call.Options = in.JobID, in.Service, provider, in.Input, in.Options
+	if a.CallbackURLs != nil && in.Attempt > 0 {
+		call.CallbackURL = a.CallbackURLs.URL(in.JobID, in.Attempt)
+	}
 	started := time.Now()
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
@@ -74,7 +78,16 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 		return CheckOutput{}, err
 	}
 	call := providers.Call{JobID: in.Call.JobID, Service: in.Call.Service, Provider: provider,
-		Input: in.Call.Input, Options: in.Call.Options}
+		Input: in.Call.Input, Options: in.Call.Options, Submitted: in.Since}
+	if a.Callbacks != nil && in.Call.Attempt > 0 {
+		body, ok, err := a.Callbacks.ProviderCallback(ctx, in.Call.JobID, in.Call.Attempt)
+		if err != nil {
+			return CheckOutput{}, fmt.Errorf("read the provider's callback: %w", err)
+		}
+		if ok {
+			call.Callback = body
+		}
+	}
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
 	check, err := submitter.Check(callCtx, call, in.Handle)
@@ -95,6 +108,12 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	out := CallOutput{Result: check.Result, WorkerID: a.WorkerID}
 	if err := a.finishResult(ctx, in.Call, call, &out); err != nil {
 		return CheckOutput{}, err
+	}
+	if call.Callback != nil {
+		// Read for good: the result is in this activity's output.
+		if err := a.Callbacks.DeleteProviderCallbacks(ctx, in.Call.JobID); err != nil {
+			activity.GetLogger(ctx).Warn("provider callback not deleted", "job", in.Call.JobID, "error", err)
+		}
 	}
 	return CheckOutput{Done: true, Output: out}, nil
 }

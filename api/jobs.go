@@ -94,6 +94,8 @@ var refusals = map[error]struct {
 	jobops.ErrInvalid:            {http.StatusUnprocessableEntity, apierror.CodeValidation},
 	jobops.ErrRateLimited:        {http.StatusTooManyRequests, apierror.CodeRateLimited},
 	jobops.ErrJobFinished:        {http.StatusConflict, apierror.CodeJobFinished},
+	jobops.ErrUnknownJob:         {http.StatusNotFound, apierror.CodeNotFound},
+	jobops.ErrCallbackToken:      {http.StatusForbidden, apierror.CodeForbidden},
 	jobops.ErrUnavailable:        {http.StatusServiceUnavailable, apierror.CodeServiceUnavailable},
 }
 

@@ -74,6 +74,9 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Tracing gives each request a span (docs/operations.md, Traces).
 	Tracing bool
+	// Callbacks takes vendors' callbacks (docs/providers.md, Vendor
+	// callbacks); nil answers their route 404.
+	Callbacks CallbackReceiver
 	// TrustedProxies are the reverse proxies whose X-Forwarded-* headers
 	// the gateway believes; from any other peer they are dropped.
 	TrustedProxies []netip.Prefix
@@ -190,6 +193,7 @@ func (s *Server) Handler() http.Handler {
 	s.adminRoutes(v1)
 	s.policyRoutes(v1)
 	s.webhookRoutes(r, v1)
+	s.callbackRoutes(r)
 	return r
 }
 

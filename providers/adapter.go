@@ -37,6 +37,16 @@ type Call struct {
 	// adapter that hands part of its job on (the media adapter's
 	// speech_to_text); nil where the caller offers none.
 	Delegate func(ctx context.Context, providerID string, call Call) (json.RawMessage, error)
+
+	// CallbackURL, for Submit, is where the provider may post its result
+	// back (docs/providers.md, Vendor callbacks); empty when the gateway
+	// takes no callbacks.
+	CallbackURL string
+	// Callback, for Check, is what the provider posted back; nil while it
+	// has posted nothing.
+	Callback []byte
+	// Submitted, for Check, is when the work was submitted.
+	Submitted time.Time
 }
 
 // Media is a job's media, fetched once and checked by the gateway.

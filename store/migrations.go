@@ -201,4 +201,5 @@ var migrations = []*gormigrate.Migration{
 	migrationRoutingDecisions,
 	migrationResultFiles,
 	migrationTraceID,
+	migrationProviderCallbacks,
 }

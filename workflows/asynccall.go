@@ -15,6 +15,17 @@ import (
 // to such a provider take it.
 const asyncCallChange = "async-provider-call"
 
+// providerCallbackChange names the GetVersion marker of waking the checks
+// early when the provider posts its result back (docs/providers.md,
+// Vendor callbacks): version 1 gives the submit the routing attempt, for
+// the callback address, and ends a wait when ProviderCallbackSignal
+// arrives for that attempt.
+const providerCallbackChange = "provider-callback"
+
+// ProviderCallbackSignal tells a job's workflow that the provider posted
+// back about an attempt; its value is the attempt number.
+const ProviderCallbackSignal = "provider-callback"
+
 // How the workflow waits for an asynchronous provider (docs/providers.md,
 // Asynchronous providers).
 const (
@@ -45,6 +56,11 @@ var checkOptions = workflow.ActivityOptions{
 // so a worker or server restart in between resumes the checks and submits
 // nothing again.
 func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt int) (activities.CallOutput, error) {
+	var callbacks workflow.ReceiveChannel
+	if workflow.GetVersion(ctx, providerCallbackChange, workflow.DefaultVersion, 1) == 1 {
+		in.Attempt = attempt
+		callbacks = workflow.GetSignalChannel(ctx, ProviderCallbackSignal)
+	}
 	submit := providerCallOptions
 	submit.Summary = fmt.Sprintf("submit to %s (attempt %d)", in.ProviderID, attempt)
 	var sub activities.SubmitOutput
@@ -58,9 +74,7 @@ func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt i
 			return activities.CallOutput{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("provider %s did not finish within %s", in.ProviderID, asyncCallTimeout), activities.ErrTypeProviderUnavailable, nil)
 		}
-		timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
-			Summary: fmt.Sprintf("wait for %s (check %d)", in.ProviderID, n)})
-		if err := timer.Get(ctx, nil); err != nil {
+		if err := waitForCheck(ctx, wait, callbacks, attempt, fmt.Sprintf("wait for %s (check %d)", in.ProviderID, n)); err != nil {
 			return activities.CallOutput{}, err
 		}
 		options := checkOptions
@@ -85,4 +99,33 @@ func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt i
 			wait = min(max(check.Wait, firstCheckWait), maxCheckWait)
 		}
 	}
+}
+
+// waitForCheck waits until the next check is due, or until the provider
+// posts back about this attempt (callbacks; nil in histories recorded
+// before vendor callbacks). A post about an earlier attempt, which failed
+// over already, is dropped.
+func waitForCheck(ctx workflow.Context, wait time.Duration, callbacks workflow.ReceiveChannel, attempt int, summary string) error {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timer := workflow.NewTimerWithOptions(timerCtx, wait, workflow.TimerOptions{Summary: summary})
+	if callbacks == nil {
+		return timer.Get(ctx, nil)
+	}
+	var err error
+	due := false
+	selector := workflow.NewSelector(ctx)
+	selector.AddFuture(timer, func(f workflow.Future) {
+		err = f.Get(ctx, nil)
+		due = true
+	})
+	selector.AddReceive(callbacks, func(c workflow.ReceiveChannel, _ bool) {
+		var posted int
+		c.Receive(ctx, &posted)
+		due = posted == attempt
+	})
+	for !due {
+		selector.Select(ctx)
+	}
+	return err
 }

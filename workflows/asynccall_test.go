@@ -103,3 +103,30 @@ func TestAsyncProviderThatNeverFinishesIsFailedOver(t *testing.T) {
 	// 2+4+...+32 s, then a check a minute for the rest of 12 hours.
 	require.InDelta(t, 12*60, checks, 10)
 }
+
+func TestProviderCallbackWakesTheCheckEarly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("deepgram", 1), nil).Once()
+	b.env.OnActivity(acts.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		return in.Attempt == 1 // for the callback address
+	})).Return(activities.SubmitOutput{Handle: "request-1"}, nil).Once()
+	var checkedAt []time.Time
+	b.env.OnActivity(acts.CheckProvider, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
+		return in.Handle == "request-1" && in.Call.Attempt == 1
+	})).Return(func(context.Context, activities.CheckInput) (activities.CheckOutput, error) {
+		checkedAt = append(checkedAt, b.env.Now())
+		return activities.CheckOutput{Done: true, Output: activities.CallOutput{Result: json.RawMessage(`{"format":"json","text":"hello"}`)}}, nil
+	}).Once()
+	// A post about another attempt does not wake the wait; this one's does.
+	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.ProviderCallbackSignal, 7) }, 500*time.Millisecond)
+	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.ProviderCallbackSignal, 1) }, 1200*time.Millisecond)
+	start := b.env.Now()
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	snap := result(t, b.env)
+	require.Equal(t, jobs.StatusCompleted, snap.Status)
+	require.Len(t, checkedAt, 1)
+	require.Equal(t, 1200*time.Millisecond, checkedAt[0].Sub(start).Round(100*time.Millisecond),
+		"checked when the callback came, not at the first check's 2 s")
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 )
 
 // config is the gateway's configuration: defaults, then environment
@@ -34,6 +35,7 @@ type config struct {
 	Region               string
 	LogLevel             string
 	AllowPrivateNetworks bool
+	CallbackURL          string
 	WebhookSigningKey    string
 	StartConcurrency     int
 	AcceptTarget         time.Duration
@@ -190,6 +192,11 @@ func (c *config) validate(command string) error {
 	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if c.CallbackURL != "" {
+		if _, err := vendorcallback.NewAddresses(c.CallbackURL, nil); err != nil {
+			problems = append(problems, "--callback-url (GATEWAY_CALLBACK_URL): "+err.Error())
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		problems = append(problems, err.Error())

@@ -69,10 +69,12 @@ func TestRecordHistories(t *testing.T) {
 		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
 	}
 	vendor := newFakeAssemblyAI(t, true)
+	deepgram := newFakeDeepgram(t)
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog+vendor.provider()), 0o644))
+	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog+vendor.provider()+deepgram.provider()), 0o644))
 	temporalAddr := freeAddr(t)
-	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey}, "--providers", catalog)
+	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, "FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey},
+		"--providers", catalog, "--callback-url", fakeDeepgramCallbackBase)
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
 	require.NoError(t, err)
 	defer tc.Close()
@@ -122,6 +124,15 @@ func TestRecordHistories(t *testing.T) {
 
 	// An asynchronous vendor: submitted once, then checked on timers.
 	jobs["async-completed"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"assemblyai","input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
+
+	// A vendor that posts its result back: submitted, then woken by the
+	// post during its first wait.
+	posted := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"deepgram","input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
+	jobs["callback-completed"] = posted
+	require.Eventually(t, func() bool { n, _ := deepgram.submitted(); return n == 1 }, 60*time.Second, 100*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // into the first 2 s wait
+	_, callbacks := deepgram.submitted()
+	require.Equal(t, http.StatusNoContent, deepgram.post(t, callbacks[0], g.url("")))
 
 	// Completed, then cancelled while its completed event is retried: the
 	// event is still delivered.

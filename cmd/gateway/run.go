@@ -25,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
+	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -74,7 +75,15 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 // apiConfig is the API configuration dev and serve share, with the job
 // operations it calls.
 func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) (api.Config, error) {
+	// Every API takes vendor callbacks: only a worker sharing the signing
+	// key can make an address whose token it accepts.
+	callbackTokens, err := vendorcallback.NewTokens(signer)
+	if err != nil {
+		return api.Config{}, err
+	}
 	ops, err := jobops.New(jobops.Config{
+		CallbackTokens:         callbackTokens,
+		Callbacks:              st,
 		Jobs:                   st,
 		Tenants:                st,
 		Statuses:               st,
@@ -108,6 +117,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Logger:         logger,
 		WebhookKey:     signer,
 		Deliveries:     st,
+		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
 	}, nil
 }
@@ -207,7 +217,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer files.Close()
-	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks},
+	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks, callbackURL: cfg.CallbackURL},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks},
 		m, logger)
 	if err != nil {
@@ -353,7 +363,9 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
-	network.wire(acts, st.Store)
+	if err := network.wire(acts, st.Store); err != nil {
+		return nil, err
+	}
 	mediaCfg.wire(acts)
 	w.RegisterActivity(acts)
 	if err := w.Start(); err != nil {

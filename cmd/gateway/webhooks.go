@@ -9,6 +9,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
@@ -28,6 +29,10 @@ func (c *config) registerNetworkFlags(fs *flag.FlagSet, command string) {
 	fs.StringVar(&c.WebhookSigningKey, "webhook-signing-key", "",
 		"webhook signing key, whsk_ + base64 of a 32-byte Ed25519 seed; prefer the environment variable (default: a key generated once and kept in the database) (env "+envWebhookSigningKey+")")
 	c.WebhookSigningKey = os.Getenv(envWebhookSigningKey)
+	if command == "dev" || command == "worker" {
+		fs.StringVar(&c.CallbackURL, "callback-url", os.Getenv("GATEWAY_CALLBACK_URL"),
+			"base URL at which vendors reach this gateway's API (https://gateway.example.com), for vendors that post results back (deepgram); unset: they are called synchronously (env GATEWAY_CALLBACK_URL)")
+	}
 	if command == "serve" || command == "worker" {
 		allow := os.Getenv("GATEWAY_ALLOW_PRIVATE_NETWORKS") == "true"
 		fs.BoolVar(&c.AllowPrivateNetworks, "allow-private-networks", allow, "allow webhook and media URLs on loopback, private and link-local addresses (env GATEWAY_ALLOW_PRIVATE_NETWORKS)")
@@ -66,22 +71,28 @@ func webhookSigner(ctx context.Context, cfg config, st *store.Store) (*webhooksi
 // adapterFactories are the built-in adapters; unless private networks are
 // allowed, sandbox adapters fetch media through the network guard.
 func adapterFactories(cfg config) map[string]providers.Factory {
-	if cfg.AllowPrivateNetworks {
-		return builtin.Factories()
+	f := builtin.Factories()
+	if !cfg.AllowPrivateNetworks {
+		f = builtin.FactoriesWithMediaClient(netguard.NewMediaClient(false, mediaTimeout))
 	}
-	return builtin.FactoriesWithMediaClient(netguard.NewMediaClient(false, mediaTimeout))
+	if cfg.CallbackURL != "" {
+		f = builtin.WithCallbacks(f)
+	}
+	return f
 }
 
 // workerNetwork is what a worker's activities need to call client URLs.
 type workerNetwork struct {
 	signer       *webhooksign.Signer
 	allowPrivate bool
+	// callbackURL is --callback-url: vendors post results back under it.
+	callbackURL string
 }
 
 // wire gives the activities the webhook signer, client, delivery record and
 // the jobs payloads are rendered from, and, unless private networks are allowed, a guarded client for media
 // size checks.
-func (n workerNetwork) wire(a *activities.Activities, st *store.Store) {
+func (n workerNetwork) wire(a *activities.Activities, st *store.Store) error {
 	a.Signer = n.signer
 	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
 	a.Deliveries = st
@@ -89,4 +100,17 @@ func (n workerNetwork) wire(a *activities.Activities, st *store.Store) {
 	if !n.allowPrivate {
 		a.HTTPClient = netguard.NewMediaClient(false, mediaTimeout)
 	}
+	if n.callbackURL == "" {
+		return nil
+	}
+	tokens, err := vendorcallback.NewTokens(n.signer)
+	if err != nil {
+		return err
+	}
+	addresses, err := vendorcallback.NewAddresses(n.callbackURL, tokens)
+	if err != nil {
+		return fmt.Errorf("--callback-url: %w", err)
+	}
+	a.CallbackURLs, a.Callbacks = addresses, st
+	return nil
 }

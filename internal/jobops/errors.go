@@ -39,6 +39,11 @@ var (
 	ErrIdempotencyKeyReused = errors.New("the idempotency key was used with a different request")
 	// ErrJobFinished: the job to cancel is completed or failed.
 	ErrJobFinished = errors.New("the job is finished")
+	// ErrUnknownJob: no job of the id (vendor callbacks).
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrCallbackToken: a vendor callback's token does not match its job
+	// and attempt.
+	ErrCallbackToken = errors.New("the callback token does not match")
 	// ErrUnavailable: the operation could not be carried out now; the
 	// client may retry it.
 	ErrUnavailable = errors.New("unavailable")

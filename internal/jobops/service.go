@@ -88,8 +88,13 @@ type Config struct {
 	// minute, counted in the store so every API replica shares the count
 	// (docs/api.md, Rate limits); 0 is no cap.
 	TenantCreatesPerMinute int
-	Logger                 *slog.Logger // default slog.Default()
-	Now                    func() time.Time
+	// CallbackTokens checks vendor callbacks' tokens and Callbacks keeps
+	// what they post (docs/providers.md, Vendor callbacks); without them
+	// ReceiveProviderCallback refuses every post as ErrUnknownJob.
+	CallbackTokens CallbackTokens
+	Callbacks      CallbackStore
+	Logger         *slog.Logger // default slog.Default()
+	Now            func() time.Time
 }
 
 // Service carries out the operations on jobs: Submit and Cancel.

@@ -9,6 +9,7 @@ package webhooksign
 
 import (
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -165,4 +166,11 @@ func DecodeSecretKey(s string) ([]byte, error) {
 		return nil, fmt.Errorf("webhooksign: a signing key is %q followed by the base64 of a %d-byte Ed25519 seed (e.g. %s$(openssl rand -base64 32))", SecretKeyPrefix, ed25519.SeedSize, SecretKeyPrefix)
 	}
 	return seed, nil
+}
+
+// DeriveKey returns a 32-byte key for another purpose than signing
+// webhooks (HKDF-SHA256 of the seed, with purpose as its info), so that
+// every process holding the signing key shares it without storing more.
+func (s *Signer) DeriveKey(purpose string) ([]byte, error) {
+	return hkdf.Key(sha256.New, s.priv.Seed(), nil, purpose, 32)
 }

@@ -74,3 +74,17 @@ func Factories() map[string]providers.Factory {
 		},
 	}
 }
+
+// WithCallbacks switches the adapters whose vendors can post results back
+// (deepgram) to that mode, for a gateway that takes vendor callbacks
+// (docs/providers.md, Vendor callbacks).
+func WithCallbacks(f map[string]providers.Factory) map[string]providers.Factory {
+	f["deepgram"] = func(p *providers.Provider) (providers.Adapter, error) {
+		a, err := deepgram.NewWithCallbacks(p, nil)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	return f
+}

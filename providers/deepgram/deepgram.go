@@ -1,7 +1,9 @@
 // Package deepgram is the "deepgram" adapter: transcriptions through
 // Deepgram's pre-recorded API, POST /v1/listen (docs/providers.md,
 // deepgram). Deepgram answers a pre-recorded request in the same HTTP
-// exchange, so the call is one heartbeating activity.
+// exchange, so the call is one heartbeating activity; when the gateway
+// takes vendor callbacks, NewWithCallbacks's adapter asks Deepgram to post
+// the result back instead, and no worker waits for it.
 package deepgram
 
 import (
@@ -31,6 +33,9 @@ type Settings struct {
 	APIKeyEnv string `json:"api_key_env"`
 	// Model is Deepgram's model, nova-3 by default.
 	Model string `json:"model"`
+	// CallbackTimeoutMinutes is how long to wait for Deepgram's callback
+	// before failing over (callback mode only); 30 by default.
+	CallbackTimeoutMinutes int `json:"callback_timeout_minutes"`
 }
 
 // Adapter calls the Deepgram API.
@@ -40,6 +45,8 @@ type Adapter struct {
 	key      string
 	model    string
 	client   *http.Client
+	// callbackTimeout bounds the wait for a callback.
+	callbackTimeout time.Duration
 }
 
 // New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
@@ -48,9 +55,12 @@ func New(p *providers.Provider, lookupEnv func(string) (string, bool)) (*Adapter
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
-	s := Settings{BaseURL: "https://api.deepgram.com", Model: "nova-3"}
+	s := Settings{BaseURL: "https://api.deepgram.com", Model: "nova-3", CallbackTimeoutMinutes: defaultCallbackTimeoutMinutes}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
+	}
+	if s.CallbackTimeoutMinutes <= 0 {
+		return nil, errors.New("settings: callback_timeout_minutes must be a whole number of at least 1")
 	}
 	baseURL, urlErr := settings.BaseURL(s.BaseURL)
 	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPGRAM_API_KEY", lookupEnv)
@@ -60,8 +70,12 @@ func New(p *providers.Provider, lookupEnv func(string) (string, bool)) (*Adapter
 	// Deepgram processes an hour of audio in well under a minute; its
 	// own limit on a request is 10 minutes.
 	return &Adapter{provider: p, baseURL: baseURL, key: key, model: s.Model,
-		client: &http.Client{Timeout: 11 * time.Minute}}, nil
+		client: &http.Client{Timeout: 11 * time.Minute}, callbackTimeout: time.Duration(s.CallbackTimeoutMinutes) * time.Minute}, nil
 }
+
+// defaultCallbackTimeoutMinutes: Deepgram caps a request at 10 minutes
+// and retries a callback it could not deliver for a while after.
+const defaultCallbackTimeoutMinutes = 30
 
 // listenResponse is Deepgram's pre-recorded answer, as far as the gateway
 // reads it. Times are in seconds.
@@ -90,40 +104,67 @@ type listenResponse struct {
 
 // Run sends the audio the media stage extracted and maps the answer.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != providers.Transcriptions {
-		return nil, providers.Permanent(providers.CodeUnsupportedService,
-			fmt.Sprintf("the deepgram adapter does transcriptions only, not %s", call.Service), nil)
-	}
-	var in providers.TranscriptionInput
-	var opts providers.TranscriptionOptions
-	if err := call.Decode(&in, &opts); err != nil {
+	opts, req, err := a.listenRequest(ctx, call, "")
+	if err != nil {
 		return nil, err
 	}
-	if call.Media == nil {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
-			"the deepgram adapter sends the audio the gateway's media stage extracted, and this job has none", nil)
-	}
-	if limit := call.Capability().Limits.MaxFileSizeMB; limit > 0 && call.Media.Size > int64(limit)<<20 {
-		return nil, providers.Permanent(providers.CodeFileTooLarge,
-			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit, a.provider.ID), nil)
-	}
+	defer req.Body.Close()
 	call.Progress(0)
-	f, err := os.Open(call.Media.Path)
-	if err != nil {
-		return nil, fmt.Errorf("deepgram: open the audio: %w", err)
-	}
-	defer f.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/v1/listen?"+a.query(opts).Encode(), f)
-	if err != nil {
-		return nil, err
-	}
-	req.ContentLength = call.Media.Size
-	req.Header.Set("Authorization", "Token "+a.key)
-	req.Header.Set("Content-Type", call.Media.ContentType)
 	data, err := a.send(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	res, err := a.result(data, call, opts)
+	if err != nil {
+		return nil, err
+	}
+	call.Progress(100)
+	return res, nil
+}
+
+// listenRequest checks the call and builds its POST /v1/listen, with the
+// audio file as the body (the caller closes it) and Deepgram's callback
+// when callback is set.
+func (a *Adapter) listenRequest(ctx context.Context, call providers.Call, callback string) (providers.TranscriptionOptions, *http.Request, error) {
+	var in providers.TranscriptionInput
+	var opts providers.TranscriptionOptions
+	if call.Service != providers.Transcriptions {
+		return opts, nil, providers.Permanent(providers.CodeUnsupportedService,
+			fmt.Sprintf("the deepgram adapter does transcriptions only, not %s", call.Service), nil)
+	}
+	if err := call.Decode(&in, &opts); err != nil {
+		return opts, nil, err
+	}
+	if call.Media == nil {
+		return opts, nil, providers.Permanent(providers.CodeUnsupportedInput,
+			"the deepgram adapter sends the audio the gateway's media stage extracted, and this job has none", nil)
+	}
+	if limit := call.Capability().Limits.MaxFileSizeMB; limit > 0 && call.Media.Size > int64(limit)<<20 {
+		return opts, nil, providers.Permanent(providers.CodeFileTooLarge,
+			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit, a.provider.ID), nil)
+	}
+	f, err := os.Open(call.Media.Path)
+	if err != nil {
+		return opts, nil, fmt.Errorf("deepgram: open the audio: %w", err)
+	}
+	q := a.query(opts)
+	if callback != "" {
+		q.Set("callback", callback)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/v1/listen?"+q.Encode(), f)
+	if err != nil {
+		_ = f.Close()
+		return opts, nil, err
+	}
+	req.ContentLength = call.Media.Size
+	req.Header.Set("Authorization", "Token "+a.key)
+	req.Header.Set("Content-Type", call.Media.ContentType)
+	return opts, req, nil
+}
+
+// result maps Deepgram's transcription (an answer or a callback's body)
+// to the job's result.
+func (a *Adapter) result(data []byte, call providers.Call, opts providers.TranscriptionOptions) (json.RawMessage, error) {
 	var answer listenResponse
 	if err := json.Unmarshal(data, &answer); err != nil || len(answer.Results.Channels) == 0 || len(answer.Results.Channels[0].Alternatives) == 0 {
 		return nil, a.badResponse(err)
@@ -147,7 +188,6 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	if opts.IncludeUsage {
 		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Minutes: answer.Metadata.Duration / 60, Pages: 1}))
 	}
-	call.Progress(100)
 	return json.Marshal(res)
 }
 
@@ -192,4 +232,76 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 
 func (a *Adapter) badResponse(err error) error {
 	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer Deepgram's API does not send", a.provider.ID), err)
+}
+
+// CallbackAdapter is the adapter in callback mode: Submit asks Deepgram to
+// post the result to the call's CallbackURL and returns Deepgram's
+// request_id; Check reads what was posted.
+type CallbackAdapter struct {
+	*Adapter
+}
+
+// NewWithCallbacks builds the callback-mode adapter of p.
+func NewWithCallbacks(p *providers.Provider, lookupEnv func(string) (string, bool)) (*CallbackAdapter, error) {
+	a, err := New(p, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	return &CallbackAdapter{Adapter: a}, nil
+}
+
+// Submit sends the audio with callback= and returns Deepgram's request_id.
+func (a *CallbackAdapter) Submit(ctx context.Context, call providers.Call) (string, error) {
+	if call.CallbackURL == "" {
+		return "", providers.Permanent(providers.CodeProviderRejected,
+			fmt.Sprintf("provider %q posts its results back, and this worker has no callback URL (--callback-url)", a.provider.ID), nil)
+	}
+	_, req, err := a.listenRequest(ctx, call, call.CallbackURL)
+	if err != nil {
+		return "", err
+	}
+	defer req.Body.Close()
+	data, err := a.send(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var accepted struct {
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(data, &accepted); err != nil || accepted.RequestID == "" {
+		return "", a.badResponse(err)
+	}
+	return accepted.RequestID, nil
+}
+
+// Check maps the callback's body once Deepgram has posted it. A callback
+// carrying Deepgram's error fails the call; no callback within
+// callback_timeout_minutes of the submit fails it over.
+func (a *CallbackAdapter) Check(_ context.Context, call providers.Call, handle string) (providers.Check, error) {
+	if call.Callback == nil {
+		if !call.Submitted.IsZero() && time.Since(call.Submitted) > a.callbackTimeout {
+			return providers.Check{}, providers.Permanent(providers.CodeProviderUnavailable,
+				fmt.Sprintf("provider %q did not post the result of request %s within %s", a.provider.ID, handle, a.callbackTimeout), nil)
+		}
+		return providers.Check{}, nil
+	}
+	var failure struct {
+		Code    string          `json:"err_code"`
+		Message string          `json:"err_msg"`
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(call.Callback, &failure); err == nil && failure.Results == nil && (failure.Message != "" || failure.Code != "") {
+		return providers.Check{}, providers.Permanent(providers.CodeProviderRejected,
+			fmt.Sprintf("provider %q could not transcribe the audio: %s (%s)", a.provider.ID, failure.Message, failure.Code), nil)
+	}
+	var in providers.TranscriptionInput
+	var opts providers.TranscriptionOptions
+	if err := call.Decode(&in, &opts); err != nil {
+		return providers.Check{}, err
+	}
+	res, err := a.result(call.Callback, call, opts)
+	if err != nil {
+		return providers.Check{}, err
+	}
+	return providers.Check{Done: true, Result: res}, nil
 }

@@ -1,0 +1,56 @@
+package jobops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// CallbackTokens checks the token of a vendor callback
+// (*vendorcallback.Tokens is one).
+type CallbackTokens interface {
+	Valid(jobID string, attempt int, token string) bool
+}
+
+// CallbackStore keeps what vendors post back.
+type CallbackStore interface {
+	SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error
+}
+
+// ReceiveProviderCallback keeps what a vendor posted back about an attempt
+// of a job, then wakes the job's workflow to read it (docs/providers.md,
+// Vendor callbacks). The token is checked before the job is looked up, so
+// a post with a wrong token learns nothing about which jobs exist.
+func (s *Service) ReceiveProviderCallback(ctx context.Context, jobID string, attempt int, token string, body []byte) error {
+	if s.cfg.CallbackTokens == nil || s.cfg.Callbacks == nil {
+		return refuse(ErrUnknownJob, "this gateway takes no vendor callbacks")
+	}
+	if attempt < 1 || !s.cfg.CallbackTokens.Valid(jobID, attempt, token) {
+		return refuse(ErrCallbackToken, "query parameter token: not the token of job %s, attempt %d", jobID, attempt)
+	}
+	job, err := s.cfg.Jobs.GetJob(ctx, jobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse(ErrUnknownJob, "no job with id %s", jobID)
+	}
+	if err != nil {
+		s.cfg.Logger.Error("read the job of a provider callback", "job", jobID, "error", err)
+		return refuse(ErrUnavailable, "the callback could not be taken now; post it again")
+	}
+	if job.Terminal() {
+		return finished(job)
+	}
+	if err := s.cfg.Callbacks.SaveProviderCallback(ctx, jobID, attempt, body, s.cfg.Now()); err != nil {
+		s.cfg.Logger.Error("keep a provider callback", "job", jobID, "error", err)
+		return refuse(ErrUnavailable, "the callback could not be taken now; post it again")
+	}
+	// Kept: the workflow's next check reads it even if this signal is
+	// lost, so a failed signal is only logged.
+	if err := s.cfg.Temporal.SignalWorkflow(ctx, workflows.JobWorkflowID(jobID), "", workflows.ProviderCallbackSignal, attempt); err != nil && !isNotFound(err) {
+		s.cfg.Logger.Warn("signal a provider callback to the job's workflow", "job", jobID, "error", fmt.Sprint(err))
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// providerCallbackV1 is what a vendor posted back about one attempt of a
+// job (docs/providers.md, Vendor callbacks).
+type providerCallbackV1 struct {
+	JobID      string    `gorm:"primaryKey;size:36"`
+	Attempt    int       `gorm:"primaryKey;autoIncrement:false"`
+	Body       []byte    `gorm:"not null"`
+	ReceivedAt time.Time `gorm:"not null"`
+}
+
+func (providerCallbackV1) TableName() string { return "provider_callbacks" }
+
+// migrationProviderCallbacks adds the vendor callbacks waiting for their
+// job's workflow to read them.
+var migrationProviderCallbacks = &gormigrate.Migration{
+	ID: "202611260001_provider_callbacks",
+	Migrate: func(tx *gorm.DB) error {
+		return tx.Migrator().CreateTable(&providerCallbackV1{})
+	},
+	Rollback: func(tx *gorm.DB) error {
+		return tx.Migrator().DropTable(&providerCallbackV1{})
+	},
+}
+
+// providerCallbackRow is the live model of provider_callbacks.
+type providerCallbackRow struct {
+	JobID      string `gorm:"primaryKey"`
+	Attempt    int    `gorm:"primaryKey;autoIncrement:false"`
+	Body       []byte
+	ReceivedAt time.Time
+}
+
+func (providerCallbackRow) TableName() string { return "provider_callbacks" }
+
+// SaveProviderCallback keeps what a vendor posted about a job's attempt.
+// A later post for the same attempt (a vendor retrying its delivery)
+// replaces the earlier one.
+func (s *Store) SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error {
+	row := providerCallbackRow{JobID: jobID, Attempt: attempt, Body: body, ReceivedAt: at.UTC().Truncate(time.Microsecond)}
+	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "job_id"}, {Name: "attempt"}},
+		DoUpdates: clause.AssignmentColumns([]string{"body", "received_at"}),
+	}).Create(&row).Error
+}
+
+// ProviderCallback returns what a vendor posted about a job's attempt;
+// ok is false when nothing was posted yet.
+func (s *Store) ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error) {
+	var row providerCallbackRow
+	err = s.db.WithContext(ctx).Where("job_id = ? AND attempt = ?", jobID, attempt).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return row.Body, true, nil
+}
+
+// DeleteProviderCallbacks removes what vendors posted about a job, once
+// its workflow has read it.
+func (s *Store) DeleteProviderCallbacks(ctx context.Context, jobID string) error {
+	return s.db.WithContext(ctx).Where("job_id = ?", jobID).Delete(&providerCallbackRow{}).Error
+}

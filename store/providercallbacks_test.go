@@ -1,0 +1,46 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func TestProviderCallbacksAreKeptPerAttemptUntilDeleted(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const job = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+		at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+
+		_, ok, err := s.ProviderCallback(ctx, job, 1)
+		require.NoError(t, err)
+		require.False(t, ok, "nothing posted yet")
+
+		require.NoError(t, s.SaveProviderCallback(ctx, job, 1, []byte(`{"first":true}`), at))
+		require.NoError(t, s.SaveProviderCallback(ctx, job, 2, []byte(`{"attempt":2}`), at))
+		// The vendor delivers attempt 1 again: the later body wins.
+		require.NoError(t, s.SaveProviderCallback(ctx, job, 1, []byte(`{"again":true}`), at.Add(time.Minute)))
+
+		body, ok, err := s.ProviderCallback(ctx, job, 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.JSONEq(t, `{"again":true}`, string(body))
+		body, ok, err = s.ProviderCallback(ctx, job, 2)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.JSONEq(t, `{"attempt":2}`, string(body))
+
+		require.NoError(t, s.DeleteProviderCallbacks(ctx, job))
+		for _, attempt := range []int{1, 2} {
+			_, ok, err := s.ProviderCallback(ctx, job, attempt)
+			require.NoError(t, err)
+			require.False(t, ok, "attempt %d deleted", attempt)
+		}
+	})
+}
