@@ -85,6 +85,7 @@ type CallbackAddresses interface {
 type CallbackStore interface {
 	ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error)
 	DeleteProviderCallbacks(ctx context.Context, jobID string) error
+	DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error)
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a

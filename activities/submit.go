@@ -118,6 +118,21 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	return CheckOutput{Done: true, Output: out}, nil
 }
 
+// unreadCallbackAge is when a vendor's post is swept unread: a waiting
+// workflow reads a post within a minute, so one this old is about an
+// attempt or a job that no longer waits (docs/providers.md).
+const unreadCallbackAge = 24 * time.Hour
+
+// SweepProviderCallbacks removes vendors' posts that no workflow read.
+// Workers run it periodically, with SweepMedia.
+func (a *Activities) SweepProviderCallbacks(ctx context.Context, now time.Time) error {
+	if a.Callbacks == nil {
+		return nil
+	}
+	_, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-unreadCallbackAge))
+	return err
+}
+
 func (a *Activities) submitter(providerID string) (providers.Submitter, *providers.Provider, error) {
 	submitter, ok := a.Providers.Submitter(providerID)
 	if !ok {

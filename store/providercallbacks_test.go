@@ -36,6 +36,16 @@ func TestProviderCallbacksAreKeptPerAttemptUntilDeleted(t *testing.T) {
 		require.True(t, ok)
 		require.JSONEq(t, `{"attempt":2}`, string(body))
 
+		// Unread posts are swept by age.
+		const other = "0195a3c4-7b1e-7c2d-9e3f-000000000000"
+		require.NoError(t, s.SaveProviderCallback(ctx, other, 1, []byte(`{}`), at.Add(-48*time.Hour)))
+		removed, err := s.DeleteProviderCallbacksBefore(ctx, at.Add(-24*time.Hour))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, removed, "only the old post")
+		_, ok, err = s.ProviderCallback(ctx, other, 1)
+		require.NoError(t, err)
+		require.False(t, ok)
+
 		require.NoError(t, s.DeleteProviderCallbacks(ctx, job))
 		for _, attempt := range []int{1, 2} {
 			_, ok, err := s.ProviderCallback(ctx, job, attempt)

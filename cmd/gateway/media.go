@@ -133,6 +133,9 @@ func sweepMedia(ctx context.Context, acts *activities.Activities, retention time
 		if err := acts.SweepMedia(ctx, time.Now(), retention); err != nil && ctx.Err() == nil {
 			logger.Warn("media sweep", "error", err)
 		}
+		if err := acts.SweepProviderCallbacks(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			logger.Warn("provider callback sweep", "error", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
