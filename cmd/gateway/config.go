@@ -38,6 +38,7 @@ type config struct {
 	CallbackURL          string
 	WebhookSigningKey    string
 	StartConcurrency     int
+	JobStarts            string
 	AcceptTarget         time.Duration
 	TrustedProxies       string
 	TenantCreateRate     int
@@ -54,6 +55,9 @@ type config struct {
 const (
 	devStartConcurrency   = 4
 	serveStartConcurrency = 8
+	// workerStartConcurrency: a worker's dispatcher starts jobs handed
+	// off by serve (--job-starts workers).
+	workerStartConcurrency = 8
 )
 
 // serveTenantCreateRate is serve's default --tenant-create-rate: ten jobs
@@ -129,6 +133,10 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	if command == "dev" {
 		starts, target = devStartConcurrency, devAcceptTarget
 	}
+	if command == "serve" {
+		str(&c.JobStarts, "job-starts", "GATEWAY_JOB_STARTS", jobStartsServe,
+			"which processes start accepted jobs' workflows: serve (this one), or workers (theirs are eager starts, a matching round faster; they learn of new jobs from PostgreSQL notifications)")
+	}
 	fs.IntVar(&c.StartConcurrency, "start-concurrency", envOr("GATEWAY_START_CONCURRENCY", starts, strconv.Atoi, -1),
 		"job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
 	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", envOr("GATEWAY_ACCEPT_LATENCY_TARGET", target, time.ParseDuration, -1),
@@ -177,6 +185,9 @@ func (c *config) validate(command string) error {
 	}
 	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		problems = append(problems, fmt.Sprintf("--trusted-proxies (GATEWAY_TRUSTED_PROXIES): %v; give addresses or CIDR prefixes, comma-separated", err))
+	}
+	if command == "serve" && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
+		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s or %s, not %q", jobStartsServe, jobStartsWorkers, c.JobStarts))
 	}
 	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")

@@ -47,6 +47,9 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
 	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	if cfg.JobStarts == jobStartsWorkers {
+		logger.Info("the workers start accepted jobs (--job-starts workers)")
+	}
 	m.Backlog(st.CountJobStarts)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
@@ -146,6 +149,7 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 			Concurrency:      cfg.StartConcurrency,
 			AcceptTarget:     cfg.AcceptTarget,
 			SearchAttributes: searchAttributes,
+			HandOff:          handOff(cfg, st),
 			Logger:           logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
@@ -153,6 +157,36 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 	go func() {
 		defer close(d.done)
 		d.Run(ctx)
+	}()
+	return d
+}
+
+// --job-starts values (docs/operations.md, Where jobs are started).
+const (
+	jobStartsServe   = "serve"
+	jobStartsWorkers = "workers"
+)
+
+// handOff is how serve wakes the workers' dispatchers with --job-starts
+// workers; nil otherwise (serve starts jobs itself).
+func handOff(cfg config, st *store.Store) func(context.Context) error {
+	if cfg.JobStarts != jobStartsWorkers {
+		return nil
+	}
+	return st.NotifyJobStarts
+}
+
+// runWorkerDispatcher starts, eagerly, the jobs serve hands off
+// (--job-starts workers) and any start left due in the outbox, woken by
+// serve's notifications on PostgreSQL; on SQLite it finds them by sweeping
+// every second.
+func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
+	cfg.StartConcurrency, cfg.AcceptTarget, cfg.JobStarts = workerStartConcurrency, 0, jobStartsServe
+	d := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	go func() {
+		if err := st.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
+			logger.Warn("listen for job starts", "error", err)
+		}
 	}()
 	return d
 }
@@ -224,6 +258,8 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer w.Stop()
+	starts := runWorkerDispatcher(ctx, cfg, st, tc, logger)
+	defer starts.stopAndWait() // before the worker stops: its starts are eager
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)

@@ -36,7 +36,7 @@ func TestSoak(t *testing.T) {
 		rate = v
 	}
 	receiver := newEventLedger(t)
-	shape := startProductionShape(t, soakCatalog)
+	shape := startProductionShape(t, soakCatalog, jobStartsServe)
 	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 	apiURL := "http://" + api.listen
 	startMemory, startGoroutines := processGauges(t, apiURL)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,7 +83,8 @@ type productionShape struct {
 	worker0  []string // the worker's arguments, to start another
 }
 
-func startProductionShape(t *testing.T, catalogYAML string) *productionShape {
+// startProductionShape starts the shape; jobStarts is serve's --job-starts.
+func startProductionShape(t *testing.T, catalogYAML, jobStarts string) *productionShape {
 	t.Helper()
 	databaseURL := storetest.FreshPostgresURL(t)
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
@@ -92,7 +94,7 @@ func startProductionShape(t *testing.T, catalogYAML string) *productionShape {
 	s.env = []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
 	s.worker0 = []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
 	s.worker = startProcess(t, s.env, s.worker0...)
-	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0")
+	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0", "--job-starts", jobStarts)
 	return s
 }
 
@@ -109,7 +111,9 @@ func (s *productionShape) restartWorker(t *testing.T) {
 // ends once, completed, in the store and in Temporal.
 func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	t.Parallel()
-	shape := startProductionShape(t, slowCatalog)
+	// The workers start the jobs, eagerly, woken by PostgreSQL
+	// notifications (docs/operations.md, Where jobs are started).
+	shape := startProductionShape(t, slowCatalog, jobStartsWorkers)
 	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 
 	var ids []string
@@ -150,6 +154,13 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 			return err == nil && len(resp.GetExecutions()) == 1 &&
 				resp.GetExecutions()[0].GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, 30*time.Second, 250*time.Millisecond, "job %s in Temporal's visibility", id)
+		// Started by the worker process (its client's identity is
+		// pid@host), not by serve.
+		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		first, err := iter.Next()
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(first.GetWorkflowExecutionStartedEventAttributes().GetIdentity(), strconv.Itoa(shape.worker.cmd.Process.Pid)+"@"),
+			"job %s started by %s, not the worker (pid %d)", id, first.GetWorkflowExecutionStartedEventAttributes().GetIdentity(), shape.worker.cmd.Process.Pid)
 	}
 }
 

@@ -29,7 +29,7 @@ const longCallLatency = 20 * time.Second
 // the first attempt heartbeated, and the job ends once, completed.
 func TestWorkerKilledMidCallResumesFromHeartbeat(t *testing.T) {
 	t.Parallel()
-	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-long", longCallLatency.Milliseconds()))
+	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-long", longCallLatency.Milliseconds()), jobStartsServe)
 	apiURL := "http://" + shape.api.listen
 	tc, err := client.Dial(client.Options{HostPort: shape.temporal})
 	require.NoError(t, err)

@@ -48,6 +48,7 @@ type options struct {
 	Shapes       []string      `json:"shapes"`
 	CreateRuns   int           `json:"create_runs"`
 	AcceptTarget time.Duration `json:"production_accept_latency_target_ns"`
+	JobStarts    string        `json:"production_job_starts"`
 	Quick        bool          `json:"quick"`
 	Duration     time.Duration `json:"phase_duration_ns"`
 	Rates        []int         `json:"rates"`
@@ -125,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
 	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory")
 	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads and memory run on dev")
+	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
 	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
 	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")
 	fs.BoolVar(&o.Quick, "quick", false, "short run: 5 s phases, 100,000 jobs for reads, fewer samples")

@@ -128,7 +128,7 @@ func (b *bench) startProduction(ctx context.Context, name string, workers int) (
 		return nil, err
 	}
 	p.api.cmd = exec.Command(b.bin, "serve", "--listen", p.api.listen, "--providers", p.catalog, "--tenant-create-rate", "0",
-		"--accept-latency-target", b.opts.AcceptTarget.String())
+		"--accept-latency-target", b.opts.AcceptTarget.String(), "--job-starts", b.opts.JobStarts)
 	p.api.cmd.Env = p.env
 	if err := p.api.start(ctx, b.work, name+"-serve", p.api.readyz); err != nil {
 		return nil, err

@@ -68,8 +68,16 @@ type DispatcherConfig struct {
 	// a failed start (defaults 1 s and 1 min).
 	MinRetryDelay time.Duration
 	MaxRetryDelay time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// HandOff leaves new starts to other processes' dispatchers: those of
+	// the workers, whose starts are eager (docs/operations.md, Where jobs
+	// are started). Lease then records every start due at once, Run calls
+	// HandOff after Offers (coalesced) to wake those dispatchers, and its
+	// sweep takes only starts left due for HandOffGrace (default 5 s), in
+	// case no worker takes them.
+	HandOff      func(ctx context.Context) error
+	HandOffGrace time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // ErrNotStarted is returned by StartNow for a job it failed so.
@@ -106,6 +114,8 @@ type Dispatcher struct {
 	// the queue holds; the starters then wake the sweep as the queue runs
 	// low instead of leaving it to the next SweepInterval.
 	backlog atomic.Bool
+	// handOffs asks Run to call HandOff.
+	handOffs chan struct{}
 }
 
 // NewDispatcher builds a Dispatcher; Run runs it.
@@ -131,12 +141,16 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.HandOffGrace <= 0 {
+		cfg.HandOffGrace = 5 * time.Second
+	}
 	return &Dispatcher{
-		cfg:   cfg,
-		pace:  newPacer(cfg.AcceptTarget),
-		queue: make(chan store.JobStart, queueSize),
-		wake:  make(chan struct{}, 1),
-		made:  make(chan string, queueSize),
+		cfg:      cfg,
+		pace:     newPacer(cfg.AcceptTarget),
+		queue:    make(chan store.JobStart, queueSize),
+		wake:     make(chan struct{}, 1),
+		made:     make(chan string, queueSize),
+		handOffs: make(chan struct{}, 1),
 	}
 }
 
@@ -148,7 +162,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 // long the backlog.
 func (d *Dispatcher) Lease() time.Time {
 	now := d.cfg.Now()
-	if len(d.queue) < cap(d.queue)/2 {
+	if d.cfg.HandOff == nil && len(d.queue) < cap(d.queue)/2 {
 		return now.Add(d.cfg.Lease)
 	}
 	return now
@@ -160,6 +174,13 @@ func (d *Dispatcher) Lease() time.Time {
 // the queue runs low. Offer never waits: should the queue have filled
 // since Lease, the start is handed back to the outbox in the background.
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
+	if d.cfg.HandOff != nil {
+		select {
+		case d.handOffs <- struct{}{}:
+		default: // one is pending: it covers this start too
+		}
+		return
+	}
 	d.pace.acceptedJob(took)
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
@@ -203,6 +224,9 @@ func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
 func (d *Dispatcher) Run(ctx context.Context) {
 	var starters sync.WaitGroup
 	starters.Go(func() { d.pace.run(ctx, d.cfg.Logger) })
+	if d.cfg.HandOff != nil {
+		starters.Go(func() { d.handOff(ctx) })
+	}
 	for range d.cfg.Concurrency {
 		starters.Go(func() {
 			for {
@@ -278,7 +302,11 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			// Cleared before the read: a start recorded due meanwhile
 			// sets it again (Offer).
 			d.backlog.Store(false)
-			claimed, err := d.cfg.Store.ClaimJobStarts(ctx, d.cfg.Now(), d.cfg.Lease, room)
+			due := d.cfg.Now()
+			if d.cfg.HandOff != nil {
+				due = due.Add(-d.cfg.HandOffGrace) // the workers' to make first
+			}
+			claimed, err := d.cfg.Store.ClaimJobStarts(ctx, due, d.cfg.Lease, room)
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("read the outbox of job starts", "error", err)
 			}
@@ -406,6 +434,25 @@ func (d *Dispatcher) release(ids ...string) {
 		d.cfg.Logger.Warn("hand job starts back to the outbox; they are due when their leases end", "jobs", len(ids), "error", err)
 	}
 }
+
+// handOff wakes the other processes' dispatchers after Offers, until ctx
+// ends.
+func (d *Dispatcher) handOff(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.handOffs:
+		}
+		if err := d.cfg.HandOff(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("wake the workers' dispatchers; they find the new starts when they next sweep", "error", err)
+		}
+	}
+}
+
+// Wake has the dispatcher read the outbox now rather than at its next
+// SweepInterval, because starts fell due (another process's HandOff).
+func (d *Dispatcher) Wake() { d.poke() }
 
 func (d *Dispatcher) poke() {
 	select {
