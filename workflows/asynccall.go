@@ -57,7 +57,7 @@ var checkOptions = workflow.ActivityOptions{
 // nothing again.
 func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt int) (activities.CallOutput, error) {
 	var callbacks workflow.ReceiveChannel
-	if workflow.GetVersion(ctx, providerCallbackChange, workflow.DefaultVersion, 1) == 1 {
+	if j.version(ctx, providerCallbackChange, 1) == 1 {
 		in.Attempt = attempt
 		callbacks = workflow.GetSignalChannel(ctx, ProviderCallbackSignal)
 	}

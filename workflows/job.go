@@ -103,15 +103,15 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 		j.firstAttempt = len(in.Retry.RoutingHistory) + 1
 	}
 	if in.SearchAttributes {
-		version := workflow.GetVersion(ctx, searchAttributesChange, workflow.DefaultVersion, 2)
+		version := j.version(ctx, searchAttributesChange, 2)
 		j.indexed = version >= 1
 		j.coalesce = version >= 2
 	}
 	if in.Webhook != nil {
 		// Version 1 introduced webhook delivery.
-		workflow.GetVersion(ctx, webhooksChange, workflow.DefaultVersion, 1)
+		j.version(ctx, webhooksChange, 1)
 		// Version 1 leaves the job's documents out of delivery attempts.
-		stored := workflow.GetVersion(ctx, webhookDocumentsChange, workflow.DefaultVersion, 1) == 1
+		stored := j.version(ctx, webhookDocumentsChange, 1) == 1
 		j.hooks = newWebhookQueue(*in.Webhook, in.Service, stored)
 		senderCtx, _ := workflow.NewDisconnectedContext(ctx)
 		workflow.Go(senderCtx, j.hooks.run)
@@ -249,11 +249,11 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 	summary := fmt.Sprintf("call %s (attempt %d)", route.Routing.ProviderID, route.Routing.Attempt)
 	options := providerCallOptions
 	options.Summary = summary
-	if route.Submits && workflow.GetVersion(ctx, asyncCallChange, workflow.DefaultVersion, 1) == 1 {
+	if route.Submits && j.version(ctx, asyncCallChange, 1) == 1 {
 		return j.callAsync(ctx, in, route.Routing.Attempt)
 	}
 	if route.CallLocally && !in.SignalProgress &&
-		workflow.GetVersion(ctx, localCallChange, workflow.DefaultVersion, 1) == 1 {
+		j.version(ctx, localCallChange, 1) == 1 {
 		var out activities.CallOutput
 		local := localCallOptions
 		local.Summary = summary
@@ -347,7 +347,7 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.
 			// Cancelled while the last events go out: the job is over
 			// already, so they are still delivered (from version 1).
 			dctx, _ := workflow.NewDisconnectedContext(ctx)
-			if workflow.GetVersion(dctx, drainOnCancelChange, workflow.DefaultVersion, 1) == 1 {
+			if j.version(dctx, drainOnCancelChange, 1) == 1 {
 				_ = workflow.Await(dctx, drained)
 			}
 		}

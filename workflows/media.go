@@ -46,7 +46,7 @@ var cleanupOptions = workflow.ActivityOptions{
 // media. It returns the job error of media that cannot be used.
 func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 	if !activities.MediaOf(j.in.Service, j.in.Input) ||
-		workflow.GetVersion(ctx, mediaStageChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		j.version(ctx, mediaStageChange, 1) == workflow.DefaultVersion {
 		return nil, nil
 	}
 	j.mediaStarted = true

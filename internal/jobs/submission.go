@@ -39,6 +39,11 @@ type Submission struct {
 	// the request that created the job: its workflow continues that trace
 	// (docs/operations.md, Traces). Empty when tracing is off.
 	TraceContext map[string]string `json:"trace_context,omitempty"`
+	// Generation is the generation of the job workflow's code that the
+	// process starting the workflow ships (workflows.Generation): the
+	// workflow takes every change of that generation without a version
+	// marker. 0 in histories recorded before generations.
+	Generation int `json:"generation,omitempty"`
 }
 
 // Retry is what a retried job keeps of its earlier runs.

@@ -1,0 +1,55 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// versionCalls runs a job with webhooks and search attributes (which ask
+// for most changes) at generation and returns the changes it asked
+// GetVersion about.
+func versionCalls(t *testing.T, generation int) []string {
+	t.Helper()
+	b := setup(t)
+	var mu sync.Mutex
+	var asked []string
+	for id, newest := range workflows.GenerationOneChanges {
+		b.env.OnGetVersion(id, workflow.DefaultVersion, newest).Run(func(mock.Arguments) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, id)
+		}).Return(newest).Maybe()
+	}
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+		activities.CallOutput{Result: json.RawMessage(`{"format":"json","text":"hello"}`)}, nil)
+	r := &receiver{}
+	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	in := withWebhook(providers.Transcriptions)
+	in.SearchAttributes = true
+	in.Generation = generation
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(asked)
+	return asked
+}
+
+func TestGenerationOneJobsRecordNoVersionMarkers(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, versionCalls(t, workflows.Generation), "a job of this generation takes its changes without GetVersion")
+	// Jobs started before generations ask as they always did.
+	require.Subset(t, versionCalls(t, 0), []string{"media-stage", "search-attributes", "webhooks"})
+}
