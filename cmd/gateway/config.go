@@ -134,8 +134,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		starts, target = devStartConcurrency, devAcceptTarget
 	}
 	if command == "serve" {
-		str(&c.JobStarts, "job-starts", "GATEWAY_JOB_STARTS", jobStartsServe,
-			"which processes start accepted jobs' workflows: serve (this one), or workers (theirs are eager starts, a matching round faster; they learn of new jobs from PostgreSQL notifications)")
+		str(&c.JobStarts, "job-starts", "GATEWAY_JOB_STARTS", jobStartsAuto,
+			"which processes start accepted jobs' workflows: serve (this one), workers (theirs are eager starts, a matching round faster; they learn of new jobs from PostgreSQL notifications), or auto: workers on PostgreSQL, serve otherwise")
 	}
 	fs.IntVar(&c.StartConcurrency, "start-concurrency", envOr("GATEWAY_START_CONCURRENCY", starts, strconv.Atoi, -1),
 		"job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
@@ -186,8 +186,8 @@ func (c *config) validate(command string) error {
 	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		problems = append(problems, fmt.Sprintf("--trusted-proxies (GATEWAY_TRUSTED_PROXIES): %v; give addresses or CIDR prefixes, comma-separated", err))
 	}
-	if command == "serve" && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
-		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s or %s, not %q", jobStartsServe, jobStartsWorkers, c.JobStarts))
+	if command == "serve" && c.JobStarts != jobStartsAuto && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
+		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s, %s or %s, not %q", jobStartsAuto, jobStartsServe, jobStartsWorkers, c.JobStarts))
 	}
 	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")

@@ -78,6 +78,19 @@ func TestStartConcurrency(t *testing.T) {
 	require.ErrorContains(t, cfg.validate("serve"), "--start-concurrency")
 }
 
+func TestJobStarts(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	require.Equal(t, jobStartsAuto, parse(t, "serve").JobStarts)
+	require.Equal(t, jobStartsWorkers, resolveJobStarts(jobStartsAuto, "postgres"), "PostgreSQL notifies the workers")
+	require.Equal(t, jobStartsServe, resolveJobStarts(jobStartsAuto, "sqlite"), "SQLite cannot")
+	require.Equal(t, jobStartsServe, resolveJobStarts(jobStartsServe, "postgres"), "an operator's choice stands")
+	t.Setenv("GATEWAY_JOB_STARTS", "workers")
+	require.Equal(t, jobStartsWorkers, parse(t, "serve").JobStarts)
+	cfg := parse(t, "serve", "--job-starts", "api")
+	cfg.LogLevel = "info"
+	require.ErrorContains(t, cfg.validate("serve"), `--job-starts (GATEWAY_JOB_STARTS) must be auto, serve or workers, not "api"`)
+}
+
 func TestRunRejectsUnknownCommand(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer

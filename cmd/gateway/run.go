@@ -46,10 +46,9 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
+	cfg.JobStarts = resolveJobStarts(cfg.JobStarts, st.Dialect())
 	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
-	if cfg.JobStarts == jobStartsWorkers {
-		logger.Info("the workers start accepted jobs (--job-starts workers)")
-	}
+	logger.Info("job starts", "made_by", cfg.JobStarts)
 	m.Backlog(st.CountJobStarts)
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
@@ -163,9 +162,22 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 
 // --job-starts values (docs/operations.md, Where jobs are started).
 const (
+	jobStartsAuto    = "auto"
 	jobStartsServe   = "serve"
 	jobStartsWorkers = "workers"
 )
+
+// resolveJobStarts turns --job-starts auto into workers on PostgreSQL,
+// whose notifications wake the workers at once, and serve otherwise.
+func resolveJobStarts(mode, dialect string) string {
+	if mode != jobStartsAuto {
+		return mode
+	}
+	if dialect == "postgres" {
+		return jobStartsWorkers
+	}
+	return jobStartsServe
+}
 
 // handOff is how serve wakes the workers' dispatchers with --job-starts
 // workers; nil otherwise (serve starts jobs itself).
