@@ -111,9 +111,9 @@ func (s *productionShape) restartWorker(t *testing.T) {
 // ends once, completed, in the store and in Temporal.
 func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	t.Parallel()
-	// The workers start the jobs, eagerly, woken by PostgreSQL
-	// notifications (docs/operations.md, Where jobs are started).
-	shape := startProductionShape(t, slowCatalog, jobStartsWorkers)
+	// serve's default on PostgreSQL: the workers start the jobs, eagerly,
+	// woken by notifications (docs/operations.md, Where jobs are started).
+	shape := startProductionShape(t, slowCatalog, jobStartsAuto)
 	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 
 	var ids []string
