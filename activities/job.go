@@ -81,10 +81,10 @@ type CallbackAddresses interface {
 	URL(jobID string, attempt int) string
 }
 
-// CallbackStore reads and clears what vendors posted back about jobs.
+// CallbackStore reads what vendors posted back about jobs, and sweeps
+// what no workflow read.
 type CallbackStore interface {
 	ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error)
-	DeleteProviderCallbacks(ctx context.Context, jobID string) error
 	DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error)
 }
 

@@ -109,27 +109,23 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	if err := a.finishResult(ctx, in.Call, call, &out); err != nil {
 		return CheckOutput{}, err
 	}
-	if call.Callback != nil {
-		// Read for good: the result is in this activity's output.
-		if err := a.Callbacks.DeleteProviderCallbacks(ctx, in.Call.JobID); err != nil {
-			activity.GetLogger(ctx).Warn("provider callback not deleted", "job", in.Call.JobID, "error", err)
-		}
-	}
+	// The post stays until the sweep: deleting it here would lose it if
+	// this activity's completion were never recorded and it ran again.
 	return CheckOutput{Done: true, Output: out}, nil
 }
 
-// unreadCallbackAge is when a vendor's post is swept unread: a waiting
-// workflow reads a post within a minute, so one this old is about an
-// attempt or a job that no longer waits (docs/providers.md).
-const unreadCallbackAge = 24 * time.Hour
+// callbackAge is when a vendor's post is swept: a waiting workflow reads
+// a post within a minute, and a post stays until then so that a check
+// that runs again still finds it (docs/providers.md, Vendor callbacks).
+const callbackAge = 24 * time.Hour
 
-// SweepProviderCallbacks removes vendors' posts that no workflow read.
+// SweepProviderCallbacks removes vendors' posts older than callbackAge.
 // Workers run it periodically, with SweepMedia.
 func (a *Activities) SweepProviderCallbacks(ctx context.Context, now time.Time) error {
 	if a.Callbacks == nil {
 		return nil
 	}
-	_, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-unreadCallbackAge))
+	_, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-callbackAge))
 	return err
 }
 

@@ -68,16 +68,10 @@ func (s *Store) ProviderCallback(ctx context.Context, jobID string, attempt int)
 	return row.Body, true, nil
 }
 
-// DeleteProviderCallbacksBefore removes what vendors posted before t and
-// no workflow read: posts about attempts that had failed over already, or
-// about jobs cancelled before their check. It returns how many it removed.
+// DeleteProviderCallbacksBefore removes what vendors posted before t: by
+// then a waiting workflow has read it long ago, or the attempt failed over
+// or the job was cancelled. It returns how many it removed.
 func (s *Store) DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error) {
 	res := s.db.WithContext(ctx).Where("received_at < ?", t.UTC()).Delete(&providerCallbackRow{})
 	return res.RowsAffected, res.Error
-}
-
-// DeleteProviderCallbacks removes what vendors posted about a job, once
-// its workflow has read it.
-func (s *Store) DeleteProviderCallbacks(ctx context.Context, jobID string) error {
-	return s.db.WithContext(ctx).Where("job_id = ?", jobID).Delete(&providerCallbackRow{}).Error
 }

@@ -2,9 +2,12 @@ package workflows
 
 import "go.temporal.io/sdk/workflow"
 
-// Generation is the generation of the job workflow's code. A job started
-// at generation 1 (jobs.Submission.Generation, set by the process that
-// starts it) takes every change listed in generationOne at its version
+// Generation is the generation of the job workflow's code. This release
+// understands generation 1 but does not stamp it on new jobs yet: an older
+// worker replaying a job without markers would take the old code paths,
+// so stamping waits for a release after every worker runs this one
+// (docs/operations.md, Replaying histories). A job started at generation
+// 1 (jobs.Submission.Generation, set by the process that starts it) takes every change listed in generationOne at its version
 // there, without a version marker: a marker costs two history events and
 // a visibility write (the SDK upserts TemporalChangeVersion with it) on
 // every job. Jobs started before generations (0) call GetVersion as they

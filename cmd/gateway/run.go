@@ -182,8 +182,8 @@ func resolveJobStarts(mode, dialect string) string {
 // handOff is how serve wakes the workers' dispatchers with --job-starts
 // workers; nil otherwise (serve starts jobs itself).
 func handOff(cfg config, st *store.Store) func(context.Context) error {
-	if cfg.JobStarts != jobStartsWorkers {
-		return nil
+	if cfg.JobStarts != jobStartsWorkers || st.Dialect() != "postgres" {
+		return nil // SQLite cannot notify: serve starts the jobs itself
 	}
 	return st.NotifyJobStarts
 }
