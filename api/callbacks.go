@@ -15,8 +15,24 @@ import (
 // CallbackReceiver takes what vendors post back about jobs
 // (*jobops.Service is one).
 type CallbackReceiver interface {
+	// CheckProviderCallback refuses a post by its address alone: no
+	// callbacks taken, or a token that is not the attempt's.
+	CheckProviderCallback(jobID string, attempt int, token string) error
 	ReceiveProviderCallback(ctx context.Context, jobID string, attempt int, token string, body []byte) error
 }
+
+// Vendor callbacks carry whole transcripts, so their route has a body limit
+// of its own, and few are read at once (docs/providers.md, Vendor
+// callbacks).
+const (
+	// CallbackMaxBodyBytes is the largest callback body accepted.
+	CallbackMaxBodyBytes = 32 << 20
+	// CallbackConcurrency is how many callback bodies are read at once;
+	// a post beyond it answers 429 with Retry-After.
+	CallbackConcurrency = 4
+	// callbackRetryAfter is that 429's Retry-After, in seconds.
+	callbackRetryAfter = 2
+)
 
 // callbackRoutes registers POST /v1/provider-callbacks/{job_id}/{attempt}:
 // vendors carry no token of ours, so the route is outside /v1's
@@ -27,12 +43,26 @@ func (s *Server) callbackRoutes(r gin.IRouter) {
 }
 
 // receiveProviderCallback handles POST
-// /v1/provider-callbacks/{job_id}/{attempt}?token=.
+// /v1/provider-callbacks/{job_id}/{attempt}?token=. The address is checked
+// before a byte of the body is read, so a forged post is refused at once
+// and costs no memory.
 func (s *Server) receiveProviderCallback(c *gin.Context) error {
 	jobID := c.Param("job_id")
 	attempt, err := strconv.Atoi(c.Param("attempt"))
 	if s.cfg.Callbacks == nil || err != nil {
 		return apierror.NotFound("no callback address %s", c.Request.URL.Path)
+	}
+	token := c.Query("token")
+	if err := s.cfg.Callbacks.CheckProviderCallback(jobID, attempt, token); err != nil {
+		return jobopsError(err)
+	}
+	select {
+	case s.callbackSlots <- struct{}{}:
+		defer func() { <-s.callbackSlots }()
+	default:
+		return apierror.New(http.StatusTooManyRequests, apierror.CodeRateLimited,
+			"%d vendor callbacks are being read; post this one again after Retry-After seconds", CallbackConcurrency).
+			WithHeader("Retry-After", strconv.Itoa(callbackRetryAfter))
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -41,7 +71,7 @@ func (s *Server) receiveProviderCallback(c *gin.Context) error {
 	if len(body) == 0 {
 		return apierror.New(http.StatusBadRequest, apierror.CodeValidation, "the callback has no body")
 	}
-	if err := s.cfg.Callbacks.ReceiveProviderCallback(c.Request.Context(), jobID, attempt, c.Query("token"), body); err != nil {
+	if err := s.cfg.Callbacks.ReceiveProviderCallback(c.Request.Context(), jobID, attempt, token, body); err != nil {
 		return jobopsError(err)
 	}
 	c.Status(http.StatusNoContent)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,9 +44,17 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		var apiErr *apierror.Error
 		if !errors.As(err, &apiErr) {
 			var maxErr *http.MaxBytesError
+			var bodyErr *bodyReadError
 			switch {
 			case errors.As(err, &maxErr):
 				apiErr = apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
+			case errors.As(err, &bodyErr):
+				// A client's problem: logged as such, never as a 5xx.
+				logger.Info("request body not received", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+				apiErr = apierror.New(http.StatusBadRequest, apierror.CodeIncompleteBody, "the request body ended before its end; send it again")
+				if bodyErr.timedOut() {
+					apiErr = apierror.New(http.StatusRequestTimeout, apierror.CodeRequestTimeout, "the request body was not received in time; send it again")
+				}
 			case store.Unavailable(err):
 				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 				apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
@@ -72,10 +81,15 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 // answered 503 because the database could not be reached.
 const unavailableRetryAfter = 5
 
-// limitBody caps request bodies; reading past the cap fails with
-// *http.MaxBytesError, rendered as 413.
-func limitBody(limit int64) gin.HandlerFunc {
+// limitBody caps request bodies at limit, or at the limit given for the
+// request's route; reading past the cap fails with *http.MaxBytesError,
+// rendered as 413.
+func limitBody(limit int64, routeLimits map[string]int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		limit := limit
+		if l, ok := routeLimits[c.FullPath()]; ok {
+			limit = l
+		}
 		if c.Request.ContentLength > limit {
 			abort(c, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", limit))
 			return
@@ -93,10 +107,31 @@ type trackedBody struct {
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
+	var maxErr *http.MaxBytesError
+	switch {
+	case err == nil:
+	case err == io.EOF:
 		b.done = true
+	case errors.As(err, &maxErr):
+	default:
+		// The client's connection failed us, not the database: classified
+		// here, before anything could mistake it for a store outage.
+		err = &bodyReadError{err: err}
 	}
 	return n, err
+}
+
+// bodyReadError is a request body the client did not finish sending: it
+// stalled past the server's read timeout, or its connection ended early.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "read the request body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// timedOut reports whether the client stalled rather than hung up.
+func (e *bodyReadError) timedOut() bool {
+	var netErr net.Error
+	return errors.As(e.err, &netErr) && netErr.Timeout()
 }
 
 // unreadBodyGrace is how long the server still reads a body it answered

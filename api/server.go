@@ -18,6 +18,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
+	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -32,12 +33,6 @@ type JobStore interface {
 type JobOps interface {
 	Submit(ctx context.Context, req jobops.SubmitRequest) (*jobs.Record, error)
 	Cancel(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
-}
-
-// ReadyCheck is one dependency /readyz waits for.
-type ReadyCheck struct {
-	Name  string
-	Check func(ctx context.Context) error
 }
 
 // Config is the API's dependencies.
@@ -114,6 +109,8 @@ func (cfg *Config) validate() error {
 type Server struct {
 	cfg            Config
 	openAPIHandler gin.HandlerFunc
+	// callbackSlots holds one token per vendor callback being read.
+	callbackSlots chan struct{}
 }
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md,
@@ -135,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Region == "" {
 		cfg.Region = "local"
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, callbackSlots: make(chan struct{}, CallbackConcurrency)}
 	var err error
 	if s.openAPIHandler, err = s.openAPI(); err != nil {
 		return nil, err
@@ -159,12 +156,12 @@ func (s *Server) Handler() http.Handler {
 		// (docs/operations.md, Traces).
 		r.Use(otelgin.Middleware("ai-job-gateway"))
 	}
-	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes), interactive)
+	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
 
 	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
+	r.GET("/readyz", ReadyHandler(s.cfg.ReadyChecks, s.cfg.Logger))
 	r.GET("/openapi.json", s.openAPIHandler)
 	if s.cfg.Metrics != nil {
 		// No token: scrapers reach it on the network they are given
@@ -206,26 +203,6 @@ func interactive(c *gin.Context) {
 
 func (s *Server) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
-}
-
-func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
-	defer cancel()
-	checks := gin.H{}
-	ready := true
-	for _, check := range s.cfg.ReadyChecks {
-		if err := check.Check(ctx); err != nil {
-			checks[check.Name] = err.Error()
-			ready = false
-			continue
-		}
-		checks[check.Name] = "ok"
-	}
-	if !ready {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not ready", "checks": checks})
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
 }
 
 func (s *Server) logRequests() gin.HandlerFunc {

@@ -2,11 +2,14 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // stalledPost opens a connection to addr and sends a POST to path that
@@ -122,4 +126,47 @@ func TestServerClosesIdleConnection(t *testing.T) {
 	// moment before this client read it: only a close well before the
 	// timeout would mean keep-alive was not honoured.
 	assert.GreaterOrEqual(t, time.Since(answered), idleTimeout/2)
+}
+
+// A body that stalls past the read timeout is the client's problem: 408,
+// logged as such, never the 503 of a database outage (which alerts).
+func TestStalledBodyIsARequestTimeoutNotAnOutage(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	t.Cleanup(func() { b.assertNoStarts(t) })
+	const readTimeout = 300 * time.Millisecond
+	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: readTimeout, Read: readTimeout, Write: time.Minute, Idle: time.Minute})
+
+	conn := stalledPost(t, addr, "/v1/transcriptions", b.writeToken(t))
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `"REQUEST_TIMEOUT"`)
+	require.Empty(t, resp.Header.Get("Retry-After"))
+	require.NotContains(t, logs.String(), "database unavailable")
+	require.Contains(t, logs.String(), "request body not received")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }

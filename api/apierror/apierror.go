@@ -34,15 +34,20 @@ func (e *Error) WithHeader(key, value string) *Error {
 
 // Codes (docs/api.md, Errors).
 const (
-	CodeUnauthorized       = "UNAUTHORIZED"
-	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"
-	CodeForbidden          = "FORBIDDEN"
-	CodeNotFound           = "NOT_FOUND"
-	CodeResultNotReady     = "RESULT_NOT_READY"
-	CodeJobFailed          = "JOB_FAILED"
-	CodeJobFinished        = "JOB_FINISHED"
-	CodeMalformedJSON      = "MALFORMED_JSON"
-	CodePayloadTooLarge    = "PAYLOAD_TOO_LARGE"
+	CodeUnauthorized      = "UNAUTHORIZED"
+	CodeInsufficientScope = "INSUFFICIENT_SCOPE"
+	CodeForbidden         = "FORBIDDEN"
+	CodeNotFound          = "NOT_FOUND"
+	CodeResultNotReady    = "RESULT_NOT_READY"
+	CodeJobFailed         = "JOB_FAILED"
+	CodeJobFinished       = "JOB_FINISHED"
+	CodeMalformedJSON     = "MALFORMED_JSON"
+	CodePayloadTooLarge   = "PAYLOAD_TOO_LARGE"
+	// CodeRequestTimeout: the request body was not received within the
+	// server's read timeout.
+	CodeRequestTimeout = "REQUEST_TIMEOUT"
+	// CodeIncompleteBody: the connection ended before the announced body.
+	CodeIncompleteBody     = "INCOMPLETE_BODY"
 	CodeValidation         = "VALIDATION_ERROR"
 	CodeProviderAndPolicy  = "PROVIDER_AND_POLICY"
 	CodeUnknownProvider    = "UNKNOWN_PROVIDER"

@@ -281,15 +281,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	checks := readyChecks(st, tc, nil, false)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/metrics", gin.WrapH(m.Handler()))
-	r.GET("/readyz", func(c *gin.Context) {
-		for _, check := range checks {
-			if err := check.Check(c); err != nil {
-				c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not ready", check.Name: err.Error()})
-				return
-			}
-		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
-	})
+	r.GET("/readyz", api.ReadyHandler(checks, logger))
 	logger.Info("gateway worker ready", "task_queue", workflows.TaskQueue, "health", "http://"+listener.Addr().String())
 	return serveHTTP(ctx, listener, r, logger)
 }

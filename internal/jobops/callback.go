@@ -21,16 +21,26 @@ type CallbackStore interface {
 	SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error
 }
 
-// ReceiveProviderCallback keeps what a vendor posted back about an attempt
-// of a job, then wakes the job's workflow to read it (docs/providers.md,
-// Vendor callbacks). The token is checked before the job is looked up, so
-// a post with a wrong token learns nothing about which jobs exist.
-func (s *Service) ReceiveProviderCallback(ctx context.Context, jobID string, attempt int, token string, body []byte) error {
+// CheckProviderCallback refuses a post this gateway takes no callbacks
+// for, or whose token is not that of the job's attempt. It reads nothing,
+// so the API calls it before it reads the post's body.
+func (s *Service) CheckProviderCallback(jobID string, attempt int, token string) error {
 	if s.cfg.CallbackTokens == nil || s.cfg.Callbacks == nil {
 		return refuse(ErrUnknownJob, "this gateway takes no vendor callbacks")
 	}
 	if attempt < 1 || !s.cfg.CallbackTokens.Valid(jobID, attempt, token) {
 		return refuse(ErrCallbackToken, "query parameter token: not the token of job %s, attempt %d", jobID, attempt)
+	}
+	return nil
+}
+
+// ReceiveProviderCallback keeps what a vendor posted back about an attempt
+// of a job, then wakes the job's workflow to read it (docs/providers.md,
+// Vendor callbacks). The token is checked before the job is looked up, so
+// a post with a wrong token learns nothing about which jobs exist.
+func (s *Service) ReceiveProviderCallback(ctx context.Context, jobID string, attempt int, token string, body []byte) error {
+	if err := s.CheckProviderCallback(jobID, attempt, token); err != nil {
+		return err
 	}
 	job, err := s.cfg.Jobs.GetJob(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {

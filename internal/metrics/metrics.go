@@ -101,8 +101,20 @@ func (m *Metrics) HTTPRequest(route, method string, status int, took time.Durati
 	if route == "" {
 		route = "unmatched"
 	}
+	method = methodLabel(method)
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// methodLabel is method when it is one of HTTP's, else "OTHER": a client
+// may send any token as a method, and labels must stay few.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
 }
 
 // JobCreated records an accepted job.
