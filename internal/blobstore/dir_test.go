@@ -260,3 +260,51 @@ func withQuery(t *testing.T, link, name, value string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// TestDevLinksCapTheRanges: many small ranges would make a multipart
+// answer many times the file's size; a link serves one range at most and
+// answers a request for more with the whole file (docs/media.md).
+func TestDevLinksCapTheRanges(t *testing.T) {
+	t.Parallel()
+	s, _ := openDirStore(t)
+	file := strings.Repeat("0123456789", 200) // 2,000 bytes
+	putText(t, s, "results/job-1/transcript.srt", file)
+	link, err := s.SignedURL(context.Background(), "results/job-1/transcript.srt", time.Hour)
+	require.NoError(t, err)
+
+	t.Run("1,000 one-byte ranges get the file, not 1,000 parts", func(t *testing.T) {
+		t.Parallel()
+		specs := make([]string, 1000)
+		for i := range specs {
+			specs[i] = strconv.Itoa(i) + "-" + strconv.Itoa(i)
+		}
+		resp := get(t, http.MethodGet, link, http.Header{"Range": {"bytes=" + strings.Join(specs, ",")}})
+		body := readBody(t, resp)
+		require.LessOrEqual(t, len(body), len(file)+512, "the answer is about the file's size")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Empty(t, resp.Header.Get("Content-Range"))
+		require.Equal(t, file, body)
+	})
+
+	t.Run("two ranges get the file", func(t *testing.T) {
+		t.Parallel()
+		resp := get(t, http.MethodGet, link, http.Header{"Range": {"bytes=0-0,5-5"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, file, readBody(t, resp))
+	})
+
+	t.Run("two Range fields get the file", func(t *testing.T) {
+		t.Parallel()
+		resp := get(t, http.MethodGet, link, http.Header{"Range": {"bytes=0-0", "bytes=5-5"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, file, readBody(t, resp))
+	})
+
+	t.Run("one range, empty list elements aside, is served", func(t *testing.T) {
+		t.Parallel()
+		resp := get(t, http.MethodGet, link, http.Header{"Range": {"bytes=, 10-19 ,"}})
+		require.Equal(t, http.StatusPartialContent, resp.StatusCode)
+		require.Equal(t, "bytes 10-19/2000", resp.Header.Get("Content-Range"))
+		require.Equal(t, file[10:20], readBody(t, resp))
+	})
+}

@@ -129,7 +129,27 @@ func (s *Store) serveLink(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
 	// The blob reader seeks, so ServeContent answers HEAD and Range requests.
+	// It would answer many small ranges with a multipart body many times the
+	// file's size: a request for more than one range gets the whole file, as
+	// RFC 9110 §14.2 allows and S3 does (docs/media.md).
+	if rangeCount(r.Header) > 1 {
+		r.Header.Del("Range")
+	}
 	http.ServeContent(w, r, path.Base(key), reader.ModTime(), reader)
+}
+
+// rangeCount counts the ranges a request's Range fields ask for, skipping
+// empty list elements as ServeContent does.
+func rangeCount(h http.Header) int {
+	n := 0
+	for _, field := range h.Values("Range") {
+		for spec := range strings.SplitSeq(field, ",") {
+			if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(spec), "bytes=")) != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // writeError writes the API's error envelope {"error": {"code", "message"}}
