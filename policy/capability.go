@@ -61,10 +61,29 @@ func Unsupported(p *providers.Provider, req Requirements) (reason, message strin
 	if req.TargetLanguage != "" && !acceptsLanguage(capability.TargetLanguages, req.TargetLanguage) {
 		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate into %s", p.ID, req.TargetLanguage)
 	}
-	if req.Model != "" && !slices.Contains(capability.Models, req.Model) {
+	if req.Model != "" && !OffersModel(capability, req.Model) {
 		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer model %s", p.ID, req.Model)
 	}
 	return "", ""
+}
+
+// OffersModel reports whether a capability lists a model, exactly: a job
+// may pin only a listed model, so a capability without models offers none.
+func OffersModel(capability *providers.Capability, model string) bool {
+	return slices.Contains(capability.Models, model)
+}
+
+// Models lists the models the catalog's providers of a service offer,
+// sorted and each once: the models a job routed automatically may pin.
+func Models(catalog []*providers.Provider, service providers.ServiceID) []string {
+	var models []string
+	for _, p := range catalog {
+		if c, ok := p.Services[service]; ok {
+			models = append(models, c.Models...)
+		}
+	}
+	slices.Sort(models)
+	return slices.Compact(models)
 }
 
 // acceptsLanguage reports whether a capability's language list accepts a

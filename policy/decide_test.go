@@ -202,3 +202,37 @@ func TestUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingByModel: a pinned model leaves out, as option_not_supported,
+// every provider that does not list it, by default and by a policy.
+func TestRoutingByModel(t *testing.T) {
+	t.Parallel()
+	llm := func(amount float64, models ...string) map[providers.ServiceID]*providers.Capability {
+		return map[providers.ServiceID]*providers.Capability{providers.LLMTasks: {Models: models,
+			Pricing: providers.Pricing{Unit: providers.PerToken, Amount: amount, Currency: "USD"}}}
+	}
+	cat := []*providers.Provider{
+		{ID: "cheap", Services: llm(0.001, "m1")},
+		{ID: "pricey", Services: llm(0.002, "m1", "m2")},
+		{ID: "no-models", Services: llm(0.0005)},
+	}
+	pol := &policy.Policy{ID: "p", Version: 1, Strategy: policy.StrategyPrice, Providers: []policy.Entry{
+		{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "no-models", Priority: 2, Weight: 1}, {ProviderID: "pricey", Priority: 3, Weight: 1}}}
+	for name, pinned := range map[string]*policy.Policy{"default": nil, "policy": pol} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			info, err := policy.Decide(policy.Request{Needs: policy.Requirements{Service: providers.LLMTasks, Model: "m2"},
+				Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
+			require.NoError(t, err)
+			require.Equal(t, "pricey", info.ProviderID)
+			require.Equal(t, policy.EvalOptionNotSupported, evaluation(t, info, "cheap").Reason)
+			require.Equal(t, policy.EvalOptionNotSupported, evaluation(t, info, "no-models").Reason)
+
+			_, err = policy.Decide(policy.Request{Needs: policy.Requirements{Service: providers.LLMTasks, Model: "m3"},
+				Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
+			require.ErrorIs(t, err, policy.ErrNoCandidate)
+		})
+	}
+	require.Equal(t, []string{"m1", "m2"}, policy.Models(cat, providers.LLMTasks))
+	require.Empty(t, policy.Models(cat, providers.Transcriptions))
+}
