@@ -2,12 +2,16 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/providers"
 )
 
 const (
@@ -340,11 +344,44 @@ func TestCreateRejectsInvalidLLMTask(t *testing.T) {
 		{name: "temperature is not an option", edits: []edit{set(ptrOptions+"/temperature", 0.2)}, pointers: []string{ptrOptions + "/temperature"}},
 		{name: "priority is not an llm option", edits: []edit{set(ptrOptions+"/priority", "high")}, pointers: []string{ptrOptions + "/priority"}},
 
-		{name: "provider lacks the model", edits: []edit{set(ptrAttrs+"/provider", "llm-only"), set(ptrOptions+"/model", "model-c")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrAttrs + "/provider"}},
-		{name: "provider lacks the model others offer", edits: []edit{set(ptrAttrs+"/provider", "alpha"), set(ptrOptions+"/model", "model-b")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrAttrs + "/provider"}},
+		{name: "provider lacks the model", edits: []edit{set(ptrAttrs+"/provider", "llm-only"), set(ptrOptions+"/model", "model-c")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrOptions + "/model"}},
+		{name: "provider lacks the model others offer", edits: []edit{set(ptrAttrs+"/provider", "alpha"), set(ptrOptions+"/model", "model-b")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrOptions + "/model"}},
+		{name: "no provider offers the model", edits: []edit{set(ptrOptions+"/model", "model-c")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrOptions + "/model"}},
 		{name: "provider lacks the service", edits: []edit{set(ptrAttrs+"/provider", "narrow")}, code: "UNSUPPORTED_OPTION", pointers: []string{ptrAttrs + "/provider"}},
 		{name: "provider disabled", edits: []edit{set(ptrAttrs+"/provider", "switched-off")}, code: "PROVIDER_DISABLED", pointers: []string{ptrAttrs + "/provider"}},
 	})
+	t.Cleanup(func() { b.assertNoStarts(t) })
+}
+
+// TestCreateRefusesAModelNoProviderOffers: options.model must be one of the
+// models the catalog lists, the named provider's or, when routed, some
+// provider's of the service; the refusal names the field and the models.
+func TestCreateRefusesAModelNoProviderOffers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pol, err := b.store.CreatePolicy(context.Background(), policy.Policy{Tenant: tenantA, Name: "llm", Strategy: policy.StrategyPrice,
+		Services: []providers.ServiceID{providers.LLMTasks}, Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
+	require.NoError(t, err)
+	model := ptrOptions + "/model"
+	for _, tc := range []struct {
+		name   string
+		edits  []edit
+		models string
+	}{
+		{"named provider, a model no provider lists", []edit{set(ptrAttrs+"/provider", "llm-only"), set(model, "model-c")}, "model-a, model-b"},
+		{"named provider, a model another provider lists", []edit{set(ptrAttrs+"/provider", "alpha"), set(model, "model-b")}, "model-a"},
+		{"routed, a model no provider lists", []edit{set(model, "model-c")}, "model-a, model-b"},
+		{"routed by a policy, a model no provider lists", []edit{set(ptrAttrs+"/policy_id", pol.ID), set(model, "model-c")}, "model-a, model-b"},
+		{"routed, a model in another case", []edit{set(model, "Model-A")}, "model-a, model-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks", tc.edits...))
+			message := requireError(t, r, http.StatusUnprocessableEntity, "UNSUPPORTED_OPTION", model)
+			require.True(t, strings.HasPrefix(message, model+": "), "the message starts with the field: %q", message)
+			require.Contains(t, message, tc.models)
+		})
+	}
 	t.Cleanup(func() { b.assertNoStarts(t) })
 }
 

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,10 +30,11 @@ const urlCheckTimeout = 3 * time.Second
 
 // The members of a job's attributes Submit's refusals point at.
 const (
-	ptrProvider   = "/provider"
-	ptrPolicyID   = "/policy_id"
-	ptrInputURL   = "/input/url"
-	ptrWebhookURL = "/webhook/url"
+	ptrProvider     = "/provider"
+	ptrPolicyID     = "/policy_id"
+	ptrInputURL     = "/input/url"
+	ptrOptionsModel = "/options/model"
+	ptrWebhookURL   = "/webhook/url"
 )
 
 // serviceDisabled is the status of a service that takes no new jobs
@@ -295,7 +298,8 @@ func (s *Service) checkTenantAccess(ctx context.Context, req SubmitRequest) erro
 }
 
 // checkRouting checks the service's status, then the job's policy or
-// provider against the catalog and the statuses administrators set.
+// provider, and its pinned model, against the catalog and the statuses
+// administrators set.
 func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
 	statuses, err := s.cfg.Statuses.ServiceStatuses(ctx)
 	if err != nil {
@@ -305,17 +309,24 @@ func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
 	if statuses[string(svc)] == serviceDisabled {
 		return refuse(ErrServiceDisabled, "the %s service is disabled; it accepts no new jobs", svc)
 	}
-	if req.PolicyID != "" {
-		return s.checkPolicy(ctx, req)
-	}
+	needs := req.Parsed.Requirements()
 	if req.Provider == "" {
-		return nil
+		if req.PolicyID != "" {
+			if err := s.checkPolicy(ctx, req); err != nil {
+				return err
+			}
+		}
+		return s.checkModelOffered(svc, needs.Model)
 	}
 	p, ok := s.cfg.Catalog.Lookup(req.Provider)
 	if !ok {
 		return refuseField(ErrUnknownProvider, ptrProvider, "no provider %q (see GET /v1/providers)", req.Provider)
 	}
-	if reason, message := policy.Unsupported(p, req.Parsed.Requirements()); reason != "" {
+	if reason, message := policy.Unsupported(p, needs); reason != "" {
+		if reason == policy.EvalOptionNotSupported && needs.Model != "" && !policy.OffersModel(p.Services[svc], needs.Model) {
+			return refuseField(ErrUnsupportedOption, ptrOptionsModel, "provider %s does not offer this model; %s",
+				p.ID, modelChoice(p.Services[svc].Models, "its models are", "it lists no models to pin"))
+		}
 		return refuseField(ErrUnsupportedOption, ptrProvider, "%s", message)
 	}
 	overrides, err := s.cfg.Statuses.ProviderStatuses(ctx)
@@ -334,6 +345,30 @@ func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
 		return refuseField(ErrProviderDisabled, ptrProvider, "provider %s is disabled for %s", p.ID, svc)
 	}
 	return s.checkRateLimit(ctx, p, svc)
+}
+
+// checkModelOffered refuses a model no provider of the service offers, for
+// a job routed automatically: routing would find no provider for it. The
+// providers' statuses are left to routing.
+func (s *Service) checkModelOffered(svc providers.ServiceID, model string) error {
+	if model == "" {
+		return nil
+	}
+	offered := policy.Models(s.cfg.Catalog.Providers, svc)
+	if slices.Contains(offered, model) {
+		return nil
+	}
+	return refuseField(ErrUnsupportedOption, ptrOptionsModel, "no provider of %s offers this model; %s",
+		svc, modelChoice(offered, "the models offered are", "none lists models to pin"))
+}
+
+// modelChoice tells a client which models it may pin instead; the
+// refused model is not repeated (the pointer names the field).
+func modelChoice(models []string, some, none string) string {
+	if len(models) == 0 {
+		return none + ": leave options.model out for the provider's default model"
+	}
+	return some + " " + strings.Join(models, ", ")
 }
 
 // checkPolicy checks a job's policy: it must exist, belong to the job's
