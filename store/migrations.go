@@ -12,7 +12,8 @@ import (
 // Migrate applies every schema migration not applied yet. Migrations are
 // append-only: never edit one that has shipped, add a new one.
 func (s *Store) Migrate(ctx context.Context) error {
-	m := gormigrate.New(s.db.WithContext(ctx), &gormigrate.Options{
+	// A migration may take as long as it needs: it runs once, at deploy.
+	m := gormigrate.New(s.db.WithContext(withoutDeadline(ctx)), &gormigrate.Options{
 		TableName:                 "schema_migrations",
 		IDColumnName:              "id",
 		IDColumnSize:              255,

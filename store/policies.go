@@ -76,7 +76,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Polic
 	if err != nil {
 		return policy.Policy{}, err
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Polic
 // policy is ErrNotFound.
 func (s *Store) UpdatePolicy(ctx context.Context, id string, change func(current policy.Policy) (policy.Policy, error)) (policy.Policy, error) {
 	var next policy.Policy
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		q := tx
 		if s.dialect == "postgres" {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})

@@ -96,7 +96,7 @@ func (s *Store) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus
 // changes to different services never lose each other.
 func (s *Store) SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (ProviderStatus, error) {
 	var out ProviderStatus
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		// Make sure the row exists, so the locking read below has
 		// something to lock even for the first change of a provider.
 		seed := providerStatusRow{ProviderID: id, Services: "{}", UpdatedAt: microsNow()}

@@ -71,6 +71,14 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		sqlDB.SetMaxIdleConns(10)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
+	if dialect == "postgres" {
+		// A partition can hold a connection open without an answer; a local
+		// SQLite file cannot, and its queue of statements may be long.
+		if err := registerDeadlines(db); err != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+	}
 	s := &Store{db: db, dialect: dialect}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
@@ -139,6 +147,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.dialect == "postgres" {
+		var cancel context.CancelFunc
+		ctx, cancel = statementContext(ctx)
+		defer cancel()
+	}
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
@@ -170,7 +183,10 @@ func Unavailable(err error) bool {
 	}
 	var connect *pgconn.ConnectError
 	var netErr *net.OpError
-	return errors.As(err, &connect) || errors.As(err, &netErr) ||
+	// A statement past its deadline (statementContext): the database did
+	// not answer in time.
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) ||
+		errors.As(err, &connect) || errors.As(err, &netErr) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

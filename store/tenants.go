@@ -139,7 +139,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 // record. UpdatedAt is set to now.
 func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
 	var out *Tenant
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		var row tenantRow
 		err := s.lockForUpdate(tx).Where("id = ?", id).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {

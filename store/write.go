@@ -31,9 +31,21 @@ func IsInteractive(ctx context.Context) bool {
 // connections, each write runs on its own.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.writer == nil {
-		return s.db.WithContext(ctx).Transaction(fn)
+		return s.transaction(ctx, fn)
 	}
 	return s.writer.Do(ctx, fn)
+}
+
+// transaction runs fn in a transaction bounded, begin to commit, by the
+// deadline of one statement (statementContext): a transaction's statements
+// each have one, but its BEGIN and COMMIT go around GORM's callbacks.
+func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.dialect == "postgres" {
+		var cancel context.CancelFunc
+		ctx, cancel = statementContext(ctx)
+		defer cancel()
+	}
+	return s.db.WithContext(ctx).Transaction(fn)
 }
 
 // writeStatement is write for an fn of one statement: on PostgreSQL it

@@ -1,6 +1,7 @@
 // Package faultnet injects network faults for the reliability tests
 // (docs/reliability.md, Faults): a TCP link to a server that a test cuts
-// and restores.
+// (connections reset) or holds (bytes swallowed, nothing reset), and
+// restores.
 package faultnet
 
 import (
@@ -9,14 +10,17 @@ import (
 	"sync"
 )
 
-// Link forwards TCP connections to a server until it is cut: then it
-// drops every open connection and refuses new ones, as a network
-// partition would, until it is restored.
+// Link forwards TCP connections to a server. Cut, it drops every open
+// connection and refuses new ones, as a partition that resets would. Held,
+// it keeps every connection open and accepts new ones but forwards no
+// byte, as a partition that drops packets would: a peer waits for an
+// answer until its own deadline.
 type Link struct {
 	listener net.Listener
 	target   string
 	mu       sync.Mutex
 	cut      bool
+	held     bool
 	open     map[net.Conn]bool
 }
 
@@ -48,9 +52,16 @@ func (l *Link) serve() {
 			return
 		}
 		l.mu.Lock()
-		if l.cut {
+		switch {
+		case l.cut:
 			l.mu.Unlock()
 			_ = client.Close()
+			continue
+		case l.held:
+			// Accepted, and never answered.
+			l.open[client] = true
+			l.mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, client) }()
 			continue
 		}
 		server, err := net.Dial("tcp", l.target)
@@ -61,8 +72,29 @@ func (l *Link) serve() {
 		}
 		l.open[client], l.open[server] = true, true
 		l.mu.Unlock()
-		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
-		go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+		go func() { l.pump(server, client); _ = server.Close() }()
+		go func() { l.pump(client, server); _ = client.Close() }()
+	}
+}
+
+// pump copies src to dst, swallowing what arrives while the link is held.
+func (l *Link) pump(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			held := l.held
+			l.mu.Unlock()
+			if !held {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -72,9 +104,26 @@ func (l *Link) SetCut(cut bool) {
 	defer l.mu.Unlock()
 	l.cut = cut
 	if cut {
-		for c := range l.open {
-			_ = c.Close()
-		}
-		clear(l.open)
+		l.dropAll()
 	}
+}
+
+// SetHeld holds (true) or restores (false) the link. On restore, the
+// connections that lived through the hold are dropped: bytes were lost
+// in them, as their peers' deadlines would have ended them anyway.
+func (l *Link) SetHeld(held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := l.held
+	l.held = held
+	if was && !held {
+		l.dropAll()
+	}
+}
+
+func (l *Link) dropAll() {
+	for c := range l.open {
+		_ = c.Close()
+	}
+	clear(l.open)
 }
