@@ -75,7 +75,7 @@ func registerDeadlines(db *gorm.DB) error {
 	}
 	cb := db.Callback()
 	for _, p := range []struct {
-		name string
+		name          string
 		before, after interface {
 			Register(name string, fn func(*gorm.DB)) error
 		}
