@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
@@ -46,6 +48,9 @@ type config struct {
 	PublicURL            string
 	LinkTTL              time.Duration
 	ResultRetention      time.Duration
+	// temporal is the Temporal connection resolveTemporal read: TLS, API
+	// key and gRPC metadata beside the address and namespace above.
+	temporal client.Options
 }
 
 // Default --start-concurrency: in dev the starts share the process with
@@ -93,19 +98,19 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
 	if command == "jobs" || command == "replay" {
-		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port (default: gateway dev's embedded server)")
-		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's, else gateway dev's embedded server at "+defaultLocalTemporal+")")
+		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
 		return
 	}
 	if command == "migrate" {
-		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port: also register the job workflows' search attributes there (optional)")
-		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port: also register the job workflows' search attributes there (optional; or the temporal.toml profile's)")
+		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
 		return
 	}
 	str(&c.Listen, "listen", "GATEWAY_LISTEN", "127.0.0.1:8080", "address of the HTTP API (worker: health endpoints)")
 	str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
-	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (dev default: the embedded server)")
-	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "default", "Temporal namespace")
+	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's; dev: its embedded server)")
+	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
 	c.registerMediaFlags(fs, command)
@@ -149,6 +154,11 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 }
 
+// namespaceUsage describes --temporal-namespace. TLS and API keys are
+// read from Temporal's own variables (TEMPORAL_TLS_*, TEMPORAL_API_KEY)
+// and temporal.toml profiles: docs/operations.md, Temporal connection.
+const namespaceUsage = "Temporal namespace (default: the temporal.toml profile's, else default)"
+
 // envOr is the value of the environment variable env, parsed, or def when
 // it is unset; invalid (which validate() reports) when it does not parse.
 func envOr[T any](env string, def T, parse func(string) (T, error), invalid T) T {
@@ -172,13 +182,24 @@ func (c *config) validate(command string) error {
 		}
 	}
 	switch command {
+	case "dev", "serve", "worker", "migrate", "jobs", "replay":
+		if err := c.resolveTemporal(command); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	needTemporal := func() {
+		if c.TemporalAddress == "" {
+			problems = append(problems, fmt.Sprintf("%s needs --temporal-address, TEMPORAL_ADDRESS or a temporal.toml profile with an address (%s)", command, temporalConfigFile()))
+		}
+	}
+	switch command {
 	case "serve":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
-		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+		needTemporal()
 		need(c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL")
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
-		need(c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS")
+		needTemporal()
 	}
 	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
 		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 )
@@ -48,7 +49,7 @@ func TestConfigValidate(t *testing.T) {
 	cfg := config{LogLevel: "info", StartConcurrency: 1, LinkTTL: time.Hour}
 	err := cfg.validate("serve")
 	require.ErrorContains(t, err, "serve needs --database-url or DATABASE_URL")
-	require.ErrorContains(t, err, "--temporal-address or TEMPORAL_ADDRESS")
+	require.ErrorContains(t, err, "--temporal-address, TEMPORAL_ADDRESS or a temporal.toml profile")
 	require.ErrorContains(t, err, "--oidc-issuer or OIDC_ISSUER_URL")
 
 	err = cfg.validate("worker")
@@ -129,6 +130,7 @@ func TestTokenNeedsADevIssuer(t *testing.T) {
 
 func TestExampleCatalogShowsEveryAdapter(t *testing.T) {
 	// Not parallel: it sets environment variables.
+	mediatest.Require(t, "tesseract") // the media adapter's OCR
 	catalog, err := providers.LoadCatalog(filepath.Join("..", "..", "deploy", "providers.example.yaml"))
 	require.NoError(t, err)
 	used := map[string]bool{}

@@ -351,11 +351,9 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 // dialTemporalMeasured is dialTemporal with the SDK's own metrics exported
 // into m (docs/operations.md, Metrics); m nil exports none.
 func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger) (client.Client, error) {
-	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk")),
-	}
+	opts := cfg.temporal // TLS, API key, gRPC metadata (resolveTemporal)
+	opts.HostPort, opts.Namespace = cfg.TemporalAddress, cfg.TemporalNamespace
+	opts.Logger = sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk"))
 	if m != nil {
 		handler, err := m.TemporalHandler()
 		if err != nil {
@@ -374,7 +372,7 @@ func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, l
 	}
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		return nil, temporalDialError(opts, err)
 	}
 	return tc, nil
 }

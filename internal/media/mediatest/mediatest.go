@@ -17,9 +17,25 @@ import (
 // in which case the test fails.
 func RequireTools(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"ffmpeg", "ffprobe"} {
+	Require(t, "ffmpeg", "ffprobe")
+}
+
+// installHints say how to get each tool a test may need.
+var installHints = map[string]string{
+	"ffmpeg":    "apt-get install ffmpeg",
+	"ffprobe":   "apt-get install ffmpeg",
+	"tesseract": "apt-get install tesseract-ocr tesseract-ocr-eng",
+}
+
+// Require skips the test when one of tools is missing, saying how to
+// install it (make test installs them all when it can: root on Debian or
+// Ubuntu), unless GATEWAY_REQUIRE_MEDIA_TOOLS=1, in which case the test
+// fails.
+func Require(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := tool + " is not installed: apt-get install ffmpeg (or make engines) to run the media tests"
+			msg := fmt.Sprintf("%s is not installed: %s (or make engines) to run this test", tool, installHints[tool])
 			if os.Getenv("GATEWAY_REQUIRE_MEDIA_TOOLS") == "1" {
 				t.Fatal(msg)
 			}
