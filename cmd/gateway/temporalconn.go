@@ -69,4 +69,3 @@ func temporalDialError(opts client.Options, err error) error {
 	}
 	return fmt.Errorf("connect to Temporal at %s (namespace %s): %w; %s", opts.HostPort, opts.Namespace, err, hint)
 }
-
