@@ -35,8 +35,12 @@ build-prod: ## build the production binary deploy/Dockerfile builds (PROD_TAGS=n
 	CGO_ENABLED=0 $(GO) build -tags '$(PROD_TAGS)' -trimpath -ldflags="-s -w" -o $(PROD_BIN) ./cmd/gateway
 
 .PHONY: test
-test: ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite
+test: test-tools ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite (installs the media tools and engines first when it can)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: test-tools
+test-tools: ## install what the media and engine tests run (ffmpeg, tesseract, Apertium APy) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
+	@scripts/install-engines --if-possible
 
 .PHONY: test-short
 test-short: ## the fast tests only (no embedded Temporal server)

@@ -45,3 +45,33 @@ func TestReadyzNamesTheFailingDependencyAndLeaksNothing(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.Status)
 	require.JSONEq(t, `{"status":"ready","checks":{"store":"ok","identity":"ok"}}`, string(resp.Body))
 }
+
+// A degradable dependency must pass once; after that its failure is
+// reported and the process stays ready (serve's Temporal: jobs go to the
+// outbox meanwhile).
+func TestReadyzStaysReadyWhileADegradableDependencyIsAway(t *testing.T) {
+	t.Parallel()
+	var temporalUp atomic.Bool
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		cfg.ReadyChecks = []api.ReadyCheck{
+			{Name: "store", Check: func(context.Context) error { return nil }},
+			{Name: "temporal", Degradable: true, Check: func(context.Context) error {
+				if temporalUp.Load() {
+					return nil
+				}
+				return errors.New("dial tcp 10.0.0.9:7233: connection refused")
+			}},
+		}
+	})
+	ready := func(status int, body string) {
+		t.Helper()
+		resp := b.do(t, http.MethodGet, "/readyz", "", nil)
+		require.Equal(t, status, resp.Status)
+		require.JSONEq(t, body, string(resp.Body))
+	}
+	ready(http.StatusServiceUnavailable, `{"status":"not ready","checks":{"store":"ok","temporal":"unavailable"}}`)
+	temporalUp.Store(true)
+	ready(http.StatusOK, `{"status":"ready","checks":{"store":"ok","temporal":"ok"}}`)
+	temporalUp.Store(false)
+	ready(http.StatusOK, `{"status":"ready","checks":{"store":"ok","temporal":"degraded"}}`)
+}

@@ -155,7 +155,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if files != nil {
 		apiCfg.Files = files
 	}
-	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true)
+	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true, false)
 	apiCfg.NodeID = nodeID
 	srv, err := api.New(apiCfg)
 	if err != nil {

@@ -55,7 +55,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false)
+	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false, true)
 	apiCfg.Metrics = m
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
@@ -278,7 +278,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	gin.SetMode(gin.ReleaseMode) // no debug route listing
 	r := gin.New()
-	checks := readyChecks(st, tc, nil, false)
+	checks := readyChecks(st, tc, nil, false, false)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/metrics", gin.WrapH(m.Handler()))
 	r.GET("/readyz", api.ReadyHandler(checks, logger))
@@ -413,16 +413,20 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	return w, nil
 }
 
-func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker bool) []api.ReadyCheck {
+// readyChecks are the checks of /readyz. accepting (serve) keeps the
+// process ready once Temporal and the identity provider were reached:
+// jobs go to the outbox while Temporal is away, and tokens are checked
+// against the keys already fetched (docs/operations.md, Health).
+func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker, accepting bool) []api.ReadyCheck {
 	checks := []api.ReadyCheck{
 		{Name: "store", Check: st.Ping},
-		{Name: "temporal", Check: func(ctx context.Context) error {
+		{Name: "temporal", Degradable: accepting, Check: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},
 	}
 	if verifier != nil {
-		checks = append(checks, api.ReadyCheck{Name: "identity", Check: verifier.Ready})
+		checks = append(checks, api.ReadyCheck{Name: "identity", Check: verifier.Ready, Degradable: accepting})
 	}
 	if worker {
 		checks = append(checks, api.ReadyCheck{Name: "worker", Check: func(ctx context.Context) error {

@@ -130,8 +130,25 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond)
 
 	// The Temporal server goes away with jobs in flight, and comes back.
+	// Meanwhile serve stays ready (Temporal reported degraded) and accepts
+	// jobs into its outbox (docs/operations.md, Health).
 	server.kill()
-	time.Sleep(2 * time.Second)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + api.listen + "/readyz")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "serve stays ready while Temporal is away: %s", body)
+		return strings.Contains(string(body), `"temporal":"degraded"`)
+	}, 30*time.Second, 200*time.Millisecond)
+	status, body := post(t, "http://"+api.listen+"/v1/llm-tasks", server.token,
+		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	require.Equal(t, http.StatusAccepted, status, "a create while Temporal is away: %s", body)
+	var accepted jobDoc
+	require.NoError(t, json.Unmarshal(body, &accepted))
+	ids = append(ids, accepted.Data.ID)
 	server.start()
 
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
