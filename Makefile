@@ -107,6 +107,6 @@ SOAK_DURATION ?= 10m
 SOAK_RATE     ?= 12
 
 .PHONY: soak
-soak: ## the soak: the production shape under SOAK_RATE jobs/s (default 12, 70 % of the measured sustained rate) for SOAK_DURATION (default 10m), a worker kill and a Temporal restart injected; prints the ledger (docs/reliability.md)
+soak: ## the soak: the production shape under SOAK_RATE jobs/s (default 12, 70 % of the measured sustained rate) for SOAK_DURATION (default 10m), a worker kill, a 20 s PostgreSQL partition and a Temporal restart injected; prints the ledger (docs/reliability.md)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' GATEWAY_SOAK='$(SOAK_DURATION)' GATEWAY_SOAK_RATE='$(SOAK_RATE)' \
 	  $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 60m ./cmd/gateway

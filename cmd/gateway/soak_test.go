@@ -17,12 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // TestSoak is `make soak` (docs/reliability.md, Soak): the production
 // shape (a Temporal server, serve and worker as processes of their own,
 // PostgreSQL) under a steady load of jobs with webhooks, with the worker
-// killed at a third of the run and the Temporal server at two thirds. It
+// killed at a third of the run, PostgreSQL partitioned from serve and the
+// worker for 20 s at half (packets held, no reset) and the Temporal server
+// killed at two thirds. It
 // ends with a ledger: every job submitted ended once, completed, alike in
 // the API, in Temporal and at the webhook receiver, each event delivered
 // once and in order. It runs only when GATEWAY_SOAK names its duration.
@@ -36,7 +40,7 @@ func TestSoak(t *testing.T) {
 		rate = v
 	}
 	receiver := newEventLedger(t)
-	shape := startProductionShape(t, soakCatalog, jobStartsServe)
+	shape, dbLink := startProductionShapeThroughLink(t, soakCatalog, jobStartsServe)
 	server, api, temporalAddr := shape.server, shape.api, shape.temporal
 	apiURL := "http://" + api.listen
 	startMemory, startGoroutines := processGauges(t, apiURL)
@@ -47,10 +51,26 @@ func TestSoak(t *testing.T) {
 	defer tick.Stop()
 	start := time.Now()
 	workerKilled, temporalRestarted := false, false
+	var partitioned, healed time.Time
+	refused := 0
 	for time.Since(start) < duration {
 		<-tick.C
+		switch elapsed := time.Since(start); {
+		case partitioned.IsZero() && elapsed > duration/2:
+			partitioned = time.Now()
+			t.Logf("%s: partition PostgreSQL from serve and the worker for %s, holding bytes (%d jobs so far)", elapsed.Round(time.Second), soakPartition, len(ids))
+			dbLink.SetHeld(true)
+		case !partitioned.IsZero() && healed.IsZero() && time.Since(partitioned) >= soakPartition:
+			healed = time.Now()
+			t.Logf("%s: partition over", elapsed.Round(time.Second))
+			dbLink.SetHeld(false)
+		}
+		began := time.Now()
 		status, answer := post(t, apiURL+"/v1/llm-tasks", server.token, body)
 		if status == http.StatusServiceUnavailable {
+			refused++
+			// The store's statement deadline answers within seconds.
+			require.Less(t, time.Since(began), 2*store.InteractiveStatementTimeout, "a 503 waited %s", time.Since(began))
 			continue // Temporal or the store away: the client retries later
 		}
 		require.Equal(t, http.StatusAccepted, status, "%s", answer)
@@ -69,7 +89,7 @@ func TestSoak(t *testing.T) {
 			server.start()
 		}
 	}
-	t.Logf("submitted %d jobs in %s", len(ids), time.Since(start).Round(time.Second))
+	t.Logf("submitted %d jobs in %s; %d creates answered 503", len(ids), time.Since(start).Round(time.Second), refused)
 
 	// The ledger.
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
@@ -116,6 +136,10 @@ func TestSoak(t *testing.T) {
 	// A redelivery after a crash is allowed (at least once): receivers
 	// deduplicate by webhook-id, as the ledger does.
 }
+
+// soakPartition is how long the soak holds PostgreSQL's packets from serve
+// and the worker.
+const soakPartition = 20 * time.Second
 
 // soakCatalog: one sandbox provider answering in 200 ms.
 const soakCatalog = `providers:

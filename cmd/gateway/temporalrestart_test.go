@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ai-job-gateway/gateway/internal/faultnet"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
@@ -87,11 +88,28 @@ type productionShape struct {
 func startProductionShape(t *testing.T, catalogYAML, jobStarts string) *productionShape {
 	t.Helper()
 	databaseURL := storetest.FreshPostgresURL(t)
+	return startShapeOn(t, catalogYAML, jobStarts, databaseURL, databaseURL)
+}
+
+// startProductionShapeThroughLink is the shape with serve and the worker
+// reaching PostgreSQL through a link the test can cut or hold (the
+// Temporal server's gateway dev reaches it directly).
+func startProductionShapeThroughLink(t *testing.T, catalogYAML, jobStarts string) (*productionShape, *faultnet.Link) {
+	t.Helper()
+	direct := storetest.FreshPostgresURL(t)
+	link, linked := storetest.PostgresURLThroughLink(t, direct)
+	return startShapeOn(t, catalogYAML, jobStarts, direct, linked), link
+}
+
+// startShapeOn starts the shape: gateway dev on devURL, serve and the
+// worker on processURL (the same database).
+func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL string) *productionShape {
+	t.Helper()
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
 	require.NoError(t, os.WriteFile(catalog, []byte(catalogYAML), 0o644))
 	s := &productionShape{temporal: freeAddr(t)}
-	s.server = newGatewayOn(t, databaseURL, s.temporal, "--providers", catalog)
-	s.env = []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
+	s.server = newGatewayOn(t, devURL, s.temporal, "--providers", catalog)
+	s.env = []string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
 	s.worker0 = []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
 	s.worker = startProcess(t, s.env, s.worker0...)
 	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0", "--job-starts", jobStarts)

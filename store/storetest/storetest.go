@@ -128,7 +128,14 @@ func open(t testing.TB, databaseURL string) *store.Store {
 // database outage tests.
 func FreshPostgresURLThroughLink(t testing.TB) (*faultnet.Link, string) {
 	t.Helper()
-	direct, err := url.Parse(FreshPostgresURL(t))
+	return PostgresURLThroughLink(t, FreshPostgresURL(t))
+}
+
+// PostgresURLThroughLink is databaseURL reached through a TCP link the
+// test can cut or hold, with a 2 s connect timeout.
+func PostgresURLThroughLink(t testing.TB, databaseURL string) (*faultnet.Link, string) {
+	t.Helper()
+	direct, err := url.Parse(databaseURL)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
