@@ -50,18 +50,18 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 				apiErr = apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
 			case errors.As(err, &bodyErr):
 				// A client's problem: logged as such, never as a 5xx.
-				logger.Info("request body not received", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+				logger.Info("request body not received", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
 				apiErr = apierror.New(http.StatusBadRequest, apierror.CodeIncompleteBody, "the request body ended before its end; send it again")
 				if bodyErr.timedOut() {
 					apiErr = apierror.New(http.StatusRequestTimeout, apierror.CodeRequestTimeout, "the request body was not received in time; send it again")
 				}
 			case store.Unavailable(err):
-				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
 				apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
 					"the gateway cannot reach its database; retry after Retry-After seconds").
 					WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
 			default:
-				logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+				logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
 				apiErr = apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
 			}
 		}
@@ -73,7 +73,11 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 				c.Writer.Header().Add(key, v)
 			}
 		}
-		c.JSON(apiErr.Status, gin.H{"error": gin.H{"code": apiErr.Code, "message": apiErr.Message}})
+		body := gin.H{"code": apiErr.Code, "message": apiErr.Message}
+		if id := RequestID(c.Request.Context()); id != "" {
+			body["request_id"] = id // what to quote to support
+		}
+		c.JSON(apiErr.Status, gin.H{"error": body})
 	}
 }
 

@@ -588,15 +588,18 @@ func requireError(t *testing.T, r *response, status int, code string, pointers .
 	require.Contains(t, r.Header.Get("Content-Type"), "application/json")
 	var body struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
 		} `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&body), "error body must be {error: {code, message}}: %s", r.Body)
+	require.NoError(t, dec.Decode(&body), "error body must be {error: {code, message, request_id}}: %s", r.Body)
 	require.Equal(t, code, body.Error.Code, "body: %s", r.Body)
 	require.NotEmpty(t, body.Error.Message)
+	require.Equal(t, r.Header.Get("X-Request-Id"), body.Error.RequestID, "the error names the request's id")
+	require.NotEmpty(t, body.Error.RequestID)
 	for _, p := range pointers {
 		require.True(t, mentions(body.Error.Message, p), "the message %q must name %s", body.Error.Message, p)
 	}

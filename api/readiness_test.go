@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -74,4 +75,24 @@ func TestReadyzStaysReadyWhileADegradableDependencyIsAway(t *testing.T) {
 	ready(http.StatusOK, `{"status":"ready","checks":{"store":"ok","temporal":"ok"}}`)
 	temporalUp.Store(false)
 	ready(http.StatusOK, `{"status":"ready","checks":{"store":"ok","temporal":"degraded"}}`)
+}
+
+// Every answer carries X-Request-Id: the client's when it is a sensible
+// one, else a new one; an error body names it.
+func TestEveryAnswerCarriesARequestID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp := b.do(t, http.MethodGet, "/healthz", "", nil)
+	require.Len(t, resp.Header.Get("X-Request-Id"), 36, "a new UUID")
+
+	resp = b.do(t, http.MethodGet, "/v1/jobs", "", nil, "X-Request-Id", "client-trace.42:a_b")
+	require.Equal(t, "client-trace.42:a_b", resp.Header.Get("X-Request-Id"), "the client's own")
+	require.Contains(t, string(resp.Body), `"request_id":"client-trace.42:a_b"`)
+
+	for _, bad := range []string{"has space", strings.Repeat("a", 129), "quote\"d", "naïve"} {
+		resp = b.do(t, http.MethodGet, "/healthz", "", nil, "X-Request-Id", bad)
+		got := resp.Header.Get("X-Request-Id")
+		require.NotEqual(t, bad, got, "an id that could garble a log line is replaced")
+		require.Len(t, got, 36)
+	}
 }

@@ -156,7 +156,7 @@ func (s *Server) Handler() http.Handler {
 		// (docs/operations.md, Traces).
 		r.Use(otelgin.Middleware("ai-job-gateway"))
 	}
-	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
+	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), assignRequestID, gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
 
@@ -211,7 +211,7 @@ func (s *Server) logRequests() gin.HandlerFunc {
 		c.Next()
 		took := time.Since(start)
 		if s.cfg.Logger.Enabled(c, slog.LevelDebug) {
-			attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", took}
+			attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", took, "request_id", RequestID(c.Request.Context())}
 			if id := tracing.TraceID(c.Request.Context()); id != "" {
 				attrs = append(attrs, "trace_id", id)
 			}

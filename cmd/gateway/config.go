@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -36,6 +37,7 @@ type config struct {
 	OIDCAudience         string
 	Region               string
 	LogLevel             string
+	LogFormat            string
 	AllowPrivateNetworks bool
 	CallbackURL          string
 	WebhookSigningKey    string
@@ -86,6 +88,11 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		fs.StringVar(p, name, def, usage+" (env "+env+")")
 	}
 	str(&c.LogLevel, "log-level", "GATEWAY_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	logFormat := "text"
+	if command == "serve" || command == "worker" {
+		logFormat = "json" // read by log collectors, not people
+	}
+	str(&c.LogFormat, "log-format", "GATEWAY_LOG_FORMAT", logFormat, "log format: json (one object a line) or text (key=value)")
 	str(&c.DataDir, "data-dir", "GATEWAY_DATA_DIR", "./.data", "directory for the dev databases and keys")
 	if command == "token" {
 		str(&c.OIDCAudience, "audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience of the token")
@@ -233,10 +240,22 @@ func (c *config) validate(command string) error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		problems = append(problems, err.Error())
 	}
+	if c.LogFormat != "json" && c.LogFormat != "text" && c.LogFormat != "" {
+		problems = append(problems, fmt.Sprintf("--log-format (GATEWAY_LOG_FORMAT) %q: use json or text", c.LogFormat))
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// newLogger is the process's logger: JSON or text lines on w, at level.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func parseLevel(s string) (slog.Level, error) {

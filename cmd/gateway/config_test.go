@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -196,4 +198,24 @@ func TestHealthcheck(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:9090/healthz", healthURL(), "every address: ask through loopback")
 	t.Setenv("GATEWAY_LISTEN", "10.0.0.7:8080")
 	require.Equal(t, "http://10.0.0.7:8080/healthz", healthURL())
+}
+
+func TestLogFormat(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	require.Equal(t, "json", parse(t, "serve").LogFormat, "read by log collectors")
+	require.Equal(t, "json", parse(t, "worker").LogFormat)
+	require.Equal(t, "text", parse(t, "dev").LogFormat, "read by people")
+	t.Setenv("GATEWAY_LOG_FORMAT", "text")
+	require.Equal(t, "text", parse(t, "serve").LogFormat)
+	require.Equal(t, "json", parse(t, "serve", "--log-format", "json").LogFormat, "the flag wins")
+
+	var out bytes.Buffer
+	newLogger(&out, "json", slog.LevelInfo).Info("ready", "request_id", "r-1")
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &line), out.String())
+	require.Equal(t, "ready", line["msg"])
+	require.Equal(t, "r-1", line["request_id"])
+
+	cfg := parse(t, "serve", "--log-format", "xml")
+	require.ErrorContains(t, cfg.validate("serve"), `--log-format (GATEWAY_LOG_FORMAT) "xml": use json or text`)
 }
