@@ -26,6 +26,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/providertest"
 	"github.com/ai-job-gateway/gateway/store"
@@ -302,6 +303,7 @@ func jobsOfEachService(g *gateway) map[string]string {
 
 func TestEveryServiceEndToEnd(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	for name, databaseURL := range map[string]func(*testing.T) string{
 		"sqlite":   func(*testing.T) string { return "" },
 		"postgres": func(t *testing.T) string { return storetest.FreshPostgresURL(t) },
@@ -361,6 +363,7 @@ var slowCatalog = providertest.SandboxCatalog("sandbox-slow", 6000)
 
 func TestRestartMidJobLosesNothing(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
 	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
 	g := newGateway(t, "", "--providers", catalog)
@@ -388,6 +391,7 @@ func TestRestartMidJobLosesNothing(t *testing.T) {
 
 func TestFailoverEndToEnd(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
 	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
 	g := newGateway(t, storetest.FreshPostgresURL(t), "--providers", catalog)
@@ -429,6 +433,7 @@ func TestFailoverEndToEnd(t *testing.T) {
 
 func TestPolicyRoutingAndFailoverEndToEnd(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	catalog := filepath.Join(t.TempDir(), "providers.yaml")
 	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
 	g := newGateway(t, "", "--providers", catalog)
@@ -518,4 +523,22 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 		require.Equal(t, "completed", done.Data.Attributes.Status, "%s: %+v", id, done.Data.Attributes)
 		require.NotEmpty(t, done.Data.Attributes.Result)
 	}
+}
+
+// createUnroutable creates an llm-task that routing cannot place, so it
+// fails NO_ELIGIBLE_PROVIDER: it names an application whose policy lists
+// no provider (a policy of acme's, scoped to that application alone, so
+// the test's other jobs are routed as before).
+func (g *gateway) createUnroutable() jobDoc {
+	g.t.Helper()
+	auth := "Bearer " + g.mint("acme", "policies:write")
+	status, body, _ := g.do(http.MethodPut, "/v1/services/llm-tasks/applications/nowhere/policy",
+		`{"data":{"type":"policy","attributes":{"name":"nowhere","routing_strategy":"price","providers":[]}}}`, "Authorization", auth)
+	require.Equal(g.t, http.StatusOK, status, "%s", body)
+	status, body, _ = g.do(http.MethodPost, "/v1/llm-tasks",
+		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`, "X-Application", "nowhere")
+	require.Equal(g.t, http.StatusAccepted, status, "%s", body)
+	var doc jobDoc
+	require.NoError(g.t, json.Unmarshal(body, &doc))
+	return doc
 }

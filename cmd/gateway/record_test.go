@@ -88,8 +88,8 @@ func TestRecordHistories(t *testing.T) {
 	jobs["short-completed"] = g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
 	// The media answers 404: the job fails at once with AUDIO_UNREADABLE.
 	jobs["audio-unreadable"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+g.url("/dev/samples/missing.wav")+`"}}}}`).Data.ID
-	// No provider offers the model: NO_ELIGIBLE_PROVIDER.
-	jobs["no-eligible-provider"] = g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`).Data.ID
+	// Its application's policy lists no provider: NO_ELIGIBLE_PROVIDER.
+	jobs["no-eligible-provider"] = g.createUnroutable().Data.ID
 	// Cancelled while processing.
 	cancelled := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-steady","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
 	jobs["cancelled"] = cancelled

@@ -38,7 +38,7 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	require.NoError(t, registerSearchAttributes(ctx, tc, "default"), "registering again changes nothing")
 
 	done := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
-	failed := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`)
+	failed := g.createUnroutable()
 	doneDoc := g.waitFor("llm-tasks", done.Data.ID, 60*time.Second, terminal)
 	g.waitFor("llm-tasks", failed.Data.ID, 60*time.Second, terminal)
 
@@ -102,7 +102,7 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	require.Contains(t, metrics, `gateway_jobs_finished_total{error_code="NO_ELIGIBLE_PROVIDER",provider="",service="llm-tasks",status="failed"} 1`)
 	require.Contains(t, metrics, `gateway_jobs_finished_total{error_code="",provider="`+doneDoc.Data.Attributes.Provider+`",service="llm-tasks",status="completed"} 1`)
 	require.Contains(t, metrics, `gateway_jobs_accepted_total{service="llm-tasks"} 2`)
-	require.Contains(t, metrics, `gateway_routing_decisions_total{policy_source="none",reason="none",service="llm-tasks"} 1`)
+	require.Contains(t, metrics, `gateway_routing_decisions_total{policy_source="tenant_application",reason="none",service="llm-tasks"} 1`)
 	require.Contains(t, metrics, `gateway_store_write_duration_seconds_count{operation="save_job",outcome="ok"}`, "the projection writes")
 	require.NotContains(t, metrics, done.Data.ID)
 	require.Contains(t, metrics, "temporal_workflow_completed", "the Temporal SDK's own metrics")
@@ -138,7 +138,7 @@ func TestJobsAndReplayCommands(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, "")
 	ok := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
-	bad := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"},"options":{"model":"missing-model"}}}}`)
+	bad := g.createUnroutable()
 	g.waitFor("llm-tasks", ok.Data.ID, 60*time.Second, terminal)
 	g.waitFor("llm-tasks", bad.Data.ID, 60*time.Second, terminal)
 

@@ -21,6 +21,9 @@ func (c *config) resolveTemporal(command string) error {
 	req := envconfig.LoadClientOptionsRequest{}
 	if command == "dev" {
 		if c.TemporalAddress == "" {
+			if c.TemporalNamespace == "" {
+				c.TemporalNamespace = client.DefaultNamespace
+			}
 			return nil
 		}
 		req.DisableFile = true

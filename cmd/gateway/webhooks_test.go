@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -207,6 +208,7 @@ func (g *gateway) deliveries(resource, id string, n int) deliveryDoc {
 
 func TestWebhooksEndToEnd(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	g := newGateway(t, "")
 	pub := g.publicKey()
 
@@ -368,6 +370,7 @@ func requireOrderedLifecycle(t *testing.T, calls []hookCall, prefix string, with
 
 func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	g := newGateway(t, "")
 	pub := g.publicKey()
 	wav := g.url("/dev/samples/tone.wav")
@@ -452,6 +455,7 @@ func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
 
 func TestWebhookRetriesSurviveARestart(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // its transcriptions probe their media
 	g := newGateway(t, "")
 	recv := newHookReceiver(t, http.StatusInternalServerError)
 	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
