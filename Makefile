@@ -29,10 +29,17 @@ build: ## build bin/gateway
 
 PROD_BIN  ?= bin/gateway-prod
 PROD_TAGS ?= nodev
+# The release version `gateway version` prints: the tag (git describe),
+# "dev" outside a checkout. REVISION is for builds without .git (the image
+# build); with .git the Go toolchain records the commit itself.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDINFO := github.com/ai-job-gateway/gateway/internal/buildinfo
+LDFLAGS   := -s -w -X $(BUILDINFO).Version=$(or $(VERSION),dev) -X $(BUILDINFO).Revision=$(REVISION)
 
 .PHONY: build-prod
-build-prod: ## build the production binary deploy/Dockerfile builds (PROD_TAGS=nodev: without dev and the dev identity provider) into PROD_BIN
-	CGO_ENABLED=0 $(GO) build -tags '$(PROD_TAGS)' -trimpath -ldflags="-s -w" -o $(PROD_BIN) ./cmd/gateway
+build-prod: ## build the production binary deploy/Dockerfile builds (PROD_TAGS=nodev: without dev and the dev identity provider) into PROD_BIN, versioned VERSION (default: git describe --tags --always --dirty, else dev)
+	CGO_ENABLED=0 $(GO) build -tags '$(PROD_TAGS)' -trimpath -ldflags="$(LDFLAGS)" -o $(PROD_BIN) ./cmd/gateway
 
 .PHONY: test
 test: test-tools ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite (installs the media tools and engines first when it can)

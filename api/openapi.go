@@ -19,12 +19,17 @@ import (
 var openAPIYAML []byte
 
 // OpenAPIDocument is the OpenAPI document as JSON, with this deployment's
-// audience (x-oidc-audience) and its issuer's OpenID Connect discovery
-// URL.
-func OpenAPIDocument(audience, issuer string) ([]byte, error) {
+// audience (x-oidc-audience), its issuer's OpenID Connect discovery URL
+// and the gateway's build version (info.x-gateway-version). info.version
+// stays the file's: the version of the API contract, not of the build
+// (docs/api.md, Versions).
+func OpenAPIDocument(audience, issuer, version string) ([]byte, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
 		return nil, fmt.Errorf("api: openapi.yaml: %w", err)
+	}
+	if version != "" {
+		doc["info"].(map[string]any)["x-gateway-version"] = version
 	}
 	if audience != "" {
 		doc["x-oidc-audience"] = audience
@@ -46,7 +51,7 @@ func (s *Server) openAPI() (gin.HandlerFunc, error) {
 	if s.cfg.Verifier != nil {
 		audience, issuer = s.cfg.Verifier.Audience(), s.cfg.Verifier.Issuer()
 	}
-	doc, err := OpenAPIDocument(audience, issuer)
+	doc, err := OpenAPIDocument(audience, issuer, s.cfg.Version)
 	if err != nil {
 		return nil, err
 	}

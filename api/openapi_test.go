@@ -26,7 +26,7 @@ import (
 
 // openAPI is the validator of the API's OpenAPI document, built once.
 var openAPI = sync.OnceValues(func() (validator.Validator, error) {
-	raw, err := api.OpenAPIDocument("", "")
+	raw, err := api.OpenAPIDocument("", "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func describe(errs []*oaerrors.ValidationError) string {
 // documentedRoutes are the document's operations as "METHOD /path" with
 // gin's parameter syntax.
 var documentedRoutes = sync.OnceValue(func() []string {
-	raw, err := api.OpenAPIDocument("", "")
+	raw, err := api.OpenAPIDocument("", "", "")
 	if err != nil {
 		panic(err)
 	}
@@ -124,11 +124,14 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	ok, errs := v.ValidateDocument()
 	require.True(t, ok, "%s", describe(errs))
 
-	raw, err := api.OpenAPIDocument("my-audience", "https://issuer.example/realms/x/")
+	raw, err := api.OpenAPIDocument("my-audience", "https://issuer.example/realms/x/", "v1.4.2")
 	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	require.Equal(t, "3.1.0", doc["openapi"])
+	info := doc["info"].(map[string]any)
+	require.Equal(t, "1", info["version"], "the API contract's version, as in openapi.yaml")
+	require.Equal(t, "v1.4.2", info["x-gateway-version"], "the build's version")
 	require.Equal(t, "my-audience", doc["x-oidc-audience"])
 	schemes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
 	require.Equal(t, "https://issuer.example/realms/x/.well-known/openid-configuration",
@@ -160,7 +163,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 
 func TestOpenAPIIsServedWithoutAToken(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) { c.Version = "v2.0.1-test" })
 	resp := b.do(t, http.MethodGet, "/openapi.json", "", nil)
 	resp.requireStatus(t, http.StatusOK)
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
@@ -168,4 +171,7 @@ func TestOpenAPIIsServedWithoutAToken(t *testing.T) {
 	require.NoError(t, json.Unmarshal(resp.Body, &doc))
 	require.Equal(t, "ai-job-gateway", doc["x-oidc-audience"], "the audience this server verifies")
 	require.Contains(t, doc["paths"], "/v1/transcriptions")
+	info := doc["info"].(map[string]any)
+	require.Equal(t, "1", info["version"], "the API contract's version")
+	require.Equal(t, "v2.0.1-test", info["x-gateway-version"], "the version of the build serving it")
 }

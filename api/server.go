@@ -52,7 +52,10 @@ type Config struct {
 	// Region and NodeID fill meta.system of responses.
 	Region string
 	NodeID string
-	Logger *slog.Logger
+	// Version is the gateway's build version, served in /openapi.json as
+	// info.x-gateway-version; "" leaves it out.
+	Version string
+	Logger  *slog.Logger
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 	// WebhookKey is published at GET /v1/webhooks/public-key; nil (webhook

@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
@@ -218,4 +220,25 @@ func TestLogFormat(t *testing.T) {
 
 	cfg := parse(t, "serve", "--log-format", "xml")
 	require.ErrorContains(t, cfg.validate("serve"), `--log-format (GATEWAY_LOG_FORMAT) "xml": use json or text`)
+}
+
+func TestVersion(t *testing.T) {
+	// Not parallel: it sets the version the linker would.
+	saved := buildinfo.Version
+	t.Cleanup(func() { buildinfo.Version = saved })
+	buildinfo.Version = "v1.2.3-test"
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
+		require.Contains(t, stdout.String(), "gateway v1.2.3-test (revision ")
+		require.Contains(t, stdout.String(), runtime.Version())
+		require.Empty(t, stderr.String())
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, run([]string{"version", "extra"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), `unexpected argument "extra"`)
+
+	stderr.Reset()
+	require.Equal(t, 0, run([]string{"help"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "gateway version ")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -161,7 +162,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir)
+	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir, "version", buildinfo.Read().Version)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
 

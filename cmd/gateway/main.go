@@ -7,6 +7,7 @@
 //	gateway token    mint a token from the dev identity provider
 //	gateway jobs     list, show and download jobs' histories (SREs)
 //	gateway replay   replay job histories against this binary
+//	gateway version  print the version, VCS revision and Go version
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 )
 
 const usage = `gateway: an asynchronous AI job gateway on Temporal.
@@ -36,6 +38,7 @@ Usage:
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
   gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
+  gateway version            print the version, VCS revision and Go version (also gateway --version)
 
 Run "gateway <command> -h" for a command's flags.
 `
@@ -53,6 +56,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	command := args[0]
+	if command == "version" || command == "--version" || command == "-version" {
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "gateway version: unexpected argument %q\n", args[1])
+			return 2
+		}
+		fmt.Fprintln(stdout, buildinfo.Read())
+		return 0
+	}
 	var cfg config
 	var tok tokenFlags
 	var replay replayFlags

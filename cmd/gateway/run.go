@@ -22,6 +22,7 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -70,7 +71,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String())
+	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String(), "version", buildinfo.Read().Version)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
 
@@ -116,6 +117,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Policies:       st,
 		Region:         cfg.Region,
 		NodeID:         nodeID(),
+		Version:        buildinfo.Read().Version,
 		Logger:         logger,
 		WebhookKey:     signer,
 		Deliveries:     st,
@@ -282,7 +284,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/metrics", gin.WrapH(m.Handler()))
 	r.GET("/readyz", api.ReadyHandler(checks, logger))
-	logger.Info("gateway worker ready", "task_queue", workflows.TaskQueue, "health", "http://"+listener.Addr().String())
+	logger.Info("gateway worker ready", "task_queue", workflows.TaskQueue, "health", "http://"+listener.Addr().String(), "version", buildinfo.Read().Version)
 	return serveHTTP(ctx, listener, r, logger)
 }
 
