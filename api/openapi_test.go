@@ -132,6 +132,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	info := doc["info"].(map[string]any)
 	require.Equal(t, "1", info["version"], "the API contract's version, as in openapi.yaml")
 	require.Equal(t, "v1.4.2", info["x-gateway-version"], "the build's version")
+	require.Equal(t, map[string]any{"name": "Apache 2.0", "identifier": "Apache-2.0"}, info["license"])
 	require.Equal(t, "my-audience", doc["x-oidc-audience"])
 	schemes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
 	require.Equal(t, "https://issuer.example/realms/x/.well-known/openid-configuration",
