@@ -144,6 +144,37 @@ func TestListJobsFilters(t *testing.T) {
 	})
 }
 
+// TestListJobsByErrorCode: the error code is filtered in the query, so a
+// page holds the newest jobs with that code however many newer jobs have
+// another (gateway jobs retry --error-code --limit).
+func TestListJobsByErrorCode(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		var wanted []string
+		for i := range 12 {
+			id, code := uuid.Must(uuid.NewV7()).String(), "PROVIDERS_EXHAUSTED"
+			if i < 3 { // the oldest three, newest first
+				code, wanted = "NO_ELIGIBLE_PROVIDER", append([]string{id}, wanted...)
+			}
+			require.NoError(t, s.InsertJob(ctx, &jobs.Record{
+				ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusFailed,
+				ErrorCode: code, CreatedAt: base.Add(time.Duration(i) * time.Second),
+			}))
+		}
+		f := store.JobFilter{Status: jobs.StatusFailed, ErrorCode: "NO_ELIGIBLE_PROVIDER"}
+		page, total, err := s.ListJobs(ctx, f, 0, 2)
+		require.NoError(t, err)
+		require.Equal(t, wanted[:2], jobIDs(page), "the newest two with the code, past the newer jobs without it")
+		require.Equal(t, int64(3), total)
+		page, total, err = s.ListJobs(ctx, store.JobFilter{Tenant: "acme", ErrorCode: "NO_ELIGIBLE_PROVIDER"}, 0, 10)
+		require.NoError(t, err)
+		require.Equal(t, wanted, jobIDs(page))
+		require.Equal(t, int64(3), total)
+	})
+}
+
 func TestListJobsPagination(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
