@@ -23,32 +23,40 @@ import (
 // jobsFlags are the flags of `gateway jobs` (docs/operations.md, Jobs from
 // the command line).
 type jobsFlags struct {
-	filter    store.JobFilter
-	status    string
-	limit     int
-	out       string
-	errorCode string
-	dryRun    bool
-	rate      float64
+	filter store.JobFilter
+	status string
+	limit  int
+	out    string
+	output string
+	dryRun bool
+	rate   float64
 }
 
 const jobsUsage = `gateway jobs: look at jobs as an SRE, with the configuration of serve.
 
 Usage:
-  gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--limit N]
-  gateway jobs show    ID
+  gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--error-code C] [--limit N] [-o text|json]
+  gateway jobs show    ID [-o text|json]
   gateway jobs history ID [--out FILE]   the workflow history, as gateway replay reads it
   gateway jobs retry   ID... | --tenant T --service S --provider P --error-code C [--dry-run] [--rate N] [--limit N]
   gateway jobs cancel  ID...
+
+An id that is not found is named on standard error, and the command exits 1.
 `
 
 func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
+	switch sub {
+	case "list", "show":
+		fs.StringVar(&f.output, "o", "text", "output format: text, or json (an array for list, an object for show; docs/operations.md)")
+		fs.StringVar(&f.output, "output", "text", "the same as -o")
+	}
 	switch sub {
 	case "list":
 		fs.StringVar(&f.filter.Tenant, "tenant", "", "only this tenant's jobs")
 		fs.StringVar(&f.filter.Service, "service", "", "only this service's jobs")
 		fs.StringVar(&f.status, "status", "", "only jobs in this status: pending, processing, completed, failed")
 		fs.StringVar(&f.filter.Provider, "provider", "", "only jobs on this provider")
+		fs.StringVar(&f.filter.ErrorCode, "error-code", "", "only jobs that failed with this error code")
 		fs.IntVar(&f.limit, "limit", 50, "at most this many jobs, newest first")
 	case "history":
 		fs.StringVar(&f.out, "out", "", "write the history to this file (default: standard output)")
@@ -56,35 +64,107 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 		fs.StringVar(&f.filter.Tenant, "tenant", "", "retry this tenant's failed jobs")
 		fs.StringVar(&f.filter.Service, "service", "", "retry this service's failed jobs")
 		fs.StringVar(&f.filter.Provider, "provider", "", "retry the failed jobs last routed to this provider")
-		fs.StringVar(&f.errorCode, "error-code", "", "retry the failed jobs with this error code, e.g. PROVIDERS_EXHAUSTED")
-		fs.IntVar(&f.limit, "limit", 1000, "retry at most this many jobs, newest first")
+		fs.StringVar(&f.filter.ErrorCode, "error-code", "", "retry the failed jobs with this error code, e.g. PROVIDERS_EXHAUSTED")
+		fs.IntVar(&f.limit, "limit", 1000, "retry at most this many of the jobs the filters select, newest first")
 		fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be retried, and retry nothing")
 		fs.Float64Var(&f.rate, "rate", 5, "retries started per second, so a bulk retry does not flood the providers")
 	}
 }
 
 // runJobs runs a `gateway jobs` subcommand.
-func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []string, stdout io.Writer, logger *slog.Logger) error {
+func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []string, stdout, stderr io.Writer, logger *slog.Logger) error {
+	if f.output != "" && f.output != "text" && f.output != "json" {
+		return fmt.Errorf("-o %q: use text or json", f.output)
+	}
 	switch sub {
 	case "list":
 		return listJobs(ctx, cfg, f, stdout)
 	case "retry":
-		return retryJobs(ctx, cfg, f, args, stdout, logger)
+		return retryJobs(ctx, cfg, f, args, stdout, stderr, logger)
 	case "cancel":
 		if len(args) == 0 {
 			return errors.New("jobs cancel takes one or more job ids")
 		}
-		return cancelJobs(ctx, cfg, args, stdout, logger)
+		return cancelJobs(ctx, cfg, args, stdout, stderr, logger)
 	case "show", "history":
 		if len(args) != 1 {
 			return fmt.Errorf("jobs %s takes one job id", sub)
 		}
 		if sub == "show" {
-			return showJob(ctx, cfg, args[0], stdout, logger)
+			return showJob(ctx, cfg, args[0], f.output, stdout, logger)
 		}
 		return jobHistoryFile(ctx, cfg, args[0], f.out, stdout, logger)
 	}
 	return fmt.Errorf("unknown subcommand %q\n\n%s", sub, jobsUsage)
+}
+
+// jobNotFound is the error of an id the store (or Temporal) does not have.
+func jobNotFound(id string) error {
+	return fmt.Errorf("job %s not found", id)
+}
+
+// jobJSON is a job in -o json: stable names, as the API's attributes
+// where it has them (docs/operations.md, Jobs from the command line);
+// fields that do not apply are left out.
+type jobJSON struct {
+	ID           string     `json:"id"`
+	Service      string     `json:"service"`
+	Tenant       string     `json:"tenant"`
+	UserID       string     `json:"user_id"`
+	Status       string     `json:"status"`
+	Progress     int        `json:"progress"`
+	Provider     string     `json:"provider,omitempty"`
+	PolicyID     string     `json:"policy_id,omitempty"`
+	Application  string     `json:"application,omitempty"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	WorkerID     string     `json:"worker_id,omitempty"`
+	TraceID      string     `json:"trace_id,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ProcessedAt  *time.Time `json:"processed_at,omitempty"`
+	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+}
+
+func newJobJSON(r *jobs.Record) jobJSON {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	return jobJSON{
+		ID: r.ID, Service: r.Service, Tenant: r.Tenant, UserID: r.UserID, Status: string(r.Status),
+		Progress: r.Progress, Provider: r.Provider, PolicyID: r.PolicyID, Application: r.Application,
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, WorkerID: r.WorkerID, TraceID: r.TraceID,
+		CreatedAt: r.CreatedAt.UTC(), ProcessedAt: utc(r.ProcessedAt), CompletedAt: utc(r.CompletedAt),
+	}
+}
+
+// jobDetailJSON is `jobs show -o json`: the job, its routing history (as
+// the API's routing_history) and its workflow's steps.
+type jobDetailJSON struct {
+	jobJSON
+	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
+	// Workflow is null when Temporal has no history of the job.
+	Workflow *workflowJSON `json:"workflow"`
+}
+
+type workflowJSON struct {
+	Events int                `json:"events"`
+	Steps  []workflowStepJSON `json:"steps"`
+}
+
+type workflowStepJSON struct {
+	EventID int64     `json:"event_id"`
+	Time    time.Time `json:"time"`
+	Summary string    `json:"summary"`
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // openJobStore opens the store read as serve does (dev: the data dir's).
@@ -115,6 +195,13 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	if f.output == "json" {
+		out := make([]jobJSON, len(records))
+		for i := range records {
+			out[i] = newJobJSON(&records[i])
+		}
+		return writeJSON(stdout, out)
+	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSERVICE\tTENANT\tSTATUS\tPROVIDER\tERROR\tCREATED")
 	for _, r := range records {
@@ -129,33 +216,24 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 
 // showJob prints a job as the store has it, its routing history, and
 // what its workflow's history says.
-func showJob(ctx context.Context, cfg config, id string, stdout io.Writer, logger *slog.Logger) error {
+func showJob(ctx context.Context, cfg config, id, output string, stdout io.Writer, logger *slog.Logger) error {
 	st, err := openJobStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	r, err := st.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return jobNotFound(id)
+	}
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
-	fmt.Fprintf(stdout, "job       %s (%s)\ntenant    %s, user %s\nstatus    %s", r.ID, r.Service, r.Tenant, r.UserID, r.Status)
-	if r.ErrorCode != "" {
-		fmt.Fprintf(stdout, ": %s: %s", r.ErrorCode, r.ErrorMessage)
-	}
-	fmt.Fprintf(stdout, "\ncreated   %s\n", r.CreatedAt.UTC().Format(time.RFC3339Nano))
-	var history []policy.RoutingInfo
+	detail := jobDetailJSON{jobJSON: newJobJSON(r), RoutingHistory: []policy.RoutingInfo{}}
 	if r.RoutingHistory != "" {
-		if err := json.Unmarshal([]byte(r.RoutingHistory), &history); err != nil {
+		if err := json.Unmarshal([]byte(r.RoutingHistory), &detail.RoutingHistory); err != nil {
 			return fmt.Errorf("job %s: routing history: %w", id, err)
 		}
-	}
-	fmt.Fprintln(stdout, "routing")
-	for _, h := range history {
-		fmt.Fprintf(stdout, "  attempt %d  %-20s %-16s %s\n", h.Attempt, h.ProviderID, h.Reason, h.DecidedAt.UTC().Format(time.RFC3339))
-	}
-	if len(history) == 0 {
-		fmt.Fprintln(stdout, "  (not routed)")
 	}
 
 	tc, err := dialTemporal(ctx, cfg, logger)
@@ -164,23 +242,55 @@ func showJob(ctx context.Context, cfg config, id string, stdout io.Writer, logge
 	}
 	defer tc.Close()
 	events, err := jobHistory(ctx, tc, id)
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoHistory) {
 		return err
 	}
-	fmt.Fprintf(stdout, "workflow  %d events\n", len(events.Events))
-	dc := converter.GetDefaultDataConverter()
-	for _, e := range events.Events {
-		var summary string
-		if s := e.GetUserMetadata().GetSummary(); s != nil {
-			_ = dc.FromPayload(s, &summary)
+	if events != nil {
+		detail.Workflow = &workflowJSON{Events: len(events.Events), Steps: []workflowStepJSON{}}
+		dc := converter.GetDefaultDataConverter()
+		for _, e := range events.Events {
+			var summary string
+			if s := e.GetUserMetadata().GetSummary(); s != nil {
+				_ = dc.FromPayload(s, &summary)
+			}
+			if summary == "" && e.GetActivityTaskScheduledEventAttributes() == nil {
+				continue
+			}
+			if summary == "" {
+				summary = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			}
+			detail.Workflow.Steps = append(detail.Workflow.Steps, workflowStepJSON{
+				EventID: e.GetEventId(), Time: e.GetEventTime().AsTime().UTC(), Summary: summary,
+			})
 		}
-		if summary == "" && e.GetActivityTaskScheduledEventAttributes() == nil {
-			continue
-		}
-		if summary == "" {
-			summary = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-		}
-		fmt.Fprintf(stdout, "  %4d  %s  %s\n", e.GetEventId(), e.GetEventTime().AsTime().UTC().Format("15:04:05.000"), summary)
+	}
+	return writeJobDetail(stdout, detail, output)
+}
+
+// writeJobDetail prints `jobs show` in the output format asked.
+func writeJobDetail(w io.Writer, d jobDetailJSON, output string) error {
+	if output == "json" {
+		return writeJSON(w, d)
+	}
+	fmt.Fprintf(w, "job       %s (%s)\ntenant    %s, user %s\nstatus    %s", d.ID, d.Service, d.Tenant, d.UserID, d.Status)
+	if d.ErrorCode != "" {
+		fmt.Fprintf(w, ": %s: %s", d.ErrorCode, d.ErrorMessage)
+	}
+	fmt.Fprintf(w, "\ncreated   %s\n", d.CreatedAt.Format(time.RFC3339Nano))
+	fmt.Fprintln(w, "routing")
+	for _, h := range d.RoutingHistory {
+		fmt.Fprintf(w, "  attempt %d  %-20s %-16s %s\n", h.Attempt, h.ProviderID, h.Reason, h.DecidedAt.UTC().Format(time.RFC3339))
+	}
+	if len(d.RoutingHistory) == 0 {
+		fmt.Fprintln(w, "  (not routed)")
+	}
+	if d.Workflow == nil {
+		_, err := fmt.Fprintln(w, "workflow  none in Temporal (not started, or past the namespace's retention)")
+		return err
+	}
+	fmt.Fprintf(w, "workflow  %d events\n", d.Workflow.Events)
+	for _, step := range d.Workflow.Steps {
+		fmt.Fprintf(w, "  %4d  %s  %s\n", step.EventID, step.Time.Format("15:04:05.000"), step.Summary)
 	}
 	return nil
 }
@@ -193,6 +303,9 @@ func jobHistoryFile(ctx context.Context, cfg config, id, path string, stdout io.
 	}
 	defer tc.Close()
 	history, err := jobHistory(ctx, tc, id)
+	if errors.Is(err, errNoHistory) {
+		return fmt.Errorf("%w: Temporal has no history of it (not started, or past the namespace's retention)", jobNotFound(id))
+	}
 	if err != nil {
 		return err
 	}

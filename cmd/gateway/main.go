@@ -163,7 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "replay":
 		err = runReplay(ctx, cfg, replay, positional, stdout, logger)
 	case "jobs":
-		err = runJobs(ctx, cfg, sub, jf, positional, stdout, logger)
+		err = runJobs(ctx, cfg, sub, jf, positional, stdout, stderr, logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)

@@ -11,6 +11,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -116,16 +117,23 @@ func jobHistory(ctx context.Context, tc client.Client, jobID string) (*historypb
 	iter := tc.GetWorkflowHistory(ctx, workflows.JobWorkflowID(jobID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		event, err := iter.Next()
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return nil, errNoHistory
+		}
 		if err != nil {
 			return nil, fmt.Errorf("download the history of job %s: %w", jobID, err)
 		}
 		history.Events = append(history.Events, event)
 	}
 	if len(history.Events) == 0 {
-		return nil, errors.New("no history")
+		return nil, errNoHistory
 	}
 	return history, nil
 }
+
+// errNoHistory: Temporal has no workflow of the job.
+var errNoHistory = errors.New("no history")
 
 // writeHistory writes a history as JSON, the format replay and the
 // workflow replay tests read.

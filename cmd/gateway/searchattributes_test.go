@@ -162,6 +162,16 @@ func TestJobsAndReplayCommands(t *testing.T) {
 	require.Contains(t, out, "attempt 1")
 	require.Contains(t, out, "project the job as completed", "the history's summaries")
 
+	code, out = g.command("jobs", "show", ok.Data.ID, "-o", "json")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"status": "completed"`)
+	require.Contains(t, out, `"summary": "project the job as completed"`, "the workflow's steps")
+
+	missing := "01936f2a-0000-7000-8000-000000000000"
+	code, out = g.command("jobs", "history", missing)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "job "+missing+" not found")
+
 	file := filepath.Join(t.TempDir(), "job.json")
 	code, out = g.command("jobs", "history", ok.Data.ID, "--out", file)
 	require.Equal(t, 0, code, out)
