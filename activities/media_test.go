@@ -266,6 +266,18 @@ func TestFetchIsCappedAtTheLargestProviderLimit(t *testing.T) {
 	require.Equal(t, providers.CodeFileTooLarge, jobError(t, err).Code)
 }
 
+func TestMediaTheHostRefusesFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/missing.wav"}`)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.True(t, appErr.NonRetryable(), "another try gets the same answer")
+	refused := jobError(t, err)
+	require.Equal(t, providers.CodeMediaUnavailable, refused.Code)
+	require.Contains(t, refused.Message, "answered 404 Not Found")
+}
+
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)

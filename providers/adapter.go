@@ -189,7 +189,8 @@ const (
 	CodeAudioUnreadable     = "AUDIO_UNREADABLE" // input error, transcriptions
 	CodeInputUnreadable     = "INPUT_UNREADABLE" // input error, other services
 	CodeInvalidInput        = "INVALID_INPUT"
-	// CodeMediaUnavailable: the media host could not be reached (retryable).
+	// CodeMediaUnavailable: the media could not be fetched: the host could
+	// not be reached (retryable) or refused it with a 4xx (input error).
 	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
 	// CodeMediaAddressForbidden: the media URL resolves to an address the
 	// gateway may not reach (input error).

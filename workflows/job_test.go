@@ -176,14 +176,14 @@ func TestUnreadableInputFailsAtOnce(t *testing.T) {
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	inputErr := temporal.NewNonRetryableApplicationError("HEAD answered 404", activities.ErrTypeInvalidInput, nil,
-		jobs.Error{Code: "AUDIO_UNREADABLE", Message: "the audio at input.url could not be read (404)"})
+		jobs.Error{Code: "MEDIA_UNAVAILABLE", Message: "media host media.test answered 404 Not Found for input.url"})
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, inputErr).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusFailed, snap.Status)
-	require.Equal(t, "AUDIO_UNREADABLE", snap.Error.Code)
+	require.Equal(t, "MEDIA_UNAVAILABLE", snap.Error.Code)
 	require.Contains(t, snap.Error.Message, "404")
 }
 

@@ -86,7 +86,7 @@ func TestRecordHistories(t *testing.T) {
 	jobs["failover-completed"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
 	// A short call, run as a local activity.
 	jobs["short-completed"] = g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
-	// The media answers 404: the job fails at once with AUDIO_UNREADABLE.
+	// The media answers 404: the job fails at once (MEDIA_UNAVAILABLE).
 	jobs["audio-unreadable"] = g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"`+g.url("/dev/samples/missing.wav")+`"}}}}`).Data.ID
 	// Its application's policy lists no provider: NO_ELIGIBLE_PROVIDER.
 	jobs["no-eligible-provider"] = g.createUnroutable().Data.ID

@@ -41,7 +41,7 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 		return Fetched{}, TransportError(ctx, u, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if err := StatusError(s, u, resp.StatusCode); err != nil {
+	if err := StatusError(u, resp.StatusCode); err != nil {
 		return Fetched{}, err
 	}
 	tooLarge := providers.InputError(providers.CodeFileTooLarge,

@@ -30,16 +30,18 @@ func ParseURL(s providers.ServiceID, rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-// StatusError classifies the media host's answer: nil for 2xx, an input
-// error for 4xx other than 408 and 429, retryable otherwise. The message
-// names the host only, as URLs may carry signed credentials.
-func StatusError(s providers.ServiceID, u *url.URL, status int) error {
+// StatusError classifies the media host's answer: nil for 2xx,
+// MEDIA_UNAVAILABLE otherwise, an input error (the job fails at once) for
+// 4xx other than 408 and 429, retryable for the rest. Nothing was read, so
+// it is never AUDIO_UNREADABLE (docs/media.md, Errors of the stage). The
+// message names the host only, as URLs may carry signed credentials.
+func StatusError(u *url.URL, status int) error {
 	if status >= 200 && status < 300 {
 		return nil
 	}
 	msg := fmt.Sprintf("media host %s answered %d %s for input.url", u.Host, status, http.StatusText(status))
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
-		e := providers.InputError(UnreadableCode(s), msg+"; check that the URL is reachable by the gateway", nil)
+		e := providers.InputError(providers.CodeMediaUnavailable, msg+"; check that the URL is reachable by the gateway", nil)
 		e.StatusCode = status
 		return e
 	}
@@ -81,7 +83,7 @@ func Head(ctx context.Context, client *http.Client, s providers.ServiceID, rawUR
 	if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented {
 		return -1, nil
 	}
-	if err := StatusError(s, u, resp.StatusCode); err != nil {
+	if err := StatusError(u, resp.StatusCode); err != nil {
 		return -1, err
 	}
 	return resp.ContentLength, nil

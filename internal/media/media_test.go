@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,4 +43,39 @@ func TestUnreachableHostIsRetryable(t *testing.T) {
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr))
 	require.Equal(t, providers.KindRetryable, perr.Kind)
+}
+
+func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/gone.wav":
+			http.NotFound(w, r)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+		}
+	}))
+	defer srv.Close()
+	client := netguard.NewMediaClient(true, 5*time.Second)
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/gone.wav", 404}, {"/signed.wav?X-Amz-Signature=secret", 403}} {
+		for _, svc := range []providers.ServiceID{providers.Transcriptions, providers.VideoAnalyses} {
+			_, headErr := media.Head(t.Context(), client, svc, srv.URL+tc.path)
+			_, fetchErr := media.Fetch(t.Context(), client, svc, srv.URL+tc.path, filepath.Join(t.TempDir(), "source"), 0)
+			for _, err := range []error{headErr, fetchErr} {
+				var perr *providers.Error
+				require.True(t, errors.As(err, &perr), "%v", err)
+				require.Equal(t, providers.KindInput, perr.Kind, "no retries: the host refused the media")
+				require.Equal(t, providers.CodeMediaUnavailable, perr.Code, "not unreadable: nothing was read")
+				require.Equal(t, tc.status, perr.StatusCode)
+				require.Contains(t, perr.Message, "media host "+host+" answered "+strconv.Itoa(tc.status))
+				require.NotContains(t, perr.Message, tc.path, "the URL may carry credentials")
+				require.NotContains(t, err.Error(), "secret")
+			}
+		}
+	}
 }

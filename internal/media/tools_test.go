@@ -212,7 +212,7 @@ func TestFetch(t *testing.T) {
 	}
 
 	_, _, err = fetch("/missing", 0)
-	requireInputError(t, err, providers.CodeAudioUnreadable, "404")
+	requireInputError(t, err, providers.CodeMediaUnavailable, "404")
 	_, _, err = fetch("/busy", 0)
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr))

@@ -355,7 +355,7 @@ func TestTranscribeFailures(t *testing.T) {
 		code                string
 		status              int
 	}{
-		{"media 404", "/media/missing.mp3", ``, providers.KindInput, providers.CodeAudioUnreadable, 404},
+		{"media 404", "/media/missing.mp3", ``, providers.KindInput, providers.CodeMediaUnavailable, 404},
 		{"media over the capability limit", "/media/big.wav", ``, providers.KindPermanent, providers.CodeFileTooLarge, 0},
 		{"diarization", "/media/talk.mp3", `{"diarization":true}`, providers.KindPermanent, providers.CodeUnsupportedOption, 0},
 	}

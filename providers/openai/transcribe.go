@@ -179,7 +179,7 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 		return nil, "", media.TransportError(ctx, u, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if err := media.StatusError(svc, u, resp.StatusCode); err != nil {
+	if err := media.StatusError(u, resp.StatusCode); err != nil {
 		return nil, "", err
 	}
 	tooLarge := providers.Permanent(providers.CodeFileTooLarge,

@@ -447,10 +447,10 @@ func TestMediaHead(t *testing.T) {
 		code   string
 		status int
 	}{
-		{"404 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeAudioUnreadable, 404},
-		{"403 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/403" }, providers.KindInput, providers.CodeAudioUnreadable, 403},
-		{"404 video", providers.VideoAnalyses, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeInputUnreadable, 404},
-		{"410 llm document", providers.LLMTasks, func(b *bundle) string { return b.media.URL + "/status/410" }, providers.KindInput, providers.CodeInputUnreadable, 410},
+		{"404 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeMediaUnavailable, 404},
+		{"403 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/403" }, providers.KindInput, providers.CodeMediaUnavailable, 403},
+		{"404 video", providers.VideoAnalyses, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeMediaUnavailable, 404},
+		{"410 llm document", providers.LLMTasks, func(b *bundle) string { return b.media.URL + "/status/410" }, providers.KindInput, providers.CodeMediaUnavailable, 410},
 		{"429 is retryable", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/429" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 429},
 		{"503 is retryable", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/503" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 503},
 		{"network error is retryable", providers.Transcriptions, func(*bundle) string { return closedURL }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 0},
