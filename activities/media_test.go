@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,6 +277,25 @@ func TestMediaTheHostRefusesFailsAtOnce(t *testing.T) {
 	refused := jobError(t, err)
 	require.Equal(t, providers.CodeMediaUnavailable, refused.Code)
 	require.Contains(t, refused.Message, "answered 404 Not Found")
+}
+
+func TestRedirectToAFileURLFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.True(t, appErr.NonRetryable(), "the next try would be redirected the same way")
+	refused := jobError(t, err)
+	require.Equal(t, providers.CodeMediaAddressForbidden, refused.Code)
+	require.Equal(t, "media host "+strings.TrimPrefix(srv.URL, "http://")+" redirected to a file: URL; only http and https are fetched", refused.Message)
+	require.EqualValues(t, 1, hits.Load())
 }
 
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {

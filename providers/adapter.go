@@ -192,8 +192,8 @@ const (
 	// CodeMediaUnavailable: the media could not be fetched: the host could
 	// not be reached (retryable) or refused it with a 4xx (input error).
 	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
-	// CodeMediaAddressForbidden: the media URL resolves to an address the
-	// gateway may not reach (input error).
+	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
+	// address, port or scheme the gateway may not reach (input error).
 	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
 )
 

@@ -32,7 +32,7 @@ const (
 	CodeInputUnreadable = providers.CodeInputUnreadable
 	// CodeInvalidInput: the provider judged the job's input invalid.
 	CodeInvalidInput = providers.CodeInvalidInput
-	// CodeMediaAddressForbidden: the media URL resolves to an address the
-	// gateway refuses to call.
+	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
+	// address, port or scheme the gateway refuses to call.
 	CodeMediaAddressForbidden = providers.CodeMediaAddressForbidden
 )

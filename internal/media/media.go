@@ -51,17 +51,40 @@ func StatusError(u *url.URL, status int) error {
 }
 
 // TransportError classifies a request that got no answer: ctx.Err() when
-// ctx ended, an input error when the address is refused, a retryable error
-// otherwise.
+// ctx ended, an input error MEDIA_ADDRESS_FORBIDDEN saying why when the
+// guard refused it (an address, a port, a redirect to a file: URL), a
+// retryable error otherwise.
 func TransportError(ctx context.Context, u *url.URL, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	if errors.Is(err, netguard.ErrForbiddenAddress) {
-		// Refused by policy, not by the network: retrying cannot help.
-		return providers.InputError(providers.CodeMediaAddressForbidden, fmt.Sprintf("media host %s resolves to an address the gateway may not reach", u.Host), err)
+	// Refused by policy, not by the network: retrying cannot help.
+	var redirect *netguard.RedirectError
+	if errors.As(err, &redirect) {
+		return providers.InputError(providers.CodeMediaAddressForbidden,
+			fmt.Sprintf("media host %s redirected to a %s: URL; only http and https are fetched", redirect.From, redirect.Scheme), err)
+	}
+	if why := netguard.Refusal(err); why != "" {
+		msg := fmt.Sprintf("media host %s is refused: %s", u.Host, why)
+		if to := requestHost(err); to != "" && to != u.Host {
+			msg = fmt.Sprintf("media host %s redirected to %s, which is refused: %s", u.Host, to, why)
+		}
+		return providers.InputError(providers.CodeMediaAddressForbidden, msg, err)
 	}
 	return providers.Retryable(providers.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
+}
+
+// requestHost is the host of the request a client's error is about, after
+// redirects; "" when unknown. Only the host: URLs may carry credentials.
+func requestHost(err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return ""
+	}
+	if r, perr := url.Parse(ue.URL); perr == nil {
+		return r.Host
+	}
+	return ""
 }
 
 // Head asks the media host about input.url and returns its Content-Length,

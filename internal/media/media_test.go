@@ -79,3 +79,57 @@ func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusedRedirectsFailAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/passwd.wav":
+			w.Header().Set("Location", "file:///etc/passwd")
+		case "/ftp.wav":
+			w.Header().Set("Location", "ftp://media.test/a.wav")
+		}
+		w.WriteHeader(http.StatusFound)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	requireRefused := func(t *testing.T, err error, want ...string) {
+		t.Helper()
+		var perr *providers.Error
+		require.True(t, errors.As(err, &perr), "%v", err)
+		require.Equal(t, providers.KindInput, perr.Kind, "refused by the guard: retrying cannot help (%v)", err)
+		require.Equal(t, providers.CodeMediaAddressForbidden, perr.Code)
+		for _, w := range want {
+			require.Contains(t, perr.Message, w)
+		}
+	}
+
+	client := netguard.NewMediaClient(true, 5*time.Second)
+	for path, scheme := range map[string]string{"/passwd.wav": "file", "/ftp.wav": "ftp"} {
+		want := "media host " + host + " redirected to a " + scheme + ": URL; only http and https are fetched"
+		_, err := media.Head(t.Context(), client, providers.Transcriptions, srv.URL+path)
+		requireRefused(t, err, want)
+		_, err = media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, filepath.Join(t.TempDir(), "source"), 0)
+		requireRefused(t, err, want)
+	}
+
+	// A public host that redirects to a loopback address: the guard
+	// refuses the second connection, and the message says why.
+	guarded := netguard.NewMediaClient(false, 5*time.Second)
+	next := guarded.Transport
+	guarded.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host != "media.test" {
+			return next.RoundTrip(r)
+		}
+		return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {srv.URL + "/a.wav"}},
+			Body: http.NoBody, Request: r}, nil
+	})
+	_, err := media.Fetch(t.Context(), guarded, providers.Transcriptions, "https://media.test/a.wav", filepath.Join(t.TempDir(), "source"), 0)
+	requireRefused(t, err, "media host media.test redirected to "+host, "127.0.0.1 is a loopback address")
+	_, err = media.Head(t.Context(), guarded, providers.Transcriptions, srv.URL+"/a.wav")
+	requireRefused(t, err, "media host "+host+" is refused: 127.0.0.1 is a loopback address")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

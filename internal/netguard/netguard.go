@@ -183,9 +183,58 @@ func NewClient(allowPrivate bool, timeout time.Duration) *http.Client {
 }
 
 // NewMediaClient is NewClient for fetching media: it follows up to 10
-// redirects, each new connection checked like the first.
+// redirects, each new connection checked like the first, and refuses one
+// to a URL that is not http or https (a *RedirectError), even with
+// allowPrivate.
 func NewMediaClient(allowPrivate bool, timeout time.Duration) *http.Client {
-	return &http.Client{Transport: newTransport(allowPrivate), Timeout: timeout}
+	return &http.Client{Transport: newTransport(allowPrivate), Timeout: timeout, CheckRedirect: checkRedirect}
+}
+
+// RedirectError is a redirect to a URL that is not http or https (file:,
+// ftp:, gopher:...), which media clients refuse to follow. It is a
+// refusal: errors.Is(err, ErrForbiddenAddress) is true.
+type RedirectError struct {
+	From   string // the host that answered the redirect
+	Scheme string // the scheme it redirected to
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%s redirected to a %s: URL; only http and https URLs are followed", e.From, e.Scheme)
+}
+
+// Is makes errors.Is(err, ErrForbiddenAddress) true.
+func (e *RedirectError) Is(target error) bool { return target == ErrForbiddenAddress }
+
+// checkRedirect is net/http's default (at most 10 redirects) plus the
+// scheme rule.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return &RedirectError{From: via[len(via)-1].URL.Host, Scheme: req.URL.Scheme}
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// Refusal says why the guard refused the request err is about (as
+// AddressError, a port or host rule, or RedirectError word it), or ""
+// when it did not.
+func Refusal(err error) string {
+	var addr *AddressError
+	var rule ruleError
+	var redirect *RedirectError
+	switch {
+	case errors.As(err, &addr):
+		return addr.Error()
+	case errors.As(err, &rule):
+		return rule.Error()
+	case errors.As(err, &redirect):
+		return redirect.Error()
+	case errors.Is(err, ErrForbiddenAddress):
+		return ErrForbiddenAddress.Error()
+	}
+	return ""
 }
 
 func newTransport(allowPrivate bool) *http.Transport {

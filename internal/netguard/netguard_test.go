@@ -161,6 +161,36 @@ func TestClientDoesNotFollowRedirects(t *testing.T) {
 	require.Equal(t, "moved here", string(body))
 }
 
+func TestMediaClientRefusesRedirectsOffHTTP(t *testing.T) {
+	t.Parallel()
+	srv, hits := receiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/loop" {
+			http.Redirect(w, r, "/loop", http.StatusFound)
+			return
+		}
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	})
+	resp, err := netguard.NewMediaClient(true, 5*time.Second).Get(srv.URL)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	var redirect *netguard.RedirectError
+	require.True(t, errors.As(err, &redirect), "%v", err)
+	require.Equal(t, "file", redirect.Scheme)
+	require.Equal(t, srv.Listener.Addr().String(), redirect.From)
+	require.ErrorIs(t, err, netguard.ErrForbiddenAddress, "a refusal, even with private networks allowed")
+	require.Equal(t, redirect.Error(), netguard.Refusal(err))
+
+	hits.Store(0)
+	resp, err = netguard.NewMediaClient(true, 5*time.Second).Get(srv.URL + "/loop")
+	if resp != nil {
+		resp.Body.Close()
+	}
+	require.ErrorContains(t, err, "stopped after 10 redirects")
+	require.NotErrorIs(t, err, netguard.ErrForbiddenAddress)
+	require.EqualValues(t, 10, hits.Load(), "as net/http's default policy")
+}
+
 func TestClientIgnoresProxyFromEnvironment(t *testing.T) {
 	// t.Setenv forbids t.Parallel.
 	proxy, proxyHits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
