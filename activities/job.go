@@ -59,6 +59,9 @@ type Activities struct {
 	// MediaClient fetches media (default http.DefaultClient); give it no
 	// overall timeout: the fetch heartbeats while bytes arrive.
 	MediaClient *http.Client
+	// FetchLimits are the slowest transfer and the longest fetch accepted
+	// (MaxBytes is set per job); zero: none.
+	FetchLimits media.Limits
 	// ScratchDir holds media steps' local files while they run (default
 	// the system's temporary directory).
 	ScratchDir string

@@ -110,8 +110,9 @@ func ResultPrefix(jobID string) string { return "results/" + jobID + "/" }
 // FetchMedia streams the job's input.url into the blob store, once per
 // job: through the address guard, capped at the largest max_file_size_mb
 // among the providers that could take the job (routing then skips those
-// whose own limit is smaller), never held whole in memory. It heartbeats
-// while bytes arrive, so a stalled download times out and is tried again.
+// whose own limit is smaller), never held whole in memory, within
+// FetchLimits. It heartbeats while bytes arrive, so a stalled download
+// times out and is tried again.
 func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile, err error) {
 	defer a.timeStep("fetch", time.Now(), &err)
 	if a.Files == nil {
@@ -131,9 +132,10 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	stop := a.heartbeatWhile(ctx, &received)
 	defer stop()
 	client := countingClient(a.mediaClient(), &received)
-	limit := policy.MediaCapBytes(a.Providers.Catalog().Providers, in.Service, in.Explicit)
+	limits := a.FetchLimits
+	limits.MaxBytes = policy.MediaCapBytes(a.Providers.Catalog().Providers, in.Service, in.Explicit)
 	local := filepath.Join(scratch, "source")
-	fetched, err := media.Fetch(ctx, client, in.Service, ref.URL, local, limit)
+	fetched, err := media.Fetch(ctx, client, in.Service, ref.URL, local, limits)
 	if err != nil {
 		return MediaFile{}, classify(err)
 	}

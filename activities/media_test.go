@@ -298,6 +298,37 @@ func TestRedirectToAFileURLFailsAtOnce(t *testing.T) {
 	require.EqualValues(t, 1, hits.Load())
 }
 
+func TestTricklingMediaFailsRetryably(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	b.acts.FetchLimits = media.Limits{MinBytes: 1024, RateWindow: 200 * time.Millisecond, Timeout: 5 * time.Second}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for { // a byte every 10 ms, for as long as the fetch stays
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
+	require.Less(t, time.Since(start), time.Second, "cut off after about one window, not at the timeout")
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.False(t, appErr.NonRetryable(), "tried again: the host may be faster next time")
+	var jobErr jobs.Error
+	require.NoError(t, appErr.Details(&jobErr))
+	require.Equal(t, providers.CodeMediaUnavailable, jobErr.Code)
+	require.Contains(t, jobErr.Message, "media host "+strings.TrimPrefix(srv.URL, "http://")+" sent ")
+	require.Contains(t, jobErr.Message, "below the minimum rate of 1 KiB per 200ms")
+}
+
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)

@@ -50,6 +50,10 @@ type config struct {
 	PublicURL            string
 	LinkTTL              time.Duration
 	ResultRetention      time.Duration
+	// Media fetches of a worker (docs/media.md, Slow media hosts).
+	MediaFetchMinBytes   int
+	MediaFetchRateWindow time.Duration
+	MediaFetchTimeout    time.Duration
 	// temporal is the Temporal connection resolveTemporal read: TLS, API
 	// key and gRPC metadata beside the address and namespace above.
 	temporal client.Options
@@ -227,7 +231,7 @@ func (c *config) validate(command string) error {
 		problems = append(problems, "--worker-stop-timeout (GATEWAY_WORKER_STOP_TIMEOUT) must be a duration of at least 0, such as 90s")
 	}
 	if command == "dev" || command == "serve" || command == "worker" {
-		problems = append(problems, c.validateMedia()...)
+		problems = append(problems, c.validateMedia(command)...)
 	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())

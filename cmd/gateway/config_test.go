@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
+	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
@@ -181,6 +182,28 @@ func TestMediaSettings(t *testing.T) {
 	err := cfg.validate("dev")
 	require.ErrorContains(t, err, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h")
 	require.ErrorContains(t, err, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0")
+}
+
+func TestMediaFetchSettings(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	for _, command := range []string{"dev", "worker"} {
+		cfg := parse(t, command)
+		require.Equal(t, media.Limits{MinBytes: 32 << 10, RateWindow: 30 * time.Second, Timeout: 30 * time.Minute}, cfg.mediaFetchLimits(), command)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	new(config).registerFlags(fs, "serve")
+	require.Nil(t, fs.Lookup("media-fetch-timeout"), "serve fetches no media")
+
+	t.Setenv("GATEWAY_MEDIA_FETCH_MIN_BYTES", "0")
+	cfg := parse(t, "worker", "--media-fetch-timeout", "10m", "--media-fetch-rate-window", "1m")
+	require.Equal(t, media.Limits{RateWindow: time.Minute, Timeout: 10 * time.Minute}, cfg.mediaFetchLimits(), "environment over default")
+
+	cfg = parse(t, "worker", "--media-fetch-timeout", "2h", "--media-fetch-min-bytes", "-1", "--media-fetch-rate-window", "0s")
+	err := cfg.validate("worker")
+	require.ErrorContains(t, err, "--media-fetch-timeout (GATEWAY_MEDIA_FETCH_TIMEOUT) must be a duration between 0 and 1h")
+	require.ErrorContains(t, err, "--media-fetch-min-bytes (GATEWAY_MEDIA_FETCH_MIN_BYTES) must be a whole number of at least 0")
+	cfg = parse(t, "worker", "--media-fetch-min-bytes", "1024", "--media-fetch-rate-window", "0s")
+	require.ErrorContains(t, cfg.validate("worker"), "--media-fetch-rate-window (GATEWAY_MEDIA_FETCH_RATE_WINDOW) must be a duration above 0")
 }
 
 func TestHealthcheck(t *testing.T) {

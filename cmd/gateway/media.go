@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/activities"
@@ -21,6 +22,12 @@ import (
 const (
 	defaultLinkTTL         = time.Hour
 	defaultResultRetention = 7 * 24 * time.Hour
+	// A fetch slower than 32 KiB per 30 s, or longer than 30 min, fails
+	// that try.
+	defaultFetchMinBytes   = 32 << 10
+	defaultFetchRateWindow = 30 * time.Second
+	defaultFetchTimeout    = 30 * time.Minute
+	maxFetchTimeout        = time.Hour // the fetch step's StartToCloseTimeout
 	// mediaSweepEvery is how often a worker sweeps what crashed media
 	// steps left and result files past their retention.
 	mediaSweepEvery = time.Hour
@@ -40,10 +47,19 @@ func (c *config) registerMediaFlags(fs *flag.FlagSet, command string) {
 		"how long a result's download_url stays valid (env GATEWAY_DOWNLOAD_URL_TTL)")
 	fs.DurationVar(&c.ResultRetention, "result-retention", envOr("GATEWAY_RESULT_RETENTION", defaultResultRetention, time.ParseDuration, -1),
 		"how long result files are kept; 0 keeps them (env GATEWAY_RESULT_RETENTION)")
+	if command != "dev" && command != "worker" {
+		return
+	}
+	fs.IntVar(&c.MediaFetchMinBytes, "media-fetch-min-bytes", envOr("GATEWAY_MEDIA_FETCH_MIN_BYTES", defaultFetchMinBytes, strconv.Atoi, -1),
+		"a media fetch that receives fewer bytes than this over --media-fetch-rate-window fails that try; 0: no minimum rate (env GATEWAY_MEDIA_FETCH_MIN_BYTES)")
+	fs.DurationVar(&c.MediaFetchRateWindow, "media-fetch-rate-window", envOr("GATEWAY_MEDIA_FETCH_RATE_WINDOW", defaultFetchRateWindow, time.ParseDuration, -1),
+		"the sliding window of --media-fetch-min-bytes (env GATEWAY_MEDIA_FETCH_RATE_WINDOW)")
+	fs.DurationVar(&c.MediaFetchTimeout, "media-fetch-timeout", envOr("GATEWAY_MEDIA_FETCH_TIMEOUT", defaultFetchTimeout, time.ParseDuration, -1),
+		"how long one try of a media fetch may take; 0: up to the step's 1h (env GATEWAY_MEDIA_FETCH_TIMEOUT)")
 }
 
-// validateMedia checks the media settings.
-func (c *config) validateMedia() []string {
+// validateMedia checks the media settings of command.
+func (c *config) validateMedia(command string) []string {
 	var problems []string
 	if c.LinkTTL <= 0 || c.LinkTTL > 7*24*time.Hour {
 		problems = append(problems, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h, such as 1h")
@@ -51,7 +67,24 @@ func (c *config) validateMedia() []string {
 	if c.ResultRetention < 0 {
 		problems = append(problems, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0, such as 168h")
 	}
+	if command != "dev" && command != "worker" {
+		return problems
+	}
+	if c.MediaFetchMinBytes < 0 {
+		problems = append(problems, "--media-fetch-min-bytes (GATEWAY_MEDIA_FETCH_MIN_BYTES) must be a whole number of at least 0, such as 32768")
+	}
+	if c.MediaFetchMinBytes > 0 && c.MediaFetchRateWindow <= 0 {
+		problems = append(problems, "--media-fetch-rate-window (GATEWAY_MEDIA_FETCH_RATE_WINDOW) must be a duration above 0, such as 30s")
+	}
+	if c.MediaFetchTimeout < 0 || c.MediaFetchTimeout > maxFetchTimeout {
+		problems = append(problems, "--media-fetch-timeout (GATEWAY_MEDIA_FETCH_TIMEOUT) must be a duration between 0 and 1h (the fetch step's own limit), such as 30m")
+	}
 	return problems
+}
+
+// mediaFetchLimits are the limits of a worker's media fetches.
+func (c *config) mediaFetchLimits() media.Limits {
+	return media.Limits{MinBytes: int64(c.MediaFetchMinBytes), RateWindow: c.MediaFetchRateWindow, Timeout: c.MediaFetchTimeout}
 }
 
 // openFiles opens the blob store: the --blob-url bucket, or in dev without
@@ -103,6 +136,7 @@ type workerMedia struct {
 	scratch      string
 	linkTTL      time.Duration
 	allowPrivate bool
+	fetch        media.Limits // bounds each fetch
 }
 
 // findMediaTools looks for ffmpeg and ffprobe, and says once what is
@@ -122,8 +156,10 @@ func (m workerMedia) wire(a *activities.Activities) {
 	a.MediaTools = m.tools
 	a.ScratchDir = m.scratch
 	a.LinkTTL = m.linkTTL
-	// No overall timeout: the fetch heartbeats while bytes arrive.
+	// No overall timeout: the fetch heartbeats while bytes arrive, within
+	// FetchLimits.
 	a.MediaClient = netguard.NewMediaClient(m.allowPrivate, 0)
+	a.FetchLimits = m.fetch
 }
 
 // sweepMedia runs the media sweep now and then every mediaSweepEvery

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -20,30 +22,60 @@ type Fetched struct {
 // errTooLarge marks a body that grew past the cap while streaming.
 var errTooLarge = errors.New("over the size cap")
 
+// Limits bounds one fetch (docs/media.md, Slow media hosts).
+type Limits struct {
+	// MaxBytes refuses media larger than this; 0: no cap.
+	MaxBytes int64
+	// MinBytes per RateWindow is the slowest transfer accepted: from the
+	// host's answer on, a fetch that receives fewer than MinBytes in any
+	// RateWindow fails, retryably. MinBytes 0: no floor.
+	MinBytes   int64
+	RateWindow time.Duration
+	// Timeout bounds the whole fetch, retryably; 0: none.
+	Timeout time.Duration
+}
+
 // Fetch streams rawURL into a new file at dst through client (the
-// address-guarded client of the caller), refusing more than maxBytes (0:
-// no cap). A Content-Length over the cap is refused before reading; a body
-// that grows past it is cut off while streaming, never held in memory. On
-// failure the partial file is removed. Errors are *providers.Error
-// (FILE_TOO_LARGE, or as StatusError and TransportError classify them), or
-// ctx.Err() when ctx ends.
-func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawURL, dst string, maxBytes int64) (Fetched, error) {
+// address-guarded client of the caller), within lim. A Content-Length over
+// lim.MaxBytes is refused before reading; a body that grows past it is cut
+// off while streaming, never held in memory. On failure the partial file
+// is removed. Errors are *providers.Error (FILE_TOO_LARGE; MEDIA_UNAVAILABLE
+// for a transfer too slow or too long; or as StatusError and TransportError
+// classify them), or ctx.Err() when ctx ends.
+func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawURL, dst string, lim Limits) (Fetched, error) {
 	u, err := ParseURL(s, rawURL)
 	if err != nil {
 		return Fetched{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	// The limits cancel fetchCtx with their classified error as its cause.
+	fetchCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if lim.Timeout > 0 {
+		var stop context.CancelFunc
+		fetchCtx, stop = context.WithTimeoutCause(fetchCtx, lim.Timeout, providers.Retryable(providers.CodeMediaUnavailable,
+			fmt.Sprintf("media host %s did not send the whole media within the fetch timeout of %s", u.Host, lim.Timeout), nil))
+		defer stop()
+	}
+	failed := func(err error) error {
+		var limit *providers.Error
+		if ctx.Err() == nil && errors.As(context.Cause(fetchCtx), &limit) {
+			return limit
+		}
+		return TransportError(ctx, u, err)
+	}
+	req, err := http.NewRequestWithContext(fetchCtx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Fetched{}, providers.InputError(UnreadableCode(s), "input.url is not a valid request URL", err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Fetched{}, TransportError(ctx, u, err)
+		return Fetched{}, failed(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if err := StatusError(u, resp.StatusCode); err != nil {
 		return Fetched{}, err
 	}
+	maxBytes := lim.MaxBytes
 	tooLarge := providers.InputError(providers.CodeFileTooLarge,
 		fmt.Sprintf("input.url is larger than the %d MB any provider of %s accepts", maxBytes>>20, s), nil)
 	if maxBytes > 0 && resp.ContentLength > maxBytes {
@@ -54,9 +86,13 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 	if err != nil {
 		return Fetched{}, fmt.Errorf("media: create %s: %w", dst, err)
 	}
-	body := io.Reader(resp.Body)
+	received := new(atomic.Int64)
+	body := io.Reader(&countingReader{r: resp.Body, n: received})
 	if maxBytes > 0 {
-		body = &cappedReader{r: resp.Body, left: maxBytes}
+		body = &cappedReader{r: body, left: maxBytes}
+	}
+	if lim.MinBytes > 0 && lim.RateWindow > 0 {
+		go watchRate(fetchCtx, cancel, received, lim, u.Host)
 	}
 	n, copyErr := io.Copy(f, body)
 	closeErr := f.Close()
@@ -64,7 +100,7 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 	case errors.Is(copyErr, errTooLarge):
 		err = tooLarge
 	case copyErr != nil:
-		err = TransportError(ctx, u, copyErr)
+		err = failed(copyErr)
 	case closeErr != nil:
 		err = fmt.Errorf("media: write %s: %w", dst, closeErr)
 	}
@@ -73,6 +109,61 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 		return Fetched{}, err
 	}
 	return Fetched{Size: n, ContentType: resp.Header.Get("Content-Type")}, nil
+}
+
+// rateSteps is how many samples of the bytes received watchRate keeps per
+// window: the window slides in steps of a tenth.
+const rateSteps = 10
+
+// watchRate cancels the fetch, with its error as the cause, when fewer than
+// lim.MinBytes arrived over the last lim.RateWindow, until ctx ends.
+func watchRate(ctx context.Context, cancel context.CancelCauseFunc, received *atomic.Int64, lim Limits, host string) {
+	ticker := time.NewTicker(max(lim.RateWindow/rateSteps, time.Millisecond))
+	defer ticker.Stop()
+	var samples [rateSteps + 1]int64 // samples[i%len]: received after i steps
+	for i := 1; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		now := received.Load()
+		samples[i%len(samples)] = now
+		if i < rateSteps {
+			continue
+		}
+		if got := now - samples[(i-rateSteps)%len(samples)]; got < lim.MinBytes {
+			cancel(providers.Retryable(providers.CodeMediaUnavailable, fmt.Sprintf(
+				"media host %s sent %s in the last %s, below the minimum rate of %s per %s",
+				host, byteSize(got), lim.RateWindow, byteSize(lim.MinBytes), lim.RateWindow), nil))
+			return
+		}
+	}
+}
+
+// byteSize writes n as KiB or MiB when it is a whole number of them.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n == 1:
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// countingReader counts the bytes read from r into n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // cappedReader reads at most left bytes, and fails with errTooLarge when

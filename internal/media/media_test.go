@@ -65,7 +65,7 @@ func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
 	}{{"/gone.wav", 404}, {"/signed.wav?X-Amz-Signature=secret", 403}} {
 		for _, svc := range []providers.ServiceID{providers.Transcriptions, providers.VideoAnalyses} {
 			_, headErr := media.Head(t.Context(), client, svc, srv.URL+tc.path)
-			_, fetchErr := media.Fetch(t.Context(), client, svc, srv.URL+tc.path, filepath.Join(t.TempDir(), "source"), 0)
+			_, fetchErr := media.Fetch(t.Context(), client, svc, srv.URL+tc.path, filepath.Join(t.TempDir(), "source"), media.Limits{})
 			for _, err := range []error{headErr, fetchErr} {
 				var perr *providers.Error
 				require.True(t, errors.As(err, &perr), "%v", err)
@@ -109,7 +109,7 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 		want := "media host " + host + " redirected to a " + scheme + ": URL; only http and https are fetched"
 		_, err := media.Head(t.Context(), client, providers.Transcriptions, srv.URL+path)
 		requireRefused(t, err, want)
-		_, err = media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, filepath.Join(t.TempDir(), "source"), 0)
+		_, err = media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, filepath.Join(t.TempDir(), "source"), media.Limits{})
 		requireRefused(t, err, want)
 	}
 
@@ -124,7 +124,7 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {srv.URL + "/a.wav"}},
 			Body: http.NoBody, Request: r}, nil
 	})
-	_, err := media.Fetch(t.Context(), guarded, providers.Transcriptions, "https://media.test/a.wav", filepath.Join(t.TempDir(), "source"), 0)
+	_, err := media.Fetch(t.Context(), guarded, providers.Transcriptions, "https://media.test/a.wav", filepath.Join(t.TempDir(), "source"), media.Limits{})
 	requireRefused(t, err, "media host media.test redirected to "+host, "127.0.0.1 is a loopback address")
 	_, err = media.Head(t.Context(), guarded, providers.Transcriptions, srv.URL+"/a.wav")
 	requireRefused(t, err, "media host "+host+" is refused: 127.0.0.1 is a loopback address")
@@ -133,3 +133,64 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestSlowMediaHostsAreCutOff(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk, every, total := 1, 10*time.Millisecond, time.Hour
+		switch r.URL.Path {
+		case "/steady": // fast enough, but endless
+			chunk = 512
+		case "/slowish": // above the floor, for two windows
+			chunk, total = 100, 400*time.Millisecond
+		}
+		w.Header().Set("Content-Type", "audio/wav")
+		for start := time.Now(); time.Since(start) < total; {
+			if _, err := w.Write([]byte(strings.Repeat("x", chunk))); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(every):
+			}
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	limits := media.Limits{MinBytes: 1024, RateWindow: 200 * time.Millisecond, Timeout: 800 * time.Millisecond}
+	fetch := func(path string) (media.Fetched, string, time.Duration, error) {
+		// Without the limits the trickle would run until this context ends.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		dst := filepath.Join(t.TempDir(), "source")
+		start := time.Now()
+		got, err := media.Fetch(ctx, netguard.NewMediaClient(true, 0), providers.Transcriptions, srv.URL+path, dst, limits)
+		return got, dst, time.Since(start), err
+	}
+	requireRetryable := func(t *testing.T, err error, want string) {
+		t.Helper()
+		var perr *providers.Error
+		require.True(t, errors.As(err, &perr), "%v", err)
+		require.Equal(t, providers.KindRetryable, perr.Kind, "another try may find the host faster")
+		require.Equal(t, providers.CodeMediaUnavailable, perr.Code)
+		require.Contains(t, perr.Message, want)
+	}
+
+	_, dst, took, err := fetch("/trickle")
+	requireRetryable(t, err, "media host "+host+" sent ")
+	require.Regexp(t, `sent [0-9]{1,2} bytes in the last 200ms, below the minimum rate of 1 KiB per 200ms`, err.Error())
+	require.Less(t, took, 600*time.Millisecond, "cut off after about one window")
+	require.NoFileExists(t, dst, "the partial file is removed")
+
+	_, dst, took, err = fetch("/steady")
+	requireRetryable(t, err, "media host "+host+" did not send the whole media within the fetch timeout of 800ms")
+	require.GreaterOrEqual(t, took, 800*time.Millisecond)
+	require.Less(t, took, 1500*time.Millisecond)
+	require.NoFileExists(t, dst)
+
+	got, _, _, err := fetch("/slowish")
+	require.NoError(t, err, "a transfer above the floor may take longer than a window")
+	require.Greater(t, got.Size, int64(3000))
+}

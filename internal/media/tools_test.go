@@ -190,7 +190,7 @@ func TestFetch(t *testing.T) {
 	client := netguard.NewMediaClient(true, 10*time.Second)
 	fetch := func(path string, maxBytes int64) (media.Fetched, string, error) {
 		dst := filepath.Join(t.TempDir(), "source")
-		got, err := media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, dst, maxBytes)
+		got, err := media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, dst, media.Limits{MaxBytes: maxBytes})
 		return got, dst, err
 	}
 
@@ -218,7 +218,7 @@ func TestFetch(t *testing.T) {
 	require.True(t, errors.As(err, &perr))
 	require.Equal(t, providers.KindRetryable, perr.Kind)
 
-	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), providers.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), 0)
+	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), providers.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), media.Limits{})
 	requireInputError(t, err, providers.CodeMediaAddressForbidden, "")
 }
 
