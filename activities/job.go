@@ -62,6 +62,9 @@ type Activities struct {
 	// FetchLimits are the slowest transfer and the longest fetch accepted
 	// (MaxBytes is set per job); zero: none.
 	FetchLimits media.Limits
+	// FetchSlots caps each tenant's concurrent fetches in this worker; nil:
+	// no cap.
+	FetchSlots *media.Slots
 	// ScratchDir holds media steps' local files while they run (default
 	// the system's temporary directory).
 	ScratchDir string

@@ -36,7 +36,10 @@ const CodeMediaProcessingUnavailable = "MEDIA_PROCESSING_UNAVAILABLE"
 
 // MediaInput names a job's media.
 type MediaInput struct {
-	JobID    string              `json:"job_id"`
+	JobID string `json:"job_id"`
+	// Tenant owns the job; its fetches share the tenant's slots
+	// (Activities.FetchSlots). Empty in jobs started before it was sent.
+	Tenant   string              `json:"tenant,omitempty"`
 	Service  providers.ServiceID `json:"service"`
 	Input    json.RawMessage     `json:"input"`
 	Explicit string              `json:"explicit_provider,omitempty"`
@@ -111,8 +114,9 @@ func ResultPrefix(jobID string) string { return "results/" + jobID + "/" }
 // job: through the address guard, capped at the largest max_file_size_mb
 // among the providers that could take the job (routing then skips those
 // whose own limit is smaller), never held whole in memory, within
-// FetchLimits. It heartbeats while bytes arrive, so a stalled download
-// times out and is tried again.
+// FetchLimits. It first waits for one of the tenant's FetchSlots,
+// heartbeating; then it heartbeats while bytes arrive, so a stalled
+// download times out and is tried again.
 func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile, err error) {
 	defer a.timeStep("fetch", time.Now(), &err)
 	if a.Files == nil {
@@ -128,6 +132,13 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	}
 	defer os.RemoveAll(scratch)
 
+	stopWaiting := a.heartbeat(ctx, new(atomic.Int64))
+	release, err := a.FetchSlots.Acquire(ctx, in.Tenant)
+	stopWaiting()
+	if err != nil {
+		return MediaFile{}, err
+	}
+
 	var received atomic.Int64
 	stop := a.heartbeatWhile(ctx, &received)
 	defer stop()
@@ -136,6 +147,7 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	limits.MaxBytes = policy.MediaCapBytes(a.Providers.Catalog().Providers, in.Service, in.Explicit)
 	local := filepath.Join(scratch, "source")
 	fetched, err := media.Fetch(ctx, client, in.Service, ref.URL, local, limits)
+	release() // the upload below is not a fetch
 	if err != nil {
 		return MediaFile{}, classify(err)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
@@ -327,6 +330,104 @@ func TestTricklingMediaFailsRetryably(t *testing.T) {
 	require.Equal(t, providers.CodeMediaUnavailable, jobErr.Code)
 	require.Contains(t, jobErr.Message, "media host "+strings.TrimPrefix(srv.URL, "http://")+" sent ")
 	require.Contains(t, jobErr.Message, "below the minimum rate of 1 KiB per 200ms")
+}
+
+func TestFetchesPerTenantAreCapped(t *testing.T) {
+	t.Parallel()
+	b := newMediaBench(t)
+	b.acts.FetchSlots = media.NewSlots(2)
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]int{}
+		peak     = map[string]int{}
+	)
+	arrived := make(chan string, 8)
+	gate := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := strings.Split(r.URL.Path, "/")[1]
+		mu.Lock()
+		inFlight[tenant]++
+		peak[tenant] = max(peak[tenant], inFlight[tenant])
+		mu.Unlock()
+		arrived <- tenant
+		<-gate
+		_, _ = io.WriteString(w, "media of "+tenant)
+		mu.Lock()
+		inFlight[tenant]--
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	var open sync.Once
+	t.Cleanup(func() { open.Do(func() { close(gate) }) }) // before srv.Close, should the test fail
+
+	fetches := []string{"acme", "acme", "acme", "globex"}
+	errs := make(chan error, len(fetches))
+	for i, tenant := range fetches {
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(b.acts)
+		go func() {
+			_, err := env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{
+				JobID: fmt.Sprintf("job-%s-%d", tenant, i), Tenant: tenant, Service: providers.Transcriptions,
+				Input: json.RawMessage(`{"type":"audio","url":"` + srv.URL + "/" + tenant + `/a.wav"}`),
+			})
+			errs <- err
+		}()
+	}
+	got := map[string]int{}
+	for range 3 {
+		select {
+		case tenant := <-arrived:
+			got[tenant]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %v reached the media host", got)
+		}
+	}
+	require.Equal(t, map[string]int{"acme": 2, "globex": 1}, got, "acme's third fetch waits; globex's is not held")
+	select {
+	case tenant := <-arrived:
+		t.Fatalf("a fetch of %s beyond the cap reached the media host", tenant)
+	case <-time.After(300 * time.Millisecond):
+	}
+	open.Do(func() { close(gate) })
+	for range fetches {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, map[string]int{"acme": 2, "globex": 1}, peak)
+}
+
+func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
+	t.Parallel()
+	// The fetch waits 2.5 heartbeat timeouts for a slot, with one try:
+	// only its heartbeats while it waits keep it from timing out.
+	const heartbeatTimeout = time.Second
+	b := newMediaBench(t)
+	b.acts.FetchSlots = media.NewSlots(1)
+	release, err := b.acts.FetchSlots.Acquire(t.Context(), "acme")
+	require.NoError(t, err)
+	time.AfterFunc(5*heartbeatTimeout/2, release)
+	url := b.serve(t, mediatest.Text(t, t.TempDir()))
+	fetchOnce := func(ctx workflow.Context, in activities.MediaInput) (activities.MediaFile, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			HeartbeatTimeout:    heartbeatTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		var out activities.MediaFile
+		err := workflow.ExecuteActivity(ctx, acts.FetchMedia, in).Get(ctx, &out)
+		return out, err
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(fetchOnce, workflow.RegisterOptions{Name: "fetchOnce"})
+	env.RegisterActivity(b.acts)
+	env.SetTestTimeout(time.Minute)
+	start := time.Now()
+	env.ExecuteWorkflow(fetchOnce, activities.MediaInput{JobID: "job-w", Tenant: "acme", Service: providers.Translations,
+		Input: json.RawMessage(`{"type":"document","url":"` + url + `","target_language":"en"}`)})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "the waiting fetch timed out: it did not heartbeat")
+	require.GreaterOrEqual(t, time.Since(start), 5*heartbeatTimeout/2, "it waited for the slot")
 }
 
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {

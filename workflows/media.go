@@ -57,7 +57,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 	}
 	var source activities.MediaFile
 	err := workflow.ExecuteActivity(step("fetch the media"), a.FetchMedia, activities.MediaInput{
-		JobID: j.in.JobID, Service: j.in.Service, Input: j.in.Input, Explicit: j.in.Provider,
+		JobID: j.in.JobID, Tenant: j.in.Tenant, Service: j.in.Service, Input: j.in.Input, Explicit: j.in.Provider,
 	}).Get(ctx, &source)
 	if err != nil {
 		return mediaFailure(err)

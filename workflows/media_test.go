@@ -35,8 +35,9 @@ func TestMediaStageRunsOnceBeforeRoutingAndAcrossFailover(t *testing.T) {
 	t.Parallel()
 	b := bareSetup(t)
 	job := videoTranscription()
+	require.NotEmpty(t, job.Tenant)
 	b.env.OnActivity(acts.FetchMedia, mock.Anything, activities.MediaInput{
-		JobID: job.JobID, Service: providers.Transcriptions, Input: job.Input,
+		JobID: job.JobID, Tenant: job.Tenant, Service: providers.Transcriptions, Input: job.Input,
 	}).Return(sourceFile, nil).Once()
 	b.env.OnActivity(acts.ProbeMedia, mock.Anything, activities.ProbeInput{
 		JobID: job.JobID, Service: providers.Transcriptions, Source: sourceFile,

@@ -51,9 +51,10 @@ type config struct {
 	LinkTTL              time.Duration
 	ResultRetention      time.Duration
 	// Media fetches of a worker (docs/media.md, Slow media hosts).
-	MediaFetchMinBytes   int
-	MediaFetchRateWindow time.Duration
-	MediaFetchTimeout    time.Duration
+	MediaFetchMinBytes    int
+	MediaFetchRateWindow  time.Duration
+	MediaFetchTimeout     time.Duration
+	MediaFetchesPerTenant int
 	// temporal is the Temporal connection resolveTemporal read: TLS, API
 	// key and gRPC metadata beside the address and namespace above.
 	temporal client.Options

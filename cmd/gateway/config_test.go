@@ -189,20 +189,25 @@ func TestMediaFetchSettings(t *testing.T) {
 	for _, command := range []string{"dev", "worker"} {
 		cfg := parse(t, command)
 		require.Equal(t, media.Limits{MinBytes: 32 << 10, RateWindow: 30 * time.Second, Timeout: 30 * time.Minute}, cfg.mediaFetchLimits(), command)
+		require.Equal(t, 4, cfg.MediaFetchesPerTenant, command)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	new(config).registerFlags(fs, "serve")
 	require.Nil(t, fs.Lookup("media-fetch-timeout"), "serve fetches no media")
 
+	t.Setenv("GATEWAY_MEDIA_FETCHES_PER_TENANT", "2")
 	t.Setenv("GATEWAY_MEDIA_FETCH_MIN_BYTES", "0")
 	cfg := parse(t, "worker", "--media-fetch-timeout", "10m", "--media-fetch-rate-window", "1m")
-	require.Equal(t, media.Limits{RateWindow: time.Minute, Timeout: 10 * time.Minute}, cfg.mediaFetchLimits(), "environment over default")
+	require.Equal(t, media.Limits{RateWindow: time.Minute, Timeout: 10 * time.Minute}, cfg.mediaFetchLimits())
+	require.Equal(t, 2, cfg.MediaFetchesPerTenant, "environment over default")
 
+	t.Setenv("GATEWAY_MEDIA_FETCHES_PER_TENANT", "many")
 	cfg = parse(t, "worker", "--media-fetch-timeout", "2h", "--media-fetch-min-bytes", "-1", "--media-fetch-rate-window", "0s")
 	err := cfg.validate("worker")
 	require.ErrorContains(t, err, "--media-fetch-timeout (GATEWAY_MEDIA_FETCH_TIMEOUT) must be a duration between 0 and 1h")
 	require.ErrorContains(t, err, "--media-fetch-min-bytes (GATEWAY_MEDIA_FETCH_MIN_BYTES) must be a whole number of at least 0")
-	cfg = parse(t, "worker", "--media-fetch-min-bytes", "1024", "--media-fetch-rate-window", "0s")
+	require.ErrorContains(t, err, "--media-fetches-per-tenant (GATEWAY_MEDIA_FETCHES_PER_TENANT) must be a whole number of at least 0")
+	cfg = parse(t, "worker", "--media-fetches-per-tenant", "0", "--media-fetch-min-bytes", "1024", "--media-fetch-rate-window", "0s")
 	require.ErrorContains(t, cfg.validate("worker"), "--media-fetch-rate-window (GATEWAY_MEDIA_FETCH_RATE_WINDOW) must be a duration above 0")
 }
 

@@ -23,11 +23,12 @@ const (
 	defaultLinkTTL         = time.Hour
 	defaultResultRetention = 7 * 24 * time.Hour
 	// A fetch slower than 32 KiB per 30 s, or longer than 30 min, fails
-	// that try.
-	defaultFetchMinBytes   = 32 << 10
-	defaultFetchRateWindow = 30 * time.Second
-	defaultFetchTimeout    = 30 * time.Minute
-	maxFetchTimeout        = time.Hour // the fetch step's StartToCloseTimeout
+	// that try; a tenant runs at most 4 fetches at once per worker.
+	defaultFetchMinBytes    = 32 << 10
+	defaultFetchRateWindow  = 30 * time.Second
+	defaultFetchTimeout     = 30 * time.Minute
+	defaultFetchesPerTenant = 4
+	maxFetchTimeout         = time.Hour // the fetch step's StartToCloseTimeout
 	// mediaSweepEvery is how often a worker sweeps what crashed media
 	// steps left and result files past their retention.
 	mediaSweepEvery = time.Hour
@@ -56,6 +57,8 @@ func (c *config) registerMediaFlags(fs *flag.FlagSet, command string) {
 		"the sliding window of --media-fetch-min-bytes (env GATEWAY_MEDIA_FETCH_RATE_WINDOW)")
 	fs.DurationVar(&c.MediaFetchTimeout, "media-fetch-timeout", envOr("GATEWAY_MEDIA_FETCH_TIMEOUT", defaultFetchTimeout, time.ParseDuration, -1),
 		"how long one try of a media fetch may take; 0: up to the step's 1h (env GATEWAY_MEDIA_FETCH_TIMEOUT)")
+	fs.IntVar(&c.MediaFetchesPerTenant, "media-fetches-per-tenant", envOr("GATEWAY_MEDIA_FETCHES_PER_TENANT", defaultFetchesPerTenant, strconv.Atoi, -1),
+		"media fetches one tenant may run at once on this worker; more wait; 0: no cap (env GATEWAY_MEDIA_FETCHES_PER_TENANT)")
 }
 
 // validateMedia checks the media settings of command.
@@ -78,6 +81,9 @@ func (c *config) validateMedia(command string) []string {
 	}
 	if c.MediaFetchTimeout < 0 || c.MediaFetchTimeout > maxFetchTimeout {
 		problems = append(problems, "--media-fetch-timeout (GATEWAY_MEDIA_FETCH_TIMEOUT) must be a duration between 0 and 1h (the fetch step's own limit), such as 30m")
+	}
+	if c.MediaFetchesPerTenant < 0 {
+		problems = append(problems, "--media-fetches-per-tenant (GATEWAY_MEDIA_FETCHES_PER_TENANT) must be a whole number of at least 0, such as 4")
 	}
 	return problems
 }
@@ -136,7 +142,9 @@ type workerMedia struct {
 	scratch      string
 	linkTTL      time.Duration
 	allowPrivate bool
-	fetch        media.Limits // bounds each fetch
+	// fetch bounds each fetch; fetchesPerTenant caps a tenant's (0: no cap).
+	fetch            media.Limits
+	fetchesPerTenant int
 }
 
 // findMediaTools looks for ffmpeg and ffprobe, and says once what is
@@ -160,6 +168,7 @@ func (m workerMedia) wire(a *activities.Activities) {
 	// FetchLimits.
 	a.MediaClient = netguard.NewMediaClient(m.allowPrivate, 0)
 	a.FetchLimits = m.fetch
+	a.FetchSlots = media.NewSlots(m.fetchesPerTenant)
 }
 
 // sweepMedia runs the media sweep now and then every mediaSweepEvery

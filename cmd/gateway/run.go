@@ -267,7 +267,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer files.Close()
 	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks, callbackURL: cfg.CallbackURL},
 		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks,
-			fetch: cfg.mediaFetchLimits()},
+			fetch: cfg.mediaFetchLimits(), fetchesPerTenant: cfg.MediaFetchesPerTenant},
 		m, logger)
 	if err != nil {
 		return err
