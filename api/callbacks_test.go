@@ -26,16 +26,7 @@ import (
 
 func TestProviderCallbacks(t *testing.T) {
 	t.Parallel()
-	signer, err := webhooksign.NewSigner(make([]byte, 32))
-	require.NoError(t, err)
-	tokens, err := vendorcallback.NewTokens(signer)
-	require.NoError(t, err)
-	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
-		cfg.CallbackTokens = tokens
-		cfg.Callbacks = cfg.Jobs.(jobops.CallbackStore)
-	}, func(cfg *api.Config) {
-		cfg.Callbacks = cfg.Jobs.(api.CallbackReceiver)
-	})
+	b, tokens := callbackBundle(t, false)
 	signals := make(chan int, 4)
 	b.temporal.On("SignalWorkflow", mock.Anything, mock.Anything, "", workflows.ProviderCallbackSignal, mock.Anything).
 		Run(func(args mock.Arguments) { signals <- args.Get(4).(int) }).Return(nil).Maybe()
@@ -98,8 +89,9 @@ func TestProviderCallbacksOffWithoutTokens(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.Status)
 }
 
-// callbackBundle is a bundle that takes vendor callbacks, and its tokens.
-func callbackBundle(t *testing.T) (*bundle, *vendorcallback.Tokens) {
+// callbackBundle is a bundle that takes vendor callbacks, and its tokens;
+// signalled: its Temporal mock takes their signals.
+func callbackBundle(t *testing.T, signalled bool) (*bundle, *vendorcallback.Tokens) {
 	t.Helper()
 	signer, err := webhooksign.NewSigner(make([]byte, 32))
 	require.NoError(t, err)
@@ -111,7 +103,9 @@ func callbackBundle(t *testing.T) (*bundle, *vendorcallback.Tokens) {
 	}, func(cfg *api.Config) {
 		cfg.Callbacks = cfg.Jobs.(api.CallbackReceiver)
 	})
-	b.temporal.On("SignalWorkflow", mock.Anything, mock.Anything, "", workflows.ProviderCallbackSignal, mock.Anything).Return(nil).Maybe()
+	if signalled {
+		b.temporal.On("SignalWorkflow", mock.Anything, mock.Anything, "", workflows.ProviderCallbackSignal, mock.Anything).Return(nil).Maybe()
+	}
 	return b, tokens
 }
 
@@ -131,7 +125,7 @@ func stalledCallback(t *testing.T, addr, path string, length int) (net.Conn, *bu
 // timeout, and costs no memory.
 func TestForgedCallbackIsRefusedBeforeItsBodyIsRead(t *testing.T) {
 	t.Parallel()
-	b, tokens := callbackBundle(t)
+	b, tokens := callbackBundle(t, true)
 	running := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusProcessing})
 	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: 30 * time.Second, Read: 30 * time.Second, Write: time.Minute, Idle: time.Minute})
 
@@ -155,7 +149,7 @@ func TestForgedCallbackIsRefusedBeforeItsBodyIsRead(t *testing.T) {
 // more is answered 429 with Retry-After, and taken once a slot is free.
 func TestCallbackBodiesAreReadFewAtATime(t *testing.T) {
 	t.Parallel()
-	b, tokens := callbackBundle(t)
+	b, tokens := callbackBundle(t, true)
 	running := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusProcessing})
 	const readTimeout = 2 * time.Second
 	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: readTimeout, Read: readTimeout, Write: time.Minute, Idle: time.Minute})

@@ -8,13 +8,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/faultnet"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
-func TestDatabaseOutageAnswers503AndRecovers(t *testing.T) {
-	t.Parallel()
+// setupThroughLink is a bundle whose store reaches PostgreSQL through a
+// link the test cuts or holds.
+func setupThroughLink(t *testing.T) (*bundle, *faultnet.Link) {
+	t.Helper()
 	link, databaseURL := storetest.FreshPostgresURLThroughLink(t)
 	b := setupWith(t, func(tb testing.TB) *store.Store {
 		st, err := store.Open(t.Context(), databaseURL)
@@ -23,6 +26,12 @@ func TestDatabaseOutageAnswers503AndRecovers(t *testing.T) {
 		require.NoError(tb, st.Migrate(t.Context()))
 		return st
 	})
+	return b, link
+}
+
+func TestDatabaseOutageAnswers503AndRecovers(t *testing.T) {
+	t.Parallel()
+	b, link := setupThroughLink(t)
 	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusPending})
 	get := func() *response {
 		return b.do(t, http.MethodGet, jobPath("transcriptions", job.ID, ""), b.readToken(t), nil)
@@ -48,14 +57,7 @@ func TestDatabaseOutageAnswers503AndRecovers(t *testing.T) {
 // deadline), none hangs, and the API recovers once the link is back.
 func TestDatabasePartitionHoldingBytesAnswers503InSeconds(t *testing.T) {
 	t.Parallel()
-	link, databaseURL := storetest.FreshPostgresURLThroughLink(t)
-	b := setupWith(t, func(tb testing.TB) *store.Store {
-		st, err := store.Open(t.Context(), databaseURL)
-		require.NoError(tb, err)
-		tb.Cleanup(func() { _ = st.Close() })
-		require.NoError(tb, st.Migrate(t.Context()))
-		return st
-	})
+	b, link := setupThroughLink(t)
 	job := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusPending})
 	readToken, writeToken := b.readToken(t), b.writeToken(t)
 	get := func() *response {
