@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -349,4 +351,188 @@ func TestComposeFileMatchesTheComposeSpec(t *testing.T) {
 	api, err := project.GetService("api")
 	require.NoError(t, err)
 	require.Equal(t, "http://idp:9000/dev/oidc", *api.Environment["OIDC_ISSUER_URL"], "the idp unless OIDC_ISSUER_URL is set")
+}
+
+// podSecurityRestricted lists what in spec Pod Security admission's
+// "restricted" profile (with the baseline's checks it includes) refuses,
+// as of Kubernetes 1.35. Stricter than the profile in two ways: the pod
+// itself must set seccompProfile RuntimeDefault (rather than each of its
+// containers), and it may set no sysctls (the profile allows a few).
+func podSecurityRestricted(spec *corev1.PodSpec) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	seLinuxRefused := func(o *corev1.SELinuxOptions) bool {
+		return o != nil && (o.User != "" || o.Role != "" ||
+			!slices.Contains([]string{"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}, o.Type))
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		fail("host namespaces")
+	}
+	for _, v := range spec.Volumes {
+		if v.ConfigMap == nil && v.CSI == nil && v.DownwardAPI == nil && v.EmptyDir == nil && v.Ephemeral == nil &&
+			v.Image == nil && v.PersistentVolumeClaim == nil && v.Projected == nil && v.Secret == nil {
+			fail("volume %s: a type restricted does not allow", v.Name)
+		}
+	}
+	pod := spec.SecurityContext
+	if pod == nil {
+		pod = &corev1.PodSecurityContext{}
+	}
+	if pod.SeccompProfile == nil || pod.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		fail("pod: seccompProfile is not RuntimeDefault")
+	}
+	if pod.RunAsUser != nil && *pod.RunAsUser == 0 {
+		fail("pod: runAsUser 0")
+	}
+	if pod.AppArmorProfile != nil && pod.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+		fail("pod: appArmorProfile Unconfined")
+	}
+	if seLinuxRefused(pod.SELinuxOptions) {
+		fail("pod: seLinuxOptions")
+	}
+	if pod.WindowsOptions != nil && pod.WindowsOptions.HostProcess != nil && *pod.WindowsOptions.HostProcess {
+		fail("pod: Windows hostProcess")
+	}
+	if len(pod.Sysctls) > 0 {
+		fail("pod: sysctls")
+	}
+	podNonRoot := pod.RunAsNonRoot != nil && *pod.RunAsNonRoot
+	check := func(c corev1.Container) {
+		sc := c.SecurityContext
+		if sc == nil {
+			sc = &corev1.SecurityContext{}
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			fail("%s: allowPrivilegeEscalation is not false", c.Name)
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			fail("%s: privileged", c.Name)
+		}
+		if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsNonRoot == nil && !podNonRoot {
+			fail("%s: runAsNonRoot is not true", c.Name)
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			fail("%s: runAsUser 0", c.Name)
+		}
+		if sc.SeccompProfile != nil && sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault && sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost {
+			fail("%s: seccompProfile %s", c.Name, sc.SeccompProfile.Type)
+		}
+		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			fail("%s: capabilities do not drop ALL", c.Name)
+		}
+		if sc.Capabilities != nil {
+			for _, add := range sc.Capabilities.Add {
+				if add != "NET_BIND_SERVICE" {
+					fail("%s: adds capability %s", c.Name, add)
+				}
+			}
+		}
+		if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
+			fail("%s: procMount %s", c.Name, *sc.ProcMount)
+		}
+		if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+			fail("%s: appArmorProfile Unconfined", c.Name)
+		}
+		if seLinuxRefused(sc.SELinuxOptions) {
+			fail("%s: seLinuxOptions", c.Name)
+		}
+		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+			fail("%s: Windows hostProcess", c.Name)
+		}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				fail("%s: hostPort %d", c.Name, p.HostPort)
+			}
+		}
+		for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+			if probe != nil && (probe.HTTPGet != nil && probe.HTTPGet.Host != "" || probe.TCPSocket != nil && probe.TCPSocket.Host != "") {
+				fail("%s: a probe names a host", c.Name)
+			}
+		}
+	}
+	for _, c := range spec.InitContainers {
+		check(c)
+	}
+	for _, c := range spec.Containers {
+		check(c)
+	}
+	for _, c := range spec.EphemeralContainers {
+		check(corev1.Container(c.EphemeralContainerCommon))
+	}
+	return bad
+}
+
+// TestKubernetesPodsPassPodSecurityRestricted checks that every pod
+// template of deploy/k8s passes Pod Security "restricted"
+// (podSecurityRestricted, which a pod with none of it fails first), and
+// that the namespace enforces it.
+func TestKubernetesPodsPassPodSecurityRestricted(t *testing.T) {
+	t.Parallel()
+	var bare corev1.PodSpec
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(`
+hostNetwork: true
+securityContext: {runAsUser: 0, seLinuxOptions: {type: spc_t}}
+volumes: [{name: host, hostPath: {path: /}}]
+containers:
+  - name: c
+    image: x
+    ports: [{containerPort: 80, hostPort: 80}]
+    securityContext: {capabilities: {add: [NET_ADMIN]}}
+`), &bare))
+	require.ElementsMatch(t, []string{
+		"host namespaces",
+		"volume host: a type restricted does not allow",
+		"pod: seccompProfile is not RuntimeDefault",
+		"pod: runAsUser 0",
+		"pod: seLinuxOptions",
+		"c: allowPrivilegeEscalation is not false",
+		"c: runAsNonRoot is not true",
+		"c: capabilities do not drop ALL",
+		"c: adds capability NET_ADMIN",
+		"c: hostPort 80",
+	}, podSecurityRestricted(&bare))
+
+	dir := filepath.Join("..", "..", "deploy", "k8s")
+	var kustomization struct {
+		Resources []string `yaml:"resources"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &kustomization))
+	pods := 0
+	enforced := false
+	for _, res := range kustomization.Resources {
+		data, err := os.ReadFile(filepath.Join(dir, res))
+		require.NoError(t, err)
+		for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			require.NoError(t, k8syaml.Unmarshal([]byte(doc), &head), res)
+			var template *corev1.PodTemplateSpec
+			switch head.Kind {
+			case "Namespace":
+				var ns corev1.Namespace
+				require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), &ns), res)
+				require.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"], "namespace %s enforces restricted", ns.Name)
+				enforced = true
+			case "Deployment":
+				var d appsv1.Deployment
+				require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), &d), res)
+				template = &d.Spec.Template
+			case "Job":
+				var j batchv1.Job
+				require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), &j), res)
+				template = &j.Spec.Template
+			case "StatefulSet", "DaemonSet", "CronJob", "Pod", "ReplicaSet":
+				require.Fail(t, "a kind of pod this test does not read", "%s: %s", res, head.Kind)
+			}
+			if template != nil {
+				pods++
+				require.Empty(t, podSecurityRestricted(&template.Spec), "%s: %s", res, head.Kind)
+			}
+		}
+	}
+	require.Equal(t, 3, pods, "serve, worker and migrate")
+	require.True(t, enforced, "the kustomization's namespace")
 }
