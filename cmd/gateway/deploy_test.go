@@ -79,16 +79,24 @@ type podTemplate struct {
 	} `yaml:"spec"`
 }
 
+// externalSecret is the Secret the pods read, which the operator creates
+// (deploy/k8s/gateway-secrets.example.env): it is not in the kustomization.
+const externalSecret = "gateway-secrets"
+
 // TestKubernetesManifests checks deploy/k8s as kubectl would not: every
 // container runs a command of this binary with flags it has, reads only
 // settings the gateway knows, and has probes, resources and no root; the
-// autoscaler and disruption budgets point at what exists.
+// autoscaler and disruption budgets point at what exists; and the
+// kustomization holds no Secret to apply over the operator's.
 func TestKubernetesManifests(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "deploy", "k8s")
 	var kustomization struct {
-		Resources []string `yaml:"resources"`
-		Images    []struct {
+		Resources       []string `yaml:"resources"`
+		SecretGenerator []struct {
+			Name string `yaml:"name"`
+		} `yaml:"secretGenerator"`
+		Images []struct {
 			Name string `yaml:"name"`
 		} `yaml:"images"`
 	}
@@ -120,6 +128,31 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 		return nil
+	}
+
+	// The Secret is the operator's (externalSecret): one in the
+	// kustomization, listed or generated, would be applied over theirs
+	// with its placeholders.
+	for _, g := range kustomization.SecretGenerator {
+		require.Fail(t, "kustomization generates a Secret", "secretGenerator %s: `kubectl apply -k` would replace the real Secret", g.Name)
+	}
+	for _, o := range objects {
+		require.NotEqual(t, "Secret", o.Kind, "kustomization lists Secret %s: `kubectl apply -k` would write its placeholders over the real one", o.Metadata.Name)
+	}
+	example, err := os.ReadFile(filepath.Join(dir, externalSecret+".example.env"))
+	require.NoError(t, err, "the keys of %s", externalSecret)
+	require.Contains(t, string(example), "create secret generic "+externalSecret+" --from-env-file=")
+	keys := map[string]bool{}
+	for _, line := range strings.Split(string(example), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, _, ok := strings.Cut(line, "=")
+		require.True(t, ok, "%s.example.env: %q is not KEY=value", externalSecret, line)
+		keys[key] = true
+	}
+	for _, key := range []string{"DATABASE_URL", envWebhookSigningKey, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		require.True(t, keys[key], "%s.example.env lists %s", externalSecret, key)
 	}
 
 	known := knownSettings(t)
@@ -154,7 +187,7 @@ func TestKubernetesManifests(t *testing.T) {
 						require.NotNil(t, byKind("ConfigMap", from.ConfigMapRef.Name), "%s reads ConfigMap %s", c.Name, from.ConfigMapRef.Name)
 					}
 					if from.SecretRef != nil {
-						require.NotNil(t, byKind("Secret", from.SecretRef.Name), "%s reads Secret %s", c.Name, from.SecretRef.Name)
+						require.Equal(t, externalSecret, from.SecretRef.Name, "%s reads the Secret the operator creates", c.Name)
 					}
 				}
 				if o.Kind == "Deployment" {
