@@ -286,7 +286,7 @@ func TestComposeStack(t *testing.T) {
 		}
 	}
 	require.Equal(t, 4, gateways, "migrate, idp, api and worker")
-	for _, want := range []string{"postgres", "temporal", "minio", "prometheus", "grafana"} {
+	for _, want := range []string{"postgres", "temporal", "s3", "prometheus", "grafana"} {
 		require.Contains(t, compose.Services, want)
 	}
 }
