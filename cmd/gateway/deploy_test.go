@@ -16,6 +16,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	composetypes "github.com/compose-spec/compose-go/v2/types"
+	"github.com/distribution/reference"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -371,12 +372,7 @@ func TestComposeFileMatchesTheComposeSpec(t *testing.T) {
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yaml"))
 	require.NoError(t, err)
-	project, err := loader.LoadWithContext(context.Background(), composetypes.ConfigDetails{
-		WorkingDir:  dir,
-		ConfigFiles: []composetypes.ConfigFile{{Filename: "docker-compose.yaml", Content: data}},
-		Environment: composetypes.Mapping{},
-	}, func(o *loader.Options) { o.SetProjectName("gateway", true) })
-	require.NoError(t, err)
+	project := loadComposeProject(t, dir, data)
 	for _, name := range []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "idp", "migrate", "api", "worker", "prometheus", "grafana"} {
 		_, err := project.GetService(name)
 		require.NoError(t, err, name)
@@ -384,6 +380,141 @@ func TestComposeFileMatchesTheComposeSpec(t *testing.T) {
 	api, err := project.GetService("api")
 	require.NoError(t, err)
 	require.Equal(t, "http://idp:9000/dev/oidc", *api.Environment["OIDC_ISSUER_URL"], "the idp unless OIDC_ISSUER_URL is set")
+}
+
+// loadComposeProject loads a compose file (data, in dir) as `docker
+// compose config` does, with the variables it reads unset.
+func loadComposeProject(t *testing.T, dir string, data []byte) *composetypes.Project {
+	t.Helper()
+	project, err := loader.LoadWithContext(context.Background(), composetypes.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []composetypes.ConfigFile{{Filename: "docker-compose.yaml", Content: data}},
+		Environment: composetypes.Mapping{},
+	}, func(o *loader.Options) { o.SetProjectName("gateway", true) })
+	require.NoError(t, err)
+	return project
+}
+
+// removedImages are images their publishers no longer publish: a stack
+// that names one does not start on a machine that has not pulled it
+// before. A name ending in "/" stands for every image under it.
+var removedImages = map[string]string{
+	"docker.io/minio/minio": "MinIO's community edition is source-only: its images were removed from Docker Hub in September 2026",
+	"docker.io/minio/mc":    "MinIO's community edition is source-only: its images were removed from Docker Hub in September 2026",
+	"quay.io/minio/":        "MinIO's community edition is source-only: it publishes no images",
+	"docker.io/bitnami/":    "Bitnami moved its versioned images to docker.io/bitnamilegacy, which gets no updates, in 2025",
+}
+
+// composeImageProblems lists the images of project that would not pull the
+// same thing twice, or not at all: no tag, latest or a tag without a
+// version (a digest is fine), not a reference (a variable's default left
+// empty), or an image in removedImages. Images the stack builds are left
+// out.
+func composeImageProblems(project *composetypes.Project) []string {
+	built := map[string]bool{}
+	for _, svc := range project.Services {
+		if svc.Build != nil {
+			built[svc.Image] = true
+		}
+	}
+	var problems []string
+	for _, name := range project.ServiceNames() {
+		svc := project.Services[name]
+		if built[svc.Image] {
+			continue
+		}
+		ref, err := reference.ParseNormalizedNamed(svc.Image)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: image %q is not a reference (a variable's default left empty?): %v", name, svc.Image, err))
+			continue
+		}
+		for removed, why := range removedImages {
+			if ref.Name() == removed || (strings.HasSuffix(removed, "/") && strings.HasPrefix(ref.Name(), removed)) {
+				problems = append(problems, fmt.Sprintf("%s: image %q: %s", name, svc.Image, why))
+			}
+		}
+		if _, ok := ref.(reference.Digested); ok {
+			continue
+		}
+		switch tagged, ok := ref.(reference.Tagged); {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: image %q has no tag: pin a version", name, svc.Image))
+		case tagged.Tag() == "latest" || !strings.ContainsAny(tagged.Tag(), "0123456789"):
+			problems = append(problems, fmt.Sprintf("%s: image %q: tag %q moves: pin a version", name, svc.Image, tagged.Tag()))
+		}
+	}
+	return problems
+}
+
+// TestComposeImagesArePinnedAndPublished checks every image the compose
+// stack pulls, with the variables it reads unset (so with their defaults):
+// see composeImageProblems, which a made-up stack checks first.
+func TestComposeImagesArePinnedAndPublished(t *testing.T) {
+	t.Parallel()
+	bad := loadComposeProject(t, t.TempDir(), []byte(`
+services:
+  built: {build: {context: .}, image: local-image}
+  uses-built: {image: local-image}
+  tagged: {image: "postgres:${POSTGRES_VERSION:-16}"}
+  digest: {image: "prom/prometheus@sha256:0000000000000000000000000000000000000000000000000000000000000000"}
+  no-tag: {image: grafana/grafana}
+  latest: {image: "grafana/grafana:latest"}
+  word: {image: "grafana/grafana:stable"}
+  empty-default: {image: "temporalio/ui:${TEMPORAL_UI_VERSION:-}"}
+  minio: {image: "minio/minio:RELEASE.2025-04-22T22-12-26Z"}
+  mc: {image: "quay.io/minio/mc:RELEASE.2025-04-16T18-13-26Z"}
+  bitnami: {image: "bitnami/postgresql:16.4.0"}
+`))
+	problems := composeImageProblems(bad)
+	flagged := map[string]bool{}
+	for _, p := range problems {
+		name, _, _ := strings.Cut(p, ":")
+		flagged[name] = true
+	}
+	require.Equal(t, map[string]bool{"no-tag": true, "latest": true, "word": true, "empty-default": true, "minio": true, "mc": true, "bitnami": true}, flagged, "%s", strings.Join(problems, "\n"))
+
+	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yaml"))
+	require.NoError(t, err)
+	project := loadComposeProject(t, dir, data)
+	require.Empty(t, composeImageProblems(project), "deploy/docker-compose.yaml")
+}
+
+// TestComposeTemporalImagesMatchGoMod checks that the stack runs the
+// Temporal server (and its admin tools) and the Web UI of the versions in
+// go.mod: those `gateway dev` runs and embeds, and the tests run against.
+func TestComposeTemporalImagesMatchGoMod(t *testing.T) {
+	t.Parallel()
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	require.NoError(t, err)
+	version := func(module string) string {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(module) + ` v(\S+)`).FindSubmatch(gomod)
+		require.NotNil(t, m, "go.mod requires %s", module)
+		return string(m[1])
+	}
+	want := map[string]string{
+		"temporalio/server":      version("go.temporal.io/server"),
+		"temporalio/admin-tools": version("go.temporal.io/server"),
+		"temporalio/ui":          version("github.com/temporalio/ui-server/v2"),
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "docker-compose.yaml"))
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for name, svc := range loadComposeProject(t, dir, data).Services {
+		ref, err := reference.ParseNormalizedNamed(svc.Image)
+		require.NoError(t, err, name)
+		image := reference.FamiliarName(ref)
+		if v, ok := want[image]; ok {
+			tagged, ok := ref.(reference.Tagged)
+			require.True(t, ok, name)
+			require.Equal(t, v, tagged.Tag(), "%s: %s", name, image)
+			seen[image] = true
+		}
+	}
+	require.Len(t, seen, len(want))
 }
 
 // podSecurityRestricted lists what in spec Pod Security admission's
