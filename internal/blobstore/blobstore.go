@@ -49,6 +49,7 @@ type Config struct {
 	// URL is an S3-compatible bucket URL, e.g.
 	// s3://bucket?endpoint=http://127.0.0.1:9000&region=us-east-1&use_path_style=true
 	// (serve/worker). Credentials come from the standard AWS_* environment.
+	// public_endpoint=URL signs download links for that endpoint instead.
 	URL string
 	// SigningKey is the HMAC key for dev links (Dir only); required with Dir,
 	// at least 16 bytes. A URL store ignores it: S3 signs its links.
@@ -64,6 +65,9 @@ type Store struct {
 	// links signs and checks dev links; nil for URL stores, whose links the
 	// S3 driver signs.
 	links *devLinks
+	// signer signs a URL store's links for its public endpoint; nil: the
+	// bucket signs them for its own.
+	signer *blob.Bucket
 }
 
 // Open opens the store cfg describes. A URL store checks that its bucket is
@@ -119,9 +123,31 @@ func openURL(ctx context.Context, cfg Config) (*Store, error) {
 	if u.Scheme != s3blob.Scheme || u.Host == "" {
 		return nil, fmt.Errorf("blobstore: bucket URL must look like s3://bucket?..., got scheme %q", u.Scheme)
 	}
+	// public_endpoint is ours, not the driver's: where clients reach the
+	// bucket, when that is not where the gateway does (a compose network).
+	q := u.Query()
+	public := q.Get(publicEndpointParam)
+	q.Del(publicEndpointParam)
+	u.RawQuery = q.Encode()
 	bucket, err := (&s3blob.URLOpener{}).OpenBucketURL(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("blobstore: open bucket %q: %w", u.Host, err)
+	}
+	var signer *blob.Bucket
+	if public != "" {
+		if p, err := url.Parse(public); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			_ = bucket.Close()
+			return nil, fmt.Errorf("blobstore: %s must be an absolute http(s) URL, got %q", publicEndpointParam, public)
+		}
+		// Links are signed for the host clients use, without a request:
+		// this handle only signs.
+		q.Set("endpoint", public)
+		signed := *u
+		signed.RawQuery = q.Encode()
+		if signer, err = (&s3blob.URLOpener{}).OpenBucketURL(ctx, &signed); err != nil {
+			_ = bucket.Close()
+			return nil, fmt.Errorf("blobstore: open bucket %q at %s: %w", u.Host, publicEndpointParam, err)
+		}
 	}
 	accessible, err := bucket.IsAccessible(ctx)
 	if err == nil && !accessible {
@@ -129,10 +155,17 @@ func openURL(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err != nil {
 		_ = bucket.Close()
+		if signer != nil {
+			_ = signer.Close()
+		}
 		return nil, fmt.Errorf("blobstore: bucket %q: %w", u.Host, err)
 	}
-	return &Store{bucket: bucket}, nil
+	return &Store{bucket: bucket, signer: signer}, nil
 }
+
+// publicEndpointParam is the bucket URL's parameter naming the endpoint
+// download links are signed for (docs/media.md, Result files).
+const publicEndpointParam = "public_endpoint"
 
 // validateKey enforces the key rules: keys are '/'-separated paths like
 // results/<job-id>/transcript.srt, valid UTF-8, never empty, never starting
@@ -303,7 +336,11 @@ func (s *Store) SignedURL(ctx context.Context, key string, expiry time.Duration)
 	if expiry <= 0 {
 		return "", fmt.Errorf("blobstore: link expiry must be positive, got %v", expiry)
 	}
-	link, err := s.bucket.SignedURL(ctx, key, &blob.SignedURLOptions{Method: http.MethodGet, Expiry: expiry})
+	signer := s.bucket
+	if s.signer != nil {
+		signer = s.signer
+	}
+	link, err := signer.SignedURL(ctx, key, &blob.SignedURLOptions{Method: http.MethodGet, Expiry: expiry})
 	if err != nil {
 		return "", fmt.Errorf("blobstore: sign %s: %w", key, err)
 	}
@@ -314,6 +351,9 @@ func (s *Store) SignedURL(ctx context.Context, key string, expiry time.Duration)
 func (s *Store) Close() error {
 	if s == nil {
 		return nil // a gateway without a store closes nothing
+	}
+	if s.signer != nil {
+		_ = s.signer.Close()
 	}
 	return s.bucket.Close()
 }

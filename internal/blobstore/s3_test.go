@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,4 +134,55 @@ func TestS3StreamedPutOfManyParts(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
 	requireGenerated(t, r, size)
+}
+
+// With public_endpoint, links are signed for the host clients reach the
+// bucket at (a compose network's published port), and work there.
+func TestS3SignedURLForAPublicEndpoint(t *testing.T) {
+	inner, _ := openS3Store(t)
+	putText(t, inner, "results/job-1/out.txt", "hola")
+	// The public endpoint: another address of the same bucket, as a
+	// published port is.
+	innerLink, err := inner.SignedURL(context.Background(), "results/job-1/out.txt", time.Minute)
+	require.NoError(t, err)
+	innerURL, err := url.Parse(innerLink)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Scheme, r.URL.Host = "http", innerURL.Host
+		r.Host = r.URL.Host
+		resp, err := http.DefaultTransport.RoundTrip(r.Clone(r.Context()))
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
+
+	s, err := Open(context.Background(), Config{URL: "s3://results?" + url.Values{
+		"endpoint": {"http://" + innerURL.Host}, "region": {"us-east-1"}, "use_path_style": {"true"},
+		"response_checksum_validation": {"when_required"}, "public_endpoint": {proxy.URL},
+	}.Encode()})
+	require.NoError(t, err)
+	defer s.Close()
+	link, err := s.SignedURL(context.Background(), "results/job-1/out.txt", time.Minute)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(link, proxy.URL+"/results/results/job-1/out.txt?"), link)
+
+	// Served through the public host (gofakes3 checks no signature, so
+	// this shows where the link leads, not that S3 would refuse it
+	// elsewhere: the host is part of what SigV4 signs).
+	resp, err := http.Get(link)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "hola", string(body))
+	require.Contains(t, link, "X-Amz-SignedHeaders=host")
+
+	_, err = Open(context.Background(), Config{URL: "s3://results?endpoint=http://" + innerURL.Host + "&public_endpoint=s3:8333"})
+	require.ErrorContains(t, err, "public_endpoint must be an absolute http(s) URL")
 }
