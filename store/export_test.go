@@ -51,3 +51,6 @@ func (s *Store) RollbackMigration(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("no migration %s", id)
 }
+
+// AdvisoryKey is the SQL of the advisory lock key named $1.
+const AdvisoryKey = advisoryKey

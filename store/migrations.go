@@ -203,4 +203,5 @@ var migrations = []*gormigrate.Migration{
 	migrationResultFiles,
 	migrationTraceID,
 	migrationProviderCallbacks,
+	migrationHousekeepingRounds,
 }

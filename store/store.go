@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ type Store struct {
 	dialect     string
 	checkpoints *sqlitewrite.Checkpointer // SQLite only
 	writer      *sqlitewrite.Writer       // SQLite only
+	exclusive   sync.Map                  // SQLite only: TryExclusive's locks by name
 }
 
 // Open connects to databaseURL: a postgres:// or postgresql:// URL, or

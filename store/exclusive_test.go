@@ -1,0 +1,219 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func noop(context.Context) error { return nil }
+
+// hold runs TryExclusive(name) with an fn that waits for release, and
+// returns once fn runs; the result arrives on the returned channel.
+func hold(t *testing.T, s *store.Store, name string) (release func(), result <-chan error) {
+	t.Helper()
+	held, done, out := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		ran, err := s.TryExclusive(context.Background(), name, func(context.Context) error {
+			close(held)
+			<-done
+			return nil
+		})
+		if err == nil && !ran {
+			err = errors.New("did not run")
+		}
+		out <- err
+	}()
+	select {
+	case <-held:
+	case err := <-out:
+		t.Fatalf("fn never ran: %v", err)
+	}
+	return func() { close(done) }, out
+}
+
+func TestTryExclusiveSkipsWhileHeldAndReleasesAfter(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		release, result := hold(t, s, "sweep")
+		ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error {
+			t.Error("ran while another caller held the lock")
+			return nil
+		})
+		require.NoError(t, err)
+		require.False(t, ran, "the second caller skips")
+		ran, err = s.TryExclusive(ctx, "other", noop)
+		require.NoError(t, err)
+		require.True(t, ran, "another name is another lock")
+		release()
+		require.NoError(t, <-result)
+
+		ran, err = s.TryExclusive(ctx, "sweep", noop)
+		require.NoError(t, err)
+		require.True(t, ran, "released once fn returned")
+
+		boom := errors.New("boom")
+		ran, err = s.TryExclusive(ctx, "sweep", func(context.Context) error { return boom })
+		require.True(t, ran)
+		require.ErrorIs(t, err, boom)
+		ran, err = s.TryExclusive(ctx, "sweep", noop)
+		require.NoError(t, err)
+		require.True(t, ran, "released after fn failed")
+
+		require.PanicsWithValue(t, "boom", func() {
+			_, _ = s.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
+		})
+		ran, err = s.TryExclusive(ctx, "sweep", noop)
+		require.NoError(t, err)
+		require.True(t, ran, "released after fn panicked")
+	})
+}
+
+// openPostgres opens a second store (another process) on databaseURL.
+func openPostgres(t *testing.T, databaseURL string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), databaseURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(context.Background()))
+	return s
+}
+
+// TestTryExclusiveAcrossProcesses: processes on one PostgreSQL database
+// never run fn at once; those that find it running skip.
+func TestTryExclusiveAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	databaseURL := storetest.FreshPostgresURL(t)
+	a, b := openPostgres(t, databaseURL), openPostgres(t, databaseURL)
+	ctx := context.Background()
+
+	release, result := hold(t, a, "sweep")
+	ran, err := b.TryExclusive(ctx, "sweep", noop)
+	require.NoError(t, err)
+	require.False(t, ran, "another process holds it")
+	ran, err = storetest.Postgres(t).TryExclusive(ctx, "sweep", noop)
+	require.NoError(t, err)
+	require.True(t, ran, "a deployment in another schema of the database has a lock of its own")
+	release()
+	require.NoError(t, <-result)
+	ran, err = b.TryExclusive(ctx, "sweep", noop)
+	require.NoError(t, err)
+	require.True(t, ran, "released")
+
+	require.Panics(t, func() {
+		_, _ = a.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
+	})
+	ran, err = b.TryExclusive(ctx, "sweep", noop)
+	require.NoError(t, err)
+	require.True(t, ran, "released after a panic")
+
+	// Many callers at once: fn never runs twice at a time.
+	var inside, overlaps, runs, skips atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := []*store.Store{a, b}[i%2]
+		wg.Go(func() {
+			for range 20 {
+				ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error {
+					if inside.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					defer inside.Add(-1)
+					time.Sleep(2 * time.Millisecond)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ran {
+					runs.Add(1)
+				} else {
+					skips.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, overlaps.Load(), "one at a time")
+	require.Positive(t, runs.Load())
+	require.Positive(t, skips.Load())
+}
+
+// TestTryExclusiveIsReleasedWhenItsSessionDies: a process that dies while
+// it holds the lock (its session ended) does not keep the others out.
+func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
+	t.Parallel()
+	databaseURL := storetest.FreshPostgresURL(t)
+	a, b := openPostgres(t, databaseURL), openPostgres(t, databaseURL)
+	admin, err := sql.Open("pgx", databaseURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close() })
+	ctx := context.Background()
+
+	release, result := hold(t, a, "sweep")
+	var ended int
+	require.NoError(t, admin.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_locks"+
+		" WHERE locktype = 'advisory' AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = "+store.AdvisoryKey,
+		"sweep").Scan(&ended))
+	require.Equal(t, 1, ended, "the session holding the lock")
+	require.Eventually(t, func() bool {
+		ran, err := b.TryExclusive(ctx, "sweep", noop)
+		return err == nil && ran
+	}, 5*time.Second, 10*time.Millisecond, "PostgreSQL released the lock with the session")
+	release()
+	require.NoError(t, <-result, "fn ran; its lost lock is not fn's error")
+	ran, err := a.TryExclusive(ctx, "sweep", noop)
+	require.NoError(t, err)
+	require.True(t, ran, "the dead connection went back to no one")
+}
+
+func TestClaimRoundTakesOneRoundPerInterval(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+		claimed, _, err := s.ClaimRound(ctx, "work_files", time.Hour, start)
+		require.NoError(t, err)
+		require.True(t, claimed, "the first round")
+
+		claimed, last, err := s.ClaimRound(ctx, "work_files", time.Hour, start.Add(30*time.Minute))
+		require.NoError(t, err)
+		require.False(t, claimed, "another process ran it half an hour ago")
+		require.True(t, start.Equal(last), "last: %v", last)
+		claimed, _, err = s.ClaimRound(ctx, "result_files", time.Hour, start.Add(30*time.Minute))
+		require.NoError(t, err)
+		require.True(t, claimed, "rounds are per sweep")
+
+		claimed, _, err = s.ClaimRound(ctx, "work_files", time.Hour, start.Add(time.Hour))
+		require.NoError(t, err)
+		require.True(t, claimed, "the next round")
+
+		// Processes asking at once: one wins.
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				claimed, _, err := s.ClaimRound(ctx, "work_files", time.Hour, start.Add(2*time.Hour))
+				if err != nil {
+					t.Error(err)
+				}
+				if claimed {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load())
+	})
+}
