@@ -34,6 +34,8 @@ type Metrics struct {
 	webhookDuration  *prometheus.HistogramVec
 	mediaSteps       *prometheus.HistogramVec
 	storeWrites      *prometheus.HistogramVec
+	housekeepingRuns *prometheus.CounterVec
+	housekept        *prometheus.CounterVec
 }
 
 // New registers the gateway's metrics, and the Go runtime's and the
@@ -66,6 +68,9 @@ func New() *Metrics {
 			slow, "step", "outcome"),
 		storeWrites: f.histogram("gateway_store_write_duration_seconds", "Writes of job state to the store by the workers, by operation (save_job, update_progress) and outcome (ok, failed).",
 			latency, "operation", "outcome"),
+		housekeepingRuns: f.counter("gateway_housekeeping_runs_total", "Rounds of the workers' housekeeping sweeps, by sweep and outcome (ok, failed, skipped: another process ran or runs the round).",
+			"sweep", "outcome"),
+		housekept: f.counter("gateway_housekeeping_removed_total", "Files and rows the workers' housekeeping sweeps removed, by sweep.", "sweep"),
 	}
 }
 
@@ -175,6 +180,15 @@ func (m *Metrics) StoreWrite(operation string, err error, took time.Duration) {
 			outcome = "failed"
 		}
 		m.storeWrites.WithLabelValues(operation, outcome).Observe(took.Seconds())
+	}
+}
+
+// Housekeeping records one round of a housekeeping sweep, and what it
+// removed.
+func (m *Metrics) Housekeeping(sweep, outcome string, removed int) {
+	if m != nil {
+		m.housekeepingRuns.WithLabelValues(sweep, outcome).Inc()
+		m.housekept.WithLabelValues(sweep).Add(float64(removed))
 	}
 }
 

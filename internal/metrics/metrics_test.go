@@ -36,6 +36,9 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.MediaStep("extract", "ok", time.Second)
 	m.StoreWrite("save_job", nil, 3*time.Millisecond)
 	m.StoreWrite("update_progress", errors.New("database is down"), time.Second)
+	m.Housekeeping("work_files", "ok", 12)
+	m.Housekeeping("work_files", "ok", 3)
+	m.Housekeeping("routing_decisions", "skipped", 0)
 
 	body := scrape(t, m)
 	for _, line := range []string{
@@ -51,6 +54,9 @@ func TestMetricsAreExposed(t *testing.T) {
 		`gateway_media_step_duration_seconds_count{outcome="ok",step="extract"} 1`,
 		`gateway_store_write_duration_seconds_bucket{operation="save_job",outcome="ok",le="0.005"} 1`,
 		`gateway_store_write_duration_seconds_count{operation="update_progress",outcome="failed"} 1`,
+		`gateway_housekeeping_runs_total{outcome="ok",sweep="work_files"} 2`,
+		`gateway_housekeeping_removed_total{sweep="work_files"} 15`,
+		`gateway_housekeeping_runs_total{outcome="skipped",sweep="routing_decisions"} 1`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
@@ -74,6 +80,7 @@ func recordOneOfEach(m *metrics.Metrics) {
 	m.WebhookDelivery("delivered", time.Millisecond)
 	m.MediaStep("fetch", "ok", time.Millisecond)
 	m.StoreWrite("save_job", nil, time.Millisecond)
+	m.Housekeeping("work_files", "ok", 1)
 }
 
 func TestBacklogIsCountedWhenScraped(t *testing.T) {
