@@ -144,7 +144,7 @@ func (s *Store) ClaimRound(ctx context.Context, name string, every time.Duration
 	}
 	var round housekeepingRound
 	err = s.db.WithContext(ctx).Where("name = ?", name).Take(&round).Error
-	return false, round.StartedAt, err
+	return false, round.StartedAt.UTC(), err
 }
 
 // housekeepingRound is the live model of housekeeping_rounds.
