@@ -56,7 +56,9 @@ func (s *callbackStore) DeleteProviderCallbacksBefore(_ context.Context, t time.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.before = t
-	return 0, nil
+	n := len(s.bodies) // all are older than t in these tests
+	clear(s.bodies)
+	return int64(n), nil
 }
 
 type addresses struct{}
@@ -115,6 +117,8 @@ func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 	require.NotEmpty(t, posts.bodies, "kept for a retry of the check; the sweep removes it")
 
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, acts.SweepProviderCallbacks(context.Background(), now))
+	removed, err := acts.SweepProviderCallbacks(context.Background(), now)
+	require.NoError(t, err)
 	require.Equal(t, now.Add(-24*time.Hour), posts.before)
+	require.Equal(t, 2, removed, "the store's count")
 }

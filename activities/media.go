@@ -103,7 +103,7 @@ func AudioTrack(input json.RawMessage) int {
 
 // WorkPrefix is where a job's media stage keeps its files in the blob
 // store; they are deleted when the job ends (RemoveJobMedia) or by the
-// sweep (SweepMedia).
+// sweep (SweepWorkFiles).
 func WorkPrefix(jobID string) string { return "work/" + jobID + "/" }
 
 // ResultPrefix is where a job's result files live, until the retention
@@ -235,35 +235,54 @@ const (
 	scratchMaxAge = 6 * time.Hour
 )
 
-// SweepMedia removes what crashed media steps left behind: blob store
-// work files older than WorkFilesMaxAge, result files older than
-// retention (0: kept), and local scratch directories older than
-// scratchMaxAge. Workers run it periodically.
-func (a *Activities) SweepMedia(ctx context.Context, now time.Time, retention time.Duration) error {
+// SweepWorkFiles removes the blob store's media stage files older than
+// WorkFilesMaxAge, which crashed media steps left behind, and returns how
+// many it removed. The blob store is shared: one worker of the deployment
+// runs it each round (docs/operations.md, Housekeeping).
+func (a *Activities) SweepWorkFiles(ctx context.Context, now time.Time) (int, error) {
+	if a.Files == nil {
+		return 0, nil
+	}
+	return a.Files.Sweep(ctx, "work/", now.Add(-WorkFilesMaxAge))
+}
+
+// SweepResultFiles removes the result files older than retention (0: none)
+// and returns how many it removed; like SweepWorkFiles, once per round.
+func (a *Activities) SweepResultFiles(ctx context.Context, now time.Time, retention time.Duration) (int, error) {
+	if a.Files == nil || retention <= 0 {
+		return 0, nil
+	}
+	return a.Files.Sweep(ctx, "results/", now.Add(-retention))
+}
+
+// SweepScratch removes this worker's local scratch directories older than
+// scratchMaxAge, which crashed media steps left behind, and returns how
+// many it removed. Every worker runs it: the directory is its own.
+func (a *Activities) SweepScratch(_ context.Context, now time.Time) (int, error) {
+	if a.ScratchDir == "" {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(a.ScratchDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
 	var errs []error
-	if a.Files != nil {
-		if _, err := a.Files.Sweep(ctx, "work/", now.Add(-WorkFilesMaxAge)); err != nil {
+	removed := 0
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(now.Add(-scratchMaxAge)) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(a.ScratchDir, e.Name())); err != nil {
 			errs = append(errs, err)
+			continue
 		}
-		if retention > 0 {
-			if _, err := a.Files.Sweep(ctx, "results/", now.Add(-retention)); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		removed++
 	}
-	if a.ScratchDir != "" {
-		entries, err := os.ReadDir(a.ScratchDir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		for _, e := range entries {
-			info, err := e.Info()
-			if err == nil && info.ModTime().Before(now.Add(-scratchMaxAge)) {
-				errs = append(errs, os.RemoveAll(filepath.Join(a.ScratchDir, e.Name())))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 // scratch makes a fresh local directory for one media step of a job.

@@ -432,29 +432,51 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	t.Parallel()
-	b := newMediaBench(t)
 	ctx := context.Background()
-	for _, key := range []string{"work/old/source", "results/old/transcript.srt"} {
-		_, err := b.files.Put(ctx, key, "text/plain", strings.NewReader("x"))
+	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = files.Close() })
+	acts := &activities.Activities{Files: files, ScratchDir: t.TempDir()}
+	for _, key := range []string{"work/old/source", "work/old/audio.wav", "results/old/transcript.srt"} {
+		_, err := files.Put(ctx, key, "text/plain", strings.NewReader("x"))
 		require.NoError(t, err)
 	}
-	stale := filepath.Join(b.acts.ScratchDir, "old-1")
+	stale := filepath.Join(acts.ScratchDir, "old-1")
 	require.NoError(t, os.MkdirAll(stale, 0o700))
+	exists := func(key string) bool {
+		t.Helper()
+		r, err := files.Open(ctx, key)
+		if errors.Is(err, blobstore.ErrNotFound) {
+			return false
+		}
+		require.NoError(t, err)
+		_ = r.Close()
+		return true
+	}
+	sweep := func(removed int, err error) int {
+		t.Helper()
+		require.NoError(t, err)
+		return removed
+	}
 
-	require.NoError(t, b.acts.SweepMedia(ctx, time.Now(), 48*time.Hour))
-	require.NotEmpty(t, b.read(t, "work/old/source"), "young files stay")
+	now := time.Now()
+	require.Zero(t, sweep(acts.SweepWorkFiles(ctx, now)))
+	require.Zero(t, sweep(acts.SweepResultFiles(ctx, now, 48*time.Hour)))
+	require.Zero(t, sweep(acts.SweepScratch(ctx, now)))
+	require.True(t, exists("work/old/source"), "young files stay")
 	require.DirExists(t, stale)
 
-	later := time.Now().Add(72 * time.Hour)
-	require.NoError(t, b.acts.SweepMedia(ctx, later, 0))
-	_, err := b.files.Open(ctx, "work/old/source")
-	require.ErrorIs(t, err, blobstore.ErrNotFound, "work files older than a day are swept")
-	require.NotEmpty(t, b.read(t, "results/old/transcript.srt"), "retention 0 keeps results")
+	later := now.Add(72 * time.Hour)
+	require.Equal(t, 2, sweep(acts.SweepWorkFiles(ctx, later)), "work files older than a day are swept")
+	require.False(t, exists("work/old/source"))
+	require.Zero(t, sweep(acts.SweepResultFiles(ctx, later, 0)))
+	require.True(t, exists("results/old/transcript.srt"), "retention 0 keeps results")
+	require.Equal(t, 1, sweep(acts.SweepScratch(ctx, later)))
 	require.NoDirExists(t, stale)
 
-	require.NoError(t, b.acts.SweepMedia(ctx, later, 48*time.Hour))
-	_, err = b.files.Open(ctx, "results/old/transcript.srt")
-	require.ErrorIs(t, err, blobstore.ErrNotFound)
+	require.Equal(t, 1, sweep(acts.SweepResultFiles(ctx, later, 48*time.Hour)))
+	require.False(t, exists("results/old/transcript.srt"))
+	require.Zero(t, sweep(acts.SweepWorkFiles(ctx, later)), "nothing left")
 }
 
 func TestRoutingKnowsTheMedia(t *testing.T) {

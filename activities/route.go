@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -25,7 +24,6 @@ type RoutingStore interface {
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
 	ReserveRateOnce(ctx context.Context, key store.DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
-	PruneRateCounters(ctx context.Context, now time.Time) error
 	NextTurnOnce(ctx context.Context, key store.DecisionKey, cursor string, now time.Time) (int64, error)
 	Latencies(ctx context.Context, service string) (map[string]float64, error)
 	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
@@ -75,9 +73,6 @@ type RouteOutput struct {
 	// submits the job, then checks on it (SubmitToProvider, CheckProvider).
 	Submits bool `json:"submits,omitempty"`
 }
-
-// lastPrune is when this process last pruned old rate counters.
-var lastPrune atomic.Int64
 
 // DecideRoute picks the provider for one attempt of a job: it gathers what
 // the decision depends on, lets package policy decide, and reserves the
@@ -189,9 +184,6 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 	if jobErr, err := a.resolvePolicy(ctx, in, tenant, req); err != nil || jobErr != nil {
 		return jobErr, err
 	}
-	if err := a.pruneRateCounters(ctx, req.Now); err != nil {
-		return nil, err
-	}
 	if req.Policy == nil {
 		return nil, nil
 	}
@@ -249,15 +241,6 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 		}
 	}
 	return nil, nil
-}
-
-// pruneRateCounters deletes the counters of past windows, once a minute per
-// process.
-func (a *Activities) pruneRateCounters(ctx context.Context, now time.Time) error {
-	if last := lastPrune.Load(); now.Unix()-last >= 60 && lastPrune.CompareAndSwap(last, now.Unix()) {
-		return a.Routing.PruneRateCounters(ctx, now)
-	}
-	return nil
 }
 
 // reserve counts the request against the provider's published limits,

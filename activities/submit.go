@@ -119,14 +119,15 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 // that runs again still finds it (docs/providers.md, Vendor callbacks).
 const callbackAge = 24 * time.Hour
 
-// SweepProviderCallbacks removes vendors' posts older than callbackAge.
-// Workers run it periodically, with SweepMedia.
-func (a *Activities) SweepProviderCallbacks(ctx context.Context, now time.Time) error {
+// SweepProviderCallbacks removes vendors' posts older than callbackAge and
+// returns how many it removed. One worker of the deployment runs it each
+// round (docs/operations.md, Housekeeping).
+func (a *Activities) SweepProviderCallbacks(ctx context.Context, now time.Time) (int, error) {
 	if a.Callbacks == nil {
-		return nil
+		return 0, nil
 	}
-	_, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-callbackAge))
-	return err
+	n, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-callbackAge))
+	return int(n), err
 }
 
 func (a *Activities) submitter(providerID string) (providers.Submitter, *providers.Provider, error) {

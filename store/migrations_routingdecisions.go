@@ -21,7 +21,7 @@ func (routingDecisionV1) TableName() string { return "routing_decisions" }
 
 // migrationRoutingDecisions adds the record of routing decisions that
 // makes a retried decision reserve its rate and take its round-robin turn
-// once; records are pruned with the rate counters.
+// once; expired records are deleted by the workers' housekeeping.
 var migrationRoutingDecisions = &gormigrate.Migration{
 	ID: "202611240001_routing_decisions",
 	Migrate: func(tx *gorm.DB) error {

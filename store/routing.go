@@ -322,14 +322,19 @@ func (f *fullWindows) add(providerID, service string, windows []rateWindow, now 
 	}
 }
 
-// PruneRateCounters deletes counters of windows that have passed, and the
-// records of decisions old enough not to be retried any more.
-func (s *Store) PruneRateCounters(ctx context.Context, now time.Time) error {
-	db := s.db.WithContext(ctx)
-	if err := db.Where("expires_at < ?", now.UTC()).Delete(&rateCounter{}).Error; err != nil {
-		return err
-	}
-	return db.Where("expires_at < ?", now.UTC()).Delete(&routingDecision{}).Error
+// DeleteExpiredRateCounters deletes the counters of windows that have
+// passed and returns how many it deleted. A worker's housekeeping runs it.
+func (s *Store) DeleteExpiredRateCounters(ctx context.Context, now time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&rateCounter{})
+	return res.RowsAffected, res.Error
+}
+
+// DeleteExpiredRoutingDecisions deletes the records of decisions old
+// enough not to be retried any more and returns how many it deleted. A
+// worker's housekeeping runs it.
+func (s *Store) DeleteExpiredRoutingDecisions(ctx context.Context, now time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&routingDecision{})
+	return res.RowsAffected, res.Error
 }
 
 // NextTurn advances a shared round-robin counter and returns the turn this

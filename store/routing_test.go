@@ -54,7 +54,9 @@ func TestReserveRateEnforcesLimits(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 
-		require.NoError(t, s.PruneRateCounters(ctx, now.Add(72*time.Hour)))
+		removed, err := s.DeleteExpiredRateCounters(ctx, now.Add(72*time.Hour))
+		require.NoError(t, err)
+		require.EqualValues(t, 5, removed, "two minutes and a day of llm-tasks, a minute and a day of translations")
 		counts, err = s.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
 		require.NoError(t, err)
 		require.Equal(t, store.RateCount{}, counts["p"])
@@ -377,9 +379,13 @@ func TestReserveRateOnceCountsADecisionOnce(t *testing.T) {
 		require.Equal(t, store.RateCount{Minute: 1, Day: 1}, counts("q", now))
 		require.Equal(t, store.RateCount{Minute: 2, Day: 3}, counts("p", now), "the first stays counted")
 
-		// Decisions are pruned with the counters; a later retry counts anew.
+		// Expired decisions are deleted; a later retry counts anew.
 		later := now.Add(3 * time.Hour)
-		require.NoError(t, s.PruneRateCounters(ctx, later))
+		removed, err := s.DeleteExpiredRoutingDecisions(ctx, later)
+		require.NoError(t, err)
+		require.EqualValues(t, 3, removed, "job-1 twice and job-2; job-3's refusal kept none")
+		_, err = s.DeleteExpiredRateCounters(ctx, later)
+		require.NoError(t, err)
 		require.True(t, reserve(first, "q", later))
 		require.Equal(t, store.RateCount{Minute: 1, Day: 2}, counts("q", later))
 	})
@@ -468,7 +474,8 @@ func TestNextTurnOnceTakesADecisionsTurnOnce(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, int64(4), turn)
 		}
-		require.NoError(t, stores[0].PruneRateCounters(ctx, now.Add(2*time.Hour)))
+		_, err = stores[0].DeleteExpiredRoutingDecisions(ctx, now.Add(2*time.Hour))
+		require.NoError(t, err)
 		turn, err = stores[0].NextTurnOnce(ctx, key, "policy-1", now.Add(2*time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, int64(5), turn, "pruned: a new turn")

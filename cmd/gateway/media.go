@@ -29,9 +29,6 @@ const (
 	defaultFetchTimeout     = 30 * time.Minute
 	defaultFetchesPerTenant = 4
 	maxFetchTimeout         = time.Hour // the fetch step's StartToCloseTimeout
-	// mediaSweepEvery is how often a worker sweeps what crashed media
-	// steps left and result files past their retention.
-	mediaSweepEvery = time.Hour
 )
 
 // registerMediaFlags binds the blob store and result file flags of dev,
@@ -169,22 +166,4 @@ func (m workerMedia) wire(a *activities.Activities) {
 	a.MediaClient = netguard.NewMediaClient(m.allowPrivate, 0)
 	a.FetchLimits = m.fetch
 	a.FetchSlots = media.NewSlots(m.fetchesPerTenant)
-}
-
-// sweepMedia runs the media sweep now and then every mediaSweepEvery
-// until ctx ends.
-func sweepMedia(ctx context.Context, acts *activities.Activities, retention time.Duration, logger *slog.Logger) {
-	for {
-		if err := acts.SweepMedia(ctx, time.Now(), retention); err != nil && ctx.Err() == nil {
-			logger.Warn("media sweep", "error", err)
-		}
-		if err := acts.SweepProviderCallbacks(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			logger.Warn("provider callback sweep", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(mediaSweepEvery):
-		}
-	}
 }

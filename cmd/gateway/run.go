@@ -394,7 +394,7 @@ const (
 	devWorkflowCacheSize = 64
 )
 
-// startWorker starts the job worker, and its media sweep until ctx ends.
+// startWorker starts the job worker, and its housekeeping until ctx ends.
 //
 // On stop (SIGTERM), the worker takes no new tasks and gives the running
 // activities --worker-stop-timeout to finish; those still running then are
@@ -412,7 +412,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	go sweepMedia(ctx, acts, cfg.ResultRetention, logger.With("component", "media-sweep"))
+	go housekeeper(acts, st.Store, cfg.ResultRetention, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
 }
 

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/housekeeping"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Housekeeping rounds (docs/operations.md, Housekeeping).
+const (
+	// filesEvery is how often crashed media steps' files, result files
+	// past their retention and vendors' posts are swept.
+	filesEvery = time.Hour
+	// routingStateEvery is how often expired rate counters and routing
+	// decisions are deleted: they pile up with the traffic, and a minute's
+	// worth keeps each delete short.
+	routingStateEvery = time.Minute
+)
+
+// housekeeper is a worker's housekeeping: the sweeps of the blob store and
+// the database once a round in the deployment (st decides which worker),
+// the sweep of its scratch directory in every worker. A sweep with
+// nothing to sweep here is left out, so that it never takes a round from
+// a worker that has.
+func housekeeper(acts *activities.Activities, st *store.Store, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+	var sweeps []housekeeping.Sweep
+	if acts.Files != nil {
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
+		if retention > 0 {
+			sweeps = append(sweeps, housekeeping.Sweep{Name: "result_files", Every: filesEvery, Shared: true,
+				Run: func(ctx context.Context, now time.Time) (int, error) {
+					return acts.SweepResultFiles(ctx, now, retention)
+				}})
+		}
+	}
+	if acts.Callbacks != nil {
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "provider_callbacks", Every: filesEvery, Shared: true, Run: acts.SweepProviderCallbacks})
+	}
+	sweeps = append(sweeps,
+		housekeeping.Sweep{Name: "rate_counters", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRateCounters)},
+		housekeeping.Sweep{Name: "routing_decisions", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRoutingDecisions)},
+		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
+	)
+	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
+}
+
+// rows is a sweep of a store's delete that counts rows.
+func rows(del func(context.Context, time.Time) (int64, error)) func(context.Context, time.Time) (int, error) {
+	return func(ctx context.Context, now time.Time) (int, error) {
+		n, err := del(ctx, now)
+		return int(n), err
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/housekeeping"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	names := func(r *housekeeping.Runner) (shared, local []string) {
+		for _, s := range r.Sweeps {
+			if s.Shared {
+				shared = append(shared, s.Name)
+			} else {
+				local = append(local, s.Name)
+			}
+		}
+		return shared, local
+	}
+	shared, local := names(housekeeper(&activities.Activities{}, st, time.Hour, nil, slog.Default()))
+	require.Equal(t, []string{"rate_counters", "routing_decisions"}, shared, "no blob store, no vendor callbacks")
+	require.Equal(t, []string{"scratch"}, local)
+
+	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: make([]byte, 32), BaseURL: "http://files.test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = files.Close() })
+	acts := &activities.Activities{Files: files, Callbacks: st, ScratchDir: t.TempDir()}
+	shared, _ = names(housekeeper(acts, st, 0, nil, slog.Default()))
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions"}, shared, "retention 0 keeps results")
+
+	m := metrics.New()
+	housekeeper(acts, st, time.Hour, m, slog.Default()).RunDue(ctx, time.Now())
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	for _, sweep := range []string{"work_files", "result_files", "provider_callbacks", "rate_counters", "routing_decisions", "scratch"} {
+		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
+	}
+}
