@@ -427,7 +427,8 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 		Input: json.RawMessage(`{"type":"document","url":"` + url + `","target_language":"en"}`)})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError(), "the waiting fetch timed out: it did not heartbeat")
-	require.GreaterOrEqual(t, time.Since(start), 5*heartbeatTimeout/2, "it waited for the slot")
+	// The slot is held 5/2 heartbeat timeouts; timers may fire a hair early.
+	require.GreaterOrEqual(t, time.Since(start), 5*heartbeatTimeout/2-100*time.Millisecond, "it waited for the slot")
 }
 
 func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {

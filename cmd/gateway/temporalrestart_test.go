@@ -171,7 +171,7 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
 	require.NoError(t, err)
 	defer tc.Close()
-	for _, id := range ids {
+	for i, id := range ids {
 		require.Eventually(t, func() bool {
 			return strings.Contains(string(get(t, "http://"+api.listen+"/v1/llm-tasks/"+id, server.token)), `"completed"`)
 		}, 120*time.Second, 250*time.Millisecond, "job %s", id)
@@ -193,8 +193,14 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		first, err := iter.Next()
 		require.NoError(t, err)
-		require.True(t, strings.HasPrefix(first.GetWorkflowExecutionStartedEventAttributes().GetIdentity(), strconv.Itoa(shape.worker.cmd.Process.Pid)+"@"),
-			"job %s started by %s, not the worker (pid %d)", id, first.GetWorkflowExecutionStartedEventAttributes().GetIdentity(), shape.worker.cmd.Process.Pid)
+		starter := first.GetWorkflowExecutionStartedEventAttributes().GetIdentity()
+		require.False(t, strings.HasPrefix(starter, strconv.Itoa(api.cmd.Process.Pid)+"@"), "job %s started by serve", id)
+		if i < len(ids)-1 {
+			// The job accepted during the outage may be started by the
+			// restarted gateway dev, which shares the store.
+			require.True(t, strings.HasPrefix(starter, strconv.Itoa(shape.worker.cmd.Process.Pid)+"@"),
+				"job %s started by %s, not the worker (pid %d)", id, starter, shape.worker.cmd.Process.Pid)
+		}
 	}
 }
 
