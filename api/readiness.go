@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,34 +16,47 @@ type ReadyCheck struct {
 	Name  string
 	Check func(ctx context.Context) error
 	// Degradable: once the check has passed, a failure no longer makes
-	// the process unready, and is reported as "degraded". serve's
-	// Temporal is one: while it is away, jobs are still accepted into the
-	// outbox (docs/operations.md, Health).
+	// the process unready, and is reported as "degraded" (serve's token
+	// issuer: tokens are checked against the keys already fetched).
 	Degradable bool
+	// Optional: a failure never makes the process unready, and is
+	// reported as "degraded" (serve's Temporal: jobs go to the outbox
+	// meanwhile). docs/operations.md, Health.
+	Optional bool
 }
 
-// readyTimeout bounds all of a /readyz's checks.
-const readyTimeout = 3 * time.Second
+// readyTimeout bounds each check of a /readyz. The checks run at once, so
+// the answer comes within it, under a probe's usual timeout, even when a
+// dependency hangs rather than refuses.
+const readyTimeout = 800 * time.Millisecond
 
 // ReadyHandler answers GET /readyz: 200 when every check passes (or is
-// degraded), else 503.
-// The body names each dependency and says only "ok" or "unavailable": the
-// listener is public, so what failed and why (addresses, users, driver
-// errors) goes to the log (docs/operations.md, Health).
+// degraded), else 503. The body names each dependency and says only "ok",
+// "degraded" or "unavailable": the listener is public, so what failed and
+// why (addresses, users, driver errors) goes to the log
+// (docs/operations.md, Health).
 func ReadyHandler(checks []ReadyCheck, logger *slog.Logger) gin.HandlerFunc {
 	passed := make([]atomic.Bool, len(checks))
 	return func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
-		defer cancel()
+		errs := make([]error, len(checks))
+		var wg sync.WaitGroup
+		for i, check := range checks {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
+				defer cancel()
+				errs[i] = check.Check(ctx)
+			})
+		}
+		wg.Wait()
 		states := gin.H{}
 		ready := true
 		for i, check := range checks {
-			err := check.Check(ctx)
+			err := errs[i]
 			switch {
 			case err == nil:
 				passed[i].Store(true)
 				states[check.Name] = "ok"
-			case check.Degradable && passed[i].Load():
+			case check.Optional || check.Degradable && passed[i].Load():
 				logger.Warn("degraded", "dependency", check.Name, "error", err)
 				states[check.Name] = "degraded"
 			default:

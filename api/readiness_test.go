@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +96,24 @@ func TestEveryAnswerCarriesARequestID(t *testing.T) {
 		require.NotEqual(t, bad, got, "an id that could garble a log line is replaced")
 		require.Len(t, got, 36)
 	}
+}
+
+// An optional dependency never makes the process unready, and a hung
+// check does not hold the answer past a probe's timeout.
+func TestReadyzOptionalAndHungChecks(t *testing.T) {
+	t.Parallel()
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		cfg.ReadyChecks = []api.ReadyCheck{
+			{Name: "store", Check: func(context.Context) error { return nil }},
+			{Name: "temporal", Optional: true, Check: func(ctx context.Context) error {
+				<-ctx.Done() // a partition: no answer at all
+				return ctx.Err()
+			}},
+		}
+	})
+	began := time.Now()
+	resp := b.do(t, http.MethodGet, "/readyz", "", nil)
+	require.Less(t, time.Since(began), time.Second, "within a probe's default timeout")
+	require.Equal(t, http.StatusOK, resp.Status)
+	require.JSONEq(t, `{"status":"ready","checks":{"store":"ok","temporal":"degraded"}}`, string(resp.Body))
 }

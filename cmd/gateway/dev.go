@@ -101,7 +101,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
 	}
 	m := metrics.New()
-	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
+	tc, err := dialTemporalMeasured(ctx, cfg, m, logger, false)
 	if err != nil {
 		return err
 	}

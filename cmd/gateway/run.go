@@ -36,7 +36,9 @@ import (
 // runServe runs the API against an external Temporal and database.
 func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m := metrics.New()
-	deps, err := connect(ctx, cfg, m, logger)
+	// Temporal is dialled lazily: serve starts, and accepts jobs into its
+	// outbox, while Temporal is away (docs/operations.md, Health).
+	deps, err := connect(ctx, cfg, m, logger, true)
 	if err != nil {
 		return err
 	}
@@ -221,7 +223,8 @@ type externalDeps struct {
 }
 
 // connect loads the catalog and connects to the database and Temporal.
-func connect(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger) (*externalDeps, error) {
+// lazy connects to Temporal on first use rather than now.
+func connect(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger, lazy bool) (*externalDeps, error) {
 	registry, err := loadRegistry(cfg)
 	if err != nil {
 		return nil, err
@@ -235,7 +238,7 @@ func connect(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.L
 		_ = st.Close()
 		return nil, err
 	}
-	tc, err := dialTemporalMeasured(ctx, cfg, m, logger)
+	tc, err := dialTemporalMeasured(ctx, cfg, m, logger, lazy)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -252,7 +255,7 @@ func (d *externalDeps) close() {
 func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
 	m := metrics.New()
-	deps, err := connect(ctx, cfg, m, logger)
+	deps, err := connect(ctx, cfg, m, logger, false)
 	if err != nil {
 		return err
 	}
@@ -348,12 +351,13 @@ func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, err
 }
 
 func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.Client, error) {
-	return dialTemporalMeasured(ctx, cfg, nil, logger)
+	return dialTemporalMeasured(ctx, cfg, nil, logger, false)
 }
 
 // dialTemporalMeasured is dialTemporal with the SDK's own metrics exported
 // into m (docs/operations.md, Metrics); m nil exports none.
-func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger) (client.Client, error) {
+// lazy: connect on first use (client.NewLazyClient), not now.
+func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger, lazy bool) (client.Client, error) {
 	opts := cfg.temporal // TLS, API key, gRPC metadata (resolveTemporal)
 	opts.HostPort, opts.Namespace = cfg.TemporalAddress, cfg.TemporalNamespace
 	opts.Logger = sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk"))
@@ -372,6 +376,9 @@ func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, l
 			return nil, fmt.Errorf("temporal tracing: %w", err)
 		}
 		opts.Interceptors = append(opts.Interceptors, traced)
+	}
+	if lazy {
+		return client.NewLazyClient(opts)
 	}
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
@@ -416,14 +423,14 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	return w, nil
 }
 
-// readyChecks are the checks of /readyz. accepting (serve) keeps the
-// process ready once Temporal and the identity provider were reached:
-// jobs go to the outbox while Temporal is away, and tokens are checked
-// against the keys already fetched (docs/operations.md, Health).
+// readyChecks are the checks of /readyz. accepting (serve) is ready
+// without Temporal, whose jobs go to the outbox meanwhile, and once the
+// identity provider was reached, as tokens are checked against the keys
+// already fetched (docs/operations.md, Health).
 func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker, accepting bool) []api.ReadyCheck {
 	checks := []api.ReadyCheck{
 		{Name: "store", Check: st.Ping},
-		{Name: "temporal", Degradable: accepting, Check: func(ctx context.Context) error {
+		{Name: "temporal", Optional: accepting, Check: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,16 +248,7 @@ func TestMTLSOnlyTemporal(t *testing.T) {
 		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + pki.clientCert, "TEMPORAL_TLS_CLIENT_KEY_PATH=" + pki.clientKey,
 		"GATEWAY_ALLOW_PRIVATE_NETWORKS=true",
 	}
-	run := func(env []string, args ...string) (int, string) {
-		cmd := exec.Command(gatewayBin, args...)
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		if exit, ok := err.(*exec.ExitError); ok {
-			return exit.ExitCode(), string(out)
-		}
-		require.NoError(t, err)
-		return 0, string(out)
-	}
+	run := func(env []string, args ...string) (int, string) { return runGateway(t, env, args...) }
 	code, out := run(tlsEnv, "migrate")
 	require.Equal(t, 0, code, "migrate registers the search attributes through mTLS:\n%s", out)
 
@@ -275,6 +265,9 @@ func TestMTLSOnlyTemporal(t *testing.T) {
 
 	code, out = run(tlsEnv, "replay", doc.Data.ID)
 	require.Equal(t, 0, code, "replay through mTLS:\n%s", out)
+	code, out = run(tlsEnv, "jobs", "show", doc.Data.ID)
+	require.Equal(t, 0, code, "jobs show through mTLS:\n%s", out)
+	require.Contains(t, out, "completed")
 
 	// Without the client certificate the server refuses the handshake.
 	var noCert []string

@@ -230,3 +230,34 @@ func get(t *testing.T, url, token string) []byte {
 	data, _ := io.ReadAll(resp.Body)
 	return data
 }
+
+// serve starts, is ready and accepts jobs while its Temporal cannot be
+// reached: it connects lazily, and the jobs wait in the outbox.
+func TestServeStartsWithoutTemporal(t *testing.T) {
+	t.Parallel()
+	idp := newGateway(t, "") // its dev identity provider signs the token
+	env := []string{"DATABASE_URL=" + storetest.FreshPostgresURL(t), "TEMPORAL_ADDRESS=" + freeAddr(t),
+		"OIDC_ISSUER_URL=" + idp.url("/dev/oidc"), "TEMPORAL_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.toml")}
+	code, out := runGateway(t, env, "migrate")
+	require.Equal(t, 0, code, out)
+	api := startProcess(t, env, "serve", "--tenant-create-rate", "0") // ready: startProcess waits for /readyz 200
+	body := get(t, "http://"+api.listen+"/readyz", "")
+	require.Contains(t, string(body), `"temporal":"degraded"`)
+	status, answer := post(t, "http://"+api.listen+"/v1/llm-tasks", idp.token,
+		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	require.Equal(t, http.StatusAccepted, status, "%s", answer)
+}
+
+// runGateway runs the gateway binary with args and env added to the
+// test's environment, and returns its exit code and output.
+func runGateway(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(gatewayBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
+}
