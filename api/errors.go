@@ -58,7 +58,7 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 			case store.Unavailable(err):
 				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
 				apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
-					"the gateway cannot reach its database; retry after Retry-After seconds").
+					"the gateway's database cannot be reached or did not answer in time; retry after Retry-After seconds").
 					WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
 			default:
 				logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)

@@ -18,7 +18,8 @@ type ServerTimeouts struct {
 }
 
 // DefaultServerTimeouts are those of every HTTP server the gateway runs
-// (docs/operations.md). Read takes an 8 MiB body sent at 2.3 Mbit/s or more;
+// (docs/operations.md). Read takes an 8 MiB body sent at 2.3 Mbit/s or more
+// (vendor callbacks, up to 32 MiB, get 2 minutes once their token checks);
 // Write is well above Read plus the longest handler (a cancellation).
 var DefaultServerTimeouts = ServerTimeouts{
 	ReadHeader: 10 * time.Second,

@@ -46,12 +46,15 @@ func statementContext(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, timeout)
 }
 
-const cancelSetting = "gateway:statement_cancel"
+const (
+	cancelSetting    = "gateway:statement_cancel"
+	rowCancelSetting = "gateway:row_cancel"
+)
 
 // registerDeadlines gives every statement GORM runs a deadline: set before
 // the statement, released once its callbacks are done. Statements that
 // hand their rows to the caller (Row, Rows, Raw().Scan) keep theirs until
-// it expires: the rows are read after the callbacks return.
+// it passes, since the rows are read after the callbacks return.
 func registerDeadlines(db *gorm.DB) error {
 	set := func(tx *gorm.DB) {
 		ctx, cancel := statementContext(tx.Statement.Context)
@@ -64,13 +67,11 @@ func registerDeadlines(db *gorm.DB) error {
 		}
 	}
 	setUntilExpiry := func(tx *gorm.DB) {
-		parent := tx.Statement.Context
-		ctx, cancel := statementContext(parent)
-		if ctx != parent {
-			// Released by its own timer (or the parent's end), as the rows
-			// outlive this callback.
-			context.AfterFunc(ctx, cancel)
-		}
+		ctx, cancel := statementContext(tx.Statement.Context)
+		// Not called here: the rows are read after this callback returns.
+		// The context's own timer releases it at its deadline (or the
+		// parent's end does), within BackgroundStatementTimeout.
+		tx.Statement.Settings.Store(rowCancelSetting, cancel)
 		tx.Statement.Context = ctx
 	}
 	cb := db.Callback()

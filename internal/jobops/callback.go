@@ -10,6 +10,10 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
+// callbackSignalTimeout bounds the signal that wakes a job's workflow to
+// read a vendor's post.
+const callbackSignalTimeout = 2 * time.Second
+
 // CallbackTokens checks the token of a vendor callback
 // (*vendorcallback.Tokens is one).
 type CallbackTokens interface {
@@ -59,7 +63,11 @@ func (s *Service) ReceiveProviderCallback(ctx context.Context, jobID string, att
 	}
 	// Kept: the workflow's next check reads it even if this signal is
 	// lost, so a failed signal is only logged.
-	if err := s.cfg.Temporal.SignalWorkflow(ctx, workflows.JobWorkflowID(jobID), "", workflows.ProviderCallbackSignal, attempt); err != nil && !isNotFound(err) {
+	// Briefly: while Temporal is away the post is kept all the same, and
+	// must not hold the vendor (or a callback slot) waiting.
+	signalCtx, cancel := context.WithTimeout(ctx, callbackSignalTimeout)
+	defer cancel()
+	if err := s.cfg.Temporal.SignalWorkflow(signalCtx, workflows.JobWorkflowID(jobID), "", workflows.ProviderCallbackSignal, attempt); err != nil && !isNotFound(err) {
 		s.cfg.Logger.Warn("signal a provider callback to the job's workflow", "job", jobID, "error", fmt.Sprint(err))
 	}
 	return nil

@@ -33,7 +33,9 @@ func NewSlots(per int) *Slots {
 // Acquire waits for one of tenant's slots, or for ctx to end (then it
 // returns ctx.Err()). release gives the slot back; call it once.
 func (s *Slots) Acquire(ctx context.Context, tenant string) (release func(), err error) {
-	if s == nil {
+	if s == nil || tenant == "" {
+		// No cap, or a fetch scheduled before fetches named their tenant:
+		// those are few and must not share one tenant's slots.
 		return func() {}, nil
 	}
 	s.mu.Lock()
