@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -105,7 +106,7 @@ func TestSoak(t *testing.T) {
 				statuses[doc.Data.Attributes.Status]++
 				break
 			}
-			require.True(t, time.Now().Before(deadline), "job %s did not end: %s", id, data)
+			require.True(t, time.Now().Before(deadline), "job %s did not end: %s\nin Temporal: %s", id, data, workflowState(tc, id))
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
@@ -230,4 +231,35 @@ func processGauges(t *testing.T, base string) (rss int64, goroutines int) {
 		return v
 	}
 	return int64(gauge("process_resident_memory_bytes")), int(gauge("go_goroutines"))
+}
+
+// workflowState describes a job's workflow for a failure message: its
+// status, pending activities and last events.
+func workflowState(tc client.Client, id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "describe: " + err.Error()
+	}
+	out := fmt.Sprintf("status %s, history length %d", desc.GetWorkflowExecutionInfo().GetStatus(), desc.GetWorkflowExecutionInfo().GetHistoryLength())
+	for _, pa := range desc.GetPendingActivities() {
+		out += fmt.Sprintf("; pending %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt(), pa.GetLastFailure().GetMessage())
+	}
+	if pw := desc.GetPendingWorkflowTask(); pw != nil {
+		out += fmt.Sprintf("; pending workflow task %s attempt %d", pw.GetState(), pw.GetAttempt())
+	}
+	iter := tc.GetWorkflowHistory(ctx, id, "", false, 0)
+	var events []string
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			break
+		}
+		events = append(events, e.GetEventType().String())
+	}
+	if len(events) > 12 {
+		events = events[len(events)-12:]
+	}
+	return out + "; last events " + strings.Join(events, ", ")
 }
