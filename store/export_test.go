@@ -54,3 +54,10 @@ func (s *Store) RollbackMigration(ctx context.Context, id string) error {
 
 // AdvisoryKey is the SQL of the advisory lock key named $1.
 const AdvisoryKey = advisoryKey
+
+// Setting reads a server setting over the store's connection.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.db.WithContext(ctx).Raw("SELECT current_setting(?)", name).Scan(&v).Error
+	return v, err
+}

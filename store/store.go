@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 	switch {
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
-		return postgres.Open(databaseURL), "postgres", nil
+		return postgres.Open(withServerTimeouts(databaseURL)), "postgres", nil
 	case strings.HasPrefix(databaseURL, "sqlite:"):
 		path := sqlitePath(databaseURL)
 		if path == "" {
@@ -119,6 +120,31 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 	default:
 		return nil, "", fmt.Errorf("database URL %q: use postgres://user@host:port/db or sqlite:path/to/file.db", redact(databaseURL))
 	}
+}
+
+// serverTimeouts end, on the server, a session that a client gave up on
+// mid-transaction: after a partition the server may not learn for hours
+// that the client is gone, and the session's locks would stay held. Set
+// as runtime parameters unless the URL sets them (docs/operations.md,
+// Database outages).
+var serverTimeouts = map[string]string{
+	"idle_in_transaction_session_timeout": "60000", // ms
+}
+
+// withServerTimeouts is databaseURL with serverTimeouts added.
+func withServerTimeouts(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return databaseURL // pgx reports it
+	}
+	q := u.Query()
+	for k, v := range serverTimeouts {
+		if !q.Has(k) {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // sqlitePath is the file of a sqlite:PATH database URL.

@@ -266,3 +266,14 @@ func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
 		require.ElementsMatch(t, want, names)
 	})
 }
+
+// A session the client gave up on mid-transaction is ended by the server.
+func TestPostgresSessionsEndIdleTransactions(t *testing.T) {
+	t.Parallel()
+	s, err := store.Open(t.Context(), storetest.FreshPostgresURL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	timeout, err := s.Setting(t.Context(), "idle_in_transaction_session_timeout")
+	require.NoError(t, err)
+	require.Equal(t, "1min", timeout)
+}
