@@ -16,12 +16,22 @@ import (
 // a is the nil receiver workflow code names activities through.
 var a *activities.Activities
 
+// projectionRetryFor is how long a projection write or routing decision
+// is retried while the store is away before the job's workflow fails.
+const projectionRetryFor = 24 * time.Hour
+
 // Activity timeouts and retries.
 var (
 	// projectionOptions: short local steps, retried until they succeed so
-	// no projection write is lost while the database is away.
+	// no projection write is lost while the database is away. Without
+	// ScheduleToCloseTimeout the SDK would take StartToCloseTimeout for it,
+	// and give up after 10 s of tries: a partition that holds one try for
+	// its whole 10 s failed the job's workflow (docs/reliability.md, Soak).
+	// Options of local activities are not in the history: replay is
+	// unchanged.
 	projectionOptions = workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		ScheduleToCloseTimeout: projectionRetryFor,
+		StartToCloseTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    200 * time.Millisecond,
 			BackoffCoefficient: 2,

@@ -123,6 +123,23 @@ func TestJobCompletes(t *testing.T) {
 	require.Less(t, b.saved[0].Revision, b.saved[1].Revision, "revisions increase")
 }
 
+// A database away for longer than a local activity's StartToClose: the
+// routing decision and the projection are retried until it is back, not
+// given up (the job would stay processing in the store forever).
+func TestStoreOutageOutlastsOneTry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	away := temporal.NewApplicationError("database unavailable", "StoreUnavailable")
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{}, away).Times(9)
+	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).
+		Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`), WorkerID: "worker-2"}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+}
+
 func TestJobFailsOverToNextProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
