@@ -236,9 +236,10 @@ func get(t *testing.T, url, token string) []byte {
 func TestServeStartsWithoutTemporal(t *testing.T) {
 	t.Parallel()
 	idp := newGateway(t, "") // its dev identity provider signs the token
-	env := []string{"DATABASE_URL=" + storetest.FreshPostgresURL(t), "TEMPORAL_ADDRESS=" + freeAddr(t),
+	databaseURL := storetest.FreshPostgresURL(t)
+	code, out := runGateway(t, []string{"DATABASE_URL=" + databaseURL}, "migrate") // the schema only
+	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + freeAddr(t),
 		"OIDC_ISSUER_URL=" + idp.url("/dev/oidc"), "TEMPORAL_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.toml")}
-	code, out := runGateway(t, env, "migrate")
 	require.Equal(t, 0, code, out)
 	api := startProcess(t, env, "serve", "--tenant-create-rate", "0") // ready: startProcess waits for /readyz 200
 	body := get(t, "http://"+api.listen+"/readyz", "")
