@@ -423,14 +423,14 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	return w, nil
 }
 
-// readyChecks are the checks of /readyz. accepting (serve) is ready
-// without Temporal, whose jobs go to the outbox meanwhile, and once the
-// identity provider was reached, as tokens are checked against the keys
-// already fetched (docs/operations.md, Health).
+// readyChecks are the checks of /readyz. accepting (serve) needs Temporal
+// and the identity provider to have answered once; after that it stays
+// ready without them: jobs go to the outbox, tokens are checked against
+// the keys already fetched (docs/operations.md, Health).
 func readyChecks(st *store.Store, tc client.Client, verifier *auth.Verifier, worker, accepting bool) []api.ReadyCheck {
 	checks := []api.ReadyCheck{
 		{Name: "store", Check: st.Ping},
-		{Name: "temporal", Optional: accepting, Check: func(ctx context.Context) error {
+		{Name: "temporal", Degradable: accepting, Check: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},

@@ -231,20 +231,31 @@ func get(t *testing.T, url, token string) []byte {
 	return data
 }
 
-// serve starts, is ready and accepts jobs while its Temporal cannot be
-// reached: it connects lazily, and the jobs wait in the outbox.
+// serve starts and accepts jobs while its Temporal cannot be reached (it
+// connects lazily; the jobs wait in the outbox), but is not ready until
+// Temporal has answered once (docs/operations.md, Health).
 func TestServeStartsWithoutTemporal(t *testing.T) {
 	t.Parallel()
 	idp := newGateway(t, "") // its dev identity provider signs the token
 	databaseURL := storetest.FreshPostgresURL(t)
 	code, out := runGateway(t, []string{"DATABASE_URL=" + databaseURL}, "migrate") // the schema only
-	env := []string{"DATABASE_URL=" + databaseURL, "TEMPORAL_ADDRESS=" + freeAddr(t),
-		"OIDC_ISSUER_URL=" + idp.url("/dev/oidc"), "TEMPORAL_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.toml")}
 	require.Equal(t, 0, code, out)
-	api := startProcess(t, env, "serve", "--tenant-create-rate", "0") // ready: startProcess waits for /readyz 200
-	body := get(t, "http://"+api.listen+"/readyz", "")
-	require.Contains(t, string(body), `"temporal":"degraded"`)
-	status, answer := post(t, "http://"+api.listen+"/v1/llm-tasks", idp.token,
+	listen := freeAddr(t)
+	cmd := exec.Command(gatewayBin, "serve", "--tenant-create-rate", "0", "--listen", listen)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "TEMPORAL_ADDRESS="+freeAddr(t),
+		"OIDC_ISSUER_URL="+idp.url("/dev/oidc"), "TEMPORAL_CONFIG_FILE="+filepath.Join(t.TempDir(), "none.toml"))
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + listen + "/readyz")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), `"temporal":"unavailable"`)
+	}, 60*time.Second, 200*time.Millisecond, "serve runs, not ready until Temporal answers once")
+	status, answer := post(t, "http://"+listen+"/v1/llm-tasks", idp.token,
 		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
 	require.Equal(t, http.StatusAccepted, status, "%s", answer)
 }
