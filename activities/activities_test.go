@@ -15,7 +15,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -97,7 +96,7 @@ func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterva
 }
 
 func call() activities.CallInput {
-	return activities.CallInput{JobID: "job-1", Service: providers.LLMTasks, ProviderID: "scripted",
+	return activities.CallInput{JobID: "job-1", Service: jobs.LLMTasks, ProviderID: "scripted",
 		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
 }
 
@@ -163,9 +162,9 @@ func TestCallProviderClassifiesErrors(t *testing.T) {
 		nonRetryable bool
 		wantCode     string
 	}{
-		{"retryable", providers.Retryable(providers.CodeProviderUnavailable, "503", nil), activities.ErrTypeProviderUnavailable, false, providers.CodeProviderUnavailable},
-		{"permanent", providers.Permanent(providers.CodeProviderRejected, "401", nil), activities.ErrTypeProviderRejected, true, providers.CodeProviderRejected},
-		{"input", providers.InputError(providers.CodeAudioUnreadable, "404", nil), activities.ErrTypeInvalidInput, true, providers.CodeAudioUnreadable},
+		{"retryable", providers.Retryable(jobs.CodeProviderUnavailable, "503", nil), activities.ErrTypeProviderUnavailable, false, jobs.CodeProviderUnavailable},
+		{"permanent", providers.Permanent(jobs.CodeProviderRejected, "401", nil), activities.ErrTypeProviderRejected, true, jobs.CodeProviderRejected},
+		{"input", providers.InputError(jobs.CodeAudioUnreadable, "404", nil), activities.ErrTypeInvalidInput, true, jobs.CodeAudioUnreadable},
 		{"unclassified", errors.New("boom"), activities.ErrTypeProviderUnavailable, false, ""},
 	}
 	for _, tt := range tests {
@@ -201,32 +200,32 @@ func TestCallProviderUnknownProvider(t *testing.T) {
 func TestDecideRoute(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t, &scriptedAdapter{})
-	in := activities.RouteInput{JobID: "job-1", Service: providers.LLMTasks, Input: json.RawMessage(`{}`), Attempt: 1}
+	in := activities.RouteInput{JobID: "job-1", Service: jobs.LLMTasks, Input: json.RawMessage(`{}`), Attempt: 1}
 	value, err := env.ExecuteActivity(acts.DecideRoute, in)
 	require.NoError(t, err)
 	var out activities.RouteOutput
 	require.NoError(t, value.Get(&out))
 	require.Nil(t, out.Error)
 	require.Equal(t, "scripted", out.Routing.ProviderID)
-	require.Equal(t, policy.ReasonDefault, out.Routing.Reason)
+	require.Equal(t, jobs.ReasonDefault, out.Routing.Reason)
 
 	in.Failed = []string{"scripted"}
 	in.Attempt = 2
 	value, err = env.ExecuteActivity(acts.DecideRoute, in)
 	require.NoError(t, err, "running out of providers is a decision, not an activity failure")
 	require.NoError(t, value.Get(&out))
-	require.Equal(t, policy.CodeProvidersExhausted, out.Error.Code)
-	require.Equal(t, policy.EvalFailed, out.Routing.ProviderEvaluations[0].Reason)
+	require.Equal(t, jobs.CodeProvidersExhausted, out.Error.Code)
+	require.Equal(t, jobs.EvalFailed, out.Routing.ProviderEvaluations[0].Reason)
 }
 
 func TestSaveJobProjectsSnapshot(t *testing.T) {
 	t.Parallel()
 	env, st := setup(t, &scriptedAdapter{})
 	processed := time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC)
-	routing := policy.RoutingInfo{ProviderID: "scripted", Reason: policy.ReasonDefault, Attempt: 1}
+	routing := jobs.RoutingInfo{ProviderID: "scripted", Reason: jobs.ReasonDefault, Attempt: 1}
 	_, err := env.ExecuteActivity(acts.SaveJob, jobs.Snapshot{
 		ID: "job-1", Service: "llm-tasks", Tenant: "acme", UserID: "u", Status: jobs.StatusFailed,
-		Input: json.RawMessage(`{"a":1}`), Routing: &routing, RoutingHistory: []policy.RoutingInfo{routing},
+		Input: json.RawMessage(`{"a":1}`), Routing: &routing, RoutingHistory: []jobs.RoutingInfo{routing},
 		Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "m"}, ProcessedAt: &processed, Revision: 3,
 	})
 	require.NoError(t, err)
@@ -272,7 +271,7 @@ func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 	// Only an adapter's own estimate makes a call local; a catalog hint
 	// is a routing input and promises nothing.
 	for provider, local := range map[string]bool{"quick": true, "slow": false, "hinted": false} {
-		in := activities.RouteInput{JobID: "job-1", Service: providers.LLMTasks, Input: json.RawMessage(`{}`), Explicit: provider, Attempt: 1}
+		in := activities.RouteInput{JobID: "job-1", Service: jobs.LLMTasks, Input: json.RawMessage(`{}`), Explicit: provider, Attempt: 1}
 		value, err := env.ExecuteActivity(acts.DecideRoute, in)
 		require.NoError(t, err)
 		var out activities.RouteOutput
@@ -284,7 +283,7 @@ func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 
 func TestCallProviderPassesOnRetryAfter(t *testing.T) {
 	t.Parallel()
-	busy := providers.Retryable(providers.CodeProviderUnavailable, "429", nil)
+	busy := providers.Retryable(jobs.CodeProviderUnavailable, "429", nil)
 	busy.RetryAfter = 7 * time.Second
 	env, _ := setup(t, &scriptedAdapter{err: busy})
 	_, err := env.ExecuteActivity(acts.CallProvider, call())

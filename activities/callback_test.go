@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -91,7 +92,7 @@ func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 
-	in := activities.CallInput{JobID: "job-1", Service: providers.LLMTasks, ProviderID: "posting", Attempt: 2,
+	in := activities.CallInput{JobID: "job-1", Service: jobs.LLMTasks, ProviderID: "posting", Attempt: 2,
 		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
 	_, err = env.ExecuteActivity(acts.SubmitToProvider, in)
 	require.NoError(t, err)

@@ -39,10 +39,10 @@ type MediaInput struct {
 	JobID string `json:"job_id"`
 	// Tenant owns the job; its fetches share the tenant's slots
 	// (Activities.FetchSlots). Empty in jobs started before it was sent.
-	Tenant   string              `json:"tenant,omitempty"`
-	Service  providers.ServiceID `json:"service"`
-	Input    json.RawMessage     `json:"input"`
-	Explicit string              `json:"explicit_provider,omitempty"`
+	Tenant   string          `json:"tenant,omitempty"`
+	Service  jobs.ServiceID  `json:"service"`
+	Input    json.RawMessage `json:"input"`
+	Explicit string          `json:"explicit_provider,omitempty"`
 }
 
 // MediaFile is a file of a job's media stage in the blob store.
@@ -54,9 +54,9 @@ type MediaFile struct {
 
 // ProbeInput asks for a probe of a fetched media file.
 type ProbeInput struct {
-	JobID   string              `json:"job_id"`
-	Service providers.ServiceID `json:"service"`
-	Source  MediaFile           `json:"source"`
+	JobID   string         `json:"job_id"`
+	Service jobs.ServiceID `json:"service"`
+	Source  MediaFile      `json:"source"`
 }
 
 // ExtractInput asks for the audio track of a fetched media file.
@@ -77,15 +77,15 @@ type mediaRef struct {
 // MediaOf reports whether a job of the service with this input has media
 // for the media stage: transcriptions, video analyses and translations of
 // documents.
-func MediaOf(service providers.ServiceID, input json.RawMessage) bool {
+func MediaOf(service jobs.ServiceID, input json.RawMessage) bool {
 	var ref mediaRef
 	if json.Unmarshal(input, &ref) != nil || ref.URL == "" {
 		return false
 	}
 	switch service {
-	case providers.Transcriptions, providers.VideoAnalyses:
+	case jobs.Transcriptions, jobs.VideoAnalyses:
 		return true
-	case providers.Translations:
+	case jobs.Translations:
 		return ref.Type == "document"
 	}
 	return false

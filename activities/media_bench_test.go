@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
@@ -40,12 +41,12 @@ func BenchmarkMediaStageOneGiB(b *testing.B) {
 	resetPeakResident(b)
 	b.ResetTimer()
 	for b.Loop() {
-		v, err := bench.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-big", Service: providers.Transcriptions, Input: input})
+		v, err := bench.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-big", Service: jobs.Transcriptions, Input: input})
 		require.NoError(b, err)
 		var source activities.MediaFile
 		require.NoError(b, v.Get(&source))
 		require.GreaterOrEqual(b, source.Size, int64(1<<30))
-		v, err = bench.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-big", Service: providers.Transcriptions, Source: source})
+		v, err = bench.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-big", Service: jobs.Transcriptions, Source: source})
 		require.NoError(b, err)
 		var probe media.Probe
 		require.NoError(b, v.Get(&probe))

@@ -100,7 +100,7 @@ func (b *mediaBench) serve(t *testing.T, path string) string {
 	return b.media.URL + "/" + name
 }
 
-func (b *mediaBench) fetch(t *testing.T, service providers.ServiceID, input string) (activities.MediaFile, error) {
+func (b *mediaBench) fetch(t *testing.T, service jobs.ServiceID, input string) (activities.MediaFile, error) {
 	t.Helper()
 	v, err := b.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-m", Service: service, Input: json.RawMessage(input)})
 	var out activities.MediaFile
@@ -110,7 +110,7 @@ func (b *mediaBench) fetch(t *testing.T, service providers.ServiceID, input stri
 	return out, err
 }
 
-func (b *mediaBench) probe(t *testing.T, service providers.ServiceID, source activities.MediaFile) (media.Probe, error) {
+func (b *mediaBench) probe(t *testing.T, service jobs.ServiceID, source activities.MediaFile) (media.Probe, error) {
 	t.Helper()
 	v, err := b.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-m", Service: service, Source: source})
 	var out media.Probe
@@ -167,11 +167,11 @@ func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
 	video := b.serve(t, mediatest.Video(t, t.TempDir(), 2, 2))
 	input := `{"type":"video","url":"` + video + `","audio_track":1}`
 
-	source, err := b.fetch(t, providers.Transcriptions, input)
+	source, err := b.fetch(t, jobs.Transcriptions, input)
 	require.NoError(t, err)
 	require.Equal(t, "work/job-m/source", source.Key)
 	require.Positive(t, source.Size)
-	probe, err := b.probe(t, providers.Transcriptions, source)
+	probe, err := b.probe(t, jobs.Transcriptions, source)
 	require.NoError(t, err)
 	require.Len(t, probe.AudioStreams(), 2)
 	require.InDelta(t, 2, probe.Duration, 0.3)
@@ -180,10 +180,10 @@ func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
 	require.Equal(t, "audio/wav", audio.ContentType)
 	require.True(t, strings.HasPrefix(b.read(t, audio.Key), "RIFF"), "a WAV file")
 
-	out := b.call(t, activities.CallInput{Service: providers.Transcriptions, Input: json.RawMessage(input),
+	out := b.call(t, activities.CallInput{Service: jobs.Transcriptions, Input: json.RawMessage(input),
 		Options: json.RawMessage(`{"format":"srt","timestamps":true}`),
 		Media:   &activities.PreparedMedia{File: audio, Duration: probe.Duration, SourceURL: video}})
-	var result providers.TranscriptionResult
+	var result jobs.TranscriptionResult
 	require.NoError(t, json.Unmarshal(out.Result, &result))
 	require.InDelta(t, probe.Duration, result.Duration, 0.01, "the sandbox uses the probed duration")
 	require.Equal(t, "results/job-m/transcript.srt", out.ResultFile)
@@ -191,7 +191,7 @@ func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
 
 	_, err = b.extract(t, source, probe, 2)
 	unreadable := jobError(t, err)
-	require.Equal(t, providers.CodeAudioUnreadable, unreadable.Code)
+	require.Equal(t, jobs.CodeAudioUnreadable, unreadable.Code)
 	require.Contains(t, unreadable.Message, "audio_track")
 
 	_, err = b.env.ExecuteActivity(acts.RemoveJobMedia, "job-m")
@@ -205,19 +205,19 @@ func TestTextSentAsAudioIsUnreadable(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
 	text := b.serve(t, mediatest.Text(t, t.TempDir()))
-	source, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+text+`"}`)
+	source, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+text+`"}`)
 	require.NoError(t, err)
-	_, err = b.probe(t, providers.Transcriptions, source)
-	require.Equal(t, providers.CodeAudioUnreadable, jobError(t, err).Code)
+	_, err = b.probe(t, jobs.Transcriptions, source)
+	require.Equal(t, jobs.CodeAudioUnreadable, jobError(t, err).Code)
 }
 
 func TestVideoAnalysisOfAudioGoesOn(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
 	tone := b.serve(t, mediatest.Tone(t, t.TempDir(), 1))
-	source, err := b.fetch(t, providers.VideoAnalyses, `{"url":"`+tone+`","features":["labels"]}`)
+	source, err := b.fetch(t, jobs.VideoAnalyses, `{"url":"`+tone+`","features":["labels"]}`)
 	require.NoError(t, err)
-	probe, err := b.probe(t, providers.VideoAnalyses, source)
+	probe, err := b.probe(t, jobs.VideoAnalyses, source)
 	require.NoError(t, err, "the provider decides what it can do with audio alone")
 	_, hasVideo := probe.VideoMetadata()
 	require.False(t, hasVideo)
@@ -228,15 +228,15 @@ func TestVideoMetadataComesFromTheProbe(t *testing.T) {
 	b := newMediaBench(t)
 	video := b.serve(t, mediatest.Video(t, t.TempDir(), 1, 1))
 	input := `{"url":"` + video + `","features":["labels"]}`
-	source, err := b.fetch(t, providers.VideoAnalyses, input)
+	source, err := b.fetch(t, jobs.VideoAnalyses, input)
 	require.NoError(t, err)
-	probe, err := b.probe(t, providers.VideoAnalyses, source)
+	probe, err := b.probe(t, jobs.VideoAnalyses, source)
 	require.NoError(t, err)
 	meta, ok := probe.VideoMetadata()
 	require.True(t, ok)
-	out := b.call(t, activities.CallInput{Service: providers.VideoAnalyses, Input: json.RawMessage(input),
+	out := b.call(t, activities.CallInput{Service: jobs.VideoAnalyses, Input: json.RawMessage(input),
 		Media: &activities.PreparedMedia{File: source, Duration: probe.Duration, Video: meta}})
-	var result providers.VideoAnalysisResult
+	var result jobs.VideoAnalysisResult
 	require.NoError(t, json.Unmarshal(out.Result, &result))
 	require.Equal(t, meta, result.VideoMetadata)
 	require.Empty(t, out.ResultFile, "video analyses have no result file")
@@ -249,14 +249,14 @@ func TestDocumentTranslationReturnsAFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(doc, []byte("Hallo Welt.\n\nDas Haus ist groß.\n"), 0o600))
 	url := b.serve(t, doc)
 	input := `{"type":"document","url":"` + url + `","target_language":"en"}`
-	source, err := b.fetch(t, providers.Translations, input)
+	source, err := b.fetch(t, jobs.Translations, input)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(source.ContentType, "text/plain"), source.ContentType)
-	out := b.call(t, activities.CallInput{Service: providers.Translations, Input: json.RawMessage(input),
+	out := b.call(t, activities.CallInput{Service: jobs.Translations, Input: json.RawMessage(input),
 		Media: &activities.PreparedMedia{File: source, SourceURL: url}})
 	require.Equal(t, "results/job-m/translation.txt", out.ResultFile)
 	require.Equal(t, "[sandbox →en] Hallo Welt.\n\n[sandbox →en] Das Haus ist groß.\n", b.read(t, out.ResultFile))
-	var result providers.TranslationResult
+	var result jobs.TranslationResult
 	require.NoError(t, json.Unmarshal(out.Result, &result))
 	require.Equal(t, 32, result.CharacterCount, "characters of the source document")
 }
@@ -266,19 +266,19 @@ func TestFetchIsCappedAtTheLargestProviderLimit(t *testing.T) {
 	b := newMediaBench(t)
 	big := filepath.Join(t.TempDir(), "big.wav")
 	require.NoError(t, os.WriteFile(big, make([]byte, 1<<20+1), 0o600))
-	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+b.serve(t, big)+`"}`)
-	require.Equal(t, providers.CodeFileTooLarge, jobError(t, err).Code)
+	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.serve(t, big)+`"}`)
+	require.Equal(t, jobs.CodeFileTooLarge, jobError(t, err).Code)
 }
 
 func TestMediaTheHostRefusesFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
-	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/missing.wav"}`)
+	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/missing.wav"}`)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.True(t, appErr.NonRetryable(), "another try gets the same answer")
 	refused := jobError(t, err)
-	require.Equal(t, providers.CodeMediaUnavailable, refused.Code)
+	require.Equal(t, jobs.CodeMediaUnavailable, refused.Code)
 	require.Contains(t, refused.Message, "answered 404 Not Found")
 }
 
@@ -291,12 +291,12 @@ func TestRedirectToAFileURLFailsAtOnce(t *testing.T) {
 		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
+	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.True(t, appErr.NonRetryable(), "the next try would be redirected the same way")
 	refused := jobError(t, err)
-	require.Equal(t, providers.CodeMediaAddressForbidden, refused.Code)
+	require.Equal(t, jobs.CodeMediaAddressForbidden, refused.Code)
 	require.Equal(t, "media host "+strings.TrimPrefix(srv.URL, "http://")+" redirected to a file: URL; only http and https are fetched", refused.Message)
 	require.EqualValues(t, 1, hits.Load())
 }
@@ -320,14 +320,14 @@ func TestTricklingMediaFailsRetryably(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	start := time.Now()
-	_, err := b.fetch(t, providers.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
+	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
 	require.Less(t, time.Since(start), time.Second, "cut off after about one window, not at the timeout")
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.False(t, appErr.NonRetryable(), "tried again: the host may be faster next time")
 	var jobErr jobs.Error
 	require.NoError(t, appErr.Details(&jobErr))
-	require.Equal(t, providers.CodeMediaUnavailable, jobErr.Code)
+	require.Equal(t, jobs.CodeMediaUnavailable, jobErr.Code)
 	require.Contains(t, jobErr.Message, "media host "+strings.TrimPrefix(srv.URL, "http://")+" sent ")
 	require.Contains(t, jobErr.Message, "below the minimum rate of 1 KiB per 200ms")
 }
@@ -368,7 +368,7 @@ func TestFetchesPerTenantAreCapped(t *testing.T) {
 		env.RegisterActivity(b.acts)
 		go func() {
 			_, err := env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{
-				JobID: fmt.Sprintf("job-%s-%d", tenant, i), Tenant: tenant, Service: providers.Transcriptions,
+				JobID: fmt.Sprintf("job-%s-%d", tenant, i), Tenant: tenant, Service: jobs.Transcriptions,
 				Input: json.RawMessage(`{"type":"audio","url":"` + srv.URL + "/" + tenant + `/a.wav"}`),
 			})
 			errs <- err
@@ -423,7 +423,7 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 	env.RegisterActivity(b.acts)
 	env.SetTestTimeout(time.Minute)
 	start := time.Now()
-	env.ExecuteWorkflow(fetchOnce, activities.MediaInput{JobID: "job-w", Tenant: "acme", Service: providers.Translations,
+	env.ExecuteWorkflow(fetchOnce, activities.MediaInput{JobID: "job-w", Tenant: "acme", Service: jobs.Translations,
 		Input: json.RawMessage(`{"type":"document","url":"` + url + `","target_language":"en"}`)})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError(), "the waiting fetch timed out: it did not heartbeat")
@@ -486,7 +486,7 @@ func TestRoutingKnowsTheMedia(t *testing.T) {
 	route := func(sizeMB, duration float64) activities.RouteOutput {
 		t.Helper()
 		v, err := b.env.ExecuteActivity(acts.DecideRoute, activities.RouteInput{
-			JobID: "job-r", Service: providers.Transcriptions, Tenant: "acme", Attempt: 1,
+			JobID: "job-r", Service: jobs.Transcriptions, Tenant: "acme", Attempt: 1,
 			Input:       json.RawMessage(`{"type":"audio","url":"https://media.test/a.wav"}`),
 			MediaSizeMB: &sizeMB, MediaDuration: &duration,
 		})

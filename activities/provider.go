@@ -37,11 +37,11 @@ const progressSignalStep = 10
 
 // CallInput is one provider call for a job.
 type CallInput struct {
-	JobID      string              `json:"job_id"`
-	Service    providers.ServiceID `json:"service"`
-	ProviderID string              `json:"provider_id"`
-	Input      json.RawMessage     `json:"input"`
-	Options    json.RawMessage     `json:"options,omitempty"`
+	JobID      string          `json:"job_id"`
+	Service    jobs.ServiceID  `json:"service"`
+	ProviderID string          `json:"provider_id"`
+	Input      json.RawMessage `json:"input"`
+	Options    json.RawMessage `json:"options,omitempty"`
 	// SignalProgress asks for ProgressSignal signals, for *.progress events.
 	SignalProgress bool `json:"signal_progress,omitempty"`
 	// Media is the job's media as the media stage prepared it; nil
@@ -60,7 +60,7 @@ type PreparedMedia struct {
 	// Duration is the media's length in seconds (0: not probed).
 	Duration float64 `json:"duration,omitempty"`
 	// Video describes the video, when the media has one.
-	Video *providers.VideoMetadata `json:"video,omitempty"`
+	Video *jobs.VideoMetadata `json:"video,omitempty"`
 	// SourceURL is the job's input.url, for naming result files.
 	SourceURL string `json:"source_url,omitempty"`
 }
@@ -168,7 +168,7 @@ func timedOut(ctx, callCtx context.Context, p *providers.Provider, err error) er
 	if err == nil || ctx.Err() != nil || !errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 		return err
 	}
-	return providers.Retryable(providers.CodeProviderUnavailable,
+	return providers.Retryable(jobs.CodeProviderUnavailable,
 		fmt.Sprintf("provider %q did not finish within its call_timeout_seconds (%d s)", p.ID, p.CallTimeoutSeconds), err)
 }
 
@@ -179,10 +179,10 @@ func (a *Activities) delegate(ctx context.Context, providerID string, call provi
 	adapter, ok := a.Providers.Adapter(providerID)
 	provider, _ := a.Providers.Catalog().Lookup(providerID)
 	if !ok || provider == nil {
-		return nil, providers.Permanent(providers.CodeProviderRejected, "provider "+providerID+" is not in this worker's catalog", nil)
+		return nil, providers.Permanent(jobs.CodeProviderRejected, "provider "+providerID+" is not in this worker's catalog", nil)
 	}
 	if provider.Services[call.Service] == nil {
-		return nil, providers.Permanent(providers.CodeUnsupportedService, fmt.Sprintf("provider %s does not offer %s", providerID, call.Service), nil)
+		return nil, providers.Permanent(jobs.CodeUnsupportedService, fmt.Sprintf("provider %s does not offer %s", providerID, call.Service), nil)
 	}
 	call.Provider, call.Delegate = provider, nil
 	return adapter.Run(ctx, call)

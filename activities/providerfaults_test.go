@@ -60,7 +60,7 @@ func TestMisbehavingProviders(t *testing.T) {
 		{"answers garbage", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `<html>502 Bad Gateway</html>`)
-		}, false, providers.CodeBadResponse},
+		}, false, jobs.CodeBadResponse},
 		{"answers a huge body", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			chunk := strings.Repeat("x", 1<<20)
@@ -70,7 +70,7 @@ func TestMisbehavingProviders(t *testing.T) {
 					return
 				}
 			}
-		}, false, providers.CodeBadResponse},
+		}, false, jobs.CodeBadResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

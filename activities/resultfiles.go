@@ -33,7 +33,7 @@ func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Cal
 		Duration:      in.Media.Duration,
 		VideoMetadata: in.Media.Video,
 	}
-	if in.Service == providers.Translations {
+	if in.Service == jobs.Translations {
 		call.ResultFile = filepath.Join(filepath.Dir(local), "translation"+mediaExtension(in.Media.File.ContentType, in.Media.SourceURL))
 	}
 	return call, done, nil
@@ -45,36 +45,36 @@ func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Cal
 // translation (the translated document), stored under results/<job>/.
 func (a *Activities) finishResult(ctx context.Context, in CallInput, call providers.Call, out *CallOutput) error {
 	switch in.Service {
-	case providers.VideoAnalyses:
+	case jobs.VideoAnalyses:
 		if in.Media == nil || in.Media.Video == nil {
 			return nil
 		}
 		return replaceMember(&out.Result, "video_metadata", in.Media.Video)
-	case providers.Transcriptions:
+	case jobs.Transcriptions:
 		if a.Files == nil {
 			return nil
 		}
 		spec, _ := jobs.SpecOf(in.Service)
 		recorded, err := spec.Load(in.Input, in.Options)
 		if err != nil {
-			return classify(providers.InputError(providers.CodeInvalidInput, "the job's options no longer load", err))
+			return classify(providers.InputError(jobs.CodeInvalidInput, "the job's options no longer load", err))
 		}
 		_, mediaType := recorded.ResultTypes()
 		body, err := recorded.Render(mediaType, out.Result)
 		if err != nil {
-			return classify(providers.Retryable(providers.CodeBadResponse, "the provider's transcript cannot be rendered as "+mediaType, err))
+			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's transcript cannot be rendered as "+mediaType, err))
 		}
 		key := ResultPrefix(in.JobID) + "transcript" + transcriptExtension[mediaType]
 		if _, err := a.Files.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
 			return err
 		}
 		out.ResultFile = key
-	case providers.Translations:
+	case jobs.Translations:
 		if call.ResultFile == "" {
 			return nil
 		}
 		if _, err := os.Stat(call.ResultFile); errors.Is(err, os.ErrNotExist) {
-			return classify(providers.Retryable(providers.CodeBadResponse, "the provider returned no translated document", nil))
+			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no translated document", nil))
 		}
 		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
 		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
@@ -91,7 +91,7 @@ var transcriptExtension = map[string]string{jobs.MediaJSON: ".json", jobs.MediaS
 func replaceMember(object *json.RawMessage, name string, value any) error {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(*object, &members); err != nil || members == nil {
-		return classify(providers.Retryable(providers.CodeBadResponse, fmt.Sprintf("the provider's result is not an object: %v", err), nil))
+		return classify(providers.Retryable(jobs.CodeBadResponse, fmt.Sprintf("the provider's result is not an object: %v", err), nil))
 	}
 	v, err := json.Marshal(value)
 	if err != nil {

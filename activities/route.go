@@ -18,7 +18,7 @@ import (
 // RoutingStore is what routing reads and writes: policies, tenant access,
 // provider statuses and the shared routing state.
 type RoutingStore interface {
-	RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error)
+	RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error)
 	GetPolicy(ctx context.Context, id string) (policy.Policy, error)
 	GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error)
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
@@ -32,22 +32,22 @@ type RoutingStore interface {
 // PolicyPin is the policy version a job was first routed with; failover
 // decisions reuse it whatever happened to the policy since.
 type PolicyPin struct {
-	ID      string        `json:"id"`
-	Version int           `json:"version"`
-	Source  policy.Source `json:"source"`
+	ID      string      `json:"id"`
+	Version int         `json:"version"`
+	Source  jobs.Source `json:"source"`
 }
 
 // RouteInput asks for the provider of one attempt of a job.
 type RouteInput struct {
-	JobID       string              `json:"job_id"`
-	Service     providers.ServiceID `json:"service"`
-	Tenant      string              `json:"tenant"`
-	Application string              `json:"application,omitempty"`
-	Input       json.RawMessage     `json:"input"`
-	Options     json.RawMessage     `json:"options,omitempty"`
-	Explicit    string              `json:"explicit_provider,omitempty"`
-	PolicyID    string              `json:"policy_id,omitempty"`
-	Pinned      *PolicyPin          `json:"pinned_policy,omitempty"`
+	JobID       string          `json:"job_id"`
+	Service     jobs.ServiceID  `json:"service"`
+	Tenant      string          `json:"tenant"`
+	Application string          `json:"application,omitempty"`
+	Input       json.RawMessage `json:"input"`
+	Options     json.RawMessage `json:"options,omitempty"`
+	Explicit    string          `json:"explicit_provider,omitempty"`
+	PolicyID    string          `json:"policy_id,omitempty"`
+	Pinned      *PolicyPin      `json:"pinned_policy,omitempty"`
 	// Failed lists providers earlier attempts failed on.
 	Failed  []string `json:"failed,omitempty"`
 	Attempt int      `json:"attempt"`
@@ -63,9 +63,9 @@ type RouteInput struct {
 // RouteOutput is the decision: a routing, or the error the job fails with
 // when no provider is left.
 type RouteOutput struct {
-	Routing  policy.RoutingInfo `json:"routing"`
-	Error    *jobs.Error        `json:"error,omitempty"`
-	WorkerID string             `json:"worker_id"`
+	Routing  jobs.RoutingInfo `json:"routing"`
+	Error    *jobs.Error      `json:"error,omitempty"`
+	WorkerID string           `json:"worker_id"`
 	// CallLocally says the provider's calls are short enough to run as a
 	// local activity (see ShortCall).
 	CallLocally bool `json:"call_locally,omitempty"`
@@ -120,7 +120,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		if errors.As(err, &noCandidate) {
 			out.Routing.ProviderEvaluations = noCandidate.Evaluations
 			out.Error = &jobs.Error{Code: noCandidate.Code, Message: noCandidate.Error()}
-			a.recordDecision(in, policy.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
+			a.recordDecision(in, jobs.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
 			return out, nil
 		}
 		if err != nil {
@@ -142,14 +142,14 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 
 // requirements reads what the job asks of a provider from its recorded
 // input and options.
-func requirements(in RouteInput) (policy.Requirements, error) {
+func requirements(in RouteInput) (jobs.Requirements, error) {
 	spec, ok := jobs.SpecOf(in.Service)
 	if !ok {
-		return policy.Requirements{}, fmt.Errorf("unknown service %q", in.Service)
+		return jobs.Requirements{}, fmt.Errorf("unknown service %q", in.Service)
 	}
 	job, err := spec.Load(in.Input, in.Options)
 	if err != nil {
-		return policy.Requirements{}, err
+		return jobs.Requirements{}, err
 	}
 	return job.Requirements(), nil
 }
@@ -221,12 +221,12 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 	case in.PolicyID != "":
 		p, err := a.Routing.GetPolicy(ctx, in.PolicyID)
 		if errors.Is(err, store.ErrNotFound) {
-			return &jobs.Error{Code: policy.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
+			return &jobs.Error{Code: jobs.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		req.Policy, req.Source = &p, policy.SourceExplicitID
+		req.Policy, req.Source = &p, jobs.SourceExplicitID
 	default:
 		candidates, err := a.Routing.RoutingPolicies(ctx, in.Tenant, in.Service)
 		if err != nil {
@@ -309,7 +309,7 @@ func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 
 // recordDecision counts a decision, and the failover it stands for when an
 // earlier attempt of this run failed.
-func (a *Activities) recordDecision(in RouteInput, routing policy.RoutingInfo) {
+func (a *Activities) recordDecision(in RouteInput, routing jobs.RoutingInfo) {
 	a.Metrics.RoutingDecision(string(in.Service), string(routing.Reason), string(routing.PolicySource))
 	if len(in.Failed) > 0 && !in.Retried {
 		a.Metrics.Failover(string(in.Service), in.Failed[len(in.Failed)-1])

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -71,7 +72,7 @@ func route(t *testing.T, env *testsuite.TestActivityEnvironment, in activities.R
 var jobSeq atomic.Int64
 
 func llmJob() activities.RouteInput {
-	return activities.RouteInput{JobID: fmt.Sprintf("job-%d", jobSeq.Add(1)), Service: providers.LLMTasks, Tenant: "acme", Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`), Attempt: 1}
+	return activities.RouteInput{JobID: fmt.Sprintf("job-%d", jobSeq.Add(1)), Service: jobs.LLMTasks, Tenant: "acme", Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`), Attempt: 1}
 }
 
 func reasonOf(out activities.RouteOutput, provider string) string {
@@ -92,7 +93,7 @@ func TestDecideRouteEnforcesRateLimits(t *testing.T) {
 		}
 		out := route(t, env, llmJob())
 		require.Equal(t, "good", out.Routing.ProviderID, "the cheap provider used its two requests of the day")
-		require.Equal(t, policy.EvalRateLimited, reasonOf(out, "cheap"))
+		require.Equal(t, jobs.EvalRateLimited, reasonOf(out, "cheap"))
 
 		// A job that names the provider is counted but not refused.
 		explicit := llmJob()
@@ -113,9 +114,9 @@ func TestDecideRouteAcrossWorkers(t *testing.T) {
 		for range 2 {
 			out := route(t, second, llmJob())
 			require.Equal(t, "good", out.Routing.ProviderID, "the first worker took the last request of the day")
-			require.Equal(t, policy.EvalRateLimited, reasonOf(out, "cheap"))
+			require.Equal(t, jobs.EvalRateLimited, reasonOf(out, "cheap"))
 		}
-		counts, err := st.RateCounts(context.Background(), string(providers.LLMTasks), []string{"cheap"}, time.Now())
+		counts, err := st.RateCounts(context.Background(), string(jobs.LLMTasks), []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 2, counts["cheap"].Day, "refused reservations are not counted")
 	})
@@ -130,14 +131,14 @@ func testDecideRouteResolvesAndPinsPolicies(t *testing.T, s *store.Store) {
 	env, st := routingEnv(t, s)
 	ctx := context.Background()
 	p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "quality", Strategy: policy.StrategyQuality,
-		Services:  []providers.ServiceID{providers.LLMTasks},
+		Services:  []jobs.ServiceID{jobs.LLMTasks},
 		Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 2, Weight: 1}}})
 	require.NoError(t, err)
 
 	out := route(t, env, llmJob())
 	require.Equal(t, "good", out.Routing.ProviderID)
-	require.Equal(t, policy.ReasonPolicyRule, out.Routing.Reason)
-	require.Equal(t, policy.SourceTenantLatest, out.Routing.PolicySource)
+	require.Equal(t, jobs.ReasonPolicyRule, out.Routing.Reason)
+	require.Equal(t, jobs.SourceTenantLatest, out.Routing.PolicySource)
 	require.Equal(t, p.ID, out.Routing.PolicyID)
 	require.Equal(t, 1, out.Routing.PolicyVersion)
 
@@ -149,10 +150,10 @@ func testDecideRouteResolvesAndPinsPolicies(t *testing.T, s *store.Store) {
 	require.NoError(t, err)
 	failover := llmJob()
 	failover.Attempt, failover.Failed = 2, []string{"good"}
-	failover.Pinned = &activities.PolicyPin{ID: p.ID, Version: 1, Source: policy.SourceTenantLatest}
+	failover.Pinned = &activities.PolicyPin{ID: p.ID, Version: 1, Source: jobs.SourceTenantLatest}
 	out = route(t, env, failover)
 	require.Equal(t, "cheap", out.Routing.ProviderID, "version 1 still lists cheap")
-	require.Equal(t, policy.ReasonFailover, out.Routing.Reason)
+	require.Equal(t, jobs.ReasonFailover, out.Routing.Reason)
 
 	// A new job routes by version 2.
 	out = route(t, env, llmJob())
@@ -173,15 +174,15 @@ func testDecideRouteAppliesTenantSwitchesAndStatuses(t *testing.T, s *store.Stor
 	require.NoError(t, st.CreateTenant(ctx, &store.Tenant{ID: "acme", Providers: map[string]store.Access{"cheap": {Enabled: false}}}))
 	out := route(t, env, llmJob())
 	require.Equal(t, "good", out.Routing.ProviderID)
-	require.Equal(t, policy.EvalTenantProviderDisabled, reasonOf(out, "cheap"))
+	require.Equal(t, jobs.EvalTenantProviderDisabled, reasonOf(out, "cheap"))
 
 	disabled := "disabled"
 	_, err := st.SetProviderStatus(ctx, "good", &disabled, nil)
 	require.NoError(t, err)
 	out = route(t, env, llmJob())
 	require.NotNil(t, out.Error)
-	require.Equal(t, policy.CodeNoEligibleProvider, out.Error.Code)
-	require.Equal(t, policy.EvalProviderDisabled, reasonOf(out, "good"))
+	require.Equal(t, jobs.CodeNoEligibleProvider, out.Error.Code)
+	require.Equal(t, jobs.EvalProviderDisabled, reasonOf(out, "good"))
 
 	_, err = st.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 		t.Providers["cheap"] = store.Access{Enabled: true}
@@ -201,7 +202,7 @@ func TestDecideRouteRetriedCountsOnce(t *testing.T) {
 		env, _ := routingEnv(t, st)
 		dayCount := func() int {
 			t.Helper()
-			counts, err := st.RateCounts(context.Background(), string(providers.LLMTasks), []string{"cheap"}, time.Now())
+			counts, err := st.RateCounts(context.Background(), string(jobs.LLMTasks), []string{"cheap"}, time.Now())
 			require.NoError(t, err)
 			return counts["cheap"].Day
 		}
@@ -232,7 +233,7 @@ func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
 		env, st := routingEnv(t, s)
 		ctx := context.Background()
 		p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "spread", Strategy: policy.StrategyRoundRobin,
-			Services:  []providers.ServiceID{providers.LLMTasks},
+			Services:  []jobs.ServiceID{jobs.LLMTasks},
 			Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 1, Weight: 1}}})
 		require.NoError(t, err)
 
@@ -246,7 +247,7 @@ func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
 		turn, err := s.NextTurn(ctx, "policy:"+p.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), turn, "four tries of two decisions took two turns")
-		counts, err := s.RateCounts(ctx, string(providers.LLMTasks), []string{"cheap"}, time.Now())
+		counts, err := s.RateCounts(ctx, string(jobs.LLMTasks), []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 1, counts["cheap"].Day, "one of the two decisions reserved with cheap, once")
 	})

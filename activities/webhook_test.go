@@ -22,7 +22,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -137,14 +136,14 @@ func completedJob() jobs.Snapshot {
 	created := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	processed := created.Add(time.Second)
 	completed := created.Add(30 * time.Second)
-	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
 	return jobs.Snapshot{
 		ID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", Service: "transcriptions", Tenant: "acme", UserID: "alice",
 		Provider: "sandbox-fast", Status: jobs.StatusCompleted, Progress: 100,
 		Input:      json.RawMessage(`{"type":"audio","url":"https://media.example.com/talk.mp3"}`),
 		Options:    json.RawMessage(`{"language":"en"}`),
 		ClientMeta: json.RawMessage(`{"order":"ord-42"}`),
-		Routing:    &routing, RoutingHistory: []policy.RoutingInfo{routing},
+		Routing:    &routing, RoutingHistory: []jobs.RoutingInfo{routing},
 		Result:   json.RawMessage(`{"format":"json","duration":12.5,"language":"en"}`),
 		WorkerID: "worker-7", CreatedAt: created, ProcessedAt: &processed, CompletedAt: &completed, Revision: 4,
 	}

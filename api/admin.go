@@ -11,6 +11,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -48,7 +49,7 @@ func (s *Server) adminRoutes(v1 *gin.RouterGroup) {
 }
 
 // serviceStatus is a service's current status; active unless set.
-func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
+func serviceStatus(statuses map[string]string, id jobs.ServiceID) string {
 	if st := statuses[string(id)]; st != "" {
 		return st
 	}
@@ -57,7 +58,7 @@ func serviceStatus(statuses map[string]string, id providers.ServiceID) string {
 
 // updateService handles PATCH /v1/services/:id (scope services:write).
 func (s *Server) updateService(c *gin.Context) error {
-	svc, ok := providers.LookupService(c.Param("id"))
+	svc, ok := jobs.LookupService(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no service %q", c.Param("id"))
 	}
@@ -131,10 +132,10 @@ func parseProviderStatusChange(p *providers.Provider, attrs map[string]json.RawM
 	services := make(map[string]string, len(members))
 	for _, key := range keys {
 		pointer := ptrAttributes + "/services/" + strictjson.EscapeName(key)
-		if _, ok := providers.LookupService(key); !ok {
+		if _, ok := jobs.LookupService(key); !ok {
 			return nil, nil, apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
 		}
-		if _, ok := p.Services[providers.ServiceID(key)]; !ok {
+		if _, ok := p.Services[jobs.ServiceID(key)]; !ok {
 			return nil, nil, apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s: provider %s does not support %s", pointer, p.ID, key)
 		}
 		if strictjson.Absent(members[key]) {

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -39,7 +40,7 @@ type providerAttributes struct {
 	Services     map[string]providers.Capability `json:"services"`
 }
 
-func serviceView(svc providers.Service, status string) serviceResource {
+func serviceView(svc jobs.Service, status string) serviceResource {
 	return serviceResource{
 		ID:   string(svc.ID),
 		Type: "service",
@@ -89,7 +90,7 @@ func (s *Server) listServices(c *gin.Context) error {
 		return err
 	}
 	out := []serviceResource{}
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		out = append(out, serviceView(svc, serviceStatus(statuses, svc.ID)))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
@@ -98,7 +99,7 @@ func (s *Server) listServices(c *gin.Context) error {
 
 // getService handles GET /v1/services/:id.
 func (s *Server) getService(c *gin.Context) error {
-	svc, ok := providers.LookupService(c.Param("id"))
+	svc, ok := jobs.LookupService(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no service %q", c.Param("id"))
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/ai-job-gateway/gateway/workflows"
@@ -120,7 +119,7 @@ func TestCreateJob(t *testing.T) {
 			require.Equal(t, workflows.JobWorkflowName, started.Workflow)
 			in := started.Input
 			require.Equal(t, raw.Data.ID, in.JobID)
-			require.Equal(t, providers.ServiceID(res.id), in.Service)
+			require.Equal(t, jobs.ServiceID(res.id), in.Service)
 			require.Equal(t, tenantA, in.Tenant)
 			require.Equal(t, userA, in.UserID)
 			require.Equal(t, "my-app", in.Application)
@@ -235,7 +234,7 @@ func TestCreateAcceptsValidVariants(t *testing.T) {
 		{"translations", "narrow provider, listed languages", []edit{set(attr+"/provider", "narrow"), set(opts+"/source_language", "en"), set(in+"/target_language", "fr")}, nil},
 		{"translations", "narrow provider, formality default", []edit{set(attr+"/provider", "narrow"), set(opts+"/formality", "default")}, nil},
 		{"translations", "provider active for translations, disabled for transcriptions", []edit{set(attr+"/provider", "half-off")}, nil},
-		{"video-analyses", "every feature", []edit{set(in+"/features", toAny(providers.VideoAnalysisFeatures))}, nil},
+		{"video-analyses", "every feature", []edit{set(in+"/features", toAny(jobs.VideoAnalysisFeatures))}, nil},
 		{"video-analyses", "confidence_threshold 0", []edit{set(opts+"/confidence_threshold", 0)}, nil},
 		{"video-analyses", "confidence_threshold 1", []edit{set(opts+"/confidence_threshold", 1)}, nil},
 		{"video-analyses", "language auto", []edit{set(opts+"/language", "auto")}, nil},
@@ -580,16 +579,16 @@ func TestCreateWithPolicyID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	mk := func(tenant string, services ...providers.ServiceID) string {
+	mk := func(tenant string, services ...jobs.ServiceID) string {
 		p, err := b.store.CreatePolicy(ctx, policy.Policy{Tenant: tenant, Name: "p", Strategy: policy.StrategyPrice, Services: services,
 			Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
 		require.NoError(t, err)
 		return p.ID
 	}
-	own := mk(tenantA, providers.Transcriptions)
-	global := mk("", providers.Transcriptions)
-	foreign := mk("globex", providers.Transcriptions)
-	otherService := mk(tenantA, providers.LLMTasks)
+	own := mk(tenantA, jobs.Transcriptions)
+	global := mk("", jobs.Transcriptions)
+	foreign := mk("globex", jobs.Transcriptions)
+	otherService := mk(tenantA, jobs.LLMTasks)
 	token := b.writeToken(t)
 
 	for name, id := range map[string]string{"own": own, "global": global} {

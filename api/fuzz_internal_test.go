@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -246,7 +247,7 @@ func FuzzPolicyBody(f *testing.F) {
 			services = append(services, d.service.value)
 		}
 		for _, id := range services {
-			if _, ok := providers.LookupService(string(id)); !ok {
+			if _, ok := jobs.LookupService(string(id)); !ok {
 				t.Fatalf("%q: service %q", body, id)
 			}
 		}

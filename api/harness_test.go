@@ -759,7 +759,7 @@ func (b *bundle) seedUnstarted(t *testing.T, service string) string {
 	t.Helper()
 	job := &jobs.Record{Service: service, Status: jobs.StatusPending}
 	fillSeed(job)
-	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: providers.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
+	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: jobs.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
 		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt})
 	require.NoError(t, err)
 	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})

@@ -13,7 +13,6 @@ import (
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -127,7 +126,7 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 		case "user_id":
 			f.UserID = value
 		case "service":
-			if _, ok := providers.LookupService(value); !ok {
+			if _, ok := jobs.LookupService(value); !ok {
 				return f, invalid(key, "must be one of %s", serviceIDs())
 			}
 			f.Service = value

@@ -17,7 +17,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 const (
@@ -61,7 +60,7 @@ func validApplication(app string) *apierror.Error {
 
 // parseJobRequest decodes and validates a create request for service:
 // the job's attributes of the request to submit.
-func parseJobRequest(service providers.Service, body []byte) (*jobops.SubmitRequest, error) {
+func parseJobRequest(service jobs.Service, body []byte) (*jobops.SubmitRequest, error) {
 	env, err := parseEnvelope(body, envelopeSpec{
 		Type:    service.JobType,
 		Members: []string{"type", "attributes", "meta"},
@@ -206,7 +205,7 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
 }
 
 // parseJobSpec decodes and validates a service's input and options.
-func parseJobSpec(service providers.ServiceID, input, options json.RawMessage) (jobs.Request, error) {
+func parseJobSpec(service jobs.ServiceID, input, options json.RawMessage) (jobs.Request, error) {
 	spec, ok := jobs.SpecOf(service)
 	if !ok {
 		return nil, apierror.Validation(ptrData+"/type", "unknown service")

@@ -15,12 +15,11 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
 // createJob handles POST /v1/{resource}.
-func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
+func (s *Server) createJob(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		req, err := submitRequest(c, svc)
 		if err != nil {
@@ -43,7 +42,7 @@ func (s *Server) createJob(svc providers.Service) gin.HandlerFunc {
 
 // submitRequest reads a create request: the caller's identity, the
 // X-Application and Idempotency-Key headers and the body.
-func submitRequest(c *gin.Context, svc providers.Service) (*jobops.SubmitRequest, error) {
+func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, error) {
 	tenant, user, err := auth.EffectiveIdentity(c)
 	if err != nil {
 		return nil, err
@@ -130,7 +129,7 @@ func jobopsError(err error) error {
 }
 
 // getJob handles GET /v1/{resource}/{id}.
-func (s *Server) getJob(svc providers.Service) gin.HandlerFunc {
+func (s *Server) getJob(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
@@ -146,7 +145,7 @@ func (s *Server) getJob(svc providers.Service) gin.HandlerFunc {
 }
 
 // cancelJob handles POST /v1/{resource}/{id}/cancel.
-func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
+func (s *Server) cancelJob(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {
@@ -167,7 +166,7 @@ func (s *Server) cancelJob(svc providers.Service) gin.HandlerFunc {
 // visibleJob loads the job named by the path, as the caller may see it:
 // another tenant's job, another service's job and a malformed id are all
 // 404, so ids leak nothing.
-func (s *Server) visibleJob(c *gin.Context, svc providers.Service) (*jobs.Record, error) {
+func (s *Server) visibleJob(c *gin.Context, svc jobs.Service) (*jobs.Record, error) {
 	tenant, _, err := auth.EffectiveIdentity(c)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -24,7 +24,7 @@ type PolicyStore interface {
 	ListPolicyVersions(ctx context.Context, id string) ([]policy.Policy, error)
 	ListPolicies(ctx context.Context, f store.PolicyFilter, offset, limit int) ([]policy.Policy, int64, error)
 	DeletePolicy(ctx context.Context, id string) error
-	RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error)
+	RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error)
 }
 
 // Policy scopes (docs/api.md, Policies).
@@ -170,17 +170,17 @@ type policyResource struct {
 // service and application (docs/api.md, Policies); the current form
 // carries service and application (null at service level) and no services.
 type policyAttributes struct {
-	Tenant          *string                `json:"tenant"`
-	Name            string                 `json:"name"`
-	Description     string                 `json:"description"`
-	Version         int                    `json:"version"`
-	RoutingStrategy policy.Strategy        `json:"routing_strategy"`
-	Service         any                    `json:"service,omitempty"`
-	Services        *[]providers.ServiceID `json:"services,omitempty"`
-	Application     any                    `json:"application,omitempty"`
-	Providers       []policyProviderView   `json:"providers"`
-	CreatedAt       time.Time              `json:"created_at"`
-	UpdatedAt       time.Time              `json:"updated_at"`
+	Tenant          *string              `json:"tenant"`
+	Name            string               `json:"name"`
+	Description     string               `json:"description"`
+	Version         int                  `json:"version"`
+	RoutingStrategy policy.Strategy      `json:"routing_strategy"`
+	Service         any                  `json:"service,omitempty"`
+	Services        *[]jobs.ServiceID    `json:"services,omitempty"`
+	Application     any                  `json:"application,omitempty"`
+	Providers       []policyProviderView `json:"providers"`
+	CreatedAt       time.Time            `json:"created_at"`
+	UpdatedAt       time.Time            `json:"updated_at"`
 }
 
 type policyProviderView struct {
@@ -211,7 +211,7 @@ func (s *Server) policyView(p policy.Policy) policyResource {
 			attrs.Application = p.Application
 		}
 	} else {
-		services := append([]providers.ServiceID{}, p.Services...)
+		services := append([]jobs.ServiceID{}, p.Services...)
 		attrs.Services = &services
 	}
 	entries := slices.Clone(p.Providers)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -23,7 +23,7 @@ import (
 // request.
 type policyScope struct {
 	tenant      string
-	service     providers.ServiceID
+	service     jobs.ServiceID
 	application string
 }
 
@@ -46,7 +46,7 @@ func scopeOf(c *gin.Context, badAppIs422 bool) (policyScope, error) {
 	if caller.Tenant == "" {
 		return policyScope{}, apierror.Forbidden("scoped policies need a token with a tenant_id claim")
 	}
-	svc, ok := providers.LookupService(c.Param("id"))
+	svc, ok := jobs.LookupService(c.Param("id"))
 	if !ok {
 		return policyScope{}, apierror.NotFound("no service %q", c.Param("id"))
 	}

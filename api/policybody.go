@@ -13,9 +13,9 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // idRule says what a policy write expects of data.id.
@@ -47,9 +47,9 @@ type policyDraft struct {
 	name        nullable[string]
 	description nullable[string]
 	strategy    nullable[policy.Strategy]
-	service     nullable[providers.ServiceID]
+	service     nullable[jobs.ServiceID]
 	application nullable[string]
-	services    nullable[[]providers.ServiceID]
+	services    nullable[[]jobs.ServiceID]
 	providers   nullable[[]policy.Entry]
 }
 
@@ -105,11 +105,11 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 	if d.strategy.present() && !slices.Contains(policy.Strategies, d.strategy.value) {
 		return nil, apierror.Validation(ptrAttributes+"/routing_strategy", "must be one of %s, not %q", strategyNames(), d.strategy.value)
 	}
-	if d.service, err = nullableMember[providers.ServiceID](attrs, "service", "a service id or null"); err != nil {
+	if d.service, err = nullableMember[jobs.ServiceID](attrs, "service", "a service id or null"); err != nil {
 		return nil, err
 	}
 	if d.service.present() {
-		if _, ok := providers.LookupService(string(d.service.value)); !ok {
+		if _, ok := jobs.LookupService(string(d.service.value)); !ok {
 			return nil, apierror.Validation(ptrAttributes+"/service", "must be one of %s, not %q", policyServiceNames(), d.service.value)
 		}
 	}
@@ -119,12 +119,12 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 	if d.application.present() && !applicationPattern.MatchString(d.application.value) {
 		return nil, apierror.Validation(ptrAttributes+"/application", "must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s), or null", applicationPattern)
 	}
-	if d.services, err = nullableMember[[]providers.ServiceID](attrs, "services", "an array of service ids"); err != nil {
+	if d.services, err = nullableMember[[]jobs.ServiceID](attrs, "services", "an array of service ids"); err != nil {
 		return nil, err
 	}
 	for i, id := range d.services.value {
 		pointer := ptrAttributes + "/services/" + strconv.Itoa(i)
-		if _, ok := providers.LookupService(string(id)); !ok {
+		if _, ok := jobs.LookupService(string(id)); !ok {
 			return nil, apierror.Validation(pointer, "must be one of %s, not %q", policyServiceNames(), id)
 		}
 		if slices.Contains(d.services.value[:i], id) {
@@ -328,7 +328,7 @@ func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool
 		p.Application = ""
 	} else {
 		if d.service.present() {
-			p.Services = []providers.ServiceID{d.service.value}
+			p.Services = []jobs.ServiceID{d.service.value}
 		} else if d.service.set || replace {
 			p.Services = nil // every service
 		}
@@ -367,7 +367,7 @@ func (s *Server) validatePolicySupport(p policy.Policy) error {
 		if len(p.Services) == 0 {
 			continue
 		}
-		if !slices.ContainsFunc(p.Services, func(id providers.ServiceID) bool { return cp.Services[id] != nil }) {
+		if !slices.ContainsFunc(p.Services, func(id jobs.ServiceID) bool { return cp.Services[id] != nil }) {
 			return apierror.Unprocessable(apierror.CodeUnsupportedOption, "%s: provider %s does not support %s", pointer, e.ProviderID, joinServiceIDs(p.Services))
 		}
 	}
@@ -390,7 +390,7 @@ func (d *policyDraft) matchesScope(sc policyScope) error {
 		return apierror.Validation(ptrAttributes+"/application", "must be %s, the application in the path, or be omitted", sc.application)
 	}
 	d.tenant = nullable[string]{}
-	d.services = nullable[[]providers.ServiceID]{}
+	d.services = nullable[[]jobs.ServiceID]{}
 	d.service = valueOf(sc.service)
 	d.application = valueOf(sc.application)
 	return nil
@@ -406,13 +406,13 @@ func strategyNames() string {
 
 func policyServiceNames() string {
 	names := []string{}
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		names = append(names, string(svc.ID))
 	}
 	return strings.Join(names, ", ")
 }
 
-func joinServiceIDs(ids []providers.ServiceID) string {
+func joinServiceIDs(ids []jobs.ServiceID) string {
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
 		names = append(names, string(id))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Result content types.
@@ -23,7 +22,7 @@ const (
 
 // getResult handles GET /v1/{resource}/{id}/result: the result object
 // itself, or a rendering of it that options.format or Accept asks for.
-func (s *Server) getResult(svc providers.Service) gin.HandlerFunc {
+func (s *Server) getResult(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {

@@ -176,7 +176,7 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	v1 := r.Group("/v1", auth.Middleware(s.cfg.Verifier))
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		res := v1.Group(svc.Endpoint()[len("/v1"):])
 		write := auth.RequireScope(string(svc.ID) + ":write")
 		read := auth.RequireScope(string(svc.ID) + ":read")

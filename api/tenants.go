@@ -13,8 +13,8 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -223,7 +223,7 @@ func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map
 	}
 	var err error
 	ch.services, err = parseAccess(attrs, "services", func(pointer, key string) error {
-		if _, ok := providers.LookupService(key); !ok {
+		if _, ok := jobs.LookupService(key); !ok {
 			return apierror.Validation(pointer, "is not a service; use %s", serviceIDs())
 		}
 		return nil
@@ -294,7 +294,7 @@ func parseAccess(attrs map[string]json.RawMessage, member string, known func(poi
 // serviceIDs lists the service ids for messages.
 func serviceIDs() string {
 	ids := []string{}
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		ids = append(ids, string(svc.ID))
 	}
 	return strings.Join(ids, ", ")

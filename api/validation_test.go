@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 const (
@@ -360,7 +360,7 @@ func TestCreateRefusesAModelNoProviderOffers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	pol, err := b.store.CreatePolicy(context.Background(), policy.Policy{Tenant: tenantA, Name: "llm", Strategy: policy.StrategyPrice,
-		Services: []providers.ServiceID{providers.LLMTasks}, Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
+		Services: []jobs.ServiceID{jobs.LLMTasks}, Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
 	require.NoError(t, err)
 	model := ptrOptions + "/model"
 	for _, tc := range []struct {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -32,7 +32,7 @@ type DeliveryStore interface {
 // (receivers fetch it), and GET /v1/{resource}/{id}/webhook-deliveries.
 func (s *Server) webhookRoutes(r gin.IRouter, v1 *gin.RouterGroup) {
 	r.GET("/v1/webhooks/public-key", handle(s.webhookPublicKey))
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		path := svc.Endpoint()[len("/v1"):] + "/:id/webhook-deliveries"
 		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), s.listWebhookDeliveries(svc))
 	}
@@ -77,7 +77,7 @@ type deliveryResource struct {
 
 // listWebhookDeliveries handles GET /v1/{resource}/{id}/webhook-deliveries:
 // every delivery attempt of the job's events, oldest first.
-func (s *Server) listWebhookDeliveries(svc providers.Service) gin.HandlerFunc {
+func (s *Server) listWebhookDeliveries(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := s.visibleJob(c, svc)
 		if err != nil {

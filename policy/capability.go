@@ -5,64 +5,34 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
-
-// Requirements is what a job asks of a provider's capability.
-type Requirements struct {
-	Service providers.ServiceID
-	// Features the capability must list.
-	Features []string
-	// Language the capability's languages must accept (transcriptions).
-	Language string
-	// SourceLanguage and TargetLanguage for translations; "" when detected.
-	SourceLanguage string
-	TargetLanguage string
-	// Model the capability's models must list (llm-tasks, when pinned).
-	Model string
-	// VideoLanguage is a video analysis's language ("auto" or "" when
-	// detected); capabilities list no video languages, so only policy
-	// conditions check it.
-	VideoLanguage string
-}
-
-// JobLanguages are the languages a policy's language condition is checked
-// against: the transcription or video language, or a translation's target
-// and (when given) source language. Auto-detected languages are unknown.
-func (r Requirements) JobLanguages() []string {
-	var out []string
-	for _, l := range []string{r.Language, r.SourceLanguage, r.TargetLanguage, r.VideoLanguage} {
-		if l != "" && l != "auto" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // Unsupported tells why a provider cannot run a job with these
 // requirements: an evaluation reason (service_not_supported or
 // option_not_supported) and a message, or "" when it can.
-func Unsupported(p *providers.Provider, req Requirements) (reason, message string) {
+func Unsupported(p *providers.Provider, req jobs.Requirements) (reason, message string) {
 	capability, ok := p.Services[req.Service]
 	if !ok {
-		return EvalServiceNotSupported, fmt.Sprintf("provider %s does not offer %s", p.ID, req.Service)
+		return jobs.EvalServiceNotSupported, fmt.Sprintf("provider %s does not offer %s", p.ID, req.Service)
 	}
 	for _, f := range req.Features {
 		if !slices.Contains(capability.Features, f) {
-			return EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer the %s feature for %s", p.ID, f, req.Service)
+			return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer the %s feature for %s", p.ID, f, req.Service)
 		}
 	}
 	if req.Language != "" && !acceptsLanguage(capability.Languages, req.Language) {
-		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not transcribe language %s", p.ID, req.Language)
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not transcribe language %s", p.ID, req.Language)
 	}
 	if req.SourceLanguage != "" && !acceptsLanguage(capability.SourceLanguages, req.SourceLanguage) {
-		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate from %s", p.ID, req.SourceLanguage)
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate from %s", p.ID, req.SourceLanguage)
 	}
 	if req.TargetLanguage != "" && !acceptsLanguage(capability.TargetLanguages, req.TargetLanguage) {
-		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate into %s", p.ID, req.TargetLanguage)
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate into %s", p.ID, req.TargetLanguage)
 	}
 	if req.Model != "" && !OffersModel(capability, req.Model) {
-		return EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer model %s", p.ID, req.Model)
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer model %s", p.ID, req.Model)
 	}
 	return "", ""
 }
@@ -75,7 +45,7 @@ func OffersModel(capability *providers.Capability, model string) bool {
 
 // Models lists the models the catalog's providers of a service offer,
 // sorted and each once: the models a job routed automatically may pin.
-func Models(catalog []*providers.Provider, service providers.ServiceID) []string {
+func Models(catalog []*providers.Provider, service jobs.ServiceID) []string {
 	var models []string
 	for _, p := range catalog {
 		if c, ok := p.Services[service]; ok {
@@ -106,7 +76,7 @@ func acceptsLanguage(list []string, code string) bool {
 // service (only the explicit provider's, when the job names one); 0 when
 // one of them sets no limit. The media stage caps its fetch at it, before
 // routing picks a provider whose own limit fits (docs/media.md).
-func MediaCapBytes(catalog []*providers.Provider, service providers.ServiceID, explicit string) int64 {
+func MediaCapBytes(catalog []*providers.Provider, service jobs.ServiceID, explicit string) int64 {
 	var largest int64
 	for _, p := range catalog {
 		c, ok := p.Services[service]

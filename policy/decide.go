@@ -1,3 +1,7 @@
+// Package policy decides which provider runs a job. It is pure: callers pass
+// in everything the decision depends on (catalog, statuses, tenant access,
+// the resolved policy, earlier failures, the clock) and get back a
+// jobs.RoutingInfo that explains the choice.
 package policy
 
 import (
@@ -8,17 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
-)
-
-// Error codes of a job that could not be routed.
-const (
-	CodeNoEligibleProvider = "NO_ELIGIBLE_PROVIDER"
-	CodeProvidersExhausted = "PROVIDERS_EXHAUSTED"
-	// CodeFileTooLarge and CodeMediaTooLong: every provider left is
-	// excluded by its max_file_size_mb (max_duration_seconds) alone.
-	CodeFileTooLarge = "FILE_TOO_LARGE"
-	CodeMediaTooLong = "MEDIA_TOO_LONG"
 )
 
 // NoCandidateError says that no provider is left for a job.
@@ -26,11 +21,11 @@ type NoCandidateError struct {
 	// Code is NO_ELIGIBLE_PROVIDER on the first attempt and
 	// PROVIDERS_EXHAUSTED once a provider has failed.
 	Code        string
-	Evaluations []Evaluation
+	Evaluations []jobs.Evaluation
 }
 
 func (e *NoCandidateError) Error() string {
-	if e.Code == CodeProvidersExhausted {
+	if e.Code == jobs.CodeProvidersExhausted {
 		return "every candidate provider failed"
 	}
 	return "no provider is eligible for this job"
@@ -44,7 +39,7 @@ func (e *NoCandidateError) Is(target error) bool { return target == ErrNoCandida
 
 // Request is everything one routing decision depends on.
 type Request struct {
-	Needs Requirements
+	Needs jobs.Requirements
 	// Catalog lists the providers in catalog order.
 	Catalog []*providers.Provider
 	// Status gives the effective provider-level status and the status of
@@ -65,7 +60,7 @@ type Request struct {
 	// Policy is the policy in force (nil: no policy, default routing) and
 	// Source where it came from.
 	Policy *Policy
-	Source Source
+	Source jobs.Source
 	// FileSizeMB is the size of the job's media when known.
 	FileSizeMB *float64
 	// DurationSeconds is the length of the job's media when known.
@@ -84,7 +79,7 @@ type Request struct {
 }
 
 // Decide picks the provider for one attempt of a job.
-func Decide(req Request) (RoutingInfo, error) {
+func Decide(req Request) (jobs.RoutingInfo, error) {
 	switch {
 	case req.Explicit != "":
 		return decideExplicit(req)
@@ -98,22 +93,22 @@ func Decide(req Request) (RoutingInfo, error) {
 // decideExplicit honours the provider the job named. Its status no longer
 // matters once the job was accepted ("accepted jobs keep running"); only an
 // earlier failure removes it.
-func decideExplicit(req Request) (RoutingInfo, error) {
-	info := req.info(ReasonExplicitChoice)
-	eval := Evaluation{ProviderID: req.Explicit, EvaluatedAt: req.Now}
+func decideExplicit(req Request) (jobs.RoutingInfo, error) {
+	info := req.info(jobs.ReasonExplicitChoice)
+	eval := jobs.Evaluation{ProviderID: req.Explicit, EvaluatedAt: req.Now}
 	if slices.Contains(req.Failed, req.Explicit) {
-		eval.Reason, eval.Message = EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", req.Explicit)
-		return info, req.noCandidate([]Evaluation{eval})
+		eval.Reason, eval.Message = jobs.EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", req.Explicit)
+		return info, req.noCandidate([]jobs.Evaluation{eval})
 	}
 	if p, ok := lookup(req.Catalog, req.Explicit); ok {
 		if reason, message := req.overLimit(p); reason != "" {
 			eval.Reason, eval.Message = reason, message
-			return info, req.noCandidate([]Evaluation{eval})
+			return info, req.noCandidate([]jobs.Evaluation{eval})
 		}
 	}
-	eval.Selected, eval.Reason, eval.Message = true, EvalSelected, fmt.Sprintf("the job named provider %s", req.Explicit)
+	eval.Selected, eval.Reason, eval.Message = true, jobs.EvalSelected, fmt.Sprintf("the job named provider %s", req.Explicit)
 	info.ProviderID = req.Explicit
-	info.ProviderEvaluations = []Evaluation{eval}
+	info.ProviderEvaluations = []jobs.Evaluation{eval}
 	return info, nil
 }
 
@@ -127,13 +122,13 @@ type candidate struct {
 
 // decideDefault routes a job no policy covers: every capable, available
 // provider, active before degraded, cheapest first, catalog order on ties.
-func decideDefault(req Request) (RoutingInfo, error) {
-	info := req.info(ReasonDefault)
-	info.PolicySource = SourceNone
-	var evals []Evaluation
+func decideDefault(req Request) (jobs.RoutingInfo, error) {
+	info := req.info(jobs.ReasonDefault)
+	info.PolicySource = jobs.SourceNone
+	var evals []jobs.Evaluation
 	var candidates []candidate
 	for i, p := range req.Catalog {
-		eval := Evaluation{ProviderID: p.ID, EvaluatedAt: req.Now}
+		eval := jobs.Evaluation{ProviderID: p.ID, EvaluatedAt: req.Now}
 		reason, message, degraded := req.screen(p)
 		if reason != "" {
 			eval.Reason, eval.Message = reason, message
@@ -148,11 +143,11 @@ func decideDefault(req Request) (RoutingInfo, error) {
 // decidePolicy routes by a policy: its entries are evaluated in ascending
 // priority, every eligible one becomes a candidate, and the policy's
 // strategy ranks the candidates (see docs/routing.md).
-func decidePolicy(req Request) (RoutingInfo, error) {
+func decidePolicy(req Request) (jobs.RoutingInfo, error) {
 	pol := req.Policy
-	info := req.info(ReasonPolicyRule)
+	info := req.info(jobs.ReasonPolicyRule)
 	info.PolicySource = req.Source
-	if info.Reason == ReasonPolicyRule {
+	if info.Reason == jobs.ReasonPolicyRule {
 		// policy_id and policy_version only when the reason is policy_rule
 		// (docs/routing.md, The routing record). A failover keeps the
 		// version of the job's first decision, which carries them.
@@ -160,13 +155,13 @@ func decidePolicy(req Request) (RoutingInfo, error) {
 	}
 	entries := slices.Clone(pol.Providers)
 	slices.SortStableFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Priority, b.Priority) })
-	var evals []Evaluation
+	var evals []jobs.Evaluation
 	var candidates []candidate
 	for _, entry := range entries {
-		eval := Evaluation{ProviderID: entry.ProviderID, EvaluatedAt: req.Now}
+		eval := jobs.Evaluation{ProviderID: entry.ProviderID, EvaluatedAt: req.Now}
 		p, ok := lookup(req.Catalog, entry.ProviderID)
 		if !ok {
-			eval.Reason, eval.Message = EvalProviderDisabled, fmt.Sprintf("provider %s is no longer in the catalog", entry.ProviderID)
+			eval.Reason, eval.Message = jobs.EvalProviderDisabled, fmt.Sprintf("provider %s is no longer in the catalog", entry.ProviderID)
 			evals = append(evals, eval)
 			continue
 		}
@@ -186,7 +181,7 @@ func decidePolicy(req Request) (RoutingInfo, error) {
 
 // choose ranks the candidates by strategy (active before degraded, priority
 // on ties), selects the first and explains every verdict.
-func (req Request) choose(info RoutingInfo, evals []Evaluation, candidates []candidate, strategy Strategy) (RoutingInfo, error) {
+func (req Request) choose(info jobs.RoutingInfo, evals []jobs.Evaluation, candidates []candidate, strategy Strategy) (jobs.RoutingInfo, error) {
 	if len(candidates) == 0 {
 		return info, req.noCandidate(evals)
 	}
@@ -206,15 +201,15 @@ func (req Request) choose(info RoutingInfo, evals []Evaluation, candidates []can
 	chosen := candidates[0]
 	info.ProviderID = chosen.p.ID
 	evals[chosen.eval].Selected = true
-	evals[chosen.eval].Reason = EvalSelected
+	evals[chosen.eval].Reason = jobs.EvalSelected
 	evals[chosen.eval].Message = req.explain(strategy, chosen)
 	for _, c := range candidates[1:] {
 		e := &evals[c.eval]
 		if c.degraded {
-			e.Reason, e.Message = EvalProviderDegraded, fmt.Sprintf("provider %s is degraded and ranked after active providers", c.p.ID)
+			e.Reason, e.Message = jobs.EvalProviderDegraded, fmt.Sprintf("provider %s is degraded and ranked after active providers", c.p.ID)
 			continue
 		}
-		e.Reason, e.Message = EvalNotChosen, fmt.Sprintf("eligible, but ranked below %s by %s", chosen.p.ID, strategy)
+		e.Reason, e.Message = jobs.EvalNotChosen, fmt.Sprintf("eligible, but ranked below %s by %s", chosen.p.ID, strategy)
 	}
 	info.ProviderEvaluations = evals
 	return info, nil
@@ -305,7 +300,7 @@ func (req Request) screen(p *providers.Provider) (reason, message string, degrad
 		return reason, message, false
 	}
 	if slices.Contains(req.Failed, p.ID) {
-		return EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", p.ID), false
+		return jobs.EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", p.ID), false
 	}
 	// The media's size and duration are facts of the job, like the
 	// features it needs: they come before the provider's state.
@@ -314,16 +309,16 @@ func (req Request) screen(p *providers.Provider) (reason, message string, degrad
 	}
 	providerStatus, serviceStatus := req.status(p)
 	if providerStatus == providers.StatusDisabled {
-		return EvalProviderDisabled, fmt.Sprintf("provider %s is disabled", p.ID), false
+		return jobs.EvalProviderDisabled, fmt.Sprintf("provider %s is disabled", p.ID), false
 	}
 	if serviceStatus == providers.StatusDisabled {
-		return EvalProviderDisabled, fmt.Sprintf("provider %s is disabled for %s", p.ID, req.Needs.Service), false
+		return jobs.EvalProviderDisabled, fmt.Sprintf("provider %s is disabled for %s", p.ID, req.Needs.Service), false
 	}
 	if req.TenantAllows != nil && !req.TenantAllows(p.ID) {
-		return EvalTenantProviderDisabled, fmt.Sprintf("provider %s is not enabled for the tenant", p.ID), false
+		return jobs.EvalTenantProviderDisabled, fmt.Sprintf("provider %s is not enabled for the tenant", p.ID), false
 	}
 	if req.RateLimited != nil && req.RateLimited(p.ID) {
-		return EvalRateLimited, fmt.Sprintf("provider %s is at its published request limit for %s", p.ID, req.Needs.Service), false
+		return jobs.EvalRateLimited, fmt.Sprintf("provider %s is at its published request limit for %s", p.ID, req.Needs.Service), false
 	}
 	degraded = providerStatus == providers.StatusDegraded || serviceStatus == providers.StatusDegraded
 	return "", "", degraded
@@ -338,16 +333,16 @@ func (req Request) conditionFailure(entry Entry) (reason, message string) {
 		return "", ""
 	}
 	if c.MaxFileSizeMB != nil && req.FileSizeMB != nil && *req.FileSizeMB > float64(*c.MaxFileSizeMB) {
-		return EvalConditionFileSize, fmt.Sprintf("the media is %.1f MB; the policy sends at most %d MB to %s", *req.FileSizeMB, *c.MaxFileSizeMB, entry.ProviderID)
+		return jobs.EvalConditionFileSize, fmt.Sprintf("the media is %.1f MB; the policy sends at most %d MB to %s", *req.FileSizeMB, *c.MaxFileSizeMB, entry.ProviderID)
 	}
 	if len(c.Languages) > 0 {
 		languages := req.Needs.JobLanguages()
 		if len(languages) == 0 {
-			return EvalConditionLanguage, fmt.Sprintf("the job's language is not known, and %s is limited to %v", entry.ProviderID, c.Languages)
+			return jobs.EvalConditionLanguage, fmt.Sprintf("the job's language is not known, and %s is limited to %v", entry.ProviderID, c.Languages)
 		}
 		for _, l := range languages {
 			if !acceptsLanguage(c.Languages, l) {
-				return EvalConditionLanguage, fmt.Sprintf("language %s is not among %v for %s", l, c.Languages, entry.ProviderID)
+				return jobs.EvalConditionLanguage, fmt.Sprintf("language %s is not among %v for %s", l, c.Languages, entry.ProviderID)
 			}
 		}
 	}
@@ -362,7 +357,7 @@ func (req Request) status(p *providers.Provider) (providers.Status, providers.St
 }
 
 // CatalogStatus is a provider's status as the catalog file sets it.
-func CatalogStatus(p *providers.Provider, service providers.ServiceID) (provider, capability providers.Status) {
+func CatalogStatus(p *providers.Provider, service jobs.ServiceID) (provider, capability providers.Status) {
 	provider, capability = p.Status, providers.StatusActive
 	if provider == "" {
 		provider = providers.StatusActive
@@ -382,19 +377,19 @@ func lookup(catalog []*providers.Provider, id string) (*providers.Provider, bool
 	return nil, false
 }
 
-func price(p *providers.Provider, service providers.ServiceID) float64 {
+func price(p *providers.Provider, service jobs.ServiceID) float64 {
 	if c, ok := p.Services[service]; ok {
 		return c.Pricing.Amount
 	}
 	return math.Inf(1)
 }
 
-func (req Request) info(reason Reason) RoutingInfo {
+func (req Request) info(reason jobs.Reason) jobs.RoutingInfo {
 	attempt := max(req.Attempt, 1)
 	if attempt > 1 && !req.Retried {
-		reason = ReasonFailover
+		reason = jobs.ReasonFailover
 	}
-	return RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}
+	return jobs.RoutingInfo{Reason: reason, Attempt: attempt, DecidedAt: req.Now}
 }
 
 // overLimit checks the capability's published limits against the media
@@ -405,10 +400,10 @@ func (req Request) overLimit(p *providers.Provider) (reason, message string) {
 		return "", ""
 	}
 	if limit := c.Limits.MaxFileSizeMB; limit > 0 && req.FileSizeMB != nil && *req.FileSizeMB > float64(limit) {
-		return EvalLimitFileSize, fmt.Sprintf("the media is %.1f MB; %s takes at most %d MB for %s", *req.FileSizeMB, p.ID, limit, req.Needs.Service)
+		return jobs.EvalLimitFileSize, fmt.Sprintf("the media is %.1f MB; %s takes at most %d MB for %s", *req.FileSizeMB, p.ID, limit, req.Needs.Service)
 	}
 	if limit := c.Limits.MaxDurationSeconds; limit > 0 && req.DurationSeconds != nil && *req.DurationSeconds > float64(limit) {
-		return EvalLimitDuration, fmt.Sprintf("the media lasts %s; %s takes at most %s for %s",
+		return jobs.EvalLimitDuration, fmt.Sprintf("the media lasts %s; %s takes at most %s for %s",
 			seconds(*req.DurationSeconds), p.ID, seconds(float64(limit)), req.Needs.Service)
 	}
 	return "", ""
@@ -422,10 +417,10 @@ func seconds(s float64) string {
 // media's size (or length) alone excluded every provider left, the job
 // fails with FILE_TOO_LARGE (or MEDIA_TOO_LONG): no provider can take it,
 // and the code says why.
-func (req Request) noCandidate(evals []Evaluation) error {
-	code := CodeNoEligibleProvider
+func (req Request) noCandidate(evals []jobs.Evaluation) error {
+	code := jobs.CodeNoEligibleProvider
 	if len(req.Failed) > 0 {
-		code = CodeProvidersExhausted
+		code = jobs.CodeProvidersExhausted
 	}
 	if limit := onlyLimit(evals); limit != "" {
 		code = limit
@@ -435,17 +430,17 @@ func (req Request) noCandidate(evals []Evaluation) error {
 
 // onlyLimit is the job error code when every evaluation that is not an
 // earlier failure was a media limit of one kind; "" otherwise.
-func onlyLimit(evals []Evaluation) string {
+func onlyLimit(evals []jobs.Evaluation) string {
 	code := ""
 	for _, e := range evals {
 		var c string
 		switch e.Reason {
-		case EvalFailed:
+		case jobs.EvalFailed:
 			continue
-		case EvalLimitFileSize:
-			c = CodeFileTooLarge
-		case EvalLimitDuration:
-			c = CodeMediaTooLong
+		case jobs.EvalLimitFileSize:
+			c = jobs.CodeFileTooLarge
+		case jobs.EvalLimitDuration:
+			c = jobs.CodeMediaTooLong
 		default:
 			return ""
 		}

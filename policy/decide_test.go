@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -19,26 +20,26 @@ func capability(amount float64, features ...string) *providers.Capability {
 
 func catalog() []*providers.Provider {
 	return []*providers.Provider{
-		{ID: "pricey", Services: map[providers.ServiceID]*providers.Capability{
-			providers.Transcriptions: capability(0.02, "timestamps", "diarization", "language_detection"),
+		{ID: "pricey", Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.Transcriptions: capability(0.02, "timestamps", "diarization", "language_detection"),
 		}},
-		{ID: "cheap", Services: map[providers.ServiceID]*providers.Capability{
-			providers.Transcriptions: capability(0.005, "timestamps", "language_detection"),
+		{ID: "cheap", Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.Transcriptions: capability(0.005, "timestamps", "language_detection"),
 		}},
-		{ID: "mid", Services: map[providers.ServiceID]*providers.Capability{
-			providers.Transcriptions: capability(0.01, "timestamps", "language_detection"),
+		{ID: "mid", Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.Transcriptions: capability(0.01, "timestamps", "language_detection"),
 		}},
-		{ID: "llm-only", Services: map[providers.ServiceID]*providers.Capability{
-			providers.LLMTasks: {Models: []string{"m1"}},
+		{ID: "llm-only", Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.LLMTasks: {Models: []string{"m1"}},
 		}},
 	}
 }
 
-func needs(features ...string) policy.Requirements {
-	return policy.Requirements{Service: providers.Transcriptions, Features: features}
+func needs(features ...string) jobs.Requirements {
+	return jobs.Requirements{Service: jobs.Transcriptions, Features: features}
 }
 
-func evaluation(t *testing.T, info policy.RoutingInfo, provider string) policy.Evaluation {
+func evaluation(t *testing.T, info jobs.RoutingInfo, provider string) jobs.Evaluation {
 	t.Helper()
 	for _, e := range info.ProviderEvaluations {
 		if e.ProviderID == provider {
@@ -46,7 +47,7 @@ func evaluation(t *testing.T, info policy.RoutingInfo, provider string) policy.E
 		}
 	}
 	t.Fatalf("no evaluation for %s in %+v", provider, info.ProviderEvaluations)
-	return policy.Evaluation{}
+	return jobs.Evaluation{}
 }
 
 func TestDefaultRouting(t *testing.T) {
@@ -63,7 +64,7 @@ func TestDefaultRouting(t *testing.T) {
 		name       string
 		req        policy.Request
 		want       string
-		wantReason policy.Reason
+		wantReason jobs.Reason
 		evals      map[string]string
 		wantCode   string
 	}{
@@ -71,51 +72,51 @@ func TestDefaultRouting(t *testing.T) {
 			name:       "cheapest capable provider wins",
 			req:        policy.Request{Needs: needs("timestamps")},
 			want:       "cheap",
-			wantReason: policy.ReasonDefault,
-			evals:      map[string]string{"cheap": policy.EvalSelected, "mid": policy.EvalNotChosen, "pricey": policy.EvalNotChosen, "llm-only": policy.EvalServiceNotSupported},
+			wantReason: jobs.ReasonDefault,
+			evals:      map[string]string{"cheap": jobs.EvalSelected, "mid": jobs.EvalNotChosen, "pricey": jobs.EvalNotChosen, "llm-only": jobs.EvalServiceNotSupported},
 		},
 		{
 			name:  "a feature only one provider has",
 			req:   policy.Request{Needs: needs("diarization")},
 			want:  "pricey",
-			evals: map[string]string{"cheap": policy.EvalOptionNotSupported, "mid": policy.EvalOptionNotSupported},
+			evals: map[string]string{"cheap": jobs.EvalOptionNotSupported, "mid": jobs.EvalOptionNotSupported},
 		},
 		{
 			name:  "disabled providers are excluded",
 			req:   policy.Request{Needs: needs(), Status: statuses(map[string]providers.Status{"cheap": providers.StatusDisabled})},
 			want:  "mid",
-			evals: map[string]string{"cheap": policy.EvalProviderDisabled},
+			evals: map[string]string{"cheap": jobs.EvalProviderDisabled},
 		},
 		{
 			name:  "degraded providers rank after active ones",
 			req:   policy.Request{Needs: needs(), Status: statuses(map[string]providers.Status{"cheap": providers.StatusDegraded, "mid": providers.StatusDegraded})},
 			want:  "pricey",
-			evals: map[string]string{"cheap": policy.EvalProviderDegraded, "mid": policy.EvalProviderDegraded},
+			evals: map[string]string{"cheap": jobs.EvalProviderDegraded, "mid": jobs.EvalProviderDegraded},
 		},
 		{
 			name:  "tenant switches exclude providers",
 			req:   policy.Request{Needs: needs(), TenantAllows: func(id string) bool { return id != "cheap" }},
 			want:  "mid",
-			evals: map[string]string{"cheap": policy.EvalTenantProviderDisabled},
+			evals: map[string]string{"cheap": jobs.EvalTenantProviderDisabled},
 		},
 		{
 			name:       "failover skips providers that failed",
 			req:        policy.Request{Needs: needs(), Failed: []string{"cheap"}, Attempt: 2},
 			want:       "mid",
-			wantReason: policy.ReasonFailover,
-			evals:      map[string]string{"cheap": policy.EvalFailed, "mid": policy.EvalSelected},
+			wantReason: jobs.ReasonFailover,
+			evals:      map[string]string{"cheap": jobs.EvalFailed, "mid": jobs.EvalSelected},
 		},
 		{
 			name:     "nothing capable",
-			req:      policy.Request{Needs: policy.Requirements{Service: providers.VideoAnalyses}},
-			wantCode: policy.CodeNoEligibleProvider,
-			evals:    map[string]string{"cheap": policy.EvalServiceNotSupported},
+			req:      policy.Request{Needs: jobs.Requirements{Service: jobs.VideoAnalyses}},
+			wantCode: jobs.CodeNoEligibleProvider,
+			evals:    map[string]string{"cheap": jobs.EvalServiceNotSupported},
 		},
 		{
 			name:     "every candidate failed",
 			req:      policy.Request{Needs: needs("diarization"), Failed: []string{"pricey"}, Attempt: 2},
-			wantCode: policy.CodeProvidersExhausted,
-			evals:    map[string]string{"pricey": policy.EvalFailed},
+			wantCode: jobs.CodeProvidersExhausted,
+			evals:    map[string]string{"pricey": jobs.EvalFailed},
 		},
 	}
 	for _, tt := range tests {
@@ -135,7 +136,7 @@ func TestDefaultRouting(t *testing.T) {
 				if tt.wantReason != "" {
 					require.Equal(t, tt.wantReason, info.Reason)
 				}
-				require.Equal(t, policy.SourceNone, info.PolicySource)
+				require.Equal(t, jobs.SourceNone, info.PolicySource)
 				require.Equal(t, now, info.DecidedAt)
 				selected := 0
 				for _, e := range info.ProviderEvaluations {
@@ -162,37 +163,37 @@ func TestExplicitChoice(t *testing.T) {
 	info, err := policy.Decide(policy.Request{Needs: needs(), Catalog: catalog(), Explicit: "pricey", Attempt: 1, Now: now})
 	require.NoError(t, err)
 	require.Equal(t, "pricey", info.ProviderID)
-	require.Equal(t, policy.ReasonExplicitChoice, info.Reason)
+	require.Equal(t, jobs.ReasonExplicitChoice, info.Reason)
 	require.Empty(t, info.PolicyID)
 	require.Equal(t, 1, info.Attempt)
 
 	_, err = policy.Decide(policy.Request{Needs: needs(), Catalog: catalog(), Explicit: "pricey", Failed: []string{"pricey"}, Attempt: 2, Now: now})
 	var nc *policy.NoCandidateError
 	require.True(t, errors.As(err, &nc))
-	require.Equal(t, policy.CodeProvidersExhausted, nc.Code, "an explicit choice has no other candidate")
+	require.Equal(t, jobs.CodeProvidersExhausted, nc.Code, "an explicit choice has no other candidate")
 }
 
 func TestUnsupported(t *testing.T) {
 	t.Parallel()
-	p := &providers.Provider{ID: "p", Services: map[providers.ServiceID]*providers.Capability{
-		providers.Transcriptions: {Features: []string{"timestamps"}, Languages: []string{"en", "de"}},
-		providers.Translations:   {SourceLanguages: []string{"en"}, TargetLanguages: []string{"de", "fr"}},
-		providers.LLMTasks:       {Models: []string{"m1"}},
+	p := &providers.Provider{ID: "p", Services: map[jobs.ServiceID]*providers.Capability{
+		jobs.Transcriptions: {Features: []string{"timestamps"}, Languages: []string{"en", "de"}},
+		jobs.Translations:   {SourceLanguages: []string{"en"}, TargetLanguages: []string{"de", "fr"}},
+		jobs.LLMTasks:       {Models: []string{"m1"}},
 	}}
 	tests := []struct {
 		name   string
-		req    policy.Requirements
+		req    jobs.Requirements
 		reason string
 	}{
-		{"supported", policy.Requirements{Service: providers.Transcriptions, Features: []string{"timestamps"}, Language: "en"}, ""},
-		{"regional form of a listed language", policy.Requirements{Service: providers.Transcriptions, Language: "en-GB"}, ""},
-		{"unlisted language", policy.Requirements{Service: providers.Transcriptions, Language: "fr"}, policy.EvalOptionNotSupported},
-		{"missing feature", policy.Requirements{Service: providers.Transcriptions, Features: []string{"diarization"}}, policy.EvalOptionNotSupported},
-		{"service not offered", policy.Requirements{Service: providers.VideoAnalyses}, policy.EvalServiceNotSupported},
-		{"target language", policy.Requirements{Service: providers.Translations, TargetLanguage: "es"}, policy.EvalOptionNotSupported},
-		{"source language", policy.Requirements{Service: providers.Translations, SourceLanguage: "ja", TargetLanguage: "de"}, policy.EvalOptionNotSupported},
-		{"model", policy.Requirements{Service: providers.LLMTasks, Model: "m2"}, policy.EvalOptionNotSupported},
-		{"listed model", policy.Requirements{Service: providers.LLMTasks, Model: "m1"}, ""},
+		{"supported", jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"timestamps"}, Language: "en"}, ""},
+		{"regional form of a listed language", jobs.Requirements{Service: jobs.Transcriptions, Language: "en-GB"}, ""},
+		{"unlisted language", jobs.Requirements{Service: jobs.Transcriptions, Language: "fr"}, jobs.EvalOptionNotSupported},
+		{"missing feature", jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"diarization"}}, jobs.EvalOptionNotSupported},
+		{"service not offered", jobs.Requirements{Service: jobs.VideoAnalyses}, jobs.EvalServiceNotSupported},
+		{"target language", jobs.Requirements{Service: jobs.Translations, TargetLanguage: "es"}, jobs.EvalOptionNotSupported},
+		{"source language", jobs.Requirements{Service: jobs.Translations, SourceLanguage: "ja", TargetLanguage: "de"}, jobs.EvalOptionNotSupported},
+		{"model", jobs.Requirements{Service: jobs.LLMTasks, Model: "m2"}, jobs.EvalOptionNotSupported},
+		{"listed model", jobs.Requirements{Service: jobs.LLMTasks, Model: "m1"}, ""},
 	}
 	for _, tt := range tests {
 		reason, message := policy.Unsupported(p, tt.req)
@@ -207,8 +208,8 @@ func TestUnsupported(t *testing.T) {
 // every provider that does not list it, by default and by a policy.
 func TestRoutingByModel(t *testing.T) {
 	t.Parallel()
-	llm := func(amount float64, models ...string) map[providers.ServiceID]*providers.Capability {
-		return map[providers.ServiceID]*providers.Capability{providers.LLMTasks: {Models: models,
+	llm := func(amount float64, models ...string) map[jobs.ServiceID]*providers.Capability {
+		return map[jobs.ServiceID]*providers.Capability{jobs.LLMTasks: {Models: models,
 			Pricing: providers.Pricing{Unit: providers.PerToken, Amount: amount, Currency: "USD"}}}
 	}
 	cat := []*providers.Provider{
@@ -221,18 +222,18 @@ func TestRoutingByModel(t *testing.T) {
 	for name, pinned := range map[string]*policy.Policy{"default": nil, "policy": pol} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			info, err := policy.Decide(policy.Request{Needs: policy.Requirements{Service: providers.LLMTasks, Model: "m2"},
+			info, err := policy.Decide(policy.Request{Needs: jobs.Requirements{Service: jobs.LLMTasks, Model: "m2"},
 				Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, "pricey", info.ProviderID)
-			require.Equal(t, policy.EvalOptionNotSupported, evaluation(t, info, "cheap").Reason)
-			require.Equal(t, policy.EvalOptionNotSupported, evaluation(t, info, "no-models").Reason)
+			require.Equal(t, jobs.EvalOptionNotSupported, evaluation(t, info, "cheap").Reason)
+			require.Equal(t, jobs.EvalOptionNotSupported, evaluation(t, info, "no-models").Reason)
 
-			_, err = policy.Decide(policy.Request{Needs: policy.Requirements{Service: providers.LLMTasks, Model: "m3"},
+			_, err = policy.Decide(policy.Request{Needs: jobs.Requirements{Service: jobs.LLMTasks, Model: "m3"},
 				Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
 			require.ErrorIs(t, err, policy.ErrNoCandidate)
 		})
 	}
-	require.Equal(t, []string{"m1", "m2"}, policy.Models(cat, providers.LLMTasks))
-	require.Empty(t, policy.Models(cat, providers.Transcriptions))
+	require.Equal(t, []string{"m1", "m2"}, policy.Models(cat, jobs.LLMTasks))
+	require.Empty(t, policy.Models(cat, jobs.Transcriptions))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -19,9 +20,9 @@ func limitedCatalog() []*providers.Provider {
 		return c
 	}
 	return []*providers.Provider{
-		{ID: "small", Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: limited(0.001, 10, 600)}},
-		{ID: "big", Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: limited(0.01, 100, 3600)}},
-		{ID: "huge", Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: limited(0.1, 0, 0)}},
+		{ID: "small", Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: limited(0.001, 10, 600)}},
+		{ID: "big", Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: limited(0.01, 100, 3600)}},
+		{ID: "huge", Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: limited(0.1, 0, 0)}},
 	}
 }
 
@@ -36,12 +37,12 @@ func TestMediaLimitsExcludeProviders(t *testing.T) {
 		want           string
 		evals          map[string]string
 	}{
-		{"unknown media fits anywhere", nil, nil, false, "small", map[string]string{"small": policy.EvalSelected}},
-		{"exactly at the limits", ptr(10), ptr(600), false, "small", map[string]string{"small": policy.EvalSelected}},
-		{"over small's size", ptr(10.5), ptr(60), false, "big", map[string]string{"small": policy.EvalLimitFileSize, "big": policy.EvalSelected}},
-		{"over small's length", ptr(1), ptr(601), false, "big", map[string]string{"small": policy.EvalLimitDuration, "big": policy.EvalSelected}},
-		{"over both limited ones", ptr(500), ptr(7200), false, "huge", map[string]string{"small": policy.EvalLimitFileSize, "big": policy.EvalLimitFileSize, "huge": policy.EvalSelected}},
-		{"a policy's entries too", ptr(50), nil, true, "big", map[string]string{"small": policy.EvalLimitFileSize, "big": policy.EvalSelected}},
+		{"unknown media fits anywhere", nil, nil, false, "small", map[string]string{"small": jobs.EvalSelected}},
+		{"exactly at the limits", ptr(10), ptr(600), false, "small", map[string]string{"small": jobs.EvalSelected}},
+		{"over small's size", ptr(10.5), ptr(60), false, "big", map[string]string{"small": jobs.EvalLimitFileSize, "big": jobs.EvalSelected}},
+		{"over small's length", ptr(1), ptr(601), false, "big", map[string]string{"small": jobs.EvalLimitDuration, "big": jobs.EvalSelected}},
+		{"over both limited ones", ptr(500), ptr(7200), false, "huge", map[string]string{"small": jobs.EvalLimitFileSize, "big": jobs.EvalLimitFileSize, "huge": jobs.EvalSelected}},
+		{"a policy's entries too", ptr(50), nil, true, "big", map[string]string{"small": jobs.EvalLimitFileSize, "big": jobs.EvalSelected}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,15 +78,15 @@ func TestMediaNoProviderCanTake(t *testing.T) {
 		require.True(t, errors.As(err, &noCandidate), "%v", err)
 		return noCandidate.Code
 	}
-	require.Equal(t, policy.CodeFileTooLarge, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(200)}))
-	require.Equal(t, policy.CodeMediaTooLong, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(1), DurationSeconds: ptr(9000)}))
-	require.Equal(t, policy.CodeFileTooLarge, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(50), Failed: []string{"big"}, Attempt: 2}),
+	require.Equal(t, jobs.CodeFileTooLarge, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(200)}))
+	require.Equal(t, jobs.CodeMediaTooLong, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(1), DurationSeconds: ptr(9000)}))
+	require.Equal(t, jobs.CodeFileTooLarge, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(50), Failed: []string{"big"}, Attempt: 2}),
 		"the one left is too small: the size is why the job fails, not the earlier failure")
-	require.Equal(t, policy.CodeNoEligibleProvider, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(50), DurationSeconds: ptr(7200)}),
+	require.Equal(t, jobs.CodeNoEligibleProvider, code(policy.Request{Catalog: onlyLimited, FileSizeMB: ptr(50), DurationSeconds: ptr(7200)}),
 		"mixed reasons: no single limit to name")
-	require.Equal(t, policy.CodeFileTooLarge, code(policy.Request{Catalog: limitedCatalog(), Explicit: "small", FileSizeMB: ptr(11)}),
+	require.Equal(t, jobs.CodeFileTooLarge, code(policy.Request{Catalog: limitedCatalog(), Explicit: "small", FileSizeMB: ptr(11)}),
 		"a named provider's limits hold too")
-	require.Equal(t, policy.CodeMediaTooLong, code(policy.Request{Catalog: limitedCatalog(), Explicit: "big", DurationSeconds: ptr(3601)}))
+	require.Equal(t, jobs.CodeMediaTooLong, code(policy.Request{Catalog: limitedCatalog(), Explicit: "big", DurationSeconds: ptr(3601)}))
 	info, err := policy.Decide(policy.Request{Needs: needs("timestamps"), Catalog: limitedCatalog(), Explicit: "huge", FileSizeMB: ptr(5000), Now: now})
 	require.NoError(t, err)
 	require.Equal(t, "huge", info.ProviderID)
@@ -94,8 +95,8 @@ func TestMediaNoProviderCanTake(t *testing.T) {
 func TestMediaCapBytes(t *testing.T) {
 	t.Parallel()
 	catalog := limitedCatalog()
-	require.Equal(t, int64(0), policy.MediaCapBytes(catalog, providers.Transcriptions, ""), "huge takes anything")
-	require.Equal(t, int64(100<<20), policy.MediaCapBytes(catalog[:2], providers.Transcriptions, ""), "the largest limit")
-	require.Equal(t, int64(10<<20), policy.MediaCapBytes(catalog, providers.Transcriptions, "small"), "only the named provider's")
-	require.Equal(t, int64(0), policy.MediaCapBytes(catalog, providers.LLMTasks, ""), "no provider of the service: nothing to cap by")
+	require.Equal(t, int64(0), policy.MediaCapBytes(catalog, jobs.Transcriptions, ""), "huge takes anything")
+	require.Equal(t, int64(100<<20), policy.MediaCapBytes(catalog[:2], jobs.Transcriptions, ""), "the largest limit")
+	require.Equal(t, int64(10<<20), policy.MediaCapBytes(catalog, jobs.Transcriptions, "small"), "only the named provider's")
+	require.Equal(t, int64(0), policy.MediaCapBytes(catalog, jobs.LLMTasks, ""), "no provider of the service: nothing to cap by")
 }

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // Strategy is how a policy chooses among its eligible providers.
@@ -31,7 +31,7 @@ type Policy struct {
 	Strategy    Strategy `json:"routing_strategy"`
 	// Services the policy applies to; empty means every service (the
 	// earlier `services` array form). The current form has exactly one.
-	Services []providers.ServiceID `json:"services,omitempty"`
+	Services []jobs.ServiceID `json:"services,omitempty"`
 	// Application scopes the policy inside its service; "" is service level.
 	Application string    `json:"application,omitempty"`
 	Providers   []Entry   `json:"providers"`
@@ -56,7 +56,7 @@ type Conditions struct {
 }
 
 // Covers reports whether the policy applies to a service.
-func (p Policy) Covers(service providers.ServiceID) bool {
+func (p Policy) Covers(service jobs.ServiceID) bool {
 	return len(p.Services) == 0 || slices.Contains(p.Services, service)
 }
 

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // Scope is what resolving a job's policy depends on: who submitted it, for
@@ -12,7 +12,7 @@ import (
 type Scope struct {
 	Tenant      string
 	Application string // X-Application; "" skips application-scoped policies
-	Service     providers.ServiceID
+	Service     jobs.ServiceID
 	// TenantDefaultPolicyID is the tenant record's default_policy_id, if any.
 	TenantDefaultPolicyID string
 }
@@ -26,14 +26,14 @@ type Scope struct {
 // applies (source none). Candidates may come in any order and may include
 // policies of other tenants or services; those are ignored. The explicit_id
 // source is the caller's: a given policy_id is looked up directly.
-func Resolve(candidates []Policy, scope Scope) (Policy, Source, bool) {
+func Resolve(candidates []Policy, scope Scope) (Policy, jobs.Source, bool) {
 	ordered := newestFirst(candidates, scope.Service)
 	if scope.Application != "" {
 		if p, ok := first(ordered, func(p Policy) bool { return ownedBy(p, scope.Tenant) && p.Application == scope.Application }); ok {
-			return p, SourceTenantApplication, true
+			return p, jobs.SourceTenantApplication, true
 		}
 		if p, ok := first(ordered, func(p Policy) bool { return p.Global() && p.Application == scope.Application }); ok {
-			return p, SourceGlobalApplication, true
+			return p, jobs.SourceGlobalApplication, true
 		}
 	}
 	if scope.TenantDefaultPolicyID != "" {
@@ -44,16 +44,16 @@ func Resolve(candidates []Policy, scope Scope) (Policy, Source, bool) {
 			return p.ID == scope.TenantDefaultPolicyID && (p.Global() || ownedBy(p, scope.Tenant)) &&
 				(p.Application == "" || p.Application == scope.Application)
 		}); ok {
-			return p, SourceTenantDefault, true
+			return p, jobs.SourceTenantDefault, true
 		}
 	}
 	if p, ok := first(ordered, func(p Policy) bool { return ownedBy(p, scope.Tenant) && p.Application == "" }); ok {
-		return p, SourceTenantLatest, true
+		return p, jobs.SourceTenantLatest, true
 	}
 	if p, ok := first(ordered, func(p Policy) bool { return p.Global() && p.Application == "" }); ok {
-		return p, SourceGlobalLatest, true
+		return p, jobs.SourceGlobalLatest, true
 	}
-	return Policy{}, SourceNone, false
+	return Policy{}, jobs.SourceNone, false
 }
 
 // ScopedSource says which step of the scoped-policy fallback chain matched.
@@ -72,7 +72,7 @@ const (
 // policy for the application, then the gateway-wide service-level policy
 // covering the service (the earlier multi-service form included); the most
 // recently updated wins at each step.
-func ResolveScoped(candidates []Policy, tenant string, service providers.ServiceID, application string) (Policy, ScopedSource, bool) {
+func ResolveScoped(candidates []Policy, tenant string, service jobs.ServiceID, application string) (Policy, ScopedSource, bool) {
 	ordered := newestFirst(candidates, service)
 	if p, ok := first(ordered, func(p Policy) bool { return IsExactScope(p, tenant, service, application) }); ok {
 		return p, ScopedTenant, true
@@ -89,7 +89,7 @@ func ResolveScoped(candidates []Policy, tenant string, service providers.Service
 // IsExactScope reports whether p is the record of exactly this scope: owned
 // by tenant ("" for gateway-wide), for the one service, scoped to
 // application.
-func IsExactScope(p Policy, tenant string, service providers.ServiceID, application string) bool {
+func IsExactScope(p Policy, tenant string, service jobs.ServiceID, application string) bool {
 	return p.Tenant == tenant && p.Application == application &&
 		len(p.Services) == 1 && p.Services[0] == service
 }
@@ -100,7 +100,7 @@ func ownedBy(p Policy, tenant string) bool { return tenant != "" && p.Tenant == 
 
 // newestFirst keeps the candidates covering service, most recently updated
 // first (ties: the larger id, i.e. the later created UUIDv7).
-func newestFirst(candidates []Policy, service providers.ServiceID) []Policy {
+func newestFirst(candidates []Policy, service jobs.ServiceID) []Policy {
 	out := make([]Policy, 0, len(candidates))
 	for _, p := range candidates {
 		if p.Covers(service) {

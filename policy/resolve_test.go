@@ -6,12 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // pol builds a candidate policy updated minutes after a fixed instant.
-func pol(id, tenant, application string, minutes int, services ...providers.ServiceID) policy.Policy {
+func pol(id, tenant, application string, minutes int, services ...jobs.ServiceID) policy.Policy {
 	return policy.Policy{
 		ID: id, Tenant: tenant, Application: application, Services: services, Version: 1,
 		UpdatedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).Add(time.Duration(minutes) * time.Minute),
@@ -19,9 +19,9 @@ func pol(id, tenant, application string, minutes int, services ...providers.Serv
 }
 
 const (
-	tr  = providers.Transcriptions
-	tl  = providers.Translations
-	llm = providers.LLMTasks
+	tr  = jobs.Transcriptions
+	tl  = jobs.Translations
+	llm = jobs.LLMTasks
 )
 
 func TestResolve(t *testing.T) {
@@ -55,46 +55,46 @@ func TestResolve(t *testing.T) {
 		candidates []policy.Policy
 		scope      policy.Scope
 		wantID     string
-		wantSource policy.Source
+		wantSource jobs.Source
 	}{
 		{"tenant application policy wins over everything", []policy.Policy{globalLatest, tenantLatest, globalApp, tenantApp, tenantAppOld, otherTenantApp},
-			withDefault(scope, tenantLatest.ID), "tenant-app", policy.SourceTenantApplication},
+			withDefault(scope, tenantLatest.ID), "tenant-app", jobs.SourceTenantApplication},
 		{"the most recently updated tenant application policy wins", []policy.Policy{tenantAppOld, tenantApp},
-			scope, "tenant-app", policy.SourceTenantApplication},
+			scope, "tenant-app", jobs.SourceTenantApplication},
 		{"another tenant's application policy is ignored", []policy.Policy{otherTenantApp, globalApp},
-			scope, "global-app", policy.SourceGlobalApplication},
+			scope, "global-app", jobs.SourceGlobalApplication},
 		{"global application policy before the tenant default", []policy.Policy{tenantLatest, globalApp, tenantOtherApp},
-			withDefault(scope, tenantLatest.ID), "global-app", policy.SourceGlobalApplication},
+			withDefault(scope, tenantLatest.ID), "global-app", jobs.SourceGlobalApplication},
 		{"application policies are skipped without X-Application", []policy.Policy{tenantApp, globalApp, globalLatest},
-			noApp(scope), "global-latest", policy.SourceGlobalLatest},
+			noApp(scope), "global-latest", jobs.SourceGlobalLatest},
 		{"tenant default when no application policy matches", []policy.Policy{tenantLatest, tenantOlder, globalLatest, tenantOtherApp},
-			withDefault(scope, tenantOlder.ID), "tenant-older", policy.SourceTenantDefault},
+			withDefault(scope, tenantOlder.ID), "tenant-older", jobs.SourceTenantDefault},
 		{"tenant default may be a gateway-wide template", []policy.Policy{tenantLatest, globalDefault},
-			withDefault(noApp(scope), globalDefault.ID), "global-template", policy.SourceTenantDefault},
+			withDefault(noApp(scope), globalDefault.ID), "global-template", jobs.SourceTenantDefault},
 		{"tenant default that does not cover the service is skipped", []policy.Policy{defaultForTL, tenantLatest},
-			withDefault(noApp(scope), defaultForTL.ID), "tenant-latest", policy.SourceTenantLatest},
+			withDefault(noApp(scope), defaultForTL.ID), "tenant-latest", jobs.SourceTenantLatest},
 		{"tenant default that no longer exists is skipped", []policy.Policy{tenantLatest},
-			withDefault(noApp(scope), "deleted"), "tenant-latest", policy.SourceTenantLatest},
+			withDefault(noApp(scope), "deleted"), "tenant-latest", jobs.SourceTenantLatest},
 		{"another tenant's policy is no default", []policy.Policy{otherDefault, globalOlder},
-			withDefault(noApp(scope), otherDefault.ID), "global-older", policy.SourceGlobalLatest},
+			withDefault(noApp(scope), otherDefault.ID), "global-older", jobs.SourceGlobalLatest},
 		{"an application-scoped default for another application is skipped", []policy.Policy{appDefault, tenantOlder},
-			withDefault(scope, appDefault.ID), "tenant-older", policy.SourceTenantLatest},
+			withDefault(scope, appDefault.ID), "tenant-older", jobs.SourceTenantLatest},
 		{"tenant latest is the most recently updated service-level policy", []policy.Policy{tenantOlder, tenantLatest, tenantOtherApp, tenantOtherSvc, globalLatest},
-			noApp(scope), "tenant-latest", policy.SourceTenantLatest},
+			noApp(scope), "tenant-latest", jobs.SourceTenantLatest},
 		{"tenant latest skips application policies", []policy.Policy{tenantOtherApp, globalOlder},
-			scope, "global-older", policy.SourceGlobalLatest},
+			scope, "global-older", jobs.SourceGlobalLatest},
 		{"legacy all-services policy counts as service level", []policy.Policy{legacyAll, tenantLatest},
-			noApp(scope), "legacy-all", policy.SourceTenantLatest},
+			noApp(scope), "legacy-all", jobs.SourceTenantLatest},
 		{"legacy multi-service policy covers its services", []policy.Policy{legacyTwo, tenantOtherSvc, legacyAll},
-			policy.Scope{Tenant: "acme", Service: llm}, "legacy-two", policy.SourceTenantLatest},
+			policy.Scope{Tenant: "acme", Service: llm}, "legacy-two", jobs.SourceTenantLatest},
 		{"legacy multi-service policy not covering the service is skipped", []policy.Policy{legacyTwo, globalLatest},
-			noApp(scope), "global-latest", policy.SourceGlobalLatest},
+			noApp(scope), "global-latest", jobs.SourceGlobalLatest},
 		{"another tenant's policies never match", []policy.Policy{otherTenant, globalOlder},
-			noApp(scope), "global-older", policy.SourceGlobalLatest},
+			noApp(scope), "global-older", jobs.SourceGlobalLatest},
 		{"global latest is the most recently updated gateway-wide policy", []policy.Policy{globalOlder, globalLegacyAll, globalLatest},
-			noApp(scope), "global-legacy-all", policy.SourceGlobalLatest},
+			noApp(scope), "global-legacy-all", jobs.SourceGlobalLatest},
 		{"a tenant-less scope only gets gateway-wide policies", []policy.Policy{tenantLatest, globalOlder},
-			policy.Scope{Service: tr}, "global-older", policy.SourceGlobalLatest},
+			policy.Scope{Service: tr}, "global-older", jobs.SourceGlobalLatest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestResolve(t *testing.T) {
 		for _, candidates := range [][]policy.Policy{nil, {otherTenant, tenantOtherSvc, tenantOtherApp, defaultForTL}} {
 			got, source, ok := policy.Resolve(candidates, withDefault(scope, defaultForTL.ID))
 			require.False(t, ok)
-			require.Equal(t, policy.SourceNone, source)
+			require.Equal(t, jobs.SourceNone, source)
 			require.Zero(t, got.ID)
 		}
 	})

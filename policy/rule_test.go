@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -13,8 +14,8 @@ import (
 // fleet is a catalog where every strategy has a different winner:
 // fast is quickest, best has the highest quality, thrifty is cheapest.
 func fleet() []*providers.Provider {
-	transcription := func(amount float64) map[providers.ServiceID]*providers.Capability {
-		return map[providers.ServiceID]*providers.Capability{providers.Transcriptions: capability(amount, "timestamps", "language_detection")}
+	transcription := func(amount float64) map[jobs.ServiceID]*providers.Capability {
+		return map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: capability(amount, "timestamps", "language_detection")}
 	}
 	return []*providers.Provider{
 		{ID: "fast", Quality: 0.6, LatencyMSHint: 100, Services: transcription(0.02)},
@@ -33,15 +34,15 @@ func entry(id string, priority int) policy.Entry {
 	return policy.Entry{ProviderID: id, Priority: priority, Weight: 1}
 }
 
-func decidePolicy(t *testing.T, req policy.Request) (policy.RoutingInfo, map[string]policy.Evaluation) {
+func decidePolicy(t *testing.T, req policy.Request) (jobs.RoutingInfo, map[string]jobs.Evaluation) {
 	t.Helper()
-	req.Catalog, req.Now, req.Source = fleet(), now, policy.SourceTenantLatest
+	req.Catalog, req.Now, req.Source = fleet(), now, jobs.SourceTenantLatest
 	if req.Needs.Service == "" {
 		req.Needs = needs("timestamps")
 	}
 	info, err := policy.Decide(req)
 	require.NoError(t, err)
-	evals := map[string]policy.Evaluation{}
+	evals := map[string]jobs.Evaluation{}
 	for _, e := range info.ProviderEvaluations {
 		evals[e.ProviderID] = e
 	}
@@ -71,14 +72,14 @@ func TestStrategiesRankEligibleProviders(t *testing.T) {
 			}
 			info, evals := decidePolicy(t, req)
 			require.Equal(t, tt.want, info.ProviderID)
-			require.Equal(t, policy.ReasonPolicyRule, info.Reason)
+			require.Equal(t, jobs.ReasonPolicyRule, info.Reason)
 			require.Equal(t, "0193a9d4-0000-7000-8000-00000000000a", info.PolicyID)
 			require.Equal(t, 3, info.PolicyVersion)
-			require.Equal(t, policy.SourceTenantLatest, info.PolicySource)
-			require.Equal(t, policy.EvalSelected, evals[tt.want].Reason)
+			require.Equal(t, jobs.SourceTenantLatest, info.PolicySource)
+			require.Equal(t, jobs.EvalSelected, evals[tt.want].Reason)
 			for id, e := range evals {
 				if id != tt.want {
-					require.Equal(t, policy.EvalNotChosen, e.Reason)
+					require.Equal(t, jobs.EvalNotChosen, e.Reason)
 				}
 			}
 			// Evaluations are listed in priority order.
@@ -115,7 +116,7 @@ func TestEligibilityChecksInPolicies(t *testing.T) {
 			req: policy.Request{FileSizeMB: &size, Policy: rule(policy.StrategyPrice,
 				policy.Entry{ProviderID: "thrifty", Priority: 1, Conditions: &policy.Conditions{MaxFileSizeMB: intp(100)}},
 				entry("fast", 2))},
-			reason: map[string]string{"thrifty": policy.EvalConditionFileSize},
+			reason: map[string]string{"thrifty": jobs.EvalConditionFileSize},
 			want:   "fast",
 		},
 		{
@@ -127,11 +128,11 @@ func TestEligibilityChecksInPolicies(t *testing.T) {
 		},
 		{
 			name: "language condition",
-			req: policy.Request{Needs: policy.Requirements{Service: providers.Transcriptions, Features: []string{"timestamps"}, Language: "de-AT"},
+			req: policy.Request{Needs: jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"timestamps"}, Language: "de-AT"},
 				Policy: rule(policy.StrategyPrice,
 					policy.Entry{ProviderID: "thrifty", Priority: 1, Conditions: &policy.Conditions{Languages: []string{"en"}}},
 					policy.Entry{ProviderID: "fast", Priority: 2, Conditions: &policy.Conditions{Languages: []string{"de"}}})},
-			reason: map[string]string{"thrifty": policy.EvalConditionLanguage, "fast": policy.EvalSelected},
+			reason: map[string]string{"thrifty": jobs.EvalConditionLanguage, "fast": jobs.EvalSelected},
 			want:   "fast",
 		},
 		{
@@ -139,13 +140,13 @@ func TestEligibilityChecksInPolicies(t *testing.T) {
 			req: policy.Request{Policy: rule(policy.StrategyPrice,
 				policy.Entry{ProviderID: "thrifty", Priority: 1, Conditions: &policy.Conditions{Languages: []string{"en"}}},
 				entry("best", 2))},
-			reason: map[string]string{"thrifty": policy.EvalConditionLanguage},
+			reason: map[string]string{"thrifty": jobs.EvalConditionLanguage},
 			want:   "best",
 		},
 		{
 			name:   "rate limited",
 			req:    policy.Request{RateLimited: func(id string) bool { return id == "thrifty" }, Policy: rule(policy.StrategyPrice, entry("thrifty", 1), entry("fast", 2))},
-			reason: map[string]string{"thrifty": policy.EvalRateLimited},
+			reason: map[string]string{"thrifty": jobs.EvalRateLimited},
 			want:   "fast",
 		},
 		{
@@ -156,19 +157,19 @@ func TestEligibilityChecksInPolicies(t *testing.T) {
 				}
 				return providers.StatusActive, providers.StatusActive
 			}, Policy: rule(policy.StrategyPrice, entry("thrifty", 1), entry("fast", 2))},
-			reason: map[string]string{"thrifty": policy.EvalProviderDegraded},
+			reason: map[string]string{"thrifty": jobs.EvalProviderDegraded},
 			want:   "fast",
 		},
 		{
 			name:   "provider removed from the catalog",
 			req:    policy.Request{Policy: rule(policy.StrategyPrice, entry("retired", 1), entry("fast", 2))},
-			reason: map[string]string{"retired": policy.EvalProviderDisabled},
+			reason: map[string]string{"retired": jobs.EvalProviderDisabled},
 			want:   "fast",
 		},
 		{
 			name:   "tenant switch",
 			req:    policy.Request{TenantAllows: func(id string) bool { return id != "thrifty" }, Policy: rule(policy.StrategyPrice, entry("thrifty", 1), entry("fast", 2))},
-			reason: map[string]string{"thrifty": policy.EvalTenantProviderDisabled},
+			reason: map[string]string{"thrifty": jobs.EvalTenantProviderDisabled},
 			want:   "fast",
 		},
 	}
@@ -191,18 +192,18 @@ func TestPolicyFailoverKeepsThePolicy(t *testing.T) {
 	info, evals := decidePolicy(t, policy.Request{Failed: []string{"thrifty"}, Attempt: 2,
 		Policy: rule(policy.StrategyPrice, entry("thrifty", 1), entry("fast", 2))})
 	require.Equal(t, "fast", info.ProviderID)
-	require.Equal(t, policy.ReasonFailover, info.Reason)
+	require.Equal(t, jobs.ReasonFailover, info.Reason)
 	require.Equal(t, 2, info.Attempt)
 	require.Empty(t, info.PolicyID, "policy_id only when the reason is policy_rule")
 	require.Zero(t, info.PolicyVersion)
-	require.Equal(t, policy.SourceTenantLatest, info.PolicySource)
-	require.Equal(t, policy.EvalFailed, evals["thrifty"].Reason)
+	require.Equal(t, jobs.SourceTenantLatest, info.PolicySource)
+	require.Equal(t, jobs.EvalFailed, evals["thrifty"].Reason)
 
 	_, err := policy.Decide(policy.Request{Needs: needs(), Catalog: fleet(), Now: now, Failed: []string{"thrifty", "fast"}, Attempt: 3,
 		Policy: rule(policy.StrategyPrice, entry("thrifty", 1), entry("fast", 2))})
 	var nc *policy.NoCandidateError
 	require.True(t, errors.As(err, &nc))
-	require.Equal(t, policy.CodeProvidersExhausted, nc.Code)
+	require.Equal(t, jobs.CodeProvidersExhausted, nc.Code)
 }
 
 func TestEmptyPolicyHasNoEligibleProvider(t *testing.T) {
@@ -210,7 +211,7 @@ func TestEmptyPolicyHasNoEligibleProvider(t *testing.T) {
 	_, err := policy.Decide(policy.Request{Needs: needs(), Catalog: fleet(), Now: now, Policy: rule(policy.StrategyPrice), Attempt: 1})
 	var nc *policy.NoCandidateError
 	require.True(t, errors.As(err, &nc))
-	require.Equal(t, policy.CodeNoEligibleProvider, nc.Code)
+	require.Equal(t, jobs.CodeNoEligibleProvider, nc.Code)
 }
 
 func TestRoundRobinSpreadsByWeight(t *testing.T) {

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // Call is one provider call for one job.
 type Call struct {
 	JobID    string
-	Service  ServiceID
+	Service  jobs.ServiceID
 	Provider *Provider
 	// Input is the job's input object as validated by the API; decode it
 	// into TranscriptionInput and the like.
@@ -62,18 +64,18 @@ type Media struct {
 	// Duration is its length in seconds; 0 for documents.
 	Duration float64
 	// VideoMetadata describes the video, when the media has one.
-	VideoMetadata *VideoMetadata
+	VideoMetadata *jobs.VideoMetadata
 }
 
 // Decode reads the call's input into in, and its options, when given, into
 // opts. What does not decode is the job's own input error.
 func (c Call) Decode(in, opts any) error {
 	if err := json.Unmarshal(c.Input, in); err != nil {
-		return InputError(CodeInvalidInput, "cannot decode the job input", err)
+		return InputError(jobs.CodeInvalidInput, "cannot decode the job input", err)
 	}
 	if len(c.Options) > 0 && string(c.Options) != "null" {
 		if err := json.Unmarshal(c.Options, opts); err != nil {
-			return InputError(CodeInvalidInput, "cannot decode the job options", err)
+			return InputError(jobs.CodeInvalidInput, "cannot decode the job options", err)
 		}
 	}
 	return nil
@@ -175,27 +177,6 @@ func (k ErrorKind) String() string {
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
-
-// Error codes adapters use; Code becomes the failed job's error code when
-// the failure ends the job.
-const (
-	CodeProviderUnavailable = "PROVIDER_UNAVAILABLE" // retryable
-	CodeProviderRejected    = "PROVIDER_REJECTED"    // permanent
-	CodeBadResponse         = "PROVIDER_BAD_RESPONSE"
-	CodeUnsupportedService  = "UNSUPPORTED_SERVICE"
-	CodeUnsupportedInput    = "UNSUPPORTED_INPUT"
-	CodeUnsupportedOption   = "UNSUPPORTED_OPTION"
-	CodeFileTooLarge        = "FILE_TOO_LARGE"
-	CodeAudioUnreadable     = "AUDIO_UNREADABLE" // input error, transcriptions
-	CodeInputUnreadable     = "INPUT_UNREADABLE" // input error, other services
-	CodeInvalidInput        = "INVALID_INPUT"
-	// CodeMediaUnavailable: the media could not be fetched: the host could
-	// not be reached (retryable) or refused it with a 4xx (input error).
-	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
-	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
-	// address, port or scheme the gateway may not reach (input error).
-	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
-)
 
 // Error is a classified provider call failure.
 type Error struct {

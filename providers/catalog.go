@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/language"
 )
@@ -75,9 +76,9 @@ type Provider struct {
 	StatusReason string `yaml:"status_reason"`
 	// CallTimeoutSeconds bounds one try of a call to the provider, however
 	// the provider behaves (hangs, trickles); 0 leaves it to the adapter.
-	CallTimeoutSeconds int                       `yaml:"call_timeout_seconds"`
-	Settings           map[string]any            `yaml:"settings"` // adapter-specific
-	Services           map[ServiceID]*Capability `yaml:"services"`
+	CallTimeoutSeconds int                            `yaml:"call_timeout_seconds"`
+	Settings           map[string]any                 `yaml:"settings"` // adapter-specific
+	Services           map[jobs.ServiceID]*Capability `yaml:"services"`
 }
 
 // Capability is what a provider offers for one service.
@@ -343,11 +344,11 @@ func validateCatalog(c *Catalog, lines []providerLine) error {
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			if _, ok := LookupService(id); !ok {
+			if _, ok := jobs.LookupService(id); !ok {
 				fail("services: unknown service %q; use one of %s", id, serviceNames())
 				continue
 			}
-			sid := ServiceID(id)
+			sid := jobs.ServiceID(id)
 			capab := p.Services[sid]
 			if capab == nil {
 				capab = &Capability{}
@@ -363,11 +364,11 @@ func validateCatalog(c *Catalog, lines []providerLine) error {
 
 // validateCapability checks one capability and fills in its default status;
 // each message starts with the field it concerns.
-func validateCapability(sid ServiceID, c *Capability) []string {
+func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 	var msgs []string
 	add := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
 
-	svc, _ := LookupService(string(sid))
+	svc, _ := jobs.LookupService(string(sid))
 	if allowed := svc.Features; len(c.Features) > 0 && len(allowed) == 0 {
 		add("features: %s has no features; remove the list (llm-tasks capabilities list models instead)", sid)
 	} else {
@@ -377,7 +378,7 @@ func validateCapability(sid ServiceID, c *Capability) []string {
 			}
 		}
 	}
-	if len(c.Models) > 0 && sid != LLMTasks {
+	if len(c.Models) > 0 && sid != jobs.LLMTasks {
 		add("models: only llm-tasks capabilities list models; remove it here")
 	}
 	for _, m := range c.Models {
@@ -385,7 +386,7 @@ func validateCapability(sid ServiceID, c *Capability) []string {
 			add("models: a model name is empty")
 		}
 	}
-	checkLangs := func(field string, langs []string, allowedFor ServiceID) {
+	checkLangs := func(field string, langs []string, allowedFor jobs.ServiceID) {
 		if len(langs) == 0 {
 			return
 		}
@@ -399,9 +400,9 @@ func validateCapability(sid ServiceID, c *Capability) []string {
 			}
 		}
 	}
-	checkLangs("languages", c.Languages, Transcriptions)
-	checkLangs("source_languages", c.SourceLanguages, Translations)
-	checkLangs("target_languages", c.TargetLanguages, Translations)
+	checkLangs("languages", c.Languages, jobs.Transcriptions)
+	checkLangs("source_languages", c.SourceLanguages, jobs.Translations)
+	checkLangs("target_languages", c.TargetLanguages, jobs.Translations)
 
 	l := c.Limits
 	for _, f := range []struct {
@@ -449,8 +450,8 @@ func joinStatuses() string {
 }
 
 func serviceNames() string {
-	s := make([]string, 0, len(services))
-	for _, svc := range services {
+	var s []string
+	for _, svc := range jobs.Services() {
 		s = append(s, string(svc.ID))
 	}
 	return strings.Join(s, ", ")

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -33,7 +34,7 @@ func checkCatalog(t *testing.T, data []byte, c *providers.Catalog) {
 		seen[p.ID] = true
 		for id, capab := range p.Services {
 			l := capab.Limits
-			if _, ok := providers.LookupService(string(id)); !ok || capab == nil || !capab.Status.Valid() ||
+			if _, ok := jobs.LookupService(string(id)); !ok || capab == nil || !capab.Status.Valid() ||
 				!slices.Contains(providers.PricingUnits, capab.Pricing.Unit) ||
 				!(capab.Pricing.Amount >= 0) || math.IsInf(capab.Pricing.Amount, 0) ||
 				!fuzzCurrency.MatchString(capab.Pricing.Currency) ||

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -50,7 +51,7 @@ func TestParseCatalogExample(t *testing.T) {
 	require.Equal(t, map[string]any{"latency_ms": 200, "fail_rate": 0}, p.Settings)
 	require.Len(t, p.Services, 2)
 
-	tr := p.Services[providers.Transcriptions]
+	tr := p.Services[jobs.Transcriptions]
 	require.NotNil(t, tr)
 	require.Equal(t, []string{"language_detection", "diarization", "timestamps"}, tr.Features)
 	require.Equal(t, []string{"en", "de"}, tr.Languages)
@@ -58,7 +59,7 @@ func TestParseCatalogExample(t *testing.T) {
 	require.Equal(t, providers.Pricing{Unit: "per_minute", Amount: 0.006, Currency: "USD"}, tr.Pricing)
 	require.Equal(t, providers.StatusActive, tr.Status)
 
-	llm := p.Services[providers.LLMTasks]
+	llm := p.Services[jobs.LLMTasks]
 	require.NotNil(t, llm)
 	require.Equal(t, []string{"sandbox-model"}, llm.Models)
 	require.Equal(t, "per_token", llm.Pricing.Unit)
@@ -162,14 +163,14 @@ func TestDefaultCatalog(t *testing.T) {
 	c := providers.DefaultCatalog()
 	require.GreaterOrEqual(t, len(c.Providers), 3)
 
-	covered := map[providers.ServiceID]int{}
+	covered := map[jobs.ServiceID]int{}
 	for _, p := range c.Providers {
 		require.Equal(t, "sandbox", p.Adapter, "the built-in catalog needs nothing outside the process")
 		for id := range p.Services {
 			covered[id]++
 		}
 	}
-	for _, s := range providers.Services() {
+	for _, s := range jobs.Services() {
 		require.GreaterOrEqual(t, covered[s.ID], 2, "service %s needs two providers so routing has a choice", s.ID)
 	}
 

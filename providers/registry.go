@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // Registry holds the catalog and one adapter per provider.
@@ -42,7 +44,7 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 			// A disabled provider need not be usable (a local engine not
 			// installed, a key not set): routing never picks it, and an
 			// administrator who enables it gets this error from its calls.
-			a = unusable{Permanent(CodeProviderRejected, fmt.Sprintf("provider %q cannot be used: %v", p.ID, err), nil)}
+			a = unusable{Permanent(jobs.CodeProviderRejected, fmt.Sprintf("provider %q cannot be used: %v", p.ID, err), nil)}
 			err = nil
 		}
 		if err != nil {

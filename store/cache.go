@@ -6,8 +6,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // CacheTTL is how long a Cache serves what it read, and keeps latency
@@ -138,7 +138,7 @@ func (c *Cache) UpdateTenant(ctx context.Context, id string, update func(*Tenant
 }
 
 // RoutingPolicies is Store.RoutingPolicies, at most TTL old.
-func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error) {
+func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
 	all, err := c.policies.get(ctx, tenant, func(ctx context.Context) ([]policy.Policy, error) {
 		return c.Store.tenantPolicies(ctx, tenant)
 	})

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -142,24 +142,24 @@ func TestCachePolicies(t *testing.T) {
 		ctx := context.Background()
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Second, clock.Now)
-		routing := func(tenant string, service providers.ServiceID) []string {
+		routing := func(tenant string, service jobs.ServiceID) []string {
 			t.Helper()
 			got, err := cache.RoutingPolicies(ctx, tenant, service)
 			require.NoError(t, err)
 			return ids(got)
 		}
 
-		acmeTr := createAt(t, s, newPolicy("acme", "", providers.Transcriptions), 1)
+		acmeTr := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
 		acmeAll := createAt(t, s, newPolicy("acme", ""), 2)
-		globalLLM := createAt(t, s, newPolicy("", "", providers.LLMTasks), 3)
-		require.Equal(t, []string{acmeAll.ID, acmeTr.ID}, routing("acme", providers.Transcriptions))
-		require.Equal(t, []string{globalLLM.ID, acmeAll.ID}, routing("acme", providers.LLMTasks), "one cached read serves every service")
+		globalLLM := createAt(t, s, newPolicy("", "", jobs.LLMTasks), 3)
+		require.Equal(t, []string{acmeAll.ID, acmeTr.ID}, routing("acme", jobs.Transcriptions))
+		require.Equal(t, []string{globalLLM.ID, acmeAll.ID}, routing("acme", jobs.LLMTasks), "one cached read serves every service")
 
 		// Another process's policy shows after the TTL.
-		other := createAt(t, s, newPolicy("acme", "", providers.Transcriptions), 4)
-		require.Equal(t, []string{acmeAll.ID, acmeTr.ID}, routing("acme", providers.Transcriptions), "served from the cache")
+		other := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 4)
+		require.Equal(t, []string{acmeAll.ID, acmeTr.ID}, routing("acme", jobs.Transcriptions), "served from the cache")
 		clock.Advance(time.Second)
-		require.Equal(t, []string{other.ID, acmeAll.ID, acmeTr.ID}, routing("acme", providers.Transcriptions))
+		require.Equal(t, []string{other.ID, acmeAll.ID, acmeTr.ID}, routing("acme", jobs.Transcriptions))
 
 		// GetPolicy, also of a policy that does not exist.
 		got, err := cache.GetPolicy(ctx, acmeTr.ID)
@@ -177,10 +177,10 @@ func TestCachePolicies(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		// Writes through the cache show at once: create, update, delete.
-		created, err := cache.CreatePolicy(ctx, newPolicy("acme", "", providers.Transcriptions))
+		created, err := cache.CreatePolicy(ctx, newPolicy("acme", "", jobs.Transcriptions))
 		require.NoError(t, err)
-		require.Equal(t, []string{created.ID, other.ID, acmeAll.ID}, routing("acme", providers.Transcriptions))
-		require.Equal(t, []string{globalLLM.ID, acmeAll.ID}, routing("acme", providers.LLMTasks))
+		require.Equal(t, []string{created.ID, other.ID, acmeAll.ID}, routing("acme", jobs.Transcriptions))
+		require.Equal(t, []string{globalLLM.ID, acmeAll.ID}, routing("acme", jobs.LLMTasks))
 		_, err = cache.GetPolicy(ctx, created.ID)
 		require.NoError(t, err)
 		updated, err := cache.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
@@ -192,13 +192,13 @@ func TestCachePolicies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "renamed", got.Name)
 		require.Equal(t, 2, got.Version)
-		byService, err := cache.RoutingPolicies(ctx, "acme", providers.Transcriptions)
+		byService, err := cache.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
 		require.NoError(t, err)
 		require.Equal(t, updated, byService[0])
 		require.NoError(t, cache.DeletePolicy(ctx, created.ID))
 		_, err = cache.GetPolicy(ctx, created.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		require.Equal(t, []string{other.ID, acmeAll.ID}, routing("acme", providers.Transcriptions))
+		require.Equal(t, []string{other.ID, acmeAll.ID}, routing("acme", jobs.Transcriptions))
 
 		// A version never changes: it stays cached whatever the clock says.
 		v1, err := cache.GetPolicyVersion(ctx, created.ID, 1)
@@ -249,7 +249,7 @@ func TestCacheWithoutTTLReadsEveryTime(t *testing.T) {
 		_, err = cache.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 
-		p := createAt(t, s, newPolicy("acme", "", providers.Transcriptions), 1)
+		p := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
 		_, err = cache.GetPolicyVersion(ctx, p.ID, 1)
 		require.NoError(t, err)
 		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))

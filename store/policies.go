@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // policyRow is the current version of a policy as the policies table keeps
@@ -247,7 +247,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 // which services a policy covers is a JSON column, so that filter runs
 // here rather than in SQL, the same on both databases (a tenant has few
 // policies). An empty tenant gets only the gateway-wide ones.
-func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service providers.ServiceID) ([]policy.Policy, error) {
+func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
 	all, err := s.tenantPolicies(ctx, tenant)
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func (s *Store) tenantPolicies(ctx context.Context, tenant string) ([]policy.Pol
 }
 
 // covering returns, in a new slice, the policies that cover service.
-func covering(all []policy.Policy, service providers.ServiceID) []policy.Policy {
+func covering(all []policy.Policy, service jobs.ServiceID) []policy.Policy {
 	out := make([]policy.Policy, 0, len(all))
 	for _, p := range all {
 		if p.Covers(service) {
@@ -299,7 +299,7 @@ func normalizePolicy(p policy.Policy) policy.Policy {
 func policyRecords(p policy.Policy) (policyRow, policyVersionRow, error) {
 	services := p.Services
 	if services == nil {
-		services = []providers.ServiceID{}
+		services = []jobs.ServiceID{}
 	}
 	servicesJSON, err := json.Marshal(services)
 	if err != nil {

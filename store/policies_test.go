@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -20,7 +20,7 @@ import (
 // policyEpoch is the creation time of backdated test policies.
 var policyEpoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func newPolicy(tenant, application string, services ...providers.ServiceID) policy.Policy {
+func newPolicy(tenant, application string, services ...jobs.ServiceID) policy.Policy {
 	maxSize := 100
 	return policy.Policy{
 		Tenant:      tenant,
@@ -57,7 +57,7 @@ func TestPolicyVersions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		created, err := s.CreatePolicy(ctx, newPolicy("acme", "mobile", providers.Transcriptions))
+		created, err := s.CreatePolicy(ctx, newPolicy("acme", "mobile", jobs.Transcriptions))
 		require.NoError(t, err)
 		require.Equal(t, 1, created.Version)
 		_, err = uuid.Parse(created.ID)
@@ -153,9 +153,9 @@ func TestPolicyRoundTripsEveryField(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		for _, p := range []policy.Policy{
-			newPolicy("acme", "mobile", providers.Transcriptions),
-			newPolicy("", "", providers.Translations, providers.LLMTasks), // legacy multi-service, gateway-wide
-			newPolicy("acme", ""), // every service
+			newPolicy("acme", "mobile", jobs.Transcriptions),
+			newPolicy("", "", jobs.Translations, jobs.LLMTasks), // legacy multi-service, gateway-wide
+			newPolicy("acme", ""),                               // every service
 			{Name: "empty", Strategy: policy.StrategyRoundRobin, Providers: []policy.Entry{}},
 		} {
 			p.CreatedAt = policyEpoch
@@ -180,7 +180,7 @@ func TestConcurrentPolicyUpdates(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		created, err := s.CreatePolicy(ctx, newPolicy("acme", "", providers.Transcriptions))
+		created, err := s.CreatePolicy(ctx, newPolicy("acme", "", jobs.Transcriptions))
 		require.NoError(t, err)
 
 		const writers = 12
@@ -232,10 +232,10 @@ func TestListPolicies(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		acmeOld := createAt(t, s, newPolicy("acme", "", providers.Transcriptions), 1)
-		global := createAt(t, s, newPolicy("", "", providers.Transcriptions), 2)
+		acmeOld := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
+		global := createAt(t, s, newPolicy("", "", jobs.Transcriptions), 2)
 		globex := createAt(t, s, newPolicy("globex", ""), 3)
-		acmeNew := createAt(t, s, newPolicy("acme", "mobile", providers.Transcriptions), 4)
+		acmeNew := createAt(t, s, newPolicy("acme", "mobile", jobs.Transcriptions), 4)
 		globalLegacy := createAt(t, s, newPolicy("", ""), 5)
 
 		list := func(f store.PolicyFilter, offset, limit int) ([]string, int64) {
@@ -292,43 +292,43 @@ func TestRoutingPolicies(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		acmeTr := createAt(t, s, newPolicy("acme", "", providers.Transcriptions), 1)
-		acmeApp := createAt(t, s, newPolicy("acme", "mobile", providers.Transcriptions), 2)
-		acmeTl := createAt(t, s, newPolicy("acme", "", providers.Translations), 3)
+		acmeTr := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
+		acmeApp := createAt(t, s, newPolicy("acme", "mobile", jobs.Transcriptions), 2)
+		acmeTl := createAt(t, s, newPolicy("acme", "", jobs.Translations), 3)
 		acmeAll := createAt(t, s, newPolicy("acme", ""), 4)
-		acmeLegacy := createAt(t, s, newPolicy("acme", "", providers.Translations, providers.Transcriptions), 5)
-		globalTr := createAt(t, s, newPolicy("", "", providers.Transcriptions), 6)
+		acmeLegacy := createAt(t, s, newPolicy("acme", "", jobs.Translations, jobs.Transcriptions), 5)
+		globalTr := createAt(t, s, newPolicy("", "", jobs.Transcriptions), 6)
 		globalAll := createAt(t, s, newPolicy("", ""), 7)
-		globalLLM := createAt(t, s, newPolicy("", "", providers.LLMTasks), 8)
-		createAt(t, s, newPolicy("globex", "", providers.Transcriptions), 9)
+		globalLLM := createAt(t, s, newPolicy("", "", jobs.LLMTasks), 8)
+		createAt(t, s, newPolicy("globex", "", jobs.Transcriptions), 9)
 
-		got, err := s.RoutingPolicies(ctx, "acme", providers.Transcriptions)
+		got, err := s.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID, globalTr.ID, acmeLegacy.ID, acmeAll.ID, acmeApp.ID, acmeTr.ID}, ids(got))
 
-		got, err = s.RoutingPolicies(ctx, "acme", providers.LLMTasks)
+		got, err = s.RoutingPolicies(ctx, "acme", jobs.LLMTasks)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalLLM.ID, globalAll.ID, acmeAll.ID}, ids(got))
 
-		got, err = s.RoutingPolicies(ctx, "initech", providers.Translations)
+		got, err = s.RoutingPolicies(ctx, "initech", jobs.Translations)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID}, ids(got), "a tenant without policies gets the gateway-wide ones")
 
-		got, err = s.RoutingPolicies(ctx, "", providers.Transcriptions)
+		got, err = s.RoutingPolicies(ctx, "", jobs.Transcriptions)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID, globalTr.ID}, ids(got))
 
 		// The candidates resolve as docs/routing.md (Which policy applies)
 		// says.
-		candidates, err := s.RoutingPolicies(ctx, "acme", providers.Transcriptions)
+		candidates, err := s.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
 		require.NoError(t, err)
-		p, source, ok := policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: providers.Transcriptions, Application: "mobile"})
+		p, source, ok := policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: jobs.Transcriptions, Application: "mobile"})
 		require.True(t, ok)
 		require.Equal(t, acmeApp.ID, p.ID)
-		require.Equal(t, policy.SourceTenantApplication, source)
-		p, source, ok = policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: providers.Transcriptions, TenantDefaultPolicyID: acmeTl.ID})
+		require.Equal(t, jobs.SourceTenantApplication, source)
+		p, source, ok = policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: jobs.Transcriptions, TenantDefaultPolicyID: acmeTl.ID})
 		require.True(t, ok, "the translations default does not cover transcriptions")
 		require.Equal(t, acmeLegacy.ID, p.ID)
-		require.Equal(t, policy.SourceTenantLatest, source)
+		require.Equal(t, jobs.SourceTenantLatest, source)
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // ProviderStatus is an administrator's override of a provider's catalog
@@ -141,12 +140,5 @@ func (s *Store) SetProviderStatus(ctx context.Context, id string, status *string
 
 // Override is the status override in the form routing applies.
 func (ps ProviderStatus) Override() *policy.ProviderOverride {
-	o := &policy.ProviderOverride{Status: providers.Status(ps.Status)}
-	if len(ps.Services) > 0 {
-		o.Services = make(map[providers.ServiceID]providers.Status, len(ps.Services))
-		for id, st := range ps.Services {
-			o.Services[providers.ServiceID(id)] = providers.Status(st)
-		}
-	}
-	return o
+	return policy.NewProviderOverride(ps.Status, ps.Services)
 }

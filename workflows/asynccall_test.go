@@ -12,7 +12,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -43,7 +42,7 @@ func TestAsyncProviderIsSubmittedOnceThenChecked(t *testing.T) {
 	r := &receiver{}
 	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	start := b.env.Now()
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusCompleted, snap.Status)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -36,7 +35,7 @@ func versionCalls(t *testing.T, generation int) []string {
 		activities.CallOutput{Result: json.RawMessage(`{"format":"json","text":"hello"}`)}, nil)
 	r := &receiver{}
 	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	in := withWebhook(providers.Transcriptions)
+	in := withWebhook(jobs.Transcriptions)
 	in.SearchAttributes = true
 	in.Generation = generation
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)

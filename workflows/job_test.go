@@ -17,8 +17,6 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -62,7 +60,7 @@ func bareSetup(t *testing.T) *bundle {
 func input() jobs.Submission {
 	return jobs.Submission{
 		JobID:     "0193a9d4-7c5e-7000-8000-000000000001",
-		Service:   providers.Transcriptions,
+		Service:   jobs.Transcriptions,
 		Tenant:    "acme",
 		UserID:    "alice",
 		Input:     json.RawMessage(`{"type":"audio","url":"https://media.test/a.wav"}`),
@@ -71,13 +69,13 @@ func input() jobs.Submission {
 }
 
 func routeTo(provider string, attempt int) activities.RouteOutput {
-	reason := policy.ReasonDefault
+	reason := jobs.ReasonDefault
 	if attempt > 1 {
-		reason = policy.ReasonFailover
+		reason = jobs.ReasonFailover
 	}
-	return activities.RouteOutput{Routing: policy.RoutingInfo{
+	return activities.RouteOutput{Routing: jobs.RoutingInfo{
 		ProviderID: provider, Reason: reason, Attempt: attempt,
-		ProviderEvaluations: []policy.Evaluation{{ProviderID: provider, Selected: true, Reason: policy.EvalSelected}},
+		ProviderEvaluations: []jobs.Evaluation{{ProviderID: provider, Selected: true, Reason: jobs.EvalSelected}},
 	}, WorkerID: "worker-1"}
 }
 
@@ -162,7 +160,7 @@ func TestJobFailsOverToNextProvider(t *testing.T) {
 	require.Equal(t, "sandbox-fast", snap.Provider)
 	require.Len(t, snap.RoutingHistory, 2)
 	require.Equal(t, "sandbox-flaky", snap.RoutingHistory[0].ProviderID)
-	require.Equal(t, policy.ReasonFailover, snap.RoutingHistory[1].Reason)
+	require.Equal(t, jobs.ReasonFailover, snap.RoutingHistory[1].Reason)
 	require.Equal(t, 2, snap.Routing.Attempt)
 	require.Equal(t, snap.RoutingHistory[1], *snap.Routing)
 	require.Equal(t, b.saved[0].ProcessedAt, snap.ProcessedAt, "processed_at is when the job first left pending")
@@ -173,7 +171,7 @@ func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
-		Error: &jobs.Error{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, rejected).Once()
@@ -182,7 +180,7 @@ func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusFailed, snap.Status)
-	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
+	require.Equal(t, jobs.CodeProvidersExhausted, snap.Error.Code)
 	require.Len(t, snap.RoutingHistory, 1, "a decision without a provider is not a routing")
 	require.NotNil(t, snap.CompletedAt)
 	require.Nil(t, snap.Result)
@@ -208,15 +206,15 @@ func TestNoEligibleProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{
-		Routing: policy.RoutingInfo{ProviderEvaluations: []policy.Evaluation{{ProviderID: "sandbox-fast", Reason: policy.EvalOptionNotSupported}}},
-		Error:   &jobs.Error{Code: policy.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
+		Routing: jobs.RoutingInfo{ProviderEvaluations: []jobs.Evaluation{{ProviderID: "sandbox-fast", Reason: jobs.EvalOptionNotSupported}}},
+		Error:   &jobs.Error{Code: jobs.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
 	}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusFailed, snap.Status)
-	require.Equal(t, policy.CodeNoEligibleProvider, snap.Error.Code)
+	require.Equal(t, jobs.CodeNoEligibleProvider, snap.Error.Code)
 	require.Nil(t, snap.Routing, "a job that never left pending has no routing")
 	require.Nil(t, snap.ProcessedAt)
 	require.Empty(t, snap.RoutingHistory)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -106,7 +105,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	var calls callKinds
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
-		Error: &jobs.Error{Code: policy.CodeProvidersExhausted, Message: "every candidate provider failed"},
+		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
@@ -119,7 +118,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusFailed, snap.Status)
-	require.Equal(t, policy.CodeProvidersExhausted, snap.Error.Code)
+	require.Equal(t, jobs.CodeProvidersExhausted, snap.Error.Code)
 	require.Equal(t, []string{"local"}, calls.kinds)
 }
 

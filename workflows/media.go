@@ -12,7 +12,6 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // mediaStageChange names the GetVersion marker of the media stage: jobs
@@ -63,7 +62,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		return mediaFailure(err)
 	}
 	prepared := &activities.PreparedMedia{File: source, SourceURL: sourceURL(j.in.Input)}
-	if j.in.Service != providers.Translations {
+	if j.in.Service != jobs.Translations {
 		var probe media.Probe
 		err := workflow.ExecuteActivity(step("probe the media"), a.ProbeMedia, activities.ProbeInput{
 			JobID: j.in.JobID, Service: j.in.Service, Source: source,
@@ -75,7 +74,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		if video, ok := probe.VideoMetadata(); ok {
 			prepared.Video = video
 		}
-		if j.in.Service == providers.Transcriptions {
+		if j.in.Service == jobs.Transcriptions {
 			track := activities.AudioTrack(j.in.Input)
 			err := workflow.ExecuteActivity(step(fmt.Sprintf("extract audio track %d", track)), a.ExtractAudio, activities.ExtractInput{
 				JobID: j.in.JobID, Source: source, Probe: probe, Track: track,
@@ -102,13 +101,13 @@ func mediaFailure(err error) (*jobs.Error, error) {
 		if appErr.HasDetails() && appErr.Details(&jobErr) == nil && jobErr.Code != "" {
 			return &jobErr, nil
 		}
-		return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: appErr.Message()}, nil
+		return &jobs.Error{Code: jobs.CodeMediaUnavailable, Message: appErr.Message()}, nil
 	}
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
-		return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: "the media could not be fetched or processed in time: the transfer stalled or the step took too long"}, nil
+		return &jobs.Error{Code: jobs.CodeMediaUnavailable, Message: "the media could not be fetched or processed in time: the transfer stalled or the step took too long"}, nil
 	}
-	return &jobs.Error{Code: providers.CodeMediaUnavailable, Message: err.Error()}, nil
+	return &jobs.Error{Code: jobs.CodeMediaUnavailable, Message: err.Error()}, nil
 }
 
 // removeMedia deletes the finished job's media stage files.

@@ -11,7 +11,6 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -37,10 +36,10 @@ func TestMediaStageRunsOnceBeforeRoutingAndAcrossFailover(t *testing.T) {
 	job := videoTranscription()
 	require.NotEmpty(t, job.Tenant)
 	b.env.OnActivity(acts.FetchMedia, mock.Anything, activities.MediaInput{
-		JobID: job.JobID, Tenant: job.Tenant, Service: providers.Transcriptions, Input: job.Input,
+		JobID: job.JobID, Tenant: job.Tenant, Service: jobs.Transcriptions, Input: job.Input,
 	}).Return(sourceFile, nil).Once()
 	b.env.OnActivity(acts.ProbeMedia, mock.Anything, activities.ProbeInput{
-		JobID: job.JobID, Service: providers.Transcriptions, Source: sourceFile,
+		JobID: job.JobID, Service: jobs.Transcriptions, Source: sourceFile,
 	}).Return(videoProbe, nil).Once()
 	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.MatchedBy(func(in activities.ExtractInput) bool {
 		return in.Track == 1 && in.Source == sourceFile && in.Probe.Duration == videoProbe.Duration
@@ -78,7 +77,7 @@ func TestUnreadableAudioFailsTheJobBeforeRouting(t *testing.T) {
 	b := bareSetup(t)
 	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
 	b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
-	unreadable := jobs.Error{Code: providers.CodeAudioUnreadable, Message: "input.audio_track is 2, but the media has 2 audio tracks"}
+	unreadable := jobs.Error{Code: jobs.CodeAudioUnreadable, Message: "input.audio_track is 2, but the media has 2 audio tracks"}
 	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.Anything).
 		Return(activities.MediaFile{}, temporal.NewNonRetryableApplicationError(unreadable.Message, activities.ErrTypeInvalidInput, nil, unreadable)).Once()
 	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
@@ -95,7 +94,7 @@ func TestUnreadableAudioFailsTheJobBeforeRouting(t *testing.T) {
 func TestMediaHostDownFailsTheJobAfterRetries(t *testing.T) {
 	t.Parallel()
 	b := bareSetup(t)
-	down := jobs.Error{Code: providers.CodeMediaUnavailable, Message: "could not reach media host media.test"}
+	down := jobs.Error{Code: jobs.CodeMediaUnavailable, Message: "could not reach media host media.test"}
 	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).
 		Return(activities.MediaFile{}, temporal.NewApplicationError(down.Message, activities.ErrTypeProviderUnavailable, down)).Times(5)
 	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
@@ -112,7 +111,7 @@ func TestMediaStageStepsPerService(t *testing.T) {
 	t.Run("video analysis: fetch and probe, the video for video_metadata", func(t *testing.T) {
 		b := bareSetup(t)
 		job := input()
-		job.Service = providers.VideoAnalyses
+		job.Service = jobs.VideoAnalyses
 		job.Input = json.RawMessage(`{"url":"https://media.test/v.mp4","features":["labels"]}`)
 		b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
 		b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
@@ -127,7 +126,7 @@ func TestMediaStageStepsPerService(t *testing.T) {
 	t.Run("document translation: fetch only", func(t *testing.T) {
 		b := bareSetup(t)
 		job := input()
-		job.Service = providers.Translations
+		job.Service = jobs.Translations
 		job.Input = json.RawMessage(`{"type":"document","url":"https://media.test/d.txt","target_language":"de"}`)
 		doc := activities.MediaFile{Key: "work/job/source", ContentType: "text/plain", Size: 80}
 		b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(doc, nil).Once()
@@ -142,7 +141,7 @@ func TestMediaStageStepsPerService(t *testing.T) {
 	t.Run("text translation: no media stage", func(t *testing.T) {
 		b := bareSetup(t)
 		job := input()
-		job.Service = providers.Translations
+		job.Service = jobs.Translations
 		job.Input = json.RawMessage(`{"type":"text","content":"Hallo","target_language":"en"}`)
 		b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 			return in.MediaSizeMB == nil

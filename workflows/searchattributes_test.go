@@ -12,8 +12,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -28,11 +26,11 @@ func TestSearchAttributesFollowTheJob(t *testing.T) {
 		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
 	}).Return(nil)
 	routed := routeTo("sandbox-fast", 1)
-	routed.Routing.Reason, routed.Routing.PolicyID, routed.Routing.PolicyVersion = policy.ReasonPolicyRule, "pol-1", 3
+	routed.Routing.Reason, routed.Routing.PolicyID, routed.Routing.PolicyVersion = jobs.ReasonPolicyRule, "pol-1", 3
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routed, nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).
 		Return(activities.CallOutput{}, temporal.NewNonRetryableApplicationError("unreadable", activities.ErrTypeInvalidInput, nil,
-			jobs.Error{Code: providers.CodeAudioUnreadable, Message: "unreadable"})).Once()
+			jobs.Error{Code: jobs.CodeAudioUnreadable, Message: "unreadable"})).Once()
 
 	in := input()
 	in.SearchAttributes = true
@@ -53,7 +51,7 @@ func TestSearchAttributesFollowTheJob(t *testing.T) {
 	status, _ = failed.GetKeyword(workflows.StatusKey)
 	require.Equal(t, "failed", status)
 	code, _ := failed.GetKeyword(workflows.ErrorCodeKey)
-	require.Equal(t, providers.CodeAudioUnreadable, code)
+	require.Equal(t, jobs.CodeAudioUnreadable, code)
 }
 
 func TestNoSearchAttributesUnlessTheNamespaceHasThem(t *testing.T) {
@@ -86,8 +84,8 @@ func TestRetryCarriesOnFromTheFailure(t *testing.T) {
 	b := setup(t)
 	earlier := routeTo("sandbox-flaky", 1)
 	in := input()
-	in.Retry = &jobs.Retry{RoutingHistory: []policy.RoutingInfo{earlier.Routing}, Revision: 4,
-		Error: &jobs.Error{Code: policy.CodeProvidersExhausted}}
+	in.Retry = &jobs.Retry{RoutingHistory: []jobs.RoutingInfo{earlier.Routing}, Revision: 4,
+		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted}}
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 		return in.Attempt == 2 && in.Retried && in.Pinned == nil && len(in.Failed) == 0
 	})).Return(routeTo("sandbox-fast", 2), nil).Once()

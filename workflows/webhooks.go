@@ -11,7 +11,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Webhook delivery: the job's events go through one queue, delivered by one
@@ -43,7 +42,7 @@ type queuedEvent struct {
 // webhookQueue holds a job's undelivered events.
 type webhookQueue struct {
 	target       jobs.Webhook
-	service      providers.Service
+	service      jobs.Service
 	progress     bool // whether the service sends *.progress events
 	pending      []queuedEvent
 	sequence     int
@@ -54,8 +53,8 @@ type webhookQueue struct {
 	drained      bool // the sender has finished
 }
 
-func newWebhookQueue(target jobs.Webhook, service providers.ServiceID, stored bool) *webhookQueue {
-	svc := providers.MustService(service)
+func newWebhookQueue(target jobs.Webhook, service jobs.ServiceID, stored bool) *webhookQueue {
+	svc := jobs.MustService(service)
 	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1, stored: stored}
 }
 

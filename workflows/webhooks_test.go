@@ -16,7 +16,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -87,7 +86,7 @@ func present(doc json.RawMessage) bool {
 	return len(doc) > 0 && string(doc) != "null"
 }
 
-func withWebhook(service providers.ServiceID) jobs.Submission {
+func withWebhook(service jobs.ServiceID) jobs.Submission {
 	in := input()
 	in.Service = service
 	in.Webhook = &jobs.Webhook{URL: "https://hooks.test/jobs", Headers: map[string]string{"Authorization": "Bearer s3cret"}}
@@ -121,7 +120,7 @@ func TestWebhookEventsInOrder(t *testing.T) {
 		b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(activities.ProgressSignal, p) }, time.Duration(i+1)*time.Second)
 	}
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
 	snap := result(t, b.env)
 	require.Equal(t, jobs.StatusCompleted, snap.Status)
@@ -152,7 +151,7 @@ func TestLLMTasksSendNoProgressEvents(t *testing.T) {
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"content":"x","finish_reason":"completed"}`)}, nil).Once()
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.LLMTasks))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.LLMTasks))
 
 	result(t, b.env)
 	require.Equal(t, []string{"llm-task.completed"}, r.events())
@@ -167,7 +166,7 @@ func TestWebhookRetriesKeepOrder(t *testing.T) {
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Translations))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Translations))
 
 	result(t, b.env)
 	require.Equal(t, []string{"translation.progress", "translation.completed"}, r.events())
@@ -185,7 +184,7 @@ func TestGoneStopsDelivery(t *testing.T) {
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
 	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	require.Len(t, r.attempts, 1, "nothing is sent after 410 Gone")
@@ -201,7 +200,7 @@ func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	start := b.env.Now()
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
 	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	completed := b.saved[len(b.saved)-1]
@@ -234,7 +233,7 @@ func TestWebhookAttemptsLeaveLargeDocumentsOutOfTheHistory(t *testing.T) {
 	big := json.RawMessage(`{"content":"` + strings.Repeat("r", 2<<20) + `","finish_reason":"completed"}`)
 	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: big}, nil).Once()
-	in := withWebhook(providers.LLMTasks)
+	in := withWebhook(jobs.LLMTasks)
 	in.Input = json.RawMessage(`{"type":"text","text":"` + strings.Repeat("i", 500<<10) + `","prompt":"Summarise."}`)
 	in.ClientMeta = json.RawMessage(`{"ref":"` + strings.Repeat("m", 15<<10) + `"}`)
 
@@ -265,7 +264,7 @@ func TestCancelledJobReportsFailure(t *testing.T) {
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Transcriptions))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
 	require.True(t, b.env.IsWorkflowCompleted())
 	require.Equal(t, []string{"transcription.progress", "transcription.failed"}, r.events())
@@ -285,7 +284,7 @@ func TestCancelWhileDeliveringTheLastEvent(t *testing.T) {
 	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, 5*time.Second)
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(providers.Translations))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Translations))
 
 	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status, "the job completed before the cancel")
 	require.Equal(t, []string{"translation.progress", "translation.completed"}, r.events())

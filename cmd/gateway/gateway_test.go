@@ -27,7 +27,6 @@ import (
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/providertest"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -498,10 +497,10 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 	for i := range 3 {
 		id := uuid.Must(uuid.NewV7()).String()
 		input := json.RawMessage(fmt.Sprintf(`{"type":"text","text":"Accepted before the crash, %d.","prompt":"Summarise."}`, i))
-		in, err := json.Marshal(jobs.Submission{JobID: id, Service: providers.LLMTasks, Tenant: "acme", UserID: "dev-user",
+		in, err := json.Marshal(jobs.Submission{JobID: id, Service: jobs.LLMTasks, Tenant: "acme", UserID: "dev-user",
 			Input: input, Options: json.RawMessage(`{}`), CreatedAt: now})
 		require.NoError(t, err)
-		job := &jobs.Record{ID: id, Service: string(providers.LLMTasks), Tenant: "acme", UserID: "dev-user",
+		job := &jobs.Record{ID: id, Service: string(jobs.LLMTasks), Tenant: "acme", UserID: "dev-user",
 			Status: jobs.StatusPending, Input: string(input), Options: "{}", CreatedAt: now}
 		// Leased to the process that died, for longer than a start-up.
 		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: leasedUntil})

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -145,7 +144,7 @@ func newJobJSON(r *jobs.Record) jobJSON {
 // the API's routing_history) and its workflow's steps.
 type jobDetailJSON struct {
 	jobJSON
-	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
+	RoutingHistory []jobs.RoutingInfo `json:"routing_history"`
 	// Workflow is null when Temporal has no history of the job.
 	Workflow *workflowJSON `json:"workflow"`
 }
@@ -229,7 +228,7 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
-	detail := jobDetailJSON{jobJSON: newJobJSON(r), RoutingHistory: []policy.RoutingInfo{}}
+	detail := jobDetailJSON{jobJSON: newJobJSON(r), RoutingHistory: []jobs.RoutingInfo{}}
 	if r.RoutingHistory != "" {
 		if err := json.Unmarshal([]byte(r.RoutingHistory), &detail.RoutingHistory); err != nil {
 			return fmt.Errorf("job %s: routing history: %w", id, err)

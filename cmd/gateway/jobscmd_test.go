@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -102,7 +101,7 @@ func TestJobsShowOutput(t *testing.T) {
 			ID: "01936f2a-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "acme", UserID: "sre",
 			Status: jobs.StatusCompleted, Progress: 100, Provider: "openai", CreatedAt: decided.Add(-time.Second),
 		}),
-		RoutingHistory: []policy.RoutingInfo{{ProviderID: "openai", Reason: "default", Attempt: 1, DecidedAt: decided, ProviderEvaluations: []policy.Evaluation{}}},
+		RoutingHistory: []jobs.RoutingInfo{{ProviderID: "openai", Reason: "default", Attempt: 1, DecidedAt: decided, ProviderEvaluations: []jobs.Evaluation{}}},
 		Workflow:       &workflowJSON{Events: 12, Steps: []workflowStepJSON{{EventID: 5, Time: decided, Summary: "route"}}},
 	}
 	var out bytes.Buffer

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/apertium"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
@@ -97,7 +98,7 @@ func (e *localEngines) stop() {
 func mediaEngine() *providers.Provider {
 	p := &providers.Provider{ID: mediaLocalID, Name: "Local media engine (ffmpeg, tesseract)", Adapter: "media", Quality: 0.6,
 		Status: providers.StatusActive,
-		Services: map[providers.ServiceID]*providers.Capability{providers.VideoAnalyses: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.VideoAnalyses: {
 			Features: mediaengine.Features,
 			Limits:   providers.Limits{RequestsPerMinute: 60, RequestsPerDay: 10000, MaxFileSizeMB: 2000, MaxDurationSeconds: 7200},
 			Pricing:  providers.Pricing{Unit: providers.PerMinute, Amount: 0, Currency: "USD"},
@@ -114,7 +115,7 @@ func mediaEngine() *providers.Provider {
 func (e *localEngines) startApertium(ctx context.Context, dataDir string, logger *slog.Logger) (*providers.Provider, error) {
 	p := &providers.Provider{ID: apertiumLocalID, Name: "Apertium (local)", Adapter: "apertium", Quality: 0.6, LatencyMSHint: 300,
 		Status: providers.StatusActive,
-		Services: map[providers.ServiceID]*providers.Capability{providers.Translations: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Translations: {
 			Limits:  providers.Limits{RequestsPerMinute: 600, RequestsPerDay: 100000, MaxFileSizeMB: 10, MaxDurationSeconds: 600},
 			Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0, Currency: "USD"},
 			Status:  providers.StatusActive,
@@ -156,7 +157,7 @@ func (e *localEngines) startApertium(ctx context.Context, dataDir string, logger
 			if err != nil {
 				return disabled(err.Error())
 			}
-			capab := p.Services[providers.Translations]
+			capab := p.Services[jobs.Translations]
 			capab.SourceLanguages, capab.TargetLanguages = sources, targets
 			p.Settings = map[string]any{"base_url": baseURL}
 			logger.Debug("apertium-apy started", "url", baseURL, "log", logFile.Name())

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -35,7 +34,7 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 	if err != nil {
 		return nil, err
 	}
-	var history []policy.RoutingInfo
+	var history []jobs.RoutingInfo
 	if job.RoutingHistory != "" {
 		if err := json.Unmarshal([]byte(job.RoutingHistory), &history); err != nil {
 			return nil, fmt.Errorf("job %s: read its routing history: %w", job.ID, err)

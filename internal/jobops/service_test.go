@@ -103,7 +103,7 @@ func setupService(t *testing.T) *serviceBundle {
 // llmTask is a valid llm-task request of tenant acme, user alice.
 func llmTask(t *testing.T) jobops.SubmitRequest {
 	t.Helper()
-	svc, ok := providers.LookupService("llm-tasks")
+	svc, ok := jobs.LookupService("llm-tasks")
 	require.True(t, ok)
 	input := json.RawMessage(`{"type":"text","text":"The quick brown fox.","prompt":"Summarise the text."}`)
 	spec, ok := jobs.SpecOf(svc.ID)

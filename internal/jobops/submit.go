@@ -45,7 +45,7 @@ const serviceDisabled = "disabled"
 // SubmitRequest is a job to accept: who asks for it, and its attributes,
 // validated (the API's request parsing).
 type SubmitRequest struct {
-	Service     providers.Service
+	Service     jobs.Service
 	Tenant      string
 	User        string
 	Application string
@@ -323,7 +323,7 @@ func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
 		return refuseField(ErrUnknownProvider, ptrProvider, "no provider %q (see GET /v1/providers)", req.Provider)
 	}
 	if reason, message := policy.Unsupported(p, needs); reason != "" {
-		if reason == policy.EvalOptionNotSupported && needs.Model != "" && !policy.OffersModel(p.Services[svc], needs.Model) {
+		if reason == jobs.EvalOptionNotSupported && needs.Model != "" && !policy.OffersModel(p.Services[svc], needs.Model) {
 			return refuseField(ErrUnsupportedOption, ptrOptionsModel, "provider %s does not offer this model; %s",
 				p.ID, modelChoice(p.Services[svc].Models, "its models are", "it lists no models to pin"))
 		}
@@ -350,7 +350,7 @@ func (s *Service) checkRouting(ctx context.Context, req SubmitRequest) error {
 // checkModelOffered refuses a model no provider of the service offers, for
 // a job routed automatically: routing would find no provider for it. The
 // providers' statuses are left to routing.
-func (s *Service) checkModelOffered(svc providers.ServiceID, model string) error {
+func (s *Service) checkModelOffered(svc jobs.ServiceID, model string) error {
 	if model == "" {
 		return nil
 	}
@@ -391,7 +391,7 @@ func (s *Service) checkPolicy(ctx context.Context, req SubmitRequest) error {
 // checkRateLimit refuses a job that names a provider that has used its
 // published requests_per_minute or requests_per_day. Jobs routed
 // automatically skip such a provider instead.
-func (s *Service) checkRateLimit(ctx context.Context, p *providers.Provider, service providers.ServiceID) error {
+func (s *Service) checkRateLimit(ctx context.Context, p *providers.Provider, service jobs.ServiceID) error {
 	limits := p.Services[service].Limits
 	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
 		return nil

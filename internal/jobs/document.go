@@ -3,8 +3,6 @@ package jobs
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Attributes are a job's attributes as clients see them, in API responses
@@ -42,7 +40,7 @@ const (
 
 // TypeOf is the data.type of a job of the given service.
 func TypeOf(service string) string {
-	svc, _ := providers.LookupService(service)
+	svc, _ := LookupService(service)
 	return svc.JobType
 }
 

@@ -1,17 +1,13 @@
 package jobs
 
-import (
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
-)
-
 // Error is the {code, message} of a failed job.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-// The codes a failed job's error carries (docs/api.md, Job error codes). Routing and the adapters are where some of them are born; this
+// The codes a failed job's error carries (docs/api.md, Job error codes).
+// Routing, the media stage and the adapters are where they are born; this
 // list is their one catalogue.
 const (
 	// CodeCancelled: the job was cancelled (POST .../cancel).
@@ -19,20 +15,39 @@ const (
 	// CodeNotStarted: the job's workflow could never be started (Temporal
 	// refused the start as invalid); it never ran.
 	CodeNotStarted = "JOB_NOT_STARTED"
+
 	// CodeNoEligibleProvider: routing found no provider able and allowed
-	// to run the job.
-	CodeNoEligibleProvider = policy.CodeNoEligibleProvider
+	// to run the job (the first attempt).
+	CodeNoEligibleProvider = "NO_ELIGIBLE_PROVIDER"
 	// CodeProvidersExhausted: every candidate provider failed.
-	CodeProvidersExhausted = policy.CodeProvidersExhausted
+	CodeProvidersExhausted = "PROVIDERS_EXHAUSTED"
+	// CodeFileTooLarge and CodeMediaTooLong: every provider left is
+	// excluded by its max_file_size_mb (max_duration_seconds) alone, or
+	// the file exceeds what a provider takes.
+	CodeFileTooLarge = "FILE_TOO_LARGE"
+	CodeMediaTooLong = "MEDIA_TOO_LONG"
+
+	// Provider call failures; the adapter classifies them as retryable,
+	// permanent or an input error.
+	CodeProviderUnavailable = "PROVIDER_UNAVAILABLE" // retryable
+	CodeProviderRejected    = "PROVIDER_REJECTED"    // permanent
+	CodeBadResponse         = "PROVIDER_BAD_RESPONSE"
+	CodeUnsupportedService  = "UNSUPPORTED_SERVICE"
+	CodeUnsupportedInput    = "UNSUPPORTED_INPUT"
+	CodeUnsupportedOption   = "UNSUPPORTED_OPTION"
+
 	// CodeAudioUnreadable: a transcription's audio could not be extracted
-	// or decoded.
-	CodeAudioUnreadable = providers.CodeAudioUnreadable
+	// or decoded (an input error).
+	CodeAudioUnreadable = "AUDIO_UNREADABLE"
 	// CodeInputUnreadable: another service's media or document could not
-	// be read.
-	CodeInputUnreadable = providers.CodeInputUnreadable
+	// be read (an input error).
+	CodeInputUnreadable = "INPUT_UNREADABLE"
 	// CodeInvalidInput: the provider judged the job's input invalid.
-	CodeInvalidInput = providers.CodeInvalidInput
+	CodeInvalidInput = "INVALID_INPUT"
+	// CodeMediaUnavailable: the media could not be fetched: the host could
+	// not be reached (retryable) or refused it with a 4xx (input error).
+	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
 	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
-	// address, port or scheme the gateway refuses to call.
-	CodeMediaAddressForbidden = providers.CodeMediaAddressForbidden
+	// address, port or scheme the gateway refuses to call (input error).
+	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
 )

@@ -3,8 +3,6 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // EventKind is the part of a lifecycle event's name after the service's
@@ -24,7 +22,7 @@ const (
 
 // EventName is the full name of an event of a service's job, such as
 // "transcription.completed".
-func EventName(service providers.Service, kind EventKind) string {
+func EventName(service Service, kind EventKind) string {
 	return service.EventPrefix + "." + string(kind)
 }
 

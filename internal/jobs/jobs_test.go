@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 func TestStatusTransitions(t *testing.T) {
@@ -99,9 +97,9 @@ func TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta(t *testing.T) {
 	snap := submitted().Snapshot()
 	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
 	completed := processed.Add(time.Second)
-	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
 	snap.Status, snap.Provider, snap.Progress = jobs.StatusCompleted, "sandbox-fast", 100
-	snap.Routing, snap.RoutingHistory = &routing, []policy.RoutingInfo{routing}
+	snap.Routing, snap.RoutingHistory = &routing, []jobs.RoutingInfo{routing}
 	snap.ProcessedAt, snap.CompletedAt = &processed, &completed
 	snap.Result = json.RawMessage(`{"content":"hallo","character_count":5}`)
 	snap.WorkerID = "worker-1"
@@ -138,10 +136,10 @@ func TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta(t *testing.T) {
 func TestWebhookBodyFromDocumentsInTheStore(t *testing.T) {
 	t.Parallel()
 	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
-	routing := policy.RoutingInfo{ProviderID: "sandbox-fast", Reason: policy.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
 	progress := submitted().Snapshot()
 	progress.Status, progress.Provider, progress.Progress, progress.Revision = jobs.StatusProcessing, "sandbox-fast", 40, 1
-	progress.Routing, progress.RoutingHistory, progress.ProcessedAt = &routing, []policy.RoutingInfo{routing}, &processed
+	progress.Routing, progress.RoutingHistory, progress.ProcessedAt = &routing, []jobs.RoutingInfo{routing}, &processed
 	completed := progress
 	completedAt := processed.Add(time.Second)
 	completed.Status, completed.Progress, completed.CompletedAt, completed.Revision = jobs.StatusCompleted, 100, &completedAt, 2
@@ -181,9 +179,9 @@ func TestWebhookBodyFromDocumentsInTheStore(t *testing.T) {
 
 func TestEventName(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "transcription.progress", jobs.EventName(providers.MustService(providers.Transcriptions), jobs.EventProgress))
-	require.Equal(t, "video-analysis.failed", jobs.EventName(providers.MustService(providers.VideoAnalyses), jobs.EventFailed))
-	require.Equal(t, "llm-task.completed", jobs.EventName(providers.MustService(providers.LLMTasks), jobs.EventCompleted))
+	require.Equal(t, "transcription.progress", jobs.EventName(jobs.MustService(jobs.Transcriptions), jobs.EventProgress))
+	require.Equal(t, "video-analysis.failed", jobs.EventName(jobs.MustService(jobs.VideoAnalyses), jobs.EventFailed))
+	require.Equal(t, "llm-task.completed", jobs.EventName(jobs.MustService(jobs.LLMTasks), jobs.EventCompleted))
 }
 
 // TestRecordedShapes pins the JSON of the workflow's input and snapshot:

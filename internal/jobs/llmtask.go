@@ -1,16 +1,11 @@
 package jobs
 
-import (
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
-)
-
-func init() { register[LLMTask](providers.LLMTasks) }
+func init() { register[LLMTask](LLMTasks) }
 
 // LLMTask is an llm-task job's input and options.
 type LLMTask struct {
-	Input   providers.LLMTaskInput
-	Options providers.LLMTaskOptions
+	Input   LLMTaskInput
+	Options LLMTaskOptions
 }
 
 func (l *LLMTask) parts() (input, options any) { return &l.Input, &l.Options }
@@ -29,8 +24,8 @@ func (l *LLMTask) validate() error {
 }
 
 // Requirements asks for the pinned model, if any.
-func (l *LLMTask) Requirements() policy.Requirements {
-	return policy.Requirements{Service: providers.LLMTasks, Model: l.Options.Model}
+func (l *LLMTask) Requirements() Requirements {
+	return Requirements{Service: LLMTasks, Model: l.Options.Model}
 }
 
 // Priority is always standard: llm-tasks have no priority option.
@@ -42,5 +37,5 @@ func (l *LLMTask) Render(mediaType string, result []byte) ([]byte, error) {
 	if mediaType == MediaJSON {
 		return result, nil
 	}
-	return nil, notOffered(providers.LLMTasks, mediaType)
+	return nil, notOffered(LLMTasks, mediaType)
 }

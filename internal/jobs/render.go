@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // renderSRT writes a transcript as SubRip: numbered cues, comma before the
 // milliseconds, a blank line after each cue.
-func renderSRT(r providers.TranscriptionResult) string {
+func renderSRT(r TranscriptionResult) string {
 	var b strings.Builder
 	for i, seg := range cues(r) {
 		fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", i+1, timestamp(seg.Start, ","), timestamp(seg.End, ","), cueText(seg, false))
@@ -19,7 +17,7 @@ func renderSRT(r providers.TranscriptionResult) string {
 }
 
 // renderVTT writes a transcript as WebVTT, with speakers as voice spans.
-func renderVTT(r providers.TranscriptionResult) string {
+func renderVTT(r TranscriptionResult) string {
 	var b strings.Builder
 	b.WriteString("WEBVTT\n\n")
 	for i, seg := range cues(r) {
@@ -30,11 +28,11 @@ func renderVTT(r providers.TranscriptionResult) string {
 
 // cues are the segments to render; a transcript without timestamps is one
 // cue over its whole duration.
-func cues(r providers.TranscriptionResult) []providers.Segment {
+func cues(r TranscriptionResult) []Segment {
 	if len(r.Segments) > 0 || r.Text == "" {
 		return r.Segments
 	}
-	return []providers.Segment{{Start: 0, End: r.Duration, Text: r.Text}}
+	return []Segment{{Start: 0, End: r.Duration, Text: r.Text}}
 }
 
 // cueText is a cue's payload. Provider text is untrusted as far as the
@@ -42,7 +40,7 @@ func cues(r providers.TranscriptionResult) []providers.Segment {
 // --> would start a new one (WebVTT readers and lenient SRT readers take
 // such a line for timing), and in WebVTT a < or & would start a tag or a
 // character reference.
-func cueText(seg providers.Segment, vtt bool) string {
+func cueText(seg Segment, vtt bool) string {
 	// Drop blank lines, however many follow each other; CR alone ends a
 	// line in WebVTT too.
 	var lines []string

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"unicode"
-
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // renderedCue is a cue as a reader of the rendered file sees it.
@@ -164,7 +162,7 @@ func wantMS(t *testing.T, seconds float64, got int64) {
 // hyphens of an arrow in SRT), with no tag or timing line made of them.
 func FuzzRender(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, speaker string, start, end float64) {
-		r := providers.TranscriptionResult{Segments: []providers.Segment{
+		r := TranscriptionResult{Segments: []Segment{
 			{Start: start, End: end, Text: text, Speaker: speaker},
 			{Start: 1, End: 2, Text: "next"},
 		}}

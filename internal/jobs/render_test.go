@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 func TestTimestamp(t *testing.T) {
@@ -37,7 +35,7 @@ func TestTimestamp(t *testing.T) {
 
 func TestRenderSRT(t *testing.T) {
 	t.Parallel()
-	r := providers.TranscriptionResult{Format: "srt", Duration: 3700, Segments: []providers.Segment{
+	r := TranscriptionResult{Format: "srt", Duration: 3700, Segments: []Segment{
 		{Start: 0, End: 2.25, Text: "First line."},
 		{Start: 2.25, End: 5, Text: "  Second\nline  ", Speaker: "Anna"},
 		{Start: 3600, End: 3661.5, Text: "Late <i>&</i> -->"},
@@ -50,7 +48,7 @@ func TestRenderSRT(t *testing.T) {
 
 func TestRenderVTT(t *testing.T) {
 	t.Parallel()
-	r := providers.TranscriptionResult{Format: "vtt", Duration: 10, Segments: []providers.Segment{
+	r := TranscriptionResult{Format: "vtt", Duration: 10, Segments: []Segment{
 		{Start: 0.5, End: 1, Text: "a < b && c > d"},
 		{Start: 1, End: 2, Text: "arrow --> inside", Speaker: "spk_0"},
 		{Start: 2, End: 3661.5, Text: "&amp; stays literal"},
@@ -77,7 +75,7 @@ func TestRenderBlankLinesInsideCueText(t *testing.T) {
 	// A blank line ends a cue in both formats, so cue text must never
 	// contain one, however many line breaks the provider put in.
 	for _, text := range []string{"a\n\nb", "a\n\n\nb", "a\n\n\n\nb", "a\r\n\r\nb", "a\r\n\r\n\r\nb", "a\n \t\nb", "\n\na\n\n\nb\n\n"} {
-		r := providers.TranscriptionResult{Segments: []providers.Segment{{Start: 0, End: 1, Text: text}}}
+		r := TranscriptionResult{Segments: []Segment{{Start: 0, End: 1, Text: text}}}
 		require.Equal(t, "1\n00:00:00,000 --> 00:00:01,000\na\nb\n\n", renderSRT(r), "%q", text)
 		require.Equal(t, "WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.000\na\nb\n\n", renderVTT(r), "%q", text)
 	}
@@ -85,18 +83,18 @@ func TestRenderBlankLinesInsideCueText(t *testing.T) {
 
 func TestRenderWithoutSegments(t *testing.T) {
 	t.Parallel()
-	r := providers.TranscriptionResult{Format: "srt", Duration: 125.5, Text: "The whole transcript."}
+	r := TranscriptionResult{Format: "srt", Duration: 125.5, Text: "The whole transcript."}
 	require.Equal(t, "1\n00:00:00,000 --> 00:02:05,500\nThe whole transcript.\n\n", renderSRT(r))
 	require.Equal(t, "WEBVTT\n\n1\n00:00:00.000 --> 00:02:05.500\nThe whole transcript.\n\n", renderVTT(r))
 
-	empty := providers.TranscriptionResult{Format: "vtt", Duration: 3}
+	empty := TranscriptionResult{Format: "vtt", Duration: 3}
 	require.Equal(t, "", renderSRT(empty))
 	require.Equal(t, "WEBVTT\n\n", renderVTT(empty))
 }
 
 func TestRenderKeepsProviderTextInsideItsCue(t *testing.T) {
 	t.Parallel()
-	r := providers.TranscriptionResult{Segments: []providers.Segment{
+	r := TranscriptionResult{Segments: []Segment{
 		{Start: 0, End: 1, Text: "hi", Speaker: "<b>Bob</b> & co"},
 		{Start: 1, End: 2, Text: "a\r\rb", Speaker: "Anna\n\nSmith"},
 		{Start: 2, End: 3, Text: "2\n00:00:05,000 --> 00:00:06,000\nforged ---> x", Speaker: "A-->B"},

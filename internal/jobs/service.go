@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Media types a job's result can be served as.
@@ -18,9 +16,113 @@ const (
 	MediaText = "text/plain"
 )
 
+// ServiceID names one of the gateway's job services; it is also the URL
+// segment jobs of that service are created under.
+type ServiceID string
+
+// The gateway's services.
+const (
+	Transcriptions ServiceID = "transcriptions"
+	Translations   ServiceID = "translations"
+	VideoAnalyses  ServiceID = "video-analyses"
+	LLMTasks       ServiceID = "llm-tasks"
+)
+
+// Service is the static description of a job service.
+type Service struct {
+	ID          ServiceID
+	Name        string
+	Description string
+	// JobType is the data.type discriminator of the service's jobs.
+	JobType string
+	// EventPrefix starts the names of the service's webhook events
+	// ("transcription" gives "transcription.completed").
+	EventPrefix string
+	// SendsProgress tells whether the service emits *.progress events.
+	SendsProgress bool
+	// Features are the capability features defined for the service (none
+	// for llm-tasks, whose capability lists models instead).
+	Features []string
+}
+
+// Endpoint is the base path jobs of the service are created under.
+func (s Service) Endpoint() string { return "/v1/" + string(s.ID) }
+
+var services = []Service{
+	{
+		ID:            Transcriptions,
+		Name:          "Transcriptions",
+		Description:   "Audio or video to time-aligned text.",
+		JobType:       "transcription-job",
+		EventPrefix:   "transcription",
+		SendsProgress: true,
+		Features:      TranscriptionFeatures,
+	},
+	{
+		ID:            Translations,
+		Name:          "Translations",
+		Description:   "Text or document translation.",
+		JobType:       "translation-job",
+		EventPrefix:   "translation",
+		SendsProgress: true,
+		Features:      TranslationFeatures,
+	},
+	{
+		ID:            VideoAnalyses,
+		Name:          "Video analyses",
+		Description:   "Structured metadata extracted from video.",
+		JobType:       "video-analysis-job",
+		EventPrefix:   "video-analysis",
+		SendsProgress: true,
+		Features:      VideoAnalysisFeatures,
+	},
+	{
+		ID:            LLMTasks,
+		Name:          "LLM tasks",
+		Description:   "Generic language-model task, independent of vendor or model.",
+		JobType:       "llm-task-job",
+		EventPrefix:   "llm-task",
+		SendsProgress: false,
+	},
+}
+
+// Services lists the gateway's services in their documented order.
+func Services() []Service {
+	out := make([]Service, len(services))
+	copy(out, services)
+	return out
+}
+
+// LookupService finds a service by id.
+func LookupService(id string) (Service, bool) {
+	for _, s := range services {
+		if string(s.ID) == id {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// MustService returns the service with the given id and panics for an
+// unknown one; use it only with the constants above.
+func MustService(id ServiceID) Service {
+	s, ok := LookupService(string(id))
+	if !ok {
+		panic("jobs: unknown service " + string(id))
+	}
+	return s
+}
+
+// Features a provider can offer, per service.
+var (
+	TranscriptionFeatures = []string{"language_detection", "diarization", "timestamps"}
+	TranslationFeatures   = []string{"language_detection", "formality"}
+	VideoAnalysisFeatures = []string{"labels", "scenes", "faces", "speech_to_text", "ocr", "content_moderation", "sentiment", "topics", "brands", "summary"}
+)
+
 // Spec is one service's part of the job model.
 type Spec interface {
-	Service() providers.Service
+	Service() Service
 	// Parse decodes a new job's input and options strictly and validates
 	// them. A non-nil error is a *FieldError whose pointer starts with
 	// /input or /options.
@@ -35,7 +137,7 @@ type Spec interface {
 // Request is a job's typed input and options.
 type Request interface {
 	// Requirements is what the job asks of a provider's capability.
-	Requirements() policy.Requirements
+	Requirements() Requirements
 	// Priority is the job's Temporal task priority: 1 (high), 3
 	// (standard, the default) or 5 (low).
 	Priority() int
@@ -84,10 +186,10 @@ func taskPriority(option string) int {
 	return priorityStandard
 }
 
-var specs = map[providers.ServiceID]Spec{}
+var specs = map[ServiceID]Spec{}
 
 // SpecOf finds the spec of a service.
-func SpecOf(id providers.ServiceID) (Spec, bool) {
+func SpecOf(id ServiceID) (Spec, bool) {
 	s, ok := specs[id]
 	return s, ok
 }
@@ -105,9 +207,9 @@ type request interface {
 func register[T any, P interface {
 	*T
 	request
-}](id providers.ServiceID) {
-	if _, ok := providers.LookupService(string(id)); !ok {
-		panic("jobs: no service " + string(id) + " in package providers")
+}](id ServiceID) {
+	if _, ok := LookupService(string(id)); !ok {
+		panic("jobs: no service " + string(id) + " in the service table")
 	}
 	specs[id] = spec[T, P]{id: id}
 }
@@ -117,10 +219,10 @@ type spec[T any, P interface {
 	*T
 	request
 }] struct {
-	id providers.ServiceID
+	id ServiceID
 }
 
-func (s spec[T, P]) Service() providers.Service { return providers.MustService(s.id) }
+func (s spec[T, P]) Service() Service { return MustService(s.id) }
 
 func (s spec[T, P]) Parse(input, options json.RawMessage) (Request, error) {
 	if strictjson.Absent(input) {
@@ -168,6 +270,6 @@ func jsonOnly() (offered []string, preferred string) {
 }
 
 // notOffered is Render's error for a media type the job does not offer.
-func notOffered(service providers.ServiceID, mediaType string) error {
+func notOffered(service ServiceID, mediaType string) error {
 	return fmt.Errorf("jobs: a %s result is not served as %q", service, mediaType)
 }

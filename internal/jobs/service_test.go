@@ -8,19 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // valid are an input and options each service accepts.
-var valid = map[providers.ServiceID][2]string{
-	providers.Transcriptions: {`{"type":"audio","url":"https://m.test/a.mp3"}`, `{"language":"de","diarization":true,"priority":"high"}`},
-	providers.Translations:   {`{"type":"text","content":"Hallo","target_language":"pt-BR"}`, `{"source_language":"auto","formality":"formal","priority":"low"}`},
-	providers.VideoAnalyses:  {`{"url":"https://m.test/v.mp4","features":["labels","ocr"]}`, `{"language":"auto","confidence_threshold":0.75}`},
-	providers.LLMTasks:       {`{"type":"text","text":"Fox","prompt":"Summarise."}`, `{"model":"m1"}`},
+var valid = map[jobs.ServiceID][2]string{
+	jobs.Transcriptions: {`{"type":"audio","url":"https://m.test/a.mp3"}`, `{"language":"de","diarization":true,"priority":"high"}`},
+	jobs.Translations:   {`{"type":"text","content":"Hallo","target_language":"pt-BR"}`, `{"source_language":"auto","formality":"formal","priority":"low"}`},
+	jobs.VideoAnalyses:  {`{"url":"https://m.test/v.mp4","features":["labels","ocr"]}`, `{"language":"auto","confidence_threshold":0.75}`},
+	jobs.LLMTasks:       {`{"type":"text","text":"Fox","prompt":"Summarise."}`, `{"model":"m1"}`},
 }
 
-func spec(t *testing.T, id providers.ServiceID) jobs.Spec {
+func spec(t *testing.T, id jobs.ServiceID) jobs.Spec {
 	t.Helper()
 	s, ok := jobs.SpecOf(id)
 	require.True(t, ok, "no spec for %s", id)
@@ -28,7 +26,7 @@ func spec(t *testing.T, id providers.ServiceID) jobs.Spec {
 	return s
 }
 
-func parse(t *testing.T, id providers.ServiceID, input, options string) jobs.Request {
+func parse(t *testing.T, id jobs.ServiceID, input, options string) jobs.Request {
 	t.Helper()
 	r, err := spec(t, id).Parse(json.RawMessage(input), json.RawMessage(options))
 	require.NoError(t, err, "%s %s %s", id, input, options)
@@ -37,7 +35,7 @@ func parse(t *testing.T, id providers.ServiceID, input, options string) jobs.Req
 
 func TestEveryServiceHasASpec(t *testing.T) {
 	t.Parallel()
-	for _, svc := range providers.Services() {
+	for _, svc := range jobs.Services() {
 		s := spec(t, svc.ID)
 		require.Equal(t, svc, s.Service())
 		require.Contains(t, valid, svc.ID, "add a valid request of %s to this test", svc.ID)
@@ -50,50 +48,50 @@ func TestEveryServiceHasASpec(t *testing.T) {
 func TestParseErrorsNameThePointer(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		service        providers.ServiceID
+		service        jobs.ServiceID
 		input, options string
 		pointer, msg   string
 	}{
-		{providers.Transcriptions, ``, `{}`, "/input", "is required"},
-		{providers.Transcriptions, `null`, `{}`, "/input", "is required"},
-		{providers.Transcriptions, `[]`, `{}`, "/input", "must be an object"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a","URL":"x"}`, `{}`, "/input/URL", "is not a known field"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `"fast"`, "/options", "must be an object"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"turbo":true}`, "/options/turbo", "is not a known field"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"timestamps":"yes"}`, "/options/timestamps", "must be a boolean"},
-		{providers.Transcriptions, `{"url":"https://m.test/a"}`, `{}`, "/input/type", "is required (one of video, audio)"},
-		{providers.Transcriptions, `{"type":"Audio","url":"https://m.test/a"}`, `{}`, "/input/type", `must be one of video, audio, not "Audio"`},
-		{providers.Transcriptions, `{"type":"audio"}`, `{}`, "/input/url", "is required"},
-		{providers.Transcriptions, `{"type":"audio","url":"ftp://m.test/a"}`, `{}`, "/input/url", "must be an absolute http or https URL"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a","audio_track":-1}`, `{}`, "/input/audio_track", "must be a zero-based track number (0 or more)"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a","audio_track":1.5}`, `{}`, "/input/audio_track", "must be an integer"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"language":"en_US"}`, "/options/language", "must be a BCP 47 language code such as en or pt-BR"},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"format":"txt"}`, "/options/format", `must be one of srt, vtt, json, not "txt"`},
-		{providers.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"priority":"urgent"}`, "/options/priority", `must be one of low, standard, high, not "urgent"`},
+		{jobs.Transcriptions, ``, `{}`, "/input", "is required"},
+		{jobs.Transcriptions, `null`, `{}`, "/input", "is required"},
+		{jobs.Transcriptions, `[]`, `{}`, "/input", "must be an object"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a","URL":"x"}`, `{}`, "/input/URL", "is not a known field"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `"fast"`, "/options", "must be an object"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"turbo":true}`, "/options/turbo", "is not a known field"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"timestamps":"yes"}`, "/options/timestamps", "must be a boolean"},
+		{jobs.Transcriptions, `{"url":"https://m.test/a"}`, `{}`, "/input/type", "is required (one of video, audio)"},
+		{jobs.Transcriptions, `{"type":"Audio","url":"https://m.test/a"}`, `{}`, "/input/type", `must be one of video, audio, not "Audio"`},
+		{jobs.Transcriptions, `{"type":"audio"}`, `{}`, "/input/url", "is required"},
+		{jobs.Transcriptions, `{"type":"audio","url":"ftp://m.test/a"}`, `{}`, "/input/url", "must be an absolute http or https URL"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a","audio_track":-1}`, `{}`, "/input/audio_track", "must be a zero-based track number (0 or more)"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a","audio_track":1.5}`, `{}`, "/input/audio_track", "must be an integer"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"language":"en_US"}`, "/options/language", "must be a BCP 47 language code such as en or pt-BR"},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"format":"txt"}`, "/options/format", `must be one of srt, vtt, json, not "txt"`},
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a"}`, `{"priority":"urgent"}`, "/options/priority", `must be one of low, standard, high, not "urgent"`},
 
-		{providers.Translations, `{"target_language":"de"}`, `{}`, "/input/type", "is required (one of text, document)"},
-		{providers.Translations, `{"type":"text","target_language":"de"}`, `{}`, "/input/content", "is required when type is text"},
-		{providers.Translations, `{"type":"text","content":"hi","url":"https://m.test/d","target_language":"de"}`, `{}`, "/input/url", "is not allowed when type is text; use content"},
-		{providers.Translations, `{"type":"document","target_language":"de"}`, `{}`, "/input/url", "is required when type is document"},
-		{providers.Translations, `{"type":"document","url":"https://m.test/d","content":"hi","target_language":"de"}`, `{}`, "/input/content", "is not allowed when type is document; use url"},
-		{providers.Translations, `{"type":"text","content":"hi"}`, `{}`, "/input/target_language", "is required"},
-		{providers.Translations, `{"type":"text","content":"hi","target_language":"auto"}`, `{}`, "/input/target_language", "must be a BCP 47 language code such as en or pt-BR"},
-		{providers.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"source_language":"english"}`, "/options/source_language", "must be a BCP 47 language code such as en or pt-BR, or auto"},
-		{providers.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"casual"}`, "/options/formality", `must be one of default, formal, informal, not "casual"`},
+		{jobs.Translations, `{"target_language":"de"}`, `{}`, "/input/type", "is required (one of text, document)"},
+		{jobs.Translations, `{"type":"text","target_language":"de"}`, `{}`, "/input/content", "is required when type is text"},
+		{jobs.Translations, `{"type":"text","content":"hi","url":"https://m.test/d","target_language":"de"}`, `{}`, "/input/url", "is not allowed when type is text; use content"},
+		{jobs.Translations, `{"type":"document","target_language":"de"}`, `{}`, "/input/url", "is required when type is document"},
+		{jobs.Translations, `{"type":"document","url":"https://m.test/d","content":"hi","target_language":"de"}`, `{}`, "/input/content", "is not allowed when type is document; use url"},
+		{jobs.Translations, `{"type":"text","content":"hi"}`, `{}`, "/input/target_language", "is required"},
+		{jobs.Translations, `{"type":"text","content":"hi","target_language":"auto"}`, `{}`, "/input/target_language", "must be a BCP 47 language code such as en or pt-BR"},
+		{jobs.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"source_language":"english"}`, "/options/source_language", "must be a BCP 47 language code such as en or pt-BR, or auto"},
+		{jobs.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"casual"}`, "/options/formality", `must be one of default, formal, informal, not "casual"`},
 
-		{providers.VideoAnalyses, `{"url":"https://m.test/v"}`, `{}`, "/input/features", "is required and must list at least one of labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary"},
-		{providers.VideoAnalyses, `{"url":"https://m.test/v","features":["labels","smell"]}`, `{}`, "/input/features/1", `must be one of labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary, not "smell"`},
-		{providers.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr","labels","ocr"]}`, `{}`, "/input/features/2", `repeats "ocr"`},
-		{providers.VideoAnalyses, `{"url":"https://m.test/v","features":"ocr"}`, `{}`, "/input/features", "must be an array of strings"},
-		{providers.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr"]}`, `{"confidence_threshold":1.5}`, "/options/confidence_threshold", "must be between 0 and 1"},
-		{providers.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr"]}`, `{"language":"xx-"}`, "/options/language", "must be a BCP 47 language code such as en or pt-BR, or auto"},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v"}`, `{}`, "/input/features", "is required and must list at least one of labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary"},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v","features":["labels","smell"]}`, `{}`, "/input/features/1", `must be one of labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary, not "smell"`},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr","labels","ocr"]}`, `{}`, "/input/features/2", `repeats "ocr"`},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v","features":"ocr"}`, `{}`, "/input/features", "must be an array of strings"},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr"]}`, `{"confidence_threshold":1.5}`, "/options/confidence_threshold", "must be between 0 and 1"},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v","features":["ocr"]}`, `{"language":"xx-"}`, "/options/language", "must be a BCP 47 language code such as en or pt-BR, or auto"},
 
-		{providers.LLMTasks, `{"type":"text","prompt":"p"}`, `{}`, "/input/text", "is required when type is text"},
-		{providers.LLMTasks, `{"type":"text","text":"t","url":"https://m.test/d","prompt":"p"}`, `{}`, "/input/url", "is not allowed when type is text; use text"},
-		{providers.LLMTasks, `{"type":"document","prompt":"p"}`, `{}`, "/input/url", "is required when type is document"},
-		{providers.LLMTasks, `{"type":"text","text":"t","prompt":"  "}`, `{}`, "/input/prompt", "is required"},
-		{providers.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"creativity":"wild"}`, "/options/creativity", `must be one of precise, balanced, creative, not "wild"`},
-		{providers.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"priority":"high"}`, "/options/priority", "is not a known field"},
+		{jobs.LLMTasks, `{"type":"text","prompt":"p"}`, `{}`, "/input/text", "is required when type is text"},
+		{jobs.LLMTasks, `{"type":"text","text":"t","url":"https://m.test/d","prompt":"p"}`, `{}`, "/input/url", "is not allowed when type is text; use text"},
+		{jobs.LLMTasks, `{"type":"document","prompt":"p"}`, `{}`, "/input/url", "is required when type is document"},
+		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"  "}`, `{}`, "/input/prompt", "is required"},
+		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"creativity":"wild"}`, "/options/creativity", `must be one of precise, balanced, creative, not "wild"`},
+		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"priority":"high"}`, "/options/priority", "is not a known field"},
 	}
 	for _, tc := range cases {
 		_, err := spec(t, tc.service).Parse(json.RawMessage(tc.input), json.RawMessage(tc.options))
@@ -107,29 +105,29 @@ func TestParseErrorsNameThePointer(t *testing.T) {
 
 func TestRequirements(t *testing.T) {
 	t.Parallel()
-	req := parse(t, providers.Transcriptions, `{"type":"audio","url":"https://x.test/a"}`, `{"diarization":true,"language":"de"}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.Transcriptions, Features: []string{"timestamps", "diarization"}, Language: "de"}, req,
+	req := parse(t, jobs.Transcriptions, `{"type":"audio","url":"https://x.test/a"}`, `{"diarization":true,"language":"de"}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"timestamps", "diarization"}, Language: "de"}, req,
 		"timestamps default to true; a given language needs no detection")
 
-	req = parse(t, providers.Transcriptions, `{"type":"audio","url":"https://x.test/a"}`, `{"timestamps":false}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.Transcriptions, Features: []string{"language_detection"}}, req)
+	req = parse(t, jobs.Transcriptions, `{"type":"audio","url":"https://x.test/a"}`, `{"timestamps":false}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"language_detection"}}, req)
 
-	req = parse(t, providers.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"formal","source_language":"en"}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.Translations, Features: []string{"formality"}, SourceLanguage: "en", TargetLanguage: "de"}, req)
+	req = parse(t, jobs.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"formal","source_language":"en"}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.Translations, Features: []string{"formality"}, SourceLanguage: "en", TargetLanguage: "de"}, req)
 
-	req = parse(t, providers.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"default","source_language":"auto"}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.Translations, Features: []string{"language_detection"}, TargetLanguage: "de"}, req)
+	req = parse(t, jobs.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{"formality":"default","source_language":"auto"}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.Translations, Features: []string{"language_detection"}, TargetLanguage: "de"}, req)
 
-	req = parse(t, providers.VideoAnalyses, `{"url":"https://x.test/v","features":["labels","ocr"]}`, `{"language":"fr"}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.VideoAnalyses, Features: []string{"labels", "ocr"}, VideoLanguage: "fr"}, req)
+	req = parse(t, jobs.VideoAnalyses, `{"url":"https://x.test/v","features":["labels","ocr"]}`, `{"language":"fr"}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.VideoAnalyses, Features: []string{"labels", "ocr"}, VideoLanguage: "fr"}, req)
 
-	req = parse(t, providers.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"model":"m1"}`).Requirements()
-	require.Equal(t, policy.Requirements{Service: providers.LLMTasks, Model: "m1"}, req)
+	req = parse(t, jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"model":"m1"}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.LLMTasks, Model: "m1"}, req)
 }
 
 func TestPriority(t *testing.T) {
 	t.Parallel()
-	for _, id := range []providers.ServiceID{providers.Transcriptions, providers.Translations, providers.VideoAnalyses} {
+	for _, id := range []jobs.ServiceID{jobs.Transcriptions, jobs.Translations, jobs.VideoAnalyses} {
 		for priority, want := range map[string]int{"high": 1, "standard": 3, "low": 5} {
 			var opts map[string]any
 			require.NoError(t, json.Unmarshal([]byte(valid[id][1]), &opts))
@@ -141,31 +139,31 @@ func TestPriority(t *testing.T) {
 		require.Equal(t, 3, parse(t, id, valid[id][0], `{}`).Priority(), "%s without priority", id)
 	}
 	// llm-tasks have no priority option.
-	require.Equal(t, 3, parse(t, providers.LLMTasks, valid[providers.LLMTasks][0], "").Priority())
+	require.Equal(t, 3, parse(t, jobs.LLMTasks, valid[jobs.LLMTasks][0], "").Priority())
 	// The priority is the decoded option, however JSON spells it, and not
 	// a string inside another value.
-	require.Equal(t, 1, parse(t, providers.Translations, valid[providers.Translations][0], `{"priority":"hig\u0068"}`).Priority())
-	require.Equal(t, 5, parse(t, providers.Translations, valid[providers.Translations][0], `{"\u0070riority" : "low"}`).Priority())
-	require.Equal(t, 3, parse(t, providers.Translations, `{"type":"text","content":"\"priority\":\"high\"","target_language":"de"}`, `{}`).Priority())
+	require.Equal(t, 1, parse(t, jobs.Translations, valid[jobs.Translations][0], `{"priority":"hig\u0068"}`).Priority())
+	require.Equal(t, 5, parse(t, jobs.Translations, valid[jobs.Translations][0], `{"\u0070riority" : "low"}`).Priority())
+	require.Equal(t, 3, parse(t, jobs.Translations, `{"type":"text","content":"\"priority\":\"high\"","target_language":"de"}`, `{}`).Priority())
 }
 
 func TestResultTypes(t *testing.T) {
 	t.Parallel()
 	all := []string{jobs.MediaJSON, jobs.MediaSRT, jobs.MediaVTT}
 	cases := []struct {
-		service        providers.ServiceID
+		service        jobs.ServiceID
 		input, options string
 		offered        []string
 		preferred      string
 	}{
-		{providers.Transcriptions, valid[providers.Transcriptions][0], `{}`, all, jobs.MediaJSON},
-		{providers.Transcriptions, valid[providers.Transcriptions][0], `{"format":"json"}`, all, jobs.MediaJSON},
-		{providers.Transcriptions, valid[providers.Transcriptions][0], `{"format":"srt"}`, all, jobs.MediaSRT},
-		{providers.Transcriptions, valid[providers.Transcriptions][0], `{"format":"vtt"}`, all, jobs.MediaVTT},
-		{providers.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{}`, []string{jobs.MediaJSON, jobs.MediaText}, jobs.MediaJSON},
-		{providers.Translations, `{"type":"document","url":"https://m.test/d","target_language":"de"}`, `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
-		{providers.VideoAnalyses, valid[providers.VideoAnalyses][0], `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
-		{providers.LLMTasks, valid[providers.LLMTasks][0], `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
+		{jobs.Transcriptions, valid[jobs.Transcriptions][0], `{}`, all, jobs.MediaJSON},
+		{jobs.Transcriptions, valid[jobs.Transcriptions][0], `{"format":"json"}`, all, jobs.MediaJSON},
+		{jobs.Transcriptions, valid[jobs.Transcriptions][0], `{"format":"srt"}`, all, jobs.MediaSRT},
+		{jobs.Transcriptions, valid[jobs.Transcriptions][0], `{"format":"vtt"}`, all, jobs.MediaVTT},
+		{jobs.Translations, `{"type":"text","content":"hi","target_language":"de"}`, `{}`, []string{jobs.MediaJSON, jobs.MediaText}, jobs.MediaJSON},
+		{jobs.Translations, `{"type":"document","url":"https://m.test/d","target_language":"de"}`, `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
+		{jobs.VideoAnalyses, valid[jobs.VideoAnalyses][0], `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
+		{jobs.LLMTasks, valid[jobs.LLMTasks][0], `{}`, []string{jobs.MediaJSON}, jobs.MediaJSON},
 	}
 	for _, tc := range cases {
 		offered, preferred := parse(t, tc.service, tc.input, tc.options).ResultTypes()
@@ -177,7 +175,7 @@ func TestResultTypes(t *testing.T) {
 func TestRender(t *testing.T) {
 	t.Parallel()
 	transcript := []byte(`{"format":"srt","duration":2,"segments":[{"start":0,"end":1.5,"text":"a <b>","speaker":"Anna"}]}`)
-	r := parse(t, providers.Transcriptions, valid[providers.Transcriptions][0], `{"format":"srt"}`)
+	r := parse(t, jobs.Transcriptions, valid[jobs.Transcriptions][0], `{"format":"srt"}`)
 	for mediaType, want := range map[string]string{
 		jobs.MediaJSON: string(transcript),
 		jobs.MediaSRT:  "1\n00:00:00,000 --> 00:00:01,500\nAnna: a <b>\n\n",
@@ -193,17 +191,17 @@ func TestRender(t *testing.T) {
 	require.Error(t, err, "a type not offered")
 
 	translation := []byte(`{"source_language":"en","target_language":"de","content":"Guten <b>Morgen</b>","character_count":7}`)
-	r = parse(t, providers.Translations, `{"type":"text","content":"Good morning","target_language":"de"}`, `{}`)
+	r = parse(t, jobs.Translations, `{"type":"text","content":"Good morning","target_language":"de"}`, `{}`)
 	got, err := r.Render(jobs.MediaText, translation)
 	require.NoError(t, err)
 	require.Equal(t, "Guten <b>Morgen</b>", string(got))
 	got, err = r.Render(jobs.MediaJSON, translation)
 	require.NoError(t, err)
 	require.Equal(t, string(translation), string(got))
-	_, err = parse(t, providers.Translations, `{"type":"document","url":"https://m.test/d","target_language":"de"}`, `{}`).Render(jobs.MediaText, translation)
+	_, err = parse(t, jobs.Translations, `{"type":"document","url":"https://m.test/d","target_language":"de"}`, `{}`).Render(jobs.MediaText, translation)
 	require.Error(t, err, "a document's translation is not offered as text")
 
-	for _, id := range []providers.ServiceID{providers.VideoAnalyses, providers.LLMTasks} {
+	for _, id := range []jobs.ServiceID{jobs.VideoAnalyses, jobs.LLMTasks} {
 		result := []byte(`{"summary":"s"}`)
 		got, err := parse(t, id, valid[id][0], valid[id][1]).Render(jobs.MediaJSON, result)
 		require.NoError(t, err)
@@ -217,19 +215,19 @@ func TestLoadReadsARecordedJob(t *testing.T) {
 	t.Parallel()
 	// A recorded job was validated when accepted: Load neither validates
 	// again nor rejects members it does not know.
-	r, err := spec(t, providers.Transcriptions).Load(json.RawMessage(`{"url":"x","legacy":1}`), json.RawMessage(`{"language":"de","priority":"low","format":"vtt","old":true}`))
+	r, err := spec(t, jobs.Transcriptions).Load(json.RawMessage(`{"url":"x","legacy":1}`), json.RawMessage(`{"language":"de","priority":"low","format":"vtt","old":true}`))
 	require.NoError(t, err)
 	require.Equal(t, 5, r.Priority())
 	require.Equal(t, "de", r.Requirements().Language)
 	_, preferred := r.ResultTypes()
 	require.Equal(t, jobs.MediaVTT, preferred)
 
-	r, err = spec(t, providers.LLMTasks).Load(json.RawMessage(`{}`), nil)
+	r, err = spec(t, jobs.LLMTasks).Load(json.RawMessage(`{}`), nil)
 	require.NoError(t, err)
-	require.Equal(t, policy.Requirements{Service: providers.LLMTasks}, r.Requirements())
+	require.Equal(t, jobs.Requirements{Service: jobs.LLMTasks}, r.Requirements())
 
-	_, err = spec(t, providers.Translations).Load(json.RawMessage(`{"type":"text"}`), json.RawMessage(`{"formality":1}`))
+	_, err = spec(t, jobs.Translations).Load(json.RawMessage(`{"type":"text"}`), json.RawMessage(`{"formality":1}`))
 	require.Error(t, err)
-	_, err = spec(t, providers.VideoAnalyses).Load(json.RawMessage(`[`), nil)
+	_, err = spec(t, jobs.VideoAnalyses).Load(json.RawMessage(`[`), nil)
 	require.Error(t, err)
 }

@@ -3,29 +3,27 @@ package jobs
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/ai-job-gateway/gateway/policy"
 )
 
 // Snapshot is the state of a job as its workflow knows it. The workflow
 // projects it into the store (as a Record) at every transition, and its
 // JSON shape is part of recorded histories.
 type Snapshot struct {
-	ID             string               `json:"id"`
-	Service        string               `json:"service"`
-	Tenant         string               `json:"tenant"`
-	UserID         string               `json:"user_id"`
-	Application    string               `json:"application,omitempty"`
-	PolicyID       string               `json:"policy_id,omitempty"`
-	Provider       string               `json:"provider,omitempty"`
-	Status         Status               `json:"status"`
-	Progress       int                  `json:"progress"`
-	Input          json.RawMessage      `json:"input"`
-	Options        json.RawMessage      `json:"options,omitempty"`
-	ClientMeta     json.RawMessage      `json:"client_meta,omitempty"`
-	Routing        *policy.RoutingInfo  `json:"routing,omitempty"`
-	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
-	Result         json.RawMessage      `json:"result,omitempty"`
+	ID             string          `json:"id"`
+	Service        string          `json:"service"`
+	Tenant         string          `json:"tenant"`
+	UserID         string          `json:"user_id"`
+	Application    string          `json:"application,omitempty"`
+	PolicyID       string          `json:"policy_id,omitempty"`
+	Provider       string          `json:"provider,omitempty"`
+	Status         Status          `json:"status"`
+	Progress       int             `json:"progress"`
+	Input          json.RawMessage `json:"input"`
+	Options        json.RawMessage `json:"options,omitempty"`
+	ClientMeta     json.RawMessage `json:"client_meta,omitempty"`
+	Routing        *RoutingInfo    `json:"routing,omitempty"`
+	RoutingHistory []RoutingInfo   `json:"routing_history"`
+	Result         json.RawMessage `json:"result,omitempty"`
 	// ResultFile is the blob key of the result file (docs/media.md).
 	ResultFile  string     `json:"result_file,omitempty"`
 	Error       *Error     `json:"error,omitempty"`
@@ -82,7 +80,7 @@ func (s Snapshot) routingJSON() (routing, history json.RawMessage, err error) {
 	}
 	h := s.RoutingHistory
 	if h == nil {
-		h = []policy.RoutingInfo{}
+		h = []RoutingInfo{}
 	}
 	history, err = json.Marshal(h)
 	return routing, history, err

@@ -1,17 +1,17 @@
-// Package jobs is the job model the API, the workflow, its activities and
-// the store share: statuses and their transitions, the error of a failed
-// job and every job error code, the submission, the workflow's snapshot of
-// a job, the record the store persists, the document clients and webhook
-// receivers see, and the names of lifecycle events. It does no I/O and
-// imports only the standard library and the pure packages policy/,
-// providers/ (its service and capability types) and internal/strictjson,
-// plus golang.org/x/text/language for language tags.
+// Package jobs is the job model every layer shares: the services (their
+// ids, descriptors, request and result shapes), statuses and their
+// transitions, the error of a failed job and every job error code, what a
+// job asks of a provider (Requirements), its routing record, the
+// submission, the workflow's snapshot of a job, the record the store
+// persists, the document clients and webhook receivers see, and the names
+// of lifecycle events. It does no I/O and imports only the standard
+// library, internal/strictjson and golang.org/x/text/language: policy/,
+// providers/, store/ and workflows/ import it, never the reverse.
 //
 // Each service is one file: a request type holding the service's typed
 // input and options (strict parsing and validation, capability
 // requirements, task priority, result media types and rendering),
-// registered under the service's id. A new service is a new file here and
-// its entries in package providers' service table.
+// registered under the service's id.
 package jobs
 
 // Status is a job's lifecycle status (docs/api.md, Jobs).

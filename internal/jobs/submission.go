@@ -4,20 +4,17 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
-
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Submission is an accepted job as the API hands it to its workflow: the
 // validated request and who made it. It is the job workflow's input, so
 // its JSON shape is part of every recorded history.
 type Submission struct {
-	JobID       string              `json:"job_id"`
-	Service     providers.ServiceID `json:"service"`
-	Tenant      string              `json:"tenant"`
-	UserID      string              `json:"user_id"`
-	Application string              `json:"application,omitempty"`
+	JobID       string    `json:"job_id"`
+	Service     ServiceID `json:"service"`
+	Tenant      string    `json:"tenant"`
+	UserID      string    `json:"user_id"`
+	Application string    `json:"application,omitempty"`
 	// Provider is the provider the job named, if any.
 	Provider   string          `json:"provider,omitempty"`
 	PolicyID   string          `json:"policy_id,omitempty"`
@@ -50,7 +47,7 @@ type Submission struct {
 type Retry struct {
 	// RoutingHistory is the job's routing history so far; the retry's
 	// decisions are appended, their attempt numbers continuing.
-	RoutingHistory []policy.RoutingInfo `json:"routing_history"`
+	RoutingHistory []RoutingInfo `json:"routing_history"`
 	// Revision is the job's last projected revision.
 	Revision int `json:"revision"`
 	// Error is what the job had failed with.
@@ -79,7 +76,7 @@ func (s Submission) Snapshot() Snapshot {
 		Input:          s.Input,
 		Options:        s.Options,
 		ClientMeta:     s.ClientMeta,
-		RoutingHistory: []policy.RoutingInfo{},
+		RoutingHistory: []RoutingInfo{},
 		CreatedAt:      s.CreatedAt,
 	}
 }

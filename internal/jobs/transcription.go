@@ -2,17 +2,14 @@ package jobs
 
 import (
 	"encoding/json"
-
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
-func init() { register[Transcription](providers.Transcriptions) }
+func init() { register[Transcription](Transcriptions) }
 
 // Transcription is a transcription job's input and options.
 type Transcription struct {
-	Input   providers.TranscriptionInput
-	Options providers.TranscriptionOptions
+	Input   TranscriptionInput
+	Options TranscriptionOptions
 }
 
 func (t *Transcription) parts() (input, options any) { return &t.Input, &t.Options }
@@ -30,8 +27,8 @@ func (t *Transcription) validate() error {
 
 // Requirements asks for timestamps (the default) and diarization when
 // wanted, and for language detection when no language is given.
-func (t *Transcription) Requirements() policy.Requirements {
-	req := policy.Requirements{Service: providers.Transcriptions, Language: t.Options.Language}
+func (t *Transcription) Requirements() Requirements {
+	req := Requirements{Service: Transcriptions, Language: t.Options.Language}
 	if t.Options.WantsTimestamps() {
 		req.Features = append(req.Features, "timestamps")
 	}
@@ -64,7 +61,7 @@ func (t *Transcription) Render(mediaType string, result []byte) ([]byte, error) 
 	case MediaJSON:
 		return result, nil
 	case MediaSRT, MediaVTT:
-		var r providers.TranscriptionResult
+		var r TranscriptionResult
 		if err := json.Unmarshal(result, &r); err != nil {
 			return nil, err
 		}
@@ -73,5 +70,5 @@ func (t *Transcription) Render(mediaType string, result []byte) ([]byte, error) 
 		}
 		return []byte(renderVTT(r)), nil
 	}
-	return nil, notOffered(providers.Transcriptions, mediaType)
+	return nil, notOffered(Transcriptions, mediaType)
 }

@@ -2,17 +2,14 @@ package jobs
 
 import (
 	"encoding/json"
-
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
-func init() { register[Translation](providers.Translations) }
+func init() { register[Translation](Translations) }
 
 // Translation is a translation job's input and options.
 type Translation struct {
-	Input   providers.TranslationInput
-	Options providers.TranslationOptions
+	Input   TranslationInput
+	Options TranslationOptions
 }
 
 func (t *Translation) parts() (input, options any) { return &t.Input, &t.Options }
@@ -36,8 +33,8 @@ func (t *Translation) validate() error {
 
 // Requirements asks for the target language, the source language or its
 // detection, and formality unless it is the default.
-func (t *Translation) Requirements() policy.Requirements {
-	req := policy.Requirements{Service: providers.Translations, TargetLanguage: t.Input.TargetLanguage}
+func (t *Translation) Requirements() Requirements {
+	req := Requirements{Service: Translations, TargetLanguage: t.Input.TargetLanguage}
 	if t.Options.SourceLanguage == "" || t.Options.SourceLanguage == "auto" {
 		req.Features = append(req.Features, "language_detection")
 	} else {
@@ -64,11 +61,11 @@ func (t *Translation) Render(mediaType string, result []byte) ([]byte, error) {
 	case mediaType == MediaJSON:
 		return result, nil
 	case mediaType == MediaText && t.Input.Type == "text":
-		var r providers.TranslationResult
+		var r TranslationResult
 		if err := json.Unmarshal(result, &r); err != nil {
 			return nil, err
 		}
 		return []byte(r.Content), nil
 	}
-	return nil, notOffered(providers.Translations, mediaType)
+	return nil, notOffered(Translations, mediaType)
 }

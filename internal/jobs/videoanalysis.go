@@ -4,17 +4,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/ai-job-gateway/gateway/policy"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
-func init() { register[VideoAnalysis](providers.VideoAnalyses) }
+func init() { register[VideoAnalysis](VideoAnalyses) }
 
 // VideoAnalysis is a video-analysis job's input and options.
 type VideoAnalysis struct {
-	Input   providers.VideoAnalysisInput
-	Options providers.VideoAnalysisOptions
+	Input   VideoAnalysisInput
+	Options VideoAnalysisOptions
 }
 
 func (v *VideoAnalysis) parts() (input, options any) { return &v.Input, &v.Options }
@@ -32,7 +29,7 @@ func (v *VideoAnalysis) validate() error {
 
 func videoFeatures(features []string) *FieldError {
 	const pointer = ptrInput + "/features"
-	all := providers.VideoAnalysisFeatures
+	all := VideoAnalysisFeatures
 	if len(features) == 0 {
 		return invalid(pointer, "is required and must list at least one of %s", strings.Join(all, ", "))
 	}
@@ -51,9 +48,9 @@ func videoFeatures(features []string) *FieldError {
 
 // Requirements asks for the requested features; the video's language is
 // for policy conditions only (capabilities list no video languages).
-func (v *VideoAnalysis) Requirements() policy.Requirements {
-	return policy.Requirements{
-		Service:       providers.VideoAnalyses,
+func (v *VideoAnalysis) Requirements() Requirements {
+	return Requirements{
+		Service:       VideoAnalyses,
 		Features:      append([]string(nil), v.Input.Features...),
 		VideoLanguage: v.Options.Language,
 	}
@@ -67,5 +64,5 @@ func (v *VideoAnalysis) Render(mediaType string, result []byte) ([]byte, error) 
 	if mediaType == MediaJSON {
 		return result, nil
 	}
-	return nil, notOffered(providers.VideoAnalyses, mediaType)
+	return nil, notOffered(VideoAnalyses, mediaType)
 }

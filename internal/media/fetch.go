@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -42,7 +43,7 @@ type Limits struct {
 // is removed. Errors are *providers.Error (FILE_TOO_LARGE; MEDIA_UNAVAILABLE
 // for a transfer too slow or too long; or as StatusError and TransportError
 // classify them), or ctx.Err() when ctx ends.
-func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawURL, dst string, lim Limits) (Fetched, error) {
+func Fetch(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL, dst string, lim Limits) (Fetched, error) {
 	u, err := ParseURL(s, rawURL)
 	if err != nil {
 		return Fetched{}, err
@@ -52,7 +53,7 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 	defer cancel(nil)
 	if lim.Timeout > 0 {
 		var stop context.CancelFunc
-		fetchCtx, stop = context.WithTimeoutCause(fetchCtx, lim.Timeout, providers.Retryable(providers.CodeMediaUnavailable,
+		fetchCtx, stop = context.WithTimeoutCause(fetchCtx, lim.Timeout, providers.Retryable(jobs.CodeMediaUnavailable,
 			fmt.Sprintf("media host %s did not send the whole media within the fetch timeout of %s", u.Host, lim.Timeout), nil))
 		defer stop()
 	}
@@ -76,7 +77,7 @@ func Fetch(ctx context.Context, client *http.Client, s providers.ServiceID, rawU
 		return Fetched{}, err
 	}
 	maxBytes := lim.MaxBytes
-	tooLarge := providers.InputError(providers.CodeFileTooLarge,
+	tooLarge := providers.InputError(jobs.CodeFileTooLarge,
 		fmt.Sprintf("input.url is larger than the %d MB any provider of %s accepts", maxBytes>>20, s), nil)
 	if maxBytes > 0 && resp.ContentLength > maxBytes {
 		return Fetched{}, tooLarge
@@ -133,7 +134,7 @@ func watchRate(ctx context.Context, cancel context.CancelCauseFunc, received *at
 			continue
 		}
 		if got := now - samples[(i-rateSteps)%len(samples)]; got < lim.MinBytes {
-			cancel(providers.Retryable(providers.CodeMediaUnavailable, fmt.Sprintf(
+			cancel(providers.Retryable(jobs.CodeMediaUnavailable, fmt.Sprintf(
 				"media host %s sent %s in the last %s, below the minimum rate of %s per %s",
 				host, byteSize(got), lim.RateWindow, byteSize(lim.MinBytes), lim.RateWindow), nil))
 			return

@@ -8,21 +8,22 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // UnreadableCode is the input error code for media of a service that cannot
 // be read.
-func UnreadableCode(s providers.ServiceID) string {
-	if s == providers.Transcriptions {
-		return providers.CodeAudioUnreadable
+func UnreadableCode(s jobs.ServiceID) string {
+	if s == jobs.Transcriptions {
+		return jobs.CodeAudioUnreadable
 	}
-	return providers.CodeInputUnreadable
+	return jobs.CodeInputUnreadable
 }
 
 // ParseURL checks that rawURL is an absolute http or https URL.
-func ParseURL(s providers.ServiceID, rawURL string) (*url.URL, error) {
+func ParseURL(s jobs.ServiceID, rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, providers.InputError(UnreadableCode(s), "input.url must be an absolute http or https URL", err)
@@ -41,11 +42,11 @@ func StatusError(u *url.URL, status int) error {
 	}
 	msg := fmt.Sprintf("media host %s answered %d %s for input.url", u.Host, status, http.StatusText(status))
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
-		e := providers.InputError(providers.CodeMediaUnavailable, msg+"; check that the URL is reachable by the gateway", nil)
+		e := providers.InputError(jobs.CodeMediaUnavailable, msg+"; check that the URL is reachable by the gateway", nil)
 		e.StatusCode = status
 		return e
 	}
-	e := providers.Retryable(providers.CodeMediaUnavailable, msg, nil)
+	e := providers.Retryable(jobs.CodeMediaUnavailable, msg, nil)
 	e.StatusCode = status
 	return e
 }
@@ -61,7 +62,7 @@ func TransportError(ctx context.Context, u *url.URL, err error) error {
 	// Refused by policy, not by the network: retrying cannot help.
 	var redirect *netguard.RedirectError
 	if errors.As(err, &redirect) {
-		return providers.InputError(providers.CodeMediaAddressForbidden,
+		return providers.InputError(jobs.CodeMediaAddressForbidden,
 			fmt.Sprintf("media host %s redirected to a %s: URL; only http and https are fetched", redirect.From, redirect.Scheme), err)
 	}
 	if why := netguard.Refusal(err); why != "" {
@@ -69,9 +70,9 @@ func TransportError(ctx context.Context, u *url.URL, err error) error {
 		if to := requestHost(err); to != "" && to != u.Host {
 			msg = fmt.Sprintf("media host %s redirected to %s, which is refused: %s", u.Host, to, why)
 		}
-		return providers.InputError(providers.CodeMediaAddressForbidden, msg, err)
+		return providers.InputError(jobs.CodeMediaAddressForbidden, msg, err)
 	}
-	return providers.Retryable(providers.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
+	return providers.Retryable(jobs.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
 }
 
 // requestHost is the host of the request a client's error is about, after
@@ -89,7 +90,7 @@ func requestHost(err error) string {
 
 // Head asks the media host about input.url and returns its Content-Length,
 // or -1 when unknown. Hosts that do not allow HEAD (405, 501) are trusted.
-func Head(ctx context.Context, client *http.Client, s providers.ServiceID, rawURL string) (int64, error) {
+func Head(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL string) (int64, error) {
 	u, err := ParseURL(s, rawURL)
 	if err != nil {
 		return -1, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -23,13 +24,13 @@ func TestRefusedAddressIsAnInputError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
 
-	_, err := media.Head(context.Background(), netguard.NewMediaClient(false, 5*time.Second), providers.Transcriptions, srv.URL+"/a.wav")
+	_, err := media.Head(context.Background(), netguard.NewMediaClient(false, 5*time.Second), jobs.Transcriptions, srv.URL+"/a.wav")
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr), "%v", err)
 	require.Equal(t, providers.KindInput, perr.Kind, "an address the gateway may not reach fails the job, no retries")
-	require.Equal(t, providers.CodeMediaAddressForbidden, perr.Code)
+	require.Equal(t, jobs.CodeMediaAddressForbidden, perr.Code)
 
-	size, err := media.Head(context.Background(), netguard.NewMediaClient(true, 5*time.Second), providers.Transcriptions, srv.URL+"/a.wav")
+	size, err := media.Head(context.Background(), netguard.NewMediaClient(true, 5*time.Second), jobs.Transcriptions, srv.URL+"/a.wav")
 	require.NoError(t, err, "allowed with --allow-private-networks")
 	require.Equal(t, int64(-1), size, "no Content-Length from this server")
 }
@@ -39,7 +40,7 @@ func TestUnreachableHostIsRetryable(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	url := srv.URL
 	srv.Close()
-	_, err := media.Head(context.Background(), netguard.NewMediaClient(true, time.Second), providers.Transcriptions, url+"/a.wav")
+	_, err := media.Head(context.Background(), netguard.NewMediaClient(true, time.Second), jobs.Transcriptions, url+"/a.wav")
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr))
 	require.Equal(t, providers.KindRetryable, perr.Kind)
@@ -63,14 +64,14 @@ func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
 		path   string
 		status int
 	}{{"/gone.wav", 404}, {"/signed.wav?X-Amz-Signature=secret", 403}} {
-		for _, svc := range []providers.ServiceID{providers.Transcriptions, providers.VideoAnalyses} {
+		for _, svc := range []jobs.ServiceID{jobs.Transcriptions, jobs.VideoAnalyses} {
 			_, headErr := media.Head(t.Context(), client, svc, srv.URL+tc.path)
 			_, fetchErr := media.Fetch(t.Context(), client, svc, srv.URL+tc.path, filepath.Join(t.TempDir(), "source"), media.Limits{})
 			for _, err := range []error{headErr, fetchErr} {
 				var perr *providers.Error
 				require.True(t, errors.As(err, &perr), "%v", err)
 				require.Equal(t, providers.KindInput, perr.Kind, "no retries: the host refused the media")
-				require.Equal(t, providers.CodeMediaUnavailable, perr.Code, "not unreadable: nothing was read")
+				require.Equal(t, jobs.CodeMediaUnavailable, perr.Code, "not unreadable: nothing was read")
 				require.Equal(t, tc.status, perr.StatusCode)
 				require.Contains(t, perr.Message, "media host "+host+" answered "+strconv.Itoa(tc.status))
 				require.NotContains(t, perr.Message, tc.path, "the URL may carry credentials")
@@ -98,7 +99,7 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 		var perr *providers.Error
 		require.True(t, errors.As(err, &perr), "%v", err)
 		require.Equal(t, providers.KindInput, perr.Kind, "refused by the guard: retrying cannot help (%v)", err)
-		require.Equal(t, providers.CodeMediaAddressForbidden, perr.Code)
+		require.Equal(t, jobs.CodeMediaAddressForbidden, perr.Code)
 		for _, w := range want {
 			require.Contains(t, perr.Message, w)
 		}
@@ -107,9 +108,9 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 	client := netguard.NewMediaClient(true, 5*time.Second)
 	for path, scheme := range map[string]string{"/passwd.wav": "file", "/ftp.wav": "ftp"} {
 		want := "media host " + host + " redirected to a " + scheme + ": URL; only http and https are fetched"
-		_, err := media.Head(t.Context(), client, providers.Transcriptions, srv.URL+path)
+		_, err := media.Head(t.Context(), client, jobs.Transcriptions, srv.URL+path)
 		requireRefused(t, err, want)
-		_, err = media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, filepath.Join(t.TempDir(), "source"), media.Limits{})
+		_, err = media.Fetch(t.Context(), client, jobs.Transcriptions, srv.URL+path, filepath.Join(t.TempDir(), "source"), media.Limits{})
 		requireRefused(t, err, want)
 	}
 
@@ -124,9 +125,9 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {srv.URL + "/a.wav"}},
 			Body: http.NoBody, Request: r}, nil
 	})
-	_, err := media.Fetch(t.Context(), guarded, providers.Transcriptions, "https://media.test/a.wav", filepath.Join(t.TempDir(), "source"), media.Limits{})
+	_, err := media.Fetch(t.Context(), guarded, jobs.Transcriptions, "https://media.test/a.wav", filepath.Join(t.TempDir(), "source"), media.Limits{})
 	requireRefused(t, err, "media host media.test redirected to "+host, "127.0.0.1 is a loopback address")
-	_, err = media.Head(t.Context(), guarded, providers.Transcriptions, srv.URL+"/a.wav")
+	_, err = media.Head(t.Context(), guarded, jobs.Transcriptions, srv.URL+"/a.wav")
 	requireRefused(t, err, "media host "+host+" is refused: 127.0.0.1 is a loopback address")
 }
 
@@ -166,7 +167,7 @@ func TestSlowMediaHostsAreCutOff(t *testing.T) {
 		defer cancel()
 		dst := filepath.Join(t.TempDir(), "source")
 		start := time.Now()
-		got, err := media.Fetch(ctx, netguard.NewMediaClient(true, 0), providers.Transcriptions, srv.URL+path, dst, limits)
+		got, err := media.Fetch(ctx, netguard.NewMediaClient(true, 0), jobs.Transcriptions, srv.URL+path, dst, limits)
 		return got, dst, time.Since(start), err
 	}
 	requireRetryable := func(t *testing.T, err error, want string) {
@@ -174,7 +175,7 @@ func TestSlowMediaHostsAreCutOff(t *testing.T) {
 		var perr *providers.Error
 		require.True(t, errors.As(err, &perr), "%v", err)
 		require.Equal(t, providers.KindRetryable, perr.Kind, "another try may find the host faster")
-		require.Equal(t, providers.CodeMediaUnavailable, perr.Code)
+		require.Equal(t, jobs.CodeMediaUnavailable, perr.Code)
 		require.Contains(t, perr.Message, want)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -81,12 +82,12 @@ func (p Probe) Video() (Stream, bool) {
 }
 
 // VideoMetadata is the result's video_metadata; false without a video.
-func (p Probe) VideoMetadata() (*providers.VideoMetadata, bool) {
+func (p Probe) VideoMetadata() (*jobs.VideoMetadata, bool) {
 	v, ok := p.Video()
 	if !ok {
 		return nil, false
 	}
-	return &providers.VideoMetadata{
+	return &jobs.VideoMetadata{
 		Duration:  p.Duration,
 		Width:     v.Width,
 		Height:    v.Height,
@@ -126,7 +127,7 @@ const probeTimeout = 2 * time.Minute
 
 // Probe runs ffprobe on path. A file ffprobe cannot read, or one with no
 // audio and no video, is a KindInput error with UnreadableCode(s).
-func (t Tools) Probe(ctx context.Context, s providers.ServiceID, path string) (Probe, error) {
+func (t Tools) Probe(ctx context.Context, s jobs.ServiceID, path string) (Probe, error) {
 	limited, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	args := append([]string{"-v", "error", "-print_format", "json", "-show_format", "-show_streams"}, InputArgs(path)...)
@@ -136,7 +137,7 @@ func (t Tools) Probe(ctx context.Context, s providers.ServiceID, path string) (P
 			return Probe{}, ctx.Err()
 		}
 		if limited.Err() != nil {
-			return Probe{}, providers.Retryable(providers.CodeMediaUnavailable, "ffprobe took too long to read the media", limited.Err())
+			return Probe{}, providers.Retryable(jobs.CodeMediaUnavailable, "ffprobe took too long to read the media", limited.Err())
 		}
 		return Probe{}, providers.InputError(UnreadableCode(s), "the media cannot be read"+reason(stderr), nil)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
@@ -48,29 +49,29 @@ func TestProbe(t *testing.T) {
 	tl := tools(t)
 	dir := t.TempDir()
 
-	tone, err := tl.Probe(t.Context(), providers.Transcriptions, mediatest.Tone(t, dir, 1.5))
+	tone, err := tl.Probe(t.Context(), jobs.Transcriptions, mediatest.Tone(t, dir, 1.5))
 	require.NoError(t, err)
 	require.InDelta(t, 1.5, tone.Duration, 0.05)
 	require.Equal(t, []media.Stream{{Index: 0, Type: "audio", Codec: "pcm_s16le", Channels: 1, SampleRate: 44100}}, tone.Streams)
 	_, ok := tone.VideoMetadata()
 	require.False(t, ok, "a tone has no video")
 
-	video, err := tl.Probe(t.Context(), providers.VideoAnalyses, mediatest.Video(t, dir, 2, 2))
+	video, err := tl.Probe(t.Context(), jobs.VideoAnalyses, mediatest.Video(t, dir, 2, 2))
 	require.NoError(t, err)
 	require.InDelta(t, 2, video.Duration, 0.1)
 	require.Len(t, video.AudioStreams(), 2)
 	meta, ok := video.VideoMetadata()
 	require.True(t, ok)
-	require.Equal(t, providers.VideoMetadata{Duration: video.Duration, Width: 160, Height: 120, FrameRate: 25, Format: "mp4", Codec: "h264"}, *meta)
+	require.Equal(t, jobs.VideoMetadata{Duration: video.Duration, Width: 160, Height: 120, FrameRate: 25, Format: "mp4", Codec: "h264"}, *meta)
 }
 
 func TestProbeRefusesWhatIsNotMedia(t *testing.T) {
 	t.Parallel()
 	tl := tools(t)
-	_, err := tl.Probe(t.Context(), providers.Transcriptions, mediatest.Text(t, t.TempDir()))
-	requireInputError(t, err, providers.CodeAudioUnreadable, "the media cannot be read")
-	_, err = tl.Probe(t.Context(), providers.VideoAnalyses, mediatest.Text(t, t.TempDir()))
-	requireInputError(t, err, providers.CodeInputUnreadable, "the media cannot be read")
+	_, err := tl.Probe(t.Context(), jobs.Transcriptions, mediatest.Text(t, t.TempDir()))
+	requireInputError(t, err, jobs.CodeAudioUnreadable, "the media cannot be read")
+	_, err = tl.Probe(t.Context(), jobs.VideoAnalyses, mediatest.Text(t, t.TempDir()))
+	requireInputError(t, err, jobs.CodeInputUnreadable, "the media cannot be read")
 }
 
 // dominantFrequency estimates a mono 16-bit WAV's frequency from its zero
@@ -102,7 +103,7 @@ func TestExtractAudioTrack(t *testing.T) {
 	tl := tools(t)
 	dir := t.TempDir()
 	src := mediatest.Video(t, dir, 2, 2)
-	probe, err := tl.Probe(t.Context(), providers.Transcriptions, src)
+	probe, err := tl.Probe(t.Context(), jobs.Transcriptions, src)
 	require.NoError(t, err)
 	for track := range 2 {
 		t.Run("track "+strconv.Itoa(track), func(t *testing.T) {
@@ -118,7 +119,7 @@ func TestExtractAudioFailures(t *testing.T) {
 	tl := tools(t)
 	dir := t.TempDir()
 	probeOf := func(path string) media.Probe {
-		p, err := tl.Probe(t.Context(), providers.Transcriptions, path)
+		p, err := tl.Probe(t.Context(), jobs.Transcriptions, path)
 		require.NoError(t, err)
 		return p
 	}
@@ -139,7 +140,7 @@ func TestExtractAudioFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "audio.wav")
 			err := tl.ExtractAudio(t.Context(), probeOf(tc.src), tc.src, tc.track, dst)
-			requireInputError(t, err, providers.CodeAudioUnreadable, tc.want)
+			requireInputError(t, err, jobs.CodeAudioUnreadable, tc.want)
 			require.NoFileExists(t, dst)
 		})
 	}
@@ -156,7 +157,7 @@ func TestExtractAudioStopsWithItsContext(t *testing.T) {
 	t.Parallel()
 	tl := tools(t)
 	src := mediatest.Video(t, t.TempDir(), 120, 1)
-	probe, err := tl.Probe(t.Context(), providers.Transcriptions, src)
+	probe, err := tl.Probe(t.Context(), jobs.Transcriptions, src)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -190,7 +191,7 @@ func TestFetch(t *testing.T) {
 	client := netguard.NewMediaClient(true, 10*time.Second)
 	fetch := func(path string, maxBytes int64) (media.Fetched, string, error) {
 		dst := filepath.Join(t.TempDir(), "source")
-		got, err := media.Fetch(t.Context(), client, providers.Transcriptions, srv.URL+path, dst, media.Limits{MaxBytes: maxBytes})
+		got, err := media.Fetch(t.Context(), client, jobs.Transcriptions, srv.URL+path, dst, media.Limits{MaxBytes: maxBytes})
 		return got, dst, err
 	}
 
@@ -207,19 +208,19 @@ func TestFetch(t *testing.T) {
 
 	for _, path := range []string{"/file", "/streamed"} {
 		_, dst, err = fetch(path, size-1)
-		requireInputError(t, err, providers.CodeFileTooLarge, "input.url is larger than")
+		requireInputError(t, err, jobs.CodeFileTooLarge, "input.url is larger than")
 		require.NoFileExists(t, dst, "the partial file is removed")
 	}
 
 	_, _, err = fetch("/missing", 0)
-	requireInputError(t, err, providers.CodeMediaUnavailable, "404")
+	requireInputError(t, err, jobs.CodeMediaUnavailable, "404")
 	_, _, err = fetch("/busy", 0)
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr))
 	require.Equal(t, providers.KindRetryable, perr.Kind)
 
-	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), providers.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), media.Limits{})
-	requireInputError(t, err, providers.CodeMediaAddressForbidden, "")
+	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), jobs.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), media.Limits{})
+	requireInputError(t, err, jobs.CodeMediaAddressForbidden, "")
 }
 
 func TestPlaylistsAreNotOpened(t *testing.T) {
@@ -232,6 +233,6 @@ func TestPlaylistsAreNotOpened(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	playlist := filepath.Join(t.TempDir(), "talk.mp4")
 	require.NoError(t, os.WriteFile(playlist, []byte("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n"+secret+"\n#EXT-X-ENDLIST\n"), 0o600))
-	_, err = tl.Probe(t.Context(), providers.Transcriptions, playlist)
-	requireInputError(t, err, providers.CodeAudioUnreadable, "the media cannot be read")
+	_, err = tl.Probe(t.Context(), jobs.Transcriptions, playlist)
+	requireInputError(t, err, jobs.CodeAudioUnreadable, "the media cannot be read")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/llmtask"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
@@ -137,18 +138,18 @@ var finishReasons = map[string]string{
 
 // Run performs the call; it cannot resume, so every attempt starts over.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != providers.LLMTasks {
-		return nil, providers.Permanent(providers.CodeUnsupportedService,
+	if call.Service != jobs.LLMTasks {
+		return nil, providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the anthropic adapter does llm-tasks only, not %s; route these jobs to another provider", call.Service), nil)
 	}
 	call.Progress(0)
-	var in providers.LLMTaskInput
-	var opts providers.LLMTaskOptions
+	var in jobs.LLMTaskInput
+	var opts jobs.LLMTaskOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if in.Type == "document" {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the anthropic adapter takes llm-task input of type text only; route document tasks to another provider", nil)
 	}
 	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
@@ -172,12 +173,12 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	finish, ok := finishReasons[resp.StopReason]
 	if !ok {
 		if resp.StopReason == "refusal" {
-			return nil, providers.Permanent(providers.CodeProviderRejected,
+			return nil, providers.Permanent(jobs.CodeProviderRejected,
 				fmt.Sprintf("provider %q refused the task (stop_reason refusal)", a.provider.ID), nil)
 		}
 		finish = "completed"
 	}
-	res := providers.LLMTaskResult{Content: text.String(), FinishReason: finish}
+	res := jobs.LLMTaskResult{Content: text.String(), FinishReason: finish}
 	if opts.IncludeUsage {
 		res.Usage = a.usage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
 	}
@@ -191,7 +192,7 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 
 // usage is the result's usage: the answer's token counts, and the cost
 // when the pricing unit can be measured.
-func (a *Adapter) usage(p providers.Pricing, resp messagesResponse, characters int) *providers.Usage {
+func (a *Adapter) usage(p providers.Pricing, resp messagesResponse, characters int) *jobs.Usage {
 	in, out := -1, -1
 	m := usage.Metered{Characters: characters, Pages: 1}
 	if resp.Usage != nil {
@@ -237,7 +238,7 @@ func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesRespon
 		if err == nil {
 			err = fmt.Errorf("answer type %q, want message", out.Type)
 		}
-		return out, providers.Permanent(providers.CodeBadResponse,
+		return out, providers.Permanent(jobs.CodeBadResponse,
 			fmt.Sprintf("provider %q sent an answer that is not a Messages API response", a.provider.ID), err)
 	}
 	return out, nil
@@ -260,10 +261,10 @@ func (a *Adapter) statusError(answer *vendorhttp.Answer) *providers.Error {
 	var e *providers.Error
 	switch {
 	case status == http.StatusTooManyRequests, status == 529, status >= 500, status == http.StatusRequestTimeout:
-		e = providers.Retryable(providers.CodeProviderUnavailable, text, nil)
+		e = providers.Retryable(jobs.CodeProviderUnavailable, text, nil)
 		e.RetryAfter = providers.RetryAfterHeader(answer.Header.Get("retry-after"))
 	default:
-		e = providers.Permanent(providers.CodeProviderRejected, text, nil)
+		e = providers.Permanent(jobs.CodeProviderRejected, text, nil)
 	}
 	e.StatusCode = status
 	return e

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/anthropic"
 )
@@ -60,7 +61,7 @@ func setup(t *testing.T, status int, body string, header ...string) *bench {
 	t.Cleanup(srv.Close)
 	b.provider = &providers.Provider{ID: "claude", Adapter: "anthropic",
 		Settings: map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "ANTHROPIC_KEY", "model": "claude-sonnet-4-5", "max_tokens": 2048},
-		Services: map[providers.ServiceID]*providers.Capability{providers.LLMTasks: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.LLMTasks: {
 			Models:  []string{"claude-sonnet-4-5", "claude-haiku-4-5"},
 			Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000003, Currency: "USD"},
 		}}}
@@ -72,10 +73,10 @@ func setup(t *testing.T, status int, body string, header ...string) *bench {
 	return b
 }
 
-func (b *bench) run(input, options string) (providers.LLMTaskResult, error) {
-	out, err := b.adapter.Run(context.Background(), providers.Call{JobID: "j", Service: providers.LLMTasks, Provider: b.provider,
+func (b *bench) run(input, options string) (jobs.LLMTaskResult, error) {
+	out, err := b.adapter.Run(context.Background(), providers.Call{JobID: "j", Service: jobs.LLMTasks, Provider: b.provider,
 		Input: json.RawMessage(input), Options: json.RawMessage(options)})
-	var res providers.LLMTaskResult
+	var res jobs.LLMTaskResult
 	if err == nil {
 		err = json.Unmarshal(out, &res)
 	}
@@ -175,22 +176,22 @@ func TestErrorsAreClassified(t *testing.T) {
 	b := setup(t, 200, `{"not":"a message"`)
 	_, err := b.run(`{"type":"text","prompt":"Hello"}`, ``)
 	perr := requireKind(t, err, providers.KindPermanent, 0)
-	require.Equal(t, providers.CodeBadResponse, perr.Code)
+	require.Equal(t, jobs.CodeBadResponse, perr.Code)
 }
 
 func TestOnlyLLMTextTasks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 200, strings.Replace(exampleResponse, "%s", "end_turn", 1))
-	_, err := b.adapter.Run(context.Background(), providers.Call{Service: providers.Translations, Input: json.RawMessage(`{}`)})
-	require.Equal(t, providers.CodeUnsupportedService, requireKind(t, err, providers.KindPermanent, 0).Code)
+	_, err := b.adapter.Run(context.Background(), providers.Call{Service: jobs.Translations, Input: json.RawMessage(`{}`)})
+	require.Equal(t, jobs.CodeUnsupportedService, requireKind(t, err, providers.KindPermanent, 0).Code)
 	_, err = b.run(`{"type":"document","prompt":"Hello"}`, ``)
-	require.Equal(t, providers.CodeUnsupportedInput, requireKind(t, err, providers.KindPermanent, 0).Code)
+	require.Equal(t, jobs.CodeUnsupportedInput, requireKind(t, err, providers.KindPermanent, 0).Code)
 	_, err = b.run(`{"type":"text","prompt":"Hello"}`, `{"creativity":"wild"}`)
-	require.Equal(t, providers.CodeInvalidInput, requireKind(t, err, providers.KindInput, 0).Code)
+	require.Equal(t, jobs.CodeInvalidInput, requireKind(t, err, providers.KindInput, 0).Code)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = b.adapter.Run(ctx, providers.Call{Service: providers.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"x"}`)})
+	_, err = b.adapter.Run(ctx, providers.Call{Service: jobs.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"x"}`)})
 	require.ErrorIs(t, err, context.Canceled)
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -126,33 +127,33 @@ func apyCode(code string) (string, error) {
 
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != providers.Translations {
-		return nil, providers.Permanent(providers.CodeUnsupportedService,
+	if call.Service != jobs.Translations {
+		return nil, providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the apertium adapter does translations only, not %s", call.Service), nil)
 	}
-	var in providers.TranslationInput
-	var opts providers.TranslationOptions
+	var in jobs.TranslationInput
+	var opts jobs.TranslationOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if opts.Formality == "formal" || opts.Formality == "informal" {
-		return nil, providers.Permanent(providers.CodeUnsupportedOption, "apertium has no formality setting", nil)
+		return nil, providers.Permanent(jobs.CodeUnsupportedOption, "apertium has no formality setting", nil)
 	}
 	if opts.SourceLanguage == "" || opts.SourceLanguage == "auto" {
-		return nil, providers.Permanent(providers.CodeUnsupportedOption,
+		return nil, providers.Permanent(jobs.CodeUnsupportedOption,
 			"apertium does not detect the source language: give options.source_language", nil)
 	}
 	source, err := apyCode(opts.SourceLanguage)
 	if err != nil {
-		return nil, providers.InputError(providers.CodeInvalidInput, fmt.Sprintf("options.source_language %q is not a language code", opts.SourceLanguage), err)
+		return nil, providers.InputError(jobs.CodeInvalidInput, fmt.Sprintf("options.source_language %q is not a language code", opts.SourceLanguage), err)
 	}
 	target, err := apyCode(in.TargetLanguage)
 	if err != nil {
-		return nil, providers.InputError(providers.CodeInvalidInput, fmt.Sprintf("input.target_language %q is not a language code", in.TargetLanguage), err)
+		return nil, providers.InputError(jobs.CodeInvalidInput, fmt.Sprintf("input.target_language %q is not a language code", in.TargetLanguage), err)
 	}
 	pair := source + "|" + target
 	call.Progress(0)
-	res := providers.TranslationResult{SourceLanguage: opts.SourceLanguage, TargetLanguage: in.TargetLanguage}
+	res := jobs.TranslationResult{SourceLanguage: opts.SourceLanguage, TargetLanguage: in.TargetLanguage}
 	switch in.Type {
 	case "text":
 		if res.Content, err = a.translate(ctx, pair, in.Content); err != nil {
@@ -161,14 +162,14 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		res.CharacterCount = utf8.RuneCountInString(in.Content)
 	case "document":
 		if call.Media == nil || call.ResultFile == "" {
-			return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 				"the apertium adapter translates the document the gateway's media stage fetched, and this job has none", nil)
 		}
 		if res.CharacterCount, err = a.translateDoc(ctx, pair, call.Media, call.ResultFile); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, providers.InputError(providers.CodeInvalidInput, fmt.Sprintf("input.type %q is not text or document", in.Type), nil)
+		return nil, providers.InputError(jobs.CodeInvalidInput, fmt.Sprintf("input.type %q is not text or document", in.Type), nil)
 	}
 	if opts.IncludeUsage {
 		res.Usage = usage.New(-1, -1, usage.Cost(call.Capability().Pricing, usage.Metered{Characters: res.CharacterCount, Pages: 1}))
@@ -196,7 +197,7 @@ func (a *Adapter) translate(ctx context.Context, pair, text string) (string, err
 		ResponseStatus int `json:"responseStatus"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.ResponseStatus != http.StatusOK {
-		return "", providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer APy does not send", a.provider.ID), err)
+		return "", providers.Permanent(jobs.CodeBadResponse, fmt.Sprintf("provider %q sent an answer APy does not send", a.provider.ID), err)
 	}
 	return out.ResponseData.TranslatedText, nil
 }
@@ -259,11 +260,11 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 	var e *providers.Error
 	switch {
 	case answer.Status >= 500 || answer.Status == http.StatusTooManyRequests:
-		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
+		e = providers.Retryable(jobs.CodeProviderUnavailable, msg, nil)
 	case strings.Contains(apyErr.Explanation, "Invalid file type"):
-		e = providers.Permanent(providers.CodeUnsupportedInput, msg, nil)
+		e = providers.Permanent(jobs.CodeUnsupportedInput, msg, nil)
 	default:
-		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
+		e = providers.Permanent(jobs.CodeProviderRejected, msg, nil)
 	}
 	e.StatusCode = answer.Status
 	return nil, e

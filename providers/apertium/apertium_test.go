@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/apertium"
 )
@@ -79,18 +80,18 @@ func apy(t *testing.T) string {
 func adapter(t *testing.T, baseURL string) (*apertium.Adapter, *providers.Provider) {
 	t.Helper()
 	p := &providers.Provider{ID: "apertium-local", Settings: map[string]any{"base_url": baseURL},
-		Services: map[providers.ServiceID]*providers.Capability{providers.Translations: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Translations: {
 			Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0, Currency: "USD"}}}}
 	a, err := apertium.New(p)
 	require.NoError(t, err)
 	return a, p
 }
 
-func translate(t *testing.T, a *apertium.Adapter, p *providers.Provider, call providers.Call) (providers.TranslationResult, error) {
+func translate(t *testing.T, a *apertium.Adapter, p *providers.Provider, call providers.Call) (jobs.TranslationResult, error) {
 	t.Helper()
-	call.Service, call.Provider = providers.Translations, p
+	call.Service, call.Provider = jobs.Translations, p
 	out, err := a.Run(context.Background(), call)
-	var res providers.TranslationResult
+	var res jobs.TranslationResult
 	if err == nil {
 		require.NoError(t, json.Unmarshal(out, &res))
 	}
@@ -165,19 +166,19 @@ func TestWhatItCannotDo(t *testing.T) {
 		Options: json.RawMessage(`{"source_language":"en"}`)})
 	k, code := kind(err)
 	require.Equal(t, providers.KindPermanent, k, "a pair that is not installed: another provider may have it")
-	require.Equal(t, providers.CodeProviderRejected, code)
+	require.Equal(t, jobs.CodeProviderRejected, code)
 	require.ErrorContains(t, err, "That pair is not installed")
 
 	_, err = translate(t, a, p, providers.Call{Input: json.RawMessage(`{"type":"text","content":"Hello","target_language":"es"}`)})
 	k, code = kind(err)
 	require.Equal(t, providers.KindPermanent, k)
-	require.Equal(t, providers.CodeUnsupportedOption, code, "no source language to translate from")
+	require.Equal(t, jobs.CodeUnsupportedOption, code, "no source language to translate from")
 
 	_, err = translate(t, a, p, providers.Call{
 		Input:   json.RawMessage(`{"type":"text","content":"Hello","target_language":"es"}`),
 		Options: json.RawMessage(`{"source_language":"en","formality":"formal"}`)})
 	_, code = kind(err)
-	require.Equal(t, providers.CodeUnsupportedOption, code)
+	require.Equal(t, jobs.CodeUnsupportedOption, code)
 
 	dir := t.TempDir()
 	pdf := filepath.Join(dir, "source")
@@ -187,7 +188,7 @@ func TestWhatItCannotDo(t *testing.T) {
 		Options: json.RawMessage(`{"source_language":"en"}`),
 		Media:   &providers.Media{Path: pdf, ContentType: "application/pdf"}, ResultFile: filepath.Join(dir, "out")})
 	_, code = kind(err)
-	require.Equal(t, providers.CodeUnsupportedInput, code)
+	require.Equal(t, jobs.CodeUnsupportedInput, code)
 }
 
 func TestStoppedServerIsRetryable(t *testing.T) {

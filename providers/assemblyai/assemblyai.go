@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -118,21 +119,21 @@ type transcriptRequest struct {
 // Submit uploads the audio the media stage extracted and requests its
 // transcript; the handle is the transcript id.
 func (a *Adapter) Submit(ctx context.Context, call providers.Call) (string, error) {
-	if call.Service != providers.Transcriptions {
-		return "", providers.Permanent(providers.CodeUnsupportedService,
+	if call.Service != jobs.Transcriptions {
+		return "", providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the assemblyai adapter does transcriptions only, not %s", call.Service), nil)
 	}
-	var in providers.TranscriptionInput
-	var opts providers.TranscriptionOptions
+	var in jobs.TranscriptionInput
+	var opts jobs.TranscriptionOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return "", err
 	}
 	if call.Media == nil {
-		return "", providers.Permanent(providers.CodeUnsupportedInput,
+		return "", providers.Permanent(jobs.CodeUnsupportedInput,
 			"the assemblyai adapter uploads the audio the gateway's media stage extracted, and this job has none", nil)
 	}
 	if limit := call.Capability().Limits.MaxFileSizeMB; limit > 0 && call.Media.Size > int64(limit)<<20 {
-		return "", providers.Permanent(providers.CodeFileTooLarge,
+		return "", providers.Permanent(jobs.CodeFileTooLarge,
 			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit, a.provider.ID), nil)
 	}
 	audioURL, err := a.upload(ctx, call.Media.Path)
@@ -206,8 +207,8 @@ type utterance struct {
 // Check reads the transcript. When it is completed, the segments come
 // from its utterances (diarization) or its sentences.
 func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string) (providers.Check, error) {
-	var opts providers.TranscriptionOptions
-	var in providers.TranscriptionInput
+	var opts jobs.TranscriptionOptions
+	var in jobs.TranscriptionInput
 	if err := call.Decode(&in, &opts); err != nil {
 		return providers.Check{}, err
 	}
@@ -232,7 +233,7 @@ func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string)
 		return providers.Check{}, a.badResponse(fmt.Errorf("transcript status %q", t.Status))
 	}
 
-	res := providers.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: t.AudioDuration,
+	res := jobs.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: t.AudioDuration,
 		Language: opts.Language, Text: t.Text}
 	if res.Language == "" || res.Language == "auto" {
 		res.Language = bcp47(t.LanguageCode)
@@ -245,7 +246,7 @@ func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string)
 			}
 		}
 		for _, u := range pieces {
-			seg := providers.Segment{Start: u.Start / 1000, End: u.End / 1000, Text: strings.TrimSpace(u.Text), Confidence: u.Confidence}
+			seg := jobs.Segment{Start: u.Start / 1000, End: u.End / 1000, Text: strings.TrimSpace(u.Text), Confidence: u.Confidence}
 			if u.Speaker != nil && opts.WantsDiarization() {
 				seg.Speaker = speakerName(*u.Speaker)
 			}
@@ -356,10 +357,10 @@ func (a *Adapter) send(ctx context.Context, method, route, contentType string, b
 
 // refused is AssemblyAI's verdict that it cannot transcribe the audio.
 func (a *Adapter) refused(reason string) error {
-	return providers.Permanent(providers.CodeProviderRejected,
+	return providers.Permanent(jobs.CodeProviderRejected,
 		fmt.Sprintf("provider %q could not transcribe the audio: %s", a.provider.ID, reason), nil)
 }
 
 func (a *Adapter) badResponse(err error) error {
-	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer AssemblyAI's API does not send", a.provider.ID), err)
+	return providers.Permanent(jobs.CodeBadResponse, fmt.Sprintf("provider %q sent an answer AssemblyAI's API does not send", a.provider.ID), err)
 }

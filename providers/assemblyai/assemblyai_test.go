@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/assemblyai"
 )
@@ -103,14 +104,14 @@ func newAdapter(t *testing.T, f *fake) (*assemblyai.Adapter, providers.Call) {
 	t.Helper()
 	srv := f.serve(t)
 	p := &providers.Provider{ID: "aai", Settings: map[string]any{"base_url": srv.URL, "api_key_env": "AAI_KEY", "speech_model": "universal"},
-		Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Limits:  providers.Limits{MaxFileSizeMB: 1},
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0065, Currency: "USD"}}}}
 	a, err := assemblyai.New(p, func(name string) (string, bool) { return secret, name == "AAI_KEY" }, assemblyai.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: providers.Transcriptions, Provider: p,
+	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
 		Input: json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
 		Media: &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 281}}
 }
@@ -138,13 +139,13 @@ func TestSubmitsThenReadsTheTranscript(t *testing.T) {
 	check, err = a.Check(ctx, call, handle)
 	require.NoError(t, err)
 	require.True(t, check.Done)
-	var res providers.TranscriptionResult
+	var res jobs.TranscriptionResult
 	require.NoError(t, json.Unmarshal(check.Result, &res))
 	require.Equal(t, "srt", res.Format)
 	require.Equal(t, "en-US", res.Language)
 	require.InDelta(t, 281, res.Duration, 0)
 	require.Len(t, res.Segments, 2, "the sentences, without diarization")
-	require.Equal(t, providers.Segment{Start: 0.25, End: 6.35, Text: "Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.",
+	require.Equal(t, jobs.Segment{Start: 0.25, End: 6.35, Text: "Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.",
 		Confidence: ptr(0.72412)}, res.Segments[0])
 	require.Contains(t, res.Text, "Skylines from Maine")
 	require.InDelta(t, 0.0065*281/60, *res.Usage.Cost, 1e-9)
@@ -163,7 +164,7 @@ func TestDiarizationAndDetection(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"audio_url": uploadURL, "language_detection": true, "speaker_labels": true,
 		"speech_model": "universal", "punctuate": true, "format_text": true}, f.requests[0])
-	var res providers.TranscriptionResult
+	var res jobs.TranscriptionResult
 	require.NoError(t, json.Unmarshal(out, &res))
 	require.Equal(t, "en-US", res.Language, "detected: en_us")
 	require.Equal(t, []string{"speaker_1", "speaker_2"}, []string{res.Segments[0].Speaker, res.Segments[1].Speaker})

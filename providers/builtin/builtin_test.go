@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 )
@@ -26,7 +27,7 @@ func TestDefaultCatalogBuilds(t *testing.T) {
 
 	a, _ := r.Adapter("sandbox-fast")
 	out, err := a.Run(context.Background(), providers.Call{
-		Service: providers.LLMTasks, Provider: r.Catalog().Providers[0],
+		Service: jobs.LLMTasks, Provider: r.Catalog().Providers[0],
 		Input: json.RawMessage(`{"type":"text","text":"hello","prompt":"Say hi"}`),
 	})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
@@ -36,7 +37,7 @@ providers:
 		require.NoError(t, err)
 		a, _ := r.Adapter("sb")
 		_, err = a.Run(context.Background(), providers.Call{
-			Service: providers.Transcriptions, Provider: r.Catalog().Providers[0],
+			Service: jobs.Transcriptions, Provider: r.Catalog().Providers[0],
 			Input: json.RawMessage(`{"type":"audio","url":"` + media.URL + `/talk.mp3"}`),
 		})
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepgram"
 )
@@ -49,13 +50,13 @@ func callbackFake(t *testing.T, callbackBody string) (base string, queries chan 
 func callbackAdapter(t *testing.T, base string) (*deepgram.CallbackAdapter, providers.Call) {
 	t.Helper()
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"base_url": base, "api_key_env": "DG_KEY", "callback_timeout_minutes": 5},
-		Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
 	a, err := deepgram.NewWithCallbacks(p, func(name string) (string, bool) { return secret, name == "DG_KEY" })
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: providers.Transcriptions, Provider: p,
+	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
 		Input:   json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
 		Options: json.RawMessage(`{"diarization":true,"include_usage":true}`),
 		Media:   &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 26}}
@@ -96,7 +97,7 @@ func TestCallbackModeSubmitsWithTheCallbackAndMapsWhatIsPosted(t *testing.T) {
 	check, err = a.Check(context.Background(), call, handle)
 	require.NoError(t, err)
 	require.True(t, check.Done)
-	var res providers.TranscriptionResult
+	var res jobs.TranscriptionResult
 	require.NoError(t, json.Unmarshal(check.Result, &res))
 	require.Contains(t, res.Text, "spacewalk")
 	require.Equal(t, "en", res.Language)
@@ -118,22 +119,22 @@ func TestCallbackModeFailures(t *testing.T) {
 	}
 
 	_, err := a.Submit(context.Background(), call)
-	permanent(t, err, providers.CodeProviderRejected, "no callback URL")
+	permanent(t, err, jobs.CodeProviderRejected, "no callback URL")
 
 	late := call
 	late.Submitted = time.Now().Add(-6 * time.Minute)
 	_, err = a.Check(context.Background(), late, "req-1")
-	permanent(t, err, providers.CodeProviderUnavailable, "did not post the result of request req-1 within 5m0s")
+	permanent(t, err, jobs.CodeProviderUnavailable, "did not post the result of request req-1 within 5m0s")
 
 	failed := call
 	failed.Callback = []byte(`{"err_code":"Bad Request","err_msg":"Bad Request: failed to process audio: corrupt or unsupported data","request_id":"req-1"}`)
 	_, err = a.Check(context.Background(), failed, "req-1")
-	permanent(t, err, providers.CodeProviderRejected, "corrupt or unsupported data")
+	permanent(t, err, jobs.CodeProviderRejected, "corrupt or unsupported data")
 
 	garbled := call
 	garbled.Callback = []byte(`{"metadata":{}}`)
 	_, err = a.Check(context.Background(), garbled, "req-1")
-	permanent(t, err, providers.CodeBadResponse, "an answer Deepgram's API does not send")
+	permanent(t, err, jobs.CodeBadResponse, "an answer Deepgram's API does not send")
 
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"api_key_env": "DG_KEY", "callback_timeout_minutes": 0}}
 	_, err = deepgram.NewWithCallbacks(p, func(string) (string, bool) { return secret, true })

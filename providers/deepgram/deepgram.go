@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -125,22 +126,22 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 // listenRequest checks the call and builds its POST /v1/listen, with the
 // audio file as the body (the caller closes it) and Deepgram's callback
 // when callback is set.
-func (a *Adapter) listenRequest(ctx context.Context, call providers.Call, callback string) (providers.TranscriptionOptions, *http.Request, error) {
-	var in providers.TranscriptionInput
-	var opts providers.TranscriptionOptions
-	if call.Service != providers.Transcriptions {
-		return opts, nil, providers.Permanent(providers.CodeUnsupportedService,
+func (a *Adapter) listenRequest(ctx context.Context, call providers.Call, callback string) (jobs.TranscriptionOptions, *http.Request, error) {
+	var in jobs.TranscriptionInput
+	var opts jobs.TranscriptionOptions
+	if call.Service != jobs.Transcriptions {
+		return opts, nil, providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the deepgram adapter does transcriptions only, not %s", call.Service), nil)
 	}
 	if err := call.Decode(&in, &opts); err != nil {
 		return opts, nil, err
 	}
 	if call.Media == nil {
-		return opts, nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return opts, nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the deepgram adapter sends the audio the gateway's media stage extracted, and this job has none", nil)
 	}
 	if limit := call.Capability().Limits.MaxFileSizeMB; limit > 0 && call.Media.Size > int64(limit)<<20 {
-		return opts, nil, providers.Permanent(providers.CodeFileTooLarge,
+		return opts, nil, providers.Permanent(jobs.CodeFileTooLarge,
 			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit, a.provider.ID), nil)
 	}
 	f, err := os.Open(call.Media.Path)
@@ -164,13 +165,13 @@ func (a *Adapter) listenRequest(ctx context.Context, call providers.Call, callba
 
 // result maps Deepgram's transcription (an answer or a callback's body)
 // to the job's result.
-func (a *Adapter) result(data []byte, call providers.Call, opts providers.TranscriptionOptions) (json.RawMessage, error) {
+func (a *Adapter) result(data []byte, call providers.Call, opts jobs.TranscriptionOptions) (json.RawMessage, error) {
 	var answer listenResponse
 	if err := json.Unmarshal(data, &answer); err != nil || len(answer.Results.Channels) == 0 || len(answer.Results.Channels[0].Alternatives) == 0 {
 		return nil, a.badResponse(err)
 	}
 	channel := answer.Results.Channels[0]
-	res := providers.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: answer.Metadata.Duration,
+	res := jobs.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: answer.Metadata.Duration,
 		Language: opts.Language, Text: channel.Alternatives[0].Transcript}
 	if res.Language == "" || res.Language == "auto" {
 		res.Language = channel.DetectedLanguage
@@ -178,7 +179,7 @@ func (a *Adapter) result(data []byte, call providers.Call, opts providers.Transc
 	if opts.WantsTimestamps() || opts.WantsDiarization() {
 		for _, u := range answer.Results.Utterances {
 			confidence := u.Confidence
-			seg := providers.Segment{Start: u.Start, End: u.End, Text: strings.TrimSpace(u.Transcript), Confidence: &confidence}
+			seg := jobs.Segment{Start: u.Start, End: u.End, Text: strings.TrimSpace(u.Transcript), Confidence: &confidence}
 			if u.Speaker != nil && opts.WantsDiarization() {
 				seg.Speaker = fmt.Sprintf("speaker_%d", *u.Speaker+1)
 			}
@@ -194,7 +195,7 @@ func (a *Adapter) result(data []byte, call providers.Call, opts providers.Transc
 // query is the request's options: the model, punctuation and formatting,
 // utterances for the segments, speakers when asked, and the language or
 // its detection.
-func (a *Adapter) query(opts providers.TranscriptionOptions) url.Values {
+func (a *Adapter) query(opts jobs.TranscriptionOptions) url.Values {
 	q := url.Values{"model": {a.model}, "smart_format": {"true"}, "punctuate": {"true"}, "utterances": {"true"}}
 	if opts.WantsDiarization() {
 		q.Set("diarize", "true")
@@ -231,7 +232,7 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 }
 
 func (a *Adapter) badResponse(err error) error {
-	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer Deepgram's API does not send", a.provider.ID), err)
+	return providers.Permanent(jobs.CodeBadResponse, fmt.Sprintf("provider %q sent an answer Deepgram's API does not send", a.provider.ID), err)
 }
 
 // CallbackAdapter is the adapter in callback mode: Submit asks Deepgram to
@@ -253,7 +254,7 @@ func NewWithCallbacks(p *providers.Provider, lookupEnv func(string) (string, boo
 // Submit sends the audio with callback= and returns Deepgram's request_id.
 func (a *CallbackAdapter) Submit(ctx context.Context, call providers.Call) (string, error) {
 	if call.CallbackURL == "" {
-		return "", providers.Permanent(providers.CodeProviderRejected,
+		return "", providers.Permanent(jobs.CodeProviderRejected,
 			fmt.Sprintf("provider %q posts its results back, and this worker has no callback URL (--callback-url)", a.provider.ID), nil)
 	}
 	_, req, err := a.listenRequest(ctx, call, call.CallbackURL)
@@ -280,7 +281,7 @@ func (a *CallbackAdapter) Submit(ctx context.Context, call providers.Call) (stri
 func (a *CallbackAdapter) Check(_ context.Context, call providers.Call, handle string) (providers.Check, error) {
 	if call.Callback == nil {
 		if !call.Submitted.IsZero() && time.Since(call.Submitted) > a.callbackTimeout {
-			return providers.Check{}, providers.Permanent(providers.CodeProviderUnavailable,
+			return providers.Check{}, providers.Permanent(jobs.CodeProviderUnavailable,
 				fmt.Sprintf("provider %q did not post the result of request %s within %s", a.provider.ID, handle, a.callbackTimeout), nil)
 		}
 		return providers.Check{}, nil
@@ -291,11 +292,11 @@ func (a *CallbackAdapter) Check(_ context.Context, call providers.Call, handle s
 		Results json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(call.Callback, &failure); err == nil && failure.Results == nil && (failure.Message != "" || failure.Code != "") {
-		return providers.Check{}, providers.Permanent(providers.CodeProviderRejected,
+		return providers.Check{}, providers.Permanent(jobs.CodeProviderRejected,
 			fmt.Sprintf("provider %q could not transcribe the audio: %s (%s)", a.provider.ID, failure.Message, failure.Code), nil)
 	}
-	var in providers.TranscriptionInput
-	var opts providers.TranscriptionOptions
+	var in jobs.TranscriptionInput
+	var opts jobs.TranscriptionOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return providers.Check{}, err
 	}

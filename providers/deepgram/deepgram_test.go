@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepgram"
 )
@@ -64,23 +65,23 @@ func newAdapter(t *testing.T, f *fake) (*deepgram.Adapter, providers.Call) {
 	}))
 	t.Cleanup(srv.Close)
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"base_url": srv.URL, "api_key_env": "DG_KEY"},
-		Services: map[providers.ServiceID]*providers.Capability{providers.Transcriptions: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Limits:  providers.Limits{MaxFileSizeMB: 1},
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
 	a, err := deepgram.New(p, func(name string) (string, bool) { return secret, name == "DG_KEY" })
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: providers.Transcriptions, Provider: p,
+	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
 		Input: json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
 		Media: &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 26}}
 }
 
-func run(t *testing.T, a *deepgram.Adapter, call providers.Call, options string) (providers.TranscriptionResult, error) {
+func run(t *testing.T, a *deepgram.Adapter, call providers.Call, options string) (jobs.TranscriptionResult, error) {
 	t.Helper()
 	call.Options = json.RawMessage(options)
 	out, err := a.Run(context.Background(), call)
-	var res providers.TranscriptionResult
+	var res jobs.TranscriptionResult
 	if err == nil {
 		require.NoError(t, json.Unmarshal(out, &res))
 	}
@@ -154,7 +155,7 @@ func TestFailuresAreClassified(t *testing.T) {
 	call.Media = nil
 	_, err = run(t, a, call, `{}`)
 	require.ErrorContains(t, err, "media stage")
-	call.Service = providers.Translations
+	call.Service = jobs.Translations
 	_, err = run(t, a, call, `{}`)
 	require.ErrorContains(t, err, "transcriptions only")
 

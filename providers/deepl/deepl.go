@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -108,29 +109,29 @@ var formalities = map[string]string{"formal": "prefer_more", "informal": "prefer
 
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != providers.Translations {
-		return nil, providers.Permanent(providers.CodeUnsupportedService,
+	if call.Service != jobs.Translations {
+		return nil, providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the deepl adapter does translations only, not %s", call.Service), nil)
 	}
-	var in providers.TranslationInput
-	var opts providers.TranslationOptions
+	var in jobs.TranslationInput
+	var opts jobs.TranslationOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	call.Progress(0)
-	res := providers.TranslationResult{TargetLanguage: in.TargetLanguage, SourceLanguage: opts.SourceLanguage}
+	res := jobs.TranslationResult{TargetLanguage: in.TargetLanguage, SourceLanguage: opts.SourceLanguage}
 	var err error
 	switch in.Type {
 	case "text":
 		err = a.translateText(ctx, in, opts, &res)
 	case "document":
 		if call.Media == nil || call.ResultFile == "" {
-			return nil, providers.Permanent(providers.CodeUnsupportedInput,
+			return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 				"the deepl adapter translates the document the gateway's media stage fetched, and this job has none", nil)
 		}
 		err = a.translateDocument(ctx, call, in, opts, &res)
 	default:
-		err = providers.InputError(providers.CodeInvalidInput, fmt.Sprintf("input.type %q is not text or document", in.Type), nil)
+		err = providers.InputError(jobs.CodeInvalidInput, fmt.Sprintf("input.type %q is not text or document", in.Type), nil)
 	}
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ type translateRequest struct {
 	Formality  string   `json:"formality,omitempty"`
 }
 
-func (a *Adapter) translateText(ctx context.Context, in providers.TranslationInput, opts providers.TranslationOptions, res *providers.TranslationResult) error {
+func (a *Adapter) translateText(ctx context.Context, in jobs.TranslationInput, opts jobs.TranslationOptions, res *jobs.TranslationResult) error {
 	body, err := json.Marshal(translateRequest{Text: []string{in.Content}, TargetLang: targetCode(in.TargetLanguage),
 		SourceLang: sourceCode(opts.SourceLanguage), Formality: formalities[opts.Formality]})
 	if err != nil {
@@ -180,7 +181,7 @@ func (a *Adapter) translateText(ctx context.Context, in providers.TranslationInp
 
 // translateDocument uploads the document, waits for DeepL to translate
 // it, and downloads the translation into call.ResultFile.
-func (a *Adapter) translateDocument(ctx context.Context, call providers.Call, in providers.TranslationInput, opts providers.TranslationOptions, res *providers.TranslationResult) error {
+func (a *Adapter) translateDocument(ctx context.Context, call providers.Call, in jobs.TranslationInput, opts jobs.TranslationOptions, res *jobs.TranslationResult) error {
 	doc, err := a.upload(ctx, call.Media, in, opts)
 	if err != nil {
 		return err
@@ -210,7 +211,7 @@ func (a *Adapter) translateDocument(ctx context.Context, call providers.Call, in
 			res.CharacterCount = status.BilledCharacters
 			return a.download(ctx, doc, form, call.ResultFile)
 		case "error":
-			return providers.Permanent(providers.CodeProviderRejected,
+			return providers.Permanent(jobs.CodeProviderRejected,
 				fmt.Sprintf("provider %q could not translate the document: %s", a.provider.ID, status.ErrorMessage), nil)
 		case "queued", "translating":
 			if status.Status == "translating" {
@@ -235,7 +236,7 @@ type document struct {
 	Key string `json:"document_key"`
 }
 
-func (a *Adapter) upload(ctx context.Context, media *providers.Media, in providers.TranslationInput, opts providers.TranslationOptions) (document, error) {
+func (a *Adapter) upload(ctx context.Context, media *providers.Media, in jobs.TranslationInput, opts jobs.TranslationOptions) (document, error) {
 	var doc document
 	f, err := os.Open(media.Path)
 	if err != nil {
@@ -328,5 +329,5 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 }
 
 func (a *Adapter) badResponse(err error) error {
-	return providers.Permanent(providers.CodeBadResponse, fmt.Sprintf("provider %q sent an answer DeepL's API does not send", a.provider.ID), err)
+	return providers.Permanent(jobs.CodeBadResponse, fmt.Sprintf("provider %q sent an answer DeepL's API does not send", a.provider.ID), err)
 }

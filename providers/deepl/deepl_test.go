@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepl"
 )
@@ -105,20 +106,20 @@ func newAdapter(t *testing.T, f *fake) (*deepl.Adapter, *providers.Provider) {
 	t.Helper()
 	srv := f.serve(t)
 	p := &providers.Provider{ID: "deepl", Settings: map[string]any{"base_url": srv.URL + "/v2", "api_key_env": "DEEPL_KEY"},
-		Services: map[providers.ServiceID]*providers.Capability{providers.Translations: {
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Translations: {
 			Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.00002, Currency: "USD"}}}}
 	a, err := deepl.New(p, func(name string) (string, bool) { return secret, name == "DEEPL_KEY" }, deepl.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
 	return a, p
 }
 
-func run(t *testing.T, a *deepl.Adapter, p *providers.Provider, call providers.Call) (providers.TranslationResult, []int, error) {
+func run(t *testing.T, a *deepl.Adapter, p *providers.Provider, call providers.Call) (jobs.TranslationResult, []int, error) {
 	t.Helper()
 	var progress []int
-	call.Service, call.Provider = providers.Translations, p
+	call.Service, call.Provider = jobs.Translations, p
 	call.Report = func(v int) { progress = append(progress, v) }
 	out, err := a.Run(context.Background(), call)
-	var res providers.TranslationResult
+	var res jobs.TranslationResult
 	if err == nil {
 		require.NoError(t, json.Unmarshal(out, &res))
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -51,7 +52,7 @@ func (a *Adapter) sceneCuts(ctx context.Context, path string) ([]float64, error)
 // readText samples a frame every OCREverySeconds, reads its text with
 // tesseract, and merges text seen on consecutive frames into one
 // detection with the stretch it was on screen.
-func (a *Adapter) readText(ctx context.Context, path string, duration, threshold float64, progress func(int)) ([]providers.TextDetection, error) {
+func (a *Adapter) readText(ctx context.Context, path string, duration, threshold float64, progress func(int)) ([]jobs.TextDetection, error) {
 	dir, err := os.MkdirTemp("", "media-ocr-")
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (a *Adapter) readText(ctx context.Context, path string, duration, threshold
 		return nil, err
 	}
 	sort.Strings(frames)
-	var out []providers.TextDetection
+	var out []jobs.TextDetection
 	open := map[string]int{} // text -> index in out, while it stays on screen
 	for i, frame := range frames {
 		at := float64(i) * every
@@ -93,9 +94,9 @@ func (a *Adapter) readText(ctx context.Context, path string, duration, threshold
 				continue
 			}
 			open[l.text] = len(out)
-			out = append(out, providers.TextDetection{
+			out = append(out, jobs.TextDetection{
 				Text: l.text, Confidence: l.confidence, Language: a.language(),
-				Instances: []providers.TimedInstance{{Start: round(at), End: round(end), Confidence: l.confidence}},
+				Instances: []jobs.TimedInstance{{Start: round(at), End: round(end), Confidence: l.confidence}},
 			})
 		}
 		for text := range open {
@@ -139,7 +140,7 @@ func (a *Adapter) ocr(ctx context.Context, frame string) ([]textLine, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, providers.Retryable(providers.CodeProviderUnavailable, "media: tesseract failed: "+media.ErrorLine(stderr.String()), err)
+		return nil, providers.Retryable(jobs.CodeProviderUnavailable, "media: tesseract failed: "+media.ErrorLine(stderr.String()), err)
 	}
 	type lineKey struct{ block, par, line string }
 	var order []lineKey
@@ -185,7 +186,7 @@ func (a *Adapter) run(ctx context.Context, name string, args ...string) ([]byte,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, providers.InputError(providers.CodeInputUnreadable, "media: the video cannot be decoded: "+media.ErrorLine(stderr.String()), nil)
+		return nil, providers.InputError(jobs.CodeInputUnreadable, "media: the video cannot be decoded: "+media.ErrorLine(stderr.String()), nil)
 	}
 	return stderr.Bytes(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"slices"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
@@ -80,7 +81,7 @@ func New(p *providers.Provider) (*Adapter, error) {
 		return nil, fmt.Errorf("settings: ocr_every_seconds %g must be more than 0", s.OCREverySeconds)
 	}
 	a := &Adapter{provider: p, settings: s}
-	if capab := p.Services[providers.VideoAnalyses]; capab != nil {
+	if capab := p.Services[jobs.VideoAnalyses]; capab != nil {
 		for _, f := range capab.Features {
 			if f == SpeechToText && s.SpeechProvider == "" {
 				return nil, errors.New("services: video-analyses lists speech_to_text, which needs settings.speech_provider: the id of a transcriptions provider to hand the audio to")
@@ -100,27 +101,27 @@ func New(p *providers.Provider) (*Adapter, error) {
 
 // Run analyses the video the media stage fetched.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != providers.VideoAnalyses {
-		return nil, providers.Permanent(providers.CodeUnsupportedService,
+	if call.Service != jobs.VideoAnalyses {
+		return nil, providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the media adapter does video analyses only, not %s", call.Service), nil)
 	}
-	var in providers.VideoAnalysisInput
-	var opts providers.VideoAnalysisOptions
+	var in jobs.VideoAnalysisInput
+	var opts jobs.VideoAnalysisOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	features := a.features()
 	for _, f := range in.Features {
 		if !slices.Contains(features, f) {
-			return nil, providers.Permanent(providers.CodeUnsupportedOption,
+			return nil, providers.Permanent(jobs.CodeUnsupportedOption,
 				fmt.Sprintf("provider %q cannot do %q; it does %v", a.provider.ID, f, features), nil)
 		}
 	}
 	if call.Media == nil {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the media adapter reads the video the gateway's media stage fetched, and this job has none", nil)
 	}
-	res := providers.VideoAnalysisResult{VideoMetadata: call.Media.VideoMetadata}
+	res := jobs.VideoAnalysisResult{VideoMetadata: call.Media.VideoMetadata}
 	duration := call.Media.Duration
 	threshold := opts.EffectiveConfidenceThreshold()
 	call.Progress(0)
@@ -165,21 +166,21 @@ func (a *Adapter) features() []string {
 }
 
 // scenes turns cut times into scenes covering the whole video.
-func scenes(cuts []float64, duration float64) []providers.Scene {
-	out := []providers.Scene{}
+func scenes(cuts []float64, duration float64) []jobs.Scene {
+	out := []jobs.Scene{}
 	start := 0.0
 	for _, cut := range cuts {
 		if cut <= start {
 			continue
 		}
-		out = append(out, providers.Scene{Index: len(out), Start: start, End: round(cut)})
+		out = append(out, jobs.Scene{Index: len(out), Start: start, End: round(cut)})
 		start = round(cut)
 	}
 	end := round(duration)
 	if end <= start {
 		end = start
 	}
-	return append(out, providers.Scene{Index: len(out), Start: start, End: end})
+	return append(out, jobs.Scene{Index: len(out), Start: start, End: end})
 }
 
 func round(s float64) float64 { return math.Round(s*1000) / 1000 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -32,8 +33,8 @@ func requireEngine(t *testing.T) {
 func newAdapter(t *testing.T) *mediaengine.Adapter {
 	t.Helper()
 	requireEngine(t)
-	a, err := mediaengine.New(&providers.Provider{ID: "media-local", Services: map[providers.ServiceID]*providers.Capability{
-		providers.VideoAnalyses: {Features: mediaengine.Features, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.5, Currency: "USD"}},
+	a, err := mediaengine.New(&providers.Provider{ID: "media-local", Services: map[jobs.ServiceID]*providers.Capability{
+		jobs.VideoAnalyses: {Features: mediaengine.Features, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.5, Currency: "USD"}},
 	}})
 	require.NoError(t, err)
 	return a
@@ -41,24 +42,24 @@ func newAdapter(t *testing.T) *mediaengine.Adapter {
 
 // analyse runs a video analysis of the video at path as the media stage
 // would hand it over.
-func analyse(t *testing.T, a *mediaengine.Adapter, path, input, options string) (providers.VideoAnalysisResult, []int, error) {
+func analyse(t *testing.T, a *mediaengine.Adapter, path, input, options string) (jobs.VideoAnalysisResult, []int, error) {
 	t.Helper()
 	tools, err := media.FindTools()
 	require.NoError(t, err)
-	probe, err := tools.Probe(t.Context(), providers.VideoAnalyses, path)
+	probe, err := tools.Probe(t.Context(), jobs.VideoAnalyses, path)
 	require.NoError(t, err)
 	meta, _ := probe.VideoMetadata()
 	var progress []int
 	out, err := a.Run(context.Background(), providers.Call{
-		JobID: "job-1", Service: providers.VideoAnalyses,
-		Provider: &providers.Provider{ID: "media-local", Services: map[providers.ServiceID]*providers.Capability{
-			providers.VideoAnalyses: {Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.5, Currency: "USD"}},
+		JobID: "job-1", Service: jobs.VideoAnalyses,
+		Provider: &providers.Provider{ID: "media-local", Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.VideoAnalyses: {Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.5, Currency: "USD"}},
 		}},
 		Input: json.RawMessage(input), Options: json.RawMessage(options),
 		Media:  &providers.Media{Path: path, ContentType: "video/mp4", Duration: probe.Duration, VideoMetadata: meta},
 		Report: func(p int) { progress = append(progress, p) },
 	})
-	var res providers.VideoAnalysisResult
+	var res jobs.VideoAnalysisResult
 	if err == nil {
 		require.NoError(t, json.Unmarshal(out, &res))
 	}
@@ -113,26 +114,26 @@ func TestOnlyWhatItCanDo(t *testing.T) {
 	var perr *providers.Error
 	require.True(t, errors.As(err, &perr), "%v", err)
 	require.Equal(t, providers.KindPermanent, perr.Kind)
-	require.Equal(t, providers.CodeUnsupportedOption, perr.Code)
+	require.Equal(t, jobs.CodeUnsupportedOption, perr.Code)
 
-	_, err = a.Run(context.Background(), providers.Call{Service: providers.VideoAnalyses,
+	_, err = a.Run(context.Background(), providers.Call{Service: jobs.VideoAnalyses,
 		Input: json.RawMessage(`{"url":"https://media.test/v.mp4","features":["scenes"]}`)})
 	require.True(t, errors.As(err, &perr))
-	require.Equal(t, providers.CodeUnsupportedInput, perr.Code, "no media from the media stage")
+	require.Equal(t, jobs.CodeUnsupportedInput, perr.Code, "no media from the media stage")
 }
 
 func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
 	t.Parallel()
 	requireEngine(t)
-	_, err := mediaengine.New(&providers.Provider{ID: "m", Services: map[providers.ServiceID]*providers.Capability{
-		providers.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
+	_, err := mediaengine.New(&providers.Provider{ID: "m", Services: map[jobs.ServiceID]*providers.Capability{
+		jobs.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
 	require.ErrorContains(t, err, "needs settings.speech_provider")
-	_, err = mediaengine.New(&providers.Provider{ID: "m", Services: map[providers.ServiceID]*providers.Capability{
-		providers.VideoAnalyses: {Features: []string{"labels"}}}})
+	_, err = mediaengine.New(&providers.Provider{ID: "m", Services: map[jobs.ServiceID]*providers.Capability{
+		jobs.VideoAnalyses: {Features: []string{"labels"}}}})
 	require.ErrorContains(t, err, `"labels", which the media adapter cannot do`)
 
 	a, err := mediaengine.New(&providers.Provider{ID: "m", Settings: map[string]any{"speech_provider": "whisper"},
-		Services: map[providers.ServiceID]*providers.Capability{providers.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
 	require.NoError(t, err)
 	var handed []providers.Call
 	delegate := func(_ context.Context, id string, call providers.Call) (json.RawMessage, error) {
@@ -149,19 +150,19 @@ func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		tracks int
-		want   []providers.SpeechSegment
+		want   []jobs.SpeechSegment
 	}{
-		{1, []providers.SpeechSegment{{Start: 0, End: 1, Text: "hello", SpeakerID: 1, Language: "en", Confidence: 0.9}}},
+		{1, []jobs.SpeechSegment{{Start: 0, End: 1, Text: "hello", SpeakerID: 1, Language: "en", Confidence: 0.9}}},
 		{0, nil},
 	} {
 		video := mediatest.Video(t, dir, 2, tc.tracks)
 		handed = nil
-		out, err := a.Run(context.Background(), providers.Call{Service: providers.VideoAnalyses, Delegate: delegate,
+		out, err := a.Run(context.Background(), providers.Call{Service: jobs.VideoAnalyses, Delegate: delegate,
 			Input:   json.RawMessage(`{"url":"https://media.test/v.mp4","features":["speech_to_text"]}`),
 			Options: json.RawMessage(`{"language":"en-US"}`),
 			Media:   &providers.Media{Path: video, ContentType: "video/mp4", Duration: 2}})
 		require.NoError(t, err)
-		var res providers.VideoAnalysisResult
+		var res jobs.VideoAnalysisResult
 		require.NoError(t, json.Unmarshal(out, &res))
 		require.Equal(t, tc.want, res.SpeechToText, "%d audio tracks", tc.tracks) // none: absent, like an empty ocr
 		if tc.tracks == 0 {
@@ -169,7 +170,7 @@ func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
 			continue
 		}
 		require.Len(t, handed, 1)
-		require.Equal(t, providers.Transcriptions, handed[0].Service)
+		require.Equal(t, jobs.Transcriptions, handed[0].Service)
 		require.JSONEq(t, `{"language":"en-US"}`, string(handed[0].Options))
 		require.JSONEq(t, `{"type":"video","url":"https://media.test/v.mp4"}`, string(handed[0].Input))
 	}

@@ -7,23 +7,24 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // speech extracts the video's audio and hands it to the speech provider
 // as a transcription (docs/providers.md, media): its segments become the
 // speech_to_text section. A video without audio has no speech.
-func (a *Adapter) speech(ctx context.Context, call providers.Call, in providers.VideoAnalysisInput, opts providers.VideoAnalysisOptions) ([]providers.SpeechSegment, error) {
+func (a *Adapter) speech(ctx context.Context, call providers.Call, in jobs.VideoAnalysisInput, opts jobs.VideoAnalysisOptions) ([]jobs.SpeechSegment, error) {
 	if call.Delegate == nil {
-		return nil, providers.Permanent(providers.CodeUnsupportedOption,
+		return nil, providers.Permanent(jobs.CodeUnsupportedOption,
 			"speech_to_text needs the gateway's worker to hand the audio to "+a.settings.SpeechProvider, nil)
 	}
-	probe, err := a.tools.Probe(ctx, providers.VideoAnalyses, call.Media.Path)
+	probe, err := a.tools.Probe(ctx, jobs.VideoAnalyses, call.Media.Path)
 	if err != nil {
 		return nil, err
 	}
 	if len(probe.AudioStreams()) == 0 {
-		return []providers.SpeechSegment{}, nil
+		return []jobs.SpeechSegment{}, nil
 	}
 	dir, err := os.MkdirTemp("", "speech-*")
 	if err != nil {
@@ -46,22 +47,22 @@ func (a *Adapter) speech(ctx context.Context, call providers.Call, in providers.
 	if language == "auto" {
 		language = ""
 	}
-	input, _ := json.Marshal(providers.TranscriptionInput{Type: "video", URL: in.URL})
-	options, _ := json.Marshal(providers.TranscriptionOptions{Language: language})
+	input, _ := json.Marshal(jobs.TranscriptionInput{Type: "video", URL: in.URL})
+	options, _ := json.Marshal(jobs.TranscriptionOptions{Language: language})
 	out, err := call.Delegate(ctx, a.settings.SpeechProvider, providers.Call{
-		JobID: call.JobID, Service: providers.Transcriptions, Input: input, Options: options,
+		JobID: call.JobID, Service: jobs.Transcriptions, Input: input, Options: options,
 		Media: &providers.Media{Path: wav, ContentType: "audio/wav", Size: info.Size(), Duration: probe.Duration},
 	})
 	if err != nil {
 		return nil, err
 	}
-	var transcript providers.TranscriptionResult
+	var transcript jobs.TranscriptionResult
 	if err := json.Unmarshal(out, &transcript); err != nil {
-		return nil, providers.Retryable(providers.CodeBadResponse,
+		return nil, providers.Retryable(jobs.CodeBadResponse,
 			fmt.Sprintf("speech provider %q sent a transcript that does not decode", a.settings.SpeechProvider), err)
 	}
 	threshold := opts.EffectiveConfidenceThreshold()
-	segments := []providers.SpeechSegment{}
+	segments := []jobs.SpeechSegment{}
 	for _, s := range transcript.Segments {
 		confidence := 1.0
 		if s.Confidence != nil {
@@ -70,7 +71,7 @@ func (a *Adapter) speech(ctx context.Context, call providers.Call, in providers.
 		if confidence < threshold {
 			continue
 		}
-		seg := providers.SpeechSegment{Start: s.Start, End: s.End, Text: s.Text, Language: transcript.Language, Confidence: confidence}
+		seg := jobs.SpeechSegment{Start: s.Start, End: s.End, Text: s.Text, Language: transcript.Language, Confidence: confidence}
 		var n int
 		if _, err := fmt.Sscanf(s.Speaker, "speaker_%d", &n); err == nil && n > 0 {
 			seg.SpeakerID = n - 1

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/llmtask"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -67,8 +68,8 @@ func (a *Adapter) chat(ctx context.Context, req chatRequest) (content, finish st
 
 // chatUsage builds a result's usage from the answer's token counts; cost is
 // given when the pricing unit can be measured here.
-func chatUsage(p providers.Pricing, resp chatResponse, characters int) *providers.Usage {
-	u := &providers.Usage{}
+func chatUsage(p providers.Pricing, resp chatResponse, characters int) *jobs.Usage {
+	u := &jobs.Usage{}
 	m := usage.Metered{Characters: characters, Pages: 1}
 	measurable := p.Unit == providers.PerRequest || p.Unit == providers.PerCharacter
 	if resp.Usage != nil {
@@ -87,14 +88,14 @@ func chatUsage(p providers.Pricing, resp chatResponse, characters int) *provider
 // llmTask runs an llm-task through chat completions.
 func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error) {
 	var (
-		in   providers.LLMTaskInput
-		opts providers.LLMTaskOptions
+		in   jobs.LLMTaskInput
+		opts jobs.LLMTaskOptions
 	)
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if in.Type == "document" {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the openai adapter takes llm-task input of type text only; route document tasks to another provider", nil)
 	}
 	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
@@ -112,7 +113,7 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	res := providers.LLMTaskResult{Content: content, FinishReason: "completed"}
+	res := jobs.LLMTaskResult{Content: content, FinishReason: "completed"}
 	if finish == "length" {
 		res.FinishReason = "max_tokens"
 	}
@@ -125,14 +126,14 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 // translate runs a text translation through chat completions.
 func (a *Adapter) translate(ctx context.Context, call providers.Call) (any, error) {
 	var (
-		in   providers.TranslationInput
-		opts providers.TranslationOptions
+		in   jobs.TranslationInput
+		opts jobs.TranslationOptions
 	)
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if in.Type != "text" {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the openai adapter translates input of type text only; route document translations to another provider", nil)
 	}
 	source := opts.SourceLanguage
@@ -148,7 +149,7 @@ func (a *Adapter) translate(ctx context.Context, call providers.Call) (any, erro
 		return nil, err
 	}
 	chars := utf8.RuneCountInString(in.Content)
-	res := providers.TranslationResult{
+	res := jobs.TranslationResult{
 		// The chat API does not say which language it detected: "und"
 		// is BCP 47 for undetermined.
 		SourceLanguage: "und",

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
 )
@@ -131,16 +132,16 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		err error
 	)
 	switch call.Service {
-	case providers.LLMTasks:
+	case jobs.LLMTasks:
 		res, err = a.llmTask(ctx, call)
-	case providers.Translations:
+	case jobs.Translations:
 		res, err = a.translate(ctx, call)
-	case providers.Transcriptions:
+	case jobs.Transcriptions:
 		res, err = a.transcribe(ctx, call)
-	case providers.VideoAnalyses:
+	case jobs.VideoAnalyses:
 		res, err = a.analyseVideo(ctx, call)
 	default:
-		err = providers.Permanent(providers.CodeUnsupportedService,
+		err = providers.Permanent(jobs.CodeUnsupportedService,
 			fmt.Sprintf("the openai adapter does not support %s; route these jobs to another provider", call.Service), nil)
 	}
 	if err != nil {
@@ -165,7 +166,7 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, providers.Retryable(providers.CodeProviderUnavailable,
+		return nil, providers.Retryable(jobs.CodeProviderUnavailable,
 			fmt.Sprintf("provider %q could not be reached", a.provider.ID), err)
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -174,7 +175,7 @@ func (a *Adapter) send(ctx context.Context, req *http.Request) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, providers.Retryable(providers.CodeProviderUnavailable,
+		return nil, providers.Retryable(jobs.CodeProviderUnavailable,
 			fmt.Sprintf("provider %q: reading the answer failed", a.provider.ID), err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -214,12 +215,12 @@ func (a *Adapter) statusError(status int, body []byte) *providers.Error {
 	quota := ae.Error.Code == "insufficient_quota" || ae.Error.Type == "insufficient_quota"
 	switch {
 	case status == http.StatusTooManyRequests && quota:
-		e = providers.Permanent(providers.CodeProviderRejected, text, nil)
+		e = providers.Permanent(jobs.CodeProviderRejected, text, nil)
 	case status == http.StatusRequestTimeout, status == http.StatusConflict,
 		status == http.StatusTooManyRequests, status >= 500:
-		e = providers.Retryable(providers.CodeProviderUnavailable, text, nil)
+		e = providers.Retryable(jobs.CodeProviderUnavailable, text, nil)
 	default:
-		e = providers.Permanent(providers.CodeProviderRejected, text, nil)
+		e = providers.Permanent(jobs.CodeProviderRejected, text, nil)
 	}
 	e.StatusCode = status
 	return e
@@ -227,7 +228,7 @@ func (a *Adapter) statusError(status int, body []byte) *providers.Error {
 
 // badResponse reports a 2xx answer that could not be understood.
 func (a *Adapter) badResponse(err error) *providers.Error {
-	return providers.Permanent(providers.CodeBadResponse,
+	return providers.Permanent(jobs.CodeBadResponse,
 		fmt.Sprintf("provider %q sent an answer that is not a valid OpenAI API response", a.provider.ID), err)
 }
 

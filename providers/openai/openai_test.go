@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/openai"
 )
@@ -53,10 +54,10 @@ func setup(t *testing.T) *bundle {
 	b.provider = &providers.Provider{
 		ID: "oa", Name: "OpenAI test", Adapter: "openai",
 		Settings: map[string]any{"base_url": b.server.URL + "/v1/", "api_key_env": "TEST_OPENAI_KEY", "model": "gpt-test"},
-		Services: map[providers.ServiceID]*providers.Capability{
-			providers.LLMTasks:       {Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.001, Currency: "USD"}},
-			providers.Translations:   {Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.01, Currency: "USD"}},
-			providers.Transcriptions: {Limits: providers.Limits{MaxFileSizeMB: 1}, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.006, Currency: "USD"}},
+		Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.LLMTasks:       {Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.001, Currency: "USD"}},
+			jobs.Translations:   {Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.01, Currency: "USD"}},
+			jobs.Transcriptions: {Limits: providers.Limits{MaxFileSizeMB: 1}, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.006, Currency: "USD"}},
 		},
 	}
 	env := func(name string) (string, bool) {
@@ -77,7 +78,7 @@ func (b *bundle) handle(h http.HandlerFunc) {
 	b.handler = h
 }
 
-func (b *bundle) run(ctx context.Context, svc providers.ServiceID, input, options string) (map[string]any, error) {
+func (b *bundle) run(ctx context.Context, svc jobs.ServiceID, input, options string) (map[string]any, error) {
 	out, err := b.adapter.Run(ctx, providers.Call{
 		JobID: "job-1", Service: svc, Provider: b.provider,
 		Input: json.RawMessage(input), Options: json.RawMessage(options),
@@ -176,7 +177,7 @@ func TestLLMTask(t *testing.T) {
 			var raw map[string]any
 			b.handle(capture(t, &got, &raw, chatAnswer("answer", tt.answerFinish)))
 
-			res, err := b.run(context.Background(), providers.LLMTasks, tt.input, tt.options)
+			res, err := b.run(context.Background(), jobs.LLMTasks, tt.input, tt.options)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantModel, got.Model)
 			msgs := make([][2]string, len(got.Messages))
@@ -203,8 +204,8 @@ func ptr[T any](v T) *T { return &v }
 func TestLLMTaskDocumentIsUnsupported(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"document","url":"https://example.com/a.pdf","prompt":"p"}`, ``)
-	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedInput, 0)
+	_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"document","url":"https://example.com/a.pdf","prompt":"p"}`, ``)
+	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedInput, 0)
 	require.Zero(t, b.requests)
 }
 
@@ -230,7 +231,7 @@ func TestTranslate(t *testing.T) {
 			var raw map[string]any
 			b.handle(capture(t, &got, &raw, chatAnswer("Hallo Wélt", "stop")))
 
-			res, err := b.run(context.Background(), providers.Translations, `{"type":"text","content":"Hello wörld","target_language":"de"}`, tt.options)
+			res, err := b.run(context.Background(), jobs.Translations, `{"type":"text","content":"Hello wörld","target_language":"de"}`, tt.options)
 			require.NoError(t, err)
 			require.Len(t, got.Messages, 2)
 			require.Equal(t, "system", got.Messages[0].Role)
@@ -260,8 +261,8 @@ func TestTranslate(t *testing.T) {
 func TestTranslateDocumentIsUnsupported(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.run(context.Background(), providers.Translations, `{"type":"document","url":"https://example.com/a.pdf","target_language":"de"}`, ``)
-	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedInput, 0)
+	_, err := b.run(context.Background(), jobs.Translations, `{"type":"document","url":"https://example.com/a.pdf","target_language":"de"}`, ``)
+	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedInput, 0)
 	require.Zero(t, b.requests)
 }
 
@@ -338,7 +339,7 @@ func TestTranscribe(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			transcriptionServer(t, b, tt.wantLanguage)
-			res, err := b.run(context.Background(), providers.Transcriptions, `{"type":"audio","url":"`+b.server.URL+`/media/talk.mp3"}`, tt.options)
+			res, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.server.URL+`/media/talk.mp3"}`, tt.options)
 			require.NoError(t, err)
 			tt.check(t, res)
 			require.Equal(t, []int{0, 100}, b.reports)
@@ -355,16 +356,16 @@ func TestTranscribeFailures(t *testing.T) {
 		code                string
 		status              int
 	}{
-		{"media 404", "/media/missing.mp3", ``, providers.KindInput, providers.CodeMediaUnavailable, 404},
-		{"media over the capability limit", "/media/big.wav", ``, providers.KindPermanent, providers.CodeFileTooLarge, 0},
-		{"diarization", "/media/talk.mp3", `{"diarization":true}`, providers.KindPermanent, providers.CodeUnsupportedOption, 0},
+		{"media 404", "/media/missing.mp3", ``, providers.KindInput, jobs.CodeMediaUnavailable, 404},
+		{"media over the capability limit", "/media/big.wav", ``, providers.KindPermanent, jobs.CodeFileTooLarge, 0},
+		{"diarization", "/media/talk.mp3", `{"diarization":true}`, providers.KindPermanent, jobs.CodeUnsupportedOption, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			transcriptionServer(t, b, "")
-			_, err := b.run(context.Background(), providers.Transcriptions, `{"type":"audio","url":"`+b.server.URL+tt.path+`"}`, tt.options)
+			_, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.server.URL+tt.path+`"}`, tt.options)
 			requireKind(t, err, tt.kind, tt.code, tt.status)
 		})
 	}
@@ -381,17 +382,17 @@ func TestHTTPErrors(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{"rate limited", 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, providers.KindRetryable, providers.CodeProviderUnavailable, "Rate limit reached"},
-		{"quota exhausted", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, providers.KindPermanent, providers.CodeProviderRejected, "quota"},
-		{"server error", 500, `{"error":{"message":"The server had an error"}}`, providers.KindRetryable, providers.CodeProviderUnavailable, "server had an error"},
-		{"overloaded", 503, `upstream overloaded`, providers.KindRetryable, providers.CodeProviderUnavailable, "upstream overloaded"},
-		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, providers.KindPermanent, providers.CodeProviderRejected, "Incorrect API key"},
-		{"forbidden", 403, `{"error":{"message":"Country not supported"}}`, providers.KindPermanent, providers.CodeProviderRejected, "Country not supported"},
-		{"bad request", 400, `{"error":{"message":"context too long"}}`, providers.KindPermanent, providers.CodeProviderRejected, "context too long"},
-		{"unknown model", 404, `{"error":{"message":"model not found"}}`, providers.KindPermanent, providers.CodeProviderRejected, "model not found"},
-		{"unprocessable", 422, `{"detail":"bad"}`, providers.KindPermanent, providers.CodeProviderRejected, `{"detail":"bad"}`},
-		{"garbage 200", 200, `not json`, providers.KindPermanent, providers.CodeBadResponse, "not a valid OpenAI API response"},
-		{"no choices", 200, `{"choices":[]}`, providers.KindPermanent, providers.CodeBadResponse, "no choices"},
+		{"rate limited", 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, providers.KindRetryable, jobs.CodeProviderUnavailable, "Rate limit reached"},
+		{"quota exhausted", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, providers.KindPermanent, jobs.CodeProviderRejected, "quota"},
+		{"server error", 500, `{"error":{"message":"The server had an error"}}`, providers.KindRetryable, jobs.CodeProviderUnavailable, "server had an error"},
+		{"overloaded", 503, `upstream overloaded`, providers.KindRetryable, jobs.CodeProviderUnavailable, "upstream overloaded"},
+		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, providers.KindPermanent, jobs.CodeProviderRejected, "Incorrect API key"},
+		{"forbidden", 403, `{"error":{"message":"Country not supported"}}`, providers.KindPermanent, jobs.CodeProviderRejected, "Country not supported"},
+		{"bad request", 400, `{"error":{"message":"context too long"}}`, providers.KindPermanent, jobs.CodeProviderRejected, "context too long"},
+		{"unknown model", 404, `{"error":{"message":"model not found"}}`, providers.KindPermanent, jobs.CodeProviderRejected, "model not found"},
+		{"unprocessable", 422, `{"detail":"bad"}`, providers.KindPermanent, jobs.CodeProviderRejected, `{"detail":"bad"}`},
+		{"garbage 200", 200, `not json`, providers.KindPermanent, jobs.CodeBadResponse, "not a valid OpenAI API response"},
+		{"no choices", 200, `{"choices":[]}`, providers.KindPermanent, jobs.CodeBadResponse, "no choices"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +402,7 @@ func TestHTTPErrors(t *testing.T) {
 				w.WriteHeader(tt.status)
 				_, _ = io.WriteString(w, tt.body)
 			})
-			_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+			_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
 			status := tt.status
 			if status == 200 {
 				status = 0
@@ -417,8 +418,8 @@ func TestNetworkErrorIsRetryable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.server.Close()
-	_, err := b.run(context.Background(), providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
-	requireKind(t, err, providers.KindRetryable, providers.CodeProviderUnavailable, 0)
+	_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+	requireKind(t, err, providers.KindRetryable, jobs.CodeProviderUnavailable, 0)
 }
 
 func TestClientTimeoutIsRetryable(t *testing.T) {
@@ -432,8 +433,8 @@ func TestClientTimeoutIsRetryable(t *testing.T) {
 	client.Timeout = 50 * time.Millisecond
 	a, err := openai.New(b.provider, openai.WithHTTPClient(client), openai.WithLookupEnv(func(string) (string, bool) { return "k", true }))
 	require.NoError(t, err)
-	_, err = a.Run(context.Background(), providers.Call{Service: providers.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"Hi"}`)})
-	requireKind(t, err, providers.KindRetryable, providers.CodeProviderUnavailable, 0)
+	_, err = a.Run(context.Background(), providers.Call{Service: jobs.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"Hi"}`)})
+	requireKind(t, err, providers.KindRetryable, jobs.CodeProviderUnavailable, 0)
 }
 
 func TestCancelledContext(t *testing.T) {
@@ -445,7 +446,7 @@ func TestCancelledContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := b.run(ctx, providers.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
+	_, err := b.run(ctx, jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -509,7 +510,7 @@ func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
 	})
 	media := &providers.Media{Path: path, ContentType: "audio/wav", Size: int64(len(wav)), Duration: 2}
 	out, err := b.adapter.Run(context.Background(), providers.Call{
-		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		JobID: "job-1", Service: jobs.Transcriptions, Provider: b.provider,
 		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
 	})
 	require.NoError(t, err)
@@ -517,8 +518,8 @@ func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
 
 	media.Size = 1<<20 + 1 // over the test capability's 1 MB
 	_, err = b.adapter.Run(context.Background(), providers.Call{
-		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		JobID: "job-1", Service: jobs.Transcriptions, Provider: b.provider,
 		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
 	})
-	requireKind(t, err, providers.KindPermanent, providers.CodeFileTooLarge, 0)
+	requireKind(t, err, providers.KindPermanent, jobs.CodeFileTooLarge, 0)
 }

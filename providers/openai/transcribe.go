@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -46,14 +47,14 @@ type verboseTranscript struct {
 // transcribe fetches the audio and posts it to /audio/transcriptions.
 func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, error) {
 	var (
-		in   providers.TranscriptionInput
-		opts providers.TranscriptionOptions
+		in   jobs.TranscriptionInput
+		opts jobs.TranscriptionOptions
 	)
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	if opts.WantsDiarization() {
-		return nil, providers.Permanent(providers.CodeUnsupportedOption,
+		return nil, providers.Permanent(jobs.CodeUnsupportedOption,
 			"the openai adapter cannot label speakers (diarization); route such jobs to another provider", nil)
 	}
 	capab := call.Capability()
@@ -108,13 +109,13 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		return nil, a.badResponse(err)
 	}
 
-	res := providers.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: vt.Duration, Language: opts.Language}
+	res := jobs.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: vt.Duration, Language: opts.Language}
 	if res.Language == "" || res.Language == "auto" {
 		res.Language = languageCode(vt.Language)
 	}
 	if opts.WantsTimestamps() {
 		for _, s := range vt.Segments {
-			seg := providers.Segment{Start: s.Start, End: s.End, Text: strings.TrimSpace(s.Text)}
+			seg := jobs.Segment{Start: s.Start, End: s.End, Text: strings.TrimSpace(s.Text)}
 			if s.AvgLogprob != nil {
 				c := math.Round(min(1, max(0, math.Exp(*s.AvgLogprob)))*1000) / 1000
 				seg.Confidence = &c
@@ -123,11 +124,11 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		}
 		if len(res.Segments) == 0 && strings.TrimSpace(vt.Text) != "" {
 			// Servers that return no segments still transcribed something.
-			res.Segments = []providers.Segment{{Start: 0, End: vt.Duration, Text: strings.TrimSpace(vt.Text)}}
+			res.Segments = []jobs.Segment{{Start: 0, End: vt.Duration, Text: strings.TrimSpace(vt.Text)}}
 		}
 	}
 	if opts.IncludeUsage {
-		u := &providers.Usage{}
+		u := &jobs.Usage{}
 		m := usage.Metered{Minutes: vt.Duration / 60, Pages: 1}
 		measurable := capab.Pricing.Unit == providers.PerMinute || capab.Pricing.Unit == providers.PerRequest
 		if vt.Usage != nil && vt.Usage.InputTokens != nil && vt.Usage.OutputTokens != nil {
@@ -154,7 +155,7 @@ func (a *Adapter) audio(ctx context.Context, call providers.Call, rawURL string,
 		return a.fetch(ctx, rawURL, limit)
 	}
 	if call.Media.Size > limit {
-		return nil, "", providers.Permanent(providers.CodeFileTooLarge,
+		return nil, "", providers.Permanent(jobs.CodeFileTooLarge,
 			fmt.Sprintf("the extracted audio (%d MB) is larger than the %d MB provider %q accepts", call.Media.Size>>20, limit>>20, a.provider.ID), nil)
 	}
 	data, err := os.ReadFile(call.Media.Path)
@@ -165,7 +166,7 @@ func (a *Adapter) audio(ctx context.Context, call providers.Call, rawURL string,
 }
 
 func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte, string, error) {
-	svc := providers.Transcriptions
+	svc := jobs.Transcriptions
 	u, err := media.ParseURL(svc, rawURL)
 	if err != nil {
 		return nil, "", err
@@ -182,7 +183,7 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 	if err := media.StatusError(u, resp.StatusCode); err != nil {
 		return nil, "", err
 	}
-	tooLarge := providers.Permanent(providers.CodeFileTooLarge,
+	tooLarge := providers.Permanent(jobs.CodeFileTooLarge,
 		fmt.Sprintf("the media is larger than the %d MB provider %q accepts", limit>>20, a.provider.ID), nil)
 	if resp.ContentLength > limit {
 		return nil, "", tooLarge

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
@@ -51,19 +52,19 @@ type visionRequest struct {
 // the model for the requested features as structured output, and checks
 // the answer against the result's schema before accepting it.
 func (a *Adapter) analyseVideo(ctx context.Context, call providers.Call) (any, error) {
-	var in providers.VideoAnalysisInput
-	var opts providers.VideoAnalysisOptions
+	var in jobs.VideoAnalysisInput
+	var opts jobs.VideoAnalysisOptions
 	if err := call.Decode(&in, &opts); err != nil {
 		return nil, err
 	}
 	for _, f := range in.Features {
 		if !slices.Contains(VisionFeatures, f) {
-			return nil, providers.Permanent(providers.CodeUnsupportedOption,
+			return nil, providers.Permanent(jobs.CodeUnsupportedOption,
 				fmt.Sprintf("the openai adapter cannot do %q from frames; it does %v", f, VisionFeatures), nil)
 		}
 	}
 	if call.Media == nil {
-		return nil, providers.Permanent(providers.CodeUnsupportedInput,
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the openai adapter analyses the video the gateway's media stage fetched, and this job has none", nil)
 	}
 	frames, times, err := sampleFrames(ctx, call.Media)
@@ -107,7 +108,7 @@ func (a *Adapter) analyseVideo(ctx context.Context, call providers.Call) (any, e
 func sampleFrames(ctx context.Context, m *providers.Media) ([]string, []float64, error) {
 	tools, err := media.FindTools()
 	if err != nil {
-		return nil, nil, providers.Permanent(providers.CodeProviderRejected, "this worker cannot sample frames: "+err.Error(), nil)
+		return nil, nil, providers.Permanent(jobs.CodeProviderRejected, "this worker cannot sample frames: "+err.Error(), nil)
 	}
 	dir, err := os.MkdirTemp("", "vision-")
 	if err != nil {
@@ -129,7 +130,7 @@ func sampleFrames(ctx context.Context, m *providers.Media) ([]string, []float64,
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
-			return nil, nil, providers.InputError(providers.CodeInputUnreadable, "the video's frames cannot be decoded: "+media.ErrorLine(string(output)), nil)
+			return nil, nil, providers.InputError(jobs.CodeInputUnreadable, "the video's frames cannot be decoded: "+media.ErrorLine(string(output)), nil)
 		}
 		data, err := os.ReadFile(out)
 		if err != nil {
@@ -139,7 +140,7 @@ func sampleFrames(ctx context.Context, m *providers.Media) ([]string, []float64,
 		times = append(times, math.Round(at*1000)/1000)
 	}
 	if len(frames) == 0 {
-		return nil, nil, providers.InputError(providers.CodeInputUnreadable, "the video has no frame to analyse", nil)
+		return nil, nil, providers.InputError(jobs.CodeInputUnreadable, "the video has no frame to analyse", nil)
 	}
 	return frames, times, nil
 }
@@ -151,7 +152,7 @@ func visionInstruction(features []string, times []float64, language string) stri
 	fmt.Fprintf(&b, "Analyse the video they show and answer only with the JSON the schema describes, for: %s. ", strings.Join(features, ", "))
 	b.WriteString("Confidences are between 0 and 1. `frames` lists the indexes (from 0) of the frames where something is seen. ")
 	if slices.Contains(features, "content_moderation") {
-		fmt.Fprintf(&b, "Moderation labels are among: %s. ", strings.Join(providers.ModerationLabels, ", "))
+		fmt.Fprintf(&b, "Moderation labels are among: %s. ", strings.Join(jobs.ModerationLabels, ", "))
 	}
 	if language != "" && language != "auto" {
 		fmt.Fprintf(&b, "Write names and the summary in the language %s. ", language)
@@ -183,7 +184,7 @@ func visionSchema(features []string) json.RawMessage {
 					"signals": map[string]any{"type": "array", "items": map[string]any{
 						"type": "object", "additionalProperties": false, "required": []string{"label", "confidence", "frames"},
 						"properties": map[string]any{
-							"label":      map[string]any{"type": "string", "enum": providers.ModerationLabels},
+							"label":      map[string]any{"type": "string", "enum": jobs.ModerationLabels},
 							"confidence": map[string]any{"type": "number"},
 							"frames":     map[string]any{"type": "array", "items": map[string]any{"type": "integer"}},
 						},
@@ -224,7 +225,7 @@ type visionDetection struct {
 // every requested feature present, confidences within 0..1, known
 // moderation labels, frame indexes that exist. An answer that fails is the
 // provider's bad response (the job fails over), not a result.
-func (a *Adapter) visionResult(content string, features []string, times []float64, m *providers.Media, threshold float64) (*providers.VideoAnalysisResult, error) {
+func (a *Adapter) visionResult(content string, features []string, times []float64, m *providers.Media, threshold float64) (*jobs.VideoAnalysisResult, error) {
 	var raw map[string]json.RawMessage
 	var ans visionAnswer
 	if err := json.Unmarshal([]byte(content), &raw); err != nil {
@@ -239,19 +240,19 @@ func (a *Adapter) visionResult(content string, features []string, times []float6
 		}
 	}
 	step := m.Duration / float64(len(times))
-	instances := func(frames []int, confidence float64) ([]providers.TimedInstance, error) {
-		out := []providers.TimedInstance{}
+	instances := func(frames []int, confidence float64) ([]jobs.TimedInstance, error) {
+		out := []jobs.TimedInstance{}
 		for _, i := range frames {
 			if i < 0 || i >= len(times) {
 				return nil, fmt.Errorf("frame %d does not exist", i)
 			}
 			start := math.Max(0, times[i]-step/2)
-			out = append(out, providers.TimedInstance{Start: round3(start), End: round3(math.Min(m.Duration, start+step)), Confidence: confidence})
+			out = append(out, jobs.TimedInstance{Start: round3(start), End: round3(math.Min(m.Duration, start+step)), Confidence: confidence})
 		}
 		return out, nil
 	}
-	detections := func(in []visionDetection) ([]providers.Detection, error) {
-		out := []providers.Detection{}
+	detections := func(in []visionDetection) ([]jobs.Detection, error) {
+		out := []jobs.Detection{}
 		for _, d := range in {
 			if d.Name == "" || d.Confidence == nil || *d.Confidence < 0 || *d.Confidence > 1 {
 				return nil, fmt.Errorf("a detection without a name or with a confidence outside 0..1")
@@ -263,11 +264,11 @@ func (a *Adapter) visionResult(content string, features []string, times []float6
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, providers.Detection{Name: d.Name, Confidence: *d.Confidence, Instances: inst})
+			out = append(out, jobs.Detection{Name: d.Name, Confidence: *d.Confidence, Instances: inst})
 		}
 		return out, nil
 	}
-	res := &providers.VideoAnalysisResult{VideoMetadata: m.VideoMetadata}
+	res := &jobs.VideoAnalysisResult{VideoMetadata: m.VideoMetadata}
 	var err error
 	for _, f := range features {
 		switch f {
@@ -293,14 +294,14 @@ func (a *Adapter) visionResult(content string, features []string, times []float6
 	return res, nil
 }
 
-func moderation(ans visionAnswer, threshold float64, instances func([]int, float64) ([]providers.TimedInstance, error)) (*providers.ContentModeration, error) {
+func moderation(ans visionAnswer, threshold float64, instances func([]int, float64) ([]jobs.TimedInstance, error)) (*jobs.ContentModeration, error) {
 	cm := ans.ContentModeration
 	if cm == nil || cm.IsSafe == nil {
 		return nil, fmt.Errorf("no is_safe verdict")
 	}
-	out := &providers.ContentModeration{IsSafe: *cm.IsSafe, Signals: []providers.ModerationSignal{}}
+	out := &jobs.ContentModeration{IsSafe: *cm.IsSafe, Signals: []jobs.ModerationSignal{}}
 	for _, s := range cm.Signals {
-		if !slices.Contains(providers.ModerationLabels, s.Label) || s.Confidence == nil || *s.Confidence < 0 || *s.Confidence > 1 {
+		if !slices.Contains(jobs.ModerationLabels, s.Label) || s.Confidence == nil || *s.Confidence < 0 || *s.Confidence > 1 {
 			return nil, fmt.Errorf("a signal with label %q or confidence out of range", s.Label)
 		}
 		if *s.Confidence < threshold {
@@ -310,7 +311,7 @@ func moderation(ans visionAnswer, threshold float64, instances func([]int, float
 		if err != nil {
 			return nil, err
 		}
-		out.Signals = append(out.Signals, providers.ModerationSignal{Label: s.Label, Confidence: *s.Confidence, Instances: inst})
+		out.Signals = append(out.Signals, jobs.ModerationSignal{Label: s.Label, Confidence: *s.Confidence, Instances: inst})
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -22,7 +23,7 @@ func analyse(t *testing.T, features, options, answer string) (map[string]any, *v
 	t.Helper()
 	mediatest.RequireTools(t)
 	b := setup(t)
-	b.provider.Services[providers.VideoAnalyses] = &providers.Capability{Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.6, Currency: "USD"}}
+	b.provider.Services[jobs.VideoAnalyses] = &providers.Capability{Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.6, Currency: "USD"}}
 	seen := &visionCall{}
 	b.handle(func(w http.ResponseWriter, r *http.Request) {
 		if !assert.Equal(t, "/v1/chat/completions", r.URL.Path) {
@@ -38,11 +39,11 @@ func analyse(t *testing.T, features, options, answer string) (map[string]any, *v
 	video := mediatest.Video(t, t.TempDir(), 4, 1)
 	tools, err := media.FindTools()
 	require.NoError(t, err)
-	probe, err := tools.Probe(t.Context(), providers.VideoAnalyses, video)
+	probe, err := tools.Probe(t.Context(), jobs.VideoAnalyses, video)
 	require.NoError(t, err)
 	meta, _ := probe.VideoMetadata()
 	out, err := b.adapter.Run(context.Background(), providers.Call{
-		JobID: "j", Service: providers.VideoAnalyses, Provider: b.provider,
+		JobID: "j", Service: jobs.VideoAnalyses, Provider: b.provider,
 		Input:   json.RawMessage(`{"url":"https://media.test/v.mp4","features":` + features + `}`),
 		Options: json.RawMessage(options),
 		Media:   &providers.Media{Path: video, ContentType: "video/mp4", Duration: probe.Duration, VideoMetadata: meta},
@@ -134,9 +135,9 @@ func TestVisionAnswersAreChecked(t *testing.T) {
 				features = `["labels","summary","content_moderation"]`
 			}
 			_, _, err := analyse(t, features, ``, answer)
-			requireKind(t, err, providers.KindPermanent, providers.CodeBadResponse, 0)
+			requireKind(t, err, providers.KindPermanent, jobs.CodeBadResponse, 0)
 		})
 	}
 	_, _, err := analyse(t, `["labels","faces"]`, ``, `{}`)
-	requireKind(t, err, providers.KindPermanent, providers.CodeUnsupportedOption, 0)
+	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedOption, 0)
 }

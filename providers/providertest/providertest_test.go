@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
@@ -15,6 +16,6 @@ func TestSandboxCatalogIsValidAndCoversEveryService(t *testing.T) {
 	require.NoError(t, err)
 	p, ok := c.Lookup("s")
 	require.True(t, ok)
-	require.Len(t, p.Services, len(providers.Services()))
+	require.Len(t, p.Services, len(jobs.Services()))
 	require.EqualValues(t, 250, p.Settings["latency_ms"])
 }

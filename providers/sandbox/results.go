@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/usage"
 )
@@ -31,7 +32,7 @@ const (
 // seed is a hash of the job input; every made-up value derives from it.
 type seed [32]byte
 
-func newSeed(svc providers.ServiceID, in any) seed {
+func newSeed(svc jobs.ServiceID, in any) seed {
 	b, _ := json.Marshal(in) // re-encoded, so formatting of the request does not matter
 	return sha256.Sum256(append([]byte(string(svc)+"\x00"), b...))
 }
@@ -58,8 +59,8 @@ var transcriptLines = []string{
 
 // transcription is a transcription job.
 type transcription struct {
-	in      providers.TranscriptionInput
-	opts    providers.TranscriptionOptions
+	in      jobs.TranscriptionInput
+	opts    jobs.TranscriptionOptions
 	pricing providers.Pricing
 	size    int64
 	probed  float64 // the media's duration, when the media stage probed it
@@ -81,11 +82,11 @@ func (j *transcription) result() any {
 		lang = "en"
 	}
 	segs := speech(r, dur, "[sandbox] This transcript is simulated.")
-	res := providers.TranscriptionResult{Format: j.opts.EffectiveFormat(), Duration: dur, Language: lang}
+	res := jobs.TranscriptionResult{Format: j.opts.EffectiveFormat(), Duration: dur, Language: lang}
 	var text strings.Builder
 	for i := range segs {
 		text.WriteString(segs[i].text + " ")
-		seg := providers.Segment{Start: segs[i].start, End: segs[i].end, Text: segs[i].text, Confidence: &segs[i].confidence}
+		seg := jobs.Segment{Start: segs[i].start, End: segs[i].end, Text: segs[i].text, Confidence: &segs[i].confidence}
 		if j.opts.WantsDiarization() {
 			seg.Speaker = fmt.Sprintf("speaker_%d", segs[i].speaker+1)
 		}
@@ -104,8 +105,8 @@ func (j *transcription) result() any {
 
 // translation is a translation job.
 type translation struct {
-	in      providers.TranslationInput
-	opts    providers.TranslationOptions
+	in      jobs.TranslationInput
+	opts    jobs.TranslationOptions
 	pricing providers.Pricing
 	size    int64
 	seed    seed
@@ -119,7 +120,7 @@ func (j *translation) result() any {
 	if src == "" || src == "auto" {
 		src = "en" // what the sandbox "detects"
 	}
-	res := providers.TranslationResult{SourceLanguage: src, TargetLanguage: j.in.TargetLanguage}
+	res := jobs.TranslationResult{SourceLanguage: src, TargetLanguage: j.in.TargetLanguage}
 	var chars, outTokens int
 	if j.in.Type == "document" {
 		// The translated document is the result file (written by
@@ -153,8 +154,8 @@ func (j *translation) result() any {
 
 // llmTask is an llm-task job.
 type llmTask struct {
-	in       providers.LLMTaskInput
-	opts     providers.LLMTaskOptions
+	in       jobs.LLMTaskInput
+	opts     jobs.LLMTaskOptions
 	pricing  providers.Pricing
 	provider string
 	models   []string
@@ -180,7 +181,7 @@ func (j *llmTask) result() any {
 	content := fmt.Sprintf("[sandbox] Simulated answer from %s using model %s to the prompt %q over %d characters of input. "+
 		"A real provider would answer here; this text only shows the shape of a result.",
 		j.provider, model, clip(j.in.Prompt, 80), inputChars)
-	res := providers.LLMTaskResult{Content: content, FinishReason: "completed"}
+	res := jobs.LLMTaskResult{Content: content, FinishReason: "completed"}
 	if j.opts.IncludeUsage {
 		in := usage.EstimateTokens(j.in.SystemPrompt+j.in.Prompt) + (inputChars+3)/4
 		out := usage.EstimateTokens(content)
@@ -192,8 +193,8 @@ func (j *llmTask) result() any {
 
 // videoAnalysis is a video-analysis job.
 type videoAnalysis struct {
-	in      providers.VideoAnalysisInput
-	opts    providers.VideoAnalysisOptions
+	in      jobs.VideoAnalysisInput
+	opts    jobs.VideoAnalysisOptions
 	pricing providers.Pricing
 	size    int64
 	probed  float64 // the media's duration, when the media stage probed it
@@ -220,7 +221,7 @@ func (j *videoAnalysis) result() any {
 	if j.probed > 0 {
 		dur = round(j.probed, 2)
 	}
-	res := providers.VideoAnalysisResult{VideoMetadata: metadata(r, dur, j.in.URL)}
+	res := jobs.VideoAnalysisResult{VideoMetadata: metadata(r, dur, j.in.URL)}
 	var text strings.Builder
 	for _, f := range j.in.Features {
 		r := j.seed.rng(f)
@@ -240,14 +241,14 @@ func (j *videoAnalysis) result() any {
 				if s.confidence < thr {
 					s.confidence = between(r, thr, 1)
 				}
-				res.SpeechToText = append(res.SpeechToText, providers.SpeechSegment{
+				res.SpeechToText = append(res.SpeechToText, jobs.SpeechSegment{
 					Start: s.start, End: s.end, Text: s.text, SpeakerID: s.speaker, Language: lang, Confidence: s.confidence,
 				})
 				text.WriteString(res.SpeechToText[i].Text + " ")
 			}
 		case "ocr":
 			for _, d := range detections(r, screenTexts, 3, thr, dur) {
-				res.OCR = append(res.OCR, providers.TextDetection{Text: d.Name, Confidence: d.Confidence, Language: "en", Instances: d.Instances})
+				res.OCR = append(res.OCR, jobs.TextDetection{Text: d.Name, Confidence: d.Confidence, Language: "en", Instances: d.Instances})
 			}
 		case "content_moderation":
 			res.ContentModeration = moderation(r, thr, dur)
@@ -267,9 +268,9 @@ func (j *videoAnalysis) result() any {
 	return res
 }
 
-func metadata(r *rand.Rand, dur float64, rawURL string) *providers.VideoMetadata {
+func metadata(r *rand.Rand, dur float64, rawURL string) *jobs.VideoMetadata {
 	res := resolutions[r.IntN(len(resolutions))]
-	m := &providers.VideoMetadata{
+	m := &jobs.VideoMetadata{
 		Duration: dur, Width: res[0], Height: res[1],
 		FrameRate: frameRates[r.IntN(len(frameRates))], Format: "mp4", Codec: "h264",
 	}
@@ -288,9 +289,9 @@ func metadata(r *rand.Rand, dur float64, rawURL string) *providers.VideoMetadata
 
 // detections picks up to n names; the first always clears the threshold,
 // the others only when their confidence does.
-func detections(r *rand.Rand, names []string, n int, thr, dur float64) []providers.Detection {
+func detections(r *rand.Rand, names []string, n int, thr, dur float64) []jobs.Detection {
 	perm := r.Perm(len(names))[:min(n, len(names))]
-	out := make([]providers.Detection, 0, len(perm))
+	out := make([]jobs.Detection, 0, len(perm))
 	for i, k := range perm {
 		c := between(r, 0.3, 1)
 		if i == 0 {
@@ -299,23 +300,23 @@ func detections(r *rand.Rand, names []string, n int, thr, dur float64) []provide
 		if c < thr {
 			continue
 		}
-		out = append(out, providers.Detection{Name: names[k], Confidence: c, Instances: instances(r, 1+r.IntN(3), thr, dur)})
+		out = append(out, jobs.Detection{Name: names[k], Confidence: c, Instances: instances(r, 1+r.IntN(3), thr, dur)})
 	}
 	return out
 }
 
-func instances(r *rand.Rand, n int, thr, dur float64) []providers.TimedInstance {
-	out := make([]providers.TimedInstance, n)
+func instances(r *rand.Rand, n int, thr, dur float64) []jobs.TimedInstance {
+	out := make([]jobs.TimedInstance, n)
 	for i := range out {
 		start := r.Float64() * dur * 0.9
 		end := min(start+1+r.Float64()*dur*0.1, dur)
-		out[i] = providers.TimedInstance{Start: round(start, 2), End: round(end, 2), Confidence: between(r, max(thr, 0.6), 1)}
+		out[i] = jobs.TimedInstance{Start: round(start, 2), End: round(end, 2), Confidence: between(r, max(thr, 0.6), 1)}
 	}
-	slices.SortFunc(out, func(a, b providers.TimedInstance) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortFunc(out, func(a, b jobs.TimedInstance) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 
-func scenes(r *rand.Rand, dur float64) []providers.Scene {
+func scenes(r *rand.Rand, dur float64) []jobs.Scene {
 	n := min(max(int(dur/20), 1), 50)
 	cuts := make([]float64, 0, n+1)
 	cuts = append(cuts, 0, dur)
@@ -324,44 +325,44 @@ func scenes(r *rand.Rand, dur float64) []providers.Scene {
 	}
 	slices.Sort(cuts)
 	cuts = slices.Compact(cuts)
-	out := make([]providers.Scene, 0, len(cuts)-1)
+	out := make([]jobs.Scene, 0, len(cuts)-1)
 	for i := 0; i+1 < len(cuts); i++ {
-		out = append(out, providers.Scene{Index: i, Start: cuts[i], End: cuts[i+1]})
+		out = append(out, jobs.Scene{Index: i, Start: cuts[i], End: cuts[i+1]})
 	}
 	return out
 }
 
-func faces(r *rand.Rand, thr, dur float64) []providers.Face {
-	out := make([]providers.Face, 1+r.IntN(3))
+func faces(r *rand.Rand, thr, dur float64) []jobs.Face {
+	out := make([]jobs.Face, 1+r.IntN(3))
 	for i := range out {
 		emb := make([]byte, 32)
 		for k := 0; k < len(emb); k += 8 {
 			binary.LittleEndian.PutUint64(emb[k:], r.Uint64())
 		}
-		out[i] = providers.Face{TrackID: i + 1, Fingerprint: base64.StdEncoding.EncodeToString(emb), Instances: instances(r, 1+r.IntN(3), thr, dur)}
+		out[i] = jobs.Face{TrackID: i + 1, Fingerprint: base64.StdEncoding.EncodeToString(emb), Instances: instances(r, 1+r.IntN(3), thr, dur)}
 	}
 	return out
 }
 
-func moderation(r *rand.Rand, thr, dur float64) *providers.ContentModeration {
-	m := &providers.ContentModeration{Signals: []providers.ModerationSignal{}}
+func moderation(r *rand.Rand, thr, dur float64) *jobs.ContentModeration {
+	m := &jobs.ContentModeration{Signals: []jobs.ModerationSignal{}}
 	if r.Float64() < 0.25 { // most sandbox videos are harmless
-		label := providers.ModerationLabels[r.IntN(len(providers.ModerationLabels))]
+		label := jobs.ModerationLabels[r.IntN(len(jobs.ModerationLabels))]
 		if c := between(r, 0.3, 1); c >= thr {
-			m.Signals = append(m.Signals, providers.ModerationSignal{Label: label, Confidence: c, Instances: instances(r, 1, thr, dur)})
+			m.Signals = append(m.Signals, jobs.ModerationSignal{Label: label, Confidence: c, Instances: instances(r, 1, thr, dur)})
 		}
 	}
 	m.IsSafe = len(m.Signals) == 0
 	return m
 }
 
-func sentiment(r *rand.Rand, dur float64) *providers.Sentiment {
-	s := &providers.Sentiment{Score: round(r.Float64()*2-1, 2)}
+func sentiment(r *rand.Rand, dur float64) *jobs.Sentiment {
+	s := &jobs.Sentiment{Score: round(r.Float64()*2-1, 2)}
 	s.Overall = sentimentLabel(s.Score)
 	n := 3 + r.IntN(3)
 	for i := range n {
 		score := round(max(-1, min(1, s.Score+r.Float64()*0.6-0.3)), 2)
-		s.Instances = append(s.Instances, providers.SentimentInstance{
+		s.Instances = append(s.Instances, jobs.SentimentInstance{
 			Start: round(dur*float64(i)/float64(n), 2), End: round(dur*float64(i+1)/float64(n), 2),
 			Label: sentimentLabel(score), Score: score,
 		})

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/internal/settings"
@@ -82,7 +83,7 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		return nil, err
 	}
 	if a.settings.FailRate > 0 && a.draw() < a.settings.FailRate {
-		return nil, providers.Retryable(providers.CodeProviderUnavailable,
+		return nil, providers.Retryable(jobs.CodeProviderUnavailable,
 			fmt.Sprintf("sandbox provider %q: simulated failure (fail_rate %g)", a.provider.ID, a.settings.FailRate), nil)
 	}
 	start := min(max(call.ResumeFrom, 0), 100)
@@ -131,7 +132,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 	pricing := call.Capability().Pricing
 
 	switch svc {
-	case providers.Transcriptions:
+	case jobs.Transcriptions:
 		j := &transcription{pricing: pricing}
 		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
@@ -141,7 +142,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		}
 		j.size, j.probed, j.seed = size, probed, newSeed(svc, j.in)
 		return j, nil
-	case providers.Translations:
+	case jobs.Translations:
 		j := &translation{pricing: pricing}
 		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
@@ -153,7 +154,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		}
 		j.size, j.seed = size, newSeed(svc, j.in)
 		return j, nil
-	case providers.VideoAnalyses:
+	case jobs.VideoAnalyses:
 		j := &videoAnalysis{pricing: pricing}
 		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
@@ -163,7 +164,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		}
 		j.size, j.probed, j.seed = size, probed, newSeed(svc, j.in)
 		return j, nil
-	case providers.LLMTasks:
+	case jobs.LLMTasks:
 		j := &llmTask{pricing: pricing, provider: a.provider.Name, models: call.Capability().Models}
 		if err := call.Decode(&j.in, &j.opts); err != nil {
 			return nil, err
@@ -176,7 +177,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		j.size, j.seed = size, newSeed(svc, j.in)
 		return j, nil
 	}
-	return nil, providers.Permanent(providers.CodeUnsupportedInput,
+	return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 		fmt.Sprintf("sandbox: unknown service %q", svc), nil)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -57,11 +58,11 @@ func setup(t *testing.T, settings map[string]any) *bundle {
 	}
 	b.provider = &providers.Provider{
 		ID: "sb", Name: "Sandbox test", Adapter: "sandbox", Settings: settings,
-		Services: map[providers.ServiceID]*providers.Capability{
-			providers.Transcriptions: pricing(providers.PerMinute, 0.006),
-			providers.Translations:   pricing(providers.PerCharacter, 0.00002),
-			providers.VideoAnalyses:  pricing(providers.PerMinute, 0.1),
-			providers.LLMTasks:       {Models: []string{"sandbox-model", "other-model"}, Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000002, Currency: "USD"}},
+		Services: map[jobs.ServiceID]*providers.Capability{
+			jobs.Transcriptions: pricing(providers.PerMinute, 0.006),
+			jobs.Translations:   pricing(providers.PerCharacter, 0.00002),
+			jobs.VideoAnalyses:  pricing(providers.PerMinute, 0.1),
+			jobs.LLMTasks:       {Models: []string{"sandbox-model", "other-model"}, Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000002, Currency: "USD"}},
 		},
 	}
 	a, err := New(b.provider, WithHTTPClient(b.media.Client()))
@@ -85,7 +86,7 @@ func statusPath(p string) (int, bool) {
 }
 
 // run calls the adapter for svc with the given input and options.
-func (b *bundle) run(t *testing.T, svc providers.ServiceID, input, options string, resume int) (map[string]any, error) {
+func (b *bundle) run(t *testing.T, svc jobs.ServiceID, input, options string, resume int) (map[string]any, error) {
 	t.Helper()
 	out, err := b.adapter.Run(context.Background(), providers.Call{
 		JobID: "job-1", Service: svc, Provider: b.provider,
@@ -178,7 +179,7 @@ func TestTranscription(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
-			res, err := b.run(t, providers.Transcriptions, `{"type":"audio","url":"`+b.mediaURL+`"}`, tt.options, 0)
+			res, err := b.run(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.mediaURL+`"}`, tt.options, 0)
 			require.NoError(t, err)
 			tt.check(t, res)
 		})
@@ -190,18 +191,18 @@ func TestDeterministic(t *testing.T) {
 	b := setup(t, nil)
 
 	in := `{"type":"audio","url":"` + b.mediaURL + `"}`
-	r1, err := b.run(t, providers.Transcriptions, in, `{}`, 0)
+	r1, err := b.run(t, jobs.Transcriptions, in, `{}`, 0)
 	require.NoError(t, err)
-	r2, err := b.run(t, providers.Transcriptions, ` { "url" : "`+b.mediaURL+`", "type":"audio" } `, `null`, 0)
+	r2, err := b.run(t, jobs.Transcriptions, ` { "url" : "`+b.mediaURL+`", "type":"audio" } `, `null`, 0)
 	require.NoError(t, err)
 	require.Equal(t, r1, r2, "same input, same result")
 
-	r3, err := b.run(t, providers.Transcriptions, `{"type":"audio","url":"`+b.mediaURL+`?v=2"}`, `{}`, 0)
+	r3, err := b.run(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.mediaURL+`?v=2"}`, `{}`, 0)
 	require.NoError(t, err)
 	require.NotEqual(t, r1["segments"], r3["segments"], "another input, another transcript")
 
 	// Diarization adds speakers without changing the words.
-	r4, err := b.run(t, providers.Transcriptions, in, `{"diarization": true}`, 0)
+	r4, err := b.run(t, jobs.Transcriptions, in, `{"diarization": true}`, 0)
 	require.NoError(t, err)
 	for i, s := range r4["segments"].([]any) {
 		seg := s.(map[string]any)
@@ -243,7 +244,7 @@ func TestTranslation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
-			res, err := b.run(t, providers.Translations, replaceMedia(tt.input, b.mediaURL), tt.options, 0)
+			res, err := b.run(t, jobs.Translations, replaceMedia(tt.input, b.mediaURL), tt.options, 0)
 			require.NoError(t, err)
 			tt.check(t, b, res)
 		})
@@ -258,7 +259,7 @@ func TestVideoAnalysisFeatureSubset(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 
-	res, err := b.run(t, providers.VideoAnalyses, `{"url":"`+b.mediaURL+`","features":["labels","sentiment"]}`, ``, 0)
+	res, err := b.run(t, jobs.VideoAnalyses, `{"url":"`+b.mediaURL+`","features":["labels","sentiment"]}`, ``, 0)
 	require.NoError(t, err)
 	require.Equal(t, []string{"labels", "sentiment", "video_metadata"}, keys(res))
 	meta := res["video_metadata"].(map[string]any)
@@ -273,12 +274,12 @@ func TestVideoAnalysisAllFeatures(t *testing.T) {
 		t.Run(strconv.FormatFloat(threshold, 'g', -1, 64), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
-			in, err := json.Marshal(providers.VideoAnalysisInput{URL: b.mediaURL + "?t=" + strconv.FormatFloat(threshold, 'g', -1, 64), Features: providers.VideoAnalysisFeatures})
+			in, err := json.Marshal(jobs.VideoAnalysisInput{URL: b.mediaURL + "?t=" + strconv.FormatFloat(threshold, 'g', -1, 64), Features: jobs.VideoAnalysisFeatures})
 			require.NoError(t, err)
-			res, err := b.run(t, providers.VideoAnalyses, string(in), `{"confidence_threshold":`+strconv.FormatFloat(threshold, 'g', -1, 64)+`,"include_usage":true}`, 0)
+			res, err := b.run(t, jobs.VideoAnalyses, string(in), `{"confidence_threshold":`+strconv.FormatFloat(threshold, 'g', -1, 64)+`,"include_usage":true}`, 0)
 			require.NoError(t, err)
 
-			want := append(slices.Clone(providers.VideoAnalysisFeatures), "video_metadata", "usage")
+			want := append(slices.Clone(jobs.VideoAnalysisFeatures), "video_metadata", "usage")
 			slices.Sort(want)
 			require.Equal(t, want, keys(res), "every requested section is present")
 
@@ -287,7 +288,7 @@ func TestVideoAnalysisAllFeatures(t *testing.T) {
 			signals := mod["signals"].([]any)
 			require.Equal(t, len(signals) == 0, mod["is_safe"])
 			for _, s := range signals {
-				require.Contains(t, providers.ModerationLabels, s.(map[string]any)["label"])
+				require.Contains(t, jobs.ModerationLabels, s.(map[string]any)["label"])
 			}
 			sent := res["sentiment"].(map[string]any)
 			score := sent["score"].(float64)
@@ -355,7 +356,7 @@ func TestLLMTask(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
-			res, err := b.run(t, providers.LLMTasks, replaceMedia(tt.input, b.mediaURL), tt.options, 0)
+			res, err := b.run(t, jobs.LLMTasks, replaceMedia(tt.input, b.mediaURL), tt.options, 0)
 			require.NoError(t, err)
 			tt.check(t, res)
 		})
@@ -382,7 +383,7 @@ func TestProgressAndResume(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, map[string]any{"latency_ms": tt.latencyMS})
-			_, err := b.run(t, providers.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, tt.resume)
+			_, err := b.run(t, jobs.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, tt.resume)
 			require.NoError(t, err)
 			require.Equal(t, tt.reports, b.reports)
 			require.Equal(t, tt.wait, b.totalWait())
@@ -396,7 +397,7 @@ func TestRealLatencyAndCancellation(t *testing.T) {
 	p := &providers.Provider{ID: "sb", Settings: map[string]any{"latency_ms": 100}}
 	a, err := New(p)
 	require.NoError(t, err)
-	call := providers.Call{Service: providers.LLMTasks, Provider: p, Input: json.RawMessage(`{"type":"text","prompt":"y"}`)}
+	call := providers.Call{Service: jobs.LLMTasks, Provider: p, Input: json.RawMessage(`{"type":"text","prompt":"y"}`)}
 
 	require.Equal(t, 100*time.Millisecond, a.ExpectedDuration())
 	start := time.Now()
@@ -421,13 +422,13 @@ func TestFailRate(t *testing.T) {
 	always := setup(t, map[string]any{"fail_rate": 1})
 	never := setup(t, map[string]any{"fail_rate": 0})
 	for range 50 {
-		_, err := always.run(t, providers.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, 0)
+		_, err := always.run(t, jobs.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, 0)
 		var pe *providers.Error
 		require.ErrorAs(t, err, &pe)
 		require.Equal(t, providers.KindRetryable, pe.Kind)
-		require.Equal(t, providers.CodeProviderUnavailable, pe.Code)
+		require.Equal(t, jobs.CodeProviderUnavailable, pe.Code)
 
-		_, err = never.run(t, providers.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, 0)
+		_, err = never.run(t, jobs.LLMTasks, `{"type":"text","text":"x","prompt":"y"}`, ``, 0)
 		require.NoError(t, err)
 	}
 }
@@ -441,30 +442,30 @@ func TestMediaHead(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		svc    providers.ServiceID
+		svc    jobs.ServiceID
 		url    func(b *bundle) string
 		kind   providers.ErrorKind
 		code   string
 		status int
 	}{
-		{"404 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeMediaUnavailable, 404},
-		{"403 transcription", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/403" }, providers.KindInput, providers.CodeMediaUnavailable, 403},
-		{"404 video", providers.VideoAnalyses, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, providers.CodeMediaUnavailable, 404},
-		{"410 llm document", providers.LLMTasks, func(b *bundle) string { return b.media.URL + "/status/410" }, providers.KindInput, providers.CodeMediaUnavailable, 410},
-		{"429 is retryable", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/429" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 429},
-		{"503 is retryable", providers.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/503" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 503},
-		{"network error is retryable", providers.Transcriptions, func(*bundle) string { return closedURL }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 0},
-		{"not http", providers.Transcriptions, func(*bundle) string { return "ftp://example.com/a.mp3" }, providers.KindInput, providers.CodeAudioUnreadable, 0},
+		{"404 transcription", jobs.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, jobs.CodeMediaUnavailable, 404},
+		{"403 transcription", jobs.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/403" }, providers.KindInput, jobs.CodeMediaUnavailable, 403},
+		{"404 video", jobs.VideoAnalyses, func(b *bundle) string { return b.media.URL + "/status/404" }, providers.KindInput, jobs.CodeMediaUnavailable, 404},
+		{"410 llm document", jobs.LLMTasks, func(b *bundle) string { return b.media.URL + "/status/410" }, providers.KindInput, jobs.CodeMediaUnavailable, 410},
+		{"429 is retryable", jobs.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/429" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 429},
+		{"503 is retryable", jobs.Transcriptions, func(b *bundle) string { return b.media.URL + "/status/503" }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 503},
+		{"network error is retryable", jobs.Transcriptions, func(*bundle) string { return closedURL }, providers.KindRetryable, "MEDIA_UNAVAILABLE", 0},
+		{"not http", jobs.Transcriptions, func(*bundle) string { return "ftp://example.com/a.mp3" }, providers.KindInput, jobs.CodeAudioUnreadable, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
 			u, _ := json.Marshal(tt.url(b))
-			input := map[providers.ServiceID]string{
-				providers.Transcriptions: `{"type":"audio","url":` + string(u) + `}`,
-				providers.VideoAnalyses:  `{"url":` + string(u) + `,"features":["labels"]}`,
-				providers.LLMTasks:       `{"type":"document","url":` + string(u) + `,"prompt":"p"}`,
+			input := map[jobs.ServiceID]string{
+				jobs.Transcriptions: `{"type":"audio","url":` + string(u) + `}`,
+				jobs.VideoAnalyses:  `{"url":` + string(u) + `,"features":["labels"]}`,
+				jobs.LLMTasks:       `{"type":"document","url":` + string(u) + `,"prompt":"p"}`,
 			}[tt.svc]
 			_, err := b.run(t, tt.svc, input, ``, 0)
 			var pe *providers.Error
@@ -480,7 +481,7 @@ func TestMediaHead(t *testing.T) {
 func TestHeadNotAllowedIsTrusted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	res, err := b.run(t, providers.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/status/405"}`, ``, 0)
+	res, err := b.run(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/status/405"}`, ``, 0)
 	require.NoError(t, err)
 	require.Greater(t, res["duration"], 0.0)
 }
@@ -506,7 +507,7 @@ func TestNewValidatesSettings(t *testing.T) {
 func TestBadInputIsInputError(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	_, err := b.run(t, providers.LLMTasks, `{"type":1}`, ``, 0)
+	_, err := b.run(t, jobs.LLMTasks, `{"type":1}`, ``, 0)
 	var pe *providers.Error
 	require.True(t, errors.As(err, &pe))
 	require.Equal(t, providers.KindInput, pe.Kind)
@@ -519,12 +520,12 @@ func TestPreparedMediaIsNotFetchedAgain(t *testing.T) {
 		t.Error("the sandbox reached the media host although the gateway prepared the media")
 	})
 	out, err := b.adapter.Run(context.Background(), providers.Call{
-		JobID: "job-1", Service: providers.Transcriptions, Provider: b.provider,
+		JobID: "job-1", Service: jobs.Transcriptions, Provider: b.provider,
 		Input: json.RawMessage(`{"type":"video","url":"` + b.mediaURL + `"}`),
 		Media: &providers.Media{Path: "/nonexistent", ContentType: "audio/wav", Size: 64000, Duration: 7.318},
 	})
 	require.NoError(t, err)
-	var result providers.TranscriptionResult
+	var result jobs.TranscriptionResult
 	require.NoError(t, json.Unmarshal(out, &result))
 	require.Equal(t, 7.32, result.Duration, "the probed duration, not one guessed from the size")
 }
@@ -544,7 +545,7 @@ func TestDocumentTranslationWritesTheResultFile(t *testing.T) {
 			src, dst := filepath.Join(dir, tc.name+".src"), filepath.Join(dir, tc.name+".out")
 			require.NoError(t, os.WriteFile(src, []byte(tc.source), 0o600))
 			out, err := b.adapter.Run(context.Background(), providers.Call{
-				JobID: "job-1", Service: providers.Translations, Provider: b.provider,
+				JobID: "job-1", Service: jobs.Translations, Provider: b.provider,
 				Input:      json.RawMessage(`{"type":"document","url":"` + b.mediaURL + `","target_language":"en"}`),
 				Media:      &providers.Media{Path: src, ContentType: tc.contentType, Size: int64(len(tc.source))},
 				ResultFile: dst,

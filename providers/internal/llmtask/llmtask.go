@@ -5,6 +5,7 @@ package llmtask
 import (
 	"fmt"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -24,7 +25,7 @@ type Prompt struct {
 
 // Build reads the task; temperatures maps creativity (precise, balanced,
 // creative) to the API's temperature.
-func Build(in providers.LLMTaskInput, opts providers.LLMTaskOptions, defaultModel string, temperatures map[string]float64) (Prompt, error) {
+func Build(in jobs.LLMTaskInput, opts jobs.LLMTaskOptions, defaultModel string, temperatures map[string]float64) (Prompt, error) {
 	p := Prompt{System: in.SystemPrompt, User: in.Prompt, Model: defaultModel}
 	if in.Text != "" {
 		p.User += "\n\n" + in.Text
@@ -35,7 +36,7 @@ func Build(in providers.LLMTaskInput, opts providers.LLMTaskOptions, defaultMode
 	if opts.Creativity != "" {
 		t, ok := temperatures[opts.Creativity]
 		if !ok {
-			return p, providers.InputError(providers.CodeInvalidInput,
+			return p, providers.InputError(jobs.CodeInvalidInput,
 				fmt.Sprintf("options.creativity %q is not one of precise, balanced, creative", opts.Creativity), nil)
 		}
 		p.Temperature = &t

@@ -5,6 +5,7 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -41,8 +42,8 @@ func EstimateTokens(text string) int {
 }
 
 // New builds a usage object; negative token counts are left out.
-func New(inputTokens, outputTokens int, cost float64) *providers.Usage {
-	u := &providers.Usage{Cost: &cost}
+func New(inputTokens, outputTokens int, cost float64) *jobs.Usage {
+	u := &jobs.Usage{Cost: &cost}
 	if inputTokens >= 0 {
 		u.InputTokens = &inputTokens
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -31,7 +32,7 @@ func Send(ctx context.Context, client *http.Client, providerID string, req *http
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
-		return nil, nil, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q could not be reached", providerID), err)
+		return nil, nil, providers.Retryable(jobs.CodeProviderUnavailable, fmt.Sprintf("provider %q could not be reached", providerID), err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -39,7 +40,7 @@ func Send(ctx context.Context, client *http.Client, providerID string, req *http
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
-		return nil, nil, providers.Retryable(providers.CodeProviderUnavailable, fmt.Sprintf("provider %q: reading the answer failed", providerID), err)
+		return nil, nil, providers.Retryable(jobs.CodeProviderUnavailable, fmt.Sprintf("provider %q: reading the answer failed", providerID), err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return body, nil, nil
@@ -57,10 +58,10 @@ func (a *Answer) Error(providerID, detail string) *providers.Error {
 	}
 	var e *providers.Error
 	if a.Status == http.StatusTooManyRequests || a.Status >= 500 {
-		e = providers.Retryable(providers.CodeProviderUnavailable, msg, nil)
+		e = providers.Retryable(jobs.CodeProviderUnavailable, msg, nil)
 		e.RetryAfter = providers.RetryAfterHeader(a.Header.Get("Retry-After"))
 	} else {
-		e = providers.Permanent(providers.CodeProviderRejected, msg, nil)
+		e = providers.Permanent(jobs.CodeProviderRejected, msg, nil)
 	}
 	e.StatusCode = a.Status
 	return e

@@ -1,11 +1,9 @@
-// Package policy decides which provider runs a job. It is pure: callers pass
-// in everything the decision depends on (catalog, statuses, tenant access,
-// the resolved policy, earlier failures, the clock) and get back a
-// RoutingInfo that explains the choice.
-package policy
+package jobs
 
 import "time"
 
+// A job's routing record (docs/routing.md, The routing record): every
+// decision is appended to the job's routing_history.
 // Reason says why a provider was picked.
 type Reason string
 

@@ -1,4 +1,4 @@
-package providers
+package jobs
 
 // The request and result shapes of each service (docs/api.md, Jobs). The
 // API validates requests into these types; adapters read them and
