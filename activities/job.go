@@ -112,7 +112,7 @@ func (a *Activities) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 		if snap.Error != nil {
 			code = snap.Error.Code
 		}
-		a.Metrics.JobFinished(snap.Service, snap.Provider, string(snap.Status), code)
+		a.Metrics.JobFinished(string(snap.Service), snap.Provider, string(snap.Status), code)
 	}
 	return nil
 }

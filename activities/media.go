@@ -67,40 +67,6 @@ type ExtractInput struct {
 	Track  int         `json:"track"`
 }
 
-// mediaRef is what the media stage reads of a job's input.
-type mediaRef struct {
-	Type       string `json:"type"`
-	URL        string `json:"url"`
-	AudioTrack *int   `json:"audio_track"`
-}
-
-// MediaOf reports whether a job of the service with this input has media
-// for the media stage: transcriptions, video analyses and translations of
-// documents.
-func MediaOf(service jobs.ServiceID, input json.RawMessage) bool {
-	var ref mediaRef
-	if json.Unmarshal(input, &ref) != nil || ref.URL == "" {
-		return false
-	}
-	switch service {
-	case jobs.Transcriptions, jobs.VideoAnalyses:
-		return true
-	case jobs.Translations:
-		return ref.Type == "document"
-	}
-	return false
-}
-
-// AudioTrack is the audio track a job asks for (input.audio_track, default
-// the first).
-func AudioTrack(input json.RawMessage) int {
-	var ref mediaRef
-	if json.Unmarshal(input, &ref) != nil || ref.AudioTrack == nil {
-		return 0
-	}
-	return *ref.AudioTrack
-}
-
 // WorkPrefix is where a job's media stage keeps its files in the blob
 // store; they are deleted when the job ends (RemoveJobMedia) or by the
 // sweep (SweepWorkFiles).
@@ -122,9 +88,9 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	if a.Files == nil {
 		return MediaFile{}, unavailable("this gateway has no blob store for media (docs/media.md: --blob-url)")
 	}
-	var ref mediaRef
-	if err := json.Unmarshal(in.Input, &ref); err != nil || ref.URL == "" {
-		return MediaFile{}, classify(providers.InputError(media.UnreadableCode(in.Service), "input.url is missing", err))
+	url := jobs.MediaURL(in.Input)
+	if url == "" {
+		return MediaFile{}, classify(providers.InputError(media.UnreadableCode(in.Service), "input.url is missing", nil))
 	}
 	scratch, err := a.scratch(in.JobID)
 	if err != nil {
@@ -146,10 +112,10 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	limits := a.FetchLimits
 	limits.MaxBytes = policy.MediaCapBytes(a.Providers.Catalog().Providers, in.Service, in.Explicit)
 	local := filepath.Join(scratch, "source")
-	fetched, err := media.Fetch(ctx, client, in.Service, ref.URL, local, limits)
+	fetched, err := media.Fetch(ctx, client, in.Service, url, local, limits)
 	release() // the upload below is not a fetch
 	if err != nil {
-		return MediaFile{}, classify(err)
+		return MediaFile{}, classifyMedia(err)
 	}
 	file := MediaFile{Key: WorkPrefix(in.JobID) + "source", ContentType: fetched.ContentType, Size: fetched.Size}
 	// The upload counts too: a long one keeps heartbeating, a stalled one
@@ -178,7 +144,7 @@ func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Pro
 	defer done()
 	probe, err := tools.Probe(ctx, in.Service, source)
 	if err != nil {
-		return media.Probe{}, classify(err)
+		return media.Probe{}, classifyMedia(err)
 	}
 	// A video analysis of media without a video stream goes on: its
 	// provider decides what it can do with the audio (speech_to_text).
@@ -203,7 +169,7 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ Media
 	defer done()
 	local := filepath.Join(filepath.Dir(source), "audio.wav")
 	if err := tools.ExtractAudio(ctx, in.Probe, source, in.Track, local); err != nil {
-		return MediaFile{}, classify(err)
+		return MediaFile{}, classifyMedia(err)
 	}
 	info, err := os.Stat(local)
 	if err != nil {
@@ -215,6 +181,10 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ Media
 	}
 	return file, nil
 }
+
+// classifyMedia turns a failure of the media into the job's error, as a
+// provider's failure is turned (classify).
+func classifyMedia(err error) error { return classify(providers.MediaError(err)) }
 
 // RemoveJobMedia deletes the job's media stage files once it has ended.
 func (a *Activities) RemoveJobMedia(ctx context.Context, jobID string) error {

@@ -54,7 +54,7 @@ func (a *Activities) finishResult(ctx context.Context, in CallInput, call provid
 		if a.Files == nil {
 			return nil
 		}
-		spec, _ := jobs.SpecOf(in.Service)
+		spec, _ := jobs.ServiceOf(in.Service)
 		recorded, err := spec.Load(in.Input, in.Options)
 		if err != nil {
 			return classify(providers.InputError(jobs.CodeInvalidInput, "the job's options no longer load", err))

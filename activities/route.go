@@ -143,7 +143,7 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 // requirements reads what the job asks of a provider from its recorded
 // input and options.
 func requirements(in RouteInput) (jobs.Requirements, error) {
-	spec, ok := jobs.SpecOf(in.Service)
+	spec, ok := jobs.ServiceOf(in.Service)
 	if !ok {
 		return jobs.Requirements{}, fmt.Errorf("unknown service %q", in.Service)
 	}

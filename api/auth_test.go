@@ -128,7 +128,7 @@ func TestScopes(t *testing.T) {
 	b := setup(t)
 
 	for _, res := range resources {
-		job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusProcessing})
 		// other is another resource, whose scopes grant nothing here.
 		other := "transcriptions"
 		if res.id == other {
@@ -184,7 +184,7 @@ func TestEffectiveIdentityHeadersNeedCrossTenantScope(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, res := range resources {
-		job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing})
+		job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusProcessing})
 		for _, route := range jobRoutes(res.id, job.ID) {
 			for _, header := range []string{"X-Effective-Tenant-Id", "X-Effective-User-Id"} {
 				t.Run(res.id+"/"+route.name+"/"+header, func(t *testing.T) {
@@ -255,7 +255,7 @@ func TestOtherTenantsJobsAreNotFound(t *testing.T) {
 	b := setup(t)
 	for _, res := range resources {
 		for _, status := range jobs.Statuses() {
-			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: status, Result: `{"content":"x"}`, ErrorCode: "X"})
+			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Tenant: tenantB, UserID: userB, Status: status, Result: `{"content":"x"}`, ErrorCode: "X"})
 			for _, route := range jobRoutes(res.id, job.ID)[1:] {
 				t.Run(res.id+"/"+string(status)+"/"+route.name, func(t *testing.T) {
 					t.Parallel()
@@ -284,7 +284,7 @@ func TestCrossTenantAdminReadsOtherTenantsJobs(t *testing.T) {
 	for _, res := range resources {
 		t.Run(res.id, func(t *testing.T) {
 			t.Parallel()
-			job := b.seed(t, jobs.Record{Service: res.id, Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: sampleResults[res.id]})
+			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: sampleResults[res.id]})
 
 			r := b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil)
 			r.requireStatus(t, http.StatusOK)
@@ -310,7 +310,7 @@ func TestTokenWithoutTenant(t *testing.T) {
 			r := b.do(t, http.MethodPost, "/v1/"+res.id, token, body(t, res.id))
 			requireError(t, r, http.StatusForbidden, "FORBIDDEN", "tenant_id")
 
-			job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusPending})
+			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusPending})
 			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), token, nil), http.StatusNotFound, "NOT_FOUND")
 		})
 	}

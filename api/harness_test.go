@@ -720,7 +720,7 @@ func fillSeed(job *jobs.Record) {
 		job.UserID = userA
 	}
 	if job.Input == "" {
-		job.Input = seedInputs[job.Service]
+		job.Input = seedInputs[string(job.Service)]
 	}
 	if job.CreatedAt.IsZero() {
 		job.CreatedAt = fixedNow
@@ -757,9 +757,9 @@ var seedInputs = map[string]string{
 // meanwhile.
 func (b *bundle) seedUnstarted(t *testing.T, service string) string {
 	t.Helper()
-	job := &jobs.Record{Service: service, Status: jobs.StatusPending}
+	job := &jobs.Record{Service: jobs.ServiceID(service), Status: jobs.StatusPending}
 	fillSeed(job)
-	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: jobs.ServiceID(service), Tenant: job.Tenant, UserID: job.UserID,
+	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: job.Service, Tenant: job.Tenant, UserID: job.UserID,
 		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt})
 	require.NoError(t, err)
 	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})

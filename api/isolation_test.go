@@ -21,7 +21,7 @@ func TestTenantsSeeNothingOfEachOther(t *testing.T) {
 	policy := polID(t, b.polCreate(t, tok.acme, polAttrs(t)))
 	acmeJobs := map[string]string{}
 	for _, svc := range []string{"transcriptions", "translations", "video-analyses", "llm-tasks"} {
-		acmeJobs[svc] = b.seed(t, jobs.Record{Service: svc, Status: jobs.StatusCompleted, Result: `{}`}).ID
+		acmeJobs[svc] = b.seed(t, jobs.Record{Service: jobs.ServiceID(svc), Status: jobs.StatusCompleted, Result: `{}`}).ID
 	}
 	all := allScopes()
 	globex := b.tokenFor(t, tenantB, userB, append(all, "policies:read", "policies:write")...)

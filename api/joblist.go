@@ -129,7 +129,7 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 			if _, ok := jobs.LookupService(value); !ok {
 				return f, invalid(key, "must be one of %s", serviceIDs())
 			}
-			f.Service = value
+			f.Service = jobs.ServiceID(value)
 		case "provider":
 			f.Provider = value
 		case "status":

@@ -78,7 +78,7 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 		}
 		status := statuses[(i/2)%4]
 		job := jobs.Record{
-			Service:   services[i%4],
+			Service:   jobs.ServiceID(services[i%4]),
 			Tenant:    tenant,
 			UserID:    user,
 			Status:    status,
@@ -401,7 +401,7 @@ func TestListJobsRepresentation(t *testing.T) {
 		job := byID[item.ID]
 		require.NotNil(t, job, "unknown job %s", item.ID)
 		statuses[string(job.Status)] = true
-		require.Equal(t, jobTypes[job.Service], item.Type, "type of a %s job", job.Service)
+		require.Equal(t, jobTypes[string(job.Service)], item.Type, "type of a %s job", job.Service)
 		a := item.Attributes
 		// The listing form: no input, options or result.
 		for _, absent := range []string{"input", "options", "result", "webhook"} {
@@ -440,7 +440,7 @@ func TestListJobsRepresentation(t *testing.T) {
 		}
 	}
 	require.NotNil(t, completed)
-	full := b.do(t, http.MethodGet, jobPath(completed.Service, completed.ID), b.readToken(t), nil)
+	full := b.do(t, http.MethodGet, jobPath(string(completed.Service), completed.ID), b.readToken(t), nil)
 	full.requireStatus(t, http.StatusOK)
 	attrs := full.data(t)["attributes"].(map[string]any)
 	require.Contains(t, attrs, "input")

@@ -206,7 +206,7 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
 
 // parseJobSpec decodes and validates a service's input and options.
 func parseJobSpec(service jobs.ServiceID, input, options json.RawMessage) (jobs.Request, error) {
-	spec, ok := jobs.SpecOf(service)
+	spec, ok := jobs.ServiceOf(service)
 	if !ok {
 		return nil, apierror.Validation(ptrData+"/type", "unknown service")
 	}

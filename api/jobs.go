@@ -185,7 +185,7 @@ func (s *Server) visibleJob(c *gin.Context, svc jobs.Service) (*jobs.Record, err
 	}
 	caller := auth.CallerFrom(c)
 	actingAs := c.GetHeader("X-Effective-Tenant-Id") != ""
-	if job.Service != string(svc.ID) || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
+	if job.Service != svc.ID || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
 		return nil, notFound
 	}
 	return job, nil

@@ -72,7 +72,7 @@ func TestGetJob(t *testing.T) {
 	t.Run("another service's job under the wrong resource", func(t *testing.T) {
 		t.Parallel()
 		for _, owner := range resources {
-			job := b.seed(t, jobs.Record{Service: owner.id, Status: jobs.StatusCompleted, Result: `{"content":"x"}`})
+			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(owner.id), Status: jobs.StatusCompleted, Result: `{"content":"x"}`})
 			for _, res := range resources {
 				if res.id == owner.id {
 					b.do(t, http.MethodGet, jobPath(res.id, job.ID), read, nil).requireStatus(t, http.StatusOK)
@@ -198,7 +198,7 @@ func (b *bundle) seedRaw(t *testing.T, job jobs.Record) *jobs.Record {
 	}
 	job.Tenant, job.UserID = tenantA, userA
 	if job.Input == "" {
-		job.Input = seedInputs[job.Service]
+		job.Input = seedInputs[string(job.Service)]
 	}
 	job.CreatedAt = fixedNow
 	require.NoError(t, b.store.InsertJob(t.Context(), &job))
@@ -219,7 +219,7 @@ func TestResultNotAvailable(t *testing.T) {
 		} {
 			t.Run(res.id+"/"+string(tc.status), func(t *testing.T) {
 				t.Parallel()
-				job := b.seed(t, jobs.Record{Service: res.id, Status: tc.status, Progress: 50, ErrorCode: "PROVIDERS_EXHAUSTED", ErrorMessage: "all failed"})
+				job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: tc.status, Progress: 50, ErrorCode: "PROVIDERS_EXHAUSTED", ErrorMessage: "all failed"})
 				r := b.do(t, http.MethodGet, jobPath(res.id, job.ID, "/result"), b.readToken(t), nil,
 					"Accept", "text/plain, text/vtt, */*")
 				requireError(t, r, http.StatusNotFound, tc.code, job.ID)
@@ -360,7 +360,7 @@ func TestVideoAndLLMResults(t *testing.T) {
 		for _, accept := range []string{"", "application/json", "text/plain", "text/vtt"} {
 			t.Run(resource+"/Accept "+accept, func(t *testing.T) {
 				t.Parallel()
-				job := b.seed(t, jobs.Record{Service: resource, Status: jobs.StatusCompleted, Result: result})
+				job := b.seed(t, jobs.Record{Service: jobs.ServiceID(resource), Status: jobs.StatusCompleted, Result: result})
 				var headers []string
 				if accept != "" {
 					headers = []string{"Accept", accept}
@@ -382,7 +382,7 @@ func TestCancelJob(t *testing.T) {
 		b := setup(t)
 		for _, res := range resources {
 			for _, status := range []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed} {
-				job := b.seed(t, jobs.Record{Service: res.id, Status: status, Result: `{"content":"x"}`, ErrorCode: "PROVIDERS_EXHAUSTED"})
+				job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: status, Result: `{"content":"x"}`, ErrorCode: "PROVIDERS_EXHAUSTED"})
 				r := b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil)
 				requireError(t, r, http.StatusConflict, "JOB_FINISHED", job.ID)
 				stored, err := b.store.GetJob(t.Context(), job.ID)
@@ -397,7 +397,7 @@ func TestCancelJob(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for _, res := range resources {
-			job := b.seed(t, jobs.Record{Service: res.id, Status: jobs.StatusProcessing, Progress: 20})
+			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusProcessing, Progress: 20})
 			r := b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil)
 			r.requireStatus(t, http.StatusAccepted)
 			require.Contains(t, b.cancelled(), job.ID, "CancelWorkflow is called with the job id")

@@ -35,7 +35,7 @@ func (s *Server) getResult(svc jobs.Service) gin.HandlerFunc {
 		default:
 			return apierror.New(http.StatusNotFound, apierror.CodeResultNotReady, "job %s is %s; its result is not ready yet", job.ID, job.Status)
 		}
-		spec, ok := jobs.SpecOf(svc.ID)
+		spec, ok := jobs.ServiceOf(svc.ID)
 		if !ok {
 			return fmt.Errorf("no job spec for %s", svc.ID)
 		}

@@ -48,7 +48,7 @@ func requireCounts(t *testing.T, db *sql.DB, want buckets, msg string) {
 func countedJob(tenant, service string) jobs.Record {
 	return jobs.Record{
 		ID:        uuid.Must(uuid.NewV7()).String(),
-		Service:   service,
+		Service:   jobs.ServiceID(service),
 		Tenant:    tenant,
 		UserID:    "alice",
 		Status:    jobs.StatusPending,

@@ -12,7 +12,7 @@ import (
 type JobFilter struct {
 	Tenant   string
 	UserID   string
-	Service  string
+	Service  jobs.ServiceID
 	Provider string
 	Status   jobs.Status
 	// ErrorCode selects jobs by their error code (gateway jobs retry). No
@@ -89,7 +89,7 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 	for _, cond := range []struct{ column, value string }{
 		{"tenant", f.Tenant},
 		{"user_id", f.UserID},
-		{"service", f.Service},
+		{"service", string(f.Service)},
 		{"provider", f.Provider},
 		{"status", string(f.Status)},
 		{"error_code", f.ErrorCode},

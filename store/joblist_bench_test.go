@@ -61,7 +61,7 @@ func BenchmarkListJobs(b *testing.B) {
 			return store.JobFilter{Tenant: tenant(i), UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
 		}, 1},
 		{"tenant+service", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), Service: storetest.SeedServices[i%4]}
+			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(storetest.SeedServices[i%4])}
 		}, 1},
 		{"tenant+provider", func(i int) store.JobFilter {
 			return store.JobFilter{Tenant: tenant(i), Provider: storetest.SeedProviders[i%4]}
@@ -70,7 +70,7 @@ func BenchmarkListJobs(b *testing.B) {
 			return store.JobFilter{Tenant: tenant(i), Status: statuses[i%4]}
 		}, 1},
 		{"tenant+service+status", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), Service: storetest.SeedServices[i%4], Status: statuses[(i/4)%4]}
+			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(storetest.SeedServices[i%4]), Status: statuses[(i/4)%4]}
 		}, 1},
 		// The largest tenant (about 10 % of all jobs): first and deep page.
 		{"largest-tenant", func(int) store.JobFilter { return store.JobFilter{Tenant: largest} }, 1},
@@ -81,7 +81,9 @@ func BenchmarkListJobs(b *testing.B) {
 		{"admin+user", func(i int) store.JobFilter {
 			return store.JobFilter{UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
 		}, 1},
-		{"admin+service", func(i int) store.JobFilter { return store.JobFilter{Service: storetest.SeedServices[i%4]} }, 1},
+		{"admin+service", func(i int) store.JobFilter {
+			return store.JobFilter{Service: jobs.ServiceID(storetest.SeedServices[i%4])}
+		}, 1},
 		{"admin+provider", func(i int) store.JobFilter { return store.JobFilter{Provider: storetest.SeedProviders[i%4]} }, 1},
 		{"admin+status", func(i int) store.JobFilter { return store.JobFilter{Status: statuses[i%4]} }, 1},
 		{"admin+status,page-500", func(int) store.JobFilter { return store.JobFilter{Status: jobs.StatusFailed} }, 500},

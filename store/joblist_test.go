@@ -40,7 +40,7 @@ func listFixture(t *testing.T, s *store.Store) []jobs.Record {
 			// Random v7 ids: within the shared created_at their order is
 			// not the insertion order.
 			ID:             uuid.Must(uuid.NewV7()).String(),
-			Service:        services[i%4],
+			Service:        jobs.ServiceID(services[i%4]),
 			Tenant:         tenants[i%3],
 			UserID:         users[(i/3)%3],
 			Provider:       providerIDs[(i/2)%3],
@@ -294,7 +294,7 @@ func TestListJobsTotals(t *testing.T) {
 				for _, service := range []string{"", "transcriptions", "translations", "video-analyses", "llm-tasks"} {
 					for _, provider := range []string{"", "alpha", "gamma", "delta"} {
 						for _, status := range []jobs.Status{"", jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed} {
-							f := store.JobFilter{Tenant: tenant, UserID: user, Service: service, Provider: provider, Status: status}
+							f := store.JobFilter{Tenant: tenant, UserID: user, Service: jobs.ServiceID(service), Provider: provider, Status: status}
 							want := expectedList(seeded, f)
 							page, total, err := s.ListJobs(ctx, f, 0, 1)
 							require.NoError(t, err, "%+v", f)

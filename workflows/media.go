@@ -44,7 +44,8 @@ var cleanupOptions = workflow.ActivityOptions{
 // mediaStage runs the job's media through the media stage when it has
 // media. It returns the job error of media that cannot be used.
 func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
-	if !activities.MediaOf(j.in.Service, j.in.Input) ||
+	svc, _ := jobs.ServiceOf(j.in.Service)
+	if !svc.HasMedia(j.in.Input) ||
 		j.version(ctx, mediaStageChange, 1) == workflow.DefaultVersion {
 		return nil, nil
 	}
@@ -62,7 +63,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		return mediaFailure(err)
 	}
 	prepared := &activities.PreparedMedia{File: source, SourceURL: sourceURL(j.in.Input)}
-	if j.in.Service != jobs.Translations {
+	if svc.Media.Probe {
 		var probe media.Probe
 		err := workflow.ExecuteActivity(step("probe the media"), a.ProbeMedia, activities.ProbeInput{
 			JobID: j.in.JobID, Service: j.in.Service, Source: source,
@@ -74,8 +75,8 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		if video, ok := probe.VideoMetadata(); ok {
 			prepared.Video = video
 		}
-		if j.in.Service == jobs.Transcriptions {
-			track := activities.AudioTrack(j.in.Input)
+		if svc.Media.ExtractAudio {
+			track := jobs.AudioTrack(j.in.Input)
 			err := workflow.ExecuteActivity(step(fmt.Sprintf("extract audio track %d", track)), a.ExtractAudio, activities.ExtractInput{
 				JobID: j.in.JobID, Source: source, Probe: probe, Track: track,
 			}).Get(ctx, &prepared.File)

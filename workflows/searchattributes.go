@@ -56,16 +56,15 @@ func StartSearchAttributes(in jobs.Submission) temporal.SearchAttributes {
 // StartSummary is the one-line summary the Temporal UI shows for a job's
 // workflow: "transcription for acme".
 func StartSummary(in jobs.Submission) string {
-	return serviceNoun(string(in.Service)) + " for " + in.Tenant
+	return serviceNoun(in.Service) + " for " + in.Tenant
 }
 
 // serviceNoun names one job of a service: "transcription", "llm-task".
-func serviceNoun(service string) string {
-	typ := jobs.TypeOf(service) // "transcription-job"
-	if len(typ) > len("-job") {
-		return typ[:len(typ)-len("-job")]
+func serviceNoun(id jobs.ServiceID) string {
+	if svc, ok := jobs.ServiceOf(id); ok {
+		return svc.EventPrefix
 	}
-	return service
+	return string(id)
 }
 
 // transitionAttributes are the search attributes a projection write of

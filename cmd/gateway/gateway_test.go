@@ -500,7 +500,7 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 		in, err := json.Marshal(jobs.Submission{JobID: id, Service: jobs.LLMTasks, Tenant: "acme", UserID: "dev-user",
 			Input: input, Options: json.RawMessage(`{}`), CreatedAt: now})
 		require.NoError(t, err)
-		job := &jobs.Record{ID: id, Service: string(jobs.LLMTasks), Tenant: "acme", UserID: "dev-user",
+		job := &jobs.Record{ID: id, Service: jobs.LLMTasks, Tenant: "acme", UserID: "dev-user",
 			Status: jobs.StatusPending, Input: string(input), Options: "{}", CreatedAt: now}
 		// Leased to the process that died, for longer than a start-up.
 		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: leasedUntil})

@@ -52,7 +52,7 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 	switch sub {
 	case "list":
 		fs.StringVar(&f.filter.Tenant, "tenant", "", "only this tenant's jobs")
-		fs.StringVar(&f.filter.Service, "service", "", "only this service's jobs")
+		fs.StringVar((*string)(&f.filter.Service), "service", "", "only this service's jobs")
 		fs.StringVar(&f.status, "status", "", "only jobs in this status: pending, processing, completed, failed")
 		fs.StringVar(&f.filter.Provider, "provider", "", "only jobs on this provider")
 		fs.StringVar(&f.filter.ErrorCode, "error-code", "", "only jobs that failed with this error code")
@@ -61,7 +61,7 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 		fs.StringVar(&f.out, "out", "", "write the history to this file (default: standard output)")
 	case "retry":
 		fs.StringVar(&f.filter.Tenant, "tenant", "", "retry this tenant's failed jobs")
-		fs.StringVar(&f.filter.Service, "service", "", "retry this service's failed jobs")
+		fs.StringVar((*string)(&f.filter.Service), "service", "", "retry this service's failed jobs")
 		fs.StringVar(&f.filter.Provider, "provider", "", "retry the failed jobs last routed to this provider")
 		fs.StringVar(&f.filter.ErrorCode, "error-code", "", "retry the failed jobs with this error code, e.g. PROVIDERS_EXHAUSTED")
 		fs.IntVar(&f.limit, "limit", 1000, "retry at most this many of the jobs the filters select, newest first")
@@ -106,22 +106,22 @@ func jobNotFound(id string) error {
 // where it has them (docs/operations.md, Jobs from the command line);
 // fields that do not apply are left out.
 type jobJSON struct {
-	ID           string     `json:"id"`
-	Service      string     `json:"service"`
-	Tenant       string     `json:"tenant"`
-	UserID       string     `json:"user_id"`
-	Status       string     `json:"status"`
-	Progress     int        `json:"progress"`
-	Provider     string     `json:"provider,omitempty"`
-	PolicyID     string     `json:"policy_id,omitempty"`
-	Application  string     `json:"application,omitempty"`
-	ErrorCode    string     `json:"error_code,omitempty"`
-	ErrorMessage string     `json:"error_message,omitempty"`
-	WorkerID     string     `json:"worker_id,omitempty"`
-	TraceID      string     `json:"trace_id,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	ProcessedAt  *time.Time `json:"processed_at,omitempty"`
-	CompletedAt  *time.Time `json:"completed_at,omitempty"`
+	ID           string         `json:"id"`
+	Service      jobs.ServiceID `json:"service"`
+	Tenant       string         `json:"tenant"`
+	UserID       string         `json:"user_id"`
+	Status       string         `json:"status"`
+	Progress     int            `json:"progress"`
+	Provider     string         `json:"provider,omitempty"`
+	PolicyID     string         `json:"policy_id,omitempty"`
+	Application  string         `json:"application,omitempty"`
+	ErrorCode    string         `json:"error_code,omitempty"`
+	ErrorMessage string         `json:"error_message,omitempty"`
+	WorkerID     string         `json:"worker_id,omitempty"`
+	TraceID      string         `json:"trace_id,omitempty"`
+	CreatedAt    time.Time      `json:"created_at"`
+	ProcessedAt  *time.Time     `json:"processed_at,omitempty"`
+	CompletedAt  *time.Time     `json:"completed_at,omitempty"`
 }
 
 func newJobJSON(r *jobs.Record) jobJSON {

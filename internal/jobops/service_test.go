@@ -106,7 +106,7 @@ func llmTask(t *testing.T) jobops.SubmitRequest {
 	svc, ok := jobs.LookupService("llm-tasks")
 	require.True(t, ok)
 	input := json.RawMessage(`{"type":"text","text":"The quick brown fox.","prompt":"Summarise the text."}`)
-	spec, ok := jobs.SpecOf(svc.ID)
+	spec, ok := jobs.ServiceOf(svc.ID)
 	require.True(t, ok)
 	parsed, err := spec.Parse(input, nil)
 	require.NoError(t, err)

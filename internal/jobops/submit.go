@@ -240,7 +240,7 @@ func Fingerprint(user, application string, body []byte) string {
 // request's tenant's and of its service; the store's key scope guarantees
 // it, and a job of another scope must never be returned.
 func sameScope(job *jobs.Record, req SubmitRequest) bool {
-	return job.Tenant == req.Tenant && job.Service == string(req.Service.ID)
+	return job.Tenant == req.Tenant && job.Service == req.Service.ID
 }
 
 // checkURLs refuses, when Config.CheckURLs is set, a webhook URL or media

@@ -39,8 +39,8 @@ const (
 )
 
 // TypeOf is the data.type of a job of the given service.
-func TypeOf(service string) string {
-	svc, _ := LookupService(service)
+func TypeOf(service ServiceID) string {
+	svc, _ := ServiceOf(service)
 	return svc.JobType
 }
 

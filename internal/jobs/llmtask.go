@@ -1,6 +1,19 @@
 package jobs
 
-func init() { register[LLMTask](LLMTasks) }
+// LLMTasks is the service id.
+const LLMTasks ServiceID = "llm-tasks"
+
+func init() {
+	Register[LLMTask](Service{
+		ID:          LLMTasks,
+		Order:       4,
+		Name:        "LLM tasks",
+		Description: "Generic language-model task, independent of vendor or model.",
+		JobType:     "llm-task-job",
+		EventPrefix: "llm-task",
+		Usage:       UsageTokens,
+	})
+}
 
 // LLMTask is an llm-task job's input and options.
 type LLMTask struct {
@@ -8,9 +21,9 @@ type LLMTask struct {
 	Options LLMTaskOptions
 }
 
-func (l *LLMTask) parts() (input, options any) { return &l.Input, &l.Options }
+func (l *LLMTask) Parts() (input, options any) { return &l.Input, &l.Options }
 
-func (l *LLMTask) validate() error {
+func (l *LLMTask) Validate() error {
 	in := l.Input
 	return firstError(
 		oneOf(in.Type, ptrInput+"/type", true, "text", "document"),
@@ -38,4 +51,28 @@ func (l *LLMTask) Render(mediaType string, result []byte) ([]byte, error) {
 		return result, nil
 	}
 	return nil, notOffered(LLMTasks, mediaType)
+}
+
+// LLMTaskInput is the input of an llm-task job.
+type LLMTaskInput struct {
+	Type         string `json:"type"` // text or document
+	Text         string `json:"text,omitempty"`
+	URL          string `json:"url,omitempty"` // the document variant (see docs/api.md)
+	Prompt       string `json:"prompt"`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+}
+
+// LLMTaskOptions are the options of an llm-task job.
+type LLMTaskOptions struct {
+	Creativity   string `json:"creativity,omitempty"` // precise, balanced or creative
+	IncludeUsage bool   `json:"include_usage,omitempty"`
+	// Model pins a model the provider lists (an extension; see docs/api.md).
+	Model string `json:"model,omitempty"`
+}
+
+// LLMTaskResult is the result of an llm-task job.
+type LLMTaskResult struct {
+	Content      string `json:"content"`
+	FinishReason string `json:"finish_reason"` // completed or max_tokens
+	Usage        *Usage `json:"usage,omitempty"`
 }

@@ -7,7 +7,7 @@ import "time"
 // meta) are kept as text.
 type Record struct {
 	ID             string `gorm:"primaryKey"`
-	Service        string
+	Service        ServiceID
 	Tenant         string
 	UserID         string
 	Provider       string

@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 )
@@ -20,118 +22,162 @@ const (
 // segment jobs of that service are created under.
 type ServiceID string
 
-// The gateway's services.
-const (
-	Transcriptions ServiceID = "transcriptions"
-	Translations   ServiceID = "translations"
-	VideoAnalyses  ServiceID = "video-analyses"
-	LLMTasks       ServiceID = "llm-tasks"
-)
-
-// Service is the static description of a job service.
+// Service describes one job service: everything that differs between
+// services. Each service's file registers its descriptor (Register); the
+// API, the workflow, its activities, routing and the store ask it instead
+// of naming a service.
 type Service struct {
 	ID          ServiceID
 	Name        string
 	Description string
+	// Order is the service's place in listings (GET /v1/services).
+	Order int
 	// JobType is the data.type discriminator of the service's jobs.
 	JobType string
 	// EventPrefix starts the names of the service's webhook events
-	// ("transcription" gives "transcription.completed").
+	// ("transcription" gives "transcription.completed"); it also names one
+	// job of the service in summaries.
 	EventPrefix string
 	// SendsProgress tells whether the service emits *.progress events.
 	SendsProgress bool
 	// Features are the capability features defined for the service (none
 	// for llm-tasks, whose capability lists models instead).
 	Features []string
+	// Media is what the media stage does for the service's jobs.
+	Media MediaSteps
+	// Results is what the gateway adds to a provider's result.
+	Results ResultFinishing
+	// Usage is the unit the service's usage is measured in.
+	Usage UsageUnit
+
+	codec requestCodec
 }
 
 // Endpoint is the base path jobs of the service are created under.
 func (s Service) Endpoint() string { return "/v1/" + string(s.ID) }
 
-var services = []Service{
-	{
-		ID:            Transcriptions,
-		Name:          "Transcriptions",
-		Description:   "Audio or video to time-aligned text.",
-		JobType:       "transcription-job",
-		EventPrefix:   "transcription",
-		SendsProgress: true,
-		Features:      TranscriptionFeatures,
-	},
-	{
-		ID:            Translations,
-		Name:          "Translations",
-		Description:   "Text or document translation.",
-		JobType:       "translation-job",
-		EventPrefix:   "translation",
-		SendsProgress: true,
-		Features:      TranslationFeatures,
-	},
-	{
-		ID:            VideoAnalyses,
-		Name:          "Video analyses",
-		Description:   "Structured metadata extracted from video.",
-		JobType:       "video-analysis-job",
-		EventPrefix:   "video-analysis",
-		SendsProgress: true,
-		Features:      VideoAnalysisFeatures,
-	},
-	{
-		ID:            LLMTasks,
-		Name:          "LLM tasks",
-		Description:   "Generic language-model task, independent of vendor or model.",
-		JobType:       "llm-task-job",
-		EventPrefix:   "llm-task",
-		SendsProgress: false,
-	},
+// Parse decodes a new job's input and options strictly and validates
+// them. A non-nil error is a *FieldError whose pointer starts with /input
+// or /options.
+func (s Service) Parse(input, options json.RawMessage) (Request, error) {
+	return s.codec.parse(input, options)
 }
+
+// Load decodes a recorded job's input and options, which Parse accepted
+// when the job was created: members it does not know are ignored and
+// nothing is validated again. On an error the request holds what did
+// decode.
+func (s Service) Load(input, options json.RawMessage) (Request, error) {
+	return s.codec.load(input, options)
+}
+
+// MediaSteps is what the media stage does for a service's jobs
+// (docs/media.md): fetch the input's url once, probe it, and extract the
+// audio track adapters read.
+type MediaSteps struct {
+	// Fetch: a job whose input has a url has media.
+	Fetch bool
+	// DocumentsOnly: only inputs of type "document" have media.
+	DocumentsOnly bool
+	// Probe: the stage probes the media for its duration and video.
+	Probe bool
+	// ExtractAudio: the stage extracts input.audio_track (default the
+	// first) as 16 kHz mono WAV, which adapters read instead of the file.
+	ExtractAudio bool
+	// UnreadableCode is the job error of media that cannot be decoded.
+	UnreadableCode string
+}
+
+// HasMedia reports whether a job of the service with this input has media
+// for the media stage.
+func (s Service) HasMedia(input json.RawMessage) bool {
+	if !s.Media.Fetch {
+		return false
+	}
+	var ref mediaRef
+	if json.Unmarshal(input, &ref) != nil || ref.URL == "" {
+		return false
+	}
+	return !s.Media.DocumentsOnly || ref.Type == "document"
+}
+
+// MediaURL is the url of a job's input; "" when it has none.
+func MediaURL(input json.RawMessage) string {
+	var ref mediaRef
+	_ = json.Unmarshal(input, &ref)
+	return ref.URL
+}
+
+// AudioTrack is the audio track a job asks for (input.audio_track, default
+// the first).
+func AudioTrack(input json.RawMessage) int {
+	var ref mediaRef
+	if json.Unmarshal(input, &ref) != nil || ref.AudioTrack == nil {
+		return 0
+	}
+	return *ref.AudioTrack
+}
+
+// mediaRef is what the media stage reads of a job's input.
+type mediaRef struct {
+	Type       string `json:"type"`
+	URL        string `json:"url"`
+	AudioTrack *int   `json:"audio_track"`
+}
+
+// ResultFinishing is what the gateway adds to a provider's result before
+// the job completes (docs/media.md, Result files).
+type ResultFinishing struct {
+	// RenderedFile names the file the result is rendered into, in the
+	// media type the job prefers, under the job's result prefix
+	// ("transcript" gives transcript.srt); "" for none.
+	RenderedFile string
+	// WrittenFile names the file the provider writes for a job with media
+	// (a translated document), completed with the media's extension; ""
+	// for none.
+	WrittenFile string
+	// VideoMetadata: the probed video metadata replaces the result's
+	// video_metadata member.
+	VideoMetadata bool
+}
+
+// UsageUnit is what a service's usage is measured in.
+type UsageUnit string
+
+// The usage units.
+const (
+	UsageAudioSeconds UsageUnit = "audio_seconds"
+	UsageVideoSeconds UsageUnit = "video_seconds"
+	UsageCharacters   UsageUnit = "characters"
+	UsageTokens       UsageUnit = "tokens"
+)
+
+var services = map[ServiceID]Service{}
 
 // Services lists the gateway's services in their documented order.
 func Services() []Service {
-	out := make([]Service, len(services))
-	copy(out, services)
+	out := make([]Service, 0, len(services))
+	for _, s := range services {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Service) int { return cmp.Compare(a.Order, b.Order) })
 	return out
 }
 
 // LookupService finds a service by id.
 func LookupService(id string) (Service, bool) {
-	for _, s := range services {
-		if string(s.ID) == id {
-			return s, true
-		}
-	}
-	return Service{}, false
+	s, ok := services[ServiceID(id)]
+	return s, ok
 }
 
 // MustService returns the service with the given id and panics for an
-// unknown one; use it only with the constants above.
+// unknown one; use it only with the service constants.
 func MustService(id ServiceID) Service {
-	s, ok := LookupService(string(id))
+	s, ok := services[id]
 	if !ok {
 		panic("jobs: unknown service " + string(id))
 	}
 	return s
-}
-
-// Features a provider can offer, per service.
-var (
-	TranscriptionFeatures = []string{"language_detection", "diarization", "timestamps"}
-	TranslationFeatures   = []string{"language_detection", "formality"}
-	VideoAnalysisFeatures = []string{"labels", "scenes", "faces", "speech_to_text", "ocr", "content_moderation", "sentiment", "topics", "brands", "summary"}
-)
-
-// Spec is one service's part of the job model.
-type Spec interface {
-	Service() Service
-	// Parse decodes a new job's input and options strictly and validates
-	// them. A non-nil error is a *FieldError whose pointer starts with
-	// /input or /options.
-	Parse(input, options json.RawMessage) (Request, error)
-	// Load decodes a recorded job's input and options, which Parse
-	// accepted when the job was created: members it does not know are
-	// ignored and nothing is validated again. On an error the request
-	// holds what did decode.
-	Load(input, options json.RawMessage) (Request, error)
 }
 
 // Request is a job's typed input and options.
@@ -186,65 +232,73 @@ func taskPriority(option string) int {
 	return priorityStandard
 }
 
-var specs = map[ServiceID]Spec{}
-
-// SpecOf finds the spec of a service.
-func SpecOf(id ServiceID) (Spec, bool) {
-	s, ok := specs[id]
+// ServiceOf finds a service by id.
+func ServiceOf(id ServiceID) (Service, bool) {
+	s, ok := services[id]
 	return s, ok
 }
 
-// request is what a service's request type implements besides Request.
-type request interface {
+// RequestType is what a service's request type implements besides
+// Request.
+type RequestType interface {
 	Request
-	// parts are where the input and options decode to.
-	parts() (input, options any)
-	validate() error
+	// Parts are where the job's input and options decode to.
+	Parts() (input, options any)
+	// Validate checks the decoded input and options; its error is a
+	// *FieldError.
+	Validate() error
 }
 
-// register makes *T the request type of a service; each service's file
-// calls it from init.
-func register[T any, P interface {
+// Register makes s a service whose request type is *T; each service's
+// file calls it from init. It panics on a descriptor that lacks an id,
+// a job type or an event prefix, or whose id is taken.
+func Register[T any, P interface {
 	*T
-	request
-}](id ServiceID) {
-	if _, ok := LookupService(string(id)); !ok {
-		panic("jobs: no service " + string(id) + " in the service table")
+	RequestType
+}](s Service) {
+	if s.ID == "" || s.JobType == "" || s.EventPrefix == "" {
+		panic("jobs: a service needs an id, a job type and an event prefix")
 	}
-	specs[id] = spec[T, P]{id: id}
+	if _, taken := services[s.ID]; taken {
+		panic("jobs: service " + string(s.ID) + " registered twice")
+	}
+	s.codec = codec[T, P]{}
+	services[s.ID] = s
 }
 
-// spec is the Spec of a service whose request type is *T.
-type spec[T any, P interface {
+// requestCodec decodes a service's input and options.
+type requestCodec interface {
+	parse(input, options json.RawMessage) (Request, error)
+	load(input, options json.RawMessage) (Request, error)
+}
+
+// codec is the requestCodec of a service whose request type is *T.
+type codec[T any, P interface {
 	*T
-	request
-}] struct {
-	id ServiceID
-}
+	RequestType
+}] struct{}
 
-func (s spec[T, P]) Service() Service { return MustService(s.id) }
-
-func (s spec[T, P]) Parse(input, options json.RawMessage) (Request, error) {
+func (codec[T, P]) parse(input, options json.RawMessage) (Request, error) {
 	if strictjson.Absent(input) {
 		return nil, invalid(ptrInput, "is required")
 	}
 	r := P(new(T))
-	in, opts := r.parts()
+	in, opts := r.Parts()
 	if err := decodeStrict(input, ptrInput, in); err != nil {
 		return nil, err
 	}
 	if err := decodeStrict(options, ptrOptions, opts); err != nil {
 		return nil, err
 	}
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (s spec[T, P]) Load(input, options json.RawMessage) (Request, error) {
+func (codec[T, P]) load(input, options json.RawMessage) (Request, error) {
 	r := P(new(T))
-	in, opts := r.parts()
+	in, opts := r.Parts()
 	return r, errors.Join(decodeLenient(input, in), decodeLenient(options, opts))
 }
 

@@ -18,11 +18,11 @@ var valid = map[jobs.ServiceID][2]string{
 	jobs.LLMTasks:       {`{"type":"text","text":"Fox","prompt":"Summarise."}`, `{"model":"m1"}`},
 }
 
-func spec(t *testing.T, id jobs.ServiceID) jobs.Spec {
+func spec(t *testing.T, id jobs.ServiceID) jobs.Service {
 	t.Helper()
-	s, ok := jobs.SpecOf(id)
-	require.True(t, ok, "no spec for %s", id)
-	require.Equal(t, id, s.Service().ID)
+	s, ok := jobs.LookupService(string(id))
+	require.True(t, ok, "no service %s", id)
+	require.Equal(t, id, s.ID)
 	return s
 }
 
@@ -33,16 +33,42 @@ func parse(t *testing.T, id jobs.ServiceID, input, options string) jobs.Request 
 	return r
 }
 
-func TestEveryServiceHasASpec(t *testing.T) {
+func TestEveryServiceHasADescriptor(t *testing.T) {
 	t.Parallel()
+	var ids []jobs.ServiceID
 	for _, svc := range jobs.Services() {
-		s := spec(t, svc.ID)
-		require.Equal(t, svc, s.Service())
+		ids = append(ids, svc.ID)
+		require.NotEmpty(t, svc.Name, svc.ID)
+		require.NotEmpty(t, svc.Usage, svc.ID)
+		require.Equal(t, svc.Media.Fetch, svc.Media.UnreadableCode != "", "%s: media that is fetched needs an unreadable code", svc.ID)
 		require.Contains(t, valid, svc.ID, "add a valid request of %s to this test", svc.ID)
 		parse(t, svc.ID, valid[svc.ID][0], valid[svc.ID][1])
 	}
-	_, ok := jobs.SpecOf("images")
+	require.Equal(t, []jobs.ServiceID{jobs.Transcriptions, jobs.Translations, jobs.VideoAnalyses, jobs.LLMTasks}, ids, "the documented order")
+	_, ok := jobs.LookupService("images")
 	require.False(t, ok)
+}
+
+func TestHasMedia(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		service jobs.ServiceID
+		input   string
+		want    bool
+	}{
+		{jobs.Transcriptions, `{"type":"audio","url":"https://m.test/a.mp3"}`, true},
+		{jobs.Transcriptions, `{"type":"audio"}`, false},
+		{jobs.VideoAnalyses, `{"url":"https://m.test/v.mp4","features":["labels"]}`, true},
+		{jobs.Translations, `{"type":"document","url":"https://m.test/d.docx","target_language":"de"}`, true},
+		{jobs.Translations, `{"type":"text","content":"Hallo","target_language":"de"}`, false},
+		{jobs.LLMTasks, `{"type":"document","url":"https://m.test/d.pdf","prompt":"Sum."}`, false},
+		{jobs.Transcriptions, `not json`, false},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, jobs.MustService(c.service).HasMedia(json.RawMessage(c.input)), "%s %s", c.service, c.input)
+	}
+	require.Equal(t, 2, jobs.AudioTrack(json.RawMessage(`{"audio_track":2}`)))
+	require.Equal(t, 0, jobs.AudioTrack(json.RawMessage(`{}`)))
 }
 
 func TestParseErrorsNameThePointer(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 // JSON shape is part of recorded histories.
 type Snapshot struct {
 	ID             string          `json:"id"`
-	Service        string          `json:"service"`
+	Service        ServiceID       `json:"service"`
 	Tenant         string          `json:"tenant"`
 	UserID         string          `json:"user_id"`
 	Application    string          `json:"application,omitempty"`

@@ -66,7 +66,7 @@ type Webhook struct {
 func (s Submission) Snapshot() Snapshot {
 	return Snapshot{
 		ID:             s.JobID,
-		Service:        string(s.Service),
+		Service:        s.Service,
 		Tenant:         s.Tenant,
 		UserID:         s.UserID,
 		Application:    s.Application,
@@ -85,7 +85,7 @@ func (s Submission) Snapshot() Snapshot {
 func (s Submission) Record() *Record {
 	return &Record{
 		ID:          s.JobID,
-		Service:     string(s.Service),
+		Service:     s.Service,
 		Tenant:      s.Tenant,
 		UserID:      s.UserID,
 		Provider:    s.Provider,

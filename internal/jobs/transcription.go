@@ -4,7 +4,27 @@ import (
 	"encoding/json"
 )
 
-func init() { register[Transcription](Transcriptions) }
+// Transcriptions is the service id.
+const Transcriptions ServiceID = "transcriptions"
+
+// TranscriptionFeatures are the capability features of transcriptions.
+var TranscriptionFeatures = []string{"language_detection", "diarization", "timestamps"}
+
+func init() {
+	Register[Transcription](Service{
+		ID:            Transcriptions,
+		Order:         1,
+		Name:          "Transcriptions",
+		Description:   "Audio or video to time-aligned text.",
+		JobType:       "transcription-job",
+		EventPrefix:   "transcription",
+		SendsProgress: true,
+		Features:      TranscriptionFeatures,
+		Media:         MediaSteps{Fetch: true, Probe: true, ExtractAudio: true, UnreadableCode: CodeAudioUnreadable},
+		Results:       ResultFinishing{RenderedFile: "transcript"},
+		Usage:         UsageAudioSeconds,
+	})
+}
 
 // Transcription is a transcription job's input and options.
 type Transcription struct {
@@ -12,9 +32,9 @@ type Transcription struct {
 	Options TranscriptionOptions
 }
 
-func (t *Transcription) parts() (input, options any) { return &t.Input, &t.Options }
+func (t *Transcription) Parts() (input, options any) { return &t.Input, &t.Options }
 
-func (t *Transcription) validate() error {
+func (t *Transcription) Validate() error {
 	return firstError(
 		oneOf(t.Input.Type, ptrInput+"/type", true, "video", "audio"),
 		mediaURL(t.Input.URL, ptrInput+"/url", true),
@@ -71,4 +91,59 @@ func (t *Transcription) Render(mediaType string, result []byte) ([]byte, error) 
 		return []byte(renderVTT(r)), nil
 	}
 	return nil, notOffered(Transcriptions, mediaType)
+}
+
+// TranscriptionInput is the input of a transcription job.
+type TranscriptionInput struct {
+	Type       string `json:"type"` // video or audio
+	URL        string `json:"url"`
+	AudioTrack *int   `json:"audio_track,omitempty"`
+}
+
+// TranscriptionOptions are the options of a transcription job.
+type TranscriptionOptions struct {
+	Language     string `json:"language,omitempty"`
+	Timestamps   *bool  `json:"timestamps,omitempty"`
+	Format       string `json:"format,omitempty"` // srt, vtt or json (the default)
+	Diarization  *bool  `json:"diarization,omitempty"`
+	Priority     string `json:"priority,omitempty"`
+	IncludeUsage bool   `json:"include_usage,omitempty"`
+}
+
+// WantsTimestamps reports the effective timestamps option (default true).
+func (o TranscriptionOptions) WantsTimestamps() bool { return o.Timestamps == nil || *o.Timestamps }
+
+// WantsDiarization reports the effective diarization option (default false).
+func (o TranscriptionOptions) WantsDiarization() bool { return o.Diarization != nil && *o.Diarization }
+
+// EffectiveFormat is the result format, json unless the job asked otherwise.
+func (o TranscriptionOptions) EffectiveFormat() string {
+	if o.Format == "" {
+		return "json"
+	}
+	return o.Format
+}
+
+// TranscriptionResult is the result of a transcription job.
+type TranscriptionResult struct {
+	Format      string  `json:"format"`
+	Duration    float64 `json:"duration"`
+	Language    string  `json:"language,omitempty"`
+	DownloadURL string  `json:"download_url,omitempty"`
+	// Text is the whole transcript (an extension, docs/api.md, Extensions:
+	// a transcript without timestamps still carries its text).
+	Text     string    `json:"text,omitempty"`
+	Segments []Segment `json:"segments,omitempty"`
+	Usage    *Usage    `json:"usage,omitempty"`
+}
+
+// Segment is one time-aligned piece of a transcript.
+type Segment struct {
+	Start      float64  `json:"start"`
+	End        float64  `json:"end"`
+	Text       string   `json:"text"`
+	Confidence *float64 `json:"confidence,omitempty"`
+	// Speaker is set when diarization was requested (an extension,
+	// docs/api.md, Extensions; SRT and WebVTT render it as a voice).
+	Speaker string `json:"speaker,omitempty"`
 }

@@ -4,7 +4,27 @@ import (
 	"encoding/json"
 )
 
-func init() { register[Translation](Translations) }
+// Translations is the service id.
+const Translations ServiceID = "translations"
+
+// TranslationFeatures are the capability features of translations.
+var TranslationFeatures = []string{"language_detection", "formality"}
+
+func init() {
+	Register[Translation](Service{
+		ID:            Translations,
+		Order:         2,
+		Name:          "Translations",
+		Description:   "Text or document translation.",
+		JobType:       "translation-job",
+		EventPrefix:   "translation",
+		SendsProgress: true,
+		Features:      TranslationFeatures,
+		Media:         MediaSteps{Fetch: true, DocumentsOnly: true, UnreadableCode: CodeInputUnreadable},
+		Results:       ResultFinishing{WrittenFile: "translation"},
+		Usage:         UsageCharacters,
+	})
+}
 
 // Translation is a translation job's input and options.
 type Translation struct {
@@ -12,9 +32,9 @@ type Translation struct {
 	Options TranslationOptions
 }
 
-func (t *Translation) parts() (input, options any) { return &t.Input, &t.Options }
+func (t *Translation) Parts() (input, options any) { return &t.Input, &t.Options }
 
-func (t *Translation) validate() error {
+func (t *Translation) Validate() error {
 	in, opts := t.Input, t.Options
 	return firstError(
 		oneOf(in.Type, ptrInput+"/type", true, "text", "document"),
@@ -68,4 +88,30 @@ func (t *Translation) Render(mediaType string, result []byte) ([]byte, error) {
 		return []byte(r.Content), nil
 	}
 	return nil, notOffered(Translations, mediaType)
+}
+
+// TranslationInput is the input of a translation job.
+type TranslationInput struct {
+	Type           string `json:"type"` // text or document
+	Content        string `json:"content,omitempty"`
+	URL            string `json:"url,omitempty"`
+	TargetLanguage string `json:"target_language"`
+}
+
+// TranslationOptions are the options of a translation job.
+type TranslationOptions struct {
+	SourceLanguage string `json:"source_language,omitempty"` // a language code or "auto"
+	Formality      string `json:"formality,omitempty"`
+	Priority       string `json:"priority,omitempty"`
+	IncludeUsage   bool   `json:"include_usage,omitempty"`
+}
+
+// TranslationResult is the result of a translation job.
+type TranslationResult struct {
+	SourceLanguage string `json:"source_language"`
+	TargetLanguage string `json:"target_language"`
+	Content        string `json:"content,omitempty"`
+	DownloadURL    string `json:"download_url,omitempty"`
+	CharacterCount int    `json:"character_count"`
+	Usage          *Usage `json:"usage,omitempty"`
 }

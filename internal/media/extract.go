@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // ExtractAudio writes audio track `track` (zero-based among the audio
@@ -21,9 +20,9 @@ func (t Tools) ExtractAudio(ctx context.Context, probe Probe, src string, track 
 	audio := probe.AudioStreams()
 	switch {
 	case len(audio) == 0:
-		return providers.InputError(jobs.CodeAudioUnreadable, "the media has no audio track", nil)
+		return inputError(jobs.CodeAudioUnreadable, "the media has no audio track", nil)
 	case track < 0 || track >= len(audio):
-		return providers.InputError(jobs.CodeAudioUnreadable,
+		return inputError(jobs.CodeAudioUnreadable,
 			fmt.Sprintf("input.audio_track is %d, but the media has %s (%s)", track, plural(len(audio), "audio track"), indexes(len(audio))), nil)
 	}
 	args := append([]string{"-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-xerror"}, InputArgs(src)...)
@@ -39,7 +38,7 @@ func (t Tools) ExtractAudio(ctx context.Context, probe Probe, src string, track 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return providers.InputError(jobs.CodeAudioUnreadable,
+		return inputError(jobs.CodeAudioUnreadable,
 			fmt.Sprintf("audio track %d cannot be decoded%s", track, reason(stderr)), nil)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Fetched describes a fetched media file.
@@ -40,7 +39,7 @@ type Limits struct {
 // address-guarded client of the caller), within lim. A Content-Length over
 // lim.MaxBytes is refused before reading; a body that grows past it is cut
 // off while streaming, never held in memory. On failure the partial file
-// is removed. Errors are *providers.Error (FILE_TOO_LARGE; MEDIA_UNAVAILABLE
+// is removed. Errors are *Error (FILE_TOO_LARGE; MEDIA_UNAVAILABLE
 // for a transfer too slow or too long; or as StatusError and TransportError
 // classify them), or ctx.Err() when ctx ends.
 func Fetch(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL, dst string, lim Limits) (Fetched, error) {
@@ -53,12 +52,12 @@ func Fetch(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL, d
 	defer cancel(nil)
 	if lim.Timeout > 0 {
 		var stop context.CancelFunc
-		fetchCtx, stop = context.WithTimeoutCause(fetchCtx, lim.Timeout, providers.Retryable(jobs.CodeMediaUnavailable,
+		fetchCtx, stop = context.WithTimeoutCause(fetchCtx, lim.Timeout, retryable(jobs.CodeMediaUnavailable,
 			fmt.Sprintf("media host %s did not send the whole media within the fetch timeout of %s", u.Host, lim.Timeout), nil))
 		defer stop()
 	}
 	failed := func(err error) error {
-		var limit *providers.Error
+		var limit *Error
 		if ctx.Err() == nil && errors.As(context.Cause(fetchCtx), &limit) {
 			return limit
 		}
@@ -66,7 +65,7 @@ func Fetch(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL, d
 	}
 	req, err := http.NewRequestWithContext(fetchCtx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Fetched{}, providers.InputError(UnreadableCode(s), "input.url is not a valid request URL", err)
+		return Fetched{}, inputError(UnreadableCode(s), "input.url is not a valid request URL", err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -77,7 +76,7 @@ func Fetch(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL, d
 		return Fetched{}, err
 	}
 	maxBytes := lim.MaxBytes
-	tooLarge := providers.InputError(jobs.CodeFileTooLarge,
+	tooLarge := inputError(jobs.CodeFileTooLarge,
 		fmt.Sprintf("input.url is larger than the %d MB any provider of %s accepts", maxBytes>>20, s), nil)
 	if maxBytes > 0 && resp.ContentLength > maxBytes {
 		return Fetched{}, tooLarge
@@ -134,7 +133,7 @@ func watchRate(ctx context.Context, cancel context.CancelCauseFunc, received *at
 			continue
 		}
 		if got := now - samples[(i-rateSteps)%len(samples)]; got < lim.MinBytes {
-			cancel(providers.Retryable(jobs.CodeMediaUnavailable, fmt.Sprintf(
+			cancel(retryable(jobs.CodeMediaUnavailable, fmt.Sprintf(
 				"media host %s sent %s in the last %s, below the minimum rate of %s per %s",
 				host, byteSize(got), lim.RateWindow, byteSize(lim.MinBytes), lim.RateWindow), nil))
 			return

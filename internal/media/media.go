@@ -1,4 +1,5 @@
-// Package media checks a job's media URL and classifies failures to fetch it.
+// Package media fetches, probes and decodes a job's media, and classifies
+// what fails (Error); it knows the job model, never the adapters above it.
 package media
 
 import (
@@ -10,14 +11,13 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
-// UnreadableCode is the input error code for media of a service that cannot
+// UnreadableCode is the input error code of media of a service that cannot
 // be read.
 func UnreadableCode(s jobs.ServiceID) string {
-	if s == jobs.Transcriptions {
-		return jobs.CodeAudioUnreadable
+	if svc, ok := jobs.ServiceOf(s); ok && svc.Media.UnreadableCode != "" {
+		return svc.Media.UnreadableCode
 	}
 	return jobs.CodeInputUnreadable
 }
@@ -26,7 +26,7 @@ func UnreadableCode(s jobs.ServiceID) string {
 func ParseURL(s jobs.ServiceID, rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, providers.InputError(UnreadableCode(s), "input.url must be an absolute http or https URL", err)
+		return nil, inputError(UnreadableCode(s), "input.url must be an absolute http or https URL", err)
 	}
 	return u, nil
 }
@@ -42,11 +42,11 @@ func StatusError(u *url.URL, status int) error {
 	}
 	msg := fmt.Sprintf("media host %s answered %d %s for input.url", u.Host, status, http.StatusText(status))
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
-		e := providers.InputError(jobs.CodeMediaUnavailable, msg+"; check that the URL is reachable by the gateway", nil)
+		e := inputError(jobs.CodeMediaUnavailable, msg+"; check that the URL is reachable by the gateway", nil)
 		e.StatusCode = status
 		return e
 	}
-	e := providers.Retryable(jobs.CodeMediaUnavailable, msg, nil)
+	e := retryable(jobs.CodeMediaUnavailable, msg, nil)
 	e.StatusCode = status
 	return e
 }
@@ -62,7 +62,7 @@ func TransportError(ctx context.Context, u *url.URL, err error) error {
 	// Refused by policy, not by the network: retrying cannot help.
 	var redirect *netguard.RedirectError
 	if errors.As(err, &redirect) {
-		return providers.InputError(jobs.CodeMediaAddressForbidden,
+		return inputError(jobs.CodeMediaAddressForbidden,
 			fmt.Sprintf("media host %s redirected to a %s: URL; only http and https are fetched", redirect.From, redirect.Scheme), err)
 	}
 	if why := netguard.Refusal(err); why != "" {
@@ -70,9 +70,9 @@ func TransportError(ctx context.Context, u *url.URL, err error) error {
 		if to := requestHost(err); to != "" && to != u.Host {
 			msg = fmt.Sprintf("media host %s redirected to %s, which is refused: %s", u.Host, to, why)
 		}
-		return providers.InputError(jobs.CodeMediaAddressForbidden, msg, err)
+		return inputError(jobs.CodeMediaAddressForbidden, msg, err)
 	}
-	return providers.Retryable(jobs.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
+	return retryable(jobs.CodeMediaUnavailable, fmt.Sprintf("could not reach media host %s", u.Host), err)
 }
 
 // requestHost is the host of the request a client's error is about, after
@@ -97,7 +97,7 @@ func Head(ctx context.Context, client *http.Client, s jobs.ServiceID, rawURL str
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), nil)
 	if err != nil {
-		return -1, providers.InputError(UnreadableCode(s), "input.url is not a valid request URL", err)
+		return -1, inputError(UnreadableCode(s), "input.url is not a valid request URL", err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

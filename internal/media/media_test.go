@@ -16,7 +16,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 func TestRefusedAddressIsAnInputError(t *testing.T) {
@@ -25,9 +24,9 @@ func TestRefusedAddressIsAnInputError(t *testing.T) {
 	defer srv.Close()
 
 	_, err := media.Head(context.Background(), netguard.NewMediaClient(false, 5*time.Second), jobs.Transcriptions, srv.URL+"/a.wav")
-	var perr *providers.Error
+	var perr *media.Error
 	require.True(t, errors.As(err, &perr), "%v", err)
-	require.Equal(t, providers.KindInput, perr.Kind, "an address the gateway may not reach fails the job, no retries")
+	require.False(t, perr.Retryable, "an address the gateway may not reach fails the job, no retries")
 	require.Equal(t, jobs.CodeMediaAddressForbidden, perr.Code)
 
 	size, err := media.Head(context.Background(), netguard.NewMediaClient(true, 5*time.Second), jobs.Transcriptions, srv.URL+"/a.wav")
@@ -41,9 +40,9 @@ func TestUnreachableHostIsRetryable(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	_, err := media.Head(context.Background(), netguard.NewMediaClient(true, time.Second), jobs.Transcriptions, url+"/a.wav")
-	var perr *providers.Error
+	var perr *media.Error
 	require.True(t, errors.As(err, &perr))
-	require.Equal(t, providers.KindRetryable, perr.Kind)
+	require.True(t, perr.Retryable)
 }
 
 func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
@@ -68,9 +67,9 @@ func TestRefusedMediaIsUnavailableAtOnce(t *testing.T) {
 			_, headErr := media.Head(t.Context(), client, svc, srv.URL+tc.path)
 			_, fetchErr := media.Fetch(t.Context(), client, svc, srv.URL+tc.path, filepath.Join(t.TempDir(), "source"), media.Limits{})
 			for _, err := range []error{headErr, fetchErr} {
-				var perr *providers.Error
+				var perr *media.Error
 				require.True(t, errors.As(err, &perr), "%v", err)
-				require.Equal(t, providers.KindInput, perr.Kind, "no retries: the host refused the media")
+				require.False(t, perr.Retryable, "no retries: the host refused the media")
 				require.Equal(t, jobs.CodeMediaUnavailable, perr.Code, "not unreadable: nothing was read")
 				require.Equal(t, tc.status, perr.StatusCode)
 				require.Contains(t, perr.Message, "media host "+host+" answered "+strconv.Itoa(tc.status))
@@ -96,9 +95,9 @@ func TestRefusedRedirectsFailAtOnce(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	requireRefused := func(t *testing.T, err error, want ...string) {
 		t.Helper()
-		var perr *providers.Error
+		var perr *media.Error
 		require.True(t, errors.As(err, &perr), "%v", err)
-		require.Equal(t, providers.KindInput, perr.Kind, "refused by the guard: retrying cannot help (%v)", err)
+		require.False(t, perr.Retryable, "refused by the guard: retrying cannot help (%v)", err)
 		require.Equal(t, jobs.CodeMediaAddressForbidden, perr.Code)
 		for _, w := range want {
 			require.Contains(t, perr.Message, w)
@@ -172,9 +171,9 @@ func TestSlowMediaHostsAreCutOff(t *testing.T) {
 	}
 	requireRetryable := func(t *testing.T, err error, want string) {
 		t.Helper()
-		var perr *providers.Error
+		var perr *media.Error
 		require.True(t, errors.As(err, &perr), "%v", err)
-		require.Equal(t, providers.KindRetryable, perr.Kind, "another try may find the host faster")
+		require.True(t, perr.Retryable, "another try may find the host faster")
 		require.Equal(t, jobs.CodeMediaUnavailable, perr.Code)
 		require.Contains(t, perr.Message, want)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // Tools are the media programs the gateway runs.
@@ -137,9 +136,9 @@ func (t Tools) Probe(ctx context.Context, s jobs.ServiceID, path string) (Probe,
 			return Probe{}, ctx.Err()
 		}
 		if limited.Err() != nil {
-			return Probe{}, providers.Retryable(jobs.CodeMediaUnavailable, "ffprobe took too long to read the media", limited.Err())
+			return Probe{}, retryable(jobs.CodeMediaUnavailable, "ffprobe took too long to read the media", limited.Err())
 		}
-		return Probe{}, providers.InputError(UnreadableCode(s), "the media cannot be read"+reason(stderr), nil)
+		return Probe{}, inputError(UnreadableCode(s), "the media cannot be read"+reason(stderr), nil)
 	}
 	var raw struct {
 		Format struct {
@@ -162,7 +161,7 @@ func (t Tools) Probe(ctx context.Context, s jobs.ServiceID, path string) (Probe,
 		} `json:"streams"`
 	}
 	if err := json.Unmarshal(out, &raw); err != nil {
-		return Probe{}, providers.InputError(UnreadableCode(s), "the media cannot be read: ffprobe's answer is not understood", err)
+		return Probe{}, inputError(UnreadableCode(s), "the media cannot be read: ffprobe's answer is not understood", err)
 	}
 	p := Probe{Format: raw.Format.FormatName}
 	p.Duration, _ = strconv.ParseFloat(raw.Format.Duration, 64)
@@ -180,7 +179,7 @@ func (t Tools) Probe(ctx context.Context, s jobs.ServiceID, path string) (Probe,
 	}
 	_, hasVideo := p.Video()
 	if !hasVideo && len(p.AudioStreams()) == 0 {
-		return Probe{}, providers.InputError(UnreadableCode(s), "the media has neither audio nor video (is input.url a media file?)", nil)
+		return Probe{}, inputError(UnreadableCode(s), "the media has neither audio nor video (is input.url a media file?)", nil)
 	}
 	return p, nil
 }

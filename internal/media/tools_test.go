@@ -21,7 +21,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
-	"github.com/ai-job-gateway/gateway/providers"
 )
 
 func tools(t *testing.T) media.Tools {
@@ -36,9 +35,9 @@ func tools(t *testing.T) media.Tools {
 // that its message holds want and no local path.
 func requireInputError(t *testing.T, err error, code, want string) {
 	t.Helper()
-	var perr *providers.Error
+	var perr *media.Error
 	require.True(t, errors.As(err, &perr), "%v", err)
-	require.Equal(t, providers.KindInput, perr.Kind, "%v", err)
+	require.False(t, perr.Retryable, "%v", err)
 	require.Equal(t, code, perr.Code, "%v", err)
 	require.Contains(t, perr.Message, want)
 	require.NotContains(t, perr.Message, os.TempDir(), "no local paths in a user's error")
@@ -215,9 +214,9 @@ func TestFetch(t *testing.T) {
 	_, _, err = fetch("/missing", 0)
 	requireInputError(t, err, jobs.CodeMediaUnavailable, "404")
 	_, _, err = fetch("/busy", 0)
-	var perr *providers.Error
+	var perr *media.Error
 	require.True(t, errors.As(err, &perr))
-	require.Equal(t, providers.KindRetryable, perr.Kind)
+	require.True(t, perr.Retryable)
 
 	_, err = media.Fetch(t.Context(), netguard.NewMediaClient(false, time.Second), jobs.Transcriptions, srv.URL+"/file", filepath.Join(t.TempDir(), "x"), media.Limits{})
 	requireInputError(t, err, jobs.CodeMediaAddressForbidden, "")

@@ -21,7 +21,7 @@ func (a *Adapter) speech(ctx context.Context, call providers.Call, in jobs.Video
 	}
 	probe, err := a.tools.Probe(ctx, jobs.VideoAnalyses, call.Media.Path)
 	if err != nil {
-		return nil, err
+		return nil, providers.MediaError(err)
 	}
 	if len(probe.AudioStreams()) == 0 {
 		return []jobs.SpeechSegment{}, nil
@@ -37,7 +37,7 @@ func (a *Adapter) speech(ctx context.Context, call providers.Call, in jobs.Video
 		track = *in.AudioTrack
 	}
 	if err := a.tools.ExtractAudio(ctx, probe, call.Media.Path, track, wav); err != nil {
-		return nil, err
+		return nil, providers.MediaError(err)
 	}
 	info, err := os.Stat(wav)
 	if err != nil {

@@ -169,7 +169,7 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 	svc := jobs.Transcriptions
 	u, err := media.ParseURL(svc, rawURL)
 	if err != nil {
-		return nil, "", err
+		return nil, "", providers.MediaError(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -177,11 +177,11 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 	}
 	resp, err := a.media.Do(req)
 	if err != nil {
-		return nil, "", media.TransportError(ctx, u, err)
+		return nil, "", providers.MediaError(media.TransportError(ctx, u, err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if err := media.StatusError(u, resp.StatusCode); err != nil {
-		return nil, "", err
+		return nil, "", providers.MediaError(err)
 	}
 	tooLarge := providers.Permanent(jobs.CodeFileTooLarge,
 		fmt.Sprintf("the media is larger than the %d MB provider %q accepts", limit>>20, a.provider.ID), nil)
@@ -190,7 +190,7 @@ func (a *Adapter) fetch(ctx context.Context, rawURL string, limit int64) ([]byte
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, "", media.TransportError(ctx, u, err)
+		return nil, "", providers.MediaError(media.TransportError(ctx, u, err))
 	}
 	if int64(len(data)) > limit {
 		return nil, "", tooLarge

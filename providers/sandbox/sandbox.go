@@ -123,7 +123,7 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 		}
 		n, err := media.Head(ctx, a.client, svc, url)
 		size = n
-		return err
+		return providers.MediaError(err)
 	}
 	probed := 0.0
 	if call.Media != nil {
