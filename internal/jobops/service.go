@@ -1,9 +1,12 @@
-// Package jobops carries out what clients ask of jobs beyond reading them:
-// Service.Submit accepts a job, Service.Cancel cancels one, and the
-// Dispatcher starts accepted jobs' workflows from the store's outbox.
-// API handlers parse a request, call the Service and render its answer;
-// a refusal is an *Error (or ErrIdempotencyKeyReused) whose kind the API
-// maps to a status and an error code.
+// Package jobops carries out what is asked of jobs beyond reading them:
+// Service.Submit accepts a job, Service.Cancel cancels one,
+// Service.Retry runs a failed job again under its own id (the operator's
+// `gateway jobs retry`), Service.ReceiveProviderCallback takes what a
+// vendor posts back about an attempt, and the Dispatcher starts accepted
+// jobs' workflows from the store's outbox. API handlers and the CLI parse
+// a request, call the Service and render its answer; a refusal is an
+// *Error (or ErrIdempotencyKeyReused) whose kind the API maps to a status
+// and an error code.
 package jobops
 
 import (
@@ -97,12 +100,12 @@ type Config struct {
 	Now            func() time.Time
 }
 
-// Service carries out the operations on jobs: Submit and Cancel.
+// Service carries out the operations on jobs: Submit, Cancel, Retry and
+// ReceiveProviderCallback.
 //
-// Retry, an operator's retry of a failed job, is to be added here as a
-// third operation next to Cancel; it is not built. Note that StartOptions
-// never runs a job's workflow (workflow id = job id) a second time, so a
-// retry is either a new job or a change to that rule.
+// A job's workflow id is its job id, and startOptions never runs a
+// finished job's workflow again; Retry is the one exception, a start that
+// allows a new run of the failed job's workflow (retry.go).
 type Service struct {
 	cfg Config
 }
