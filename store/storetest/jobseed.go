@@ -9,15 +9,10 @@ import (
 	"time"
 )
 
-// The shape of the jobs SeedJobs writes, for benchmarks that query them.
-const (
-	// SeedTenants tenants, "tenant-000" … "tenant-099"; tenant-000 has the
-	// most jobs (about 10 %), tenant-099 the fewest (about 0.5 %).
-	SeedTenants = 100
-	// SeedUsersPerTenant users per tenant, "tenant-000-user-00" …; user 00
-	// of each tenant has the most jobs.
-	SeedUsersPerTenant = 20
-)
+// SeedTenants is the number of tenants of the jobs SeedJobs writes,
+// "tenant-000" … "tenant-099"; tenant-000 has the most jobs (about 10 %),
+// tenant-099 the fewest (about 0.5 %).
+const SeedTenants = 100
 
 // SeedServices and SeedProviders are the services and providers of seeded
 // jobs, most frequent first.
@@ -29,7 +24,9 @@ var (
 // SeedTenant is the slug of seeded tenant i.
 func SeedTenant(i int) string { return fmt.Sprintf("tenant-%03d", i) }
 
-// SeedUser is the id of seeded user u of tenant i.
+// SeedUser is the id of seeded user u of tenant i, "tenant-000-user-00"
+// …; SeedJobs writes 20 users a tenant, and user 00 of each tenant has the
+// most jobs.
 func SeedUser(i, u int) string { return fmt.Sprintf("%s-user-%02d", SeedTenant(i), u) }
 
 // SeedAnchor is the creation time of the newest seeded job; the others go
