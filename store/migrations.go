@@ -148,6 +148,8 @@ type providerLatencyV1 struct {
 
 func (providerLatencyV1) TableName() string { return "provider_latencies" }
 
+// migrations are applied in this order. Each one after the first two is
+// defined, with the frozen models it creates, in a migrations_*.go file.
 var migrations = []*gormigrate.Migration{
 	{
 		ID: "202611210001_jobs",
