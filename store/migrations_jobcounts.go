@@ -20,9 +20,10 @@ func (jobCountV1) TableName() string { return "job_counts" }
 // migrationJobCounts adds job_counts, the exact number of jobs per (tenant,
 // service, provider, status), so that the total of a listing without
 // filter[user_id] is a sum over a few rows of it instead of a COUNT(*) of
-// every matching job (see docs/benchmarks.md). user_id is not a key: a
-// tenant can have many users, and one user's jobs are a narrow range of
-// idx_jobs_user_tenant_created, cheap to count.
+// every matching job (see docs/benchmarks-results.md, job listing at one
+// million jobs). user_id is not a key: a tenant can have many users, and
+// one user's jobs are a narrow range of idx_jobs_user_tenant_created,
+// cheap to count.
 //
 // Triggers on jobs keep it exact in the writing transaction, whatever the
 // statement: a job inserted adds one to its bucket, an update that changes

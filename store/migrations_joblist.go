@@ -16,7 +16,8 @@ import (
 // the count is an index-only scan of that range. A filter column the index
 // lacks makes the count visit every candidate row in the table instead,
 // which at a million jobs is the difference between milliseconds and most
-// of a second (see docs/benchmarks.md).
+// of a second (see docs/benchmarks-results.md, job listing at one
+// million jobs).
 //
 // Already served by 202611210001: tenant alone (idx_jobs_tenant_created)
 // and the unfiltered cross-tenant listing (idx_jobs_created).

@@ -62,8 +62,9 @@ type config struct {
 
 // Default --start-concurrency: in dev the starts share the process with
 // the embedded server and the worker, so few at a time (one capped jobs
-// per second at one over a start's latency: docs/benchmarks.md); serve
-// makes a network round trip per start.
+// per second at one over a start's latency: docs/benchmarks-results.md,
+// What was changed, change 7); serve makes a network round trip per
+// start.
 const (
 	devStartConcurrency   = 4
 	serveStartConcurrency = 8

@@ -39,7 +39,7 @@ const devMemoryLimit = 256 << 20
 // grow by a quarter of its live size between collections instead of
 // doubling. With a thousand jobs in flight that keeps about 45 MiB off the
 // process's resident memory for no measurable CPU per job
-// (docs/benchmarks.md).
+// (docs/benchmarks-results.md, What was changed, change 6).
 const devGCPercent = 25
 
 // runDev runs the whole stack in one process.

@@ -395,7 +395,8 @@ func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, l
 // of the process (the embedded server's own too) and sized when the first
 // one starts, so the commands set it first. `gateway dev`, which shares
 // its process with the embedded server, keeps fewer: about 6 MiB less
-// with a thousand jobs in flight (docs/benchmarks.md).
+// with a thousand jobs in flight (docs/benchmarks-results.md, What was
+// changed, change 9).
 const (
 	workflowCacheSize    = 256
 	devWorkflowCacheSize = 64

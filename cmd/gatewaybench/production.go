@@ -242,7 +242,8 @@ dynamicConfigClient:
 // its new tasks from 20 a second (a pace meant for hundreds of shards)
 // for this server's four, as gateway dev does for its one: at 20, a task
 // dispatched through matching waited for the next 50 ms tick of its
-// shard (docs/benchmarks.md). It applies to all three systems alike.
+// shard (docs/benchmarks-results.md, Why the baseline's tasks waited).
+// It applies to all three systems alike.
 const temporalDynamicConfig = `history.transferProcessorMaxPollRPS:
   - value: 10000
 history.timerProcessorMaxPollRPS:

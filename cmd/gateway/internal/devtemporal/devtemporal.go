@@ -452,7 +452,8 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// task dispatched through matching (a workflow task after an
 		// activity, an activity task) to a 50 ms grid: about 37 ms per
 		// dispatch once the limiter's burst was spent
-		// (docs/benchmarks.md). 10,000 is 20 for each of 500 shards.
+		// (docs/benchmarks-results.md, Why the baseline's tasks waited).
+		// 10,000 is 20 for each of 500 shards.
 		dynamicconfig.TransferProcessorMaxPollRPS.Key():   10000,
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():      10000,
 		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 10000,
