@@ -24,7 +24,7 @@ import (
 
 // BenchmarkMediaStageOneGiB runs a transcription's media stage (fetch,
 // probe, audio extraction) over a 1 GiB video and reports by how much it
-// raised the process's peak resident memory (docs/benchmarks.md, Media).
+// raised the process's peak resident memory (docs/benchmarks.md, The media stage).
 // The video is raw frames with PCM audio, made once by ffmpeg in the
 // system's temporary directory:
 //

@@ -33,48 +33,32 @@ func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Cal
 		Duration:      in.Media.Duration,
 		VideoMetadata: in.Media.Video,
 	}
-	if in.Service == jobs.Translations {
-		call.ResultFile = filepath.Join(filepath.Dir(local), "translation"+mediaExtension(in.Media.File.ContentType, in.Media.SourceURL))
+	if name := serviceOf(in.Service).Results.WrittenFile; name != "" {
+		call.ResultFile = filepath.Join(filepath.Dir(local), name+mediaExtension(in.Media.File.ContentType, in.Media.SourceURL))
 	}
 	return call, done, nil
 }
 
 // finishResult completes a provider's result with what the gateway adds
-// (docs/media.md): the probed video_metadata of a video analysis, and the
-// result file of a transcription (in options.format) or of a document
-// translation (the translated document), stored under results/<job>/.
+// (docs/media.md), as the service's descriptor says: the probed
+// video_metadata, the result rendered into a file in the job's preferred
+// media type (a transcript), or the file the provider wrote (a translated
+// document), stored under results/<job>/.
 func (a *Activities) finishResult(ctx context.Context, in CallInput, call providers.Call, out *CallOutput) error {
-	switch in.Service {
-	case jobs.VideoAnalyses:
-		if in.Media == nil || in.Media.Video == nil {
-			return nil
-		}
-		return replaceMember(&out.Result, "video_metadata", in.Media.Video)
-	case jobs.Transcriptions:
-		if a.Files == nil {
-			return nil
-		}
-		spec, _ := jobs.ServiceOf(in.Service)
-		recorded, err := spec.Load(in.Input, in.Options)
-		if err != nil {
-			return classify(providers.InputError(jobs.CodeInvalidInput, "the job's options no longer load", err))
-		}
-		_, mediaType := recorded.ResultTypes()
-		body, err := recorded.Render(mediaType, out.Result)
-		if err != nil {
-			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's transcript cannot be rendered as "+mediaType, err))
-		}
-		key := ResultPrefix(in.JobID) + "transcript" + transcriptExtension[mediaType]
-		if _, err := a.Files.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
+	finishing := serviceOf(in.Service).Results
+	if finishing.VideoMetadata && in.Media != nil && in.Media.Video != nil {
+		if err := replaceMember(&out.Result, "video_metadata", in.Media.Video); err != nil {
 			return err
 		}
-		out.ResultFile = key
-	case jobs.Translations:
-		if call.ResultFile == "" {
-			return nil
+	}
+	if finishing.RenderedFile != "" && a.Files != nil {
+		if err := a.renderResultFile(ctx, in, finishing.RenderedFile, out); err != nil {
+			return err
 		}
+	}
+	if finishing.WrittenFile != "" && call.ResultFile != "" {
 		if _, err := os.Stat(call.ResultFile); errors.Is(err, os.ErrNotExist) {
-			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no translated document", nil))
+			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no "+finishing.WrittenFile+" file", nil))
 		}
 		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
 		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
@@ -85,7 +69,32 @@ func (a *Activities) finishResult(ctx context.Context, in CallInput, call provid
 	return nil
 }
 
-var transcriptExtension = map[string]string{jobs.MediaJSON: ".json", jobs.MediaSRT: ".srt", jobs.MediaVTT: ".vtt"}
+// renderResultFile stores the result rendered in the media type the job
+// prefers as name plus that type's extension.
+func (a *Activities) renderResultFile(ctx context.Context, in CallInput, name string, out *CallOutput) error {
+	recorded, err := serviceOf(in.Service).Load(in.Input, in.Options)
+	if err != nil {
+		return classify(providers.InputError(jobs.CodeInvalidInput, "the job's options no longer load", err))
+	}
+	_, mediaType := recorded.ResultTypes()
+	body, err := recorded.Render(mediaType, out.Result)
+	if err != nil {
+		return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's result cannot be rendered as "+mediaType, err))
+	}
+	key := ResultPrefix(in.JobID) + name + jobs.Extension(mediaType)
+	if _, err := a.Files.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
+		return err
+	}
+	out.ResultFile = key
+	return nil
+}
+
+// serviceOf is the descriptor of a job's service; a zero one (no media,
+// nothing to finish) for an id no service has.
+func serviceOf(id jobs.ServiceID) jobs.Service {
+	svc, _ := jobs.ServiceOf(id)
+	return svc
+}
 
 // replaceMember sets one member of a JSON object.
 func replaceMember(object *json.RawMessage, name string, value any) error {

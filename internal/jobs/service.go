@@ -18,6 +18,19 @@ const (
 	MediaText = "text/plain"
 )
 
+// Extension is the file name extension of a result media type.
+func Extension(mediaType string) string {
+	switch mediaType {
+	case MediaSRT:
+		return ".srt"
+	case MediaVTT:
+		return ".vtt"
+	case MediaText:
+		return ".txt"
+	}
+	return ".json"
+}
+
 // ServiceID names one of the gateway's job services; it is also the URL
 // segment jobs of that service are created under.
 type ServiceID string
