@@ -378,20 +378,20 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 			}
 		}
 	}
-	if len(c.Models) > 0 && sid != jobs.LLMTasks {
-		add("models: only llm-tasks capabilities list models; remove it here")
+	lists := map[string]int{"models": len(c.Models), "languages": len(c.Languages),
+		"source_languages": len(c.SourceLanguages), "target_languages": len(c.TargetLanguages)}
+	for _, field := range []string{"languages", "source_languages", "target_languages", "models"} {
+		if lists[field] > 0 && !slices.Contains(svc.CapabilityLists, field) {
+			add("%s: only %s capabilities list %s; remove it here", field, servicesListing(field), field)
+		}
 	}
 	for _, m := range c.Models {
 		if strings.TrimSpace(m) == "" {
 			add("models: a model name is empty")
 		}
 	}
-	checkLangs := func(field string, langs []string, allowedFor jobs.ServiceID) {
-		if len(langs) == 0 {
-			return
-		}
-		if sid != allowedFor {
-			add("%s: only %s capabilities list %s; remove it here", field, allowedFor, field)
+	checkLangs := func(field string, langs []string) {
+		if !slices.Contains(svc.CapabilityLists, field) {
 			return
 		}
 		for _, l := range langs {
@@ -400,9 +400,9 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 			}
 		}
 	}
-	checkLangs("languages", c.Languages, jobs.Transcriptions)
-	checkLangs("source_languages", c.SourceLanguages, jobs.Translations)
-	checkLangs("target_languages", c.TargetLanguages, jobs.Translations)
+	checkLangs("languages", c.Languages)
+	checkLangs("source_languages", c.SourceLanguages)
+	checkLangs("target_languages", c.TargetLanguages)
 
 	l := c.Limits
 	for _, f := range []struct {
@@ -447,6 +447,17 @@ func joinStatuses() string {
 		s[i] = string(st)
 	}
 	return strings.Join(s, ", ")
+}
+
+// servicesListing names the services whose capabilities may give a list.
+func servicesListing(field string) string {
+	var s []string
+	for _, svc := range jobs.Services() {
+		if slices.Contains(svc.CapabilityLists, field) {
+			s = append(s, string(svc.ID))
+		}
+	}
+	return strings.Join(s, " and ")
 }
 
 func serviceNames() string {

@@ -5,13 +5,14 @@ const LLMTasks ServiceID = "llm-tasks"
 
 func init() {
 	Register[LLMTask](Service{
-		ID:          LLMTasks,
-		Order:       4,
-		Name:        "LLM tasks",
-		Description: "Generic language-model task, independent of vendor or model.",
-		JobType:     "llm-task-job",
-		EventPrefix: "llm-task",
-		Usage:       UsageTokens,
+		ID:              LLMTasks,
+		Order:           4,
+		Name:            "LLM tasks",
+		Description:     "Generic language-model task, independent of vendor or model.",
+		JobType:         "llm-task-job",
+		EventPrefix:     "llm-task",
+		CapabilityLists: []string{"models"},
+		Usage:           UsageTokens,
 	})
 }
 

@@ -56,6 +56,10 @@ type Service struct {
 	// Features are the capability features defined for the service (none
 	// for llm-tasks, whose capability lists models instead).
 	Features []string
+	// CapabilityLists are the lists besides features a capability of the
+	// service may give in the catalog: "languages", "source_languages",
+	// "target_languages" or "models".
+	CapabilityLists []string
 	// Media is what the media stage does for the service's jobs.
 	Media MediaSteps
 	// Results is what the gateway adds to a provider's result.

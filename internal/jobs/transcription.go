@@ -12,17 +12,18 @@ var TranscriptionFeatures = []string{"language_detection", "diarization", "times
 
 func init() {
 	Register[Transcription](Service{
-		ID:            Transcriptions,
-		Order:         1,
-		Name:          "Transcriptions",
-		Description:   "Audio or video to time-aligned text.",
-		JobType:       "transcription-job",
-		EventPrefix:   "transcription",
-		SendsProgress: true,
-		Features:      TranscriptionFeatures,
-		Media:         MediaSteps{Fetch: true, Probe: true, ExtractAudio: true, UnreadableCode: CodeAudioUnreadable},
-		Results:       ResultFinishing{RenderedFile: "transcript"},
-		Usage:         UsageAudioSeconds,
+		ID:              Transcriptions,
+		Order:           1,
+		Name:            "Transcriptions",
+		Description:     "Audio or video to time-aligned text.",
+		JobType:         "transcription-job",
+		EventPrefix:     "transcription",
+		SendsProgress:   true,
+		Features:        TranscriptionFeatures,
+		CapabilityLists: []string{"languages"},
+		Media:           MediaSteps{Fetch: true, Probe: true, ExtractAudio: true, UnreadableCode: CodeAudioUnreadable},
+		Results:         ResultFinishing{RenderedFile: "transcript"},
+		Usage:           UsageAudioSeconds,
 	})
 }
 

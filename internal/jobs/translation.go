@@ -12,17 +12,18 @@ var TranslationFeatures = []string{"language_detection", "formality"}
 
 func init() {
 	Register[Translation](Service{
-		ID:            Translations,
-		Order:         2,
-		Name:          "Translations",
-		Description:   "Text or document translation.",
-		JobType:       "translation-job",
-		EventPrefix:   "translation",
-		SendsProgress: true,
-		Features:      TranslationFeatures,
-		Media:         MediaSteps{Fetch: true, DocumentsOnly: true, UnreadableCode: CodeInputUnreadable},
-		Results:       ResultFinishing{WrittenFile: "translation"},
-		Usage:         UsageCharacters,
+		ID:              Translations,
+		Order:           2,
+		Name:            "Translations",
+		Description:     "Text or document translation.",
+		JobType:         "translation-job",
+		EventPrefix:     "translation",
+		SendsProgress:   true,
+		Features:        TranslationFeatures,
+		CapabilityLists: []string{"source_languages", "target_languages"},
+		Media:           MediaSteps{Fetch: true, DocumentsOnly: true, UnreadableCode: CodeInputUnreadable},
+		Results:         ResultFinishing{WrittenFile: "translation"},
+		Usage:           UsageCharacters,
 	})
 }
 
