@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,7 +33,7 @@ func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, er
 // onlyKeys rejects members other than the allowed ones.
 func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...string) error {
 	for key := range members {
-		if !contains(allowed, key) {
+		if !slices.Contains(allowed, key) {
 			return apierror.Validation(pointer+"/"+strictjson.EscapeName(key), "is not a known field (known: %s)", strings.Join(allowed, ", "))
 		}
 	}
@@ -60,15 +61,6 @@ func stringMember(members map[string]json.RawMessage, key, pointer string) (stri
 		return "", false, apierror.Validation(pointer+"/"+key, "must be a string")
 	}
 	return s, true, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkUnicode rejects a body (already valid JSON) whose strings are not

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -76,7 +77,7 @@ func negotiate(accept string, offered []string, preferred string) string {
 		if mediaType == "" || mediaType == "*/*" || strings.HasSuffix(mediaType, "/*") || q <= bestQ {
 			continue
 		}
-		if contains(offered, mediaType) {
+		if slices.Contains(offered, mediaType) {
 			best, bestQ = mediaType, q
 		}
 	}

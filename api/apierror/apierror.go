@@ -59,7 +59,6 @@ const (
 	CodeProviderNotEnabled = "PROVIDER_NOT_ENABLED"
 	CodeConflict           = "CONFLICT"
 	CodeRateLimited        = "RATE_LIMITED"
-	CodeNotAcceptable      = "NOT_ACCEPTABLE"
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	CodeInternal           = "INTERNAL_ERROR"
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
