@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -251,7 +252,7 @@ func FuzzPolicyBody(f *testing.F) {
 				t.Fatalf("%q: service %q", body, id)
 			}
 		}
-		if d.application.present() && !applicationPattern.MatchString(d.application.value) {
+		if d.application.present() && !auth.SlugPattern.MatchString(d.application.value) {
 			t.Fatalf("%q: application %q", body, d.application.value)
 		}
 		ids, priorities := map[string]bool{}, map[int]bool{}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
@@ -47,15 +47,13 @@ const (
 	MaxWebhookHeadersBytes = 8 << 10
 )
 
-var applicationPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
-
 // validApplication checks the X-Application header.
 func validApplication(app string) *apierror.Error {
-	if app == "" || applicationPattern.MatchString(app) {
+	if app == "" || auth.SlugPattern.MatchString(app) {
 		return nil
 	}
 	return apierror.New(422, apierror.CodeValidation,
-		"header X-Application: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern ^[a-z][a-z0-9-]{0,61}[a-z0-9]$)")
+		"header X-Application: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", auth.SlugPattern)
 }
 
 // parseJobRequest decodes and validates a create request for service:
@@ -184,7 +182,7 @@ func parseWebhook(raw json.RawMessage) (*jobs.Webhook, error) {
 		if len(name) > MaxWebhookHeaderNameBytes {
 			return nil, apierror.Validation(pointer, "has a name of %d bytes; header names are limited to %d", len(name), MaxWebhookHeaderNameBytes)
 		}
-		if contains(reservedWebhookHeaders, strings.ToLower(name)) {
+		if slices.Contains(reservedWebhookHeaders, strings.ToLower(name)) {
 			return nil, apierror.Validation(pointer, "is set by the gateway and cannot be overridden")
 		}
 		if len(value) > MaxWebhookHeaderValueBytes {

@@ -146,10 +146,10 @@ func (a policyActor) tenantForUpdate(current policy.Policy, given nullable[strin
 	return tenant, validPolicyTenant(tenant)
 }
 
-// validPolicyTenant checks a tenant an administrator names: a tenant slug,
-// which has the same pattern as an X-Application slug.
+// validPolicyTenant checks a tenant an administrator names: a tenant slug
+// (auth.SlugPattern).
 func validPolicyTenant(tenant string) error {
-	if !applicationPattern.MatchString(tenant) {
+	if !auth.SlugPattern.MatchString(tenant) {
 		return apierror.Validation(ptrAttributes+"/tenant", "must be a tenant slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen, or null")
 	}
 	return nil

@@ -51,10 +51,10 @@ func scopeOf(c *gin.Context, badAppIs422 bool) (policyScope, error) {
 		return policyScope{}, apierror.NotFound("no service %q", c.Param("id"))
 	}
 	app := c.Param("app")
-	if !applicationPattern.MatchString(app) {
+	if !auth.SlugPattern.MatchString(app) {
 		if badAppIs422 {
 			return policyScope{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation,
-				"path app: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", applicationPattern)
+				"path app: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", auth.SlugPattern)
 		}
 		return policyScope{}, apierror.NotFound("no application %q", app)
 	}

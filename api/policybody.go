@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/policy"
@@ -116,8 +117,8 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 	if d.application, err = nullableMember[string](attrs, "application", "an application slug or null"); err != nil {
 		return nil, err
 	}
-	if d.application.present() && !applicationPattern.MatchString(d.application.value) {
-		return nil, apierror.Validation(ptrAttributes+"/application", "must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s), or null", applicationPattern)
+	if d.application.present() && !auth.SlugPattern.MatchString(d.application.value) {
+		return nil, apierror.Validation(ptrAttributes+"/application", "must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s), or null", auth.SlugPattern)
 	}
 	if d.services, err = nullableMember[[]jobs.ServiceID](attrs, "services", "an array of service ids"); err != nil {
 		return nil, err

@@ -26,10 +26,6 @@ type TenantStore interface {
 	ListTenants(ctx context.Context, offset, limit int) ([]store.Tenant, int64, error)
 }
 
-// tenantSlugPattern is what a tenant id looks like; token claims and
-// X-Effective-Tenant-Id are held to the same rule.
-var tenantSlugPattern = auth.TenantSlugPattern
-
 type tenantResource struct {
 	ID         string           `json:"id"`
 	Type       string           `json:"type"`
@@ -79,8 +75,8 @@ func (s *Server) createTenant(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if !tenantSlugPattern.MatchString(env.ID) {
-		return apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", tenantSlugPattern)
+	if !auth.SlugPattern.MatchString(env.ID) {
+		return apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", auth.SlugPattern)
 	}
 	change, err := s.parseTenantChange(c.Request.Context(), env.ID, env.Attributes)
 	if err != nil {
@@ -120,7 +116,7 @@ func (s *Server) getTenant(c *gin.Context) error {
 func (s *Server) updateTenant(c *gin.Context) error {
 	slug := c.Param("slug")
 	notFound := apierror.NotFound("no tenant %q", slug)
-	if !tenantSlugPattern.MatchString(slug) {
+	if !auth.SlugPattern.MatchString(slug) {
 		return notFound
 	}
 	env, err := readEnvelope(c, resourceSpec("tenant", slug, tenantAttributeNames...))

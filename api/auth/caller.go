@@ -20,11 +20,12 @@ const (
 	HeaderEffectiveUser   = "X-Effective-User-Id"
 )
 
-// TenantSlugPattern is what a tenant id looks like: 2 to 63 lowercase
-// letters, digits and hyphens, starting with a letter, not ending with a
-// hyphen. It holds for the tenant_id claim, X-Effective-Tenant-Id and the
-// tenants API.
-var TenantSlugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
+// SlugPattern is what a tenant id and an application name look like: 2 to
+// 63 lowercase letters, digits and hyphens, starting with a letter, not
+// ending with a hyphen. It holds for the tenant_id claim,
+// X-Effective-Tenant-Id, the tenants API, X-Application and policy scopes
+// (docs/api.md).
+var SlugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,61}[a-z0-9]$`)
 
 // MaxSubjectLength bounds a user id (sub, X-Effective-User-Id), in
 // characters.
@@ -32,10 +33,10 @@ const MaxSubjectLength = 255
 
 // tenantProblem says what is wrong with a tenant id, "" if nothing.
 func tenantProblem(tenant string) string {
-	if TenantSlugPattern.MatchString(tenant) {
+	if SlugPattern.MatchString(tenant) {
 		return ""
 	}
-	return fmt.Sprintf("must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", TenantSlugPattern)
+	return fmt.Sprintf("must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", SlugPattern)
 }
 
 // subjectProblem says what is wrong with a user id, "" if nothing.
