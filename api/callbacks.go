@@ -38,31 +38,42 @@ const (
 	callbackReadTimeout = 2 * time.Minute
 )
 
-// callbackRoutes registers POST /v1/provider-callbacks/{job_id}/{attempt}:
-// vendors carry no token of ours, so the route is outside /v1's
-// authentication and its own token is in the query (docs/providers.md,
-// Vendor callbacks).
-func (s *Server) callbackRoutes(r gin.IRouter) {
-	r.POST(vendorcallback.Path, handle(s.receiveProviderCallback))
+// callbacksHandler takes vendors' callbacks (docs/providers.md, Vendor
+// callbacks).
+type callbacksHandler struct {
+	// receiver nil answers the route 404.
+	receiver CallbackReceiver
+	// slots holds one token per callback being read.
+	slots chan struct{}
 }
 
-// receiveProviderCallback handles POST
-// /v1/provider-callbacks/{job_id}/{attempt}?token=. The address is checked
-// before a byte of the body is read, so a forged post is refused at once
-// and costs no memory.
-func (s *Server) receiveProviderCallback(c *gin.Context) error {
+func newCallbacksHandler(receiver CallbackReceiver) callbacksHandler {
+	return callbacksHandler{receiver: receiver, slots: make(chan struct{}, CallbackConcurrency)}
+}
+
+// routes registers POST /v1/provider-callbacks/{job_id}/{attempt}: vendors
+// carry no token of ours, so the route is outside /v1's authentication and
+// its own token is in the query.
+func (h callbacksHandler) routes(r gin.IRouter) {
+	r.POST(vendorcallback.Path, handle(h.receive))
+}
+
+// receive handles POST /v1/provider-callbacks/{job_id}/{attempt}?token=.
+// The address is checked before a byte of the body is read, so a forged
+// post is refused at once and costs no memory.
+func (h callbacksHandler) receive(c *gin.Context) error {
 	jobID := c.Param("job_id")
 	attempt, err := strconv.Atoi(c.Param("attempt"))
-	if s.cfg.Callbacks == nil || err != nil {
+	if h.receiver == nil || err != nil {
 		return apierror.NotFound("no callback address %s", c.Request.URL.Path)
 	}
 	token := c.Query("token")
-	if err := s.cfg.Callbacks.CheckProviderCallback(jobID, attempt, token); err != nil {
+	if err := h.receiver.CheckProviderCallback(jobID, attempt, token); err != nil {
 		return jobopsError(err)
 	}
 	select {
-	case s.callbackSlots <- struct{}{}:
-		defer func() { <-s.callbackSlots }()
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
 	default:
 		return apierror.New(http.StatusTooManyRequests, apierror.CodeRateLimited,
 			"%d vendor callbacks are being read; post this one again after Retry-After seconds", CallbackConcurrency).
@@ -78,7 +89,7 @@ func (s *Server) receiveProviderCallback(c *gin.Context) error {
 	if len(body) == 0 {
 		return apierror.New(http.StatusBadRequest, apierror.CodeValidation, "the callback has no body")
 	}
-	if err := s.cfg.Callbacks.ReceiveProviderCallback(c.Request.Context(), jobID, attempt, token, body); err != nil {
+	if err := h.receiver.ReceiveProviderCallback(c.Request.Context(), jobID, attempt, token, body); err != nil {
 		return jobopsError(err)
 	}
 	c.Status(http.StatusNoContent)

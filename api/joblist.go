@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,12 +20,23 @@ import (
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
 var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status"}
 
-// listJobs handles GET /v1/jobs: the jobs of every service, newest first,
+// jobLister lists jobs.
+type jobLister interface {
+	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]jobs.Record, int64, error)
+}
+
+// jobListing serves GET /v1/jobs.
+type jobListing struct {
+	jobs  jobLister
+	views jobViews
+}
+
+// list handles GET /v1/jobs: the jobs of every service, newest first,
 // without input, options and result. A caller without admin:cross-tenant
 // sees its own tenant only and may not name one; a caller with it sees
 // every tenant unless it names one (or acts as one with
 // X-Effective-Tenant-Id).
-func (s *Server) listJobs(c *gin.Context) error {
+func (h jobListing) list(c *gin.Context) error {
 	tenant, err := jobListTenant(c)
 	if err != nil {
 		return err
@@ -42,13 +54,13 @@ func (s *Server) listJobs(c *gin.Context) error {
 	if page.Number-1 <= math.MaxInt/page.Size {
 		offset = page.Offset()
 	}
-	records, total, err := s.cfg.Store.ListJobs(c.Request.Context(), filter, offset, page.Size)
+	records, total, err := h.jobs.ListJobs(c.Request.Context(), filter, offset, page.Size)
 	if err != nil {
 		return err
 	}
 	out := make([]jobs.Document, 0, len(records))
 	for i := range records {
-		doc, err := s.jobResource(c.Request.Context(), &records[i], jobs.Listing)
+		doc, err := h.views.resource(c.Request.Context(), &records[i], jobs.Listing)
 		if err != nil {
 			return err
 		}

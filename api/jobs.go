@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -18,20 +19,39 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// createJob handles POST /v1/{resource}.
-func (s *Server) createJob(svc jobs.Service) gin.HandlerFunc {
+// jobReader loads one job.
+type jobReader interface {
+	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+}
+
+// jobCounter counts accepted jobs (*metrics.Metrics, nil counting none).
+type jobCounter interface {
+	JobCreated(service string)
+}
+
+// jobsHandler serves a service's jobs: create, read and cancel
+// (docs/api.md, Jobs). Submit and cancel go to jobops.
+type jobsHandler struct {
+	jobs    jobReader
+	ops     JobOps
+	views   jobViews
+	metrics jobCounter
+}
+
+// create handles POST /v1/{resource}.
+func (h jobsHandler) create(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		req, err := submitRequest(c, svc)
 		if err != nil {
 			return err
 		}
-		job, err := s.cfg.Jobs.Submit(c.Request.Context(), *req)
+		job, err := h.ops.Submit(c.Request.Context(), *req)
 		if err != nil {
 			return jobopsError(err)
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
-		s.cfg.Metrics.JobCreated(string(svc.ID))
-		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		h.metrics.JobCreated(string(svc.ID))
+		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
 		if err != nil {
 			return err
 		}
@@ -128,14 +148,14 @@ func jobopsError(err error) error {
 	return apiErr
 }
 
-// getJob handles GET /v1/{resource}/{id}.
-func (s *Server) getJob(svc jobs.Service) gin.HandlerFunc {
+// get handles GET /v1/{resource}/{id}.
+func (h jobsHandler) get(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
-		job, err := s.visibleJob(c, svc)
+		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
-		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
 		if err != nil {
 			return err
 		}
@@ -144,17 +164,17 @@ func (s *Server) getJob(svc jobs.Service) gin.HandlerFunc {
 	})
 }
 
-// cancelJob handles POST /v1/{resource}/{id}/cancel.
-func (s *Server) cancelJob(svc jobs.Service) gin.HandlerFunc {
+// cancel handles POST /v1/{resource}/{id}/cancel.
+func (h jobsHandler) cancel(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
-		job, err := s.visibleJob(c, svc)
+		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
-		if job, err = s.cfg.Jobs.Cancel(c.Request.Context(), job); err != nil {
+		if job, err = h.ops.Cancel(c.Request.Context(), job); err != nil {
 			return jobopsError(err)
 		}
-		doc, err := s.jobResource(c.Request.Context(), job, jobs.Full)
+		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
 		if err != nil {
 			return err
 		}
@@ -163,10 +183,10 @@ func (s *Server) cancelJob(svc jobs.Service) gin.HandlerFunc {
 	})
 }
 
-// visibleJob loads the job named by the path, as the caller may see it:
-// another tenant's job, another service's job and a malformed id are all
-// 404, so ids leak nothing.
-func (s *Server) visibleJob(c *gin.Context, svc jobs.Service) (*jobs.Record, error) {
+// visibleJob loads the job named by the path from reader, as the caller
+// may see it: another tenant's job, another service's job and a malformed
+// id are all 404, so ids leak nothing.
+func visibleJob(c *gin.Context, reader jobReader, svc jobs.Service) (*jobs.Record, error) {
 	tenant, _, err := auth.EffectiveIdentity(c)
 	if err != nil {
 		return nil, err
@@ -176,7 +196,7 @@ func (s *Server) visibleJob(c *gin.Context, svc jobs.Service) (*jobs.Record, err
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}
-	job, err := s.cfg.Store.GetJob(c.Request.Context(), strings.ToLower(id))
+	job, err := reader.GetJob(c.Request.Context(), strings.ToLower(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}

@@ -7,14 +7,24 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
-// jobResource renders a job as API responses show it; detail selects the
-// single-job form (with input, options and result) or the listing form.
-func (s *Server) jobResource(ctx context.Context, job *jobs.Record, detail jobs.Detail) (jobs.Document, error) {
-	doc := job.Document(detail, s.systemMeta(job.WorkerID, job.TraceID))
+// jobViews renders jobs as responses show them, for the job, listing and
+// result handlers alike.
+type jobViews struct {
+	// files mints download_url; nil gives results none (docs/media.md).
+	files   FileLinks
+	linkTTL time.Duration
+	// region and nodeID fill meta.system.
+	region, nodeID string
+}
+
+// resource renders a job; detail selects the single-job form (with input,
+// options and result) or the listing form.
+func (v jobViews) resource(ctx context.Context, job *jobs.Record, detail jobs.Detail) (jobs.Document, error) {
+	doc := job.Document(detail, v.systemMeta(job.WorkerID, job.TraceID))
 	if doc.Attributes.Result == nil {
 		return doc, nil
 	}
-	result, err := s.linkResultFile(ctx, job, doc.Attributes.Result)
+	result, err := v.linkResultFile(ctx, job, doc.Attributes.Result)
 	doc.Attributes.Result = result
 	return doc, err
 }
@@ -22,15 +32,15 @@ func (s *Server) jobResource(ctx context.Context, job *jobs.Record, detail jobs.
 // linkResultFile adds download_url to the result of a job with a result
 // file, minted now so that it is valid for the whole LinkTTL from the
 // moment it is handed out (docs/media.md).
-func (s *Server) linkResultFile(ctx context.Context, job *jobs.Record, result []byte) ([]byte, error) {
-	if s.cfg.Files == nil || job.ResultFile == "" {
+func (v jobViews) linkResultFile(ctx context.Context, job *jobs.Record, result []byte) ([]byte, error) {
+	if v.files == nil || job.ResultFile == "" {
 		return result, nil
 	}
-	ttl := s.cfg.LinkTTL
+	ttl := v.linkTTL
 	if ttl <= 0 {
 		ttl = time.Hour
 	}
-	link, err := s.cfg.Files.SignedURL(ctx, job.ResultFile, ttl)
+	link, err := v.files.SignedURL(ctx, job.ResultFile, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -39,9 +49,9 @@ func (s *Server) linkResultFile(ctx context.Context, job *jobs.Record, result []
 
 // systemMeta is meta.system: the region, the worker that handled the
 // job (this API node until a worker picked it up) and the job's trace.
-func (s *Server) systemMeta(workerID, traceID string) *jobs.SystemMeta {
+func (v jobViews) systemMeta(workerID, traceID string) *jobs.SystemMeta {
 	if workerID == "" {
-		workerID = s.cfg.NodeID
+		workerID = v.nodeID
 	}
-	return &jobs.SystemMeta{Region: s.cfg.Region, WorkerID: workerID, TraceID: traceID}
+	return &jobs.SystemMeta{Region: v.region, WorkerID: workerID, TraceID: traceID}
 }

@@ -21,11 +21,17 @@ const (
 	mimeText = jobs.MediaText
 )
 
-// getResult handles GET /v1/{resource}/{id}/result: the result object
-// itself, or a rendering of it that options.format or Accept asks for.
-func (s *Server) getResult(svc jobs.Service) gin.HandlerFunc {
+// resultsHandler serves jobs' results (docs/api.md, Results).
+type resultsHandler struct {
+	jobs  jobReader
+	views jobViews
+}
+
+// get handles GET /v1/{resource}/{id}/result: the result object itself,
+// or a rendering of it that options.format or Accept asks for.
+func (h resultsHandler) get(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
-		job, err := s.visibleJob(c, svc)
+		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
@@ -47,7 +53,7 @@ func (s *Server) getResult(svc jobs.Service) gin.HandlerFunc {
 		mediaType := negotiate(c.GetHeader("Accept"), offered, preferred)
 		result := []byte(job.Result)
 		if mediaType == mimeJSON {
-			if result, err = s.linkResultFile(c.Request.Context(), job, result); err != nil {
+			if result, err = h.views.linkResultFile(c.Request.Context(), job, result); err != nil {
 				return err
 			}
 		}

@@ -112,8 +112,7 @@ func (cfg *Config) validate() error {
 type Server struct {
 	cfg            Config
 	openAPIHandler gin.HandlerFunc
-	// callbackSlots holds one token per vendor callback being read.
-	callbackSlots chan struct{}
+	callbacks      callbacksHandler
 }
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md,
@@ -135,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Region == "" {
 		cfg.Region = "local"
 	}
-	s := &Server{cfg: cfg, callbackSlots: make(chan struct{}, CallbackConcurrency)}
+	s := &Server{cfg: cfg, callbacks: newCallbacksHandler(cfg.Callbacks)}
 	var err error
 	if s.openAPIHandler, err = s.openAPI(); err != nil {
 		return nil, err
@@ -175,25 +174,31 @@ func (s *Server) Handler() http.Handler {
 		register(r)
 	}
 
+	views := jobViews{files: s.cfg.Files, linkTTL: s.cfg.LinkTTL, region: s.cfg.Region, nodeID: s.cfg.NodeID}
+	jobsH := jobsHandler{jobs: s.cfg.Store, ops: s.cfg.Jobs, views: views, metrics: s.cfg.Metrics}
+	results := resultsHandler{jobs: s.cfg.Store, views: views}
+	listing := jobListing{jobs: s.cfg.Store, views: views}
+	webhooks := webhooksHandler{key: s.cfg.WebhookKey, deliveries: s.cfg.Deliveries, jobs: s.cfg.Store}
+
 	v1 := r.Group("/v1", auth.Middleware(s.cfg.Verifier))
 	for _, svc := range jobs.Services() {
 		res := v1.Group(svc.Endpoint()[len("/v1"):])
 		write := auth.RequireScope(string(svc.ID) + ":write")
 		read := auth.RequireScope(string(svc.ID) + ":read")
-		res.POST("", write, s.createJob(svc))
-		res.GET("/:id", read, s.getJob(svc))
-		res.GET("/:id/result", read, s.getResult(svc))
-		res.POST("/:id/cancel", write, s.cancelJob(svc))
+		res.POST("", write, jobsH.create(svc))
+		res.GET("/:id", read, jobsH.get(svc))
+		res.GET("/:id/result", read, results.get(svc))
+		res.POST("/:id/cancel", write, jobsH.cancel(svc))
 	}
 	v1.GET("/services", handle(s.listServices))
 	v1.GET("/services/:id", handle(s.getService))
 	v1.GET("/providers", handle(s.listProviders))
 	v1.GET("/providers/:id", handle(s.getProvider))
-	v1.GET("/jobs", handle(s.listJobs))
+	v1.GET("/jobs", handle(listing.list))
 	s.adminRoutes(v1)
 	s.policyRoutes(v1)
-	s.webhookRoutes(r, v1)
-	s.callbackRoutes(r)
+	webhooks.routes(r, v1)
+	s.callbacks.routes(r)
 	return r
 }
 

@@ -28,19 +28,28 @@ type DeliveryStore interface {
 	ListDeliveries(ctx context.Context, jobID string) ([]store.WebhookDelivery, error)
 }
 
-// webhookRoutes registers GET /v1/webhooks/public-key, which needs no token
+// webhooksHandler serves the webhook signing key and jobs' delivery
+// attempts (docs/webhooks.md).
+type webhooksHandler struct {
+	// key nil (signing not configured) answers its route 503.
+	key        PublicKeySource
+	deliveries DeliveryStore
+	jobs       jobReader
+}
+
+// routes registers GET /v1/webhooks/public-key, which needs no token
 // (receivers fetch it), and GET /v1/{resource}/{id}/webhook-deliveries.
-func (s *Server) webhookRoutes(r gin.IRouter, v1 *gin.RouterGroup) {
-	r.GET("/v1/webhooks/public-key", handle(s.webhookPublicKey))
+func (h webhooksHandler) routes(r gin.IRouter, v1 *gin.RouterGroup) {
+	r.GET("/v1/webhooks/public-key", handle(h.publicKey))
 	for _, svc := range jobs.Services() {
 		path := svc.Endpoint()[len("/v1"):] + "/:id/webhook-deliveries"
-		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), s.listWebhookDeliveries(svc))
+		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), h.listDeliveries(svc))
 	}
 }
 
-// webhookPublicKey handles GET /v1/webhooks/public-key.
-func (s *Server) webhookPublicKey(c *gin.Context) error {
-	key := s.cfg.WebhookKey
+// publicKey handles GET /v1/webhooks/public-key.
+func (h webhooksHandler) publicKey(c *gin.Context) error {
+	key := h.key
 	if key == nil {
 		return apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable, "webhook signing is not configured on this server")
 	}
@@ -75,15 +84,15 @@ type deliveryResource struct {
 	Attributes deliveryAttributes `json:"attributes"`
 }
 
-// listWebhookDeliveries handles GET /v1/{resource}/{id}/webhook-deliveries:
+// listDeliveries handles GET /v1/{resource}/{id}/webhook-deliveries:
 // every delivery attempt of the job's events, oldest first.
-func (s *Server) listWebhookDeliveries(svc jobs.Service) gin.HandlerFunc {
+func (h webhooksHandler) listDeliveries(svc jobs.Service) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
-		job, err := s.visibleJob(c, svc)
+		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
-		rows, err := s.cfg.Deliveries.ListDeliveries(c.Request.Context(), job.ID)
+		rows, err := h.deliveries.ListDeliveries(c.Request.Context(), job.ID)
 		if err != nil {
 			return err
 		}
