@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -10,6 +11,33 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
+
+// providerLookup finds a provider of the catalog (*providers.Catalog).
+type providerLookup interface {
+	Lookup(id string) (*providers.Provider, bool)
+}
+
+// statusReader reads the statuses administrators set on services and
+// providers.
+type statusReader interface {
+	ServiceStatuses(ctx context.Context) (map[string]string, error)
+	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
+}
+
+// catalogHandler serves the services and providers with their statuses
+// (docs/api.md, Service and provider status).
+type catalogHandler struct {
+	catalog  *providers.Catalog
+	statuses statusReader
+}
+
+// routes registers the reads on the authenticated /v1 group.
+func (h catalogHandler) routes(v1 *gin.RouterGroup) {
+	v1.GET("/services", handle(h.listServices))
+	v1.GET("/services/:id", handle(h.getService))
+	v1.GET("/providers", handle(h.listProviders))
+	v1.GET("/providers/:id", handle(h.getProvider))
+}
 
 type serviceResource struct {
 	ID         string            `json:"id"`
@@ -84,8 +112,8 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 }
 
 // listServices handles GET /v1/services.
-func (s *Server) listServices(c *gin.Context) error {
-	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
+func (h catalogHandler) listServices(c *gin.Context) error {
+	statuses, err := h.statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
 		return err
 	}
@@ -98,12 +126,12 @@ func (s *Server) listServices(c *gin.Context) error {
 }
 
 // getService handles GET /v1/services/:id.
-func (s *Server) getService(c *gin.Context) error {
+func (h catalogHandler) getService(c *gin.Context) error {
 	svc, ok := jobs.LookupService(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no service %q", c.Param("id"))
 	}
-	statuses, err := s.cfg.Statuses.ServiceStatuses(c.Request.Context())
+	statuses, err := h.statuses.ServiceStatuses(c.Request.Context())
 	if err != nil {
 		return err
 	}
@@ -112,13 +140,13 @@ func (s *Server) getService(c *gin.Context) error {
 }
 
 // listProviders handles GET /v1/providers.
-func (s *Server) listProviders(c *gin.Context) error {
-	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
+func (h catalogHandler) listProviders(c *gin.Context) error {
+	overrides, err := h.statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
 		return err
 	}
 	out := []providerResource{}
-	for _, p := range s.cfg.Catalog.Providers {
+	for _, p := range h.catalog.Providers {
 		out = append(out, providerView(p, overrides[p.ID]))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
@@ -126,12 +154,12 @@ func (s *Server) listProviders(c *gin.Context) error {
 }
 
 // getProvider handles GET /v1/providers/:id.
-func (s *Server) getProvider(c *gin.Context) error {
-	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
+func (h catalogHandler) getProvider(c *gin.Context) error {
+	p, ok := h.catalog.Lookup(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no provider %q", c.Param("id"))
 	}
-	overrides, err := s.cfg.Statuses.ProviderStatuses(c.Request.Context())
+	overrides, err := h.statuses.ProviderStatuses(c.Request.Context())
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
+	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -24,6 +26,28 @@ type TenantStore interface {
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	UpdateTenant(ctx context.Context, id string, update func(*store.Tenant) error) (*store.Tenant, error)
 	ListTenants(ctx context.Context, offset, limit int) ([]store.Tenant, int64, error)
+}
+
+// policyReader loads a policy.
+type policyReader interface {
+	GetPolicy(ctx context.Context, id string) (policy.Policy, error)
+}
+
+// tenantsHandler serves tenant administration (docs/api.md, Tenants).
+type tenantsHandler struct {
+	tenants TenantStore
+	// policies and catalog check the default policy and providers named.
+	policies policyReader
+	catalog  providerLookup
+	now      func() time.Time
+}
+
+// routes registers the tenant operations on the authenticated /v1 group.
+func (h tenantsHandler) routes(v1 *gin.RouterGroup) {
+	v1.GET("/tenants", auth.RequireSuperAdmin(), handle(h.list))
+	v1.POST("/tenants", auth.RequireSuperAdmin(), handle(h.create))
+	v1.GET("/tenants/:slug", handle(h.get))
+	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), handle(h.update))
 }
 
 type tenantResource struct {
@@ -51,13 +75,13 @@ func tenantView(t *store.Tenant) tenantResource {
 	}}
 }
 
-// listTenants handles GET /v1/tenants (super-admin).
-func (s *Server) listTenants(c *gin.Context) error {
+// list handles GET /v1/tenants (super-admin).
+func (h tenantsHandler) list(c *gin.Context) error {
 	page, err := parsePage(c)
 	if err != nil {
 		return err
 	}
-	list, total, err := s.cfg.Tenants.ListTenants(c.Request.Context(), page.Offset(), page.Size)
+	list, total, err := h.tenants.ListTenants(c.Request.Context(), page.Offset(), page.Size)
 	if err != nil {
 		return err
 	}
@@ -69,8 +93,8 @@ func (s *Server) listTenants(c *gin.Context) error {
 	return nil
 }
 
-// createTenant handles POST /v1/tenants (super-admin).
-func (s *Server) createTenant(c *gin.Context) error {
+// create handles POST /v1/tenants (super-admin).
+func (h tenantsHandler) create(c *gin.Context) error {
 	env, err := readEnvelope(c, resourceSpec("tenant", "", tenantAttributeNames...))
 	if err != nil {
 		return err
@@ -78,14 +102,14 @@ func (s *Server) createTenant(c *gin.Context) error {
 	if !auth.SlugPattern.MatchString(env.ID) {
 		return apierror.Validation(ptrData+"/id", "must be a slug of 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", auth.SlugPattern)
 	}
-	change, err := s.parseTenantChange(c.Request.Context(), env.ID, env.Attributes)
+	change, err := h.parseTenantChange(c.Request.Context(), env.ID, env.Attributes)
 	if err != nil {
 		return err
 	}
-	now := s.cfg.Now().UTC()
+	now := h.now().UTC()
 	t := &store.Tenant{ID: env.ID, CreatedAt: now, UpdatedAt: now}
 	change.apply(t)
-	err = s.cfg.Tenants.CreateTenant(c.Request.Context(), t)
+	err = h.tenants.CreateTenant(c.Request.Context(), t)
 	if errors.Is(err, store.ErrConflict) {
 		return apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", env.ID)
 	}
@@ -97,23 +121,23 @@ func (s *Server) createTenant(c *gin.Context) error {
 	return nil
 }
 
-// getTenant handles GET /v1/tenants/:slug: a super-admin reads any tenant,
+// get handles GET /v1/tenants/:slug: a super-admin reads any tenant,
 // anyone else only the tenant of their token. Another tenant answers 404,
 // like an unknown one, so callers cannot probe which slugs exist.
-func (s *Server) getTenant(c *gin.Context) error {
+func (h tenantsHandler) get(c *gin.Context) error {
 	slug := c.Param("slug")
 	caller := auth.CallerFrom(c)
 	notFound := apierror.NotFound("no tenant %q", slug)
 	if !caller.IsSuperAdmin() && caller.Tenant != slug {
 		return notFound
 	}
-	t, err := s.cfg.Tenants.GetTenant(c.Request.Context(), slug)
+	t, err := h.tenants.GetTenant(c.Request.Context(), slug)
 	return renderTenant(c, t, err, notFound)
 }
 
-// updateTenant handles PATCH /v1/tenants/:slug (super-admin): only the
+// update handles PATCH /v1/tenants/:slug (super-admin): only the
 // members given change.
-func (s *Server) updateTenant(c *gin.Context) error {
+func (h tenantsHandler) update(c *gin.Context) error {
 	slug := c.Param("slug")
 	notFound := apierror.NotFound("no tenant %q", slug)
 	if !auth.SlugPattern.MatchString(slug) {
@@ -123,11 +147,11 @@ func (s *Server) updateTenant(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	change, err := s.parseTenantChange(c.Request.Context(), slug, env.Attributes)
+	change, err := h.parseTenantChange(c.Request.Context(), slug, env.Attributes)
 	if err != nil {
 		return err
 	}
-	t, err := s.cfg.Tenants.UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
+	t, err := h.tenants.UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
 		change.apply(t)
 		return nil
 	})
@@ -188,11 +212,11 @@ func (ch accessChange) apply(m map[string]store.Access) map[string]store.Access 
 
 // checkDefaultPolicy checks that a tenant's new default policy exists and
 // is the tenant's own or gateway-wide.
-func (s *Server) checkDefaultPolicy(ctx context.Context, tenant string, ch *tenantChange) error {
+func (h tenantsHandler) checkDefaultPolicy(ctx context.Context, tenant string, ch *tenantChange) error {
 	if !ch.policyGiven || ch.policyID == nil {
 		return nil
 	}
-	p, err := s.cfg.Policies.GetPolicy(ctx, *ch.policyID)
+	p, err := h.policies.GetPolicy(ctx, *ch.policyID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.Global() && p.Tenant != tenant) {
 		return apierror.Unprocessable(apierror.CodeUnknownPolicy, "%s/default_policy_id: no policy %s for tenant %s", ptrAttributes, *ch.policyID, tenant)
 	}
@@ -201,7 +225,7 @@ func (s *Server) checkDefaultPolicy(ctx context.Context, tenant string, ch *tena
 
 // parseTenantChange validates the attributes of a write of tenant, then
 // its default policy.
-func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map[string]json.RawMessage) (*tenantChange, error) {
+func (h tenantsHandler) parseTenantChange(ctx context.Context, tenant string, attrs map[string]json.RawMessage) (*tenantChange, error) {
 	ch := &tenantChange{}
 	if raw, ok := attrs["default_policy_id"]; ok {
 		ch.policyGiven = true
@@ -228,7 +252,7 @@ func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map
 		return nil, err
 	}
 	ch.providers, err = parseAccess(attrs, "providers", func(pointer, key string) error {
-		if _, ok := s.cfg.Catalog.Lookup(key); !ok {
+		if _, ok := h.catalog.Lookup(key); !ok {
 			return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s: no provider %q (see GET /v1/providers)", pointer, key)
 		}
 		return nil
@@ -236,7 +260,7 @@ func (s *Server) parseTenantChange(ctx context.Context, tenant string, attrs map
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDefaultPolicy(ctx, tenant, ch); err != nil {
+	if err := h.checkDefaultPolicy(ctx, tenant, ch); err != nil {
 		return nil, err
 	}
 	return ch, nil

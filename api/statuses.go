@@ -36,16 +36,24 @@ const (
 
 var serviceStatusValues = []string{serviceActive, serviceDeprecated, serviceDisabled}
 
-// adminRoutes registers tenant administration and the status updates of
-// services and providers on the authenticated /v1 group.
-func (s *Server) adminRoutes(v1 *gin.RouterGroup) {
-	v1.PATCH("/services/:id", auth.RequireScope("services:write"), handle(s.updateService))
-	v1.PATCH("/providers/:id", auth.RequireScope("providers:write"), auth.RequireSuperAdmin(), handle(s.updateProvider))
+// statusWriter sets the statuses administrators give services and
+// providers.
+type statusWriter interface {
+	SetServiceStatus(ctx context.Context, id, status string) error
+	SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (store.ProviderStatus, error)
+}
 
-	v1.GET("/tenants", auth.RequireSuperAdmin(), handle(s.listTenants))
-	v1.POST("/tenants", auth.RequireSuperAdmin(), handle(s.createTenant))
-	v1.GET("/tenants/:slug", handle(s.getTenant))
-	v1.PATCH("/tenants/:slug", auth.RequireSuperAdmin(), handle(s.updateTenant))
+// statusesHandler serves the status updates of services and providers
+// (docs/api.md, Service and provider status).
+type statusesHandler struct {
+	catalog  providerLookup
+	statuses statusWriter
+}
+
+// routes registers the updates on the authenticated /v1 group.
+func (h statusesHandler) routes(v1 *gin.RouterGroup) {
+	v1.PATCH("/services/:id", auth.RequireScope("services:write"), handle(h.updateService))
+	v1.PATCH("/providers/:id", auth.RequireScope("providers:write"), auth.RequireSuperAdmin(), handle(h.updateProvider))
 }
 
 // serviceStatus is a service's current status; active unless set.
@@ -57,7 +65,7 @@ func serviceStatus(statuses map[string]string, id jobs.ServiceID) string {
 }
 
 // updateService handles PATCH /v1/services/:id (scope services:write).
-func (s *Server) updateService(c *gin.Context) error {
+func (h statusesHandler) updateService(c *gin.Context) error {
 	svc, ok := jobs.LookupService(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no service %q", c.Param("id"))
@@ -73,7 +81,7 @@ func (s *Server) updateService(c *gin.Context) error {
 	if !given || !slices.Contains(serviceStatusValues, status) {
 		return apierror.Validation(ptrAttributes+"/status", "is required and must be one of %s", strings.Join(serviceStatusValues, ", "))
 	}
-	if err := s.cfg.Statuses.SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
+	if err := h.statuses.SetServiceStatus(c.Request.Context(), string(svc.ID), status); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": serviceView(svc, status)})
@@ -82,8 +90,8 @@ func (s *Server) updateService(c *gin.Context) error {
 
 // updateProvider handles PATCH /v1/providers/:id (scope providers:write
 // and super-admin): only the statuses given change.
-func (s *Server) updateProvider(c *gin.Context) error {
-	p, ok := s.cfg.Catalog.Lookup(c.Param("id"))
+func (h statusesHandler) updateProvider(c *gin.Context) error {
+	p, ok := h.catalog.Lookup(c.Param("id"))
 	if !ok {
 		return apierror.NotFound("no provider %q", c.Param("id"))
 	}
@@ -95,7 +103,7 @@ func (s *Server) updateProvider(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err := s.cfg.Statuses.SetProviderStatus(c.Request.Context(), p.ID, status, services)
+	ps, err := h.statuses.SetProviderStatus(c.Request.Context(), p.ID, status, services)
 	if err != nil {
 		return err
 	}
