@@ -215,7 +215,7 @@ func encodePolicyDraft(d *policyDraft, rule idRule) []byte {
 // returns holds only valid values and encodes back to a body that parses
 // to the same draft; a draft that applies gives a valid policy.
 func FuzzPolicyBody(f *testing.F) {
-	s := &Server{cfg: Config{Catalog: providers.DefaultCatalog()}}
+	s := policyCodec{catalog: providers.DefaultCatalog()}
 	f.Fuzz(func(t *testing.T, body []byte, ruleN uint8) {
 		rule := idRule(ruleN % 3)
 		d, perr := s.parsePolicyBody(body, rule, fuzzPolicyID)
@@ -257,7 +257,7 @@ func FuzzPolicyBody(f *testing.F) {
 		}
 		ids, priorities := map[string]bool{}, map[int]bool{}
 		for _, e := range d.providers.value {
-			if _, ok := s.cfg.Catalog.Lookup(e.ProviderID); !ok || ids[e.ProviderID] || e.Priority < 1 || priorities[e.Priority] || e.Weight < 1 {
+			if _, ok := s.catalog.Lookup(e.ProviderID); !ok || ids[e.ProviderID] || e.Priority < 1 || priorities[e.Priority] || e.Weight < 1 {
 				t.Fatalf("%q: entry %+v", body, e)
 			}
 			ids[e.ProviderID], priorities[e.Priority] = true, true

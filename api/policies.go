@@ -36,20 +36,33 @@ const (
 // policyRoutes registers the policy operations on the authenticated /v1
 // group. The scoped routes sit under /services/:id because gin needs the
 // same wildcard name as GET /v1/services/:id at that position.
-func (s *Server) policyRoutes(v1 *gin.RouterGroup) {
+func policyRoutes(v1 *gin.RouterGroup, byID policiesHandler, scoped scopedPolicies) {
 	read, write := auth.RequireScope(scopePoliciesRead), auth.RequireScope(scopePoliciesWrite)
-	v1.GET("/policies", read, handle(s.listPolicies))
-	v1.POST("/policies", write, handle(s.createPolicy))
-	v1.GET("/policies/:id", read, handle(s.getPolicy))
-	v1.PUT("/policies/:id", write, s.writePolicy(true))
-	v1.PATCH("/policies/:id", write, s.writePolicy(false))
-	v1.DELETE("/policies/:id", write, handle(s.deletePolicy))
-	v1.GET("/policies/:id/versions", read, handle(s.listPolicyVersions))
-	v1.GET("/policies/:id/versions/:version", read, handle(s.getPolicyVersion))
+	v1.GET("/policies", read, handle(byID.list))
+	v1.POST("/policies", write, handle(byID.create))
+	v1.GET("/policies/:id", read, handle(byID.get))
+	v1.PUT("/policies/:id", write, byID.write(true))
+	v1.PATCH("/policies/:id", write, byID.write(false))
+	v1.DELETE("/policies/:id", write, handle(byID.delete))
+	v1.GET("/policies/:id/versions", read, handle(byID.listVersions))
+	v1.GET("/policies/:id/versions/:version", read, handle(byID.getVersion))
 
-	v1.GET("/services/:id/applications/:app/policy", read, handle(s.getScopedPolicy))
-	v1.PUT("/services/:id/applications/:app/policy", write, handle(s.putScopedPolicy))
-	v1.DELETE("/services/:id/applications/:app/policy", write, handle(s.deleteScopedPolicy))
+	v1.GET("/services/:id/applications/:app/policy", read, handle(scoped.get))
+	v1.PUT("/services/:id/applications/:app/policy", write, handle(scoped.put))
+	v1.DELETE("/services/:id/applications/:app/policy", write, handle(scoped.delete))
+}
+
+// policyWriter creates, changes and deletes policies.
+type policyWriter interface {
+	CreatePolicy(ctx context.Context, p policy.Policy) (policy.Policy, error)
+	UpdatePolicy(ctx context.Context, id string, change func(current policy.Policy) (policy.Policy, error)) (policy.Policy, error)
+	DeletePolicy(ctx context.Context, id string) error
+}
+
+// policyCodec decodes policy writes and renders policies; the catalog
+// checks and names the providers they list (docs/routing.md).
+type policyCodec struct {
+	catalog providerLookup
 }
 
 // policyActor is the caller of a policy operation as confinement sees it
@@ -191,7 +204,8 @@ type policyProviderView struct {
 	Conditions   *policy.Conditions `json:"conditions,omitempty"`
 }
 
-func (s *Server) policyView(p policy.Policy) policyResource {
+// policyView renders one policy version.
+func (pc policyCodec) policyView(p policy.Policy) policyResource {
 	attrs := policyAttributes{
 		Name:            p.Name,
 		Description:     p.Description,
@@ -218,7 +232,7 @@ func (s *Server) policyView(p policy.Policy) policyResource {
 	slices.SortStableFunc(entries, func(a, b policy.Entry) int { return a.Priority - b.Priority })
 	for _, e := range entries {
 		name := e.ProviderID // a provider gone from the catalog keeps its id as name
-		if cp, ok := s.cfg.Catalog.Lookup(e.ProviderID); ok && cp.Name != "" {
+		if cp, ok := pc.catalog.Lookup(e.ProviderID); ok && cp.Name != "" {
 			name = cp.Name
 		}
 		attrs.Providers = append(attrs.Providers, policyProviderView{

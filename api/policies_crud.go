@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -16,11 +17,24 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// The /v1/policies operations: a policy by id, and its versions.
+// policyRecords is what the /v1/policies operations read and write.
+type policyRecords interface {
+	policyReader
+	policyWriter
+	ListPolicies(ctx context.Context, f store.PolicyFilter, offset, limit int) ([]policy.Policy, int64, error)
+	ListPolicyVersions(ctx context.Context, id string) ([]policy.Policy, error)
+}
 
-// visiblePolicy loads the policy named by the path as the caller may see
+// policiesHandler serves /v1/policies: a policy by id, and its versions
+// (docs/api.md, Policies).
+type policiesHandler struct {
+	policies policyRecords
+	codec    policyCodec
+}
+
+// visible loads the policy named by the path as the caller may see
 // it: a malformed id, an unknown one and another tenant's are all 404.
-func (s *Server) visiblePolicy(c *gin.Context) (policyActor, policy.Policy, error) {
+func (h policiesHandler) visible(c *gin.Context) (policyActor, policy.Policy, error) {
 	actor, err := policyActorOf(c)
 	if err != nil {
 		return policyActor{}, policy.Policy{}, err
@@ -29,17 +43,17 @@ func (s *Server) visiblePolicy(c *gin.Context) (policyActor, policy.Policy, erro
 	if !ok {
 		return actor, policy.Policy{}, policyNotFound(c.Param("id"))
 	}
-	p, err := s.cfg.Policies.GetPolicy(c.Request.Context(), id)
+	p, err := h.policies.GetPolicy(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !actor.canSee(p)) {
 		return actor, policy.Policy{}, policyNotFound(id)
 	}
 	return actor, p, err
 }
 
-// modifiablePolicy is visiblePolicy for a change: a policy the caller may
+// modifiable is visiblePolicy for a change: a policy the caller may
 // see but not change is 403 (canModify).
-func (s *Server) modifiablePolicy(c *gin.Context) (policyActor, policy.Policy, error) {
-	actor, p, err := s.visiblePolicy(c)
+func (h policiesHandler) modifiable(c *gin.Context) (policyActor, policy.Policy, error) {
+	actor, p, err := h.visible(c)
 	if err != nil {
 		return actor, p, err
 	}
@@ -56,11 +70,11 @@ func policyPathID(c *gin.Context) (string, bool) {
 	return strings.ToLower(id), true
 }
 
-// listPolicies handles GET /v1/policies. A confined caller sees its own
+// list handles GET /v1/policies. A confined caller sees its own
 // tenant's and the gateway-wide policies and may not set filter[tenant];
 // with admin:cross-tenant no filter lists every policy, filter[tenant]
 // that tenant's only.
-func (s *Server) listPolicies(c *gin.Context) error {
+func (h policiesHandler) list(c *gin.Context) error {
 	actor, err := policyActorOf(c)
 	if err != nil {
 		return err
@@ -86,25 +100,25 @@ func (s *Server) listPolicies(c *gin.Context) error {
 		own := actor.tenant // "" (no tenant claim): only gateway-wide ones
 		f = store.PolicyFilter{Tenant: &own, IncludeGlobal: true}
 	}
-	list, total, err := s.cfg.Policies.ListPolicies(c.Request.Context(), f, page.Offset(), page.Size)
+	list, total, err := h.policies.ListPolicies(c.Request.Context(), f, page.Offset(), page.Size)
 	if err != nil {
 		return err
 	}
 	out := make([]policyResource, 0, len(list))
 	for _, p := range list {
-		out = append(out, s.policyView(p))
+		out = append(out, h.codec.policyView(p))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
 	return nil
 }
 
-// createPolicy handles POST /v1/policies: 201 with version 1.
-func (s *Server) createPolicy(c *gin.Context) error {
+// create handles POST /v1/policies: 201 with version 1.
+func (h policiesHandler) create(c *gin.Context) error {
 	actor, err := policyActorOf(c)
 	if err != nil {
 		return err
 	}
-	d, err := s.readPolicyBody(c, idForbidden, "")
+	d, err := h.codec.readPolicyBody(c, idForbidden, "")
 	if err != nil {
 		return err
 	}
@@ -113,43 +127,43 @@ func (s *Server) createPolicy(c *gin.Context) error {
 		return err
 	}
 	p := policy.Policy{Tenant: tenant}
-	if err := s.applyPolicyDraft(&p, d, true); err != nil {
+	if err := h.codec.applyPolicyDraft(&p, d, true); err != nil {
 		return err
 	}
-	created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
+	created, err := h.policies.CreatePolicy(c.Request.Context(), p)
 	if err != nil {
 		return err
 	}
 	c.Header("Location", "/v1/policies/"+created.ID)
-	c.JSON(http.StatusCreated, gin.H{"data": s.policyView(created)})
+	c.JSON(http.StatusCreated, gin.H{"data": h.codec.policyView(created)})
 	return nil
 }
 
-// getPolicy handles GET /v1/policies/:id: the current version.
-func (s *Server) getPolicy(c *gin.Context) error {
-	_, p, err := s.visiblePolicy(c)
+// get handles GET /v1/policies/:id: the current version.
+func (h policiesHandler) get(c *gin.Context) error {
+	_, p, err := h.visible(c)
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": s.policyView(p)})
+	c.JSON(http.StatusOK, gin.H{"data": h.codec.policyView(p)})
 	return nil
 }
 
-// writePolicy handles PUT (replace: every writable field as on create) and
+// write handles PUT (replace: every writable field as on create) and
 // PATCH (only the given members change; a given providers list replaces
 // the whole list) of /v1/policies/:id. Both store version + 1.
-func (s *Server) writePolicy(replace bool) gin.HandlerFunc {
+func (h policiesHandler) write(replace bool) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		// Answer 404 and 403 before looking at the body.
-		actor, current, err := s.modifiablePolicy(c)
+		actor, current, err := h.modifiable(c)
 		if err != nil {
 			return err
 		}
-		d, err := s.readPolicyBody(c, idRequired, current.ID)
+		d, err := h.codec.readPolicyBody(c, idRequired, current.ID)
 		if err != nil {
 			return err
 		}
-		updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), current.ID, func(p policy.Policy) (policy.Policy, error) {
+		updated, err := h.policies.UpdatePolicy(c.Request.Context(), current.ID, func(p policy.Policy) (policy.Policy, error) {
 			// Checked again under the row lock: the policy may have moved.
 			if !actor.canSee(p) {
 				return p, policyNotFound(p.ID)
@@ -162,7 +176,7 @@ func (s *Server) writePolicy(replace bool) gin.HandlerFunc {
 				return p, err
 			}
 			p.Tenant = tenant
-			return p, s.applyPolicyDraft(&p, d, replace)
+			return p, h.codec.applyPolicyDraft(&p, d, replace)
 		})
 		if errors.Is(err, store.ErrNotFound) {
 			err = policyNotFound(current.ID)
@@ -170,19 +184,19 @@ func (s *Server) writePolicy(replace bool) gin.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"data": s.policyView(updated)})
+		c.JSON(http.StatusOK, gin.H{"data": h.codec.policyView(updated)})
 		return nil
 	})
 }
 
-// deletePolicy handles DELETE /v1/policies/:id: 204. The versions stay
+// delete handles DELETE /v1/policies/:id: 204. The versions stay
 // readable under /versions.
-func (s *Server) deletePolicy(c *gin.Context) error {
-	_, p, err := s.modifiablePolicy(c)
+func (h policiesHandler) delete(c *gin.Context) error {
+	_, p, err := h.modifiable(c)
 	if err != nil {
 		return err
 	}
-	err = s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID)
+	err = h.policies.DeletePolicy(c.Request.Context(), p.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = policyNotFound(p.ID)
 	}
@@ -196,7 +210,7 @@ func (s *Server) deletePolicy(c *gin.Context) error {
 // visibleVersions loads every version of the policy named by the path,
 // oldest first, also of a deleted policy. Who may read them follows the
 // latest version's owner.
-func (s *Server) visibleVersions(c *gin.Context) ([]policy.Policy, error) {
+func (h policiesHandler) visibleVersions(c *gin.Context) ([]policy.Policy, error) {
 	actor, err := policyActorOf(c)
 	if err != nil {
 		return nil, err
@@ -205,17 +219,17 @@ func (s *Server) visibleVersions(c *gin.Context) ([]policy.Policy, error) {
 	if !ok {
 		return nil, policyNotFound(c.Param("id"))
 	}
-	versions, err := s.cfg.Policies.ListPolicyVersions(c.Request.Context(), id)
+	versions, err := h.policies.ListPolicyVersions(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (len(versions) == 0 || !actor.canSee(versions[len(versions)-1]))) {
 		return nil, policyNotFound(id)
 	}
 	return versions, err
 }
 
-// listPolicyVersions handles GET /v1/policies/:id/versions: every version,
+// listVersions handles GET /v1/policies/:id/versions: every version,
 // newest first, paginated.
-func (s *Server) listPolicyVersions(c *gin.Context) error {
-	versions, err := s.visibleVersions(c)
+func (h policiesHandler) listVersions(c *gin.Context) error {
+	versions, err := h.visibleVersions(c)
 	if err != nil {
 		return err
 	}
@@ -226,15 +240,15 @@ func (s *Server) listPolicyVersions(c *gin.Context) error {
 	slices.Reverse(versions)
 	out := make([]policyResource, 0, page.Size)
 	for i := page.Offset(); i < len(versions) && len(out) < page.Size; i++ {
-		out = append(out, s.policyView(versions[i]))
+		out = append(out, h.codec.policyView(versions[i]))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, int64(len(versions))))
 	return nil
 }
 
-// getPolicyVersion handles GET /v1/policies/:id/versions/:version.
-func (s *Server) getPolicyVersion(c *gin.Context) error {
-	versions, err := s.visibleVersions(c)
+// getVersion handles GET /v1/policies/:id/versions/:version.
+func (h policiesHandler) getVersion(c *gin.Context) error {
+	versions, err := h.visibleVersions(c)
 	if err != nil {
 		return err
 	}
@@ -242,6 +256,6 @@ func (s *Server) getPolicyVersion(c *gin.Context) error {
 	if err != nil || n < 1 || n > len(versions) || versions[n-1].Version != n {
 		return apierror.NotFound("policy %s has no version %s", versions[0].ID, c.Param("version"))
 	}
-	c.JSON(http.StatusOK, gin.H{"data": s.policyView(versions[n-1])})
+	c.JSON(http.StatusOK, gin.H{"data": h.codec.policyView(versions[n-1])})
 	return nil
 }

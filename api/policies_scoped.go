@@ -16,8 +16,19 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// The operations on the policy of one application of a service,
-// /v1/services/{service}/applications/{app}/policy, for the token's tenant.
+// scopedPolicyRecords is what the scoped-policy operations read and write.
+type scopedPolicyRecords interface {
+	policyWriter
+	RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error)
+}
+
+// scopedPolicies serves the policy of one application of a service,
+// /v1/services/{service}/applications/{app}/policy, for the token's tenant
+// (docs/api.md, Policies).
+type scopedPolicies struct {
+	policies scopedPolicyRecords
+	codec    policyCodec
+}
 
 // policyScope is the (tenant, service, application) of a scoped-policy
 // request.
@@ -62,8 +73,8 @@ func scopeOf(c *gin.Context, badAppIs422 bool) (policyScope, error) {
 }
 
 // exactRecords are the tenant's policies of exactly the scope, newest first.
-func (s *Server) exactRecords(ctx context.Context, sc policyScope) ([]policy.Policy, error) {
-	candidates, err := s.cfg.Policies.RoutingPolicies(ctx, sc.tenant, sc.service)
+func (h scopedPolicies) exactRecords(ctx context.Context, sc policyScope) ([]policy.Policy, error) {
+	candidates, err := h.policies.RoutingPolicies(ctx, sc.tenant, sc.service)
 	if err != nil {
 		return nil, err
 	}
@@ -77,16 +88,16 @@ func (s *Server) exactRecords(ctx context.Context, sc policyScope) ([]policy.Pol
 	return out, nil
 }
 
-// getScopedPolicy handles GET /v1/services/:id/applications/:app/policy:
+// get handles GET /v1/services/:id/applications/:app/policy:
 // the tenant's policy for the application, else the gateway-wide one for
 // the application, else the gateway-wide service-level one; 404 when none.
 // data.meta.resolved_from names the step that matched.
-func (s *Server) getScopedPolicy(c *gin.Context) error {
+func (h scopedPolicies) get(c *gin.Context) error {
 	sc, err := scopeOf(c, false)
 	if err != nil {
 		return err
 	}
-	candidates, err := s.cfg.Policies.RoutingPolicies(c.Request.Context(), sc.tenant, sc.service)
+	candidates, err := h.policies.RoutingPolicies(c.Request.Context(), sc.tenant, sc.service)
 	if err != nil {
 		return err
 	}
@@ -94,29 +105,29 @@ func (s *Server) getScopedPolicy(c *gin.Context) error {
 	if !ok {
 		return apierror.NotFound("no policy applies to application %s of %s for tenant %s", sc.application, sc.service, sc.tenant)
 	}
-	view := s.policyView(p)
+	view := h.codec.policyView(p)
 	view.Meta = map[string]any{"resolved_from": source}
 	c.JSON(http.StatusOK, gin.H{"data": view})
 	return nil
 }
 
-// putScopedPolicy handles PUT /v1/services/:id/applications/:app/policy:
+// put handles PUT /v1/services/:id/applications/:app/policy:
 // it replaces the tenant's record of exactly the scope (version + 1) or
 // creates it (version 1); 200 either way. The scope comes from the path
 // and the token; attributes may repeat it but not change it.
-func (s *Server) putScopedPolicy(c *gin.Context) error {
+func (h scopedPolicies) put(c *gin.Context) error {
 	sc, err := scopeOf(c, true)
 	if err != nil {
 		return err
 	}
-	d, err := s.readPolicyBody(c, idOptional, "")
+	d, err := h.codec.readPolicyBody(c, idOptional, "")
 	if err != nil {
 		return err
 	}
 	if err := d.matchesScope(sc); err != nil {
 		return err
 	}
-	existing, err := s.exactRecords(c.Request.Context(), sc)
+	existing, err := h.exactRecords(c.Request.Context(), sc)
 	if err != nil {
 		return err
 	}
@@ -124,25 +135,25 @@ func (s *Server) putScopedPolicy(c *gin.Context) error {
 		// A given data.id is ignored: it is typically that of the
 		// gateway-wide policy GET resolved to, sent back as a template.
 		p := policy.Policy{Tenant: sc.tenant}
-		if err := s.applyPolicyDraft(&p, d, true); err != nil {
+		if err := h.codec.applyPolicyDraft(&p, d, true); err != nil {
 			return err
 		}
-		created, err := s.cfg.Policies.CreatePolicy(c.Request.Context(), p)
+		created, err := h.policies.CreatePolicy(c.Request.Context(), p)
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"data": s.policyView(created)})
+		c.JSON(http.StatusOK, gin.H{"data": h.codec.policyView(created)})
 		return nil
 	}
 	target := existing[0]
 	if d.id != "" && !strings.EqualFold(d.id, target.ID) {
 		return apierror.Validation(ptrData+"/id", "must be the id of the policy of this scope (%s), not %s", target.ID, d.id)
 	}
-	updated, err := s.cfg.Policies.UpdatePolicy(c.Request.Context(), target.ID, func(p policy.Policy) (policy.Policy, error) {
+	updated, err := h.policies.UpdatePolicy(c.Request.Context(), target.ID, func(p policy.Policy) (policy.Policy, error) {
 		if !policy.IsExactScope(p, sc.tenant, sc.service, sc.application) {
 			return p, apierror.New(http.StatusConflict, apierror.CodeConflict, "policy %s changed scope during the request; retry", p.ID)
 		}
-		return p, s.applyPolicyDraft(&p, d, true)
+		return p, h.codec.applyPolicyDraft(&p, d, true)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		err = apierror.New(http.StatusConflict, apierror.CodeConflict, "policy %s was deleted during the request; retry", target.ID)
@@ -150,19 +161,19 @@ func (s *Server) putScopedPolicy(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": s.policyView(updated)})
+	c.JSON(http.StatusOK, gin.H{"data": h.codec.policyView(updated)})
 	return nil
 }
 
-// deleteScopedPolicy handles DELETE /v1/services/:id/applications/:app/policy:
+// delete handles DELETE /v1/services/:id/applications/:app/policy:
 // it deletes the tenant's record(s) of exactly the scope (204), never a
 // gateway-wide fallback; 404 when the tenant has none.
-func (s *Server) deleteScopedPolicy(c *gin.Context) error {
+func (h scopedPolicies) delete(c *gin.Context) error {
 	sc, err := scopeOf(c, false)
 	if err != nil {
 		return err
 	}
-	existing, err := s.exactRecords(c.Request.Context(), sc)
+	existing, err := h.exactRecords(c.Request.Context(), sc)
 	if err != nil {
 		return err
 	}
@@ -170,7 +181,7 @@ func (s *Server) deleteScopedPolicy(c *gin.Context) error {
 		return apierror.NotFound("tenant %s has no policy for application %s of %s", sc.tenant, sc.application, sc.service)
 	}
 	for _, p := range existing {
-		if err := s.cfg.Policies.DeletePolicy(c.Request.Context(), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := h.policies.DeletePolicy(c.Request.Context(), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}

@@ -69,16 +69,16 @@ const maxPolicyNameLength = 255
 // readPolicyBody reads and decodes the body of a policy write,
 // {data: {id, type: policy, attributes}}, and checks each given attribute
 // on its own; rules across attributes are applyPolicyDraft's.
-func (s *Server) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*policyDraft, error) {
+func (pc policyCodec) readPolicyBody(c *gin.Context, rule idRule, pathID string) (*policyDraft, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return nil, err
 	}
-	return s.parsePolicyBody(body, rule, pathID)
+	return pc.parsePolicyBody(body, rule, pathID)
 }
 
 // parsePolicyBody decodes a policy write's body (readPolicyBody).
-func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, error) {
+func (pc policyCodec) parsePolicyBody(body []byte, rule idRule, pathID string) (*policyDraft, error) {
 	env, err := parseEnvelope(body, envelopeSpec{
 		Type:               "policy",
 		Members:            []string{"id", "type", "attributes", "meta"},
@@ -132,7 +132,7 @@ func (s *Server) parsePolicyBody(body []byte, rule idRule, pathID string) (*poli
 			return nil, apierror.Validation(pointer, "repeats %q", id)
 		}
 	}
-	if d.providers, err = s.parsePolicyProviders(attrs); err != nil {
+	if d.providers, err = pc.parsePolicyProviders(attrs); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -199,7 +199,7 @@ type policyConditionsInput struct {
 // catalog provider once, with a unique priority >= 1, a weight >= 1
 // (default 1) and optional conditions. Whether the providers support the
 // policy's services is checked once the services are known.
-func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullable[[]policy.Entry], error) {
+func (pc policyCodec) parsePolicyProviders(attrs map[string]json.RawMessage) (nullable[[]policy.Entry], error) {
 	raw, ok := attrs["providers"]
 	if !ok {
 		return nullable[[]policy.Entry]{}, nil
@@ -225,7 +225,7 @@ func (s *Server) parsePolicyProviders(attrs map[string]json.RawMessage) (nullabl
 			return nullable[[]policy.Entry]{}, apierror.Validation(pointer+"/provider_id", "is required")
 		}
 		id := *in.ProviderID
-		if _, ok := s.cfg.Catalog.Lookup(id); !ok {
+		if _, ok := pc.catalog.Lookup(id); !ok {
 			return nullable[[]policy.Entry]{}, apierror.Unprocessable(apierror.CodeUnknownProvider, "%s/provider_id: no provider %q (see GET /v1/providers)", pointer, id)
 		}
 		if j := slices.IndexFunc(entries, func(e policy.Entry) bool { return e.ProviderID == id }); j >= 0 {
@@ -288,7 +288,7 @@ func parsePolicyConditions(raw json.RawMessage, pointer string) (*policy.Conditi
 // PUT, scoped PUT) requires name, routing_strategy and providers and resets
 // what d omits (description, service scope) to its default; otherwise
 // (PATCH) only given members change. The tenant is the caller's business.
-func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool) error {
+func (pc policyCodec) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool) error {
 	if replace {
 		switch {
 		case !d.name.present():
@@ -347,7 +347,7 @@ func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool
 		}
 		p.Providers = slices.Clone(d.providers.value)
 	}
-	if err := s.validatePolicySupport(*p); err != nil {
+	if err := pc.validatePolicySupport(*p); err != nil {
 		return err
 	}
 	slices.SortStableFunc(p.Providers, func(a, b policy.Entry) int { return a.Priority - b.Priority })
@@ -358,9 +358,9 @@ func (s *Server) applyPolicyDraft(p *policy.Policy, d *policyDraft, replace bool
 // service, or at least one of its services for the earlier multi-service
 // form (routing skips it for the others); every catalog provider supports
 // some service, which is all a policy for every service asks.
-func (s *Server) validatePolicySupport(p policy.Policy) error {
+func (pc policyCodec) validatePolicySupport(p policy.Policy) error {
 	for i, e := range p.Providers {
-		cp, ok := s.cfg.Catalog.Lookup(e.ProviderID)
+		cp, ok := pc.catalog.Lookup(e.ProviderID)
 		pointer := ptrPolicyProviders + "/" + strconv.Itoa(i) + "/provider_id"
 		if !ok {
 			return apierror.Unprocessable(apierror.CodeUnknownProvider, "%s: no provider %q (see GET /v1/providers)", pointer, e.ProviderID)

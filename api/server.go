@@ -194,7 +194,8 @@ func (s *Server) Handler() http.Handler {
 	v1.GET("/jobs", handle(listing.list))
 	statusesHandler{catalog: s.cfg.Catalog, statuses: s.cfg.Statuses}.routes(v1)
 	tenantsHandler{tenants: s.cfg.Tenants, policies: s.cfg.Policies, catalog: s.cfg.Catalog, now: s.cfg.Now}.routes(v1)
-	s.policyRoutes(v1)
+	codec := policyCodec{catalog: s.cfg.Catalog}
+	policyRoutes(v1, policiesHandler{policies: s.cfg.Policies, codec: codec}, scopedPolicies{policies: s.cfg.Policies, codec: codec})
 	webhooks.routes(r, v1)
 	s.callbacks.routes(r)
 	return r
