@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ai-job-gateway/gateway/api/auth"
 )
 
 // openAPIYAML is the API's OpenAPI 3.1 document (docs/api.md links it),
@@ -45,13 +47,14 @@ func OpenAPIDocument(audience, issuer, version string) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-// openAPI handles GET /openapi.json; no token is needed.
-func (s *Server) openAPI() (gin.HandlerFunc, error) {
+// openAPIHandler handles GET /openapi.json, the document of verifier's
+// audience and issuer; no token is needed.
+func openAPIHandler(verifier *auth.Verifier, version string) (gin.HandlerFunc, error) {
 	var audience, issuer string
-	if s.cfg.Verifier != nil {
-		audience, issuer = s.cfg.Verifier.Audience(), s.cfg.Verifier.Issuer()
+	if verifier != nil {
+		audience, issuer = verifier.Audience(), verifier.Issuer()
 	}
-	doc, err := OpenAPIDocument(audience, issuer, s.cfg.Version)
+	doc, err := OpenAPIDocument(audience, issuer, version)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,25 @@
-// Package api is the gateway's REST API: gin handlers that translate HTTP
-// into calls on the store, the provider catalog and Temporal, and back.
+// Package api is the gateway's REST API (docs/api.md). Handlers only
+// translate HTTP: jobs are submitted and cancelled, and vendor callbacks
+// taken, through jobops; the rest is read from and written to the store
+// and the provider catalog through the small interfaces each handler
+// declares. One struct per resource, wired by New in this file:
+//
+//   - jobs.go: jobsHandler, a service's jobs (create, read, cancel)
+//   - results.go: resultsHandler, a job's result
+//   - joblist.go: jobListing, GET /v1/jobs
+//   - catalog.go: catalogHandler, services and providers
+//   - statuses.go: statusesHandler, their status updates
+//   - tenants.go: tenantsHandler
+//   - policies.go, policies_crud.go, policies_scoped.go, policybody.go:
+//     policiesHandler, scopedPolicies and their policyCodec
+//   - webhooks.go: webhooksHandler, the signing key and delivery attempts
+//   - callbacks.go: callbacksHandler, vendors' callbacks
+//   - readiness.go, openapi.go: /readyz and /openapi.json
+//
+// Shared pieces are plain functions, errors.go (error rendering),
+// envelope.go and decode.go (request bodies), pagination.go and
+// requestid.go, and one small struct, jobViews (jobview.go), that shows
+// jobs; api/auth extracts the caller.
 package api
 
 import (
@@ -110,9 +130,7 @@ func (cfg *Config) validate() error {
 
 // Server serves the API.
 type Server struct {
-	cfg            Config
-	openAPIHandler gin.HandlerFunc
-	callbacks      callbacksHandler
+	handler http.Handler
 }
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md,
@@ -134,53 +152,53 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Region == "" {
 		cfg.Region = "local"
 	}
-	s := &Server{cfg: cfg, callbacks: newCallbacksHandler(cfg.Callbacks)}
-	var err error
-	if s.openAPIHandler, err = s.openAPI(); err != nil {
+	docs, err := openAPIHandler(cfg.Verifier, cfg.Version)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Server{handler: router(cfg, docs)}, nil
 }
 
 // Handler returns the HTTP handler with every route.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// router wires each route to the handler of its resource, each given only
+// the dependencies it uses.
+func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	proxies := make([]string, 0, len(s.cfg.TrustedProxies))
-	for _, p := range s.cfg.TrustedProxies {
+	proxies := make([]string, 0, len(cfg.TrustedProxies))
+	for _, p := range cfg.TrustedProxies {
 		proxies = append(proxies, p.String())
 	}
 	_ = r.SetTrustedProxies(proxies) // parsed already: cannot fail
-	if s.cfg.Tracing {
+	if cfg.Tracing {
 		// A span per request, continuing a caller's traceparent
 		// (docs/operations.md, Traces).
 		r.Use(otelgin.Middleware("ai-job-gateway"))
 	}
-	r.Use(dropUntrustedForwarding(s.cfg.TrustedProxies), assignRequestID, gin.Recovery(), s.logRequests(), renderErrors(s.cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
+	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
 
-	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", ReadyHandler(s.cfg.ReadyChecks, s.cfg.Logger))
-	r.GET("/openapi.json", s.openAPIHandler)
-	if s.cfg.Metrics != nil {
+	r.GET("/healthz", healthz)
+	r.GET("/readyz", ReadyHandler(cfg.ReadyChecks, cfg.Logger))
+	r.GET("/openapi.json", docs)
+	if cfg.Metrics != nil {
 		// No token: scrapers reach it on the network they are given
 		// (docs/operations.md, Metrics).
-		r.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+		r.GET("/metrics", gin.WrapH(cfg.Metrics.Handler()))
 	}
-	for _, register := range s.cfg.Routes {
+	for _, register := range cfg.Routes {
 		register(r)
 	}
 
-	views := jobViews{files: s.cfg.Files, linkTTL: s.cfg.LinkTTL, region: s.cfg.Region, nodeID: s.cfg.NodeID}
-	jobsH := jobsHandler{jobs: s.cfg.Store, ops: s.cfg.Jobs, views: views, metrics: s.cfg.Metrics}
-	results := resultsHandler{jobs: s.cfg.Store, views: views}
-	listing := jobListing{jobs: s.cfg.Store, views: views}
-	webhooks := webhooksHandler{key: s.cfg.WebhookKey, deliveries: s.cfg.Deliveries, jobs: s.cfg.Store}
-
-	v1 := r.Group("/v1", auth.Middleware(s.cfg.Verifier))
+	views := jobViews{files: cfg.Files, linkTTL: cfg.LinkTTL, region: cfg.Region, nodeID: cfg.NodeID}
+	jobsH := jobsHandler{jobs: cfg.Store, ops: cfg.Jobs, views: views, metrics: cfg.Metrics}
+	results := resultsHandler{jobs: cfg.Store, views: views}
+	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier))
 	for _, svc := range jobs.Services() {
 		res := v1.Group(svc.Endpoint()[len("/v1"):])
 		write := auth.RequireScope(string(svc.ID) + ":write")
@@ -190,14 +208,14 @@ func (s *Server) Handler() http.Handler {
 		res.GET("/:id/result", read, results.get(svc))
 		res.POST("/:id/cancel", write, jobsH.cancel(svc))
 	}
-	catalogHandler{catalog: s.cfg.Catalog, statuses: s.cfg.Statuses}.routes(v1)
-	v1.GET("/jobs", handle(listing.list))
-	statusesHandler{catalog: s.cfg.Catalog, statuses: s.cfg.Statuses}.routes(v1)
-	tenantsHandler{tenants: s.cfg.Tenants, policies: s.cfg.Policies, catalog: s.cfg.Catalog, now: s.cfg.Now}.routes(v1)
-	codec := policyCodec{catalog: s.cfg.Catalog}
-	policyRoutes(v1, policiesHandler{policies: s.cfg.Policies, codec: codec}, scopedPolicies{policies: s.cfg.Policies, codec: codec})
-	webhooks.routes(r, v1)
-	s.callbacks.routes(r)
+	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
+	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
+	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
+	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, now: cfg.Now}.routes(v1)
+	codec := policyCodec{catalog: cfg.Catalog}
+	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
+	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store}.routes(r, v1)
+	newCallbacksHandler(cfg.Callbacks).routes(r)
 	return r
 }
 
@@ -208,22 +226,26 @@ func interactive(c *gin.Context) {
 	c.Next()
 }
 
-func (s *Server) healthz(c *gin.Context) {
+// healthz answers GET /healthz: the process is up (docs/operations.md,
+// Health).
+func healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-func (s *Server) logRequests() gin.HandlerFunc {
+// logRequests logs each request at debug level and records it in m (nil
+// records none).
+func logRequests(logger *slog.Logger, m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
 		took := time.Since(start)
-		if s.cfg.Logger.Enabled(c, slog.LevelDebug) {
+		if logger.Enabled(c, slog.LevelDebug) {
 			attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", took, "request_id", RequestID(c.Request.Context())}
 			if id := tracing.TraceID(c.Request.Context()); id != "" {
 				attrs = append(attrs, "trace_id", id)
 			}
-			s.cfg.Logger.Debug("request", attrs...)
+			logger.Debug("request", attrs...)
 		}
-		s.cfg.Metrics.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
+		m.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
 	}
 }
