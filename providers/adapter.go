@@ -107,6 +107,18 @@ type Adapter interface {
 	Run(ctx context.Context, call Call) (json.RawMessage, error)
 }
 
+// Declarer is an Adapter that declares the services it serves
+// (docs/providers.md, Writing an adapter). The registry refuses a catalog
+// entry that lists another service, and refuses calls for another service
+// before they reach the adapter, so Run, Submit and Check need not check
+// call.Service themselves. Every shipped adapter is a Declarer; the
+// registry checks nothing for an adapter that is not (a test double).
+type Declarer interface {
+	Adapter
+	// Services are the services the adapter serves.
+	Services() []jobs.ServiceID
+}
+
 // Submitter is an Adapter whose provider works asynchronously: it takes
 // the work, answers with a handle, and is asked later how the work went
 // (docs/providers.md, Asynchronous providers). The job workflow submits

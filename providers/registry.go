@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,10 +17,15 @@ import (
 type Registry struct {
 	catalog  *Catalog
 	adapters map[string]Adapter
+	// calls are the adapters as callers get them: a Declarer's refuses
+	// the services it did not declare (see guard).
+	calls map[string]Adapter
 }
 
 // NewRegistry builds the adapter of every provider in c with the factory
-// named by its adapter field; every failure is reported.
+// named by its adapter field; every failure is reported, and so is a
+// service the provider lists that its adapter does not declare (see
+// Declarer).
 func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 	if c == nil {
 		return nil, errors.New("providers: NewRegistry needs a catalog")
@@ -30,7 +36,7 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 	}
 	sort.Strings(known)
 
-	r := &Registry{catalog: c, adapters: make(map[string]Adapter, len(c.Providers))}
+	r := &Registry{catalog: c, adapters: make(map[string]Adapter, len(c.Providers)), calls: make(map[string]Adapter, len(c.Providers))}
 	var errs []error
 	for _, p := range c.Providers {
 		f, ok := factories[p.Adapter]
@@ -51,7 +57,11 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 			errs = append(errs, fmt.Errorf("providers file: provider %q (adapter %s): %w", p.ID, p.Adapter, err))
 			continue
 		}
-		r.adapters[p.ID] = a
+		r.adapters[p.ID], r.calls[p.ID] = a, a
+		if d, ok := a.(Declarer); ok {
+			errs = append(errs, undeclared(p, d.Services())...)
+			r.calls[p.ID] = guard(a, p, d.Services())
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -72,16 +82,89 @@ func (r *Registry) ExpectedDuration(providerID string) (d time.Duration, ok bool
 }
 
 // Submitter returns the adapter of a provider that works asynchronously
-// (see Submitter).
+// (see Submitter). It refuses calls for services it did not declare.
 func (r *Registry) Submitter(providerID string) (Submitter, bool) {
-	s, ok := r.adapters[providerID].(Submitter)
+	s, ok := r.calls[providerID].(Submitter)
 	return s, ok
 }
 
-// Adapter returns the adapter of a provider.
+// Adapter returns the adapter of a provider. It refuses calls for
+// services it did not declare.
 func (r *Registry) Adapter(providerID string) (Adapter, bool) {
-	a, ok := r.adapters[providerID]
+	a, ok := r.calls[providerID]
 	return a, ok
+}
+
+// undeclared reports each service p lists that its adapter does not
+// serve.
+func undeclared(p *Provider, served []jobs.ServiceID) []error {
+	var errs []error
+	for _, svc := range jobs.Services() {
+		if p.Services[svc.ID] != nil && !slices.Contains(served, svc.ID) {
+			errs = append(errs, fmt.Errorf("providers file: provider %q lists service %s, which adapter %s does not serve (it serves %s)",
+				p.ID, svc.ID, p.Adapter, joinServices(served)))
+		}
+	}
+	return errs
+}
+
+func joinServices(ids []jobs.ServiceID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+// guard wraps a; an asynchronous adapter stays one.
+func guard(a Adapter, p *Provider, served []jobs.ServiceID) Adapter {
+	g := guarded{Adapter: a, provider: p, served: served}
+	if s, ok := a.(Submitter); ok {
+		return guardedSubmitter{guarded: g, submitter: s}
+	}
+	return g
+}
+
+// guarded passes on the calls for the services its adapter declared and
+// refuses the others.
+type guarded struct {
+	Adapter
+	provider *Provider
+	served   []jobs.ServiceID
+}
+
+func (g guarded) refuse(svc jobs.ServiceID) *Error {
+	if slices.Contains(g.served, svc) {
+		return nil
+	}
+	return Permanent(jobs.CodeUnsupportedService,
+		fmt.Sprintf("provider %q (adapter %s) does not serve %s; route these jobs to another provider", g.provider.ID, g.provider.Adapter, svc), nil)
+}
+
+func (g guarded) Run(ctx context.Context, call Call) (json.RawMessage, error) {
+	if err := g.refuse(call.Service); err != nil {
+		return nil, err
+	}
+	return g.Adapter.Run(ctx, call)
+}
+
+type guardedSubmitter struct {
+	guarded
+	submitter Submitter
+}
+
+func (g guardedSubmitter) Submit(ctx context.Context, call Call) (string, error) {
+	if err := g.refuse(call.Service); err != nil {
+		return "", err
+	}
+	return g.submitter.Submit(ctx, call)
+}
+
+func (g guardedSubmitter) Check(ctx context.Context, call Call, handle string) (Check, error) {
+	if err := g.refuse(call.Service); err != nil {
+		return Check{}, err
+	}
+	return g.submitter.Check(ctx, call, handle)
 }
 
 // unusable is the adapter of a disabled provider whose own adapter could

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -155,4 +157,81 @@ func TestDisabledProviderNeedNotBeUsable(t *testing.T) {
 	require.ErrorAs(t, err, &perr)
 	require.Equal(t, providers.KindPermanent, perr.Kind, "enabled by an administrator anyway: its calls fail over")
 	require.Contains(t, perr.Error(), "apertium-apy is not installed")
+}
+
+// countingAdapter declares llm-tasks and counts the calls that reach it.
+type countingAdapter struct{ calls atomic.Int64 }
+
+func (c *countingAdapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.LLMTasks} }
+
+func (c *countingAdapter) Run(context.Context, providers.Call) (json.RawMessage, error) {
+	c.calls.Add(1)
+	return json.RawMessage(`{}`), nil
+}
+
+func (c *countingAdapter) Submit(context.Context, providers.Call) (string, error) {
+	c.calls.Add(1)
+	return "h", nil
+}
+
+func (c *countingAdapter) Check(context.Context, providers.Call, string) (providers.Check, error) {
+	c.calls.Add(1)
+	return providers.Check{Done: true}, nil
+}
+
+func TestNewRegistryRefusesAServiceTheAdapterDoesNotDeclare(t *testing.T) {
+	t.Parallel()
+
+	c, err := providers.ParseCatalog([]byte(`providers:
+  - {id: chat, name: Chat, adapter: counting, services: {
+      llm-tasks: {pricing: {unit: per_token, amount: 0, currency: USD}},
+      translations: {pricing: {unit: per_character, amount: 0, currency: USD}}}}
+`))
+	require.NoError(t, err)
+	_, err = providers.NewRegistry(c, map[string]providers.Factory{
+		"counting": func(*providers.Provider) (providers.Adapter, error) { return &countingAdapter{}, nil },
+	})
+	require.EqualError(t, err, `providers file: provider "chat" lists service translations, which adapter counting does not serve (it serves llm-tasks)`)
+}
+
+func TestRegistryRefusesCallsForUndeclaredServices(t *testing.T) {
+	t.Parallel()
+
+	adapter := &countingAdapter{}
+	r, err := providers.NewRegistry(twoProviders(t, "counting", "counting"), map[string]providers.Factory{
+		"counting": func(*providers.Provider) (providers.Adapter, error) { return adapter, nil },
+	})
+	require.NoError(t, err)
+	a, ok := r.Adapter("a")
+	require.True(t, ok)
+	_, isSubmitter := a.(providers.Submitter)
+	require.True(t, isSubmitter, "an asynchronous adapter stays one")
+	s, ok := r.Submitter("a")
+	require.True(t, ok)
+
+	refused := func(err error) {
+		t.Helper()
+		var perr *providers.Error
+		require.ErrorAs(t, err, &perr)
+		require.Equal(t, providers.KindPermanent, perr.Kind)
+		require.Equal(t, jobs.CodeUnsupportedService, perr.Code)
+		require.Contains(t, perr.Message, `provider "a" (adapter counting) does not serve transcriptions`)
+	}
+	call := providers.Call{Service: jobs.Transcriptions}
+	_, err = a.Run(context.Background(), call)
+	refused(err)
+	_, err = s.Submit(context.Background(), call)
+	refused(err)
+	_, err = s.Check(context.Background(), call, "h")
+	refused(err)
+	require.Zero(t, adapter.calls.Load(), "a refused call never reaches the adapter")
+
+	call.Service = jobs.LLMTasks
+	_, err = a.Run(context.Background(), call)
+	require.NoError(t, err)
+	_, err = s.Submit(context.Background(), call)
+	require.NoError(t, err)
+	_, err = s.Check(context.Background(), call, "h")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, adapter.calls.Load())
 }

@@ -136,12 +136,11 @@ var finishReasons = map[string]string{
 	"max_tokens":    "max_tokens",
 }
 
+// Services are llm-tasks.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.LLMTasks} }
+
 // Run performs the call; it cannot resume, so every attempt starts over.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != jobs.LLMTasks {
-		return nil, providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the anthropic adapter does llm-tasks only, not %s; route these jobs to another provider", call.Service), nil)
-	}
 	call.Progress(0)
 	var in jobs.LLMTaskInput
 	var opts jobs.LLMTaskOptions

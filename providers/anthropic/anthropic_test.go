@@ -179,12 +179,10 @@ func TestErrorsAreClassified(t *testing.T) {
 	require.Equal(t, jobs.CodeBadResponse, perr.Code)
 }
 
-func TestOnlyLLMTextTasks(t *testing.T) {
+func TestOnlyTextTasks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 200, strings.Replace(exampleResponse, "%s", "end_turn", 1))
-	_, err := b.adapter.Run(context.Background(), providers.Call{Service: jobs.Translations, Input: json.RawMessage(`{}`)})
-	require.Equal(t, jobs.CodeUnsupportedService, requireKind(t, err, providers.KindPermanent, 0).Code)
-	_, err = b.run(`{"type":"document","prompt":"Hello"}`, ``)
+	_, err := b.run(`{"type":"document","prompt":"Hello"}`, ``)
 	require.Equal(t, jobs.CodeUnsupportedInput, requireKind(t, err, providers.KindPermanent, 0).Code)
 	_, err = b.run(`{"type":"text","prompt":"Hello"}`, `{"creativity":"wild"}`)
 	require.Equal(t, jobs.CodeInvalidInput, requireKind(t, err, providers.KindInput, 0).Code)

@@ -125,12 +125,11 @@ func apyCode(code string) (string, error) {
 	return out, nil
 }
 
+// Services are translations.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Translations} }
+
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != jobs.Translations {
-		return nil, providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the apertium adapter does translations only, not %s", call.Service), nil)
-	}
 	var in jobs.TranslationInput
 	var opts jobs.TranslationOptions
 	if err := call.Decode(&in, &opts); err != nil {

@@ -80,6 +80,9 @@ func New(p *providers.Provider, lookupEnv func(string) (string, bool), opts ...O
 	return a, nil
 }
 
+// Services are transcriptions.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Transcriptions} }
+
 // Run submits the call and reads the transcript until it is done.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	handle, err := a.Submit(ctx, call)
@@ -119,10 +122,6 @@ type transcriptRequest struct {
 // Submit uploads the audio the media stage extracted and requests its
 // transcript; the handle is the transcript id.
 func (a *Adapter) Submit(ctx context.Context, call providers.Call) (string, error) {
-	if call.Service != jobs.Transcriptions {
-		return "", providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the assemblyai adapter does transcriptions only, not %s", call.Service), nil)
-	}
 	var in jobs.TranscriptionInput
 	var opts jobs.TranscriptionOptions
 	if err := call.Decode(&in, &opts); err != nil {

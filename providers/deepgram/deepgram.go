@@ -103,6 +103,9 @@ type listenResponse struct {
 	} `json:"results"`
 }
 
+// Services are transcriptions.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Transcriptions} }
+
 // Run sends the audio the media stage extracted and maps the answer.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	opts, req, err := a.listenRequest(ctx, call, "")
@@ -129,10 +132,6 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 func (a *Adapter) listenRequest(ctx context.Context, call providers.Call, callback string) (jobs.TranscriptionOptions, *http.Request, error) {
 	var in jobs.TranscriptionInput
 	var opts jobs.TranscriptionOptions
-	if call.Service != jobs.Transcriptions {
-		return opts, nil, providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the deepgram adapter does transcriptions only, not %s", call.Service), nil)
-	}
 	if err := call.Decode(&in, &opts); err != nil {
 		return opts, nil, err
 	}

@@ -155,9 +155,6 @@ func TestFailuresAreClassified(t *testing.T) {
 	call.Media = nil
 	_, err = run(t, a, call, `{}`)
 	require.ErrorContains(t, err, "media stage")
-	call.Service = jobs.Translations
-	_, err = run(t, a, call, `{}`)
-	require.ErrorContains(t, err, "transcriptions only")
 
 	_, err = deepgram.New(&providers.Provider{ID: "x", Settings: map[string]any{"api_key_env": "MISSING"}}, func(string) (string, bool) { return "", false })
 	require.ErrorContains(t, err, "MISSING, but that environment variable is not set")

@@ -107,12 +107,11 @@ func sourceCode(code string) string {
 // back to the default for languages without formality instead of failing.
 var formalities = map[string]string{"formal": "prefer_more", "informal": "prefer_less"}
 
+// Services are translations.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Translations} }
+
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != jobs.Translations {
-		return nil, providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the deepl adapter does translations only, not %s", call.Service), nil)
-	}
 	var in jobs.TranslationInput
 	var opts jobs.TranslationOptions
 	if err := call.Decode(&in, &opts); err != nil {

@@ -99,12 +99,11 @@ func New(p *providers.Provider) (*Adapter, error) {
 	return a, nil
 }
 
+// Services are video-analyses.
+func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.VideoAnalyses} }
+
 // Run analyses the video the media stage fetched.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
-	if call.Service != jobs.VideoAnalyses {
-		return nil, providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the media adapter does video analyses only, not %s", call.Service), nil)
-	}
 	var in jobs.VideoAnalysisInput
 	var opts jobs.VideoAnalysisOptions
 	if err := call.Decode(&in, &opts); err != nil {

@@ -123,6 +123,11 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	}, nil
 }
 
+// Services are the four services: Run dispatches on call.Service.
+func (a *Adapter) Services() []jobs.ServiceID {
+	return []jobs.ServiceID{jobs.LLMTasks, jobs.Translations, jobs.Transcriptions, jobs.VideoAnalyses}
+}
+
 // Run calls the provider for the job; it cannot resume, so every attempt
 // starts over and reports 0 first.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
@@ -140,9 +145,8 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		res, err = a.transcribe(ctx, call)
 	case jobs.VideoAnalyses:
 		res, err = a.analyseVideo(ctx, call)
-	default:
-		err = providers.Permanent(jobs.CodeUnsupportedService,
-			fmt.Sprintf("the openai adapter does not support %s; route these jobs to another provider", call.Service), nil)
+	default: // the registry refuses what Services does not list
+		err = fmt.Errorf("openai: no call for %s", call.Service)
 	}
 	if err != nil {
 		return nil, err

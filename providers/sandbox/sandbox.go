@@ -70,6 +70,11 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	return a, nil
 }
 
+// Services are the four services: it simulates each of them.
+func (a *Adapter) Services() []jobs.ServiceID {
+	return []jobs.ServiceID{jobs.Transcriptions, jobs.Translations, jobs.VideoAnalyses, jobs.LLMTasks}
+}
+
 // ExpectedDuration is latency_ms: the sandbox knows how long it takes.
 func (a *Adapter) ExpectedDuration() time.Duration {
 	return time.Duration(a.settings.LatencyMS) * time.Millisecond

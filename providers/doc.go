@@ -1,0 +1,10 @@
+// Package providers is the provider catalog (Catalog, Provider,
+// Capability), the adapters that call providers (Adapter, Submitter) and
+// the Registry that builds one adapter per provider of the catalog
+// (docs/providers.md).
+//
+// An adapter declares the services it serves (Declarer); the registry
+// refuses a catalog entry listing another service, and refuses calls for
+// another service before they reach the adapter (docs/providers.md,
+// Writing an adapter).
+package providers
