@@ -6,5 +6,7 @@
 // An adapter declares the services it serves (Declarer); the registry
 // refuses a catalog entry listing another service, and refuses calls for
 // another service before they reach the adapter (docs/providers.md,
-// Writing an adapter).
+// Writing an adapter). Every adapter's constructor is New(p *Provider,
+// opts ...Option): the settings come from p, what is not the catalog's
+// (HTTP clients, the environment lookup) from the options.
 package providers

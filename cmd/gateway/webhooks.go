@@ -69,16 +69,17 @@ func webhookSigner(ctx context.Context, cfg config, st *store.Store) (*webhooksi
 }
 
 // adapterFactories are the built-in adapters; unless private networks are
-// allowed, sandbox adapters fetch media through the network guard.
+// allowed, adapters that fetch media themselves do so through the network
+// guard.
 func adapterFactories(cfg config) map[string]providers.Factory {
-	f := builtin.Factories()
+	var opts []providers.Option
 	if !cfg.AllowPrivateNetworks {
-		f = builtin.FactoriesWithMediaClient(netguard.NewMediaClient(false, mediaTimeout))
+		opts = append(opts, providers.WithMediaClient(netguard.NewMediaClient(false, mediaTimeout)))
 	}
 	if cfg.CallbackURL != "" {
-		f = builtin.WithCallbacks(f)
+		opts = append(opts, providers.WithCallbacks())
 	}
-	return f
+	return builtin.Factories(opts...)
 }
 
 // workerNetwork is what a worker's activities need to call client URLs.

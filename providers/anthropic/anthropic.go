@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,35 +52,16 @@ type Adapter struct {
 	client    *http.Client
 }
 
-// Option customises an Adapter.
-type Option func(*config)
-
-type config struct {
-	client    *http.Client
-	lookupEnv func(string) (string, bool)
-}
-
-// WithHTTPClient sets the client for the API.
-func WithHTTPClient(c *http.Client) Option { return func(cfg *config) { cfg.client = c } }
-
-// WithLookupEnv replaces os.LookupEnv for reading the API key.
-func WithLookupEnv(f func(string) (string, bool)) Option {
-	return func(cfg *config) { cfg.lookupEnv = f }
-}
-
 // New builds the adapter of p, validating its settings and reading the API
-// key from the environment.
-func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
-	cfg := config{client: &http.Client{Timeout: 10 * time.Minute}, lookupEnv: os.LookupEnv}
-	for _, o := range opts {
-		o(&cfg)
-	}
+// key from the environment (see providers.Option).
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	s := Settings{BaseURL: "https://api.anthropic.com/v1", MaxTokens: 1024}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
 	var errs []error
-	baseURL, err := settings.BaseURL(s.BaseURL)
+	baseURL, err := settings.BaseURL(s.BaseURL, "https://api.anthropic.com/v1")
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -91,7 +71,7 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	if s.MaxTokens < 1 {
 		errs = append(errs, fmt.Errorf("settings: max_tokens %d must be at least 1", s.MaxTokens))
 	}
-	key, err := settings.APIKey(s.APIKeyEnv, "ANTHROPIC_API_KEY", cfg.lookupEnv)
+	key, err := settings.APIKey(s.APIKeyEnv, "ANTHROPIC_API_KEY", o.LookupEnv)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -99,7 +79,7 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 		return nil, err
 	}
 	return &Adapter{provider: p, baseURL: baseURL, apiKey: key,
-		model: s.Model, maxTokens: s.MaxTokens, client: cfg.client}, nil
+		model: s.Model, maxTokens: s.MaxTokens, client: o.Client(10 * time.Minute)}, nil
 }
 
 type message struct {

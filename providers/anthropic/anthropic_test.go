@@ -65,7 +65,7 @@ func setup(t *testing.T, status int, body string, header ...string) *bench {
 			Models:  []string{"claude-sonnet-4-5", "claude-haiku-4-5"},
 			Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000003, Currency: "USD"},
 		}}}
-	a, err := anthropic.New(b.provider, anthropic.WithLookupEnv(func(name string) (string, bool) {
+	a, err := anthropic.New(b.provider, providers.WithLookupEnv(func(name string) (string, bool) {
 		return secret, name == "ANTHROPIC_KEY"
 	}))
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestOnlyTextTasks(t *testing.T) {
 func TestSettingsAreChecked(t *testing.T) {
 	t.Parallel()
 	_, err := anthropic.New(&providers.Provider{ID: "c", Settings: map[string]any{"base_url": "ftp://x", "api_key_env": "MISSING"}},
-		anthropic.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	require.ErrorContains(t, err, `base_url "ftp://x"`)
 	require.ErrorContains(t, err, "model is missing")
 	require.ErrorContains(t, err, "MISSING, but that environment variable is not set")

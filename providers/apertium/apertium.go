@@ -42,17 +42,18 @@ type Adapter struct {
 	client   *http.Client
 }
 
-// New builds the adapter of p.
-func New(p *providers.Provider) (*Adapter, error) {
+// New builds the adapter of p (see providers.Option); it needs no key.
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	var s Settings
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(s.BaseURL)
-	if s.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("settings: base_url %q must be the APy server's http URL, e.g. http://127.0.0.1:2737", s.BaseURL)
+	baseURL, err := settings.BaseURL(s.BaseURL, "http://127.0.0.1:2737 (the APy server)")
+	if err != nil {
+		return nil, err
 	}
-	return &Adapter{provider: p, baseURL: strings.TrimRight(s.BaseURL, "/"), client: &http.Client{Timeout: 5 * time.Minute}}, nil
+	return &Adapter{provider: p, baseURL: baseURL, client: o.Client(5 * time.Minute)}, nil
 }
 
 // Pair is a translation direction in the gateway's language codes.

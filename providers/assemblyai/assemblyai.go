@@ -51,33 +51,20 @@ type Adapter struct {
 	poll time.Duration
 }
 
-// Option customises an Adapter.
-type Option func(*Adapter)
-
-// WithPollInterval sets Run's first wait between transcript reads.
-func WithPollInterval(d time.Duration) Option { return func(a *Adapter) { a.poll = d } }
-
-// New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
-// nil).
-func New(p *providers.Provider, lookupEnv func(string) (string, bool), opts ...Option) (*Adapter, error) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
+// New builds the adapter of p (see providers.Option).
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	s := Settings{BaseURL: "https://api.assemblyai.com"}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL)
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "ASSEMBLYAI_API_KEY", lookupEnv)
+	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.assemblyai.com")
+	key, keyErr := settings.APIKey(s.APIKeyEnv, "ASSEMBLYAI_API_KEY", o.LookupEnv)
 	if err := errors.Join(urlErr, keyErr); err != nil {
 		return nil, err
 	}
-	a := &Adapter{provider: p, baseURL: baseURL, key: key, speechModel: s.SpeechModel,
-		client: &http.Client{Timeout: 10 * time.Minute}, poll: 2 * time.Second}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	return &Adapter{provider: p, baseURL: baseURL, key: key, speechModel: s.SpeechModel,
+		client: o.Client(10 * time.Minute), poll: o.Poll(2 * time.Second)}, nil
 }
 
 // Services are transcriptions.

@@ -107,7 +107,7 @@ func newAdapter(t *testing.T, f *fake) (*assemblyai.Adapter, providers.Call) {
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Limits:  providers.Limits{MaxFileSizeMB: 1},
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0065, Currency: "USD"}}}}
-	a, err := assemblyai.New(p, func(name string) (string, bool) { return secret, name == "AAI_KEY" }, assemblyai.WithPollInterval(time.Millisecond))
+	a, err := assemblyai.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "AAI_KEY" }), providers.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
@@ -220,7 +220,7 @@ func TestFailuresAreClassified(t *testing.T) {
 		requireKind(t, err, tc.kind, tc.status, tc.want)
 	}
 
-	_, err = assemblyai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "ftp://x"}}, func(string) (string, bool) { return "", false })
+	_, err = assemblyai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "ftp://x"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	require.ErrorContains(t, err, "base_url")
 	require.ErrorContains(t, err, "api_key_env is missing")
 }

@@ -13,78 +13,35 @@ import (
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
 )
 
-// Factories returns the built-in adapter factories keyed by adapter name.
-func Factories() map[string]providers.Factory {
+// Factories returns the built-in adapter factories keyed by adapter name;
+// every adapter's New gets opts (see providers.Option). With
+// providers.WithCallbacks, deepgram is built in callback mode
+// (docs/providers.md, Vendor callbacks).
+func Factories(opts ...providers.Option) map[string]providers.Factory {
+	deepgramFactory := factory(deepgram.New, opts)
+	if providers.NewOptions(opts...).Callbacks {
+		deepgramFactory = factory(deepgram.NewWithCallbacks, opts)
+	}
 	return map[string]providers.Factory{
-		"sandbox": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := sandbox.New(p)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"anthropic": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := anthropic.New(p)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"assemblyai": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := assemblyai.New(p, nil)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"apertium": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := apertium.New(p)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"deepgram": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := deepgram.New(p, nil)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"deepl": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := deepl.New(p, nil)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"media": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := mediaengine.New(p)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
-		"openai": func(p *providers.Provider) (providers.Adapter, error) {
-			a, err := openai.New(p)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		},
+		"sandbox":    factory(sandbox.New, opts),
+		"anthropic":  factory(anthropic.New, opts),
+		"assemblyai": factory(assemblyai.New, opts),
+		"apertium":   factory(apertium.New, opts),
+		"deepgram":   deepgramFactory,
+		"deepl":      factory(deepl.New, opts),
+		"media":      factory(mediaengine.New, opts),
+		"openai":     factory(openai.New, opts),
 	}
 }
 
-// WithCallbacks switches the adapters whose vendors can post results back
-// (deepgram) to that mode, for a gateway that takes vendor callbacks
-// (docs/providers.md, Vendor callbacks).
-func WithCallbacks(f map[string]providers.Factory) map[string]providers.Factory {
-	f["deepgram"] = func(p *providers.Provider) (providers.Adapter, error) {
-		a, err := deepgram.NewWithCallbacks(p, nil)
+// factory turns an adapter's New into a Factory; a built-in adapter must
+// declare its services (providers.Declarer).
+func factory[A providers.Declarer](newAdapter func(*providers.Provider, ...providers.Option) (A, error), opts []providers.Option) providers.Factory {
+	return func(p *providers.Provider) (providers.Adapter, error) {
+		a, err := newAdapter(p, opts...)
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
 		return a, nil
 	}
-	return f
 }

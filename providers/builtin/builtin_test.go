@@ -58,3 +58,26 @@ providers:
 	require.Contains(t, known, "sandbox")
 	require.ErrorContains(t, err, `providers file: provider "whisper" uses unknown adapter "whisper" (known adapters: `+strings.Join(known, ", ")+`)`)
 }
+
+func TestOptionsReachTheAdapters(t *testing.T) {
+	t.Parallel()
+
+	c, err := providers.ParseCatalog([]byte(`providers:
+  - {id: dg, name: Deepgram, adapter: deepgram, settings: {api_key_env: DG_KEY}, services: {
+      transcriptions: {pricing: {unit: per_minute, amount: 0.0043, currency: USD}}}}
+`))
+	require.NoError(t, err)
+	env := providers.WithLookupEnv(func(name string) (string, bool) { return "k", name == "DG_KEY" })
+	_, err = providers.NewRegistry(c, builtin.Factories())
+	require.ErrorContains(t, err, "DG_KEY", "without the option, the key is read from the environment")
+
+	r, err := providers.NewRegistry(c, builtin.Factories(env))
+	require.NoError(t, err)
+	_, async := r.Submitter("dg")
+	require.False(t, async, "deepgram answers in the same exchange")
+
+	r, err = providers.NewRegistry(c, builtin.Factories(env, providers.WithCallbacks()))
+	require.NoError(t, err)
+	_, async = r.Submitter("dg")
+	require.True(t, async, "with callbacks, deepgram posts its result back")
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 )
 
-func TestFactoriesWithMediaClientGuardSandboxMedia(t *testing.T) {
+func TestMediaClientGuardsSandboxMedia(t *testing.T) {
 	t.Parallel()
 	media := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "1024")
@@ -33,7 +33,7 @@ providers:
 `))
 	require.NoError(t, err)
 	run := func(client *http.Client) error {
-		r, err := providers.NewRegistry(catalog, builtin.FactoriesWithMediaClient(client))
+		r, err := providers.NewRegistry(catalog, builtin.Factories(providers.WithMediaClient(client)))
 		require.NoError(t, err)
 		a, _ := r.Adapter("sb")
 		_, err = a.Run(context.Background(), providers.Call{

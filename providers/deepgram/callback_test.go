@@ -52,7 +52,7 @@ func callbackAdapter(t *testing.T, base string) (*deepgram.CallbackAdapter, prov
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"base_url": base, "api_key_env": "DG_KEY", "callback_timeout_minutes": 5},
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
-	a, err := deepgram.NewWithCallbacks(p, func(name string) (string, bool) { return secret, name == "DG_KEY" })
+	a, err := deepgram.NewWithCallbacks(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DG_KEY" }))
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
@@ -137,6 +137,6 @@ func TestCallbackModeFailures(t *testing.T) {
 	permanent(t, err, jobs.CodeBadResponse, "an answer Deepgram's API does not send")
 
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"api_key_env": "DG_KEY", "callback_timeout_minutes": 0}}
-	_, err = deepgram.NewWithCallbacks(p, func(string) (string, bool) { return secret, true })
+	_, err = deepgram.NewWithCallbacks(p, providers.WithLookupEnv(func(string) (string, bool) { return secret, true }))
 	require.ErrorContains(t, err, "callback_timeout_minutes")
 }

@@ -50,12 +50,9 @@ type Adapter struct {
 	callbackTimeout time.Duration
 }
 
-// New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
-// nil).
-func New(p *providers.Provider, lookupEnv func(string) (string, bool)) (*Adapter, error) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
+// New builds the adapter of p (see providers.Option).
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	s := Settings{BaseURL: "https://api.deepgram.com", Model: "nova-3", CallbackTimeoutMinutes: defaultCallbackTimeoutMinutes}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
@@ -63,15 +60,15 @@ func New(p *providers.Provider, lookupEnv func(string) (string, bool)) (*Adapter
 	if s.CallbackTimeoutMinutes <= 0 {
 		return nil, errors.New("settings: callback_timeout_minutes must be a whole number of at least 1")
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL)
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPGRAM_API_KEY", lookupEnv)
+	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.deepgram.com")
+	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPGRAM_API_KEY", o.LookupEnv)
 	if err := errors.Join(urlErr, keyErr); err != nil {
 		return nil, err
 	}
 	// Deepgram processes an hour of audio in well under a minute; its
 	// own limit on a request is 10 minutes.
 	return &Adapter{provider: p, baseURL: baseURL, key: key, model: s.Model,
-		client: &http.Client{Timeout: 11 * time.Minute}, callbackTimeout: time.Duration(s.CallbackTimeoutMinutes) * time.Minute}, nil
+		client: o.Client(11 * time.Minute), callbackTimeout: time.Duration(s.CallbackTimeoutMinutes) * time.Minute}, nil
 }
 
 // defaultCallbackTimeoutMinutes: Deepgram caps a request at 10 minutes
@@ -241,9 +238,10 @@ type CallbackAdapter struct {
 	*Adapter
 }
 
-// NewWithCallbacks builds the callback-mode adapter of p.
-func NewWithCallbacks(p *providers.Provider, lookupEnv func(string) (string, bool)) (*CallbackAdapter, error) {
-	a, err := New(p, lookupEnv)
+// NewWithCallbacks builds the callback-mode adapter of p; it takes what
+// New takes.
+func NewWithCallbacks(p *providers.Provider, opts ...providers.Option) (*CallbackAdapter, error) {
+	a, err := New(p, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func newAdapter(t *testing.T, f *fake) (*deepgram.Adapter, providers.Call) {
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
 			Limits:  providers.Limits{MaxFileSizeMB: 1},
 			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
-	a, err := deepgram.New(p, func(name string) (string, bool) { return secret, name == "DG_KEY" })
+	a, err := deepgram.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DG_KEY" }))
 	require.NoError(t, err)
 	audio := filepath.Join(t.TempDir(), "audio.wav")
 	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
@@ -156,6 +156,6 @@ func TestFailuresAreClassified(t *testing.T) {
 	_, err = run(t, a, call, `{}`)
 	require.ErrorContains(t, err, "media stage")
 
-	_, err = deepgram.New(&providers.Provider{ID: "x", Settings: map[string]any{"api_key_env": "MISSING"}}, func(string) (string, bool) { return "", false })
+	_, err = deepgram.New(&providers.Provider{ID: "x", Settings: map[string]any{"api_key_env": "MISSING"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	require.ErrorContains(t, err, "MISSING, but that environment variable is not set")
 }

@@ -46,37 +46,20 @@ type Adapter struct {
 	poll time.Duration
 }
 
-// Option customises an Adapter.
-type Option func(*Adapter)
-
-// WithHTTPClient sets the client for the API.
-func WithHTTPClient(c *http.Client) Option { return func(a *Adapter) { a.client = c } }
-
-// WithPollInterval sets the first wait between document status checks.
-func WithPollInterval(d time.Duration) Option { return func(a *Adapter) { a.poll = d } }
-
-// New builds the adapter of p; lookupEnv reads the key (os.LookupEnv when
-// nil).
-func New(p *providers.Provider, lookupEnv func(string) (string, bool), opts ...Option) (*Adapter, error) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
+// New builds the adapter of p (see providers.Option).
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	s := Settings{BaseURL: "https://api.deepl.com/v2"}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL)
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPL_AUTH_KEY", lookupEnv)
-	errs := []error{urlErr, keyErr}
-	if err := errors.Join(errs...); err != nil {
+	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.deepl.com/v2")
+	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPL_AUTH_KEY", o.LookupEnv)
+	if err := errors.Join(urlErr, keyErr); err != nil {
 		return nil, err
 	}
-	a := &Adapter{provider: p, baseURL: baseURL, key: key,
-		client: &http.Client{Timeout: 5 * time.Minute}, poll: time.Second}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	return &Adapter{provider: p, baseURL: baseURL, key: key,
+		client: o.Client(5 * time.Minute), poll: o.Poll(time.Second)}, nil
 }
 
 // targetCode is DeepL's target language code: uppercase, with the

@@ -108,7 +108,7 @@ func newAdapter(t *testing.T, f *fake) (*deepl.Adapter, *providers.Provider) {
 	p := &providers.Provider{ID: "deepl", Settings: map[string]any{"base_url": srv.URL + "/v2", "api_key_env": "DEEPL_KEY"},
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.Translations: {
 			Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.00002, Currency: "USD"}}}}
-	a, err := deepl.New(p, func(name string) (string, bool) { return secret, name == "DEEPL_KEY" }, deepl.WithPollInterval(time.Millisecond))
+	a, err := deepl.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DEEPL_KEY" }), providers.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
 	return a, p
 }
@@ -230,6 +230,6 @@ func TestErrorsAreClassified(t *testing.T) {
 		perr := requireKind(t, err, tc.kind, tc.status, tc.want)
 		require.Equal(t, tc.after, perr.RetryAfter, "%d", tc.status)
 	}
-	_, err := deepl.New(&providers.Provider{ID: "d", Settings: map[string]any{"api_key_env": "NOPE"}}, func(string) (string, bool) { return "", false })
+	_, err := deepl.New(&providers.Provider{ID: "d", Settings: map[string]any{"api_key_env": "NOPE"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	require.ErrorContains(t, err, "NOPE, but that environment variable is not set")
 }

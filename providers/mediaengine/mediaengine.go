@@ -68,8 +68,9 @@ func Find() (media.Tools, string, error) {
 }
 
 // New builds the adapter of p; it fails when ffmpeg or tesseract is
-// missing.
-func New(p *providers.Provider) (*Adapter, error) {
+// missing. It calls no API, so it has no use for options
+// (providers.Option).
+func New(p *providers.Provider, _ ...providers.Option) (*Adapter, error) {
 	s := Settings{SceneThreshold: 0.3, OCREverySeconds: 1, OCRLanguages: "eng"}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err

@@ -23,8 +23,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -55,56 +53,27 @@ type Adapter struct {
 	media *http.Client
 }
 
-type config struct {
-	client    *http.Client
-	media     *http.Client
-	lookupEnv func(string) (string, bool)
-}
-
-// Option customises an Adapter.
-type Option func(*config)
-
-// WithHTTPClient sets the client for the provider's API and for fetching
-// media.
-func WithHTTPClient(c *http.Client) Option {
-	return func(cfg *config) { cfg.client = c }
-}
-
-// WithMediaClient sets a separate client for fetching the job's media (the
-// gateway passes one that refuses internal addresses), so the provider's
-// API may sit on a private network while media may not.
-func WithMediaClient(c *http.Client) Option {
-	return func(cfg *config) { cfg.media = c }
-}
-
-// WithLookupEnv replaces os.LookupEnv for reading the API key.
-func WithLookupEnv(f func(string) (string, bool)) Option {
-	return func(cfg *config) { cfg.lookupEnv = f }
-}
-
 // New builds the openai adapter of p, validating p.Settings and reading the
-// API key from the environment.
-func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
-	cfg := config{client: &http.Client{Timeout: 10 * time.Minute}, lookupEnv: os.LookupEnv}
-	for _, o := range opts {
-		o(&cfg)
-	}
+// API key from the environment (see providers.Option). The media client,
+// when given, fetches the job's media, so the provider's API may sit on a
+// private network while media may not; otherwise the HTTP client does.
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	var s Settings
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
 	var errs []error
-	if s.BaseURL == "" {
-		errs = append(errs, errors.New("settings: base_url is missing; set the API root, e.g. https://api.openai.com/v1"))
-	} else if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("settings: base_url %q is not an absolute http or https URL", s.BaseURL))
+	baseURL, err := settings.BaseURL(s.BaseURL, "https://api.openai.com/v1")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if strings.TrimSpace(s.Model) == "" {
 		errs = append(errs, errors.New("settings: model is missing; set the model used when a job does not pin one"))
 	}
 	var key string
 	if s.APIKeyEnv != "" {
-		v, ok := cfg.lookupEnv(s.APIKeyEnv)
+		v, ok := o.LookupEnv(s.APIKeyEnv)
 		if !ok || v == "" {
 			errs = append(errs, fmt.Errorf("settings: api_key_env names %s, but that environment variable is not set; export it, or remove api_key_env for a server without authentication", s.APIKeyEnv))
 		}
@@ -113,13 +82,14 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	client := o.Client(10 * time.Minute)
 	return &Adapter{
 		provider: p,
-		baseURL:  strings.TrimRight(s.BaseURL, "/"),
+		baseURL:  baseURL,
 		apiKey:   key,
 		model:    s.Model,
-		client:   cfg.client,
-		media:    cmp.Or(cfg.media, cfg.client),
+		client:   client,
+		media:    cmp.Or(o.MediaClient, client),
 	}, nil
 }
 

@@ -66,7 +66,7 @@ func setup(t *testing.T) *bundle {
 		}
 		return "", false
 	}
-	a, err := openai.New(b.provider, openai.WithHTTPClient(b.server.Client()), openai.WithLookupEnv(env))
+	a, err := openai.New(b.provider, providers.WithHTTPClient(b.server.Client()), providers.WithLookupEnv(env))
 	require.NoError(t, err)
 	b.adapter = a
 	return b
@@ -431,7 +431,7 @@ func TestClientTimeoutIsRetryable(t *testing.T) {
 
 	client := b.server.Client()
 	client.Timeout = 50 * time.Millisecond
-	a, err := openai.New(b.provider, openai.WithHTTPClient(client), openai.WithLookupEnv(func(string) (string, bool) { return "k", true }))
+	a, err := openai.New(b.provider, providers.WithHTTPClient(client), providers.WithLookupEnv(func(string) (string, bool) { return "k", true }))
 	require.NoError(t, err)
 	_, err = a.Run(context.Background(), providers.Call{Service: jobs.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"Hi"}`)})
 	requireKind(t, err, providers.KindRetryable, jobs.CodeProviderUnavailable, 0)
@@ -453,7 +453,7 @@ func TestCancelledContext(t *testing.T) {
 func TestNewValidatesSettings(t *testing.T) {
 	t.Parallel()
 
-	noEnv := openai.WithLookupEnv(func(string) (string, bool) { return "", false })
+	noEnv := providers.WithLookupEnv(func(string) (string, bool) { return "", false })
 	tests := []struct {
 		name     string
 		settings map[string]any

@@ -5,6 +5,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,16 +38,11 @@ type Adapter struct {
 	draw func() float64
 }
 
-// Option customises an Adapter.
-type Option func(*Adapter)
-
-// WithHTTPClient sets the client used for the HEAD of media URLs.
-func WithHTTPClient(c *http.Client) Option {
-	return func(a *Adapter) { a.client = c }
-}
-
-// New builds the sandbox adapter of p, validating p.Settings.
-func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
+// New builds the sandbox adapter of p, validating p.Settings; of the
+// options (providers.Option) it uses the media client, or else the HTTP
+// client, for the HEAD of media URLs.
+func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
+	o := providers.NewOptions(opts...)
 	var s Settings
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
@@ -57,17 +53,13 @@ func New(p *providers.Provider, opts ...Option) (*Adapter, error) {
 	if s.FailRate < 0 || s.FailRate > 1 {
 		return nil, fmt.Errorf("settings: fail_rate %v is out of range; use a number from 0 (never fail) to 1 (always fail)", s.FailRate)
 	}
-	a := &Adapter{
+	return &Adapter{
 		provider: p,
 		settings: s,
-		client:   &http.Client{Timeout: 10 * time.Second},
+		client:   cmp.Or(o.MediaClient, o.Client(10*time.Second)),
 		wait:     sleep,
 		draw:     rand.Float64,
-	}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	}, nil
 }
 
 // Services are the four services: it simulates each of them.

@@ -65,7 +65,7 @@ func setup(t *testing.T, settings map[string]any) *bundle {
 			jobs.LLMTasks:       {Models: []string{"sandbox-model", "other-model"}, Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000002, Currency: "USD"}},
 		},
 	}
-	a, err := New(b.provider, WithHTTPClient(b.media.Client()))
+	a, err := New(b.provider, providers.WithMediaClient(b.media.Client()))
 	require.NoError(t, err)
 	a.wait = func(ctx context.Context, d time.Duration) error {
 		b.mu.Lock()

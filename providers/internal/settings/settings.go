@@ -92,8 +92,12 @@ func APIKey(envName, example string, lookupEnv func(string) (string, bool)) (str
 }
 
 // BaseURL checks that the base_url setting is an absolute http or https
-// URL and returns it without a trailing slash.
-func BaseURL(raw string) (string, error) {
+// URL and returns it without a trailing slash; example is one for the
+// message when it is missing.
+func BaseURL(raw, example string) (string, error) {
+	if raw == "" {
+		return "", fmt.Errorf("settings: base_url is missing; set the API root, e.g. %s", example)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("settings: base_url %q is not an absolute http or https URL", raw)

@@ -44,3 +44,15 @@ func TestDecode(t *testing.T) {
 		})
 	}
 }
+
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+
+	got, err := settings.BaseURL("https://api.example.com/v1/", "https://x")
+	require.NoError(t, err)
+	require.Equal(t, "https://api.example.com/v1", got)
+	_, err = settings.BaseURL("", "https://api.example.com/v1")
+	require.EqualError(t, err, "settings: base_url is missing; set the API root, e.g. https://api.example.com/v1")
+	_, err = settings.BaseURL("ftp://x", "https://x")
+	require.EqualError(t, err, `settings: base_url "ftp://x" is not an absolute http or https URL`)
+}
