@@ -133,7 +133,7 @@ func TestCreateJob(t *testing.T) {
 			// The job is in the store, as accepted.
 			job, err := b.store.GetJob(t.Context(), raw.Data.ID)
 			require.NoError(t, err)
-			require.Equal(t, res.id, job.Service)
+			require.Equal(t, jobs.ServiceID(res.id), job.Service)
 			require.Equal(t, jobs.StatusPending, job.Status)
 			require.Equal(t, tenantA, job.Tenant)
 			require.Equal(t, userA, job.UserID)
