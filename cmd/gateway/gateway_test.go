@@ -63,7 +63,9 @@ const allJobScopes = "transcriptions:read transcriptions:write translations:read
 
 // gateway is one `gateway dev` process.
 type gateway struct {
-	t       *testing.T
+	t *testing.T
+	// bin is the gateway binary (gatewayBin unless a test built another).
+	bin     string
 	dataDir string
 	env     []string
 	listen  string
@@ -95,10 +97,16 @@ func newGatewayOn(t *testing.T, databaseURL, temporalAddr string, extraArgs ...s
 // environment (a later value of a variable wins).
 func newGatewayEnv(t *testing.T, databaseURL, temporalAddr string, env []string, extraArgs ...string) *gateway {
 	t.Helper()
+	return newGatewayBin(t, gatewayBin, databaseURL, temporalAddr, env, extraArgs...)
+}
+
+// newGatewayBin is newGatewayEnv running the gateway binary bin.
+func newGatewayBin(t *testing.T, bin, databaseURL, temporalAddr string, env []string, extraArgs ...string) *gateway {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: runs the embedded Temporal server")
 	}
-	g := &gateway{t: t, dataDir: t.TempDir()}
+	g := &gateway{t: t, bin: bin, dataDir: t.TempDir()}
 	g.env = append(append(os.Environ(), "DATABASE_URL="+databaseURL), env...)
 	// A port picked free may be taken by another test's process before
 	// this one binds it: then pick others, a few times.
@@ -141,7 +149,7 @@ func (g *gateway) start() {
 func (g *gateway) tryStart() (bool, string) {
 	g.t.Helper()
 	g.logs = &bytes.Buffer{}
-	g.cmd = exec.Command(gatewayBin, g.args...)
+	g.cmd = exec.Command(g.bin, g.args...)
 	g.cmd.Env = g.env
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	require.NoError(g.t, g.cmd.Start())
@@ -204,7 +212,7 @@ func (g *gateway) url(path string) string { return "http://" + g.listen + path }
 // mint runs `gateway token`, as the README tells users to.
 func (g *gateway) mint(tenant, scopes string) string {
 	g.t.Helper()
-	out, err := exec.Command(gatewayBin, "token", "--data-dir", g.dataDir, "--tenant", tenant, "--sub", "e2e-user", "--scope", scopes).Output()
+	out, err := exec.Command(g.bin, "token", "--data-dir", g.dataDir, "--tenant", tenant, "--sub", "e2e-user", "--scope", scopes).Output()
 	require.NoError(g.t, err)
 	return strings.TrimSpace(string(out))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -79,8 +80,14 @@ func adapterFactories(cfg config) map[string]providers.Factory {
 	if cfg.CallbackURL != "" {
 		opts = append(opts, providers.WithCallbacks())
 	}
-	return builtin.Factories(opts...)
+	factories := builtin.Factories(opts...)
+	maps.Copy(factories, tagAdapters)
+	return factories
 }
+
+// tagAdapters are adapters compiled in by build tags: the fixture of a
+// fifth service (texttospeech_fixture.go) in its test.
+var tagAdapters = map[string]providers.Factory{}
 
 // workerNetwork is what a worker's activities need to call client URLs.
 type workerNetwork struct {
