@@ -69,13 +69,13 @@ func setup(t *testing.T, adapter *scriptedAdapter) (*testsuite.TestActivityEnvir
 	acts, st := scriptedActivities(t, adapter, time.Hour)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	acts.Register(env)
 	return env, st
 }
 
 // scriptedActivities returns the activities with one provider, "scripted",
 // whose calls adapter answers.
-func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterval time.Duration) (*activities.Activities, *recordingStore) {
+func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterval time.Duration) (*activities.Set, *recordingStore) {
 	t.Helper()
 	catalog, err := providers.ParseCatalog([]byte(`providers:
   - id: scripted
@@ -92,7 +92,7 @@ func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterva
 	})
 	require.NoError(t, err)
 	st := &recordingStore{}
-	return &activities.Activities{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: heartbeatInterval}, st
+	return activities.New(activities.Deps{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: heartbeatInterval}), st
 }
 
 func call() activities.CallInput {
@@ -100,13 +100,14 @@ func call() activities.CallInput {
 		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
 }
 
-var acts *activities.Activities
+// acts names activities by their methods, through nil receivers.
+var acts activities.Set
 
 func TestCallProviderReturnsResultAndProjectsProgress(t *testing.T) {
 	t.Parallel()
 	adapter := &scriptedAdapter{steps: []int{0, 30, 20, 60, 100}}
 	env, st := setup(t, adapter)
-	value, err := env.ExecuteActivity(acts.CallProvider, call())
+	value, err := env.ExecuteActivity(acts.Calls.CallProvider, call())
 	require.NoError(t, err)
 	var out activities.CallOutput
 	require.NoError(t, value.Get(&out))
@@ -129,13 +130,13 @@ func TestCallProviderHeartbeatsKeepALongCallAlive(t *testing.T) {
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
 		var out activities.CallOutput
-		err := workflow.ExecuteActivity(ctx, acts.CallProvider, in).Get(ctx, &out)
+		err := workflow.ExecuteActivity(ctx, acts.Calls.CallProvider, in).Get(ctx, &out)
 		return out, err
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(callOnce, workflow.RegisterOptions{Name: "callOnce"})
-	env.RegisterActivity(acts)
+	acts.Register(env)
 	// The default idle timeout (3 s) would end the test during the call.
 	env.SetTestTimeout(time.Minute)
 	env.ExecuteWorkflow(callOnce, call())
@@ -148,7 +149,7 @@ func TestCallProviderResumesFromHeartbeat(t *testing.T) {
 	adapter := &scriptedAdapter{}
 	env, _ := setup(t, adapter)
 	env.SetHeartbeatDetails(40)
-	_, err := env.ExecuteActivity(acts.CallProvider, call())
+	_, err := env.ExecuteActivity(acts.Calls.CallProvider, call())
 	require.NoError(t, err)
 	require.Equal(t, 40, adapter.resumeFrom)
 }
@@ -171,7 +172,7 @@ func TestCallProviderClassifiesErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env, _ := setup(t, &scriptedAdapter{err: tt.err})
-			_, err := env.ExecuteActivity(acts.CallProvider, call())
+			_, err := env.ExecuteActivity(acts.Calls.CallProvider, call())
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)
 			require.Equal(t, tt.wantType, appErr.Type())
@@ -190,7 +191,7 @@ func TestCallProviderUnknownProvider(t *testing.T) {
 	env, _ := setup(t, &scriptedAdapter{})
 	in := call()
 	in.ProviderID = "gone"
-	_, err := env.ExecuteActivity(acts.CallProvider, in)
+	_, err := env.ExecuteActivity(acts.Calls.CallProvider, in)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
 	require.Equal(t, activities.ErrTypeProviderRejected, appErr.Type())
@@ -201,7 +202,7 @@ func TestDecideRoute(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t, &scriptedAdapter{})
 	in := activities.RouteInput{JobID: "job-1", Service: jobs.LLMTasks, Input: json.RawMessage(`{}`), Attempt: 1}
-	value, err := env.ExecuteActivity(acts.DecideRoute, in)
+	value, err := env.ExecuteActivity(acts.Routing.DecideRoute, in)
 	require.NoError(t, err)
 	var out activities.RouteOutput
 	require.NoError(t, value.Get(&out))
@@ -211,7 +212,7 @@ func TestDecideRoute(t *testing.T) {
 
 	in.Failed = []string{"scripted"}
 	in.Attempt = 2
-	value, err = env.ExecuteActivity(acts.DecideRoute, in)
+	value, err = env.ExecuteActivity(acts.Routing.DecideRoute, in)
 	require.NoError(t, err, "running out of providers is a decision, not an activity failure")
 	require.NoError(t, value.Get(&out))
 	require.Equal(t, jobs.CodeProvidersExhausted, out.Error.Code)
@@ -223,7 +224,7 @@ func TestSaveJobProjectsSnapshot(t *testing.T) {
 	env, st := setup(t, &scriptedAdapter{})
 	processed := time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC)
 	routing := jobs.RoutingInfo{ProviderID: "scripted", Reason: jobs.ReasonDefault, Attempt: 1}
-	_, err := env.ExecuteActivity(acts.SaveJob, jobs.Snapshot{
+	_, err := env.ExecuteActivity(acts.Projections.SaveJob, jobs.Snapshot{
 		ID: "job-1", Service: "llm-tasks", Tenant: "acme", UserID: "u", Status: jobs.StatusFailed,
 		Input: json.RawMessage(`{"a":1}`), Routing: &routing, RoutingHistory: []jobs.RoutingInfo{routing},
 		Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "m"}, ProcessedAt: &processed, Revision: 3,
@@ -266,13 +267,13 @@ func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 	require.NoError(t, err)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: &recordingStore{}, Providers: registry})
+	env.RegisterActivity(&activities.Routing{Providers: registry})
 
 	// Only an adapter's own estimate makes a call local; a catalog hint
 	// is a routing input and promises nothing.
 	for provider, local := range map[string]bool{"quick": true, "slow": false, "hinted": false} {
 		in := activities.RouteInput{JobID: "job-1", Service: jobs.LLMTasks, Input: json.RawMessage(`{}`), Explicit: provider, Attempt: 1}
-		value, err := env.ExecuteActivity(acts.DecideRoute, in)
+		value, err := env.ExecuteActivity(acts.Routing.DecideRoute, in)
 		require.NoError(t, err)
 		var out activities.RouteOutput
 		require.NoError(t, value.Get(&out))
@@ -286,7 +287,7 @@ func TestCallProviderPassesOnRetryAfter(t *testing.T) {
 	busy := providers.Retryable(jobs.CodeProviderUnavailable, "429", nil)
 	busy.RetryAfter = 7 * time.Second
 	env, _ := setup(t, &scriptedAdapter{err: busy})
-	_, err := env.ExecuteActivity(acts.CallProvider, call())
+	_, err := env.ExecuteActivity(acts.Calls.CallProvider, call())
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.Equal(t, activities.ErrTypeProviderUnavailable, appErr.Type())

@@ -86,21 +86,21 @@ func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 	})
 	require.NoError(t, err)
 	posts := &callbackStore{bodies: map[string][]byte{}}
-	acts := &activities.Activities{Store: &recordingStore{}, Providers: registry, WorkerID: "worker-7",
-		CallbackURLs: addresses{}, Callbacks: posts}
+	acts := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "worker-7",
+		CallbackURLs: addresses{}, Callbacks: posts})
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(acts)
+	acts.Register(env)
 
 	in := activities.CallInput{JobID: "job-1", Service: jobs.LLMTasks, ProviderID: "posting", Attempt: 2,
 		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
-	_, err = env.ExecuteActivity(acts.SubmitToProvider, in)
+	_, err = env.ExecuteActivity(acts.AsyncCalls.SubmitToProvider, in)
 	require.NoError(t, err)
 	require.Equal(t, "https://gw.test/v1/provider-callbacks/job-1/2?token=t", adapter.callbackURL)
 
 	check := func() activities.CheckOutput {
 		t.Helper()
-		value, err := env.ExecuteActivity(acts.CheckProvider, activities.CheckInput{Call: in, Handle: "request-1", Since: time.Now()})
+		value, err := env.ExecuteActivity(acts.AsyncCalls.CheckProvider, activities.CheckInput{Call: in, Handle: "request-1", Since: time.Now()})
 		require.NoError(t, err)
 		var out activities.CheckOutput
 		require.NoError(t, value.Get(&out))
@@ -118,7 +118,7 @@ func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 	require.NotEmpty(t, posts.bodies, "kept for a retry of the check; the sweep removes it")
 
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	removed, err := acts.SweepProviderCallbacks(context.Background(), now)
+	removed, err := acts.Sweeps.SweepProviderCallbacks(context.Background(), now)
 	require.NoError(t, err)
 	require.Equal(t, now.Add(-24*time.Hour), posts.before)
 	require.Equal(t, 2, removed, "the store's count")

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -38,7 +37,7 @@ const CodeMediaProcessingUnavailable = "MEDIA_PROCESSING_UNAVAILABLE"
 type MediaInput struct {
 	JobID string `json:"job_id"`
 	// Tenant owns the job; its fetches share the tenant's slots
-	// (Activities.FetchSlots). Empty in jobs started before it was sent.
+	// (Media.FetchSlots). Empty in jobs started before it was sent.
 	Tenant   string          `json:"tenant,omitempty"`
 	Service  jobs.ServiceID  `json:"service"`
 	Input    json.RawMessage `json:"input"`
@@ -76,6 +75,29 @@ func WorkPrefix(jobID string) string { return "work/" + jobID + "/" }
 // period ends.
 func ResultPrefix(jobID string) string { return "results/" + jobID + "/" }
 
+// Media runs the media stage's steps.
+type Media struct {
+	// Files holds the media's files between steps.
+	Files Blobs
+	// Tools runs ffprobe and ffmpeg; nil when they are missing, and jobs
+	// whose media must be probed fail.
+	Tools *media.Tools
+	// Client fetches media (default http.DefaultClient); give it no
+	// overall timeout: the fetch heartbeats while bytes arrive.
+	Client *http.Client
+	// FetchLimits are the slowest transfer and the longest fetch accepted
+	// (MaxBytes is set per job from Providers' catalog); zero: none.
+	FetchLimits media.Limits
+	// FetchSlots caps each tenant's concurrent fetches in this worker;
+	// nil: no cap.
+	FetchSlots *media.Slots
+	Providers  *providers.Registry
+	// WorkerID names this worker when it has no media tools.
+	WorkerID string
+	// Metrics times the steps; nil records none.
+	Metrics *metrics.Metrics
+}
+
 // FetchMedia streams the job's input.url into the blob store, once per
 // job: through the address guard, capped at the largest max_file_size_mb
 // among the providers that could take the job (routing then skips those
@@ -83,34 +105,34 @@ func ResultPrefix(jobID string) string { return "results/" + jobID + "/" }
 // FetchLimits. It first waits for one of the tenant's FetchSlots,
 // heartbeating; then it heartbeats while bytes arrive, so a stalled
 // download times out and is tried again.
-func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile, err error) {
-	defer a.timeStep("fetch", time.Now(), &err)
-	if a.Files == nil {
+func (m *Media) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile, err error) {
+	defer m.timeStep("fetch", time.Now(), &err)
+	if m.Files.Store == nil {
 		return MediaFile{}, unavailable("this gateway has no blob store for media (docs/media.md: --blob-url)")
 	}
 	url := jobs.MediaURL(in.Input)
 	if url == "" {
 		return MediaFile{}, classify(providers.InputError(media.UnreadableCode(in.Service), "input.url is missing", nil))
 	}
-	scratch, err := a.scratch(in.JobID)
+	scratch, err := m.Files.scratch(in.JobID)
 	if err != nil {
 		return MediaFile{}, err
 	}
 	defer os.RemoveAll(scratch)
 
-	stopWaiting := a.heartbeat(ctx, new(atomic.Int64))
-	release, err := a.FetchSlots.Acquire(ctx, in.Tenant)
+	stopWaiting := heartbeat(ctx, 0, new(atomic.Int64))
+	release, err := m.FetchSlots.Acquire(ctx, in.Tenant)
 	stopWaiting()
 	if err != nil {
 		return MediaFile{}, err
 	}
 
 	var received atomic.Int64
-	stop := a.heartbeatWhile(ctx, &received)
+	stop := heartbeatWhile(ctx, &received)
 	defer stop()
-	client := countingClient(a.mediaClient(), &received)
-	limits := a.FetchLimits
-	limits.MaxBytes = policy.MediaCapBytes(a.Providers.Catalog().Providers, in.Service, in.Explicit)
+	client := countingClient(m.client(), &received)
+	limits := m.FetchLimits
+	limits.MaxBytes = policy.MediaCapBytes(m.Providers.Catalog().Providers, in.Service, in.Explicit)
 	local := filepath.Join(scratch, "source")
 	fetched, err := media.Fetch(ctx, client, in.Service, url, local, limits)
 	release() // the upload below is not a fetch
@@ -120,7 +142,7 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 	file := MediaFile{Key: WorkPrefix(in.JobID) + "source", ContentType: fetched.ContentType, Size: fetched.Size}
 	// The upload counts too: a long one keeps heartbeating, a stalled one
 	// times out.
-	if err := a.putFile(ctx, file.Key, file.ContentType, local, &received); err != nil {
+	if err := m.Files.putFile(ctx, file.Key, file.ContentType, local, &received); err != nil {
 		return MediaFile{}, err
 	}
 	return file, nil
@@ -129,15 +151,15 @@ func (a *Activities) FetchMedia(ctx context.Context, in MediaInput) (_ MediaFile
 // ProbeMedia runs ffprobe on the fetched media. Media ffprobe cannot read,
 // or with neither audio nor video, fails the job (AUDIO_UNREADABLE for
 // transcriptions, INPUT_UNREADABLE otherwise).
-func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Probe, err error) {
-	defer a.timeStep("probe", time.Now(), &err)
-	tools, err := a.mediaTools()
+func (m *Media) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Probe, err error) {
+	defer m.timeStep("probe", time.Now(), &err)
+	tools, err := m.tools()
 	if err != nil {
 		return media.Probe{}, err
 	}
-	stop := a.heartbeat(ctx, new(atomic.Int64))
+	stop := heartbeat(ctx, 0, new(atomic.Int64))
 	defer stop()
-	source, done, err := a.localCopy(ctx, in.JobID, in.Source)
+	source, done, err := m.Files.localCopy(ctx, in.JobID, in.Source)
 	if err != nil {
 		return media.Probe{}, err
 	}
@@ -154,15 +176,15 @@ func (a *Activities) ProbeMedia(ctx context.Context, in ProbeInput) (_ media.Pro
 // ExtractAudio writes the job's audio track as 16 kHz mono WAV into the
 // blob store. A missing track or audio that does not decode fails the job
 // with AUDIO_UNREADABLE, at once: another provider would fail the same way.
-func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ MediaFile, err error) {
-	defer a.timeStep("extract", time.Now(), &err)
-	tools, err := a.mediaTools()
+func (m *Media) ExtractAudio(ctx context.Context, in ExtractInput) (_ MediaFile, err error) {
+	defer m.timeStep("extract", time.Now(), &err)
+	tools, err := m.tools()
 	if err != nil {
 		return MediaFile{}, err
 	}
-	stop := a.heartbeat(ctx, new(atomic.Int64))
+	stop := heartbeat(ctx, 0, new(atomic.Int64))
 	defer stop()
-	source, done, err := a.localCopy(ctx, in.JobID, in.Source)
+	source, done, err := m.Files.localCopy(ctx, in.JobID, in.Source)
 	if err != nil {
 		return MediaFile{}, err
 	}
@@ -176,7 +198,7 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ Media
 		return MediaFile{}, err
 	}
 	file := MediaFile{Key: WorkPrefix(in.JobID) + "audio.wav", ContentType: "audio/wav", Size: info.Size()}
-	if err := a.putFile(ctx, file.Key, file.ContentType, local, nil); err != nil {
+	if err := m.Files.putFile(ctx, file.Key, file.ContentType, local, nil); err != nil {
 		return MediaFile{}, err
 	}
 	return file, nil
@@ -187,139 +209,24 @@ func (a *Activities) ExtractAudio(ctx context.Context, in ExtractInput) (_ Media
 func classifyMedia(err error) error { return classify(providers.MediaError(err)) }
 
 // RemoveJobMedia deletes the job's media stage files once it has ended.
-func (a *Activities) RemoveJobMedia(ctx context.Context, jobID string) error {
-	if a.Files == nil {
+func (m *Media) RemoveJobMedia(ctx context.Context, jobID string) error {
+	if m.Files.Store == nil {
 		return nil
 	}
-	_, err := a.Files.DeletePrefix(ctx, WorkPrefix(jobID))
+	_, err := m.Files.Store.DeletePrefix(ctx, WorkPrefix(jobID))
 	return err
 }
 
-// Media sweep periods (docs/media.md, Where files live).
-const (
-	// WorkFilesMaxAge is how long media stage files may outlive a crash
-	// before the sweep removes them; no job takes that long to route.
-	WorkFilesMaxAge = 24 * time.Hour
-	// scratchMaxAge is how long a worker's local scratch directory may
-	// stay; no media step runs that long.
-	scratchMaxAge = 6 * time.Hour
-)
-
-// SweepWorkFiles removes the blob store's media stage files older than
-// WorkFilesMaxAge, which crashed media steps left behind, and returns how
-// many it removed. The blob store is shared: one worker of the deployment
-// runs it each round (docs/operations.md, Housekeeping).
-func (a *Activities) SweepWorkFiles(ctx context.Context, now time.Time) (int, error) {
-	if a.Files == nil {
-		return 0, nil
+func (m *Media) tools() (media.Tools, error) {
+	if m.Tools == nil {
+		return media.Tools{}, unavailable(fmt.Sprintf("worker %s cannot process media: ffmpeg and ffprobe are not installed (apt-get install ffmpeg, or make engines)", m.WorkerID))
 	}
-	return a.Files.Sweep(ctx, "work/", now.Add(-WorkFilesMaxAge))
+	return *m.Tools, nil
 }
 
-// SweepResultFiles removes the result files older than retention (0: none)
-// and returns how many it removed; like SweepWorkFiles, once per round.
-func (a *Activities) SweepResultFiles(ctx context.Context, now time.Time, retention time.Duration) (int, error) {
-	if a.Files == nil || retention <= 0 {
-		return 0, nil
-	}
-	return a.Files.Sweep(ctx, "results/", now.Add(-retention))
-}
-
-// SweepScratch removes this worker's local scratch directories older than
-// scratchMaxAge, which crashed media steps left behind, and returns how
-// many it removed. Every worker runs it: the directory is its own.
-func (a *Activities) SweepScratch(_ context.Context, now time.Time) (int, error) {
-	if a.ScratchDir == "" {
-		return 0, nil
-	}
-	entries, err := os.ReadDir(a.ScratchDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var errs []error
-	removed := 0
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !info.ModTime().Before(now.Add(-scratchMaxAge)) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(a.ScratchDir, e.Name())); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	return removed, errors.Join(errs...)
-}
-
-// scratch makes a fresh local directory for one media step of a job.
-func (a *Activities) scratch(jobID string) (string, error) {
-	dir := a.ScratchDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	return os.MkdirTemp(dir, jobID+"-")
-}
-
-// localCopy downloads a media stage file into a scratch directory; done
-// removes it.
-func (a *Activities) localCopy(ctx context.Context, jobID string, file MediaFile) (string, func(), error) {
-	if a.Files == nil {
-		return "", nil, unavailable("this gateway has no blob store for media (docs/media.md: --blob-url)")
-	}
-	scratch, err := a.scratch(jobID)
-	if err != nil {
-		return "", nil, err
-	}
-	done := func() { _ = os.RemoveAll(scratch) }
-	local := filepath.Join(scratch, path.Base(file.Key))
-	if _, err := a.Files.Download(ctx, file.Key, local); err != nil {
-		done()
-		if errors.Is(err, blobstore.ErrNotFound) {
-			// Swept or never written: the workflow fetches again.
-			return "", nil, temporal.NewNonRetryableApplicationError("media file "+file.Key+" is gone", ErrTypeMediaGone, err)
-		}
-		return "", nil, err
-	}
-	return local, done, nil
-}
-
-// ErrTypeMediaGone: a media stage file the step needs is no longer in the
-// blob store.
-const ErrTypeMediaGone = "MediaGone"
-
-// putFile uploads a local file to the blob store, counting the bytes read
-// into sent when it is not nil.
-func (a *Activities) putFile(ctx context.Context, key, contentType, local string, sent *atomic.Int64) error {
-	f, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var body io.Reader = f
-	if sent != nil {
-		body = &countingBody{ReadCloser: f, n: sent}
-	}
-	_, err = a.Files.Put(ctx, key, contentType, body)
-	return err
-}
-
-func (a *Activities) mediaTools() (media.Tools, error) {
-	if a.MediaTools == nil {
-		return media.Tools{}, unavailable(fmt.Sprintf("worker %s cannot process media: ffmpeg and ffprobe are not installed (apt-get install ffmpeg, or make engines)", a.WorkerID))
-	}
-	return *a.MediaTools, nil
-}
-
-func (a *Activities) mediaClient() *http.Client {
-	if a.MediaClient != nil {
-		return a.MediaClient
+func (m *Media) client() *http.Client {
+	if m.Client != nil {
+		return m.Client
 	}
 	return http.DefaultClient
 }
@@ -332,7 +239,7 @@ func unavailable(msg string) error {
 
 // heartbeatWhile heartbeats while *received grows: a download that stalls
 // stops heartbeating, so Temporal times the attempt out and tries again.
-func (a *Activities) heartbeatWhile(ctx context.Context, received *atomic.Int64) (stop func()) {
+func heartbeatWhile(ctx context.Context, received *atomic.Int64) (stop func()) {
 	info := activity.GetInfo(ctx)
 	interval := info.HeartbeatTimeout / 2
 	if interval <= 0 {
@@ -409,10 +316,10 @@ func mediaExtension(contentType, rawURL string) string {
 }
 
 // timeStep records a media step's duration and outcome.
-func (a *Activities) timeStep(step string, started time.Time, err *error) {
+func (m *Media) timeStep(step string, started time.Time, err *error) {
 	outcome := "ok"
 	if *err != nil {
 		outcome = "failed"
 	}
-	a.Metrics.MediaStep(step, outcome, time.Since(started))
+	m.Metrics.MediaStep(step, outcome, time.Since(started))
 }

@@ -35,24 +35,24 @@ func BenchmarkMediaStageOneGiB(b *testing.B) {
 	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(video))))
 	defer srv.Close()
 	input := json.RawMessage(`{"type":"video","url":"` + srv.URL + "/" + filepath.Base(video) + `"}`)
-	bench.acts.Providers = unlimitedRegistry(b)
+	bench.acts.Media.Providers = unlimitedRegistry(b)
 
 	before := residentBytes(b, "VmRSS")
 	resetPeakResident(b)
 	b.ResetTimer()
 	for b.Loop() {
-		v, err := bench.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-big", Service: jobs.Transcriptions, Input: input})
+		v, err := bench.env.ExecuteActivity(acts.Media.FetchMedia, activities.MediaInput{JobID: "job-big", Service: jobs.Transcriptions, Input: input})
 		require.NoError(b, err)
 		var source activities.MediaFile
 		require.NoError(b, v.Get(&source))
 		require.GreaterOrEqual(b, source.Size, int64(1<<30))
-		v, err = bench.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-big", Service: jobs.Transcriptions, Source: source})
+		v, err = bench.env.ExecuteActivity(acts.Media.ProbeMedia, activities.ProbeInput{JobID: "job-big", Service: jobs.Transcriptions, Source: source})
 		require.NoError(b, err)
 		var probe media.Probe
 		require.NoError(b, v.Get(&probe))
-		_, err = bench.env.ExecuteActivity(acts.ExtractAudio, activities.ExtractInput{JobID: "job-big", Source: source, Probe: probe})
+		_, err = bench.env.ExecuteActivity(acts.Media.ExtractAudio, activities.ExtractInput{JobID: "job-big", Source: source, Probe: probe})
 		require.NoError(b, err)
-		_, err = bench.env.ExecuteActivity(acts.RemoveJobMedia, "job-big")
+		_, err = bench.env.ExecuteActivity(acts.Media.RemoveJobMedia, "job-big")
 		require.NoError(b, err)
 	}
 	b.StopTimer()

@@ -56,7 +56,7 @@ const mediaCatalog = `providers:
 // ffmpeg, the sandbox, and a server of the test's media files.
 type mediaBench struct {
 	env   *testsuite.TestActivityEnvironment
-	acts  *activities.Activities
+	acts  *activities.Set
 	files *blobstore.Store
 	media *httptest.Server
 	dir   string // files the media server serves
@@ -79,14 +79,14 @@ func newMediaBench(t testing.TB) *mediaBench {
 	b := &mediaBench{files: files, dir: t.TempDir()}
 	b.media = httptest.NewServer(http.FileServer(http.Dir(b.dir)))
 	t.Cleanup(b.media.Close)
-	b.acts = &activities.Activities{
+	b.acts = activities.New(activities.Deps{
 		Store: &recordingStore{}, Providers: registry, WorkerID: "worker-m",
 		Files: files, MediaTools: &tools, ScratchDir: t.TempDir(),
 		MediaClient: netguard.NewMediaClient(true, 0),
-	}
+	})
 	var suite testsuite.WorkflowTestSuite
 	b.env = suite.NewTestActivityEnvironment()
-	b.env.RegisterActivity(b.acts)
+	b.acts.Register(b.env)
 	return b
 }
 
@@ -102,7 +102,7 @@ func (b *mediaBench) serve(t *testing.T, path string) string {
 
 func (b *mediaBench) fetch(t *testing.T, service jobs.ServiceID, input string) (activities.MediaFile, error) {
 	t.Helper()
-	v, err := b.env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{JobID: "job-m", Service: service, Input: json.RawMessage(input)})
+	v, err := b.env.ExecuteActivity(acts.Media.FetchMedia, activities.MediaInput{JobID: "job-m", Service: service, Input: json.RawMessage(input)})
 	var out activities.MediaFile
 	if err == nil {
 		require.NoError(t, v.Get(&out))
@@ -112,7 +112,7 @@ func (b *mediaBench) fetch(t *testing.T, service jobs.ServiceID, input string) (
 
 func (b *mediaBench) probe(t *testing.T, service jobs.ServiceID, source activities.MediaFile) (media.Probe, error) {
 	t.Helper()
-	v, err := b.env.ExecuteActivity(acts.ProbeMedia, activities.ProbeInput{JobID: "job-m", Service: service, Source: source})
+	v, err := b.env.ExecuteActivity(acts.Media.ProbeMedia, activities.ProbeInput{JobID: "job-m", Service: service, Source: source})
 	var out media.Probe
 	if err == nil {
 		require.NoError(t, v.Get(&out))
@@ -122,7 +122,7 @@ func (b *mediaBench) probe(t *testing.T, service jobs.ServiceID, source activiti
 
 func (b *mediaBench) extract(t *testing.T, source activities.MediaFile, probe media.Probe, track int) (activities.MediaFile, error) {
 	t.Helper()
-	v, err := b.env.ExecuteActivity(acts.ExtractAudio, activities.ExtractInput{JobID: "job-m", Source: source, Probe: probe, Track: track})
+	v, err := b.env.ExecuteActivity(acts.Media.ExtractAudio, activities.ExtractInput{JobID: "job-m", Source: source, Probe: probe, Track: track})
 	var out activities.MediaFile
 	if err == nil {
 		require.NoError(t, v.Get(&out))
@@ -133,7 +133,7 @@ func (b *mediaBench) extract(t *testing.T, source activities.MediaFile, probe me
 func (b *mediaBench) call(t *testing.T, in activities.CallInput) activities.CallOutput {
 	t.Helper()
 	in.JobID, in.ProviderID = "job-m", "sandbox-media"
-	v, err := b.env.ExecuteActivity(acts.CallProvider, in)
+	v, err := b.env.ExecuteActivity(acts.Calls.CallProvider, in)
 	require.NoError(t, err)
 	var out activities.CallOutput
 	require.NoError(t, v.Get(&out))
@@ -194,7 +194,7 @@ func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
 	require.Equal(t, jobs.CodeAudioUnreadable, unreadable.Code)
 	require.Contains(t, unreadable.Message, "audio_track")
 
-	_, err = b.env.ExecuteActivity(acts.RemoveJobMedia, "job-m")
+	_, err = b.env.ExecuteActivity(acts.Media.RemoveJobMedia, "job-m")
 	require.NoError(t, err)
 	_, err = b.files.Open(t.Context(), source.Key)
 	require.ErrorIs(t, err, blobstore.ErrNotFound, "the work files are gone once the job ended")
@@ -304,7 +304,7 @@ func TestRedirectToAFileURLFailsAtOnce(t *testing.T) {
 func TestTricklingMediaFailsRetryably(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
-	b.acts.FetchLimits = media.Limits{MinBytes: 1024, RateWindow: 200 * time.Millisecond, Timeout: 5 * time.Second}
+	b.acts.Media.FetchLimits = media.Limits{MinBytes: 1024, RateWindow: 200 * time.Millisecond, Timeout: 5 * time.Second}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for { // a byte every 10 ms, for as long as the fetch stays
 			if _, err := w.Write([]byte("x")); err != nil {
@@ -335,7 +335,7 @@ func TestTricklingMediaFailsRetryably(t *testing.T) {
 func TestFetchesPerTenantAreCapped(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
-	b.acts.FetchSlots = media.NewSlots(2)
+	b.acts.Media.FetchSlots = media.NewSlots(2)
 	var (
 		mu       sync.Mutex
 		inFlight = map[string]int{}
@@ -365,9 +365,9 @@ func TestFetchesPerTenantAreCapped(t *testing.T) {
 	for i, tenant := range fetches {
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
-		env.RegisterActivity(b.acts)
+		b.acts.Register(env)
 		go func() {
-			_, err := env.ExecuteActivity(acts.FetchMedia, activities.MediaInput{
+			_, err := env.ExecuteActivity(acts.Media.FetchMedia, activities.MediaInput{
 				JobID: fmt.Sprintf("job-%s-%d", tenant, i), Tenant: tenant, Service: jobs.Transcriptions,
 				Input: json.RawMessage(`{"type":"audio","url":"` + srv.URL + "/" + tenant + `/a.wav"}`),
 			})
@@ -402,8 +402,8 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 	// only its heartbeats while it waits keep it from timing out.
 	const heartbeatTimeout = time.Second
 	b := newMediaBench(t)
-	b.acts.FetchSlots = media.NewSlots(1)
-	release, err := b.acts.FetchSlots.Acquire(t.Context(), "acme")
+	b.acts.Media.FetchSlots = media.NewSlots(1)
+	release, err := b.acts.Media.FetchSlots.Acquire(t.Context(), "acme")
 	require.NoError(t, err)
 	time.AfterFunc(5*heartbeatTimeout/2, release)
 	url := b.serve(t, mediatest.Text(t, t.TempDir()))
@@ -414,13 +414,13 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
 		var out activities.MediaFile
-		err := workflow.ExecuteActivity(ctx, acts.FetchMedia, in).Get(ctx, &out)
+		err := workflow.ExecuteActivity(ctx, acts.Media.FetchMedia, in).Get(ctx, &out)
 		return out, err
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(fetchOnce, workflow.RegisterOptions{Name: "fetchOnce"})
-	env.RegisterActivity(b.acts)
+	b.acts.Register(env)
 	env.SetTestTimeout(time.Minute)
 	start := time.Now()
 	env.ExecuteWorkflow(fetchOnce, activities.MediaInput{JobID: "job-w", Tenant: "acme", Service: jobs.Translations,
@@ -437,12 +437,12 @@ func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
-	acts := &activities.Activities{Files: files, ScratchDir: t.TempDir()}
+	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}}
 	for _, key := range []string{"work/old/source", "work/old/audio.wav", "results/old/transcript.srt"} {
 		_, err := files.Put(ctx, key, "text/plain", strings.NewReader("x"))
 		require.NoError(t, err)
 	}
-	stale := filepath.Join(acts.ScratchDir, "old-1")
+	stale := filepath.Join(acts.Files.ScratchDir, "old-1")
 	require.NoError(t, os.MkdirAll(stale, 0o700))
 	exists := func(key string) bool {
 		t.Helper()
@@ -485,7 +485,7 @@ func TestRoutingKnowsTheMedia(t *testing.T) {
 	b := newMediaBench(t)
 	route := func(sizeMB, duration float64) activities.RouteOutput {
 		t.Helper()
-		v, err := b.env.ExecuteActivity(acts.DecideRoute, activities.RouteInput{
+		v, err := b.env.ExecuteActivity(acts.Routing.DecideRoute, activities.RouteInput{
 			JobID: "job-r", Service: jobs.Transcriptions, Tenant: "acme", Attempt: 1,
 			Input:       json.RawMessage(`{"type":"audio","url":"https://media.test/a.wav"}`),
 			MediaSizeMB: &sizeMB, MediaDuration: &duration,

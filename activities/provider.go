@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -73,16 +75,43 @@ type CallOutput struct {
 	ResultFile string `json:"result_file,omitempty"`
 }
 
+// LatencyRecorder records how long a provider's calls take, for routing
+// by latency (RoutingStore is one).
+type LatencyRecorder interface {
+	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
+}
+
+// ProviderCalls run jobs on providers that answer within the call
+// (CallProvider); AsyncCalls takes the asynchronous ones.
+type ProviderCalls struct {
+	Providers *providers.Registry
+	// Projections keeps the job's projected progress up to date.
+	Projections *Projections
+	// Files holds the media calls read and the result files they write.
+	Files Blobs
+	// Latencies records each call's duration; nil records none.
+	Latencies LatencyRecorder
+	// Temporal signals progress to job workflows (for *.progress events).
+	Temporal client.Client
+	// WorkerID identifies this worker process in job metadata.
+	WorkerID string
+	// HeartbeatInterval is how often a running call records a heartbeat
+	// (default: half its heartbeat timeout).
+	HeartbeatInterval time.Duration
+	// Metrics times the calls; nil records none.
+	Metrics *metrics.Metrics
+}
+
 // CallProvider runs the job on the provider. It heartbeats its progress,
 // resumes from the progress of an earlier attempt, and keeps the job's
 // projected progress up to date.
-func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput, error) {
-	adapter, ok := a.Providers.Adapter(in.ProviderID)
+func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOutput, error) {
+	adapter, ok := c.Providers.Adapter(in.ProviderID)
 	if !ok {
 		return CallOutput{}, temporal.NewNonRetryableApplicationError(
 			"provider "+in.ProviderID+" is not in this worker's catalog", ErrTypeProviderRejected, nil)
 	}
-	provider, _ := a.Providers.Catalog().Lookup(in.ProviderID)
+	provider, _ := c.Providers.Catalog().Lookup(in.ProviderID)
 
 	var resumeFrom int
 	if activity.HasHeartbeatDetails(ctx) {
@@ -91,10 +120,10 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	var progress atomic.Int64
 	progress.Store(int64(resumeFrom))
 	signaled := resumeFrom
-	stop := a.heartbeat(ctx, &progress)
+	stop := heartbeat(ctx, c.HeartbeatInterval, &progress)
 	defer stop()
 
-	call, done, err := a.withMedia(ctx, in)
+	call, done, err := c.Files.withMedia(ctx, in)
 	if err != nil {
 		return CallOutput{}, err
 	}
@@ -104,7 +133,7 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
 	result, err := adapter.Run(callCtx, providers.Call{
-		Delegate:   a.delegate,
+		Delegate:   c.delegate,
 		Media:      call.Media,
 		ResultFile: call.ResultFile,
 		JobID:      in.JobID,
@@ -122,30 +151,30 @@ func (a *Activities) CallProvider(ctx context.Context, in CallInput) (CallOutput
 			}
 			progress.Store(int64(p))
 			activity.RecordHeartbeat(ctx, p)
-			if err := a.updateProgress(ctx, in.JobID, p); err != nil {
+			if err := c.Projections.updateProgress(ctx, in.JobID, p); err != nil {
 				activity.GetLogger(ctx).Warn("progress not projected", "job", in.JobID, "error", err)
 			}
-			if in.SignalProgress && a.Temporal != nil && p < 100 && p >= signaled+progressSignalStep {
+			if in.SignalProgress && c.Temporal != nil && p < 100 && p >= signaled+progressSignalStep {
 				signaled = p
-				if err := a.Temporal.SignalWorkflow(ctx, in.JobID, "", ProgressSignal, p); err != nil {
+				if err := c.Temporal.SignalWorkflow(ctx, in.JobID, "", ProgressSignal, p); err != nil {
 					activity.GetLogger(ctx).Warn("progress not signalled", "job", in.JobID, "error", err)
 				}
 			}
 		},
 	})
 	err = timedOut(ctx, callCtx, provider, err)
-	a.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
+	c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 	if err != nil {
 		return CallOutput{}, classify(err)
 	}
-	if a.Routing != nil && resumeFrom == 0 {
+	if c.Latencies != nil && resumeFrom == 0 {
 		// A resumed call's duration says nothing about the provider.
-		if err := a.Routing.RecordLatency(ctx, in.ProviderID, string(in.Service), time.Since(started)); err != nil {
+		if err := c.Latencies.RecordLatency(ctx, in.ProviderID, string(in.Service), time.Since(started)); err != nil {
 			activity.GetLogger(ctx).Warn("latency not recorded", "provider", in.ProviderID, "error", err)
 		}
 	}
-	out := CallOutput{Result: result, WorkerID: a.WorkerID}
-	if err := a.finishResult(ctx, in, call, &out); err != nil {
+	out := CallOutput{Result: result, WorkerID: c.WorkerID}
+	if err := c.Files.finishResult(ctx, in, call, &out); err != nil {
 		return CallOutput{}, err
 	}
 	return out, nil
@@ -175,9 +204,9 @@ func timedOut(ctx, callCtx context.Context, p *providers.Provider, err error) er
 // delegate runs a call an adapter hands on to another provider of the
 // catalog, in the same activity (an asynchronous provider's whole call,
 // submit and checks, included).
-func (a *Activities) delegate(ctx context.Context, providerID string, call providers.Call) (json.RawMessage, error) {
-	adapter, ok := a.Providers.Adapter(providerID)
-	provider, _ := a.Providers.Catalog().Lookup(providerID)
+func (c *ProviderCalls) delegate(ctx context.Context, providerID string, call providers.Call) (json.RawMessage, error) {
+	adapter, ok := c.Providers.Adapter(providerID)
+	provider, _ := c.Providers.Catalog().Lookup(providerID)
 	if !ok || provider == nil {
 		return nil, providers.Permanent(jobs.CodeProviderRejected, "provider "+providerID+" is not in this worker's catalog", nil)
 	}
@@ -195,25 +224,25 @@ const ShortCall = time.Second
 
 // callsLocally reports whether the provider's adapter expects its calls to
 // be short (see providers.DurationEstimator).
-func (a *Activities) callsLocally(providerID string) bool {
-	d, ok := a.Providers.ExpectedDuration(providerID)
+func callsLocally(registry *providers.Registry, providerID string) bool {
+	d, ok := registry.ExpectedDuration(providerID)
 	return ok && d <= ShortCall
 }
 
 // heartbeat keeps the call alive between progress reports, so a long step
-// is not mistaken for a dead worker. Local activities have no heartbeats.
+// is not mistaken for a dead worker, beating every interval (0: half the
+// heartbeat timeout). Local activities have no heartbeats.
 //
 // A timer, not a goroutine, waits between beats: with a thousand calls in
 // flight that is a thousand fewer parked stacks. The SDK sends at most one
 // heartbeat per 80 % of the heartbeat timeout and keeps the latest details
 // for the end of that window, so beating every half timeout keeps a
 // heartbeat in every window without recording details nobody sends.
-func (a *Activities) heartbeat(ctx context.Context, progress *atomic.Int64) (stop func()) {
+func heartbeat(ctx context.Context, interval time.Duration, progress *atomic.Int64) (stop func()) {
 	info := activity.GetInfo(ctx)
 	if info.IsLocalActivity {
 		return func() {}
 	}
-	interval := a.HeartbeatInterval
 	if interval <= 0 {
 		interval = info.HeartbeatTimeout / 2
 	}

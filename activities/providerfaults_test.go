@@ -92,12 +92,13 @@ func TestMisbehavingProviders(t *testing.T) {
 			require.NoError(t, err)
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&activities.Activities{Store: &recordingStore{}, Providers: registry, WorkerID: "w", HeartbeatInterval: time.Hour})
+			env.RegisterActivity(&activities.ProviderCalls{Providers: registry, Projections: &activities.Projections{Store: &recordingStore{}},
+				WorkerID: "w", HeartbeatInterval: time.Hour})
 
 			in := call()
 			in.ProviderID = "vendor"
 			started := time.Now()
-			_, err = env.ExecuteActivity(acts.CallProvider, in)
+			_, err = env.ExecuteActivity(acts.Calls.CallProvider, in)
 			require.Less(t, time.Since(started), 30*time.Second, "the try ended")
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)

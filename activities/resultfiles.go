@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -17,12 +16,12 @@ import (
 // withMedia makes a provider call's media local: it downloads the media
 // stage's file into a scratch directory, and names the file a document
 // translation writes its result to. done removes them.
-func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Call, func(), error) {
+func (b Blobs) withMedia(ctx context.Context, in CallInput) (providers.Call, func(), error) {
 	var call providers.Call
 	if in.Media == nil {
 		return call, func() {}, nil
 	}
-	local, done, err := a.localCopy(ctx, in.JobID, in.Media.File)
+	local, done, err := b.localCopy(ctx, in.JobID, in.Media.File)
 	if err != nil {
 		return call, nil, err
 	}
@@ -44,15 +43,15 @@ func (a *Activities) withMedia(ctx context.Context, in CallInput) (providers.Cal
 // video_metadata, the result rendered into a file in the job's preferred
 // media type (a transcript), or the file the provider wrote (a translated
 // document), stored under results/<job>/.
-func (a *Activities) finishResult(ctx context.Context, in CallInput, call providers.Call, out *CallOutput) error {
+func (b Blobs) finishResult(ctx context.Context, in CallInput, call providers.Call, out *CallOutput) error {
 	finishing := serviceOf(in.Service).Results
 	if finishing.VideoMetadata && in.Media != nil && in.Media.Video != nil {
 		if err := replaceMember(&out.Result, "video_metadata", in.Media.Video); err != nil {
 			return err
 		}
 	}
-	if finishing.RenderedFile != "" && a.Files != nil {
-		if err := a.renderResultFile(ctx, in, finishing.RenderedFile, out); err != nil {
+	if finishing.RenderedFile != "" && b.Store != nil {
+		if err := b.renderResultFile(ctx, in, finishing.RenderedFile, out); err != nil {
 			return err
 		}
 	}
@@ -61,7 +60,7 @@ func (a *Activities) finishResult(ctx context.Context, in CallInput, call provid
 			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no "+finishing.WrittenFile+" file", nil))
 		}
 		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
-		if err := a.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
+		if err := b.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
 			return err
 		}
 		out.ResultFile = key
@@ -71,7 +70,7 @@ func (a *Activities) finishResult(ctx context.Context, in CallInput, call provid
 
 // renderResultFile stores the result rendered in the media type the job
 // prefers as name plus that type's extension.
-func (a *Activities) renderResultFile(ctx context.Context, in CallInput, name string, out *CallOutput) error {
+func (b Blobs) renderResultFile(ctx context.Context, in CallInput, name string, out *CallOutput) error {
 	recorded, err := serviceOf(in.Service).Load(in.Input, in.Options)
 	if err != nil {
 		return classify(providers.InputError(jobs.CodeInvalidInput, "the job's options no longer load", err))
@@ -82,7 +81,7 @@ func (a *Activities) renderResultFile(ctx context.Context, in CallInput, name st
 		return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's result cannot be rendered as "+mediaType, err))
 	}
 	key := ResultPrefix(in.JobID) + name + jobs.Extension(mediaType)
-	if _, err := a.Files.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
+	if _, err := b.Store.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {
 		return err
 	}
 	out.ResultFile = key
@@ -109,25 +108,4 @@ func replaceMember(object *json.RawMessage, name string, value any) error {
 	members[name] = v
 	*object, err = json.Marshal(members)
 	return err
-}
-
-// DefaultLinkTTL is how long a download_url stays valid by default.
-const DefaultLinkTTL = time.Hour
-
-// linkResultFile sets the download_url of a completed job's result that
-// has a result file, minted now so the link is fresh when it goes out.
-func (a *Activities) linkResultFile(ctx context.Context, job jobs.Snapshot) (jobs.Snapshot, error) {
-	if a.Files == nil || job.ResultFile == "" || job.Status != jobs.StatusCompleted || len(job.Result) == 0 {
-		return job, nil
-	}
-	ttl := a.LinkTTL
-	if ttl <= 0 {
-		ttl = DefaultLinkTTL
-	}
-	link, err := a.Files.SignedURL(ctx, job.ResultFile, ttl)
-	if err != nil {
-		return job, err
-	}
-	job.Result, err = jobs.WithDownloadURL(job.Result, link)
-	return job, err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -27,6 +28,21 @@ type RoutingStore interface {
 	NextTurnOnce(ctx context.Context, key store.DecisionKey, cursor string, now time.Time) (int64, error)
 	Latencies(ctx context.Context, service string) (map[string]float64, error)
 	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
+}
+
+// Routing decides which provider takes each attempt of a job
+// (docs/routing.md).
+type Routing struct {
+	// Store is the routing state; nil routes by the catalog alone.
+	Store     RoutingStore
+	Providers *providers.Registry
+	// HTTPClient makes the HEAD requests that learn media sizes (default
+	// http.DefaultClient).
+	HTTPClient *http.Client
+	// WorkerID identifies this worker process in job metadata.
+	WorkerID string
+	// Metrics counts decisions and failovers; nil records none.
+	Metrics *metrics.Metrics
 }
 
 // PolicyPin is the policy version a job was first routed with; failover
@@ -85,16 +101,16 @@ type RouteOutput struct {
 // taken once per job attempt (store.DecisionKey), so a retry gets the
 // same turn and is not counted again: it decides the same provider unless
 // what the decision reads changed in between.
-func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
+func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, error) {
 	now := time.Now().UTC()
-	out := RouteOutput{WorkerID: a.WorkerID}
+	out := RouteOutput{WorkerID: r.WorkerID}
 	needs, err := requirements(in)
 	if err != nil {
 		return out, fmt.Errorf("job %s: read requirements: %w", in.JobID, err)
 	}
 	req := policy.Request{
 		Needs:    needs,
-		Catalog:  a.Providers.Catalog().Providers,
+		Catalog:  r.Providers.Catalog().Providers,
 		Explicit: in.Explicit,
 		Failed:   in.Failed,
 		Attempt:  in.Attempt,
@@ -105,8 +121,8 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		FileSizeMB:      in.MediaSizeMB,
 		DurationSeconds: in.MediaDuration,
 	}
-	if a.Routing != nil {
-		if jobErr, err := a.gatherRouting(ctx, in, &req); err != nil || jobErr != nil {
+	if r.Store != nil {
+		if jobErr, err := r.gatherRouting(ctx, in, &req); err != nil || jobErr != nil {
 			out.Error = jobErr
 			return out, err
 		}
@@ -120,20 +136,20 @@ func (a *Activities) DecideRoute(ctx context.Context, in RouteInput) (RouteOutpu
 		if errors.As(err, &noCandidate) {
 			out.Routing.ProviderEvaluations = noCandidate.Evaluations
 			out.Error = &jobs.Error{Code: noCandidate.Code, Message: noCandidate.Error()}
-			a.recordDecision(in, jobs.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
+			r.recordDecision(in, jobs.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
 			return out, nil
 		}
 		if err != nil {
 			return out, err
 		}
-		fits, err := a.reserve(ctx, in, routing.ProviderID, now)
+		fits, err := r.reserve(ctx, in, routing.ProviderID, now)
 		if err != nil {
 			return out, err
 		}
 		if fits {
-			out.CallLocally = a.callsLocally(routing.ProviderID)
-			out.Submits = a.submits(routing.ProviderID)
-			a.recordDecision(in, out.Routing)
+			out.CallLocally = callsLocally(r.Providers, routing.ProviderID)
+			out.Submits = submits(r.Providers, routing.ProviderID)
+			r.recordDecision(in, out.Routing)
 			return out, nil
 		}
 		limited[routing.ProviderID] = true
@@ -156,8 +172,8 @@ func requirements(in RouteInput) (jobs.Requirements, error) {
 
 // gatherRouting fills in the parts of the request that come from the
 // store. It returns a jobs.Error when the job cannot be routed at all.
-func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *policy.Request) (*jobs.Error, error) {
-	statuses, err := a.Routing.ProviderStatuses(ctx)
+func (r *Routing) gatherRouting(ctx context.Context, in RouteInput, req *policy.Request) (*jobs.Error, error) {
+	statuses, err := r.Store.ProviderStatuses(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +184,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 		}
 		return policy.EffectiveStatus(p, in.Service, override.Override())
 	}
-	tenant, err := a.Routing.GetTenant(ctx, in.Tenant)
+	tenant, err := r.Store.GetTenant(ctx, in.Tenant)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -181,7 +197,7 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 	if in.Explicit != "" {
 		return nil, nil
 	}
-	if jobErr, err := a.resolvePolicy(ctx, in, tenant, req); err != nil || jobErr != nil {
+	if jobErr, err := r.resolvePolicy(ctx, in, tenant, req); err != nil || jobErr != nil {
 		return jobErr, err
 	}
 	if req.Policy == nil {
@@ -189,20 +205,20 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 	}
 	switch req.Policy.Strategy {
 	case policy.StrategyLatency:
-		latencies, err := a.Routing.Latencies(ctx, string(in.Service))
+		latencies, err := r.Store.Latencies(ctx, string(in.Service))
 		if err != nil {
 			return nil, err
 		}
 		req.Latency = func(id string) (float64, bool) { ms, ok := latencies[id]; return ms, ok }
 	case policy.StrategyRoundRobin:
-		turn, err := a.Routing.NextTurnOnce(ctx, decisionKey(in), "policy:"+req.Policy.ID, req.Now)
+		turn, err := r.Store.NextTurnOnce(ctx, decisionKey(in), "policy:"+req.Policy.ID, req.Now)
 		if err != nil {
 			return nil, err
 		}
 		req.RoundRobinTurn = turn
 	}
 	if needsFileSize(req.Policy) && req.FileSizeMB == nil {
-		req.FileSizeMB = a.mediaSizeMB(ctx, in)
+		req.FileSizeMB = r.mediaSizeMB(ctx, in)
 	}
 	return nil, nil
 }
@@ -210,16 +226,16 @@ func (a *Activities) gatherRouting(ctx context.Context, in RouteInput, req *poli
 // resolvePolicy finds the policy in force: the pinned version on failover,
 // the job's policy_id, or the resolution chain (docs/routing.md, Which
 // policy applies).
-func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*jobs.Error, error) {
+func (r *Routing) resolvePolicy(ctx context.Context, in RouteInput, tenant *store.Tenant, req *policy.Request) (*jobs.Error, error) {
 	switch {
 	case in.Pinned != nil:
-		p, err := a.Routing.GetPolicyVersion(ctx, in.Pinned.ID, in.Pinned.Version)
+		p, err := r.Store.GetPolicyVersion(ctx, in.Pinned.ID, in.Pinned.Version)
 		if err != nil {
 			return nil, err
 		}
 		req.Policy, req.Source = &p, in.Pinned.Source
 	case in.PolicyID != "":
-		p, err := a.Routing.GetPolicy(ctx, in.PolicyID)
+		p, err := r.Store.GetPolicy(ctx, in.PolicyID)
 		if errors.Is(err, store.ErrNotFound) {
 			return &jobs.Error{Code: jobs.CodeNoEligibleProvider, Message: fmt.Sprintf("policy %s no longer exists", in.PolicyID)}, nil
 		}
@@ -228,7 +244,7 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 		}
 		req.Policy, req.Source = &p, jobs.SourceExplicitID
 	default:
-		candidates, err := a.Routing.RoutingPolicies(ctx, in.Tenant, in.Service)
+		candidates, err := r.Store.RoutingPolicies(ctx, in.Tenant, in.Service)
 		if err != nil {
 			return nil, err
 		}
@@ -246,11 +262,11 @@ func (a *Activities) resolvePolicy(ctx context.Context, in RouteInput, tenant *s
 // reserve counts the request against the provider's published limits,
 // once per decision. An explicitly named provider is counted but never
 // refused: the client chose it, and the job was accepted.
-func (a *Activities) reserve(ctx context.Context, in RouteInput, providerID string, now time.Time) (bool, error) {
-	if a.Routing == nil {
+func (r *Routing) reserve(ctx context.Context, in RouteInput, providerID string, now time.Time) (bool, error) {
+	if r.Store == nil {
 		return true, nil
 	}
-	p, ok := a.Providers.Catalog().Lookup(providerID)
+	p, ok := r.Providers.Catalog().Lookup(providerID)
 	if !ok {
 		return true, nil
 	}
@@ -258,7 +274,7 @@ func (a *Activities) reserve(ctx context.Context, in RouteInput, providerID stri
 	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
 		return true, nil
 	}
-	fits, err := a.Routing.ReserveRateOnce(ctx, decisionKey(in), providerID, string(in.Service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
+	fits, err := r.Store.ReserveRateOnce(ctx, decisionKey(in), providerID, string(in.Service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
 	if err != nil {
 		return false, err
 	}
@@ -278,7 +294,7 @@ func needsFileSize(p *policy.Policy) bool {
 
 // mediaSizeMB asks the media's server for its size with a HEAD request;
 // nil when the job has no media or the size cannot be learned.
-func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
+func (r *Routing) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 	var media struct {
 		URL string `json:"url"`
 	}
@@ -291,7 +307,7 @@ func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 	if err != nil {
 		return nil
 	}
-	client := a.HTTPClient
+	client := r.HTTPClient
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -309,9 +325,9 @@ func (a *Activities) mediaSizeMB(ctx context.Context, in RouteInput) *float64 {
 
 // recordDecision counts a decision, and the failover it stands for when an
 // earlier attempt of this run failed.
-func (a *Activities) recordDecision(in RouteInput, routing jobs.RoutingInfo) {
-	a.Metrics.RoutingDecision(string(in.Service), string(routing.Reason), string(routing.PolicySource))
+func (r *Routing) recordDecision(in RouteInput, routing jobs.RoutingInfo) {
+	r.Metrics.RoutingDecision(string(in.Service), string(routing.Reason), string(routing.PolicySource))
 	if len(in.Failed) > 0 && !in.Retried {
-		a.Metrics.Failover(string(in.Service), in.Failed[len(in.Failed)-1])
+		r.Metrics.Failover(string(in.Service), in.Failed[len(in.Failed)-1])
 	}
 }

@@ -55,13 +55,13 @@ func routingEnv(t *testing.T, st *store.Store) (*testsuite.TestActivityEnvironme
 	cache := store.NewCache(st, store.CacheTTL)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Store: st, Routing: cache, Providers: registry, WorkerID: "w"})
+	env.RegisterActivity(&activities.Routing{Store: cache, Providers: registry, WorkerID: "w"})
 	return env, cache
 }
 
 func route(t *testing.T, env *testsuite.TestActivityEnvironment, in activities.RouteInput) activities.RouteOutput {
 	t.Helper()
-	value, err := env.ExecuteActivity(acts.DecideRoute, in)
+	value, err := env.ExecuteActivity(acts.Routing.DecideRoute, in)
 	require.NoError(t, err)
 	var out activities.RouteOutput
 	require.NoError(t, value.Get(&out))

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
@@ -16,6 +17,40 @@ import (
 // providers) are called in two steps: SubmitToProvider hands the job over,
 // then the workflow runs CheckProvider on durable timers until the
 // provider is done. No worker holds the job in between.
+
+// AsyncCalls run jobs on asynchronous providers.
+type AsyncCalls struct {
+	Providers *providers.Registry
+	// Projections keeps the job's projected progress up to date.
+	Projections *Projections
+	// Files holds the media calls read and the result files they write.
+	Files Blobs
+	// CallbackURLs makes the addresses vendors post results back to
+	// (docs/providers.md, Vendor callbacks); nil: this gateway takes no
+	// callbacks. Callbacks reads what they posted.
+	CallbackURLs CallbackAddresses
+	Callbacks    CallbackStore
+	// WorkerID identifies this worker process in job metadata.
+	WorkerID string
+	// HeartbeatInterval is how often a submission records a heartbeat
+	// (default: half its heartbeat timeout).
+	HeartbeatInterval time.Duration
+	// Metrics times the calls; nil records none.
+	Metrics *metrics.Metrics
+}
+
+// CallbackAddresses makes the callback address of a job's attempt
+// (*vendorcallback.Addresses is one).
+type CallbackAddresses interface {
+	URL(jobID string, attempt int) string
+}
+
+// CallbackStore reads what vendors posted back about jobs, and sweeps
+// what no workflow read.
+type CallbackStore interface {
+	ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error)
+	DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error)
+}
 
 // SubmitOutput is the provider's handle of the submitted work.
 type SubmitOutput struct {
@@ -41,21 +76,21 @@ type CheckOutput struct {
 }
 
 // SubmitToProvider hands the job to an asynchronous provider.
-func (a *Activities) SubmitToProvider(ctx context.Context, in CallInput) (SubmitOutput, error) {
-	submitter, provider, err := a.submitter(in.ProviderID)
+func (c *AsyncCalls) SubmitToProvider(ctx context.Context, in CallInput) (SubmitOutput, error) {
+	submitter, provider, err := c.submitter(in.ProviderID)
 	if err != nil {
 		return SubmitOutput{}, err
 	}
-	stop := a.heartbeat(ctx, new(atomic.Int64))
+	stop := heartbeat(ctx, c.HeartbeatInterval, new(atomic.Int64))
 	defer stop()
-	call, done, err := a.withMedia(ctx, in)
+	call, done, err := c.Files.withMedia(ctx, in)
 	if err != nil {
 		return SubmitOutput{}, err
 	}
 	defer done()
 	call.JobID, call.Service, call.Provider, call.Input, call.Options = in.JobID, in.Service, provider, in.Input, in.Options
-	if a.CallbackURLs != nil && in.Attempt > 0 {
-		call.CallbackURL = a.CallbackURLs.URL(in.JobID, in.Attempt)
+	if c.CallbackURLs != nil && in.Attempt > 0 {
+		call.CallbackURL = c.CallbackURLs.URL(in.JobID, in.Attempt)
 	}
 	started := time.Now()
 	callCtx, cancel := withCallTimeout(ctx, provider)
@@ -63,24 +98,24 @@ func (a *Activities) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	handle, err := submitter.Submit(callCtx, call)
 	err = timedOut(ctx, callCtx, provider, err)
 	if err != nil {
-		a.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
+		c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 		return SubmitOutput{}, classify(err)
 	}
-	return SubmitOutput{Handle: handle, WorkerID: a.WorkerID}, nil
+	return SubmitOutput{Handle: handle, WorkerID: c.WorkerID}, nil
 }
 
 // CheckProvider asks an asynchronous provider about submitted work. When
 // the work is done, the result is finished as CallProvider's is (result
 // files); while it is not, the job's progress is projected.
-func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOutput, error) {
-	submitter, provider, err := a.submitter(in.Call.ProviderID)
+func (c *AsyncCalls) CheckProvider(ctx context.Context, in CheckInput) (CheckOutput, error) {
+	submitter, provider, err := c.submitter(in.Call.ProviderID)
 	if err != nil {
 		return CheckOutput{}, err
 	}
 	call := providers.Call{JobID: in.Call.JobID, Service: in.Call.Service, Provider: provider,
 		Input: in.Call.Input, Options: in.Call.Options, Submitted: in.Since}
-	if a.Callbacks != nil && in.Call.Attempt > 0 {
-		body, ok, err := a.Callbacks.ProviderCallback(ctx, in.Call.JobID, in.Call.Attempt)
+	if c.Callbacks != nil && in.Call.Attempt > 0 {
+		body, ok, err := c.Callbacks.ProviderCallback(ctx, in.Call.JobID, in.Call.Attempt)
 		if err != nil {
 			return CheckOutput{}, fmt.Errorf("read the provider's callback: %w", err)
 		}
@@ -93,20 +128,20 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	check, err := submitter.Check(callCtx, call, in.Handle)
 	err = timedOut(ctx, callCtx, provider, err)
 	if err != nil {
-		a.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, outcome(ctx, err), time.Since(in.Since))
+		c.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, outcome(ctx, err), time.Since(in.Since))
 		return CheckOutput{}, classify(err)
 	}
 	if !check.Done {
 		if check.Progress > 0 && check.Progress < 100 {
-			if err := a.updateProgress(ctx, in.Call.JobID, check.Progress); err != nil {
+			if err := c.Projections.updateProgress(ctx, in.Call.JobID, check.Progress); err != nil {
 				activity.GetLogger(ctx).Warn("progress not projected", "job", in.Call.JobID, "error", err)
 			}
 		}
 		return CheckOutput{Progress: check.Progress, Wait: check.Wait}, nil
 	}
-	a.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, "ok", time.Since(in.Since))
-	out := CallOutput{Result: check.Result, WorkerID: a.WorkerID}
-	if err := a.finishResult(ctx, in.Call, call, &out); err != nil {
+	c.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, "ok", time.Since(in.Since))
+	out := CallOutput{Result: check.Result, WorkerID: c.WorkerID}
+	if err := c.Files.finishResult(ctx, in.Call, call, &out); err != nil {
 		return CheckOutput{}, err
 	}
 	// The post stays until the sweep: deleting it here would lose it if
@@ -114,34 +149,18 @@ func (a *Activities) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	return CheckOutput{Done: true, Output: out}, nil
 }
 
-// callbackAge is when a vendor's post is swept: a waiting workflow reads
-// a post within a minute, and a post stays until then so that a check
-// that runs again still finds it (docs/providers.md, Vendor callbacks).
-const callbackAge = 24 * time.Hour
-
-// SweepProviderCallbacks removes vendors' posts older than callbackAge and
-// returns how many it removed. One worker of the deployment runs it each
-// round (docs/operations.md, Housekeeping).
-func (a *Activities) SweepProviderCallbacks(ctx context.Context, now time.Time) (int, error) {
-	if a.Callbacks == nil {
-		return 0, nil
-	}
-	n, err := a.Callbacks.DeleteProviderCallbacksBefore(ctx, now.Add(-callbackAge))
-	return int(n), err
-}
-
-func (a *Activities) submitter(providerID string) (providers.Submitter, *providers.Provider, error) {
-	submitter, ok := a.Providers.Submitter(providerID)
+func (c *AsyncCalls) submitter(providerID string) (providers.Submitter, *providers.Provider, error) {
+	submitter, ok := c.Providers.Submitter(providerID)
 	if !ok {
 		return nil, nil, temporal.NewNonRetryableApplicationError(
 			"provider "+providerID+" is not an asynchronous provider of this worker's catalog", ErrTypeProviderRejected, nil)
 	}
-	provider, _ := a.Providers.Catalog().Lookup(providerID)
+	provider, _ := c.Providers.Catalog().Lookup(providerID)
 	return submitter, provider, nil
 }
 
 // submits reports whether the provider's adapter works asynchronously.
-func (a *Activities) submits(providerID string) bool {
-	_, ok := a.Providers.Submitter(providerID)
+func submits(registry *providers.Registry, providerID string) bool {
+	_, ok := registry.Submitter(providerID)
 	return ok
 }

@@ -14,8 +14,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -44,9 +47,29 @@ const (
 	WebhookUserAgent = "ai-job-gateway-webhooks/1"
 )
 
-// defaultWebhookClient delivers webhooks when Activities.WebhookClient is
-// nil: public addresses only.
+// defaultWebhookClient delivers webhooks when Webhooks.Client is nil:
+// public addresses only.
 var defaultWebhookClient = netguard.NewClient(false, WebhookTimeout)
+
+// Webhooks deliver jobs' events to their webhooks (docs/webhooks.md).
+type Webhooks struct {
+	// Signer signs webhook requests.
+	Signer *webhooksign.Signer
+	// Client delivers webhooks (default: netguard.NewClient(false,
+	// WebhookTimeout), public addresses only).
+	Client *http.Client
+	// Deliveries records webhook delivery attempts; nil records none.
+	Deliveries DeliveryStore
+	// Jobs reads the stored jobs webhook payloads are rendered from.
+	Jobs JobReader
+	// Files signs the download_url of result files (docs/media.md); nil:
+	// results get none.
+	Files *blobstore.Store
+	// LinkTTL is how long a download_url stays valid (default 1 h).
+	LinkTTL time.Duration
+	// Metrics counts deliveries; nil records none.
+	Metrics *metrics.Metrics
+}
 
 // DeliveryStore records webhook delivery attempts.
 type DeliveryStore interface {
@@ -80,12 +103,12 @@ type WebhookDelivery struct {
 // workflow history does not hold the input and result once per attempt.
 // The documents never change once stored, so every attempt of an event
 // sends the same body.
-func (a *Activities) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) error {
-	if a.Jobs == nil {
+func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) error {
+	if w.Jobs == nil {
 		// A worker misconfiguration, as a missing signer.
 		return temporal.NewApplicationError("this worker cannot read jobs", ErrTypeWebhookFailed)
 	}
-	rec, err := a.Jobs.GetJob(ctx, d.Job.ID)
+	rec, err := w.Jobs.GetJob(ctx, d.Job.ID)
 	if err == nil {
 		d.Job, err = d.Job.WithDocuments(rec)
 	}
@@ -93,13 +116,13 @@ func (a *Activities) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery)
 		// Nothing was sent; the workflow tries again after a backoff. The
 		// delivery log says so, or a stuck event would show nothing.
 		activity.GetLogger(ctx).Warn("webhook payload not rendered", "job", d.Job.ID, "event", d.Event, "error", err)
-		a.recordAttempt(ctx, &store.WebhookDelivery{
+		w.recordAttempt(ctx, &store.WebhookDelivery{
 			JobID: d.Job.ID, Event: d.Event, MessageID: d.MessageID, Attempt: attemptNumber(ctx, d),
 			AttemptedAt: time.Now(), Error: "not sent: the job's stored record could not be read: " + err.Error(),
 		})
 		return temporal.NewApplicationError("read the job for its webhook payload: "+err.Error(), ErrTypeWebhookFailed)
 	}
-	return a.DeliverWebhook(ctx, d)
+	return w.DeliverWebhook(ctx, d)
 }
 
 // attemptNumber numbers an attempt of d: the workflow's count when it
@@ -114,13 +137,13 @@ func attemptNumber(ctx context.Context, d WebhookDelivery) int {
 
 // recordAttempt writes an attempt into the delivery log, also when the
 // activity was cancelled mid-attempt.
-func (a *Activities) recordAttempt(ctx context.Context, rec *store.WebhookDelivery) {
-	if a.Deliveries == nil {
+func (w *Webhooks) recordAttempt(ctx context.Context, rec *store.WebhookDelivery) {
+	if w.Deliveries == nil {
 		return
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := a.Deliveries.RecordDelivery(recordCtx, rec); err != nil {
+	if err := w.Deliveries.RecordDelivery(recordCtx, rec); err != nil {
 		activity.GetLogger(ctx).Warn("webhook attempt not recorded", "job", rec.JobID, "event", rec.Event, "error", err)
 	}
 }
@@ -129,10 +152,10 @@ func (a *Activities) recordAttempt(ctx context.Context, rec *store.WebhookDelive
 // signed the Standard Webhooks way, and records the attempt. A 2xx answer
 // is success; 410 Gone and a refused address are non-retryable; anything
 // else is a retryable ErrTypeWebhookFailed.
-func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
+func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
 	logger := activity.GetLogger(ctx)
 	attempt := attemptNumber(ctx, d)
-	job, err := a.linkResultFile(ctx, d.Job)
+	job, err := w.linkResultFile(ctx, d.Job)
 	if err != nil {
 		return temporal.NewApplicationError("sign the result's download_url: "+err.Error(), ErrTypeWebhookFailed)
 	}
@@ -144,14 +167,14 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) erro
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return temporal.NewNonRetryableApplicationError("webhook URL is not an absolute http or https URL", ErrTypeWebhookForbidden, nil)
 	}
-	if a.Signer == nil {
+	if w.Signer == nil {
 		// A worker misconfiguration: retrying lets a fixed deployment
 		// deliver the event.
 		return temporal.NewApplicationError("this worker has no webhook signing key", ErrTypeWebhookFailed)
 	}
 
 	started := time.Now()
-	status, sendErr := a.postWebhook(ctx, u, d, body, started)
+	status, sendErr := w.postWebhook(ctx, u, d, body, started)
 	rec := &store.WebhookDelivery{
 		JobID:       d.Job.ID,
 		Event:       d.Event,
@@ -183,8 +206,8 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) erro
 		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
 	}
 
-	a.recordAttempt(ctx, rec)
-	a.Metrics.WebhookDelivery(deliveryOutcome(result), time.Since(started))
+	w.recordAttempt(ctx, rec)
+	w.Metrics.WebhookDelivery(deliveryOutcome(result), time.Since(started))
 	if result != nil {
 		logger.Info("webhook attempt failed", "job", d.Job.ID, "event", d.Event, "attempt", attempt, "error", rec.Error)
 	}
@@ -208,8 +231,8 @@ func deliveryOutcome(result error) string {
 // postWebhook sends the request and reads (a bounded part of) the answer.
 // It returns the status code, or an error that names no URL: URLs may
 // carry the client's secrets.
-func (a *Activities) postWebhook(ctx context.Context, u *url.URL, d WebhookDelivery, body []byte, now time.Time) (int, error) {
-	client := a.WebhookClient
+func (w *Webhooks) postWebhook(ctx context.Context, u *url.URL, d WebhookDelivery, body []byte, now time.Time) (int, error) {
+	client := w.Client
 	if client == nil {
 		client = defaultWebhookClient
 	}
@@ -232,7 +255,7 @@ func (a *Activities) postWebhook(ctx context.Context, u *url.URL, d WebhookDeliv
 	req.Header.Set("User-Agent", WebhookUserAgent)
 	req.Header.Set("webhook-id", d.MessageID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", a.Signer.Sign(d.MessageID, now, body))
+	req.Header.Set("webhook-signature", w.Signer.Sign(d.MessageID, now, body))
 
 	resp, err := client.Do(req)
 	if err != nil {
@@ -253,4 +276,25 @@ func describe(ctx context.Context, err error, limit time.Duration) error {
 		return urlErr.Err
 	}
 	return err
+}
+
+// DefaultLinkTTL is how long a download_url stays valid by default.
+const DefaultLinkTTL = time.Hour
+
+// linkResultFile sets the download_url of a completed job's result that
+// has a result file, minted now so the link is fresh when it goes out.
+func (w *Webhooks) linkResultFile(ctx context.Context, job jobs.Snapshot) (jobs.Snapshot, error) {
+	if w.Files == nil || job.ResultFile == "" || job.Status != jobs.StatusCompleted || len(job.Result) == 0 {
+		return job, nil
+	}
+	ttl := w.LinkTTL
+	if ttl <= 0 {
+		ttl = DefaultLinkTTL
+	}
+	link, err := w.Files.SignedURL(ctx, job.ResultFile, ttl)
+	if err != nil {
+		return job, err
+	}
+	job.Result, err = jobs.WithDownloadURL(job.Result, link)
+	return job, err
 }

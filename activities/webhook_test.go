@@ -104,11 +104,11 @@ func setupHooks(t *testing.T, client *http.Client) *hookBundle {
 // setupHooksReading is setupHooks with the jobs DeliverWebhookEvent reads.
 func setupHooksReading(t *testing.T, client *http.Client, jobReader activities.JobReader) *hookBundle {
 	t.Helper()
-	return setupHooksWith(t, client, func(a *activities.Activities) { a.Jobs = jobReader })
+	return setupHooksWith(t, client, func(a *activities.Webhooks) { a.Jobs = jobReader })
 }
 
 // setupHooksWith is setupHooks with the activities adjusted by configure.
-func setupHooksWith(t *testing.T, client *http.Client, configure func(*activities.Activities)) *hookBundle {
+func setupHooksWith(t *testing.T, client *http.Client, configure func(*activities.Webhooks)) *hookBundle {
 	t.Helper()
 	seed, err := webhooksign.GenerateSeed()
 	require.NoError(t, err)
@@ -120,14 +120,14 @@ func setupHooksWith(t *testing.T, client *http.Client, configure func(*activitie
 	b := &hookBundle{signer: signer, log: &deliveryLog{}}
 	var suite testsuite.WorkflowTestSuite
 	b.env = suite.NewTestActivityEnvironment()
-	acts := &activities.Activities{Signer: signer, WebhookClient: client, Deliveries: b.log}
-	configure(acts)
-	b.env.RegisterActivity(acts)
+	hooks := &activities.Webhooks{Signer: signer, Client: client, Deliveries: b.log}
+	configure(hooks)
+	b.env.RegisterActivity(hooks)
 	return b
 }
 
 func (b *hookBundle) deliver(d activities.WebhookDelivery) error {
-	_, err := b.env.ExecuteActivity(acts.DeliverWebhook, d)
+	_, err := b.env.ExecuteActivity(acts.Webhooks.DeliverWebhook, d)
 	return err
 }
 
@@ -388,10 +388,10 @@ func TestDeliverWebhookDefaultClientIsGuarded(t *testing.T) {
 	require.NoError(t, err)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{Signer: signer})
+	env.RegisterActivity(&activities.Webhooks{Signer: signer})
 	recv := newReceiver(t, status(http.StatusOK))
 
-	_, err = env.ExecuteActivity(acts.DeliverWebhook, delivery(recv.URL))
+	_, err = env.ExecuteActivity(acts.Webhooks.DeliverWebhook, delivery(recv.URL))
 	requireAppError(t, err, activities.ErrTypeWebhookForbidden, false)
 	require.Empty(t, recv.requests())
 }
@@ -436,9 +436,9 @@ func TestDeliverWebhookWithoutSignerIsRetryable(t *testing.T) {
 	t.Parallel()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Activities{WebhookClient: netguard.NewClient(true, time.Second)})
+	env.RegisterActivity(&activities.Webhooks{Client: netguard.NewClient(true, time.Second)})
 	recv := newReceiver(t, status(http.StatusOK))
-	_, err := env.ExecuteActivity(acts.DeliverWebhook, delivery(recv.URL))
+	_, err := env.ExecuteActivity(acts.Webhooks.DeliverWebhook, delivery(recv.URL))
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.Empty(t, recv.requests(), "nothing is sent unsigned")
 }
@@ -486,7 +486,7 @@ func TestDeliverWebhookEventSendsWhatTheWholeJobSends(t *testing.T) {
 			pinned.Job = d.Job.WithoutDocuments()
 			for attempt := 1; attempt <= 2; attempt++ {
 				pinned.Attempt = attempt
-				_, err := b.env.ExecuteActivity(acts.DeliverWebhookEvent, pinned)
+				_, err := b.env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, pinned)
 				requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 			}
 			want, err := jobs.WebhookBody(d.Event, d.Job)
@@ -518,11 +518,11 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	require.NoError(t, st.SaveJob(context.Background(), rec))
 
 	d.Job = d.Job.WithoutDocuments()
-	_, err = b.env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	_, err = b.env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, d)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.ErrorContains(t, err, "not yet completed")
 	d.Job.ID = "0195a3c4-7b1e-7c2d-9e3f-000000000000"
-	_, err = b.env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	_, err = b.env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, d)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.Empty(t, recv.requests(), "nothing is sent without the job's documents")
 	logged := b.log.all()
@@ -534,7 +534,7 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	}
 
 	// A worker that cannot read jobs leaves the event to one that can.
-	_, err = setupHooks(t, nil).env.ExecuteActivity(acts.DeliverWebhookEvent, d)
+	_, err = setupHooks(t, nil).env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, d)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.Empty(t, recv.requests())
 }
@@ -546,7 +546,7 @@ func TestCompletedEventLinksTheResultFile(t *testing.T) {
 	_, err = files.Put(t.Context(), "results/j/transcript.json", "application/json", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	recv := newReceiver(t, status(http.StatusOK))
-	b := setupHooksWith(t, nil, func(a *activities.Activities) { a.Files, a.LinkTTL = files, 10*time.Minute })
+	b := setupHooksWith(t, nil, func(a *activities.Webhooks) { a.Files, a.LinkTTL = files, 10*time.Minute })
 
 	d := delivery(recv.URL)
 	d.Job.ResultFile = "results/j/transcript.json"

@@ -64,7 +64,7 @@ func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt i
 	submit := providerCallOptions
 	submit.Summary = fmt.Sprintf("submit to %s (attempt %d)", in.ProviderID, attempt)
 	var sub activities.SubmitOutput
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, submit), a.SubmitToProvider, in).Get(ctx, &sub); err != nil {
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, submit), asyncCalls.SubmitToProvider, in).Get(ctx, &sub); err != nil {
 		return activities.CallOutput{}, err
 	}
 	since := workflow.Now(ctx)
@@ -80,7 +80,7 @@ func (j *job) callAsync(ctx workflow.Context, in activities.CallInput, attempt i
 		options := checkOptions
 		options.Summary = fmt.Sprintf("check %s (check %d)", in.ProviderID, n)
 		var check activities.CheckOutput
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), a.CheckProvider,
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), asyncCalls.CheckProvider,
 			activities.CheckInput{Call: in, Handle: sub.Handle, Since: since}).Get(ctx, &check)
 		if err != nil {
 			return activities.CallOutput{}, err

@@ -24,23 +24,23 @@ func asyncRouteTo(provider string, attempt int) activities.RouteOutput {
 func TestAsyncProviderIsSubmittedOnceThenChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
-	b.env.OnActivity(acts.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "assemblyai" && in.Media != nil
 	})).Return(activities.SubmitOutput{Handle: "transcript-1"}, nil).Once()
 	var checkedAt []time.Time
 	answers := []activities.CheckOutput{{Progress: 5}, {Progress: 50}, {Progress: 50, Wait: 45 * time.Second},
 		{Done: true, Output: activities.CallOutput{Result: json.RawMessage(`{"format":"json","text":"hello"}`), WorkerID: "worker-3"}}}
-	b.env.OnActivity(acts.CheckProvider, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
+	b.env.OnActivity(acts.AsyncCalls.CheckProvider, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
 		return in.Handle == "transcript-1" && in.Call.ProviderID == "assemblyai"
 	})).Return(func(context.Context, activities.CheckInput) (activities.CheckOutput, error) {
 		checkedAt = append(checkedAt, b.env.Now())
 		return answers[len(checkedAt)-1], nil
 	}).Times(len(answers))
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, nil).Never()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, nil).Never()
 
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	start := b.env.Now()
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
@@ -63,14 +63,14 @@ func TestAsyncProviderIsSubmittedOnceThenChecked(t *testing.T) {
 func TestAsyncProviderFailureFailsOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 		return in.Attempt == 2 && len(in.Failed) == 1 && in.Failed[0] == "assemblyai"
 	})).Return(routeTo("sandbox-fast", 2), nil).Once()
-	b.env.OnActivity(acts.SubmitToProvider, mock.Anything, mock.Anything).Return(activities.SubmitOutput{Handle: "t"}, nil).Once()
+	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.Anything).Return(activities.SubmitOutput{Handle: "t"}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("could not transcribe", activities.ErrTypeProviderRejected, nil)
-	b.env.OnActivity(acts.CheckProvider, mock.Anything, mock.Anything).Return(activities.CheckOutput{}, rejected).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.AsyncCalls.CheckProvider, mock.Anything, mock.Anything).Return(activities.CheckOutput{}, rejected).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
@@ -83,12 +83,12 @@ func TestAsyncProviderFailureFailsOver(t *testing.T) {
 func TestAsyncProviderThatNeverFinishesIsFailedOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
 		Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "every candidate provider failed"}}, nil).Once()
-	b.env.OnActivity(acts.SubmitToProvider, mock.Anything, mock.Anything).Return(activities.SubmitOutput{Handle: "t"}, nil).Once()
+	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.Anything).Return(activities.SubmitOutput{Handle: "t"}, nil).Once()
 	checks := 0
-	b.env.OnActivity(acts.CheckProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.AsyncCalls.CheckProvider, mock.Anything, mock.Anything).Return(
 		func(context.Context, activities.CheckInput) (activities.CheckOutput, error) {
 			checks++
 			return activities.CheckOutput{Progress: 50}, nil
@@ -106,12 +106,12 @@ func TestAsyncProviderThatNeverFinishesIsFailedOver(t *testing.T) {
 func TestProviderCallbackWakesTheCheckEarly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("deepgram", 1), nil).Once()
-	b.env.OnActivity(acts.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("deepgram", 1), nil).Once()
+	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.Attempt == 1 // for the callback address
 	})).Return(activities.SubmitOutput{Handle: "request-1"}, nil).Once()
 	var checkedAt []time.Time
-	b.env.OnActivity(acts.CheckProvider, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
+	b.env.OnActivity(acts.AsyncCalls.CheckProvider, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
 		return in.Handle == "request-1" && in.Call.Attempt == 1
 	})).Return(func(context.Context, activities.CheckInput) (activities.CheckOutput, error) {
 		checkedAt = append(checkedAt, b.env.Now())

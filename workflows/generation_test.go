@@ -30,11 +30,11 @@ func versionCalls(t *testing.T, generation int) []string {
 			asked = append(asked, id)
 		}).Return(newest).Maybe()
 	}
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		activities.CallOutput{Result: json.RawMessage(`{"format":"json","text":"hello"}`)}, nil)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
 	in := withWebhook(jobs.Transcriptions)
 	in.SearchAttributes = true
 	in.Generation = generation

@@ -13,8 +13,16 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
-// a is the nil receiver workflow code names activities through.
-var a *activities.Activities
+// The nil receivers workflow code names activities through: Temporal
+// names an activity after its method.
+var (
+	projections   *activities.Projections
+	router        *activities.Routing
+	providerCalls *activities.ProviderCalls
+	asyncCalls    *activities.AsyncCalls
+	mediaSteps    *activities.Media
+	webhooks      *activities.Webhooks
+)
 
 // projectionRetryFor is how long a projection write or routing decision
 // is retried while the store is away before the job's workflow fails.
@@ -185,7 +193,7 @@ func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput,
 	sizeMB, duration := j.mediaFacts()
 	options := projectionOptions
 	options.Summary = fmt.Sprintf("choose a provider (attempt %d)", attempt)
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), a.DecideRoute, activities.RouteInput{
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), router.DecideRoute, activities.RouteInput{
 		MediaSizeMB:   sizeMB,
 		MediaDuration: duration,
 		JobID:         j.in.JobID,
@@ -267,7 +275,7 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		var out activities.CallOutput
 		local := localCallOptions
 		local.Summary = summary
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), a.CallProvider, in).Get(ctx, &out)
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
 		if err == nil || !retryable(err) {
 			return out, err
 		}
@@ -303,7 +311,7 @@ func retryable(err error) bool {
 // progress signals from the activity become *.progress events (jobs with a
 // webhook only).
 func (j *job) callActivity(ctx workflow.Context, options workflow.ActivityOptions, in activities.CallInput) (activities.CallOutput, error) {
-	call := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), a.CallProvider, in)
+	call := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), providerCalls.CallProvider, in)
 	var out activities.CallOutput
 	var err error
 	done := false
@@ -408,7 +416,7 @@ func (j *job) save(ctx workflow.Context) error {
 	}
 	options := projectionOptions
 	options.Summary = "project the job as " + string(j.snap.Status)
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), a.SaveJob, j.snap).Get(ctx, nil)
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), projections.SaveJob, j.snap).Get(ctx, nil)
 }
 
 // callsLocally reports whether the route's call runs first as a local

@@ -20,7 +20,8 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
-var acts *activities.Activities
+// acts names activities by their methods, through nil receivers.
+var acts activities.Set
 
 type bundle struct {
 	env   *testsuite.TestWorkflowEnvironment
@@ -33,10 +34,10 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := bareSetup(t)
-	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Maybe()
-	b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(media.Probe{Duration: 2}, nil).Maybe()
-	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.Anything).Return(audioFile, nil).Maybe()
-	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Maybe()
+	b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Maybe()
+	b.env.OnActivity(acts.Media.ProbeMedia, mock.Anything, mock.Anything).Return(media.Probe{Duration: 2}, nil).Maybe()
+	b.env.OnActivity(acts.Media.ExtractAudio, mock.Anything, mock.Anything).Return(audioFile, nil).Maybe()
+	b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Maybe()
 	return b
 }
 
@@ -46,8 +47,8 @@ func bareSetup(t *testing.T) *bundle {
 	var suite testsuite.WorkflowTestSuite
 	b := &bundle{env: suite.NewTestWorkflowEnvironment()}
 	b.env.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	b.env.RegisterActivity(acts)
-	b.env.OnActivity(acts.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap jobs.Snapshot) error {
+	acts.Register(b.env)
+	b.env.OnActivity(acts.Projections.SaveJob, mock.Anything, mock.Anything).Return(func(_ context.Context, snap jobs.Snapshot) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.saved = append(b.saved, snap)
@@ -95,8 +96,8 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) jobs.Snapshot 
 func TestJobCompletes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-fast" && in.JobID == input().JobID
 	})).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`), WorkerID: "worker-2"}, nil).Once()
 
@@ -128,9 +129,9 @@ func TestStoreOutageOutlastsOneTry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	away := temporal.NewApplicationError("database unavailable", "StoreUnavailable")
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{}, away).Times(9)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{}, away).Times(9)
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`), WorkerID: "worker-2"}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
@@ -141,15 +142,15 @@ func TestStoreOutageOutlastsOneTry(t *testing.T) {
 func TestJobFailsOverToNextProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 		return in.Attempt == 2 && len(in.Failed) == 1 && in.Failed[0] == "sandbox-flaky"
 	})).Return(routeTo("sandbox-fast", 2), nil).Once()
 	unavailable := temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-flaky"
 	})).Return(activities.CallOutput{}, unavailable).Times(3) // the retry policy's three tries
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-fast"
 	})).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
@@ -169,12 +170,12 @@ func TestJobFailsOverToNextProvider(t *testing.T) {
 func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
 		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, rejected).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, rejected).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
@@ -189,10 +190,10 @@ func TestPermanentProviderErrorFailsOverWithoutRetrying(t *testing.T) {
 func TestUnreadableInputFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
 	inputErr := temporal.NewNonRetryableApplicationError("HEAD answered 404", activities.ErrTypeInvalidInput, nil,
 		jobs.Error{Code: "MEDIA_UNAVAILABLE", Message: "media host media.test answered 404 Not Found for input.url"})
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, inputErr).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, inputErr).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
@@ -205,7 +206,7 @@ func TestUnreadableInputFailsAtOnce(t *testing.T) {
 func TestNoEligibleProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(activities.RouteOutput{
 		Routing: jobs.RoutingInfo{ProviderEvaluations: []jobs.Evaluation{{ProviderID: "sandbox-fast", Reason: jobs.EvalOptionNotSupported}}},
 		Error:   &jobs.Error{Code: jobs.CodeNoEligibleProvider, Message: "no provider is eligible for this job"},
 	}, nil).Once()
@@ -224,8 +225,8 @@ func TestNoEligibleProvider(t *testing.T) {
 func TestCancelWhileProcessing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
@@ -249,8 +250,8 @@ func requireCancelled(t *testing.T, b *bundle) {
 func TestStateQuery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Minute).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).After(time.Minute).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	b.env.RegisterDelayedCallback(func() {
 		value, err := b.env.QueryWorkflow(workflows.StateQuery)
 		require.NoError(t, err)
@@ -267,7 +268,7 @@ func TestCancelWhilePending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Routing has not decided yet when the cancel arrives.
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).After(time.Hour).Return(routeTo("sandbox-fast", 1), nil).Maybe()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).After(time.Hour).Return(routeTo("sandbox-fast", 1), nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())

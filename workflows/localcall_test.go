@@ -38,8 +38,8 @@ func TestShortCallRunsAsLocalActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			calls.record(ctx)
 			return activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-1"}, nil
@@ -57,8 +57,8 @@ func TestLongCallRunsAsActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			calls.record(ctx)
 			return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
@@ -74,16 +74,16 @@ func TestFailedShortCallIsRetriedAsActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(shortRouteTo("sandbox-fast", 2), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(shortRouteTo("sandbox-fast", 2), nil).Once()
 	unavailable := temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-flaky"
 	})).Return(func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 		calls.record(ctx)
 		return activities.CallOutput{}, unavailable
 	}).Times(3)
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-fast"
 	})).Return(func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 		calls.record(ctx)
@@ -103,12 +103,12 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
 		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
 	rejected := temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			calls.record(ctx)
 			return activities.CallOutput{}, rejected
@@ -125,8 +125,8 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 func TestCancelDuringShortCall(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			<-ctx.Done() // the call runs until the cancellation reaches it
 			return activities.CallOutput{}, ctx.Err()

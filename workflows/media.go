@@ -56,7 +56,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		return workflow.WithActivityOptions(ctx, options)
 	}
 	var source activities.MediaFile
-	err := workflow.ExecuteActivity(step("fetch the media"), a.FetchMedia, activities.MediaInput{
+	err := workflow.ExecuteActivity(step("fetch the media"), mediaSteps.FetchMedia, activities.MediaInput{
 		JobID: j.in.JobID, Tenant: j.in.Tenant, Service: j.in.Service, Input: j.in.Input, Explicit: j.in.Provider,
 	}).Get(ctx, &source)
 	if err != nil {
@@ -65,7 +65,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 	prepared := &activities.PreparedMedia{File: source, SourceURL: sourceURL(j.in.Input)}
 	if svc.Media.Probe {
 		var probe media.Probe
-		err := workflow.ExecuteActivity(step("probe the media"), a.ProbeMedia, activities.ProbeInput{
+		err := workflow.ExecuteActivity(step("probe the media"), mediaSteps.ProbeMedia, activities.ProbeInput{
 			JobID: j.in.JobID, Service: j.in.Service, Source: source,
 		}).Get(ctx, &probe)
 		if err != nil {
@@ -77,7 +77,7 @@ func (j *job) mediaStage(ctx workflow.Context) (*jobs.Error, error) {
 		}
 		if svc.Media.ExtractAudio {
 			track := jobs.AudioTrack(j.in.Input)
-			err := workflow.ExecuteActivity(step(fmt.Sprintf("extract audio track %d", track)), a.ExtractAudio, activities.ExtractInput{
+			err := workflow.ExecuteActivity(step(fmt.Sprintf("extract audio track %d", track)), mediaSteps.ExtractAudio, activities.ExtractInput{
 				JobID: j.in.JobID, Source: source, Probe: probe, Track: track,
 			}).Get(ctx, &prepared.File)
 			if err != nil {
@@ -120,7 +120,7 @@ func (j *job) removeMedia(ctx workflow.Context) {
 	defer cancel()
 	options := cleanupOptions
 	options.Summary = "remove the media files"
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), a.RemoveJobMedia, j.in.JobID).Get(ctx, nil)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, options), mediaSteps.RemoveJobMedia, j.in.JobID).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("media files not removed; the sweep will", "error", err)
 	}

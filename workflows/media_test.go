@@ -35,13 +35,13 @@ func TestMediaStageRunsOnceBeforeRoutingAndAcrossFailover(t *testing.T) {
 	b := bareSetup(t)
 	job := videoTranscription()
 	require.NotEmpty(t, job.Tenant)
-	b.env.OnActivity(acts.FetchMedia, mock.Anything, activities.MediaInput{
+	b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, activities.MediaInput{
 		JobID: job.JobID, Tenant: job.Tenant, Service: jobs.Transcriptions, Input: job.Input,
 	}).Return(sourceFile, nil).Once()
-	b.env.OnActivity(acts.ProbeMedia, mock.Anything, activities.ProbeInput{
+	b.env.OnActivity(acts.Media.ProbeMedia, mock.Anything, activities.ProbeInput{
 		JobID: job.JobID, Service: jobs.Transcriptions, Source: sourceFile,
 	}).Return(videoProbe, nil).Once()
-	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.MatchedBy(func(in activities.ExtractInput) bool {
+	b.env.OnActivity(acts.Media.ExtractAudio, mock.Anything, mock.MatchedBy(func(in activities.ExtractInput) bool {
 		return in.Track == 1 && in.Source == sourceFile && in.Probe.Duration == videoProbe.Duration
 	})).Return(audioFile, nil).Once()
 	knowsMedia := func(attempt int) any {
@@ -50,19 +50,19 @@ func TestMediaStageRunsOnceBeforeRoutingAndAcrossFailover(t *testing.T) {
 				in.MediaDuration != nil && *in.MediaDuration == 95.5
 		})
 	}
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, knowsMedia(1)).Return(routeTo("sandbox-flaky", 1), nil).Once()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, knowsMedia(2)).Return(routeTo("sandbox-fast", 2), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, knowsMedia(1)).Return(routeTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, knowsMedia(2)).Return(routeTo("sandbox-fast", 2), nil).Once()
 	preparedAudio := func(provider string) any {
 		return mock.MatchedBy(func(in activities.CallInput) bool {
 			return in.ProviderID == provider && in.Media != nil && in.Media.File == audioFile &&
 				in.Media.Duration == 95.5 && in.Media.Video != nil && in.Media.Video.Width == 320
 		})
 	}
-	b.env.OnActivity(acts.CallProvider, mock.Anything, preparedAudio("sandbox-flaky")).
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, preparedAudio("sandbox-flaky")).
 		Return(activities.CallOutput{}, temporal.NewApplicationError("503", activities.ErrTypeProviderUnavailable))
-	b.env.OnActivity(acts.CallProvider, mock.Anything, preparedAudio("sandbox-fast")).
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, preparedAudio("sandbox-fast")).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"format":"srt"}`), ResultFile: "results/job/transcript.srt"}, nil).Once()
-	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, job.JobID).Return(nil).Once()
+	b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, job.JobID).Return(nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, job)
 
@@ -75,12 +75,12 @@ func TestMediaStageRunsOnceBeforeRoutingAndAcrossFailover(t *testing.T) {
 func TestUnreadableAudioFailsTheJobBeforeRouting(t *testing.T) {
 	t.Parallel()
 	b := bareSetup(t)
-	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
-	b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
+	b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
+	b.env.OnActivity(acts.Media.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
 	unreadable := jobs.Error{Code: jobs.CodeAudioUnreadable, Message: "input.audio_track is 2, but the media has 2 audio tracks"}
-	b.env.OnActivity(acts.ExtractAudio, mock.Anything, mock.Anything).
+	b.env.OnActivity(acts.Media.ExtractAudio, mock.Anything, mock.Anything).
 		Return(activities.MediaFile{}, temporal.NewNonRetryableApplicationError(unreadable.Message, activities.ErrTypeInvalidInput, nil, unreadable)).Once()
-	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
+	b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, videoTranscription())
 
@@ -95,9 +95,9 @@ func TestMediaHostDownFailsTheJobAfterRetries(t *testing.T) {
 	t.Parallel()
 	b := bareSetup(t)
 	down := jobs.Error{Code: jobs.CodeMediaUnavailable, Message: "could not reach media host media.test"}
-	b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).
+	b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, mock.Anything).
 		Return(activities.MediaFile{}, temporal.NewApplicationError(down.Message, activities.ErrTypeProviderUnavailable, down)).Times(5)
-	b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
+	b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
@@ -113,13 +113,13 @@ func TestMediaStageStepsPerService(t *testing.T) {
 		job := input()
 		job.Service = jobs.VideoAnalyses
 		job.Input = json.RawMessage(`{"url":"https://media.test/v.mp4","features":["labels"]}`)
-		b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
-		b.env.OnActivity(acts.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
-		b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
-		b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, mock.Anything).Return(sourceFile, nil).Once()
+		b.env.OnActivity(acts.Media.ProbeMedia, mock.Anything, mock.Anything).Return(videoProbe, nil).Once()
+		b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+		b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 			return in.Media.File == sourceFile && in.Media.Video.Codec == "h264" && in.Media.Video.FrameRate == 25
 		})).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
-		b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
+		b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
 		b.env.ExecuteWorkflow(workflows.JobWorkflowName, job)
 		require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 	})
@@ -129,12 +129,12 @@ func TestMediaStageStepsPerService(t *testing.T) {
 		job.Service = jobs.Translations
 		job.Input = json.RawMessage(`{"type":"document","url":"https://media.test/d.txt","target_language":"de"}`)
 		doc := activities.MediaFile{Key: "work/job/source", ContentType: "text/plain", Size: 80}
-		b.env.OnActivity(acts.FetchMedia, mock.Anything, mock.Anything).Return(doc, nil).Once()
-		b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
-		b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		b.env.OnActivity(acts.Media.FetchMedia, mock.Anything, mock.Anything).Return(doc, nil).Once()
+		b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+		b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 			return in.Media.File == doc && in.Media.SourceURL == "https://media.test/d.txt"
 		})).Return(activities.CallOutput{Result: json.RawMessage(`{}`), ResultFile: "results/job/translation.txt"}, nil).Once()
-		b.env.OnActivity(acts.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
+		b.env.OnActivity(acts.Media.RemoveJobMedia, mock.Anything, mock.Anything).Return(nil).Once()
 		b.env.ExecuteWorkflow(workflows.JobWorkflowName, job)
 		require.Equal(t, "results/job/translation.txt", result(t, b.env).ResultFile)
 	})
@@ -143,10 +143,10 @@ func TestMediaStageStepsPerService(t *testing.T) {
 		job := input()
 		job.Service = jobs.Translations
 		job.Input = json.RawMessage(`{"type":"text","content":"Hallo","target_language":"en"}`)
-		b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+		b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 			return in.MediaSizeMB == nil
 		})).Return(routeTo("sandbox-fast", 1), nil).Once()
-		b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
+		b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 			return in.Media == nil
 		})).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 		b.env.ExecuteWorkflow(workflows.JobWorkflowName, job)

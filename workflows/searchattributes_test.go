@@ -27,8 +27,8 @@ func TestSearchAttributesFollowTheJob(t *testing.T) {
 	}).Return(nil)
 	routed := routeTo("sandbox-fast", 1)
 	routed.Routing.Reason, routed.Routing.PolicyID, routed.Routing.PolicyVersion = jobs.ReasonPolicyRule, "pol-1", 3
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routed, nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.Anything).Return(routed, nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).
 		Return(activities.CallOutput{}, temporal.NewNonRetryableApplicationError("unreadable", activities.ErrTypeInvalidInput, nil,
 			jobs.Error{Code: jobs.CodeAudioUnreadable, Message: "unreadable"})).Once()
 
@@ -58,8 +58,8 @@ func TestNoSearchAttributesUnlessTheNamespaceHasThem(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Never()
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.Anything).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
 }
@@ -86,10 +86,10 @@ func TestRetryCarriesOnFromTheFailure(t *testing.T) {
 	in := input()
 	in.Retry = &jobs.Retry{RoutingHistory: []jobs.RoutingInfo{earlier.Routing}, Revision: 4,
 		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted}}
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 		return in.Attempt == 2 && in.Retried && in.Pinned == nil && len(in.Failed) == 0
 	})).Return(routeTo("sandbox-fast", 2), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
 	snap := result(t, b.env)
@@ -125,8 +125,8 @@ func TestShortCallUpsertsOnlyTheOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	statuses := upsertedStatuses(b)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	in := input()
 	in.SearchAttributes = true
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
@@ -140,9 +140,9 @@ func TestFailedShortCallUpsertsProcessingBeforeTheActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	statuses := upsertedStatuses(b)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
 	calls := 0
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			calls++
 			if calls == 1 {

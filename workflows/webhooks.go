@@ -109,9 +109,9 @@ func (q *webhookQueue) run(ctx workflow.Context) {
 // until giveUpAt (24 h after the event happened; an event that waited that
 // long behind earlier ones still gets one attempt).
 func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDelivery, giveUpAt time.Time) {
-	deliverActivity := a.DeliverWebhook
+	deliverActivity := webhooks.DeliverWebhook
 	if q.stored {
-		deliverActivity = a.DeliverWebhookEvent
+		deliverActivity = webhooks.DeliverWebhookEvent
 	}
 	for attempt := 1; ; attempt++ {
 		d.Attempt = attempt

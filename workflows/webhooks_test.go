@@ -110,9 +110,9 @@ func TestWebhookEventsInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return in.SignalProgress })).
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return in.SignalProgress })).
 		After(10*time.Second).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`)}, nil).Once()
 	// The provider call reports progress through signals.
 	for i, p := range []int{5, 10, 15, 40, 45, 100} {
@@ -146,9 +146,9 @@ func TestLLMTasksSendNoProgressEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"content":"x","finish_reason":"completed"}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.LLMTasks))
@@ -162,9 +162,9 @@ func TestWebhookRetriesKeepOrder(t *testing.T) {
 	b := setup(t)
 	// The receiver answers 500 twice, then accepts everything.
 	r := &receiver{answers: []error{failedAttempt(), failedAttempt()}}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Translations))
 
@@ -180,9 +180,9 @@ func TestGoneStopsDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{answers: []error{temporal.NewNonRetryableApplicationError("410", activities.ErrTypeWebhookGone, nil)}}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
 
@@ -195,9 +195,9 @@ func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := downReceiver()
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	start := b.env.Now()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
@@ -222,7 +222,7 @@ func TestWebhookAttemptsLeaveLargeDocumentsOutOfTheHistory(t *testing.T) {
 	var scheduled int // bytes of the attempts' inputs, as the history holds them
 	var bodies []string
 	deliver := b.fromStore(t, r.deliver)
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(func(ctx context.Context, d activities.WebhookDelivery) error {
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(func(ctx context.Context, d activities.WebhookDelivery) error {
 		payloads, err := converter.GetDefaultDataConverter().ToPayloads(d)
 		if err != nil {
 			return err
@@ -231,8 +231,8 @@ func TestWebhookAttemptsLeaveLargeDocumentsOutOfTheHistory(t *testing.T) {
 		return deliver(ctx, d)
 	})
 	big := json.RawMessage(`{"content":"` + strings.Repeat("r", 2<<20) + `","finish_reason":"completed"}`)
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: big}, nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: big}, nil).Once()
 	in := withWebhook(jobs.LLMTasks)
 	in.Input = json.RawMessage(`{"type":"text","text":"` + strings.Repeat("i", 500<<10) + `","prompt":"Summarise."}`)
 	in.ClientMeta = json.RawMessage(`{"ref":"` + strings.Repeat("m", 15<<10) + `"}`)
@@ -259,9 +259,9 @@ func TestCancelledJobReportsFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
@@ -279,9 +279,9 @@ func TestCancelWhileDeliveringTheLastEvent(t *testing.T) {
 	b := setup(t)
 	// Progress goes through; the completed event fails for about a minute.
 	r := &receiver{answers: []error{nil, failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt()}}
-	b.env.OnActivity(acts.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, 5*time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Translations))

@@ -27,9 +27,9 @@ const (
 // the sweep of its scratch directory in every worker. A sweep with
 // nothing to sweep here is left out, so that it never takes a round from
 // a worker that has.
-func housekeeper(acts *activities.Activities, st *store.Store, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+func housekeeper(acts *activities.Sweeps, st *store.Store, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
 	var sweeps []housekeeping.Sweep
-	if acts.Files != nil {
+	if acts.Files.Store != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
 		if retention > 0 {
 			sweeps = append(sweeps, housekeeping.Sweep{Name: "result_files", Every: filesEvery, Shared: true,

@@ -31,14 +31,14 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 		}
 		return shared, local
 	}
-	shared, local := names(housekeeper(&activities.Activities{}, st, time.Hour, nil, slog.Default()))
+	shared, local := names(housekeeper(&activities.Sweeps{}, st, time.Hour, nil, slog.Default()))
 	require.Equal(t, []string{"rate_counters", "routing_decisions"}, shared, "no blob store, no vendor callbacks")
 	require.Equal(t, []string{"scratch"}, local)
 
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: make([]byte, 32), BaseURL: "http://files.test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
-	acts := &activities.Activities{Files: files, Callbacks: st, ScratchDir: t.TempDir()}
+	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
 	shared, _ = names(housekeeper(acts, st, 0, nil, slog.Default()))
 	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions"}, shared, "retention 0 keeps results")
 

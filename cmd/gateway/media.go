@@ -156,7 +156,7 @@ func findMediaTools(logger *slog.Logger) *media.Tools {
 	return &tools
 }
 
-func (m workerMedia) wire(a *activities.Activities) {
+func (m workerMedia) wire(a *activities.Deps) {
 	a.Files = m.files
 	a.MediaTools = m.tools
 	a.ScratchDir = m.scratch

@@ -411,16 +411,17 @@ const (
 func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	acts := &activities.Activities{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
-	if err := network.wire(acts, st.Store); err != nil {
+	deps := activities.Deps{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
+	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}
-	mediaCfg.wire(acts)
-	w.RegisterActivity(acts)
+	mediaCfg.wire(&deps)
+	acts := activities.New(deps)
+	acts.Register(w)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	go housekeeper(acts, st.Store, cfg.ResultRetention, m, logger.With("component", "housekeeping")).Run(ctx)
+	go housekeeper(acts.Sweeps, st.Store, cfg.ResultRetention, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
 }
 

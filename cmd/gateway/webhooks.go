@@ -100,7 +100,7 @@ type workerNetwork struct {
 // wire gives the activities the webhook signer, client, delivery record and
 // the jobs payloads are rendered from, and, unless private networks are allowed, a guarded client for media
 // size checks.
-func (n workerNetwork) wire(a *activities.Activities, st *store.Store) error {
+func (n workerNetwork) wire(a *activities.Deps, st *store.Store) error {
 	a.Signer = n.signer
 	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
 	a.Deliveries = st

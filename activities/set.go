@@ -1,0 +1,120 @@
+package activities
+
+import (
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/media"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
+	"github.com/ai-job-gateway/gateway/providers"
+)
+
+// Deps are the dependencies of all the activities; New gives each
+// receiver the ones it uses.
+type Deps struct {
+	Store JobStore
+	// Routing is the routing state; nil routes by the catalog alone.
+	Routing   RoutingStore
+	Providers *providers.Registry
+	// HTTPClient makes the HEAD requests that learn media sizes (default
+	// http.DefaultClient).
+	HTTPClient *http.Client
+	// Temporal signals progress to job workflows (for *.progress events).
+	Temporal client.Client
+	// WorkerID identifies this worker process in job metadata.
+	WorkerID string
+	// HeartbeatInterval is how often a running provider call records a
+	// heartbeat (default: half its heartbeat timeout).
+	HeartbeatInterval time.Duration
+	// Signer signs webhook requests.
+	Signer *webhooksign.Signer
+	// WebhookClient delivers webhooks (default: netguard.NewClient(false,
+	// WebhookTimeout), public addresses only).
+	WebhookClient *http.Client
+	// Deliveries records webhook delivery attempts; nil records none.
+	Deliveries DeliveryStore
+	// Jobs reads the stored jobs webhook payloads are rendered from.
+	Jobs JobReader
+
+	// Files is the blob store of media and result files (docs/media.md);
+	// nil: jobs with media fail with MEDIA_PROCESSING_UNAVAILABLE.
+	Files *blobstore.Store
+	// MediaTools runs ffprobe and ffmpeg; nil when they are missing, and
+	// jobs whose media must be probed fail.
+	MediaTools *media.Tools
+	// MediaClient fetches media (default http.DefaultClient); give it no
+	// overall timeout: the fetch heartbeats while bytes arrive.
+	MediaClient *http.Client
+	// FetchLimits are the slowest transfer and the longest fetch accepted
+	// (MaxBytes is set per job); zero: none.
+	FetchLimits media.Limits
+	// FetchSlots caps each tenant's concurrent fetches in this worker; nil:
+	// no cap.
+	FetchSlots *media.Slots
+	// ScratchDir holds media steps' local files while they run (default
+	// the system's temporary directory).
+	ScratchDir string
+	// LinkTTL is how long a download_url stays valid (default 1 h).
+	LinkTTL time.Duration
+	// Metrics records provider calls, routing decisions, finished jobs,
+	// webhook deliveries and media steps; nil records none.
+	Metrics *metrics.Metrics
+
+	// CallbackURLs makes the addresses vendors post results back to
+	// (docs/providers.md, Vendor callbacks); nil: this gateway takes no
+	// callbacks. Callbacks reads what they posted.
+	CallbackURLs CallbackAddresses
+	Callbacks    CallbackStore
+}
+
+// Set is all the activities of a worker, one receiver per group.
+type Set struct {
+	Projections *Projections
+	Routing     *Routing
+	Calls       *ProviderCalls
+	AsyncCalls  *AsyncCalls
+	Media       *Media
+	Webhooks    *Webhooks
+	Sweeps      *Sweeps
+}
+
+// New builds the activities, each receiver with its share of d.
+func New(d Deps) *Set {
+	files := Blobs{Store: d.Files, ScratchDir: d.ScratchDir}
+	projections := &Projections{Store: d.Store, Metrics: d.Metrics}
+	return &Set{
+		Projections: projections,
+		Routing: &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,
+			WorkerID: d.WorkerID, Metrics: d.Metrics},
+		Calls: &ProviderCalls{Providers: d.Providers, Projections: projections, Files: files,
+			Latencies: d.Routing, Temporal: d.Temporal, WorkerID: d.WorkerID,
+			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics},
+		AsyncCalls: &AsyncCalls{Providers: d.Providers, Projections: projections, Files: files,
+			CallbackURLs: d.CallbackURLs, Callbacks: d.Callbacks, WorkerID: d.WorkerID,
+			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics},
+		Media: &Media{Files: files, Tools: d.MediaTools, Client: d.MediaClient, FetchLimits: d.FetchLimits,
+			FetchSlots: d.FetchSlots, Providers: d.Providers, WorkerID: d.WorkerID, Metrics: d.Metrics},
+		Webhooks: &Webhooks{Signer: d.Signer, Client: d.WebhookClient, Deliveries: d.Deliveries,
+			Jobs: d.Jobs, Files: d.Files, LinkTTL: d.LinkTTL, Metrics: d.Metrics},
+		Sweeps: &Sweeps{Files: files, Callbacks: d.Callbacks},
+	}
+}
+
+// ActivityRegistry is where Register puts the activities:
+// worker.Worker, or a test environment.
+type ActivityRegistry interface {
+	RegisterActivity(a any)
+}
+
+// Register registers every receiver's activities. Each is named after its
+// method, as when they were methods of one struct: recorded histories
+// replay.
+func (s *Set) Register(r ActivityRegistry) {
+	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps} {
+		r.RegisterActivity(receiver)
+	}
+}
