@@ -48,6 +48,9 @@ type scriptedAdapter struct {
 	hold       time.Duration // how long the call takes after its steps
 }
 
+// Services declares every service: the tests' catalogs decide.
+func (a *scriptedAdapter) Services() []jobs.ServiceID { return jobs.ServiceIDs() }
+
 func (a *scriptedAdapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	a.resumeFrom = call.ResumeFrom
 	for _, p := range a.steps {

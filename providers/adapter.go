@@ -101,22 +101,16 @@ func (c Call) Progress(p int) {
 
 // Adapter calls one provider.
 type Adapter interface {
+	// Services are the services the adapter serves (docs/providers.md,
+	// Writing an adapter). The registry refuses a catalog entry that
+	// lists another service, and refuses calls for another service before
+	// they reach the adapter, so Run, Submit and Check need not check
+	// call.Service themselves.
+	Services() []jobs.ServiceID
 	// Run performs the call and returns the result object of the job's
 	// service, JSON-encoded. Failures are *Error values, except that a
 	// cancelled or expired ctx gives ctx.Err().
 	Run(ctx context.Context, call Call) (json.RawMessage, error)
-}
-
-// Declarer is an Adapter that declares the services it serves
-// (docs/providers.md, Writing an adapter). The registry refuses a catalog
-// entry that lists another service, and refuses calls for another service
-// before they reach the adapter, so Run, Submit and Check need not check
-// call.Service themselves. Every shipped adapter is a Declarer; the
-// registry checks nothing for an adapter that is not (a test double).
-type Declarer interface {
-	Adapter
-	// Services are the services the adapter serves.
-	Services() []jobs.ServiceID
 }
 
 // Submitter is an Adapter whose provider works asynchronously: it takes

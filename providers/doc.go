@@ -3,7 +3,7 @@
 // the Registry that builds one adapter per provider of the catalog
 // (docs/providers.md).
 //
-// An adapter declares the services it serves (Declarer); the registry
+// An adapter declares the services it serves (Adapter.Services); the registry
 // refuses a catalog entry listing another service, and refuses calls for
 // another service before they reach the adapter (docs/providers.md,
 // Writing an adapter). Every adapter's constructor is New(p *Provider,

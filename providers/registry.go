@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -17,15 +18,15 @@ import (
 type Registry struct {
 	catalog  *Catalog
 	adapters map[string]Adapter
-	// calls are the adapters as callers get them: a Declarer's refuses
-	// the services it did not declare (see guard).
+	// calls are the adapters as callers get them: they refuse the
+	// services the adapter did not declare (see guard).
 	calls map[string]Adapter
 }
 
 // NewRegistry builds the adapter of every provider in c with the factory
 // named by its adapter field; every failure is reported, and so is a
-// service the provider lists that its adapter does not declare (see
-// Declarer).
+// service the provider lists that its adapter does not declare
+// (Adapter.Services).
 func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 	if c == nil {
 		return nil, errors.New("providers: NewRegistry needs a catalog")
@@ -50,18 +51,15 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 			// A disabled provider need not be usable (a local engine not
 			// installed, a key not set): routing never picks it, and an
 			// administrator who enables it gets this error from its calls.
-			a = unusable{Permanent(jobs.CodeProviderRejected, fmt.Sprintf("provider %q cannot be used: %v", p.ID, err), nil)}
+			a = unusable{Permanent(jobs.CodeProviderRejected, fmt.Sprintf("provider %q cannot be used: %v", p.ID, err), nil), slices.Collect(maps.Keys(p.Services))}
 			err = nil
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("providers file: provider %q (adapter %s): %w", p.ID, p.Adapter, err))
 			continue
 		}
-		r.adapters[p.ID], r.calls[p.ID] = a, a
-		if d, ok := a.(Declarer); ok {
-			errs = append(errs, undeclared(p, d.Services())...)
-			r.calls[p.ID] = guard(a, p, d.Services())
-		}
+		errs = append(errs, undeclared(p, a.Services())...)
+		r.adapters[p.ID], r.calls[p.ID] = a, guard(a, p, a.Services())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -169,6 +167,11 @@ func (g guardedSubmitter) Check(ctx context.Context, call Call, handle string) (
 
 // unusable is the adapter of a disabled provider whose own adapter could
 // not be built.
-type unusable struct{ err *Error }
+type unusable struct {
+	err      *Error
+	services []jobs.ServiceID
+}
+
+func (u unusable) Services() []jobs.ServiceID { return u.services }
 
 func (u unusable) Run(context.Context, Call) (json.RawMessage, error) { return nil, u.err }

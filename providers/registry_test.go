@@ -16,6 +16,9 @@ import (
 
 type fakeAdapter struct{ id string }
 
+// Services declares every service: the tests' catalogs decide.
+func (f fakeAdapter) Services() []jobs.ServiceID { return jobs.ServiceIDs() }
+
 func (f fakeAdapter) Run(context.Context, providers.Call) (json.RawMessage, error) {
 	return json.RawMessage(`{"id":"` + f.id + `"}`), nil
 }
@@ -45,7 +48,7 @@ func TestNewRegistry(t *testing.T) {
 
 	a, ok := r.Adapter("b")
 	require.True(t, ok)
-	out, err := a.Run(context.Background(), providers.Call{})
+	out, err := a.Run(context.Background(), providers.Call{Service: jobs.LLMTasks})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"b"}`, string(out))
 
@@ -152,7 +155,7 @@ func TestDisabledProviderNeedNotBeUsable(t *testing.T) {
 	require.NoError(t, err)
 	a, ok := r.Adapter("b")
 	require.True(t, ok)
-	_, err = a.Run(context.Background(), providers.Call{})
+	_, err = a.Run(context.Background(), providers.Call{Service: jobs.LLMTasks})
 	var perr *providers.Error
 	require.ErrorAs(t, err, &perr)
 	require.Equal(t, providers.KindPermanent, perr.Kind, "enabled by an administrator anyway: its calls fail over")

@@ -181,6 +181,16 @@ func Services() []Service {
 	return out
 }
 
+// ServiceIDs lists the ids of the gateway's services in their documented
+// order.
+func ServiceIDs() []ServiceID {
+	var ids []ServiceID
+	for _, s := range Services() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
 // LookupService finds a service by id.
 func LookupService(id string) (Service, bool) {
 	s, ok := services[ServiceID(id)]

@@ -34,9 +34,8 @@ func Factories(opts ...providers.Option) map[string]providers.Factory {
 	}
 }
 
-// factory turns an adapter's New into a Factory; a built-in adapter must
-// declare its services (providers.Declarer).
-func factory[A providers.Declarer](newAdapter func(*providers.Provider, ...providers.Option) (A, error), opts []providers.Option) providers.Factory {
+// factory turns an adapter's New into a Factory.
+func factory[A providers.Adapter](newAdapter func(*providers.Provider, ...providers.Option) (A, error), opts []providers.Option) providers.Factory {
 	return func(p *providers.Provider) (providers.Adapter, error) {
 		a, err := newAdapter(p, opts...)
 		if err != nil {
