@@ -78,7 +78,7 @@ type CallOutput struct {
 // LatencyRecorder records how long a provider's calls take, for routing
 // by latency (RoutingStore is one).
 type LatencyRecorder interface {
-	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
+	RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error
 }
 
 // ProviderCalls run jobs on providers that answer within the call
@@ -169,7 +169,7 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 	}
 	if c.Latencies != nil && resumeFrom == 0 {
 		// A resumed call's duration says nothing about the provider.
-		if err := c.Latencies.RecordLatency(ctx, in.ProviderID, string(in.Service), time.Since(started)); err != nil {
+		if err := c.Latencies.RecordLatency(ctx, in.ProviderID, in.Service, time.Since(started)); err != nil {
 			activity.GetLogger(ctx).Warn("latency not recorded", "provider", in.ProviderID, "error", err)
 		}
 	}

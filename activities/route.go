@@ -24,10 +24,10 @@ type RoutingStore interface {
 	GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error)
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 	ProviderStatuses(ctx context.Context) (map[string]store.ProviderStatus, error)
-	ReserveRateOnce(ctx context.Context, key store.DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
+	ReserveRateOnce(ctx context.Context, key store.DecisionKey, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error)
 	NextTurnOnce(ctx context.Context, key store.DecisionKey, cursor string, now time.Time) (int64, error)
-	Latencies(ctx context.Context, service string) (map[string]float64, error)
-	RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error
+	Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error)
+	RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error
 }
 
 // Routing decides which provider takes each attempt of a job
@@ -205,7 +205,7 @@ func (r *Routing) gatherRouting(ctx context.Context, in RouteInput, req *policy.
 	}
 	switch req.Policy.Strategy {
 	case policy.StrategyLatency:
-		latencies, err := r.Store.Latencies(ctx, string(in.Service))
+		latencies, err := r.Store.Latencies(ctx, in.Service)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +274,7 @@ func (r *Routing) reserve(ctx context.Context, in RouteInput, providerID string,
 	if limits.RequestsPerMinute <= 0 && limits.RequestsPerDay <= 0 {
 		return true, nil
 	}
-	fits, err := r.Store.ReserveRateOnce(ctx, decisionKey(in), providerID, string(in.Service), limits.RequestsPerMinute, limits.RequestsPerDay, now)
+	fits, err := r.Store.ReserveRateOnce(ctx, decisionKey(in), providerID, in.Service, limits.RequestsPerMinute, limits.RequestsPerDay, now)
 	if err != nil {
 		return false, err
 	}

@@ -116,7 +116,7 @@ func TestDecideRouteAcrossWorkers(t *testing.T) {
 			require.Equal(t, "good", out.Routing.ProviderID, "the first worker took the last request of the day")
 			require.Equal(t, jobs.EvalRateLimited, reasonOf(out, "cheap"))
 		}
-		counts, err := st.RateCounts(context.Background(), string(jobs.LLMTasks), []string{"cheap"}, time.Now())
+		counts, err := st.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 2, counts["cheap"].Day, "refused reservations are not counted")
 	})
@@ -202,7 +202,7 @@ func TestDecideRouteRetriedCountsOnce(t *testing.T) {
 		env, _ := routingEnv(t, st)
 		dayCount := func() int {
 			t.Helper()
-			counts, err := st.RateCounts(context.Background(), string(jobs.LLMTasks), []string{"cheap"}, time.Now())
+			counts, err := st.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
 			require.NoError(t, err)
 			return counts["cheap"].Day
 		}
@@ -247,7 +247,7 @@ func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
 		turn, err := s.NextTurn(ctx, "policy:"+p.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), turn, "four tries of two decisions took two turns")
-		counts, err := s.RateCounts(ctx, string(jobs.LLMTasks), []string{"cheap"}, time.Now())
+		counts, err := s.RateCounts(ctx, jobs.LLMTasks, []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 1, counts["cheap"].Day, "one of the two decisions reserved with cheap, once")
 	})

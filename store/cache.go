@@ -203,8 +203,8 @@ func (c *Cache) forgetPolicies() {
 }
 
 // Latencies is Store.Latencies, at most TTL old.
-func (c *Cache) Latencies(ctx context.Context, service string) (map[string]float64, error) {
-	m, err := c.latencies.get(ctx, service, func(ctx context.Context) (map[string]float64, error) {
+func (c *Cache) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
+	m, err := c.latencies.get(ctx, string(service), func(ctx context.Context) (map[string]float64, error) {
 		return c.Store.Latencies(ctx, service)
 	})
 	return maps.Clone(m), err

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -66,7 +67,7 @@ func limitedWindows(now time.Time, perMinute, perDay int) []rateWindow {
 
 // RateCounts reads the current minute and day counts of providers for a
 // service.
-func (s *Store) RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]RateCount, error) {
+func (s *Store) RateCounts(ctx context.Context, service jobs.ServiceID, providerIDs []string, now time.Time) (map[string]RateCount, error) {
 	minute, day := minuteWindow(now, 0).name, dayWindow(now, 0).name
 	var rows []rateCounter
 	err := s.db.WithContext(ctx).
@@ -92,7 +93,7 @@ func (s *Store) RateCounts(ctx context.Context, service string, providerIDs []st
 // would exceed its per-minute or per-day limit (0 means no limit). It
 // reports whether the request fits; a request that does not is counted in
 // neither window. Concurrent callers never overshoot: see reserveRate.
-func (s *Store) ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+func (s *Store) ReserveRate(ctx context.Context, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -118,7 +119,7 @@ const decisionRetention = time.Hour
 // a rate with the provider already gets true without being counted again.
 // A decision holds one reservation: reserving with another provider (the
 // retry decided otherwise) counts that one and leaves the first counted.
-func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -139,7 +140,7 @@ func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID
 // With a decision key the decision's record is written first, in the same
 // transaction: when it already holds the provider (a retry, or another
 // attempt of the decision at the same time) nothing is counted.
-func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID, service string, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
+func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	var q strings.Builder
 	var args []any
 	q.WriteString("INSERT INTO rate_counters (provider_id, service, time_window, count, expires_at) VALUES ")
@@ -249,7 +250,7 @@ func (routingDecision) TableName() string { return "routing_decisions" }
 // ReserveRate is Store.ReserveRate, except that a window this process saw
 // full is refused without a statement until it ends: a window's count only
 // grows while it lasts.
-func (c *Cache) ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+func (c *Cache) ReserveRate(ctx context.Context, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -268,7 +269,7 @@ func (c *Cache) ReserveRate(ctx context.Context, providerID, service string, per
 // ReserveRateOnce is Store.ReserveRateOnce, with ReserveRate's memory of
 // full windows: a window seen full costs a read of the decision's record
 // (which may hold the reservation that filled it) instead of a write.
-func (c *Cache) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID, service string, perMinute, perDay int, now time.Time) (bool, error) {
+func (c *Cache) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -296,18 +297,18 @@ type fullWindow struct {
 	limit                       int // a window full at one limit may have room at a higher one
 }
 
-func (f *fullWindows) any(providerID, service string, windows []rateWindow, now time.Time) bool {
+func (f *fullWindows) any(providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, w := range windows {
-		if end, ok := f.ends[fullWindow{providerID, service, w.name, w.limit}]; ok && now.Before(end) {
+		if end, ok := f.ends[fullWindow{providerID, string(service), w.name, w.limit}]; ok && now.Before(end) {
 			return true
 		}
 	}
 	return false
 }
 
-func (f *fullWindows) add(providerID, service string, windows []rateWindow, now time.Time) {
+func (f *fullWindows) add(providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) {
 	if len(windows) == 0 {
 		return
 	}
@@ -318,7 +319,7 @@ func (f *fullWindows) add(providerID, service string, windows []rateWindow, now 
 	}
 	maps.DeleteFunc(f.ends, func(_ fullWindow, end time.Time) bool { return !now.Before(end) })
 	for _, w := range windows {
-		f.ends[fullWindow{providerID, service, w.name, w.limit}] = w.end
+		f.ends[fullWindow{providerID, string(service), w.name, w.limit}] = w.end
 	}
 }
 
@@ -396,7 +397,7 @@ const latencyWeight = 0.2
 
 // RecordLatency folds one observed call duration into the provider's
 // exponentially weighted moving average for the service.
-func (s *Store) RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error {
+func (s *Store) RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error {
 	var b latencyBatch
 	b.fold(d)
 	return s.writeLatencies(ctx, providerID, service, b)
@@ -432,7 +433,7 @@ func (b *latencyBatch) then(next latencyBatch) {
 }
 
 // writeLatencies folds a batch into the stored average in one upsert.
-func (s *Store) writeLatencies(ctx context.Context, providerID, service string, b latencyBatch) error {
+func (s *Store) writeLatencies(ctx context.Context, providerID string, service jobs.ServiceID, b latencyBatch) error {
 	now := time.Now().UTC()
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "provider_id"}, {Name: "service"}},
@@ -441,14 +442,14 @@ func (s *Store) writeLatencies(ctx context.Context, providerID, service string, 
 			"samples":     gorm.Expr("provider_latencies.samples + ?", b.n),
 			"updated_at":  now,
 		}),
-	}).Create(&providerLatency{ProviderID: providerID, Service: service, EWMAMillis: b.first, Samples: b.n, UpdatedAt: now}).Error
+	}).Create(&providerLatency{ProviderID: providerID, Service: string(service), EWMAMillis: b.first, Samples: b.n, UpdatedAt: now}).Error
 }
 
 // RecordLatency is Store.RecordLatency, except that the observations of a
 // provider for a service are written at most once per TTL: the first at
 // once, those that follow within the TTL together once it has passed, in
 // the background. Flush writes what is left.
-func (c *Cache) RecordLatency(ctx context.Context, providerID, service string, d time.Duration) error {
+func (c *Cache) RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error {
 	key := latencyKey{providerID, service}
 	c.samples.mu.Lock()
 	p := c.samples.pending[key]
@@ -495,7 +496,10 @@ type latencySamples struct {
 	pending map[latencyKey]*pendingLatency
 }
 
-type latencyKey struct{ providerID, service string }
+type latencyKey struct {
+	providerID string
+	service    jobs.ServiceID
+}
 
 type pendingLatency struct {
 	batch   latencyBatch
@@ -532,7 +536,7 @@ func (c *Cache) writePending(ctx context.Context, key latencyKey) error {
 
 // Latencies returns the observed latency, in milliseconds, of every
 // provider with observations for a service.
-func (s *Store) Latencies(ctx context.Context, service string) (map[string]float64, error) {
+func (s *Store) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
 	var rows []providerLatency
 	if err := s.db.WithContext(ctx).Where("service = ?", service).Find(&rows).Error; err != nil {
 		return nil, err

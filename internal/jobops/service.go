@@ -51,8 +51,8 @@ type PolicyStore interface {
 
 // RateStore reads the request counts routing keeps per provider.
 type RateStore interface {
-	RateCounts(ctx context.Context, service string, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
-	ReserveRate(ctx context.Context, providerID, service string, perMinute, perDay int, now time.Time) (bool, error)
+	RateCounts(ctx context.Context, service jobs.ServiceID, providerIDs []string, now time.Time) (map[string]store.RateCount, error)
+	ReserveRate(ctx context.Context, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error)
 }
 
 // Starter starts the workflows of accepted jobs (the Dispatcher).

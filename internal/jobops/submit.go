@@ -397,7 +397,7 @@ func (s *Service) checkRateLimit(ctx context.Context, p *providers.Provider, ser
 		return nil
 	}
 	now := s.cfg.Now().UTC()
-	counts, err := s.cfg.Rates.RateCounts(ctx, string(service), []string{p.ID}, now)
+	counts, err := s.cfg.Rates.RateCounts(ctx, service, []string{p.ID}, now)
 	if err != nil {
 		return err
 	}
