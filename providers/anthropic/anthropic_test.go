@@ -3,10 +3,8 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/anthropic"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 const secret = "sk-ant-test-secret"
@@ -44,49 +43,44 @@ type bench struct {
 // records what the adapter sent.
 func setup(t *testing.T, status int, body string, header ...string) *bench {
 	t.Helper()
+	return benchOf(t, providertest.NewVendor(t, nil).Answer(status, body, append(header, "Content-Type", "application/json")...))
+}
+
+func benchOf(t *testing.T, v *providertest.Vendor) *bench {
+	t.Helper()
 	b := &bench{requests: make(chan *http.Request, 4), bodies: make(chan map[string]any, 4)}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	v.Check(func(r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
 		var m map[string]any
 		assert.NoError(t, json.Unmarshal(data, &m))
 		b.requests <- r
 		b.bodies <- m
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	b.provider = &providers.Provider{ID: "claude", Adapter: "anthropic",
-		Settings: map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "ANTHROPIC_KEY", "model": "claude-sonnet-4-5", "max_tokens": 2048},
-		Services: map[jobs.ServiceID]*providers.Capability{jobs.LLMTasks: {
+	})
+	b.provider = providertest.Provider("claude",
+		map[string]any{"base_url": v.URL + "/v1", "api_key_env": "ANTHROPIC_KEY", "model": "claude-sonnet-4-5", "max_tokens": 2048},
+		jobs.LLMTasks, providers.Capability{
 			Models:  []string{"claude-sonnet-4-5", "claude-haiku-4-5"},
 			Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.000003, Currency: "USD"},
-		}}}
-	a, err := anthropic.New(b.provider, providers.WithLookupEnv(func(name string) (string, bool) {
-		return secret, name == "ANTHROPIC_KEY"
-	}))
+		})
+	b.provider.Adapter = "anthropic"
+	a, err := anthropic.New(b.provider, providertest.Env("ANTHROPIC_KEY", secret))
 	require.NoError(t, err)
 	b.adapter = a
 	return b
 }
 
-func (b *bench) run(input, options string) (jobs.LLMTaskResult, error) {
-	out, err := b.adapter.Run(context.Background(), providers.Call{JobID: "j", Service: jobs.LLMTasks, Provider: b.provider,
-		Input: json.RawMessage(input), Options: json.RawMessage(options)})
-	var res jobs.LLMTaskResult
-	if err == nil {
-		err = json.Unmarshal(out, &res)
-	}
+func (b *bench) run(t *testing.T, input, options string) (jobs.LLMTaskResult, error) {
+	t.Helper()
+	call := providertest.Call(b.provider, jobs.LLMTasks, input, options)
+	call.JobID = "j"
+	res, _, err := providertest.Run[jobs.LLMTaskResult](context.Background(), t, b.adapter, call)
 	return res, err
 }
 
 func TestMessagesRequestAndAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 200, strings.Replace(exampleResponse, "%s", "end_turn", 1))
-	res, err := b.run(`{"type":"text","text":"The gateway routes jobs.","prompt":"Summarise.","system_prompt":"Be brief."}`,
+	res, err := b.run(t, `{"type":"text","text":"The gateway routes jobs.","prompt":"Summarise.","system_prompt":"Be brief."}`,
 		`{"creativity":"creative","model":"claude-haiku-4-5","include_usage":true}`)
 	require.NoError(t, err)
 
@@ -116,7 +110,7 @@ func TestDefaultsAndStopReasons(t *testing.T) {
 		t.Run(stop, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, 200, strings.Replace(exampleResponse, "%s", stop, 1))
-			res, err := b.run(`{"type":"text","prompt":"Hello"}`, ``)
+			res, err := b.run(t, `{"type":"text","prompt":"Hello"}`, ``)
 			require.NoError(t, err)
 			require.Equal(t, want, res.FinishReason)
 			require.Nil(t, res.Usage, "usage only when asked for")
@@ -127,18 +121,8 @@ func TestDefaultsAndStopReasons(t *testing.T) {
 		})
 	}
 	b := setup(t, 200, strings.Replace(exampleResponse, "%s", "refusal", 1))
-	_, err := b.run(`{"type":"text","prompt":"Hello"}`, ``)
-	requireKind(t, err, providers.KindPermanent, 0)
-}
-
-func requireKind(t *testing.T, err error, kind providers.ErrorKind, status int) *providers.Error {
-	t.Helper()
-	var perr *providers.Error
-	require.True(t, errors.As(err, &perr), "%v", err)
-	require.Equal(t, kind, perr.Kind, "%v", err)
-	require.Equal(t, status, perr.StatusCode)
-	require.NotContains(t, perr.Error(), secret)
-	return perr
+	_, err := b.run(t, `{"type":"text","prompt":"Hello"}`, ``)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Secret: secret})
 }
 
 func TestErrorsAreClassified(t *testing.T) {
@@ -146,46 +130,28 @@ func TestErrorsAreClassified(t *testing.T) {
 	errBody := func(typ, msg string) string {
 		return `{"type":"error","error":{"type":"` + typ + `","message":"` + msg + `"}}`
 	}
-	tests := []struct {
-		name   string
-		status int
-		body   string
-		header []string
-		kind   providers.ErrorKind
-		after  time.Duration
-		want   string
-	}{
-		{"rate limited", 429, errBody("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"), []string{"retry-after", "12"}, providers.KindRetryable, 12 * time.Second, "rate_limit_error"},
-		{"overloaded", 529, errBody("overloaded_error", "Overloaded"), nil, providers.KindRetryable, 0, "overloaded_error: Overloaded"},
-		{"server error", 500, errBody("api_error", "Internal server error"), nil, providers.KindRetryable, 0, "api_error"},
-		{"bad key", 401, errBody("authentication_error", "invalid x-api-key"), nil, providers.KindPermanent, 0, "authentication_error: invalid x-api-key"},
-		{"bad request", 400, errBody("invalid_request_error", "max_tokens: Field required"), nil, providers.KindPermanent, 0, "invalid_request_error: max_tokens: Field required"},
-		{"not found", 404, errBody("not_found_error", "model: claude-x"), nil, providers.KindPermanent, 0, "not_found_error"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, tc.status, tc.body, tc.header...)
-			_, err := b.run(`{"type":"text","prompt":"Hello"}`, ``)
-			perr := requireKind(t, err, tc.kind, tc.status)
-			require.Contains(t, perr.Message, tc.want)
-			require.Equal(t, tc.after, perr.RetryAfter)
-		})
-	}
-
-	b := setup(t, 200, `{"not":"a message"`)
-	_, err := b.run(`{"type":"text","prompt":"Hello"}`, ``)
-	perr := requireKind(t, err, providers.KindPermanent, 0)
-	require.Equal(t, jobs.CodeBadResponse, perr.Code)
+	providertest.RunStatusCases(t, secret, []providertest.StatusCase{
+		{Name: "rate limited", Status: 429, Body: errBody("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"), Header: []string{"retry-after", "12"},
+			Kind: providers.KindRetryable, RetryAfter: 12 * time.Second, Says: "rate_limit_error"},
+		{Name: "overloaded", Status: 529, Body: errBody("overloaded_error", "Overloaded"), Kind: providers.KindRetryable, Says: "overloaded_error: Overloaded"},
+		{Name: "server error", Status: 500, Body: errBody("api_error", "Internal server error"), Kind: providers.KindRetryable, Says: "api_error"},
+		{Name: "bad key", Status: 401, Body: errBody("authentication_error", "invalid x-api-key"), Kind: providers.KindPermanent, Says: "authentication_error: invalid x-api-key"},
+		{Name: "bad request", Status: 400, Body: errBody("invalid_request_error", "max_tokens: Field required"), Kind: providers.KindPermanent, Says: "invalid_request_error: max_tokens: Field required"},
+		{Name: "not found", Status: 404, Body: errBody("not_found_error", "model: claude-x"), Kind: providers.KindPermanent, Says: "not_found_error"},
+		{Name: "not a message", Status: 200, Body: `{"not":"a message"`, Kind: providers.KindPermanent, Code: jobs.CodeBadResponse},
+	}, func(t *testing.T, v *providertest.Vendor) []error {
+		_, err := benchOf(t, v).run(t, `{"type":"text","prompt":"Hello"}`, ``)
+		return []error{err}
+	})
 }
 
 func TestOnlyTextTasks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 200, strings.Replace(exampleResponse, "%s", "end_turn", 1))
-	_, err := b.run(`{"type":"document","prompt":"Hello"}`, ``)
-	require.Equal(t, jobs.CodeUnsupportedInput, requireKind(t, err, providers.KindPermanent, 0).Code)
-	_, err = b.run(`{"type":"text","prompt":"Hello"}`, `{"creativity":"wild"}`)
-	require.Equal(t, jobs.CodeInvalidInput, requireKind(t, err, providers.KindInput, 0).Code)
+	_, err := b.run(t, `{"type":"document","prompt":"Hello"}`, ``)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeUnsupportedInput, Secret: secret})
+	_, err = b.run(t, `{"type":"text","prompt":"Hello"}`, `{"creativity":"wild"}`)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindInput, Code: jobs.CodeInvalidInput, Secret: secret})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -196,7 +162,7 @@ func TestOnlyTextTasks(t *testing.T) {
 func TestSettingsAreChecked(t *testing.T) {
 	t.Parallel()
 	_, err := anthropic.New(&providers.Provider{ID: "c", Settings: map[string]any{"base_url": "ftp://x", "api_key_env": "MISSING"}},
-		providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		providertest.NoEnv())
 	require.ErrorContains(t, err, `base_url "ftp://x"`)
 	require.ErrorContains(t, err, "model is missing")
 	require.ErrorContains(t, err, "MISSING, but that environment variable is not set")

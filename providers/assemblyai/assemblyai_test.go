@@ -3,13 +3,8 @@ package assemblyai_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +14,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/assemblyai"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 const (
@@ -44,76 +40,64 @@ const (
 
 // fake speaks AssemblyAI's v2 protocol for one transcript.
 type fake struct {
-	mu       sync.Mutex
 	uploads  []string
 	requests []map[string]any // POST /v2/transcript bodies
 	statuses []string         // what successive transcript reads answer
 	reads    int
-	fail     int
-	failBody string
 }
 
-func (f *fake) serve(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		assert.Equal(t, secret, r.Header.Get("Authorization"), "the key goes bare in the authorization header")
-		if f.fail != 0 {
-			w.Header().Set("Retry-After", "7")
-			w.WriteHeader(f.fail)
-			_, _ = io.WriteString(w, f.failBody)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == "/v2/upload":
+func (f *fake) routes(t *testing.T) http.HandlerFunc {
+	return providertest.Routes(t, map[string]http.HandlerFunc{
+		"POST /v2/upload": func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "application/octet-stream", r.Header.Get("Content-Type"))
 			data, _ := io.ReadAll(r.Body)
 			assert.Equal(t, int64(len(data)), r.ContentLength)
 			f.uploads = append(f.uploads, string(data))
-			_, _ = io.WriteString(w, `{"upload_url":"`+uploadURL+`"}`)
-		case r.Method == http.MethodPost && r.URL.Path == "/v2/transcript":
+			providertest.WriteJSON(w, `{"upload_url":"`+uploadURL+`"}`)
+		},
+		"POST /v2/transcript": func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 			var body map[string]any
 			assert.NoError(t, json.NewDecoder(r.Body).Decode(&body))
 			f.requests = append(f.requests, body)
-			_, _ = io.WriteString(w, `{"id":"`+transcriptID+`","status":"queued","audio_url":"`+uploadURL+`"}`)
-		case r.Method == http.MethodGet && r.URL.Path == "/v2/transcript/"+transcriptID:
+			providertest.WriteJSON(w, `{"id":"`+transcriptID+`","status":"queued","audio_url":"`+uploadURL+`"}`)
+		},
+		"GET /v2/transcript/" + transcriptID: func(w http.ResponseWriter, _ *http.Request) {
 			status := f.statuses[min(f.reads, len(f.statuses)-1)]
 			f.reads++
 			switch status {
 			case "completed":
-				_, _ = io.WriteString(w, completed)
+				providertest.WriteJSON(w, completed)
 			case "error":
-				_, _ = io.WriteString(w, failed)
+				providertest.WriteJSON(w, failed)
 			default:
-				_, _ = io.WriteString(w, `{"id":"`+transcriptID+`","status":"`+status+`"}`)
+				providertest.WriteJSON(w, `{"id":"`+transcriptID+`","status":"`+status+`"}`)
 			}
-		case r.Method == http.MethodGet && r.URL.Path == "/v2/transcript/"+transcriptID+"/sentences":
-			_, _ = io.WriteString(w, sentences)
-		default:
-			t.Errorf("unexpected request %s %s", r.Method, r.URL)
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		},
+		"GET /v2/transcript/" + transcriptID + "/sentences": func(w http.ResponseWriter, _ *http.Request) {
+			providertest.WriteJSON(w, sentences)
+		},
+	})
 }
 
+// newAdapter is an adapter of the fake f, and a call with extracted audio.
 func newAdapter(t *testing.T, f *fake) (*assemblyai.Adapter, providers.Call) {
 	t.Helper()
-	srv := f.serve(t)
-	p := &providers.Provider{ID: "aai", Settings: map[string]any{"base_url": srv.URL, "api_key_env": "AAI_KEY", "speech_model": "universal"},
-		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
+	return adapterOf(t, providertest.NewVendor(t, f.routes(t)))
+}
+
+func adapterOf(t *testing.T, v *providertest.Vendor) (*assemblyai.Adapter, providers.Call) {
+	t.Helper()
+	v.RequireAuth("Authorization", secret) // the key goes bare in the authorization header
+	p := providertest.Provider("aai", map[string]any{"base_url": v.URL, "api_key_env": "AAI_KEY", "speech_model": "universal"},
+		jobs.Transcriptions, providers.Capability{
 			Limits:  providers.Limits{MaxFileSizeMB: 1},
-			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0065, Currency: "USD"}}}}
-	a, err := assemblyai.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "AAI_KEY" }), providers.WithPollInterval(time.Millisecond))
+			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0065, Currency: "USD"}})
+	a, err := assemblyai.New(p, providertest.Env("AAI_KEY", secret), providers.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
-	audio := filepath.Join(t.TempDir(), "audio.wav")
-	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
-		Input: json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
-		Media: &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 281}}
+	call := providertest.Call(p, jobs.Transcriptions, `{"type":"audio","url":"https://media.test/a.mp3"}`, "")
+	call.Media = providertest.AudioMedia(t, 281)
+	return a, call
 }
 
 func TestSubmitsThenReadsTheTranscript(t *testing.T) {
@@ -187,51 +171,35 @@ func TestFailuresAreClassified(t *testing.T) {
 	f := &fake{statuses: []string{"error"}}
 	a, call := newAdapter(t, f)
 	_, err := a.Run(context.Background(), call)
-	requireKind(t, err, providers.KindPermanent, 0, "File does not appear to contain audio")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Says: "File does not appear to contain audio", Secret: secret})
 
 	big := call
 	big.Media = &providers.Media{Path: call.Media.Path, Size: 2 << 20}
 	_, err = a.Submit(context.Background(), big)
-	requireKind(t, err, providers.KindPermanent, 0, "larger than the 1 MB")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Says: "larger than the 1 MB", Secret: secret})
 
 	noMedia := call
 	noMedia.Media = nil
 	_, err = a.Submit(context.Background(), noMedia)
-	requireKind(t, err, providers.KindPermanent, 0, "media stage")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Says: "media stage", Secret: secret})
 
-	for _, tc := range []struct {
-		status int
-		body   string
-		kind   providers.ErrorKind
-		want   string
-		after  time.Duration
-	}{
-		{401, `{"error":"Authentication error, API token missing/invalid"}`, providers.KindPermanent, "API token missing/invalid", 0},
-		{400, `{"error":"Invalid language_code"}`, providers.KindPermanent, "Invalid language_code", 0},
-		{429, `{"error":"Too many requests"}`, providers.KindRetryable, "Too many requests", 7 * time.Second},
-		{503, ``, providers.KindRetryable, "answered 503", 7 * time.Second},
-	} {
-		f := &fake{fail: tc.status, failBody: tc.body}
-		a, call := newAdapter(t, f)
-		_, err := a.Submit(context.Background(), call)
-		perr := requireKind(t, err, tc.kind, tc.status, tc.want)
-		require.Equal(t, tc.after, perr.RetryAfter)
-		_, err = a.Check(context.Background(), call, transcriptID)
-		requireKind(t, err, tc.kind, tc.status, tc.want)
-	}
-
-	_, err = assemblyai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "ftp://x"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	_, err = assemblyai.New(&providers.Provider{ID: "x", Settings: map[string]any{"base_url": "ftp://x"}}, providertest.NoEnv())
 	require.ErrorContains(t, err, "base_url")
 	require.ErrorContains(t, err, "api_key_env is missing")
 }
 
-func requireKind(t *testing.T, err error, kind providers.ErrorKind, status int, want string) *providers.Error {
-	t.Helper()
-	var perr *providers.Error
-	require.True(t, errors.As(err, &perr), "%v", err)
-	require.Equal(t, kind, perr.Kind, "%v", err)
-	require.Equal(t, status, perr.StatusCode)
-	require.Contains(t, perr.Error(), want)
-	require.NotContains(t, perr.Error(), secret)
-	return perr
+func TestAnswersAreClassified(t *testing.T) {
+	t.Parallel()
+	retry := []string{"Retry-After", "7"}
+	providertest.RunStatusCases(t, secret, []providertest.StatusCase{
+		{Name: "bad key", Status: 401, Body: `{"error":"Authentication error, API token missing/invalid"}`, Header: retry, Kind: providers.KindPermanent, Says: "API token missing/invalid"},
+		{Name: "bad request", Status: 400, Body: `{"error":"Invalid language_code"}`, Header: retry, Kind: providers.KindPermanent, Says: "Invalid language_code"},
+		{Name: "rate limited", Status: 429, Body: `{"error":"Too many requests"}`, Header: retry, Kind: providers.KindRetryable, Says: "Too many requests", RetryAfter: 7 * time.Second},
+		{Name: "unavailable", Status: 503, Body: ``, Header: retry, Kind: providers.KindRetryable, Says: "answered 503", RetryAfter: 7 * time.Second},
+	}, func(t *testing.T, v *providertest.Vendor) []error {
+		a, call := adapterOf(t, v)
+		_, submitErr := a.Submit(context.Background(), call)
+		_, checkErr := a.Check(context.Background(), call, transcriptID)
+		return []error{submitErr, checkErr}
+	})
 }

@@ -3,12 +3,8 @@ package deepgram_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,22 +15,17 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepgram"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 // callbackFake is Deepgram in callback mode: POST /v1/listen?callback=
-// answers {"request_id"} at once, then posts the transcription to the
-// callback URL, as Deepgram's pre-recorded callback documentation says.
-func callbackFake(t *testing.T, callbackBody string) (base string, queries chan map[string][]string) {
+// answers {"request_id"} at once, then posts callbackBody to the callback
+// URL, as Deepgram's pre-recorded callback documentation says; f records
+// the requests.
+func callbackFake(t *testing.T, f *fake, callbackBody string) *providertest.Vendor {
 	t.Helper()
-	queries = make(chan map[string][]string, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		assert.Equal(t, "Token "+secret, r.Header.Get("Authorization"))
-		assert.Equal(t, "POST /v1/listen", r.Method+" "+r.URL.Path)
-		data, _ := io.ReadAll(r.Body)
-		assert.Equal(t, "RIFF....WAVE", string(data))
-		queries <- r.URL.Query()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"request_id":"a847f427-4ad5-4d67-9b95-db801e58251c"}`)
+	return f.serve(t, providertest.NewVendor(t, func(w http.ResponseWriter, r *http.Request) {
+		providertest.WriteJSON(w, `{"request_id":"a847f427-4ad5-4d67-9b95-db801e58251c"}`)
 		callback := r.URL.Query().Get("callback")
 		go func() {
 			resp, err := http.Post(callback, "application/json", strings.NewReader(callbackBody))
@@ -43,43 +34,37 @@ func callbackFake(t *testing.T, callbackBody string) (base string, queries chan 
 			}
 		}()
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, queries
 }
 
 func callbackAdapter(t *testing.T, base string) (*deepgram.CallbackAdapter, providers.Call) {
 	t.Helper()
-	p := &providers.Provider{ID: "dg", Settings: map[string]any{"base_url": base, "api_key_env": "DG_KEY", "callback_timeout_minutes": 5},
-		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
-			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
-	a, err := deepgram.NewWithCallbacks(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DG_KEY" }))
+	p := providertest.Provider("dg", map[string]any{"base_url": base, "api_key_env": "DG_KEY", "callback_timeout_minutes": 5},
+		jobs.Transcriptions, providers.Capability{Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}})
+	a, err := deepgram.NewWithCallbacks(p, providertest.Env("DG_KEY", secret))
 	require.NoError(t, err)
-	audio := filepath.Join(t.TempDir(), "audio.wav")
-	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
-		Input:   json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
-		Options: json.RawMessage(`{"diarization":true,"include_usage":true}`),
-		Media:   &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 26}}
+	call := providertest.Call(p, jobs.Transcriptions, `{"type":"audio","url":"https://media.test/a.mp3"}`, `{"diarization":true,"include_usage":true}`)
+	call.Media = providertest.AudioMedia(t, 26)
+	return a, call
 }
 
 func TestCallbackModeSubmitsWithTheCallbackAndMapsWhatIsPosted(t *testing.T) {
 	t.Parallel()
 	posted := make(chan []byte, 1)
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	receiver := providertest.NewVendor(t, func(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
 		assert.Equal(t, "token-of-job-1", r.URL.Query().Get("token"))
 		posted <- data
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(receiver.Close)
-	base, queries := callbackFake(t, listen)
-	a, call := callbackAdapter(t, base)
+	})
+	f := &fake{}
+	a, call := callbackAdapter(t, callbackFake(t, f, listen).URL)
 
 	call.CallbackURL = receiver.URL + "/v1/provider-callbacks/job-1/1?token=token-of-job-1"
 	handle, err := a.Submit(context.Background(), call)
 	require.NoError(t, err)
 	require.Equal(t, "a847f427-4ad5-4d67-9b95-db801e58251c", handle)
-	q := <-queries
+	require.Equal(t, []string{providertest.Audio}, f.bodies)
+	q := f.queries[0]
 	require.Equal(t, call.CallbackURL, q["callback"][0])
 	require.Equal(t, []string{"true"}, q["diarize"], "options are sent as in the synchronous mode")
 	require.Equal(t, []string{"true"}, q["utterances"])
@@ -109,34 +94,25 @@ func TestCallbackModeSubmitsWithTheCallbackAndMapsWhatIsPosted(t *testing.T) {
 func TestCallbackModeFailures(t *testing.T) {
 	t.Parallel()
 	a, call := callbackAdapter(t, "http://127.0.0.1:1")
-	permanent := func(t *testing.T, err error, code, says string) {
-		t.Helper()
-		var pe *providers.Error
-		require.True(t, errors.As(err, &pe), "%v", err)
-		require.Equal(t, providers.KindPermanent, pe.Kind)
-		require.Equal(t, code, pe.Code)
-		require.Contains(t, pe.Message, says)
-	}
-
 	_, err := a.Submit(context.Background(), call)
-	permanent(t, err, jobs.CodeProviderRejected, "no callback URL")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeProviderRejected, Says: "no callback URL"})
 
 	late := call
 	late.Submitted = time.Now().Add(-6 * time.Minute)
 	_, err = a.Check(context.Background(), late, "req-1")
-	permanent(t, err, jobs.CodeProviderUnavailable, "did not post the result of request req-1 within 5m0s")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeProviderUnavailable, Says: "did not post the result of request req-1 within 5m0s"})
 
 	failed := call
 	failed.Callback = []byte(`{"err_code":"Bad Request","err_msg":"Bad Request: failed to process audio: corrupt or unsupported data","request_id":"req-1"}`)
 	_, err = a.Check(context.Background(), failed, "req-1")
-	permanent(t, err, jobs.CodeProviderRejected, "corrupt or unsupported data")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeProviderRejected, Says: "corrupt or unsupported data"})
 
 	garbled := call
 	garbled.Callback = []byte(`{"metadata":{}}`)
 	_, err = a.Check(context.Background(), garbled, "req-1")
-	permanent(t, err, jobs.CodeBadResponse, "an answer Deepgram's API does not send")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeBadResponse, Says: "an answer Deepgram's API does not send"})
 
 	p := &providers.Provider{ID: "dg", Settings: map[string]any{"api_key_env": "DG_KEY", "callback_timeout_minutes": 0}}
-	_, err = deepgram.NewWithCallbacks(p, providers.WithLookupEnv(func(string) (string, bool) { return secret, true }))
+	_, err = deepgram.NewWithCallbacks(p, providertest.Env("DG_KEY", secret))
 	require.ErrorContains(t, err, "callback_timeout_minutes")
 }

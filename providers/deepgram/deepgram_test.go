@@ -3,14 +3,9 @@ package deepgram_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +15,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepgram"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 const secret = "dg-secret-key"
@@ -35,56 +31,48 @@ const listen = `{"metadata":{"transaction_key":"deprecated","request_id":"a847f4
 "utterances":[{"start":0.08,"end":3.3,"confidence":0.97,"channel":0,"transcript":"Yeah. As much as it's worth celebrating","words":[],"speaker":0,"id":"u1"},
 {"start":3.5,"end":9.1,"confidence":0.95,"channel":0,"transcript":"the first spacewalk with an all female team, I think many of us are looking forward to it just being normal.","words":[],"speaker":1,"id":"u2"}]}}`
 
+// fake records what the adapter sends to a fake Deepgram.
 type fake struct {
-	mu      sync.Mutex
 	queries []url.Values
 	bodies  []string
 	types   []string
-	fail    int
-	failMsg string
 }
 
-func newAdapter(t *testing.T, f *fake) (*deepgram.Adapter, providers.Call) {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		assert.Equal(t, "Token "+secret, r.Header.Get("Authorization"))
+// serve makes v a fake Deepgram: every request must be POST /v1/listen
+// with the key and the audio, and f records it.
+func (f *fake) serve(t *testing.T, v *providertest.Vendor) *providertest.Vendor {
+	return v.RequireAuth("Authorization", "Token "+secret).Check(func(r *http.Request) {
 		assert.Equal(t, "POST /v1/listen", r.Method+" "+r.URL.Path)
 		data, _ := io.ReadAll(r.Body)
 		assert.Equal(t, int64(len(data)), r.ContentLength)
 		f.queries, f.bodies, f.types = append(f.queries, r.URL.Query()), append(f.bodies, string(data)), append(f.types, r.Header.Get("Content-Type"))
-		w.Header().Set("Content-Type", "application/json")
-		if f.fail != 0 {
-			w.Header().Set("Retry-After", "4")
-			w.WriteHeader(f.fail)
-			_, _ = io.WriteString(w, f.failMsg)
-			return
-		}
-		_, _ = io.WriteString(w, listen)
-	}))
-	t.Cleanup(srv.Close)
-	p := &providers.Provider{ID: "dg", Settings: map[string]any{"base_url": srv.URL, "api_key_env": "DG_KEY"},
-		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
-			Limits:  providers.Limits{MaxFileSizeMB: 1},
-			Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}}}}
-	a, err := deepgram.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DG_KEY" }))
+	})
+}
+
+// newAdapter is an adapter of a fake Deepgram that answers listen, and a
+// call with extracted audio.
+func newAdapter(t *testing.T, f *fake) (*deepgram.Adapter, providers.Call) {
+	t.Helper()
+	v := providertest.NewVendor(t, func(w http.ResponseWriter, _ *http.Request) { providertest.WriteJSON(w, listen) })
+	return adapterOf(t, f.serve(t, v))
+}
+
+func adapterOf(t *testing.T, v *providertest.Vendor) (*deepgram.Adapter, providers.Call) {
+	t.Helper()
+	p := providertest.Provider("dg", map[string]any{"base_url": v.URL, "api_key_env": "DG_KEY"}, jobs.Transcriptions, providers.Capability{
+		Limits:  providers.Limits{MaxFileSizeMB: 1},
+		Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.0043, Currency: "USD"}})
+	a, err := deepgram.New(p, providertest.Env("DG_KEY", secret))
 	require.NoError(t, err)
-	audio := filepath.Join(t.TempDir(), "audio.wav")
-	require.NoError(t, os.WriteFile(audio, []byte("RIFF....WAVE"), 0o600))
-	return a, providers.Call{Service: jobs.Transcriptions, Provider: p,
-		Input: json.RawMessage(`{"type":"audio","url":"https://media.test/a.mp3"}`),
-		Media: &providers.Media{Path: audio, ContentType: "audio/wav", Size: 12, Duration: 26}}
+	call := providertest.Call(p, jobs.Transcriptions, `{"type":"audio","url":"https://media.test/a.mp3"}`, "")
+	call.Media = providertest.AudioMedia(t, 26)
+	return a, call
 }
 
 func run(t *testing.T, a *deepgram.Adapter, call providers.Call, options string) (jobs.TranscriptionResult, error) {
 	t.Helper()
 	call.Options = json.RawMessage(options)
-	out, err := a.Run(context.Background(), call)
-	var res jobs.TranscriptionResult
-	if err == nil {
-		require.NoError(t, json.Unmarshal(out, &res))
-	}
+	res, _, err := providertest.Run[jobs.TranscriptionResult](context.Background(), t, a, call)
 	return res, err
 }
 
@@ -124,30 +112,26 @@ func TestTranscribes(t *testing.T) {
 
 func TestFailuresAreClassified(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		status int
-		body   string
-		kind   providers.ErrorKind
-		want   string
-		after  time.Duration
-	}{
-		{401, `{"err_code":"INVALID_AUTH","err_msg":"Invalid credentials.","request_id":"r1"}`, providers.KindPermanent, "Invalid credentials. (INVALID_AUTH)", 0},
-		{402, `{"err_code":"ASR_PAYMENT_REQUIRED","err_msg":"Project does not have enough credits for an ASR request","request_id":"r2"}`, providers.KindPermanent, "enough credits", 0},
-		{400, `{"err_code":"Bad Request","err_msg":"Bad Request: failed to process audio: corrupt or unsupported data","request_id":"r3"}`, providers.KindPermanent, "corrupt or unsupported data", 0},
-		{429, `{"err_code":"TOO_MANY_REQUESTS","err_msg":"Too many requests. Please try again later","request_id":"r4"}`, providers.KindRetryable, "Too many requests", 4 * time.Second},
-		{502, ``, providers.KindRetryable, "answered 502", 4 * time.Second},
-	} {
-		a, call := newAdapter(t, &fake{fail: tc.status, failMsg: tc.body})
+	retry := []string{"Retry-After", "4"}
+	providertest.RunStatusCases(t, secret, []providertest.StatusCase{
+		{Name: "bad key", Status: 401, Body: `{"err_code":"INVALID_AUTH","err_msg":"Invalid credentials.","request_id":"r1"}`, Header: retry,
+			Kind: providers.KindPermanent, Says: "Invalid credentials. (INVALID_AUTH)"},
+		{Name: "no credits", Status: 402, Body: `{"err_code":"ASR_PAYMENT_REQUIRED","err_msg":"Project does not have enough credits for an ASR request","request_id":"r2"}`, Header: retry,
+			Kind: providers.KindPermanent, Says: "enough credits"},
+		{Name: "bad audio", Status: 400, Body: `{"err_code":"Bad Request","err_msg":"Bad Request: failed to process audio: corrupt or unsupported data","request_id":"r3"}`, Header: retry,
+			Kind: providers.KindPermanent, Says: "corrupt or unsupported data"},
+		{Name: "rate limited", Status: 429, Body: `{"err_code":"TOO_MANY_REQUESTS","err_msg":"Too many requests. Please try again later","request_id":"r4"}`, Header: retry,
+			Kind: providers.KindRetryable, Says: "Too many requests", RetryAfter: 4 * time.Second},
+		{Name: "bad gateway", Status: 502, Body: ``, Header: retry, Kind: providers.KindRetryable, Says: "answered 502", RetryAfter: 4 * time.Second},
+	}, func(t *testing.T, v *providertest.Vendor) []error {
+		a, call := adapterOf(t, (&fake{}).serve(t, v))
 		_, err := run(t, a, call, `{}`)
-		var perr *providers.Error
-		require.True(t, errors.As(err, &perr), "%v", err)
-		require.Equal(t, tc.kind, perr.Kind, "%v", err)
-		require.Equal(t, tc.status, perr.StatusCode)
-		require.Contains(t, perr.Error(), tc.want)
-		require.NotContains(t, perr.Error(), secret)
-		require.Equal(t, tc.after, perr.RetryAfter)
-	}
+		return []error{err}
+	})
+}
 
+func TestCallsAreChecked(t *testing.T) {
+	t.Parallel()
 	a, call := newAdapter(t, &fake{})
 	call.Media.Size = 2 << 20
 	_, err := run(t, a, call, `{}`)
@@ -156,6 +140,6 @@ func TestFailuresAreClassified(t *testing.T) {
 	_, err = run(t, a, call, `{}`)
 	require.ErrorContains(t, err, "media stage")
 
-	_, err = deepgram.New(&providers.Provider{ID: "x", Settings: map[string]any{"api_key_env": "MISSING"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	_, err = deepgram.New(&providers.Provider{ID: "x", Settings: map[string]any{"api_key_env": "MISSING"}}, providertest.NoEnv())
 	require.ErrorContains(t, err, "MISSING, but that environment variable is not set")
 }

@@ -3,13 +3,10 @@ package deepl_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,20 +16,22 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/deepl"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 const secret = "deepl-secret-key:fx"
 
+const (
+	documentID  = "04DE5AD98A02647D83285A36021911C6"
+	documentKey = "0CB0054F1C132C1625B392EADDA41CB754A742822F6877173029A6C487E7F60A"
+)
+
 // fake speaks DeepL's v2 protocol for one job.
 type fake struct {
-	mu       sync.Mutex
 	texts    []map[string]any // /translate bodies
 	uploads  []*multipartUpload
 	statuses []string // what successive status checks answer
 	checks   int
-	fail     int    // status code every request answers, when set
-	failBody string // its body
-	header   http.Header
 }
 
 type multipartUpload struct {
@@ -41,29 +40,16 @@ type multipartUpload struct {
 	name   string
 }
 
-func (f *fake) serve(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		assert.Equal(t, "DeepL-Auth-Key "+secret, r.Header.Get("Authorization"))
-		assert.Equal(t, http.MethodPost, r.Method)
-		if f.fail != 0 {
-			for k, v := range f.header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(f.fail)
-			_, _ = io.WriteString(w, f.failBody)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.URL.Path == "/v2/translate":
+func (f *fake) routes(t *testing.T) http.HandlerFunc {
+	return providertest.Routes(t, map[string]http.HandlerFunc{
+		"POST /v2/translate": func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 			var body map[string]any
 			assert.NoError(t, json.NewDecoder(r.Body).Decode(&body))
 			f.texts = append(f.texts, body)
-			_, _ = io.WriteString(w, `{"translations":[{"detected_source_language":"EN","text":"Hallo, Welt!"}]}`)
-		case r.URL.Path == "/v2/document":
+			providertest.WriteJSON(w, `{"translations":[{"detected_source_language":"EN","text":"Hallo, Welt!"}]}`)
+		},
+		"POST /v2/document": func(w http.ResponseWriter, r *http.Request) {
 			assert.NoError(t, r.ParseMultipartForm(1<<20))
 			up := &multipartUpload{fields: map[string]string{}}
 			for k, v := range r.MultipartForm.Value {
@@ -75,55 +61,52 @@ func (f *fake) serve(t *testing.T) *httptest.Server {
 				up.file, up.name = string(data), hdr.Filename
 			}
 			f.uploads = append(f.uploads, up)
-			_, _ = io.WriteString(w, `{"document_id":"04DE5AD98A02647D83285A36021911C6","document_key":"0CB0054F1C132C1625B392EADDA41CB754A742822F6877173029A6C487E7F60A"}`)
-		case r.URL.Path == "/v2/document/04DE5AD98A02647D83285A36021911C6":
+			providertest.WriteJSON(w, `{"document_id":"`+documentID+`","document_key":"`+documentKey+`"}`)
+		},
+		"POST /v2/document/" + documentID: func(w http.ResponseWriter, r *http.Request) {
 			assert.NoError(t, r.ParseForm())
-			assert.Equal(t, "0CB0054F1C132C1625B392EADDA41CB754A742822F6877173029A6C487E7F60A", r.PostForm.Get("document_key"))
+			assert.Equal(t, documentKey, r.PostForm.Get("document_key"))
 			status := f.statuses[min(f.checks, len(f.statuses)-1)]
 			f.checks++
 			switch status {
 			case "done":
-				_, _ = io.WriteString(w, `{"document_id":"04DE5AD98A02647D83285A36021911C6","status":"done","billed_characters":1337}`)
+				providertest.WriteJSON(w, `{"document_id":"`+documentID+`","status":"done","billed_characters":1337}`)
 			case "error":
-				_, _ = io.WriteString(w, `{"document_id":"04DE5AD98A02647D83285A36021911C6","status":"error","error_message":"Source and target language are equal."}`)
+				providertest.WriteJSON(w, `{"document_id":"`+documentID+`","status":"error","error_message":"Source and target language are equal."}`)
 			default:
-				_, _ = io.WriteString(w, `{"document_id":"04DE5AD98A02647D83285A36021911C6","status":"`+status+`","seconds_remaining":2}`)
+				providertest.WriteJSON(w, `{"document_id":"`+documentID+`","status":"`+status+`","seconds_remaining":2}`)
 			}
-		case r.URL.Path == "/v2/document/04DE5AD98A02647D83285A36021911C6/result":
+		},
+		"POST /v2/document/" + documentID + "/result": func(w http.ResponseWriter, r *http.Request) {
 			assert.NoError(t, r.ParseForm())
 			assert.NotEmpty(t, r.PostForm.Get("document_key"))
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, "Hallo, Welt!\n")
-		default:
-			t.Errorf("unexpected request %s %s", r.Method, r.URL)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		},
+	})
 }
 
 func newAdapter(t *testing.T, f *fake) (*deepl.Adapter, *providers.Provider) {
 	t.Helper()
-	srv := f.serve(t)
-	p := &providers.Provider{ID: "deepl", Settings: map[string]any{"base_url": srv.URL + "/v2", "api_key_env": "DEEPL_KEY"},
-		Services: map[jobs.ServiceID]*providers.Capability{jobs.Translations: {
-			Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.00002, Currency: "USD"}}}}
-	a, err := deepl.New(p, providers.WithLookupEnv(func(name string) (string, bool) { return secret, name == "DEEPL_KEY" }), providers.WithPollInterval(time.Millisecond))
+	return adapterOf(t, providertest.NewVendor(t, f.routes(t)))
+}
+
+func adapterOf(t *testing.T, v *providertest.Vendor) (*deepl.Adapter, *providers.Provider) {
+	t.Helper()
+	v.RequireAuth("Authorization", "DeepL-Auth-Key "+secret).Check(func(r *http.Request) {
+		assert.Equal(t, http.MethodPost, r.Method)
+	})
+	p := providertest.Provider("deepl", map[string]any{"base_url": v.URL + "/v2", "api_key_env": "DEEPL_KEY"},
+		jobs.Translations, providers.Capability{Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.00002, Currency: "USD"}})
+	a, err := deepl.New(p, providertest.Env("DEEPL_KEY", secret), providers.WithPollInterval(time.Millisecond))
 	require.NoError(t, err)
 	return a, p
 }
 
 func run(t *testing.T, a *deepl.Adapter, p *providers.Provider, call providers.Call) (jobs.TranslationResult, []int, error) {
 	t.Helper()
-	var progress []int
 	call.Service, call.Provider = jobs.Translations, p
-	call.Report = func(v int) { progress = append(progress, v) }
-	out, err := a.Run(context.Background(), call)
-	var res jobs.TranslationResult
-	if err == nil {
-		require.NoError(t, json.Unmarshal(out, &res))
-	}
-	return res, progress, err
+	return providertest.Run[jobs.TranslationResult](context.Background(), t, a, call)
 }
 
 func TestTranslatesText(t *testing.T) {
@@ -192,44 +175,27 @@ func TestTranslatesADocument(t *testing.T) {
 	_, _, err = run(t, a, p, providers.Call{
 		Input: json.RawMessage(`{"type":"document","url":"https://docs.test/a.txt","target_language":"de"}`),
 		Media: &providers.Media{Path: src}, ResultFile: dst})
-	requireKind(t, err, providers.KindPermanent, 0, "Source and target language are equal.")
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Says: "Source and target language are equal.", Secret: secret})
 
 	_, _, err = run(t, a, p, providers.Call{Input: json.RawMessage(`{"type":"document","url":"https://docs.test/a.txt","target_language":"de"}`)})
-	requireKind(t, err, providers.KindPermanent, 0, "media stage")
-}
-
-func requireKind(t *testing.T, err error, kind providers.ErrorKind, status int, want string) *providers.Error {
-	t.Helper()
-	var perr *providers.Error
-	require.True(t, errors.As(err, &perr), "%v", err)
-	require.Equal(t, kind, perr.Kind, "%v", err)
-	require.Equal(t, status, perr.StatusCode)
-	require.Contains(t, perr.Error(), want)
-	require.NotContains(t, perr.Error(), secret)
-	return perr
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Says: "media stage", Secret: secret})
 }
 
 func TestErrorsAreClassified(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		status int
-		body   string
-		kind   providers.ErrorKind
-		want   string
-		after  time.Duration
-	}{
-		{429, `{"message":"Too many requests"}`, providers.KindRetryable, "Too many requests", 3 * time.Second},
-		{456, `{"message":"Quota exceeded"}`, providers.KindPermanent, "quota is used up", 0},
-		{500, ``, providers.KindRetryable, "answered 500", 3 * time.Second},
-		{403, `{"message":"Wrong endpoint. Use https://api-free.deepl.com"}`, providers.KindPermanent, "Wrong endpoint", 0},
-		{400, `{"message":"Value for 'target_lang' not supported."}`, providers.KindPermanent, "target_lang", 0},
-	} {
-		f := &fake{fail: tc.status, failBody: tc.body, header: http.Header{"Retry-After": {"3"}}}
-		a, p := newAdapter(t, f)
+	retry := []string{"Retry-After", "3"}
+	providertest.RunStatusCases(t, secret, []providertest.StatusCase{
+		{Name: "rate limited", Status: 429, Body: `{"message":"Too many requests"}`, Header: retry, Kind: providers.KindRetryable, Says: "Too many requests", RetryAfter: 3 * time.Second},
+		{Name: "quota", Status: 456, Body: `{"message":"Quota exceeded"}`, Header: retry, Kind: providers.KindPermanent, Says: "quota is used up"},
+		{Name: "server error", Status: 500, Body: ``, Header: retry, Kind: providers.KindRetryable, Says: "answered 500", RetryAfter: 3 * time.Second},
+		{Name: "wrong endpoint", Status: 403, Body: `{"message":"Wrong endpoint. Use https://api-free.deepl.com"}`, Header: retry, Kind: providers.KindPermanent, Says: "Wrong endpoint"},
+		{Name: "bad request", Status: 400, Body: `{"message":"Value for 'target_lang' not supported."}`, Header: retry, Kind: providers.KindPermanent, Says: "target_lang"},
+	}, func(t *testing.T, v *providertest.Vendor) []error {
+		a, p := adapterOf(t, v)
 		_, _, err := run(t, a, p, providers.Call{Input: json.RawMessage(`{"type":"text","content":"x","target_language":"de"}`)})
-		perr := requireKind(t, err, tc.kind, tc.status, tc.want)
-		require.Equal(t, tc.after, perr.RetryAfter, "%d", tc.status)
-	}
-	_, err := deepl.New(&providers.Provider{ID: "d", Settings: map[string]any{"api_key_env": "NOPE"}}, providers.WithLookupEnv(func(string) (string, bool) { return "", false }))
+		return []error{err}
+	})
+
+	_, err := deepl.New(&providers.Provider{ID: "d", Settings: map[string]any{"api_key_env": "NOPE"}}, providertest.NoEnv())
 	require.ErrorContains(t, err, "NOPE, but that environment variable is not set")
 }

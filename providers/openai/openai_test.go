@@ -6,11 +6,9 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,16 +18,15 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/openai"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 // bundle is what setup gives each test.
 type bundle struct {
+	t        *testing.T
 	adapter  *openai.Adapter
 	provider *providers.Provider
-	server   *httptest.Server
-	mu       sync.Mutex
-	handler  http.HandlerFunc
-	requests int
+	vendor   *providertest.Vendor
 	reports  []int
 }
 
@@ -37,61 +34,30 @@ type bundle struct {
 // b.handle, and an adapter for it using the key "sk-test".
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := &bundle{}
-	b.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		h := b.handler
-		b.requests++
-		b.mu.Unlock()
-		if h == nil {
-			t.Errorf("unexpected request %s %s", r.Method, r.URL)
-			w.WriteHeader(http.StatusTeapot)
-			return
-		}
-		h(w, r)
-	}))
-	t.Cleanup(b.server.Close)
+	b := &bundle{t: t, vendor: providertest.NewVendor(t, nil)}
 	b.provider = &providers.Provider{
 		ID: "oa", Name: "OpenAI test", Adapter: "openai",
-		Settings: map[string]any{"base_url": b.server.URL + "/v1/", "api_key_env": "TEST_OPENAI_KEY", "model": "gpt-test"},
+		Settings: map[string]any{"base_url": b.vendor.URL + "/v1/", "api_key_env": "TEST_OPENAI_KEY", "model": "gpt-test"},
 		Services: map[jobs.ServiceID]*providers.Capability{
 			jobs.LLMTasks:       {Pricing: providers.Pricing{Unit: providers.PerToken, Amount: 0.001, Currency: "USD"}},
 			jobs.Translations:   {Pricing: providers.Pricing{Unit: providers.PerCharacter, Amount: 0.01, Currency: "USD"}},
 			jobs.Transcriptions: {Limits: providers.Limits{MaxFileSizeMB: 1}, Pricing: providers.Pricing{Unit: providers.PerMinute, Amount: 0.006, Currency: "USD"}},
 		},
 	}
-	env := func(name string) (string, bool) {
-		if name == "TEST_OPENAI_KEY" {
-			return "sk-test", true
-		}
-		return "", false
-	}
-	a, err := openai.New(b.provider, providers.WithHTTPClient(b.server.Client()), providers.WithLookupEnv(env))
+	a, err := openai.New(b.provider, providers.WithHTTPClient(b.vendor.Client()), providertest.Env("TEST_OPENAI_KEY", "sk-test"))
 	require.NoError(t, err)
 	b.adapter = a
 	return b
 }
 
-func (b *bundle) handle(h http.HandlerFunc) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.handler = h
-}
+func (b *bundle) handle(h http.HandlerFunc) { b.vendor.Handle(h) }
 
 func (b *bundle) run(ctx context.Context, svc jobs.ServiceID, input, options string) (map[string]any, error) {
-	out, err := b.adapter.Run(ctx, providers.Call{
-		JobID: "job-1", Service: svc, Provider: b.provider,
-		Input: json.RawMessage(input), Options: json.RawMessage(options),
-		Report: func(p int) { b.reports = append(b.reports, p) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	call := providertest.Call(b.provider, svc, input, options)
+	call.JobID = "job-1"
+	res, progress, err := providertest.Run[map[string]any](ctx, b.t, b.adapter, call)
+	b.reports = append(b.reports, progress...)
+	return res, err
 }
 
 // chatAnswer replies with one choice and token usage.
@@ -115,19 +81,30 @@ type chatBody struct {
 	Temperature *float64 `json:"temperature"`
 }
 
-// capture records the chat request and then answers with next.
-func capture(t *testing.T, got *chatBody, raw *map[string]any, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// chatRequest is the chat request the fake server received, decoded
+// and raw.
+type chatRequest struct {
+	body chatBody
+	raw  map[string]any
+}
+
+// chat makes the server check and record the chat request, then answer
+// with one choice of content and finish.
+func (b *bundle) chat(t *testing.T, content, finish string) *chatRequest {
+	got := &chatRequest{}
+	answer := chatAnswer(content, finish)
+	b.handle(func(w http.ResponseWriter, r *http.Request) {
 		assert.Equal(t, http.MethodPost, r.Method)
 		assert.Equal(t, "/v1/chat/completions", r.URL.Path)
 		assert.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
 		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 		data, err := io.ReadAll(r.Body)
 		assert.NoError(t, err)
-		assert.NoError(t, json.Unmarshal(data, got))
-		assert.NoError(t, json.Unmarshal(data, raw))
-		next(w, r)
-	}
+		assert.NoError(t, json.Unmarshal(data, &got.body))
+		assert.NoError(t, json.Unmarshal(data, &got.raw))
+		answer(w, r)
+	})
+	return got
 }
 
 func TestLLMTask(t *testing.T) {
@@ -173,23 +150,21 @@ func TestLLMTask(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			var got chatBody
-			var raw map[string]any
-			b.handle(capture(t, &got, &raw, chatAnswer("answer", tt.answerFinish)))
+			seen := b.chat(t, "answer", tt.answerFinish)
 
 			res, err := b.run(context.Background(), jobs.LLMTasks, tt.input, tt.options)
 			require.NoError(t, err)
-			require.Equal(t, tt.wantModel, got.Model)
-			msgs := make([][2]string, len(got.Messages))
-			for i, m := range got.Messages {
+			require.Equal(t, tt.wantModel, seen.body.Model)
+			msgs := make([][2]string, len(seen.body.Messages))
+			for i, m := range seen.body.Messages {
 				msgs[i] = [2]string{m.Role, m.Content}
 			}
 			require.Equal(t, tt.wantMessages, msgs)
 			if tt.wantTemperature == nil {
-				require.NotContains(t, raw, "temperature")
+				require.NotContains(t, seen.raw, "temperature")
 			} else {
-				require.Contains(t, raw, "temperature", "a temperature of 0 is sent, not omitted")
-				require.InDelta(t, *tt.wantTemperature, *got.Temperature, 1e-9)
+				require.Contains(t, seen.raw, "temperature", "a temperature of 0 is sent, not omitted")
+				require.InDelta(t, *tt.wantTemperature, *seen.body.Temperature, 1e-9)
 			}
 			require.Equal(t, []int{0, 100}, b.reports)
 			if tt.check != nil {
@@ -205,8 +180,8 @@ func TestLLMTaskDocumentIsUnsupported(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"document","url":"https://example.com/a.pdf","prompt":"p"}`, ``)
-	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedInput, 0)
-	require.Zero(t, b.requests)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeUnsupportedInput})
+	require.Zero(t, b.vendor.Requests())
 }
 
 func TestTranslate(t *testing.T) {
@@ -227,23 +202,21 @@ func TestTranslate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			var got chatBody
-			var raw map[string]any
-			b.handle(capture(t, &got, &raw, chatAnswer("Hallo Wélt", "stop")))
+			seen := b.chat(t, "Hallo Wélt", "stop")
 
 			res, err := b.run(context.Background(), jobs.Translations, `{"type":"text","content":"Hello wörld","target_language":"de"}`, tt.options)
 			require.NoError(t, err)
-			require.Len(t, got.Messages, 2)
-			require.Equal(t, "system", got.Messages[0].Role)
+			require.Len(t, seen.body.Messages, 2)
+			require.Equal(t, "system", seen.body.Messages[0].Role)
 			for _, w := range tt.wantSystem {
-				require.Contains(t, got.Messages[0].Content, w)
+				require.Contains(t, seen.body.Messages[0].Content, w)
 			}
 			for _, w := range tt.notSystem {
-				require.NotContains(t, got.Messages[0].Content, w)
+				require.NotContains(t, seen.body.Messages[0].Content, w)
 			}
-			require.Equal(t, "user", got.Messages[1].Role)
-			require.Equal(t, "Hello wörld", got.Messages[1].Content)
-			require.Equal(t, "gpt-test", got.Model)
+			require.Equal(t, "user", seen.body.Messages[1].Role)
+			require.Equal(t, "Hello wörld", seen.body.Messages[1].Content)
+			require.Equal(t, "gpt-test", seen.body.Model)
 
 			require.Equal(t, "Hallo Wélt", res["content"])
 			require.Equal(t, tt.wantSource, res["source_language"])
@@ -262,8 +235,8 @@ func TestTranslateDocumentIsUnsupported(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, err := b.run(context.Background(), jobs.Translations, `{"type":"document","url":"https://example.com/a.pdf","target_language":"de"}`, ``)
-	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedInput, 0)
-	require.Zero(t, b.requests)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeUnsupportedInput})
+	require.Zero(t, b.vendor.Requests())
 }
 
 var audio = []byte("ID3\x04fake mp3 bytes")
@@ -339,7 +312,7 @@ func TestTranscribe(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			transcriptionServer(t, b, tt.wantLanguage)
-			res, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.server.URL+`/media/talk.mp3"}`, tt.options)
+			res, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.vendor.URL+`/media/talk.mp3"}`, tt.options)
 			require.NoError(t, err)
 			tt.check(t, res)
 			require.Equal(t, []int{0, 100}, b.reports)
@@ -365,8 +338,8 @@ func TestTranscribeFailures(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			transcriptionServer(t, b, "")
-			_, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.server.URL+tt.path+`"}`, tt.options)
-			requireKind(t, err, tt.kind, tt.code, tt.status)
+			_, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.vendor.URL+tt.path+`"}`, tt.options)
+			providertest.RequireError(t, err, providertest.Failure{Kind: tt.kind, Code: tt.code, Status: tt.status})
 		})
 	}
 }
@@ -398,16 +371,13 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.handle(func(w http.ResponseWriter, _ *http.Request) {
-				w.WriteHeader(tt.status)
-				_, _ = io.WriteString(w, tt.body)
-			})
+			b.vendor.Answer(tt.status, tt.body)
 			_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
 			status := tt.status
 			if status == 200 {
 				status = 0
 			}
-			requireKind(t, err, tt.kind, tt.code, status)
+			providertest.RequireError(t, err, providertest.Failure{Kind: tt.kind, Code: tt.code, Status: status})
 			require.ErrorContains(t, err, tt.msg)
 			require.ErrorContains(t, err, `"oa"`, "the message names the provider")
 		})
@@ -417,32 +387,36 @@ func TestHTTPErrors(t *testing.T) {
 func TestNetworkErrorIsRetryable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.Close()
+	b.vendor.Close()
 	_, err := b.run(context.Background(), jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, ``)
-	requireKind(t, err, providers.KindRetryable, jobs.CodeProviderUnavailable, 0)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindRetryable, Code: jobs.CodeProviderUnavailable})
+}
+
+// stalled is a bundle whose server answers nothing until the test ends.
+func stalled(t *testing.T) *bundle {
+	t.Helper()
+	b := setup(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	b.handle(func(http.ResponseWriter, *http.Request) { <-release })
+	return b
 }
 
 func TestClientTimeoutIsRetryable(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	b.handle(func(http.ResponseWriter, *http.Request) { <-release })
+	b := stalled(t)
 
-	client := b.server.Client()
+	client := b.vendor.Client()
 	client.Timeout = 50 * time.Millisecond
-	a, err := openai.New(b.provider, providers.WithHTTPClient(client), providers.WithLookupEnv(func(string) (string, bool) { return "k", true }))
+	a, err := openai.New(b.provider, providers.WithHTTPClient(client), providertest.Env("TEST_OPENAI_KEY", "k"))
 	require.NoError(t, err)
 	_, err = a.Run(context.Background(), providers.Call{Service: jobs.LLMTasks, Provider: b.provider, Input: json.RawMessage(`{"type":"text","prompt":"Hi"}`)})
-	requireKind(t, err, providers.KindRetryable, jobs.CodeProviderUnavailable, 0)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindRetryable, Code: jobs.CodeProviderUnavailable})
 }
 
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	b.handle(func(http.ResponseWriter, *http.Request) { <-release })
+	b := stalled(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -453,7 +427,7 @@ func TestCancelledContext(t *testing.T) {
 func TestNewValidatesSettings(t *testing.T) {
 	t.Parallel()
 
-	noEnv := providers.WithLookupEnv(func(string) (string, bool) { return "", false })
+	noEnv := providertest.NoEnv()
 	tests := []struct {
 		name     string
 		settings map[string]any
@@ -479,15 +453,6 @@ func TestNewValidatesSettings(t *testing.T) {
 	require.NoError(t, err, "a server without authentication needs no api_key_env")
 }
 
-func requireKind(t *testing.T, err error, kind providers.ErrorKind, code string, status int) {
-	t.Helper()
-	var pe *providers.Error
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, kind, pe.Kind, "error: %v", err)
-	require.Equal(t, code, pe.Code)
-	require.Equal(t, status, pe.StatusCode)
-}
-
 func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -511,7 +476,7 @@ func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
 	media := &providers.Media{Path: path, ContentType: "audio/wav", Size: int64(len(wav)), Duration: 2}
 	out, err := b.adapter.Run(context.Background(), providers.Call{
 		JobID: "job-1", Service: jobs.Transcriptions, Provider: b.provider,
-		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
+		Input: json.RawMessage(`{"type":"video","url":"` + b.vendor.URL + `/media/talk.mp4"}`), Media: media,
 	})
 	require.NoError(t, err)
 	require.Contains(t, string(out), `"Hi."`)
@@ -519,7 +484,7 @@ func TestTranscribeSendsTheExtractedAudio(t *testing.T) {
 	media.Size = 1<<20 + 1 // over the test capability's 1 MB
 	_, err = b.adapter.Run(context.Background(), providers.Call{
 		JobID: "job-1", Service: jobs.Transcriptions, Provider: b.provider,
-		Input: json.RawMessage(`{"type":"video","url":"` + b.server.URL + `/media/talk.mp4"}`), Media: media,
+		Input: json.RawMessage(`{"type":"video","url":"` + b.vendor.URL + `/media/talk.mp4"}`), Media: media,
 	})
-	requireKind(t, err, providers.KindPermanent, jobs.CodeFileTooLarge, 0)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeFileTooLarge})
 }

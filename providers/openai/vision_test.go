@@ -15,6 +15,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
 
 // analyse runs a video analysis of a real 4-second video through the
@@ -135,9 +136,9 @@ func TestVisionAnswersAreChecked(t *testing.T) {
 				features = `["labels","summary","content_moderation"]`
 			}
 			_, _, err := analyse(t, features, ``, answer)
-			requireKind(t, err, providers.KindPermanent, jobs.CodeBadResponse, 0)
+			providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeBadResponse})
 		})
 	}
 	_, _, err := analyse(t, `["labels","faces"]`, ``, `{}`)
-	requireKind(t, err, providers.KindPermanent, jobs.CodeUnsupportedOption, 0)
+	providertest.RequireError(t, err, providertest.Failure{Kind: providers.KindPermanent, Code: jobs.CodeUnsupportedOption})
 }

@@ -1,4 +1,7 @@
-// Package providertest builds provider catalogs for tests and benchmarks.
+// Package providertest builds provider catalogs for tests and benchmarks,
+// and what the adapters' tests share: a fake vendor API (Vendor), calls
+// and their runs (Call, Run), and the checks of classified failures
+// (RequireError, RunStatusCases).
 package providertest
 
 import "fmt"
