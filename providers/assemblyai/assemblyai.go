@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,11 +28,10 @@ import (
 
 // Settings are the assemblyai adapter's provider settings.
 type Settings struct {
-	// BaseURL is the API root: https://api.assemblyai.com (default), or
-	// https://api.eu.assemblyai.com for the EU region.
-	BaseURL string `json:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key.
-	APIKeyEnv string `json:"api_key_env"`
+	// API: base_url is the API root, https://api.assemblyai.com (default)
+	// or https://api.eu.assemblyai.com for the EU region; api_key_env names
+	// the environment variable holding the API key.
+	settings.API
 	// SpeechModel is AssemblyAI's speech_model (for example "universal");
 	// empty leaves AssemblyAI's default.
 	SpeechModel string `json:"speech_model"`
@@ -54,13 +52,12 @@ type Adapter struct {
 // New builds the adapter of p (see providers.Option).
 func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
 	o := providers.NewOptions(opts...)
-	s := Settings{BaseURL: "https://api.assemblyai.com"}
+	s := Settings{API: settings.API{BaseURL: "https://api.assemblyai.com"}}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.assemblyai.com")
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "ASSEMBLYAI_API_KEY", o.LookupEnv)
-	if err := errors.Join(urlErr, keyErr); err != nil {
+	baseURL, key, err := s.Open("https://api.assemblyai.com", "ASSEMBLYAI_API_KEY", o.LookupEnv)
+	if err != nil {
 		return nil, err
 	}
 	return &Adapter{provider: p, baseURL: baseURL, key: key, speechModel: s.SpeechModel,

@@ -28,10 +28,9 @@ import (
 
 // Settings are the deepgram adapter's provider settings.
 type Settings struct {
-	// BaseURL is the API root: https://api.deepgram.com (default).
-	BaseURL string `json:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key.
-	APIKeyEnv string `json:"api_key_env"`
+	// API: base_url is the API root, https://api.deepgram.com (default);
+	// api_key_env names the environment variable holding the API key.
+	settings.API
 	// Model is Deepgram's model, nova-3 by default.
 	Model string `json:"model"`
 	// CallbackTimeoutMinutes is how long to wait for Deepgram's callback
@@ -53,16 +52,15 @@ type Adapter struct {
 // New builds the adapter of p (see providers.Option).
 func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
 	o := providers.NewOptions(opts...)
-	s := Settings{BaseURL: "https://api.deepgram.com", Model: "nova-3", CallbackTimeoutMinutes: defaultCallbackTimeoutMinutes}
+	s := Settings{API: settings.API{BaseURL: "https://api.deepgram.com"}, Model: "nova-3", CallbackTimeoutMinutes: defaultCallbackTimeoutMinutes}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
 	if s.CallbackTimeoutMinutes <= 0 {
 		return nil, errors.New("settings: callback_timeout_minutes must be a whole number of at least 1")
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.deepgram.com")
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPGRAM_API_KEY", o.LookupEnv)
-	if err := errors.Join(urlErr, keyErr); err != nil {
+	baseURL, key, err := s.Open("https://api.deepgram.com", "DEEPGRAM_API_KEY", o.LookupEnv)
+	if err != nil {
 		return nil, err
 	}
 	// Deepgram processes an hour of audio in well under a minute; its

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -28,11 +27,10 @@ import (
 
 // Settings are the deepl adapter's provider settings.
 type Settings struct {
-	// BaseURL is the API root: https://api.deepl.com/v2 (default), or
-	// https://api-free.deepl.com/v2 for free accounts.
-	BaseURL string `json:"base_url"`
-	// APIKeyEnv names the environment variable holding the auth key.
-	APIKeyEnv string `json:"api_key_env"`
+	// API: base_url is the API root, https://api.deepl.com/v2 (default) or
+	// https://api-free.deepl.com/v2 for free accounts; api_key_env names
+	// the environment variable holding the auth key.
+	settings.API
 }
 
 // Adapter calls the DeepL API.
@@ -49,13 +47,12 @@ type Adapter struct {
 // New builds the adapter of p (see providers.Option).
 func New(p *providers.Provider, opts ...providers.Option) (*Adapter, error) {
 	o := providers.NewOptions(opts...)
-	s := Settings{BaseURL: "https://api.deepl.com/v2"}
+	s := Settings{API: settings.API{BaseURL: "https://api.deepl.com/v2"}}
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	baseURL, urlErr := settings.BaseURL(s.BaseURL, "https://api.deepl.com/v2")
-	key, keyErr := settings.APIKey(s.APIKeyEnv, "DEEPL_AUTH_KEY", o.LookupEnv)
-	if err := errors.Join(urlErr, keyErr); err != nil {
+	baseURL, key, err := s.Open("https://api.deepl.com/v2", "DEEPL_AUTH_KEY", o.LookupEnv)
+	if err != nil {
 		return nil, err
 	}
 	return &Adapter{provider: p, baseURL: baseURL, key: key,

@@ -20,12 +20,7 @@ func Decode(settings map[string]any, into any) error {
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("settings: settings.Decode needs a pointer to a struct, got %T", into)
 	}
-	var known []string
-	for f := range t.Elem().Fields() {
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-			known = append(known, name)
-		}
-	}
+	known := keys(t.Elem())
 	var unknown []string
 	for k := range settings {
 		if !slices.Contains(known, k) {
@@ -44,11 +39,37 @@ func Decode(settings map[string]any, into any) error {
 	if err := json.Unmarshal(data, into); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("settings: %s must be %s, not %s", te.Field, describeType(te.Type), te.Value)
+			return fmt.Errorf("settings: %s must be %s, not %s", key(t.Elem(), te.Field), describeType(te.Type), te.Value)
 		}
 		return fmt.Errorf("settings: %w", err)
 	}
 	return nil
+}
+
+// keys are the json names of t's fields, those of an embedded struct
+// (API) included.
+func keys(t reflect.Type) []string {
+	var known []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			known = append(known, keys(f.Type)...)
+		case name != "" && name != "-":
+			known = append(known, name)
+		}
+	}
+	return known
+}
+
+// key is the settings key of the field path json names: without the names
+// of embedded structs (API.base_url is base_url).
+func key(t reflect.Type, path string) string {
+	first, rest, nested := strings.Cut(path, ".")
+	if f, ok := t.FieldByName(first); ok && nested && f.Anonymous && f.Type.Kind() == reflect.Struct {
+		return key(f.Type, rest)
+	}
+	return path
 }
 
 func quoteAll(s []string) string {
@@ -75,6 +96,25 @@ func describeType(t reflect.Type) string {
 		return "true or false"
 	}
 	return t.String()
+}
+
+// API are the settings of a vendor's HTTP API that the adapters of such
+// vendors embed in their Settings.
+type API struct {
+	// BaseURL is the API root.
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `json:"api_key_env"`
+}
+
+// Open checks base_url (example names an API root for the message when it
+// is missing) and reads the API key (keyExample names a variable for the
+// message when api_key_env is missing); both failures are reported at
+// once.
+func (s API) Open(example, keyExample string, lookupEnv func(string) (string, bool)) (baseURL, key string, err error) {
+	baseURL, urlErr := BaseURL(s.BaseURL, example)
+	key, keyErr := APIKey(s.APIKeyEnv, keyExample, lookupEnv)
+	return baseURL, key, errors.Join(urlErr, keyErr)
 }
 
 // APIKey reads the API key from the environment variable that the

@@ -56,3 +56,27 @@ func TestBaseURL(t *testing.T) {
 	_, err = settings.BaseURL("ftp://x", "https://x")
 	require.EqualError(t, err, `settings: base_url "ftp://x" is not an absolute http or https URL`)
 }
+
+type vendor struct {
+	settings.API
+	Model string `json:"model"`
+}
+
+func TestDecodeEmbeddedAPI(t *testing.T) {
+	t.Parallel()
+	got := vendor{API: settings.API{BaseURL: "https://default"}}
+	require.NoError(t, settings.Decode(map[string]any{"api_key_env": "K", "model": "m"}, &got))
+	require.Equal(t, vendor{API: settings.API{BaseURL: "https://default", APIKeyEnv: "K"}, Model: "m"}, got)
+	require.EqualError(t, settings.Decode(map[string]any{"api_key": "x"}, &got),
+		`settings: unknown key(s) "api_key"; known keys: base_url, api_key_env, model`)
+	require.EqualError(t, settings.Decode(map[string]any{"base_url": 1}, &got), "settings: base_url must be a string, not number")
+
+	env := func(name string) (string, bool) { return "secret", name == "K" }
+	url, key, err := got.Open("https://x", "KEY", env)
+	require.NoError(t, err)
+	require.Equal(t, "https://default", url)
+	require.Equal(t, "secret", key)
+	_, _, err = settings.API{BaseURL: "ftp://x"}.Open("https://x", "VENDOR_KEY", env)
+	require.ErrorContains(t, err, `base_url "ftp://x" is not an absolute http or https URL`)
+	require.ErrorContains(t, err, "api_key_env is missing; name the environment variable that holds the API key, e.g. VENDOR_KEY")
+}
