@@ -36,10 +36,12 @@ type Submission struct {
 	// the request that created the job: its workflow continues that trace
 	// (docs/operations.md, Traces). Empty when tracing is off.
 	TraceContext map[string]string `json:"trace_context,omitempty"`
-	// Generation is the generation of the job workflow's code that the
-	// process starting the workflow ships (workflows.Generation): the
-	// workflow takes every change of that generation without a version
-	// marker. 0 in histories recorded before generations.
+	// Generation is the generation of the job workflow's code the job was
+	// started at (workflows.Generation): the workflow takes every change
+	// of that generation without a version marker. No process stamps it
+	// yet (docs/operations.md, Replaying histories), so new jobs carry 0,
+	// as histories recorded before generations do, and take every change
+	// through GetVersion.
 	Generation int `json:"generation,omitempty"`
 }
 
