@@ -207,19 +207,7 @@ func RetryAfterHeader(v string) time.Duration {
 }
 
 // Error returns the code, the message and the cause.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Code)
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return jobs.DescribeFailure(e.Code, e.Message, e.Err) }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }

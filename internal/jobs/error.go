@@ -6,6 +6,19 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// DescribeFailure writes a classified failure as "CODE: message: cause",
+// leaving out what is empty.
+func DescribeFailure(code, message string, cause error) string {
+	s := code
+	if message != "" {
+		s += ": " + message
+	}
+	if cause != nil {
+		s += ": " + cause.Error()
+	}
+	return s
+}
+
 // The codes a failed job's error carries (docs/api.md, Job error codes).
 // Routing, the media stage and the adapters are where they are born; this
 // list is their one catalogue.

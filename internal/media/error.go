@@ -1,6 +1,6 @@
 package media
 
-import "strings"
+import "github.com/ai-job-gateway/gateway/internal/jobs"
 
 // Error is a failure of a job's media, classified where it is born: the
 // job error code it ends the job with, and whether another try may
@@ -17,19 +17,7 @@ type Error struct {
 	Err        error
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Code)
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return jobs.DescribeFailure(e.Code, e.Message, e.Err) }
 
 func (e *Error) Unwrap() error { return e.Err }
 
