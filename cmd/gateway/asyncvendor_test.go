@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -88,24 +85,15 @@ func (f *fakeAssemblyAI) release() {
 
 // provider is the catalog entry of the fake, for jobs that name it.
 func (f *fakeAssemblyAI) provider() string {
-	return `  - id: assemblyai
-    name: AssemblyAI (fake)
-    adapter: assemblyai
-    settings: {base_url: "` + f.URL + `", api_key_env: FAKE_ASSEMBLYAI_KEY}
-    services:
-      transcriptions:
-        features: [language_detection, diarization, timestamps]
-        pricing: {unit: per_minute, amount: 0.5, currency: USD}
-`
+	return vendorProvider("assemblyai", "AssemblyAI (fake)", f.URL, "FAKE_ASSEMBLYAI_KEY")
 }
 
 func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t)
 	vendor := newFakeAssemblyAI(t, false)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte("providers:\n"+vendor.provider()), 0o644))
-	g := newGatewayEnv(t, "", "", []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey}, "--providers", catalog)
+	g := newGatewayEnv(t, "", "", []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey},
+		"--providers", writeCatalog(t, "providers:\n"+vendor.provider()))
 
 	id := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
 		g.url("/dev/samples/tone.wav")+`"},"options":{"format":"vtt"}}}}`).Data.ID
@@ -121,8 +109,7 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 	g.start()
 	vendor.release()
 
-	done := g.waitFor("transcriptions", id, 120*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("transcriptions", id, 120*time.Second, "completed")
 	uploads, submits := vendor.counts()
 	require.Equal(t, 1, uploads, "the audio is uploaded once")
 	require.Equal(t, 1, submits, "the job is submitted once")
@@ -132,9 +119,7 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 		Language    string `json:"language"`
 		DownloadURL string `json:"download_url"`
 	}
-	raw, err := json.Marshal(done.Data.Attributes.Result)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &result))
+	decodeAs(t, done.Data.Attributes.Result, &result)
 	require.Equal(t, "Hello from the fake vendor.", result.Text)
 	require.Equal(t, "en-US", result.Language)
 	require.Equal(t, "vtt", result.Format)

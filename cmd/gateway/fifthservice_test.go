@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,15 +26,14 @@ func TestFifthServiceNeedsOneDescriptorAndOneAdapter(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(`providers:
+	catalog := writeCatalog(t, `providers:
   - id: speech-1
     name: Speech fixture
     adapter: speech-fixture
     services:
       text-to-speech:
         pricing: {unit: per_character, amount: 0.00001, currency: USD}
-`), 0o644))
+`)
 	g := newGatewayBin(t, bin, "", "", nil, "--providers", catalog)
 	g.token = g.mint("acme", "text-to-speech:read text-to-speech:write")
 
@@ -48,8 +46,7 @@ func TestFifthServiceNeedsOneDescriptorAndOneAdapter(t *testing.T) {
 
 	created := g.create("text-to-speech", `{"data":{"type":"text-to-speech-job","attributes":{"input":{"text":"Hello from a fifth service","voice":"ada"}}}}`)
 	require.Equal(t, "text-to-speech-job", created.Data.Type)
-	done := g.waitFor("text-to-speech", created.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("text-to-speech", created.Data.ID, 60*time.Second, "completed")
 	require.Equal(t, "speech-1", done.Data.Attributes.Provider)
 	var result struct {
 		Voice    string  `json:"voice"`

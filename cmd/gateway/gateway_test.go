@@ -296,6 +296,108 @@ func terminal(doc jobDoc) bool {
 	return s == "completed" || s == "failed"
 }
 
+// waitEnded waits until a job has ended and requires that it ended with
+// status ("completed" or "failed").
+func (g *gateway) waitEnded(resource, id string, timeout time.Duration, status string) jobDoc {
+	g.t.Helper()
+	done := g.waitFor(resource, id, timeout, terminal)
+	require.Equal(g.t, status, done.Data.Attributes.Status, "%s/%s: %+v", resource, id, done.Data.Attributes)
+	return done
+}
+
+// waitFailed waits until a job has failed, and requires its error code.
+func (g *gateway) waitFailed(resource, id string, timeout time.Duration, code string) jobDoc {
+	g.t.Helper()
+	failed := g.waitEnded(resource, id, timeout, "failed")
+	require.NotNil(g.t, failed.Data.Attributes.Error)
+	require.Equal(g.t, code, failed.Data.Attributes.Error.Code)
+	return failed
+}
+
+// createPolicy creates a policy of acme's with a token of the policy
+// scopes (g's own token stays) and returns its id.
+func (g *gateway) createPolicy(attributes string) string {
+	g.t.Helper()
+	auth := "Bearer " + g.mint("acme", "policies:read policies:write")
+	status, body, _ := g.do(http.MethodPost, "/v1/policies", `{"data":{"type":"policy","attributes":`+attributes+`}}`, "Authorization", auth)
+	require.Equal(g.t, http.StatusCreated, status, "%s", body)
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	require.NoError(g.t, json.Unmarshal(body, &created))
+	return created.Data.ID
+}
+
+// writeCatalog writes a provider catalog for --providers and returns its
+// path.
+func writeCatalog(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o644))
+	return path
+}
+
+// sandboxLLMProvider is the catalog entry of a sandbox provider of
+// llm-tasks alone.
+func sandboxLLMProvider(id, name string, latencyMS, failRate int, pricePerToken string) string {
+	return fmt.Sprintf(`  - id: %s
+    name: %s
+    adapter: sandbox
+    settings: {latency_ms: %d, fail_rate: %d}
+    services:
+      llm-tasks:
+        models: [sandbox-model]
+        pricing: {unit: per_token, amount: %s, currency: USD}
+`, id, name, latencyMS, failRate, pricePerToken)
+}
+
+// vendorProvider is the catalog entry of a fake transcription vendor
+// served at baseURL, its API key in the environment variable keyEnv.
+func vendorProvider(adapter, name, baseURL, keyEnv string) string {
+	return `  - id: ` + adapter + `
+    name: ` + name + `
+    adapter: ` + adapter + `
+    settings: {base_url: "` + baseURL + `", api_key_env: ` + keyEnv + `}
+    services:
+      transcriptions:
+        features: [language_detection, diarization, timestamps]
+        pricing: {unit: per_minute, amount: 0.5, currency: USD}
+`
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// routes is a job's routing history, an attempt as "provider_id reason".
+func routes(t *testing.T, doc jobDoc) []string {
+	t.Helper()
+	var history []struct {
+		ProviderID string `json:"provider_id"`
+		Reason     string `json:"reason"`
+	}
+	decodeAs(t, doc.Data.Attributes.RoutingHistory, &history)
+	var out []string
+	for _, h := range history {
+		out = append(out, h.ProviderID+" "+h.Reason)
+	}
+	return out
+}
+
+// decodeAs decodes v (a result, a routing history) again into out, and
+// returns its JSON.
+func decodeAs(t *testing.T, v, out any) []byte {
+	t.Helper()
+	raw := mustJSON(t, v)
+	require.NoError(t, json.Unmarshal(raw, out))
+	return raw
+}
+
 // jobsOfEachService are create requests for the four services, using the
 // sample media `gateway dev` serves.
 func jobsOfEachService(g *gateway) map[string]string {
@@ -321,9 +423,8 @@ func TestEveryServiceEndToEnd(t *testing.T) {
 			for resource, body := range jobsOfEachService(g) {
 				created := g.create(resource, body)
 				require.NotEmpty(t, created.Data.Meta.System["worker_id"])
-				done := g.waitFor(resource, created.Data.ID, 60*time.Second, terminal)
+				done := g.waitEnded(resource, created.Data.ID, 60*time.Second, "completed")
 				attrs := done.Data.Attributes
-				require.Equal(t, "completed", attrs.Status, "%s: %+v", resource, attrs)
 				require.NotEmpty(t, attrs.Provider)
 				require.NotNil(t, attrs.ProcessedAt)
 				require.NotNil(t, attrs.CompletedAt)
@@ -371,9 +472,7 @@ var slowCatalog = providertest.SandboxCatalog("sandbox-slow", 6000)
 func TestRestartMidJobLosesNothing(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t) // its transcriptions probe their media
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
-	g := newGateway(t, "", "--providers", catalog)
+	g := newGateway(t, "", "--providers", writeCatalog(t, slowCatalog))
 
 	ids := map[string]string{}
 	for resource, body := range jobsOfEachService(g) {
@@ -389,8 +488,7 @@ func TestRestartMidJobLosesNothing(t *testing.T) {
 	g.start()
 
 	for resource, id := range ids {
-		done := g.waitFor(resource, id, 90*time.Second, terminal)
-		require.Equal(t, "completed", done.Data.Attributes.Status, "%s %s after restart: %+v", resource, id, done.Data.Attributes)
+		done := g.waitEnded(resource, id, 90*time.Second, "completed")
 		require.Equal(t, id, done.Data.ID)
 		require.NotEmpty(t, done.Data.Attributes.Result)
 	}
@@ -399,34 +497,24 @@ func TestRestartMidJobLosesNothing(t *testing.T) {
 func TestFailoverEndToEnd(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t) // its transcriptions probe their media
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
-	g := newGateway(t, storetest.FreshPostgresURL(t), "--providers", catalog)
+	g := newGateway(t, storetest.FreshPostgresURL(t), "--providers", writeCatalog(t, recordCatalog))
 
 	created := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
-	done := g.waitFor("transcriptions", created.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status)
+	done := g.waitEnded("transcriptions", created.Data.ID, 60*time.Second, "completed")
 	require.Equal(t, "sandbox-steady", done.Data.Attributes.Provider)
 
+	require.Equal(t, []string{"sandbox-broken default", "sandbox-steady failover"}, routes(t, done),
+		"the cheapest provider is tried first")
 	var history []struct {
-		ProviderID  string `json:"provider_id"`
-		Reason      string `json:"reason"`
-		Attempt     int    `json:"attempt"`
+		Attempt     int `json:"attempt"`
 		Evaluations []struct {
 			ProviderID string `json:"provider_id"`
 			Selected   bool   `json:"selected"`
 			Reason     string `json:"reason"`
 		} `json:"provider_evaluations"`
 	}
-	raw, err := json.Marshal(done.Data.Attributes.RoutingHistory)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &history))
-	require.Len(t, history, 2)
-	require.Equal(t, "sandbox-broken", history[0].ProviderID, "the cheapest provider is tried first")
-	require.Equal(t, "default", history[0].Reason)
+	decodeAs(t, done.Data.Attributes.RoutingHistory, &history)
 	require.Equal(t, 1, history[0].Attempt)
-	require.Equal(t, "sandbox-steady", history[1].ProviderID)
-	require.Equal(t, "failover", history[1].Reason)
 	require.Equal(t, 2, history[1].Attempt)
 	reasons := map[string]string{}
 	for _, e := range history[1].Evaluations {
@@ -441,48 +529,26 @@ func TestFailoverEndToEnd(t *testing.T) {
 func TestPolicyRoutingAndFailoverEndToEnd(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t) // its transcriptions probe their media
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog), 0o644))
-	g := newGateway(t, "", "--providers", catalog)
+	g := newGateway(t, "", "--providers", writeCatalog(t, recordCatalog))
 
-	jobToken := g.token
-	g.token = g.mint("acme", "policies:read policies:write")
-	status, body, _ := g.do(http.MethodPost, "/v1/policies", `{"data":{"type":"policy","attributes":{
+	policyID := g.createPolicy(`{
 		"name":"steady first on paper","routing_strategy":"quality","service":"transcriptions",
-		"providers":[{"provider_id":"sandbox-broken","priority":1},{"provider_id":"sandbox-steady","priority":2}]}}}`)
-	require.Equal(t, http.StatusCreated, status, "%s", body)
-	var created struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(body, &created))
-	g.token = jobToken
+		"providers":[{"provider_id":"sandbox-broken","priority":1},{"provider_id":"sandbox-steady","priority":2}]}`)
 
 	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
-	done := g.waitFor("transcriptions", job.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status)
+	done := g.waitEnded("transcriptions", job.Data.ID, 60*time.Second, "completed")
 
+	// Both providers have no quality: priority breaks the tie, so the
+	// broken one goes first and the job fails over within the policy.
+	require.Equal(t, []string{"sandbox-broken policy_rule", "sandbox-steady failover"}, routes(t, done))
 	var history []struct {
-		ProviderID    string `json:"provider_id"`
-		Reason        string `json:"reason"`
 		PolicyID      string `json:"policy_id"`
 		PolicyVersion int    `json:"policy_version"`
 		PolicySource  string `json:"policy_source"`
-		Attempt       int    `json:"attempt"`
 	}
-	raw, err := json.Marshal(done.Data.Attributes.RoutingHistory)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &history))
-	require.Len(t, history, 2)
-	// Both providers have no quality: priority breaks the tie, so the
-	// broken one goes first and the job fails over within the policy.
-	require.Equal(t, "sandbox-broken", history[0].ProviderID)
-	require.Equal(t, "policy_rule", history[0].Reason)
+	decodeAs(t, done.Data.Attributes.RoutingHistory, &history)
 	require.Equal(t, "tenant_latest", history[0].PolicySource)
-	require.Equal(t, "sandbox-steady", history[1].ProviderID)
-	require.Equal(t, "failover", history[1].Reason)
-	require.Equal(t, created.Data.ID, history[0].PolicyID)
+	require.Equal(t, policyID, history[0].PolicyID)
 	require.Equal(t, 1, history[0].PolicyVersion)
 	require.Empty(t, history[1].PolicyID, "policy_id and policy_version only when the reason is policy_rule")
 	require.Equal(t, "tenant_latest", history[1].PolicySource)
@@ -526,8 +592,7 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		done := g.waitFor("llm-tasks", id, 90*time.Second, terminal)
-		require.Equal(t, "completed", done.Data.Attributes.Status, "%s: %+v", id, done.Data.Attributes)
+		done := g.waitEnded("llm-tasks", id, 90*time.Second, "completed")
 		require.NotEmpty(t, done.Data.Attributes.Result)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +67,7 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 		_, _ = io.WriteString(w, `{"message":"Wrong endpoint. Use https://api.deepl.com"}`)
 	}))
 	t.Cleanup(deepl.Close)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(`providers:
+	catalog := writeCatalog(t, `providers:
   - id: deepl
     name: DeepL (broken)
     adapter: deepl
@@ -95,7 +93,7 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
       transcriptions:
         features: [timestamps]
         pricing: {unit: per_minute, amount: 0.01, currency: USD}
-`), 0o644))
+`)
 	g := newGatewayEnv(t, "", "", []string{"FAKE_DEEPL_KEY=k"}, "--providers", catalog, "--local-engines")
 
 	listed := g.providers()
@@ -107,35 +105,25 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 	require.ElementsMatch(t, []string{"scenes", "ocr"}, listed["media-local"].Attributes.Services["video-analyses"].Features)
 	require.Contains(t, g.logs.String(), "local engines")
 
-	jobToken := g.token
-	g.token = g.mint("acme", "policies:read policies:write")
-	status, body, _ := g.do(http.MethodPost, "/v1/policies", `{"data":{"type":"policy","attributes":{
+	g.createPolicy(`{
 		"name":"vendor first","routing_strategy":"quality","service":"translations",
-		"providers":[{"provider_id":"deepl","priority":1},{"provider_id":"apertium-local","priority":2}]}}}`)
-	require.Equal(t, http.StatusCreated, status, "%s", body)
-	g.token = jobToken
+		"providers":[{"provider_id":"deepl","priority":1},{"provider_id":"apertium-local","priority":2}]}`)
 
 	job := g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"text",
 		"content":"Hello world. The house is big.","target_language":"es"},"options":{"source_language":"en"}}}}`)
-	done := g.waitFor("translations", job.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("translations", job.Data.ID, 60*time.Second, "completed")
 	require.Equal(t, "apertium-local", done.Data.Attributes.Provider)
-	raw, err := json.Marshal(done.Data.Attributes.Result)
-	require.NoError(t, err)
 	var result struct {
 		Content string `json:"content"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &result))
+	decodeAs(t, done.Data.Attributes.Result, &result)
 	require.Equal(t, "Hola Mundo. La casa es grande.", strings.TrimSpace(result.Content))
 
 	// The README's video analysis: the local media engine finds the three
 	// slides and their text.
 	video := g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"provider":"media-local",
 		"input":{"url":"`+g.url("/dev/samples/slides.mp4")+`","features":["scenes","ocr"]}}}}`)
-	analysed := g.waitFor("video-analyses", video.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", analysed.Data.Attributes.Status, "%+v", analysed.Data.Attributes)
-	raw, err = json.Marshal(analysed.Data.Attributes.Result)
-	require.NoError(t, err)
+	analysed := g.waitEnded("video-analyses", video.Data.ID, 60*time.Second, "completed")
 	var analysis struct {
 		Scenes []struct {
 			Start float64 `json:"start_time"`
@@ -144,7 +132,7 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 			Text string `json:"text"`
 		} `json:"ocr"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &analysis))
+	raw := decodeAs(t, analysed.Data.Attributes.Result, &analysis)
 	require.Len(t, analysis.Scenes, 3, "%s", raw)
 	var texts []string
 	for _, d := range analysis.OCR {
@@ -157,30 +145,16 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 	// catalog's transcription provider.
 	spoken := g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"provider":"media-speech",
 		"input":{"url":"`+g.url("/dev/samples/speech.mp4")+`","features":["speech_to_text"]},"options":{"confidence_threshold":0}}}}`)
-	spokenDone := g.waitFor("video-analyses", spoken.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", spokenDone.Data.Attributes.Status, "%+v", spokenDone.Data.Attributes)
-	raw, err = json.Marshal(spokenDone.Data.Attributes.Result)
-	require.NoError(t, err)
+	spokenDone := g.waitEnded("video-analyses", spoken.Data.ID, 60*time.Second, "completed")
 	var speech struct {
 		SpeechToText []struct {
 			Text string `json:"text"`
 		} `json:"speech_to_text"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &speech))
+	raw = decodeAs(t, spokenDone.Data.Attributes.Result, &speech)
 	require.NotEmpty(t, speech.SpeechToText, "%s", raw)
 
-	var history []struct {
-		ProviderID string `json:"provider_id"`
-		Reason     string `json:"reason"`
-	}
-	raw, err = json.Marshal(done.Data.Attributes.RoutingHistory)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &history))
-	require.Len(t, history, 2)
-	require.Equal(t, "deepl", history[0].ProviderID)
-	require.Equal(t, "policy_rule", history[0].Reason)
-	require.Equal(t, "apertium-local", history[1].ProviderID)
-	require.Equal(t, "failover", history[1].Reason)
+	require.Equal(t, []string{"deepl policy_rule", "apertium-local failover"}, routes(t, done))
 }
 
 // On a machine without the engines, dev still starts, and lists them as

@@ -82,8 +82,7 @@ func TestMediaEndToEnd(t *testing.T) {
 	// and a download_url that serves the transcript.
 	video := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"video","url":"`+
 		g.url("/dev/samples/speech.mp4")+`","audio_track":0},"options":{"format":"vtt","timestamps":true}}}}`)
-	done := g.waitFor("transcriptions", video.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("transcriptions", video.Data.ID, 60*time.Second, "completed")
 	require.InDelta(t, 7.3, resultMember[float64](t, done.Data.Attributes.Result, "duration"), 0.2, "the probed duration of the sample")
 	require.True(t, strings.HasPrefix(g.download(done.Data.Attributes.Result), "WEBVTT"))
 	steps := g.activitiesOf(video.Data.ID)
@@ -109,17 +108,13 @@ func TestMediaEndToEnd(t *testing.T) {
 	// A text file sent as audio.
 	text := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
 		g.url("/dev/samples/document.txt")+`"}}}}`)
-	failed := g.waitFor("transcriptions", text.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "failed", failed.Data.Attributes.Status)
-	require.NotNil(t, failed.Data.Attributes.Error)
-	require.Equal(t, "AUDIO_UNREADABLE", failed.Data.Attributes.Error.Code)
+	failed := g.waitFailed("transcriptions", text.Data.ID, 60*time.Second, "AUDIO_UNREADABLE")
 	require.Empty(t, failed.Data.Attributes.RoutingHistory, "no provider was tried")
 
 	// A document translation returns the translated document.
 	doc := g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"document","url":"`+
 		g.url("/dev/samples/document.txt")+`","target_language":"de"}}}}`)
-	translated := g.waitFor("translations", doc.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "completed", translated.Data.Attributes.Status, "%+v", translated.Data.Attributes)
+	translated := g.waitEnded("translations", doc.Data.ID, 60*time.Second, "completed")
 	require.Contains(t, g.download(translated.Data.Attributes.Result), "This is a sample document for translation jobs.")
 
 	// The work files are gone once the jobs ended (the workflow removes
@@ -165,8 +160,7 @@ func TestKillDuringExtractionEndsTheJobOnce(t *testing.T) {
 	g.kill()
 	g.start()
 
-	done := g.waitFor("transcriptions", job.Data.ID, 120*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("transcriptions", job.Data.ID, 120*time.Second, "completed")
 	results, _ := filepath.Glob(filepath.Join(g.dataDir, "files", "results", job.Data.ID, "*"))
 	require.Len(t, slicesWithout(results, ".attrs"), 1, "one result file: %v", results)
 	require.NotEmpty(t, g.download(done.Data.Attributes.Result))
@@ -183,10 +177,7 @@ func TestDevWithoutFFmpeg(t *testing.T) {
 
 	job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"video","url":"`+
 		g.url("/dev/samples/speech.mp4")+`"}}}}`)
-	done := g.waitFor("transcriptions", job.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "failed", done.Data.Attributes.Status)
-	require.NotNil(t, done.Data.Attributes.Error)
-	require.Equal(t, "MEDIA_PROCESSING_UNAVAILABLE", done.Data.Attributes.Error.Code)
+	g.waitFailed("transcriptions", job.Data.ID, 60*time.Second, "MEDIA_PROCESSING_UNAVAILABLE")
 
 	llm := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
 	require.Equal(t, "completed", g.waitFor("llm-tasks", llm.Data.ID, 60*time.Second, terminal).Data.Attributes.Status, "jobs without media run as ever")

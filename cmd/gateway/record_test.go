@@ -18,16 +18,8 @@ import (
 // recordCatalog makes failover happen: the cheapest provider always fails.
 // sandbox-broken and sandbox-quick answer at once, so their calls run as
 // local activities; sandbox-steady's are heartbeating activities.
-const recordCatalog = `providers:
-  - id: sandbox-quick
-    name: Sandbox (quick)
-    adapter: sandbox
-    settings: {latency_ms: 0, fail_rate: 0}
-    services:
-      llm-tasks:
-        models: [sandbox-model]
-        pricing: {unit: per_token, amount: 0.00001, currency: USD}
-  - id: sandbox-broken
+var recordCatalog = "providers:\n" + sandboxLLMProvider("sandbox-quick", "Sandbox (quick)", 0, 0, "0.00001") +
+	`  - id: sandbox-broken
     name: Sandbox (always fails)
     adapter: sandbox
     settings: {latency_ms: 0, fail_rate: 1}
@@ -70,8 +62,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	vendor := newFakeAssemblyAI(t, true)
 	deepgram := newFakeDeepgram(t)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(recordCatalog+vendor.provider()+deepgram.provider()), 0o644))
+	catalog := writeCatalog(t, recordCatalog+vendor.provider()+deepgram.provider())
 	temporalAddr := freeAddr(t)
 	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, "FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey},
 		"--providers", catalog, "--callback-url", fakeDeepgramCallbackBase)

@@ -206,18 +206,8 @@ func TestJobsAndReplayCommands(t *testing.T) {
 // their routing history and continuing their attempt numbers.
 func TestRetryFailedJobs(t *testing.T) {
 	t.Parallel()
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	broken := `  - id: sandbox-broken
-    name: Sandbox (always fails)
-    adapter: sandbox
-    settings: {latency_ms: 0, fail_rate: 1}
-    services:
-      llm-tasks:
-        models: [sandbox-model]
-        pricing: {unit: per_token, amount: 0.01, currency: USD}
-`
-	require.NoError(t, os.WriteFile(catalog, []byte(providertest.SandboxCatalog("sandbox-solo", 0)+broken), 0o644))
-	g := newGateway(t, "", "--providers", catalog)
+	broken := sandboxLLMProvider("sandbox-broken", "Sandbox (always fails)", 0, 1, "0.01")
+	g := newGateway(t, "", "--providers", writeCatalog(t, providertest.SandboxCatalog("sandbox-solo", 0)+broken))
 	adminToken := strings.TrimSpace(func() string {
 		out, err := exec.Command(gatewayBin, "token", "--data-dir", g.dataDir, "--tenant", "acme", "--sub", "sre",
 			"--scope", "providers:write providers:read", "--super-admin").Output()
@@ -239,9 +229,7 @@ func TestRetryFailedJobs(t *testing.T) {
 
 	setStatus("disabled")
 	failing := g.create("llm-tasks", body)
-	failed := g.waitFor("llm-tasks", failing.Data.ID, 60*time.Second, terminal)
-	require.Equal(t, "failed", failed.Data.Attributes.Status)
-	require.Equal(t, "NO_ELIGIBLE_PROVIDER", failed.Data.Attributes.Error.Code)
+	g.waitFailed("llm-tasks", failing.Data.ID, 60*time.Second, "NO_ELIGIBLE_PROVIDER")
 	setStatus("active")
 
 	code, out = g.command("jobs", "retry", "--error-code", "NO_ELIGIBLE_PROVIDER", "--dry-run")

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -30,9 +28,7 @@ func TestSIGTERMLetsRunningCallsFinish(t *testing.T) {
 	}{{"30s", 1}, {"0s", 2}} {
 		t.Run("stop-timeout-"+tc.stopTimeout, func(t *testing.T) {
 			t.Parallel()
-			catalog := filepath.Join(t.TempDir(), "providers.yaml")
-			require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o644))
-			g := newGateway(t, "", "--providers", catalog, "--worker-stop-timeout", tc.stopTimeout)
+			g := newGateway(t, "", "--providers", writeCatalog(t, slowCatalog), "--worker-stop-timeout", tc.stopTimeout)
 			id := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
 			g.waitFor("llm-tasks", id, 30*time.Second, func(d jobDoc) bool {
 				return d.Data.Attributes.Status == "processing" && d.Data.Attributes.Progress != nil && *d.Data.Attributes.Progress > 0
@@ -45,8 +41,7 @@ func TestSIGTERMLetsRunningCallsFinish(t *testing.T) {
 				t.Fatal("gateway dev did not stop within 60 s of SIGTERM")
 			}
 			g.start()
-			done := g.waitFor("llm-tasks", id, 90*time.Second, terminal)
-			require.Equal(t, "completed", done.Data.Attributes.Status)
+			g.waitEnded("llm-tasks", id, 90*time.Second, "completed")
 
 			temporal, err := client.Dial(client.Options{HostPort: g.temporal})
 			require.NoError(t, err)

@@ -143,16 +143,7 @@ func TestSoak(t *testing.T) {
 const soakPartition = 20 * time.Second
 
 // soakCatalog: one sandbox provider answering in 200 ms.
-const soakCatalog = `providers:
-  - id: sandbox-soak
-    name: Sandbox (soak)
-    adapter: sandbox
-    settings: {latency_ms: 200, fail_rate: 0}
-    services:
-      llm-tasks:
-        models: [sandbox-model]
-        pricing: {unit: per_token, amount: 0.000001, currency: USD}
-`
+var soakCatalog = "providers:\n" + sandboxLLMProvider("sandbox-soak", "Sandbox (soak)", 200, 0, "0.000001")
 
 // eventLedger is a webhook receiver that keeps every event by job.
 type eventLedger struct {

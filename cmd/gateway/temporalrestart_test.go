@@ -105,8 +105,7 @@ func startProductionShapeThroughLink(t *testing.T, catalogYAML, jobStarts string
 // worker on processURL (the same database).
 func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL string) *productionShape {
 	t.Helper()
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(catalogYAML), 0o644))
+	catalog := writeCatalog(t, catalogYAML)
 	s := &productionShape{temporal: freeAddr(t)}
 	s.server = newGatewayOn(t, devURL, s.temporal, "--providers", catalog)
 	s.env = []string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -89,8 +87,7 @@ func TestAJobIsOneTrace(t *testing.T) {
 "message":{"role":"assistant","content":"Five words, as asked."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`)
 	}))
 	t.Cleanup(vendor.Close)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte(`providers:
+	catalog := writeCatalog(t, `providers:
   - id: openai-fake
     name: OpenAI (fake)
     adapter: openai
@@ -99,13 +96,12 @@ func TestAJobIsOneTrace(t *testing.T) {
       llm-tasks:
         models: [gpt-4o-mini]
         pricing: {unit: per_token, amount: 0.0000006, currency: USD}
-`), 0o644))
+`)
 	g := newGatewayEnv(t, "", "", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL, "OTEL_BSP_SCHEDULE_DELAY=100"},
 		"--providers", catalog)
 
 	id := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
-	done := g.waitFor("llm-tasks", id, 60*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status)
+	g.waitEnded("llm-tasks", id, 60*time.Second, "completed")
 	status, body, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+id, "")
 	require.Equal(t, http.StatusOK, status)
 	traceID := jsonPath(t, body, "data", "meta", "system", "trace_id")

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,25 +82,15 @@ func (f *fakeDeepgram) post(t *testing.T, callback, base string) int {
 // provider is the catalog entry of the fake, priced above the sandboxes
 // so that only jobs naming it go to it.
 func (f *fakeDeepgram) provider() string {
-	return `  - id: deepgram
-    name: Deepgram (fake)
-    adapter: deepgram
-    settings: {base_url: "` + f.URL + `", api_key_env: FAKE_DEEPGRAM_KEY}
-    services:
-      transcriptions:
-        features: [language_detection, diarization, timestamps]
-        pricing: {unit: per_minute, amount: 0.5, currency: USD}
-`
+	return vendorProvider("deepgram", "Deepgram (fake)", f.URL, "FAKE_DEEPGRAM_KEY")
 }
 
 func TestVendorCallbackSurvivesARestartAndWakesTheJob(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t)
 	vendor := newFakeDeepgram(t)
-	catalog := filepath.Join(t.TempDir(), "providers.yaml")
-	require.NoError(t, os.WriteFile(catalog, []byte("providers:\n"+vendor.provider()), 0o644))
 	g := newGatewayEnv(t, "", "", []string{"FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey},
-		"--providers", catalog, "--callback-url", fakeDeepgramCallbackBase)
+		"--providers", writeCatalog(t, "providers:\n"+vendor.provider()), "--callback-url", fakeDeepgramCallbackBase)
 
 	id := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+
 		g.url("/dev/samples/tone.wav")+`"},"options":{"format":"srt"}}}}`).Data.ID
@@ -152,8 +139,7 @@ func TestVendorCallbackSurvivesARestartAndWakesTheJob(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, vendor.post(t, forged.String(), g.url("")), "a forged token is refused")
 	require.Equal(t, http.StatusNoContent, vendor.post(t, callbacks[0], g.url("")))
 
-	done := g.waitFor("transcriptions", id, 120*time.Second, terminal)
-	require.Equal(t, "completed", done.Data.Attributes.Status, "%+v", done.Data.Attributes)
+	done := g.waitEnded("transcriptions", id, 120*time.Second, "completed")
 	n, _ := vendor.submitted()
 	require.Equal(t, 1, n, "the job is submitted once")
 	var result struct {
@@ -161,9 +147,7 @@ func TestVendorCallbackSurvivesARestartAndWakesTheJob(t *testing.T) {
 		Format   string `json:"format"`
 		Duration float64
 	}
-	raw, err := json.Marshal(done.Data.Attributes.Result)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &result))
+	decodeAs(t, done.Data.Attributes.Result, &result)
 	require.Equal(t, "Hello from the fake Deepgram.", result.Text)
 	require.Equal(t, "srt", result.Format)
 

@@ -92,6 +92,20 @@ type hookCall struct {
 	event  string
 }
 
+// progress is the job's progress in a delivered event.
+func (c hookCall) progress(t *testing.T) int {
+	t.Helper()
+	var doc struct {
+		Data struct {
+			Attributes struct {
+				Progress int `json:"progress"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(c.body, &doc))
+	return doc.Data.Attributes.Progress
+}
+
 // hookReceiver answers webhook requests with the statuses of answer, in
 // turn (the last one repeats), and remembers them.
 type hookReceiver struct {
@@ -225,19 +239,12 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		last := -10
 		for i, c := range calls[:len(calls)-1] {
 			require.Equal(t, "transcription.progress", c.event)
-			var doc struct {
-				Data struct {
-					Attributes struct {
-						Progress int `json:"progress"`
-					} `json:"attributes"`
-				} `json:"data"`
-			}
-			require.NoError(t, json.Unmarshal(c.body, &doc))
+			progress := c.progress(t)
 			if i == 0 {
-				require.Zero(t, doc.Data.Attributes.Progress)
+				require.Zero(t, progress)
 			}
-			require.GreaterOrEqual(t, doc.Data.Attributes.Progress, last+10, "progress events advance by 10 points or more")
-			last = doc.Data.Attributes.Progress
+			require.GreaterOrEqual(t, progress, last+10, "progress events advance by 10 points or more")
+			last = progress
 		}
 		require.Equal(t, "transcription.completed", calls[len(calls)-1].event, "completed is the last event")
 		seen := map[string]bool{}
@@ -306,13 +313,6 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	})
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}
-
 // accepted is the receiver's accepted (2xx) requests, one per webhook-id,
 // in arrival order.
 func (r *hookReceiver) accepted() []hookCall {
@@ -350,16 +350,9 @@ func requireOrderedLifecycle(t *testing.T, calls []hookCall, prefix string, with
 	last := -1
 	for _, c := range calls[:len(calls)-1] {
 		require.Equal(t, prefix+".progress", c.event)
-		var doc struct {
-			Data struct {
-				Attributes struct {
-					Progress int `json:"progress"`
-				} `json:"attributes"`
-			} `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal(c.body, &doc))
-		require.Greater(t, doc.Data.Attributes.Progress, last)
-		last = doc.Data.Attributes.Progress
+		progress := c.progress(t)
+		require.Greater(t, progress, last)
+		last = progress
 	}
 	if withProgress {
 		require.Greater(t, len(calls), 1, "a progress event on entering processing")
