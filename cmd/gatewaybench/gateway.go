@@ -233,10 +233,7 @@ func (g *process) token(tenant, scopes string) (string, error) {
 
 // stop ends the process with SIGTERM (SIGKILL after 20 s).
 func (g *process) stop() {
-	if g == nil || g.cmd == nil || g.cmd.Process == nil {
-		return
-	}
-	if g.alive() {
+	g.end(func() {
 		_ = g.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-g.exited:
@@ -244,20 +241,25 @@ func (g *process) stop() {
 			_ = g.cmd.Process.Kill()
 			<-g.exited
 		}
-	}
-	if g.logFile != nil {
-		_ = g.logFile.Close()
-	}
+	})
 }
 
 // kill ends the process at once (its data is thrown away).
 func (g *process) kill() {
+	g.end(func() {
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+	})
+}
+
+// end runs halt on a process that was started and still runs, and closes
+// its log.
+func (g *process) end(halt func()) {
 	if g == nil || g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
 	if g.alive() {
-		_ = g.cmd.Process.Kill()
-		<-g.exited
+		halt()
 	}
 	if g.logFile != nil {
 		_ = g.logFile.Close()
@@ -322,24 +324,49 @@ func readMemory(pid int) (memory, error) {
 
 // getJSON GETs a gateway URL and decodes its JSON answer.
 func getJSON(ctx context.Context, hc *http.Client, url, token string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := call(ctx, hc, http.MethodGet, url, url, token, nil, http.StatusOK)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, truncate(body))
 	}
 	return json.Unmarshal(body, into)
+}
+
+// call sends a request to the gateway with token (and a JSON body, unless
+// nil) and returns the answer's body; an answer other than want is an
+// error, naming the request "<method> <name>".
+func call(ctx context.Context, hc *http.Client, method, url, name, token string, body []byte, want int) ([]byte, error) {
+	var content io.Reader
+	if body != nil {
+		content = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, content)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %d %s", method, name, resp.StatusCode, truncate(answer))
+	}
+	return answer, nil
+}
+
+// jobList is what the benchmark reads of a GET /v1/jobs answer.
+type jobList struct {
+	Meta struct {
+		Total int `json:"total"`
+	} `json:"meta"`
 }
 
 func truncate(b []byte) string {

@@ -77,11 +77,7 @@ func (b *bench) memoryPhase(ctx context.Context, rep *report) error {
 	inFlight, atInFlight := 0, memory{}
 	deadline := submitStart.Add(b.opts.MemoryDelay)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var list struct {
-			Meta struct {
-				Total int `json:"total"`
-			} `json:"meta"`
-		}
+		var list jobList
 		if err := getJSON(ctx, b.hc, g.url("/v1/jobs?filter[status]=processing&page[size]=1"), token, &list); err != nil {
 			return err
 		}

@@ -101,11 +101,7 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 		return fmt.Errorf("no llm-tasks jobs of %s were seeded", tenant)
 	}
 	rep.Reads.Tenant = tenant
-	var first struct {
-		Meta struct {
-			Total int `json:"total"`
-		} `json:"meta"`
-	}
+	var first jobList
 	if err := getJSON(ctx, b.hc, g.url("/v1/jobs?page[size]=1"), token, &first); err != nil {
 		return err
 	}
@@ -192,11 +188,7 @@ func (b *bench) readCase(ctx context.Context, rep *report, g *process, token str
 		if i >= 10 && time.Now().After(deadline) {
 			break
 		}
-		var doc struct {
-			Meta struct {
-				Total int `json:"total"`
-			} `json:"meta"`
-		}
+		var doc jobList
 		start := time.Now()
 		err := getJSON(ctx, b.hc, g.url(c.path(i)), token, &doc)
 		lat := time.Since(start)

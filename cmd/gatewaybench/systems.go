@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -47,23 +45,9 @@ type gatewaySystem struct {
 func (s *gatewaySystem) name() string { return "gateway" }
 
 func (s *gatewaySystem) submit(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/llm-tasks", bytes.NewReader([]byte(jobBody)))
+	body, err := call(ctx, s.hc, http.MethodPost, s.base+"/v1/llm-tasks", "/v1/llm-tasks", s.token, []byte(jobBody), http.StatusAccepted)
 	if err != nil {
 		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("POST /v1/llm-tasks: %d %s", resp.StatusCode, truncate(body))
 	}
 	var doc struct {
 		Data struct {
@@ -77,14 +61,21 @@ func (s *gatewaySystem) submit(ctx context.Context) (string, error) {
 }
 
 func (s *gatewaySystem) succeeded(result *commonpb.Payloads) error {
-	var snap struct {
+	return endedCompleted(result, "job")
+}
+
+// endedCompleted checks that a workflow's result (the gateway's job
+// snapshot, the floor's floorResult) has the status "completed"; what
+// names the job in the error.
+func endedCompleted(result *commonpb.Payloads, what string) error {
+	var out struct {
 		Status string `json:"status"`
 	}
-	if err := converter.GetDefaultDataConverter().FromPayloads(result, &snap); err != nil {
+	if err := converter.GetDefaultDataConverter().FromPayloads(result, &out); err != nil {
 		return err
 	}
-	if snap.Status != "completed" {
-		return fmt.Errorf("job ended %q", snap.Status)
+	if out.Status != "completed" {
+		return fmt.Errorf("%s ended %q", what, out.Status)
 	}
 	return nil
 }
@@ -205,16 +196,7 @@ func answer(_ context.Context, in baselineInput) (floorResult, error) {
 // newFloor starts the floor's worker on c.
 func newFloor(c client.Client) (*taskQueueSystem, error) {
 	s := &taskQueueSystem{label: "floor", queue: floorQueue, workflow: floorWorkflow, c: c,
-		check: func(result *commonpb.Payloads) error {
-			var out floorResult
-			if err := converter.GetDefaultDataConverter().FromPayloads(result, &out); err != nil {
-				return err
-			}
-			if out.Status != "completed" {
-				return fmt.Errorf("floor job ended %q", out.Status)
-			}
-			return nil
-		}}
+		check: func(result *commonpb.Payloads) error { return endedCompleted(result, "floor job") }}
 	return s, s.startWorker(FloorWorkflow, answer, floorActivity)
 }
 
