@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/url"
 	"os/exec"
 	"strings"
 	"time"
@@ -21,32 +20,14 @@ import (
 // -keep.
 func (b *bench) freshSchema(ctx context.Context, base, tag string) (string, error) {
 	schema := "gatewaybench_" + tag + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	db, err := sql.Open("pgx", base)
+	u, drop, err := storetest.NewSchema(ctx, base, schema)
 	if err != nil {
 		return "", err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", fmt.Errorf("create schema (is PostgreSQL running at %s?): %w", base, err)
 	}
 	if !b.opts.Keep {
-		b.cleanups = append(b.cleanups, func() {
-			db, err := sql.Open("pgx", base)
-			if err != nil {
-				return
-			}
-			defer db.Close()
-			_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		})
+		b.cleanups = append(b.cleanups, drop)
 	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), nil
+	return u, nil
 }
 
 // readCase is one read request, measured one at a time.

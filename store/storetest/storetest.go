@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,32 +35,43 @@ func PostgresURL() string {
 // returns a URL whose connections use it.
 func FreshPostgresURL(t testing.TB) string {
 	t.Helper()
-	base := PostgresURL()
 	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
+	u, drop, err := NewSchema(context.Background(), PostgresURL(), schema)
+	if err != nil {
+		t.Fatalf("storetest: %v (make test needs PostgreSQL: on Debian or Ubuntu, apt-get install postgresql, then pg_ctlcluster $(ls /etc/postgresql) main start; or set TEST_DATABASE_URL)", err)
+	}
+	t.Cleanup(drop)
+	return u
+}
+
+// NewSchema creates schema in the PostgreSQL database at base and returns
+// a URL whose connections use it, and drop, which removes the schema and
+// everything in it.
+func NewSchema(ctx context.Context, base, schema string) (schemaURL string, drop func(), err error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, err
+	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
-		t.Fatalf("storetest: %v", err)
+		return "", nil, err
 	}
 	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("storetest: create schema (is PostgreSQL running at %s? make test needs it: on Debian or Ubuntu, apt-get install postgresql, then pg_ctlcluster $(ls /etc/postgresql) main start; or set TEST_DATABASE_URL): %v", base, err)
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, fmt.Errorf("create schema (is PostgreSQL running at %s?): %w", base, err)
 	}
-	t.Cleanup(func() {
+	drop = func() {
 		admin, err := sql.Open("pgx", base)
 		if err != nil {
 			return
 		}
 		defer admin.Close()
 		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), drop, nil
 }
 
 // Postgres opens a migrated store on a fresh PostgreSQL schema.
