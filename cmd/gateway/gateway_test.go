@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -23,6 +24,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -256,6 +260,9 @@ type jobDoc struct {
 	} `json:"data"`
 }
 
+// llmTaskBody creates the smallest llm-task.
+const llmTaskBody = `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`
+
 func (g *gateway) create(resource, body string) jobDoc {
 	g.t.Helper()
 	status, b, _ := g.do(http.MethodPost, "/v1/"+resource, body)
@@ -387,6 +394,29 @@ func routes(t *testing.T, doc jobDoc) []string {
 		out = append(out, h.ProviderID+" "+h.Reason)
 	}
 	return out
+}
+
+// temporalClient is a client of the Temporal frontend at addr, closed when
+// the test ends.
+func temporalClient(t *testing.T, addr string) client.Client {
+	t.Helper()
+	tc, err := client.Dial(client.Options{HostPort: addr})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	return tc
+}
+
+// historyOf is the events of a workflow's history.
+func historyOf(ctx context.Context, t *testing.T, tc client.Client, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	var events []*historypb.HistoryEvent
+	iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		event, err := iter.Next()
+		require.NoError(t, err)
+		events = append(events, event)
+	}
+	return events
 }
 
 // decodeAs decodes v (a result, a routing history) again into out, and
@@ -608,7 +638,7 @@ func (g *gateway) createUnroutable() jobDoc {
 		`{"data":{"type":"policy","attributes":{"name":"nowhere","routing_strategy":"price","providers":[]}}}`, "Authorization", auth)
 	require.Equal(g.t, http.StatusOK, status, "%s", body)
 	status, body, _ = g.do(http.MethodPost, "/v1/llm-tasks",
-		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`, "X-Application", "nowhere")
+		llmTaskBody, "X-Application", "nowhere")
 	require.Equal(g.t, http.StatusAccepted, status, "%s", body)
 	var doc jobDoc
 	require.NoError(g.t, json.Unmarshal(body, &doc))

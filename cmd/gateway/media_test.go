@@ -179,6 +179,6 @@ func TestDevWithoutFFmpeg(t *testing.T) {
 		g.url("/dev/samples/speech.mp4")+`"}}}}`)
 	g.waitFailed("transcriptions", job.Data.ID, 60*time.Second, "MEDIA_PROCESSING_UNAVAILABLE")
 
-	llm := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	llm := g.create("llm-tasks", llmTaskBody)
 	require.Equal(t, "completed", g.waitFor("llm-tasks", llm.Data.ID, 60*time.Second, terminal).Data.Attributes.Status, "jobs without media run as ever")
 }

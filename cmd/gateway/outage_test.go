@@ -18,7 +18,7 @@ func TestDatabaseOutageWithJobsRunning(t *testing.T) {
 	t.Parallel()
 	link, databaseURL := storetest.FreshPostgresURLThroughLink(t)
 	g := newGateway(t, databaseURL, "--providers", writeCatalog(t, slowCatalog))
-	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`
+	body := llmTaskBody
 	id := g.create("llm-tasks", body).Data.ID
 	g.waitFor("llm-tasks", id, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "processing" })
 

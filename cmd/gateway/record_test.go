@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/client"
 )
 
 // recordCatalog makes failover happen: the cheapest provider always fails.
@@ -66,9 +64,7 @@ func TestRecordHistories(t *testing.T) {
 	temporalAddr := freeAddr(t)
 	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, "FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey},
 		"--providers", catalog, "--callback-url", fakeDeepgramCallbackBase)
-	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, temporalAddr)
 
 	wav := g.url("/dev/samples/tone.wav")
 	jobs := map[string]string{}
@@ -137,13 +133,7 @@ func TestRecordHistories(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		_ = tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
 		cancel()
-		history := &historypb.History{}
-		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			event, err := iter.Next()
-			require.NoError(t, err)
-			history.Events = append(history.Events, event)
-		}
+		history := &historypb.History{Events: historyOf(context.Background(), t, tc, id)}
 		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-"+name+".json"), data, 0o644))

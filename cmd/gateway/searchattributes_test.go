@@ -15,10 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/providers/providertest"
@@ -30,14 +28,12 @@ import (
 func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, "")
-	tc, err := client.Dial(client.Options{HostPort: g.temporal})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, g.temporal)
 	ctx := context.Background()
 
 	require.NoError(t, registerSearchAttributes(ctx, tc, "default"), "registering again changes nothing")
 
-	done := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	done := g.create("llm-tasks", llmTaskBody)
 	failed := g.createUnroutable()
 	doneDoc := g.waitFor("llm-tasks", done.Data.ID, 60*time.Second, terminal)
 	g.waitFor("llm-tasks", failed.Data.ID, 60*time.Second, terminal)
@@ -75,11 +71,8 @@ func TestOperatorsFindJobsInTheTemporalUI(t *testing.T) {
 	require.NoError(t, value.Get(&metadata))
 	require.Equal(t, "llm-task for acme via "+doneDoc.Data.Attributes.Provider+", completed", metadata.GetCurrentDetails())
 
-	iter := tc.GetWorkflowHistory(ctx, done.Data.ID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var summaries []string
-	for iter.HasNext() {
-		event, err := iter.Next()
-		require.NoError(t, err)
+	for _, event := range historyOf(ctx, t, tc, done.Data.ID) {
 		if s := event.GetUserMetadata().GetSummary(); s != nil {
 			var text string
 			require.NoError(t, converterFrom(s, &text))
@@ -137,7 +130,7 @@ func (g *gateway) command(args ...string) (int, string) {
 func TestJobsAndReplayCommands(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, "")
-	ok := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+	ok := g.create("llm-tasks", llmTaskBody)
 	bad := g.createUnroutable()
 	g.waitFor("llm-tasks", ok.Data.ID, 60*time.Second, terminal)
 	g.waitFor("llm-tasks", bad.Data.ID, 60*time.Second, terminal)
@@ -220,7 +213,7 @@ func TestRetryFailedJobs(t *testing.T) {
 			setProviderStatus(t, g, adminToken, id, status)
 		}
 	}
-	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`
+	body := llmTaskBody
 	first := g.create("llm-tasks", body)
 	g.waitFor("llm-tasks", first.Data.ID, 60*time.Second, terminal)
 	code, out := g.command("jobs", "retry", first.Data.ID)

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 )
 
 // SIGTERM to a worker lets the provider calls it runs finish within
@@ -29,7 +27,7 @@ func TestSIGTERMLetsRunningCallsFinish(t *testing.T) {
 		t.Run("stop-timeout-"+tc.stopTimeout, func(t *testing.T) {
 			t.Parallel()
 			g := newGateway(t, "", "--providers", writeCatalog(t, slowCatalog), "--worker-stop-timeout", tc.stopTimeout)
-			id := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
+			id := g.create("llm-tasks", llmTaskBody).Data.ID
 			g.waitFor("llm-tasks", id, 30*time.Second, func(d jobDoc) bool {
 				return d.Data.Attributes.Status == "processing" && d.Data.Attributes.Progress != nil && *d.Data.Attributes.Progress > 0
 			})
@@ -43,14 +41,8 @@ func TestSIGTERMLetsRunningCallsFinish(t *testing.T) {
 			g.start()
 			g.waitEnded("llm-tasks", id, 90*time.Second, "completed")
 
-			temporal, err := client.Dial(client.Options{HostPort: g.temporal})
-			require.NoError(t, err)
-			defer temporal.Close()
-			iter := temporal.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 			var attempts []int32
-			for iter.HasNext() {
-				event, err := iter.Next()
-				require.NoError(t, err)
+			for _, event := range historyOf(context.Background(), t, temporalClient(t, g.temporal), id) {
 				if started := event.GetActivityTaskStartedEventAttributes(); started != nil {
 					attempts = append(attempts, started.GetAttempt())
 				}
@@ -66,7 +58,7 @@ func TestSIGTERMLetsRunningCallsFinish(t *testing.T) {
 func TestSIGTERMFinishesRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, "")
-	body := `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`
+	body := llmTaskBody
 	conn, err := net.Dial("tcp", g.listen)
 	require.NoError(t, err)
 	defer conn.Close()

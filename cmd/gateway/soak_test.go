@@ -93,9 +93,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("submitted %d jobs in %s; %d creates answered 503", len(ids), time.Since(start).Round(time.Second), refused)
 
 	// The ledger.
-	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, temporalAddr)
 	statuses := map[string]int{}
 	deadline := time.Now().Add(5 * time.Minute)
 	for _, id := range ids {

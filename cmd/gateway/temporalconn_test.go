@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -228,10 +227,8 @@ func TestMTLSOnlyTemporal(t *testing.T) {
 	// none of its tasks, and a store of its own, so dev starts none of its
 	// jobs.
 	const namespace = "secured"
-	tc, err := client.Dial(client.Options{HostPort: dev.temporal})
-	require.NoError(t, err)
-	defer tc.Close()
-	_, err = tc.WorkflowService().RegisterNamespace(t.Context(), &workflowservice.RegisterNamespaceRequest{
+	tc := temporalClient(t, dev.temporal)
+	_, err := tc.WorkflowService().RegisterNamespace(t.Context(), &workflowservice.RegisterNamespaceRequest{
 		Namespace: namespace, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
 	})
 	require.NoError(t, err)
@@ -255,7 +252,7 @@ func TestMTLSOnlyTemporal(t *testing.T) {
 	startProcess(t, tlsEnv, "worker", "--data-dir", t.TempDir())
 	api := startProcess(t, append(tlsEnv, "OIDC_ISSUER_URL="+dev.url("/dev/oidc")), "serve", "--tenant-create-rate", "0")
 	status, body := post(t, "http://"+api.listen+"/v1/llm-tasks", dev.token,
-		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+		llmTaskBody)
 	require.Equal(t, http.StatusAccepted, status, "%s", body)
 	var doc jobDoc
 	require.NoError(t, json.Unmarshal(body, &doc))

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/internal/faultnet"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -136,7 +135,7 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	createTask := func() string {
 		t.Helper()
 		status, body := post(t, "http://"+api.listen+"/v1/llm-tasks", server.token,
-			`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+			llmTaskBody)
 		require.Equal(t, http.StatusAccepted, status, "%s", body)
 		var doc jobDoc
 		require.NoError(t, json.Unmarshal(body, &doc))
@@ -167,9 +166,7 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	ids = append(ids, createTask()) // accepted while Temporal is away
 	server.start()
 
-	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, temporalAddr)
 	for i, id := range ids {
 		require.Eventually(t, func() bool {
 			return strings.Contains(string(get(t, "http://"+api.listen+"/v1/llm-tasks/"+id, server.token)), `"completed"`)
@@ -255,7 +252,7 @@ func TestServeStartsWithoutTemporal(t *testing.T) {
 		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), `"temporal":"unavailable"`)
 	}, 60*time.Second, 200*time.Millisecond, "serve runs, not ready until Temporal answers once")
 	status, answer := post(t, "http://"+listen+"/v1/llm-tasks", idp.token,
-		`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+		llmTaskBody)
 	require.Equal(t, http.StatusAccepted, status, "%s", answer)
 }
 

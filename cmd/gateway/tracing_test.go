@@ -100,7 +100,7 @@ func TestAJobIsOneTrace(t *testing.T) {
 	g := newGatewayEnv(t, "", "", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL, "OTEL_BSP_SCHEDULE_DELAY=100"},
 		"--providers", catalog)
 
-	id := g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
+	id := g.create("llm-tasks", llmTaskBody).Data.ID
 	g.waitEnded("llm-tasks", id, 60*time.Second, "completed")
 	status, body, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+id, "")
 	require.Equal(t, http.StatusOK, status)

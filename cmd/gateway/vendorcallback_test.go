@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 )
@@ -101,9 +100,7 @@ func TestVendorCallbackSurvivesARestartAndWakesTheJob(t *testing.T) {
 	require.Equal(t, "/v1/provider-callbacks/"+id+"/1", u.Path, "the address names the job and the attempt")
 	require.NotEmpty(t, u.Query().Get("token"))
 
-	tc, err := client.Dial(client.Options{HostPort: g.temporal})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, g.temporal)
 	history := func() []enumspb.EventType {
 		var types []enumspb.EventType
 		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
@@ -417,14 +415,8 @@ func TestWebhooksEveryServiceAndFailingReceivers(t *testing.T) {
 		}
 		require.Contains(t, string(calls[0].body), content, "the body has the job's input")
 
-		tc, err := client.Dial(client.Options{HostPort: g.temporal})
-		require.NoError(t, err)
-		defer tc.Close()
 		scheduled, attempts := 0, 0
-		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			event, err := iter.Next()
-			require.NoError(t, err)
+		for _, event := range historyOf(context.Background(), t, temporalClient(t, g.temporal), id) {
 			if a := event.GetActivityTaskScheduledEventAttributes(); a != nil && strings.HasPrefix(a.GetActivityType().GetName(), "DeliverWebhook") {
 				scheduled += proto.Size(a.GetInput())
 				attempts++

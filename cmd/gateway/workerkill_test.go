@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/providers/providertest"
 )
@@ -31,9 +30,7 @@ func TestWorkerKilledMidCallResumesFromHeartbeat(t *testing.T) {
 	t.Parallel()
 	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-long", longCallLatency.Milliseconds()), jobStartsServe)
 	apiURL := "http://" + shape.api.listen
-	tc, err := client.Dial(client.Options{HostPort: shape.temporal})
-	require.NoError(t, err)
-	defer tc.Close()
+	tc := temporalClient(t, shape.temporal)
 	host, err := os.Hostname()
 	require.NoError(t, err)
 	workerIdentity := fmt.Sprintf("%s-%d", host, shape.worker.cmd.Process.Pid)
@@ -44,7 +41,7 @@ func TestWorkerKilledMidCallResumesFromHeartbeat(t *testing.T) {
 	var id string
 	for try := 0; id == "" && try < 10; try++ {
 		status, body := post(t, apiURL+"/v1/llm-tasks", shape.server.token,
-			`{"data":{"type":"llm-task-job","attributes":{"input":{"type":"text","text":"x","prompt":"y"}}}}`)
+			llmTaskBody)
 		require.Equal(t, http.StatusAccepted, status, "%s", body)
 		var doc jobDoc
 		require.NoError(t, json.Unmarshal(body, &doc))
@@ -91,10 +88,7 @@ func TestWorkerKilledMidCallResumesFromHeartbeat(t *testing.T) {
 	var attempts []int32
 	var second time.Duration
 	var startedAt time.Time
-	iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
+	for _, ev := range historyOf(ctx, t, tc, id) {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			attempts = append(attempts, ev.GetActivityTaskStartedEventAttributes().GetAttempt())
