@@ -29,10 +29,6 @@ import (
 // its own, so the job's history shows them, and any worker can run the
 // next one: the files live in the blob store, not on the worker.
 
-// CodeMediaProcessingUnavailable fails a job whose media this gateway
-// cannot process: no blob store, or no ffmpeg on the worker.
-const CodeMediaProcessingUnavailable = "MEDIA_PROCESSING_UNAVAILABLE"
-
 // MediaInput names a job's media.
 type MediaInput struct {
 	JobID string `json:"job_id"`
@@ -234,7 +230,7 @@ func (m *Media) client() *http.Client {
 // unavailable is the job failure of a gateway that cannot process media.
 func unavailable(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil,
-		jobs.Error{Code: CodeMediaProcessingUnavailable, Message: msg})
+		jobs.Error{Code: jobs.CodeMediaProcessingUnavailable, Message: msg})
 }
 
 // heartbeatWhile heartbeats while *received grows: a download that stalls

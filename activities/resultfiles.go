@@ -57,7 +57,7 @@ func (b Blobs) finishResult(ctx context.Context, in CallInput, call providers.Ca
 	}
 	if finishing.WrittenFile != "" && call.ResultFile != "" {
 		if _, err := os.Stat(call.ResultFile); errors.Is(err, os.ErrNotExist) {
-			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no "+finishing.WrittenFile+" file", nil))
+			return classify(providers.Retryable(jobs.CodeBadResponse, "the provider returned no "+finishing.WrittenNoun, nil))
 		}
 		key := ResultPrefix(in.JobID) + filepath.Base(call.ResultFile)
 		if err := b.putFile(ctx, key, in.Media.File.ContentType, call.ResultFile, nil); err != nil {
@@ -78,7 +78,7 @@ func (b Blobs) renderResultFile(ctx context.Context, in CallInput, name string, 
 	_, mediaType := recorded.ResultTypes()
 	body, err := recorded.Render(mediaType, out.Result)
 	if err != nil {
-		return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's result cannot be rendered as "+mediaType, err))
+		return classify(providers.Retryable(jobs.CodeBadResponse, "the provider's "+name+" cannot be rendered as "+mediaType, err))
 	}
 	key := ResultPrefix(in.JobID) + name + jobs.Extension(mediaType)
 	if _, err := b.Store.Put(ctx, key, mediaType, bytes.NewReader(body)); err != nil {

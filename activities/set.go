@@ -28,7 +28,8 @@ type Deps struct {
 	// WorkerID identifies this worker process in job metadata.
 	WorkerID string
 	// HeartbeatInterval is how often a running provider call records a
-	// heartbeat (default: half its heartbeat timeout).
+	// heartbeat (default: half its heartbeat timeout). Media steps always
+	// beat at half theirs.
 	HeartbeatInterval time.Duration
 	// Signer signs webhook requests.
 	Signer *webhooksign.Signer

@@ -370,7 +370,11 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 
 	svc, _ := jobs.LookupService(string(sid))
 	if allowed := svc.Features; len(c.Features) > 0 && len(allowed) == 0 {
-		add("features: %s has no features; remove the list (llm-tasks capabilities list models instead)", sid)
+		hint := ""
+		if len(svc.CapabilityLists) > 0 {
+			hint = fmt.Sprintf(" (%s capabilities list %s instead)", sid, strings.Join(svc.CapabilityLists, ", "))
+		}
+		add("features: %s has no features; remove the list%s", sid, hint)
 	} else {
 		for _, f := range c.Features {
 			if !slices.Contains(allowed, f) {

@@ -7,7 +7,8 @@ import "go.temporal.io/sdk/workflow"
 // worker replaying a job without markers would take the old code paths,
 // so stamping waits for a release after every worker runs this one
 // (docs/operations.md, Replaying histories). A job started at generation
-// 1 (jobs.Submission.Generation, set by the process that starts it) takes every change listed in generationOne at its version
+// 1 (jobs.Submission.Generation, which the process that starts it will
+// set) takes every change listed in generationOne at its version
 // there, without a version marker: a marker costs two history events and
 // a visibility write (the SDK upserts TemporalChangeVersion with it) on
 // every job. Jobs started before generations (0) call GetVersion as they

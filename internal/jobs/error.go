@@ -60,6 +60,9 @@ const (
 	// CodeMediaUnavailable: the media could not be fetched: the host could
 	// not be reached (retryable) or refused it with a 4xx (input error).
 	CodeMediaUnavailable = "MEDIA_UNAVAILABLE"
+	// CodeMediaProcessingUnavailable: this gateway cannot process the
+	// job's media: no blob store, or no ffmpeg on the worker.
+	CodeMediaProcessingUnavailable = "MEDIA_PROCESSING_UNAVAILABLE"
 	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
 	// address, port or scheme the gateway refuses to call (input error).
 	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"

@@ -37,8 +37,8 @@ type ServiceID string
 
 // Service describes one job service: everything that differs between
 // services. Each service's file registers its descriptor (Register); the
-// API, the workflow, its activities, routing and the store ask it instead
-// of naming a service.
+// API, the catalog, the workflow and its activities ask it instead of
+// naming a service.
 type Service struct {
 	ID          ServiceID
 	Name        string
@@ -64,7 +64,8 @@ type Service struct {
 	Media MediaSteps
 	// Results is what the gateway adds to a provider's result.
 	Results ResultFinishing
-	// Usage is the unit the service's usage is measured in.
+	// Usage is the unit the service's usage is measured in (nothing reads
+	// it yet: usage, prices and budgets will).
 	Usage UsageUnit
 
 	codec requestCodec
@@ -151,8 +152,9 @@ type ResultFinishing struct {
 	RenderedFile string
 	// WrittenFile names the file the provider writes for a job with media
 	// (a translated document), completed with the media's extension; ""
-	// for none.
+	// for none. WrittenNoun says what it is, in errors.
 	WrittenFile string
+	WrittenNoun string
 	// VideoMetadata: the probed video metadata replaces the result's
 	// video_metadata member.
 	VideoMetadata bool
@@ -278,7 +280,7 @@ type RequestType interface {
 
 // Register makes s a service whose request type is *T; each service's
 // file calls it from init. It panics on a descriptor that lacks an id,
-// a job type or an event prefix, or whose id is taken.
+// a job type or an event prefix, or whose id or Order is taken.
 func Register[T any, P interface {
 	*T
 	RequestType
@@ -288,6 +290,11 @@ func Register[T any, P interface {
 	}
 	if _, taken := services[s.ID]; taken {
 		panic("jobs: service " + string(s.ID) + " registered twice")
+	}
+	for _, other := range services {
+		if s.Order <= 0 || other.Order == s.Order {
+			panic(fmt.Sprintf("jobs: service %s needs an Order of its own above 0", s.ID))
+		}
 	}
 	s.codec = codec[T, P]{}
 	services[s.ID] = s

@@ -22,7 +22,7 @@ func init() {
 		Features:        TranslationFeatures,
 		CapabilityLists: []string{"source_languages", "target_languages"},
 		Media:           MediaSteps{Fetch: true, DocumentsOnly: true, UnreadableCode: CodeInputUnreadable},
-		Results:         ResultFinishing{WrittenFile: "translation"},
+		Results:         ResultFinishing{WrittenFile: "translation", WrittenNoun: "translated document"},
 		Usage:           UsageCharacters,
 	})
 }

@@ -13,7 +13,7 @@ import (
 // streams) of src to dst as 16 kHz mono 16-bit PCM WAV, the one format
 // every transcription adapter of the gateway takes (docs/media.md). The
 // whole track is decoded: media with no audio, a track out of range, or
-// audio that does not decode to the end is a KindInput AUDIO_UNREADABLE
+// audio that does not decode to the end is a non-retryable AUDIO_UNREADABLE
 // error saying what was wrong. When ctx ends, ffmpeg is killed and the
 // partial dst removed.
 func (t Tools) ExtractAudio(ctx context.Context, probe Probe, src string, track int, dst string) error {

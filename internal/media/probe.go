@@ -125,7 +125,7 @@ func InputArgs(path string) []string {
 const probeTimeout = 2 * time.Minute
 
 // Probe runs ffprobe on path. A file ffprobe cannot read, or one with no
-// audio and no video, is a KindInput error with UnreadableCode(s).
+// audio and no video, is a non-retryable *Error with UnreadableCode(s).
 func (t Tools) Probe(ctx context.Context, s jobs.ServiceID, path string) (Probe, error) {
 	limited, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

@@ -31,7 +31,7 @@ func tools(t *testing.T) media.Tools {
 	return tt
 }
 
-// requireInputError checks that err is a KindInput error with code, and
+// requireInputError checks that err is a non-retryable *media.Error with code, and
 // that its message holds want and no local path.
 func requireInputError(t *testing.T, err error, code, want string) {
 	t.Helper()

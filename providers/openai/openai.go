@@ -116,7 +116,7 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	case jobs.VideoAnalyses:
 		res, err = a.analyseVideo(ctx, call)
 	default: // the registry refuses what Services does not list
-		err = fmt.Errorf("openai: no call for %s", call.Service)
+		err = providers.Permanent(jobs.CodeUnsupportedService, fmt.Sprintf("openai serves no %s", call.Service), nil)
 	}
 	if err != nil {
 		return nil, err
