@@ -102,13 +102,7 @@ func TestUpdateServiceStatusRejects(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPatch, "/v1/services/llm-task", admin, statusDoc("service", "llm-task", map[string]any{"status": "disabled"})),
 			http.StatusNotFound, "NOT_FOUND")
 	})
-	for _, tc := range []struct {
-		name     string
-		body     any
-		status   int
-		code     string
-		pointers []string
-	}{
+	requireRejects(t, []rejectCase{
 		{name: "malformed JSON", body: `{"data":`, status: http.StatusBadRequest, code: "MALFORMED_JSON"},
 		{name: "id mismatch", body: statusDoc("service", "translations", map[string]any{"status": "disabled"}), pointers: []string{"/data/id"}},
 		{name: "id missing", body: map[string]any{"data": map[string]any{"type": "service", "attributes": map[string]any{"status": "disabled"}}}, pointers: []string{"/data/id"}},
@@ -119,16 +113,7 @@ func TestUpdateServiceStatusRejects(t *testing.T) {
 		{name: "status not in enum", body: statusDoc("service", "llm-tasks", map[string]any{"status": "degraded"}), pointers: []string{"/data/attributes/status"}},
 		{name: "status number", body: statusDoc("service", "llm-tasks", map[string]any{"status": 1}), pointers: []string{"/data/attributes/status"}},
 		{name: "unknown attribute", body: statusDoc("service", "llm-tasks", map[string]any{"status": "disabled", "name": "LLM"}), pointers: []string{"/data/attributes/name"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			status, code := tc.status, tc.code
-			if status == 0 {
-				status, code = http.StatusUnprocessableEntity, "VALIDATION_ERROR"
-			}
-			requireError(t, b.do(t, http.MethodPatch, path, admin, tc.body), status, code, tc.pointers...)
-		})
-	}
+	}, func(t *testing.T, body any) *response { return b.do(t, http.MethodPatch, path, admin, body) })
 	t.Cleanup(func() {
 		require.Equal(t, "active", statusOf(t, b.do(t, http.MethodGet, path, admin, nil)), "no rejected request changed the status")
 	})
@@ -223,13 +208,7 @@ func TestUpdateProviderStatusRejects(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPatch, "/v1/providers/nope", admin, statusDoc("provider", "nope", transcriptionsDisabled)), http.StatusNotFound, "NOT_FOUND")
 	})
 	entry := func(status any) map[string]any { return map[string]any{"status": status} }
-	for _, tc := range []struct {
-		name     string
-		body     any
-		status   int
-		code     string
-		pointers []string
-	}{
+	requireRejects(t, []rejectCase{
 		{name: "malformed JSON", body: `{"data": {`, status: http.StatusBadRequest, code: "MALFORMED_JSON"},
 		{name: "id mismatch", body: statusDoc("provider", "alpha", transcriptionsDisabled), pointers: []string{"/data/id"}},
 		{name: "type wrong", body: statusDoc("service", "narrow", transcriptionsDisabled), pointers: []string{"/data/type"}},
@@ -250,19 +229,7 @@ func TestUpdateProviderStatusRejects(t *testing.T) {
 		{name: "service status not in enum", body: statusDoc("provider", "narrow", map[string]any{"services": map[string]any{"transcriptions": entry("deprecated")}}), pointers: []string{"/data/attributes/services/transcriptions/status"}},
 		{name: "service entry unknown member", body: statusDoc("provider", "narrow", map[string]any{"services": map[string]any{"transcriptions": map[string]any{"status": "active", "limits": map[string]any{}}}}), pointers: []string{"/data/attributes/services/transcriptions/limits"}},
 		{name: "unknown attribute", body: statusDoc("provider", "narrow", map[string]any{"status": "active", "name": "N"}), pointers: []string{"/data/attributes/name"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			status, code := tc.status, tc.code
-			if status == 0 {
-				status = http.StatusUnprocessableEntity
-			}
-			if code == "" {
-				code = "VALIDATION_ERROR"
-			}
-			requireError(t, b.do(t, http.MethodPatch, path, admin, tc.body), status, code, tc.pointers...)
-		})
-	}
+	}, func(t *testing.T, body any) *response { return b.do(t, http.MethodPatch, path, admin, body) })
 	t.Cleanup(func() {
 		r := b.do(t, http.MethodGet, path, admin, nil)
 		r.requireStatus(t, http.StatusOK)

@@ -96,10 +96,7 @@ func TestRejectsMissingAndInvalidTokens(t *testing.T) {
 			require.Equal(t, `Bearer error="invalid_token"`, r.Header.Get("WWW-Authenticate"))
 		})
 	}
-	t.Cleanup(func() {
-		assert.Empty(t, b.started(), "no workflow may be started")
-		assert.Empty(t, b.cancelled(), "no workflow may be cancelled")
-	})
+	b.assertUntouched(t)
 }
 
 func TestValidTokenIsAccepted(t *testing.T) {
@@ -155,29 +152,23 @@ func TestScopes(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() {
-		assert.Empty(t, b.started(), "no workflow may be started")
-		assert.Empty(t, b.cancelled(), "no workflow may be cancelled")
-	})
+	b.assertUntouched(t)
 }
 
 func TestScopeGrantsItsOperations(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			data := b.create(t, res.id, b.token(t, res.id+":write"), body(t, res.id))
-			id := data["id"].(string)
+	eachResource(t, func(t *testing.T, res resource) {
+		data := b.create(t, res.id, b.token(t, res.id+":write"), body(t, res.id))
+		id := data["id"].(string)
 
-			read := b.token(t, res.id+":read")
-			b.do(t, http.MethodGet, jobPath(res.id, id), read, nil).requireStatus(t, http.StatusOK)
-			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, id, "/result"), read, nil),
-				http.StatusNotFound, "RESULT_NOT_READY")
-			b.do(t, http.MethodPost, jobPath(res.id, id, "/cancel"), b.token(t, res.id+":write"), nil).
-				requireStatus(t, http.StatusAccepted)
-		})
-	}
+		read := b.token(t, res.id+":read")
+		b.do(t, http.MethodGet, jobPath(res.id, id), read, nil).requireStatus(t, http.StatusOK)
+		requireError(t, b.do(t, http.MethodGet, jobPath(res.id, id, "/result"), read, nil),
+			http.StatusNotFound, "RESULT_NOT_READY")
+		b.do(t, http.MethodPost, jobPath(res.id, id, "/cancel"), b.token(t, res.id+":write"), nil).
+			requireStatus(t, http.StatusAccepted)
+	})
 }
 
 func TestEffectiveIdentityHeadersNeedCrossTenantScope(t *testing.T) {
@@ -196,10 +187,7 @@ func TestEffectiveIdentityHeadersNeedCrossTenantScope(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() {
-		assert.Empty(t, b.started(), "no workflow may be started")
-		assert.Empty(t, b.cancelled(), "no workflow may be cancelled")
-	})
+	b.assertUntouched(t)
 }
 
 func TestCrossTenantAdminCreatesForEffectiveIdentity(t *testing.T) {
@@ -207,32 +195,29 @@ func TestCrossTenantAdminCreatesForEffectiveIdentity(t *testing.T) {
 	b := setup(t)
 	admin := b.token(t, allScopes("admin:cross-tenant")...)
 
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			data := b.create(t, res.id, admin, body(t, res.id),
-				"X-Effective-Tenant-Id", tenantB, "X-Effective-User-Id", userB)
-			id := data["id"].(string)
-			attrs := data["attributes"].(map[string]any)
-			require.Equal(t, tenantB, attrs["tenant"])
-			require.Equal(t, userB, attrs["user_id"])
+	eachResource(t, func(t *testing.T, res resource) {
+		data := b.create(t, res.id, admin, body(t, res.id),
+			"X-Effective-Tenant-Id", tenantB, "X-Effective-User-Id", userB)
+		id := data["id"].(string)
+		attrs := data["attributes"].(map[string]any)
+		require.Equal(t, tenantB, attrs["tenant"])
+		require.Equal(t, userB, attrs["user_id"])
 
-			in := b.startedFor(t, id).Input
-			require.Equal(t, tenantB, in.Tenant)
-			require.Equal(t, userB, in.UserID)
-			stored, err := b.store.GetJob(t.Context(), id)
-			require.NoError(t, err)
-			require.Equal(t, tenantB, stored.Tenant)
-			require.Equal(t, userB, stored.UserID)
+		in := b.startedFor(t, id).Input
+		require.Equal(t, tenantB, in.Tenant)
+		require.Equal(t, userB, in.UserID)
+		stored, err := b.store.GetJob(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, tenantB, stored.Tenant)
+		require.Equal(t, userB, stored.UserID)
 
-			// The job is the effective tenant's: its users see it, the
-			// admin's own tenant does not.
-			b.do(t, http.MethodGet, jobPath(res.id, id), b.tokenFor(t, tenantB, "carol", allScopes()...), nil).
-				requireStatus(t, http.StatusOK)
-			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, id), b.readToken(t), nil),
-				http.StatusNotFound, "NOT_FOUND")
-		})
-	}
+		// The job is the effective tenant's: its users see it, the
+		// admin's own tenant does not.
+		b.do(t, http.MethodGet, jobPath(res.id, id), b.tokenFor(t, tenantB, "carol", allScopes()...), nil).
+			requireStatus(t, http.StatusOK)
+		requireError(t, b.do(t, http.MethodGet, jobPath(res.id, id), b.readToken(t), nil),
+			http.StatusNotFound, "NOT_FOUND")
+	})
 
 	t.Run("tenant only keeps the token user", func(t *testing.T) {
 		t.Parallel()
@@ -281,39 +266,33 @@ func TestCrossTenantAdminReadsOtherTenantsJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	admin := b.token(t, allScopes("admin:cross-tenant")...)
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: sampleResults[res.id]})
+	eachResource(t, func(t *testing.T, res resource) {
+		job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Tenant: tenantB, UserID: userB, Status: jobs.StatusCompleted, Result: sampleResults[res.id]})
 
-			r := b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil)
-			r.requireStatus(t, http.StatusOK)
-			require.Equal(t, tenantB, r.data(t)["attributes"].(map[string]any)["tenant"])
-			b.do(t, http.MethodGet, jobPath(res.id, job.ID, "/result"), admin, nil).requireStatus(t, http.StatusOK)
+		r := b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil)
+		r.requireStatus(t, http.StatusOK)
+		require.Equal(t, tenantB, r.data(t)["attributes"].(map[string]any)["tenant"])
+		b.do(t, http.MethodGet, jobPath(res.id, job.ID, "/result"), admin, nil).requireStatus(t, http.StatusOK)
 
-			// Acting as the owning tenant works; acting as another does not.
-			b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil, "X-Effective-Tenant-Id", tenantB).
-				requireStatus(t, http.StatusOK)
-			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil, "X-Effective-Tenant-Id", "initech"),
-				http.StatusNotFound, "NOT_FOUND")
-		})
-	}
+		// Acting as the owning tenant works; acting as another does not.
+		b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil, "X-Effective-Tenant-Id", tenantB).
+			requireStatus(t, http.StatusOK)
+		requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), admin, nil, "X-Effective-Tenant-Id", "initech"),
+			http.StatusNotFound, "NOT_FOUND")
+	})
 }
 
 func TestTokenWithoutTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	token := b.mint(t, devidp.TokenRequest{Subject: "tool", Scopes: allScopes(), Audience: audience})
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			r := b.do(t, http.MethodPost, "/v1/"+res.id, token, body(t, res.id))
-			requireError(t, r, http.StatusForbidden, "FORBIDDEN", "tenant_id")
+	eachResource(t, func(t *testing.T, res resource) {
+		r := b.do(t, http.MethodPost, "/v1/"+res.id, token, body(t, res.id))
+		requireError(t, r, http.StatusForbidden, "FORBIDDEN", "tenant_id")
 
-			job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusPending})
-			requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), token, nil), http.StatusNotFound, "NOT_FOUND")
-		})
-	}
+		job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: jobs.StatusPending})
+		requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), token, nil), http.StatusNotFound, "NOT_FOUND")
+	})
 	t.Run("cross-tenant tooling names the tenant", func(t *testing.T) {
 		t.Parallel()
 		admin := b.mint(t, devidp.TokenRequest{Subject: "tool", Scopes: allScopes("admin:cross-tenant"), Roles: []string{"super-admin"}, Audience: audience})

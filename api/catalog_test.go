@@ -8,6 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// getData GETs path, requires 200 OK and returns the document's data
+// member as a D: []json.RawMessage for a list, json.RawMessage for one.
+func getData[D any](t *testing.T, b *bundle, path, token string) D {
+	t.Helper()
+	r := b.do(t, http.MethodGet, path, token, nil)
+	r.requireStatus(t, http.StatusOK)
+	var doc struct {
+		Data D `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &doc))
+	return doc.Data
+}
+
 func TestServices(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -35,27 +48,16 @@ func TestServices(t *testing.T) {
 
 	t.Run("list", func(t *testing.T) {
 		t.Parallel()
-		r := b.do(t, http.MethodGet, "/v1/services", token, nil)
-		r.requireStatus(t, http.StatusOK)
-		var doc struct {
-			Data []json.RawMessage `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal(r.Body, &doc))
-		require.Len(t, doc.Data, 4)
+		list := getData[[]json.RawMessage](t, b, "/v1/services", token)
+		require.Len(t, list, 4)
 		for i, res := range resources {
-			require.JSONEq(t, want[res.id], withoutTexts(t, doc.Data[i]), "services are listed in documented order")
+			require.JSONEq(t, want[res.id], withoutTexts(t, list[i]), "services are listed in documented order")
 		}
 	})
 	for _, res := range resources {
 		t.Run("get "+res.id, func(t *testing.T) {
 			t.Parallel()
-			r := b.do(t, http.MethodGet, "/v1/services/"+res.id, token, nil)
-			r.requireStatus(t, http.StatusOK)
-			var doc struct {
-				Data json.RawMessage `json:"data"`
-			}
-			require.NoError(t, json.Unmarshal(r.Body, &doc))
-			require.JSONEq(t, want[res.id], withoutTexts(t, doc.Data))
+			require.JSONEq(t, want[res.id], withoutTexts(t, getData[json.RawMessage](t, b, "/v1/services/"+res.id, token)))
 		})
 	}
 	for _, id := range []string{"transcription", "Transcriptions", "jobs", "x"} {
@@ -112,14 +114,8 @@ func TestProviders(t *testing.T) {
 
 	t.Run("list", func(t *testing.T) {
 		t.Parallel()
-		r := b.do(t, http.MethodGet, "/v1/providers", token, nil)
-		r.requireStatus(t, http.StatusOK)
-		var doc struct {
-			Data []json.RawMessage `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal(r.Body, &doc))
 		var ids []string
-		for _, raw := range doc.Data {
+		for _, raw := range getData[[]json.RawMessage](t, b, "/v1/providers", token) {
 			var p struct {
 				ID         string `json:"id"`
 				Attributes struct {
@@ -140,13 +136,7 @@ func TestProviders(t *testing.T) {
 	for id, want := range wantProviders {
 		t.Run("get "+id, func(t *testing.T) {
 			t.Parallel()
-			r := b.do(t, http.MethodGet, "/v1/providers/"+id, token, nil)
-			r.requireStatus(t, http.StatusOK)
-			var doc struct {
-				Data json.RawMessage `json:"data"`
-			}
-			require.NoError(t, json.Unmarshal(r.Body, &doc))
-			require.JSONEq(t, want, string(doc.Data))
+			require.JSONEq(t, want, string(getData[json.RawMessage](t, b, "/v1/providers/"+id, token)))
 		})
 	}
 	t.Run("get disabled provider", func(t *testing.T) {

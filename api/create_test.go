@@ -55,126 +55,120 @@ const clientMeta = `{"trace": {"ids": [1, 2.5, {"deep": null}], "tags": ["a", "b
 func TestCreateJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			full := fullBodies[res.id]
-			req := `{"data": {"type": "` + res.jobType + `", "attributes": {
-				"input": ` + full.input + `,
-				"options": ` + full.options + `,
-				"provider": "` + full.provider + `",
-				"webhook": {"url": "https://hooks.example.com/jobs", "headers": {"Authorization": "Bearer hook-secret"}}},
-				"meta": {"client": ` + clientMeta + `}}}`
+	eachResource(t, func(t *testing.T, res resource) {
+		full := fullBodies[res.id]
+		req := `{"data": {"type": "` + res.jobType + `", "attributes": {
+			"input": ` + full.input + `,
+			"options": ` + full.options + `,
+			"provider": "` + full.provider + `",
+			"webhook": {"url": "https://hooks.example.com/jobs", "headers": {"Authorization": "Bearer hook-secret"}}},
+			"meta": {"client": ` + clientMeta + `}}}`
 
-			r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "X-Application", "my-app")
-			r.requireStatus(t, http.StatusAccepted)
-			require.Contains(t, r.Header.Get("Content-Type"), "application/json")
-			require.NotContains(t, string(r.Body), "hook-secret", "the webhook must never be returned")
+		r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "X-Application", "my-app")
+		r.requireStatus(t, http.StatusAccepted)
+		require.Contains(t, r.Header.Get("Content-Type"), "application/json")
+		require.NotContains(t, string(r.Body), "hook-secret", "the webhook must never be returned")
 
-			// The raw envelope: exactly data, with id, type, attributes, meta.
-			var raw struct {
-				Data struct {
-					ID         string                     `json:"id"`
-					Type       string                     `json:"type"`
-					Attributes map[string]json.RawMessage `json:"attributes"`
-					Meta       map[string]json.RawMessage `json:"meta"`
-				} `json:"data"`
-			}
-			var top map[string]json.RawMessage
-			require.NoError(t, json.Unmarshal(r.Body, &top))
-			require.Equal(t, []string{"data"}, keys(top))
-			var data map[string]json.RawMessage
-			require.NoError(t, json.Unmarshal(top["data"], &data))
-			require.ElementsMatch(t, []string{"id", "type", "attributes", "meta"}, keys(data))
-			require.NoError(t, json.Unmarshal(r.Body, &raw))
+		// The raw envelope: exactly data, with id, type, attributes, meta.
+		var raw struct {
+			Data struct {
+				ID         string                     `json:"id"`
+				Type       string                     `json:"type"`
+				Attributes map[string]json.RawMessage `json:"attributes"`
+				Meta       map[string]json.RawMessage `json:"meta"`
+			} `json:"data"`
+		}
+		var top map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Body, &top))
+		require.Equal(t, []string{"data"}, keys(top))
+		var data map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(top["data"], &data))
+		require.ElementsMatch(t, []string{"id", "type", "attributes", "meta"}, keys(data))
+		require.NoError(t, json.Unmarshal(r.Body, &raw))
 
-			id, err := uuid.Parse(raw.Data.ID)
-			require.NoError(t, err)
-			require.Equal(t, uuid.Version(7), id.Version())
-			require.Equal(t, id.String(), raw.Data.ID, "ids are lowercase canonical UUIDs")
-			require.Equal(t, "/v1/"+res.id+"/"+raw.Data.ID, r.Header.Get("Location"))
-			require.Equal(t, res.jobType, raw.Data.Type)
+		id, err := uuid.Parse(raw.Data.ID)
+		require.NoError(t, err)
+		require.Equal(t, uuid.Version(7), id.Version())
+		require.Equal(t, id.String(), raw.Data.ID, "ids are lowercase canonical UUIDs")
+		require.Equal(t, "/v1/"+res.id+"/"+raw.Data.ID, r.Header.Get("Location"))
+		require.Equal(t, res.jobType, raw.Data.Type)
 
-			attrs := raw.Data.Attributes
-			require.ElementsMatch(t,
-				[]string{"tenant", "user_id", "provider", "status", "routing_history", "created_at", "input", "options"},
-				keys(attrs), "attributes that do not apply yet are omitted, webhook is never returned")
-			require.JSONEq(t, `"`+tenantA+`"`, string(attrs["tenant"]))
-			require.JSONEq(t, `"`+userA+`"`, string(attrs["user_id"]))
-			require.JSONEq(t, `"`+full.provider+`"`, string(attrs["provider"]))
-			require.JSONEq(t, `"pending"`, string(attrs["status"]))
-			require.JSONEq(t, `[]`, string(attrs["routing_history"]))
-			require.JSONEq(t, `"`+fixedNowJSON+`"`, string(attrs["created_at"]))
-			require.JSONEq(t, full.input, string(attrs["input"]))
-			require.JSONEq(t, full.options, string(attrs["options"]))
+		attrs := raw.Data.Attributes
+		require.ElementsMatch(t,
+			[]string{"tenant", "user_id", "provider", "status", "routing_history", "created_at", "input", "options"},
+			keys(attrs), "attributes that do not apply yet are omitted, webhook is never returned")
+		require.JSONEq(t, `"`+tenantA+`"`, string(attrs["tenant"]))
+		require.JSONEq(t, `"`+userA+`"`, string(attrs["user_id"]))
+		require.JSONEq(t, `"`+full.provider+`"`, string(attrs["provider"]))
+		require.JSONEq(t, `"pending"`, string(attrs["status"]))
+		require.JSONEq(t, `[]`, string(attrs["routing_history"]))
+		require.JSONEq(t, `"`+fixedNowJSON+`"`, string(attrs["created_at"]))
+		require.JSONEq(t, full.input, string(attrs["input"]))
+		require.JSONEq(t, full.options, string(attrs["options"]))
 
-			require.ElementsMatch(t, []string{"client", "system"}, keys(raw.Data.Meta))
-			require.JSONEq(t, clientMeta, string(raw.Data.Meta["client"]))
-			require.JSONEq(t, `{"region": "`+testRegion+`", "worker_id": "`+testNodeID+`"}`, string(raw.Data.Meta["system"]))
+		require.ElementsMatch(t, []string{"client", "system"}, keys(raw.Data.Meta))
+		require.JSONEq(t, clientMeta, string(raw.Data.Meta["client"]))
+		require.JSONEq(t, `{"region": "`+testRegion+`", "worker_id": "`+testNodeID+`"}`, string(raw.Data.Meta["system"]))
 
-			// The workflow was started for exactly this job.
-			started := b.startedFor(t, raw.Data.ID)
-			require.Equal(t, raw.Data.ID, started.Options.ID, "workflow id is the job id")
-			require.Equal(t, workflows.TaskQueue, started.Options.TaskQueue)
-			require.Equal(t, workflows.JobWorkflowName, started.Workflow)
-			in := started.Input
-			require.Equal(t, raw.Data.ID, in.JobID)
-			require.Equal(t, jobs.ServiceID(res.id), in.Service)
-			require.Equal(t, tenantA, in.Tenant)
-			require.Equal(t, userA, in.UserID)
-			require.Equal(t, "my-app", in.Application)
-			require.Equal(t, full.provider, in.Provider)
-			require.Empty(t, in.PolicyID)
-			require.JSONEq(t, full.input, string(in.Input))
-			require.JSONEq(t, full.options, string(in.Options))
-			require.JSONEq(t, clientMeta, string(in.ClientMeta))
-			require.True(t, fixedNow.Equal(in.CreatedAt), "created at %s", in.CreatedAt)
+		// The workflow was started for exactly this job.
+		started := b.startedFor(t, raw.Data.ID)
+		require.Equal(t, raw.Data.ID, started.Options.ID, "workflow id is the job id")
+		require.Equal(t, workflows.TaskQueue, started.Options.TaskQueue)
+		require.Equal(t, workflows.JobWorkflowName, started.Workflow)
+		in := started.Input
+		require.Equal(t, raw.Data.ID, in.JobID)
+		require.Equal(t, jobs.ServiceID(res.id), in.Service)
+		require.Equal(t, tenantA, in.Tenant)
+		require.Equal(t, userA, in.UserID)
+		require.Equal(t, "my-app", in.Application)
+		require.Equal(t, full.provider, in.Provider)
+		require.Empty(t, in.PolicyID)
+		require.JSONEq(t, full.input, string(in.Input))
+		require.JSONEq(t, full.options, string(in.Options))
+		require.JSONEq(t, clientMeta, string(in.ClientMeta))
+		require.True(t, fixedNow.Equal(in.CreatedAt), "created at %s", in.CreatedAt)
 
-			// The job is in the store, as accepted.
-			job, err := b.store.GetJob(t.Context(), raw.Data.ID)
-			require.NoError(t, err)
-			require.Equal(t, jobs.ServiceID(res.id), job.Service)
-			require.Equal(t, jobs.StatusPending, job.Status)
-			require.Equal(t, tenantA, job.Tenant)
-			require.Equal(t, userA, job.UserID)
-			require.Equal(t, full.provider, job.Provider)
-			require.Equal(t, "my-app", job.Application)
-			require.JSONEq(t, full.input, job.Input)
-			require.JSONEq(t, full.options, job.Options)
-			require.JSONEq(t, clientMeta, job.ClientMeta)
-			require.True(t, fixedNow.Equal(job.CreatedAt), "created at %s", job.CreatedAt)
+		// The job is in the store, as accepted.
+		job, err := b.store.GetJob(t.Context(), raw.Data.ID)
+		require.NoError(t, err)
+		require.Equal(t, jobs.ServiceID(res.id), job.Service)
+		require.Equal(t, jobs.StatusPending, job.Status)
+		require.Equal(t, tenantA, job.Tenant)
+		require.Equal(t, userA, job.UserID)
+		require.Equal(t, full.provider, job.Provider)
+		require.Equal(t, "my-app", job.Application)
+		require.JSONEq(t, full.input, job.Input)
+		require.JSONEq(t, full.options, job.Options)
+		require.JSONEq(t, clientMeta, job.ClientMeta)
+		require.True(t, fixedNow.Equal(job.CreatedAt), "created at %s", job.CreatedAt)
 
-			// GET returns the same representation.
-			g := b.do(t, http.MethodGet, jobPath(res.id, raw.Data.ID), b.readToken(t), nil)
-			g.requireStatus(t, http.StatusOK)
-			require.JSONEq(t, string(r.Body), string(g.Body))
-		})
-	}
+		// GET returns the same representation.
+		g := b.do(t, http.MethodGet, jobPath(res.id, raw.Data.ID), b.readToken(t), nil)
+		g.requireStatus(t, http.StatusOK)
+		require.JSONEq(t, string(r.Body), string(g.Body))
+	})
 }
 
 func TestCreateMinimalJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), body(t, res.id))
-			r.requireStatus(t, http.StatusAccepted)
-			data := r.data(t)
-			attrs := data["attributes"].(map[string]any)
-			require.ElementsMatch(t,
-				[]string{"tenant", "user_id", "status", "routing_history", "created_at", "input"}, keys(attrs),
-				"no provider, options or policy_id when none was given")
-			meta := data["meta"].(map[string]any)
-			require.ElementsMatch(t, []string{"system"}, keys(meta), "no meta.client when none was given")
+	eachResource(t, func(t *testing.T, res resource) {
+		r := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), body(t, res.id))
+		r.requireStatus(t, http.StatusAccepted)
+		data := r.data(t)
+		attrs := data["attributes"].(map[string]any)
+		require.ElementsMatch(t,
+			[]string{"tenant", "user_id", "status", "routing_history", "created_at", "input"}, keys(attrs),
+			"no provider, options or policy_id when none was given")
+		meta := data["meta"].(map[string]any)
+		require.ElementsMatch(t, []string{"system"}, keys(meta), "no meta.client when none was given")
 
-			in := b.startedFor(t, data["id"].(string)).Input
-			require.Empty(t, in.Provider)
-			require.Empty(t, in.Application)
-			require.Empty(t, in.Options)
-			require.Empty(t, in.ClientMeta)
-		})
-	}
+		in := b.startedFor(t, data["id"].(string)).Input
+		require.Empty(t, in.Provider)
+		require.Empty(t, in.Application)
+		require.Empty(t, in.Options)
+		require.Empty(t, in.ClientMeta)
+	})
 }
 
 func TestCreateIDsAreUniqueAndOrdered(t *testing.T) {
@@ -552,27 +546,24 @@ func toAny(list []string) []any {
 func TestCreateAndReadOnPostgres(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, storetest.Postgres)
-	for _, res := range resources {
-		t.Run(res.id, func(t *testing.T) {
-			t.Parallel()
-			full := fullBodies[res.id]
-			req := `{"data": {"type": "` + res.jobType + `", "attributes": {"input": ` + full.input + `, "options": ` + full.options + `,
-				"provider": "` + full.provider + `"}, "meta": {"client": ` + clientMeta + `}}}`
-			created := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
-			created.requireStatus(t, http.StatusAccepted)
-			id := created.data(t)["id"].(string)
-			require.Equal(t, fixedNowJSON, created.data(t)["attributes"].(map[string]any)["created_at"])
+	eachResource(t, func(t *testing.T, res resource) {
+		full := fullBodies[res.id]
+		req := `{"data": {"type": "` + res.jobType + `", "attributes": {"input": ` + full.input + `, "options": ` + full.options + `,
+			"provider": "` + full.provider + `"}, "meta": {"client": ` + clientMeta + `}}}`
+		created := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
+		created.requireStatus(t, http.StatusAccepted)
+		id := created.data(t)["id"].(string)
+		require.Equal(t, fixedNowJSON, created.data(t)["attributes"].(map[string]any)["created_at"])
 
-			got := b.do(t, http.MethodGet, jobPath(res.id, id), b.readToken(t), nil)
-			got.requireStatus(t, http.StatusOK)
-			require.JSONEq(t, string(created.Body), string(got.Body))
+		got := b.do(t, http.MethodGet, jobPath(res.id, id), b.readToken(t), nil)
+		got.requireStatus(t, http.StatusOK)
+		require.JSONEq(t, string(created.Body), string(got.Body))
 
-			again := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
-			again.requireStatus(t, http.StatusAccepted)
-			require.JSONEq(t, string(created.Body), string(again.Body))
-			b.startedFor(t, id) // exactly one start
-		})
-	}
+		again := b.do(t, http.MethodPost, "/v1/"+res.id, b.writeToken(t), req, "Idempotency-Key", "pg-"+res.id)
+		again.requireStatus(t, http.StatusAccepted)
+		require.JSONEq(t, string(created.Body), string(again.Body))
+		b.startedFor(t, id) // exactly one start
+	})
 }
 
 func TestCreateWithPolicyID(t *testing.T) {

@@ -63,7 +63,8 @@ const (
 //   - alpha offers every service and feature (llm model: model-a);
 //   - narrow lacks diarization and formality, lists languages, offers two
 //     video features and no llm-tasks;
-//   - switched-off is disabled at provider level (capabilities active);
+//   - switched-off is disabled at provider level and offers alpha's
+//     services (capabilities active);
 //   - half-off has transcriptions disabled, translations active;
 //   - llm-only is degraded and offers llm-tasks with models model-a, model-b.
 const testCatalogYAML = `
@@ -74,7 +75,7 @@ providers:
     quality: 0.9
     latency_ms_hint: 100
     settings: {latency_ms: 0, fail_rate: 0}
-    services:
+    services: &every-service
       transcriptions:
         features: [language_detection, diarization, timestamps]
         limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 500, max_duration_seconds: 14400}
@@ -114,23 +115,7 @@ providers:
     name: Switched off
     adapter: sandbox
     status: disabled
-    services:
-      transcriptions:
-        features: [language_detection, diarization, timestamps]
-        limits: {requests_per_minute: 60, requests_per_day: 1000, max_file_size_mb: 100, max_duration_seconds: 3600}
-        pricing: {unit: per_minute, amount: 0.001, currency: USD}
-      translations:
-        features: [language_detection, formality]
-        limits: {requests_per_minute: 60, requests_per_day: 1000, max_file_size_mb: 5, max_duration_seconds: 60}
-        pricing: {unit: per_character, amount: 0.00001, currency: USD}
-      video-analyses:
-        features: [labels, scenes, faces, speech_to_text, ocr, content_moderation, sentiment, topics, brands, summary]
-        limits: {requests_per_minute: 10, requests_per_day: 100, max_file_size_mb: 1000, max_duration_seconds: 600}
-        pricing: {unit: per_minute, amount: 0.02, currency: USD}
-      llm-tasks:
-        models: [model-a]
-        limits: {requests_per_minute: 60, requests_per_day: 1000, max_file_size_mb: 5, max_duration_seconds: 60}
-        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+    services: *every-service
   - id: half-off
     name: Half off
     adapter: sandbox
@@ -155,15 +140,30 @@ providers:
         pricing: {unit: per_token, amount: 0.0000005, currency: USD}
 `
 
-// resources are the four job resources with their job types.
-var resources = []struct {
+// resource is a job resource with its job type.
+type resource struct {
 	id      string // URL segment and scope prefix
 	jobType string
-}{
+}
+
+// resources are the four job resources.
+var resources = []resource{
 	{"transcriptions", "transcription-job"},
 	{"translations", "translation-job"},
 	{"video-analyses", "video-analysis-job"},
 	{"llm-tasks", "llm-task-job"},
+}
+
+// eachResource runs test for every job resource, each in a parallel
+// subtest named after it.
+func eachResource(t *testing.T, test func(t *testing.T, res resource)) {
+	t.Helper()
+	for _, res := range resources {
+		t.Run(res.id, func(t *testing.T) {
+			t.Parallel()
+			test(t, res)
+		})
+	}
 }
 
 // validBodies are minimal valid create requests per resource.
@@ -458,6 +458,22 @@ func (b *bundle) assertNoStarts(t *testing.T) {
 	assert.Empty(t, b.started(), "no workflow may be started")
 }
 
+// assertNoCancels fails the test when the API cancelled any workflow; it
+// does not stop the test, so it is safe in t.Cleanup.
+func (b *bundle) assertNoCancels(t *testing.T) {
+	t.Helper()
+	assert.Empty(t, b.cancelled(), "no workflow may be cancelled")
+}
+
+// assertUntouched makes the test, once it and its subtests end, check
+// that no workflow was started or cancelled.
+func (b *bundle) assertUntouched(t *testing.T) {
+	t.Cleanup(func() {
+		b.assertNoStarts(t)
+		b.assertNoCancels(t)
+	})
+}
+
 // --- tokens ---------------------------------------------------------------
 
 // mint signs a token with the bundle's issuer.
@@ -623,6 +639,41 @@ func mentions(msg, name string) bool {
 			return true
 		}
 		from = start + 1
+	}
+}
+
+// rejectCase is a request body the API must refuse with status (422 when
+// zero) and code (VALIDATION_ERROR when empty), the message naming
+// pointers.
+type rejectCase struct {
+	name     string
+	body     any
+	status   int
+	code     string
+	pointers []string
+}
+
+// requireRejects sends each case's body with send, in a parallel subtest
+// named after it, and checks the error; then runs more checks, if any, on
+// the response.
+func requireRejects(t *testing.T, cases []rejectCase, send func(t *testing.T, body any) *response, more ...func(*testing.T, *response)) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			status, code := tc.status, tc.code
+			if status == 0 {
+				status = http.StatusUnprocessableEntity
+			}
+			if code == "" {
+				code = "VALIDATION_ERROR"
+			}
+			r := send(t, tc.body)
+			requireError(t, r, status, code, tc.pointers...)
+			for _, check := range more {
+				check(t, r)
+			}
+		})
 	}
 }
 

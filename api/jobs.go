@@ -150,35 +150,39 @@ func jobopsError(err error) error {
 
 // get handles GET /v1/{resource}/{id}.
 func (h jobsHandler) get(svc jobs.Service) gin.HandlerFunc {
-	return handle(func(c *gin.Context) error {
-		job, err := visibleJob(c, h.jobs, svc)
-		if err != nil {
-			return err
-		}
-		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
-		if err != nil {
-			return err
-		}
-		c.JSON(http.StatusOK, gin.H{"data": doc})
-		return nil
-	})
+	return h.onJob(svc, http.StatusOK, nil)
 }
 
 // cancel handles POST /v1/{resource}/{id}/cancel.
 func (h jobsHandler) cancel(svc jobs.Service) gin.HandlerFunc {
+	return h.onJob(svc, http.StatusAccepted, func(ctx context.Context, job *jobs.Record) (*jobs.Record, error) {
+		job, err := h.ops.Cancel(ctx, job)
+		if err != nil {
+			return nil, jobopsError(err)
+		}
+		return job, nil
+	})
+}
+
+// onJob handles a request on the job the path names, as the caller may
+// see it: act, when not nil, acts on the job and returns it as it then
+// is, and the answer is the job with status.
+func (h jobsHandler) onJob(svc jobs.Service, status int, act func(context.Context, *jobs.Record) (*jobs.Record, error)) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
-		if job, err = h.ops.Cancel(c.Request.Context(), job); err != nil {
-			return jobopsError(err)
+		if act != nil {
+			if job, err = act(c.Request.Context(), job); err != nil {
+				return err
+			}
 		}
 		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusAccepted, gin.H{"data": doc})
+		c.JSON(status, gin.H{"data": doc})
 		return nil
 	})
 }

@@ -122,13 +122,7 @@ func TestCreateTenantRejectsInvalidBodies(t *testing.T) {
 	admin := superAdminToken(t, b)
 	enabled := func(v any) map[string]any { return map[string]any{"enabled": v} }
 
-	for _, tc := range []struct {
-		name     string
-		body     any
-		status   int    // 422 when zero
-		code     string // VALIDATION_ERROR when empty
-		pointers []string
-	}{
+	requireRejects(t, []rejectCase{
 		{name: "malformed JSON", body: `{"data": {"id": "x"`, status: http.StatusBadRequest, code: "MALFORMED_JSON"},
 		{name: "array body", body: `[]`, pointers: []string{"/"}},
 		{name: "no data", body: `{}`, pointers: []string{"/data"}},
@@ -159,21 +153,8 @@ func TestCreateTenantRejectsInvalidBodies(t *testing.T) {
 		{name: "services entry unknown member", body: tenantDoc("x1", map[string]any{"services": map[string]any{"translations": map[string]any{"enabled": true, "status": "active"}}}), pointers: []string{"/data/attributes/services/translations/status"}},
 		{name: "providers unknown provider", body: tenantDoc("x1", map[string]any{"providers": map[string]any{"nope": enabled(true)}}), code: "UNKNOWN_PROVIDER", pointers: []string{"/data/attributes/providers/nope"}},
 		{name: "providers enabled number", body: tenantDoc("x1", map[string]any{"providers": map[string]any{"alpha": enabled(0)}}), pointers: []string{"/data/attributes/providers/alpha/enabled"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			status, code := tc.status, tc.code
-			if status == 0 {
-				status = http.StatusUnprocessableEntity
-			}
-			if code == "" {
-				code = "VALIDATION_ERROR"
-			}
-			r := b.do(t, http.MethodPost, "/v1/tenants", admin, tc.body)
-			requireError(t, r, status, code, tc.pointers...)
-			require.Empty(t, r.Header.Get("Location"))
-		})
-	}
+	}, func(t *testing.T, body any) *response { return b.do(t, http.MethodPost, "/v1/tenants", admin, body) },
+		func(t *testing.T, r *response) { require.Empty(t, r.Header.Get("Location")) })
 	t.Cleanup(func() {
 		r := b.do(t, http.MethodGet, "/v1/tenants", admin, nil)
 		r.requireStatus(t, http.StatusOK)
