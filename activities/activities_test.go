@@ -80,22 +80,63 @@ func setup(t *testing.T, adapter *scriptedAdapter) (*testsuite.TestActivityEnvir
 // whose calls adapter answers.
 func scriptedActivities(t *testing.T, adapter *scriptedAdapter, heartbeatInterval time.Duration) (*activities.Set, *recordingStore) {
 	t.Helper()
-	catalog, err := providers.ParseCatalog([]byte(`providers:
-  - id: scripted
-    name: Scripted
-    adapter: scripted
-    services:
+	registry := registryOf(t, llmCatalog("scripted", "Scripted", "scripted", ""),
+		map[string]providers.Factory{"scripted": answeredBy(adapter)})
+	st := &recordingStore{}
+	return activities.New(activities.Deps{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: heartbeatInterval}), st
+}
+
+// registryOf parses catalog and returns its registry, whose adapters
+// factories make.
+func registryOf(t testing.TB, catalog string, factories map[string]providers.Factory) *providers.Registry {
+	t.Helper()
+	parsed, err := providers.ParseCatalog([]byte(catalog))
+	require.NoError(t, err)
+	registry, err := providers.NewRegistry(parsed, factories)
+	require.NoError(t, err)
+	return registry
+}
+
+// answeredBy is a factory whose every provider's adapter is adapter.
+func answeredBy(adapter providers.Adapter) providers.Factory {
+	return func(*providers.Provider) (providers.Adapter, error) { return adapter, nil }
+}
+
+// llmCatalog is a catalog of one provider, id, named name, of adapter,
+// offering llm-tasks with model m1; more are further lines of its entry.
+func llmCatalog(id, name, adapter, more string) string {
+	return `providers:
+  - id: ` + id + `
+    name: ` + name + `
+    adapter: ` + adapter + `
+` + more + `    services:
       llm-tasks:
         models: [m1]
         pricing: {unit: per_token, amount: 0.000001, currency: USD}
-`))
-	require.NoError(t, err)
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
-		"scripted": func(*providers.Provider) (providers.Adapter, error) { return adapter, nil },
-	})
-	require.NoError(t, err)
-	st := &recordingStore{}
-	return activities.New(activities.Deps{Store: st, Providers: registry, WorkerID: "worker-7", HeartbeatInterval: heartbeatInterval}), st
+`
+}
+
+// onceWorkflow returns a workflow test environment whose activities set
+// registers, with a minute's idle timeout, and the workflow, registered in
+// it, that runs activity once with heartbeatTimeout and returns its Out.
+func onceWorkflow[In, Out any](set *activities.Set, activity any, heartbeatTimeout time.Duration) (*testsuite.TestWorkflowEnvironment, func(workflow.Context, In) (Out, error)) {
+	once := func(ctx workflow.Context, in In) (Out, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			HeartbeatTimeout:    heartbeatTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		var out Out
+		err := workflow.ExecuteActivity(ctx, activity, in).Get(ctx, &out)
+		return out, err
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(once, workflow.RegisterOptions{Name: "once"})
+	set.Register(env)
+	// The default idle timeout (3 s) would end the test during the call.
+	env.SetTestTimeout(time.Minute)
+	return env, once
 }
 
 func call() activities.CallInput {
@@ -125,23 +166,8 @@ func TestCallProviderHeartbeatsKeepALongCallAlive(t *testing.T) {
 	// heartbeats (every half timeout by default) keep it from timing out.
 	const heartbeatTimeout = 2 * time.Second
 	adapter := &scriptedAdapter{steps: []int{0, 30}, hold: 5 * time.Second}
-	acts, _ := scriptedActivities(t, adapter, 0)
-	callOnce := func(ctx workflow.Context, in activities.CallInput) (activities.CallOutput, error) {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute,
-			HeartbeatTimeout:    heartbeatTimeout,
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		})
-		var out activities.CallOutput
-		err := workflow.ExecuteActivity(ctx, acts.Calls.CallProvider, in).Get(ctx, &out)
-		return out, err
-	}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(callOnce, workflow.RegisterOptions{Name: "callOnce"})
-	acts.Register(env)
-	// The default idle timeout (3 s) would end the test during the call.
-	env.SetTestTimeout(time.Minute)
+	set, _ := scriptedActivities(t, adapter, 0)
+	env, callOnce := onceWorkflow[activities.CallInput, activities.CallOutput](set, set.Calls.CallProvider, heartbeatTimeout)
 	env.ExecuteWorkflow(callOnce, call())
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError(), "the call timed out: its heartbeats did not reach the server")
@@ -253,21 +279,18 @@ func (t *timedAdapter) ExpectedDuration() time.Duration { return t.d }
 
 func TestDecideRouteCallsShortProvidersLocally(t *testing.T) {
 	t.Parallel()
-	catalog, err := providers.ParseCatalog([]byte(`providers:
-  - {id: quick, name: Quick, adapter: timed-1000ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
-  - {id: slow, name: Slow, adapter: timed-1001ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
-  - {id: hinted, name: Hinted, adapter: scripted, latency_ms_hint: 10, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
-`))
-	require.NoError(t, err)
 	timed := func(d time.Duration) providers.Factory {
 		return func(*providers.Provider) (providers.Adapter, error) { return &timedAdapter{d: d}, nil }
 	}
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+	registry := registryOf(t, `providers:
+  - {id: quick, name: Quick, adapter: timed-1000ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: slow, name: Slow, adapter: timed-1001ms, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+  - {id: hinted, name: Hinted, adapter: scripted, latency_ms_hint: 10, services: {llm-tasks: {models: [m1], pricing: {unit: per_token, amount: 0, currency: USD}}}}
+`, map[string]providers.Factory{
 		"timed-1000ms": timed(activities.ShortCall),
 		"timed-1001ms": timed(activities.ShortCall + time.Millisecond),
 		"scripted":     func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
 	})
-	require.NoError(t, err)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(&activities.Routing{Providers: registry})

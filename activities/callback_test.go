@@ -71,20 +71,8 @@ func (addresses) URL(jobID string, attempt int) string {
 func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 	t.Parallel()
 	adapter := &postingAdapter{}
-	catalog, err := providers.ParseCatalog([]byte(`providers:
-  - id: posting
-    name: Posting
-    adapter: posting
-    services:
-      llm-tasks:
-        models: [m1]
-        pricing: {unit: per_token, amount: 0.000001, currency: USD}
-`))
-	require.NoError(t, err)
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
-		"posting": func(*providers.Provider) (providers.Adapter, error) { return adapter, nil },
-	})
-	require.NoError(t, err)
+	registry := registryOf(t, llmCatalog("posting", "Posting", "posting", ""),
+		map[string]providers.Factory{"posting": answeredBy(adapter)})
 	posts := &callbackStore{bodies: map[string][]byte{}}
 	acts := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "worker-7",
 		CallbackURLs: addresses{}, Callbacks: posts})
@@ -94,7 +82,7 @@ func TestSubmitGivesTheCallbackAddressAndCheckReadsThePost(t *testing.T) {
 
 	in := activities.CallInput{JobID: "job-1", Service: jobs.LLMTasks, ProviderID: "posting", Attempt: 2,
 		Input: json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`)}
-	_, err = env.ExecuteActivity(acts.AsyncCalls.SubmitToProvider, in)
+	_, err := env.ExecuteActivity(acts.AsyncCalls.SubmitToProvider, in)
 	require.NoError(t, err)
 	require.Equal(t, "https://gw.test/v1/provider-callbacks/job-1/2?token=t", adapter.callbackURL)
 

@@ -79,13 +79,9 @@ func oneGiBVideo(b *testing.B) string {
 // unlimitedRegistry is the media bench's catalog without a size cap.
 func unlimitedRegistry(b *testing.B) *providers.Registry {
 	b.Helper()
-	catalog, err := providers.ParseCatalog([]byte(strings.ReplaceAll(mediaCatalog, "max_file_size_mb: 1", "max_file_size_mb: 0")))
-	require.NoError(b, err)
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+	return registryOf(b, strings.ReplaceAll(mediaCatalog, "max_file_size_mb: 1", "max_file_size_mb: 0"), map[string]providers.Factory{
 		"sandbox": func(p *providers.Provider) (providers.Adapter, error) { return sandbox.New(p) },
 	})
-	require.NoError(b, err)
-	return registry
 }
 
 // resetPeakResident resets the kernel's peak RSS of this process (VmHWM).

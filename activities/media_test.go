@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
@@ -67,12 +66,9 @@ func newMediaBench(t testing.TB) *mediaBench {
 	mediatest.RequireTools(t)
 	tools, err := media.FindTools()
 	require.NoError(t, err)
-	catalog, err := providers.ParseCatalog([]byte(mediaCatalog))
-	require.NoError(t, err)
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+	registry := registryOf(t, mediaCatalog, map[string]providers.Factory{
 		"sandbox": func(p *providers.Provider) (providers.Adapter, error) { return sandbox.New(p) },
 	})
-	require.NoError(t, err)
 	files, err := blobstore.Open(t.Context(), blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
@@ -407,21 +403,7 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 	require.NoError(t, err)
 	time.AfterFunc(5*heartbeatTimeout/2, release)
 	url := b.serve(t, mediatest.Text(t, t.TempDir()))
-	fetchOnce := func(ctx workflow.Context, in activities.MediaInput) (activities.MediaFile, error) {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute,
-			HeartbeatTimeout:    heartbeatTimeout,
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		})
-		var out activities.MediaFile
-		err := workflow.ExecuteActivity(ctx, acts.Media.FetchMedia, in).Get(ctx, &out)
-		return out, err
-	}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(fetchOnce, workflow.RegisterOptions{Name: "fetchOnce"})
-	b.acts.Register(env)
-	env.SetTestTimeout(time.Minute)
+	env, fetchOnce := onceWorkflow[activities.MediaInput, activities.MediaFile](b.acts, acts.Media.FetchMedia, heartbeatTimeout)
 	start := time.Now()
 	env.ExecuteWorkflow(fetchOnce, activities.MediaInput{JobID: "job-w", Tenant: "acme", Service: jobs.Translations,
 		Input: json.RawMessage(`{"type":"document","url":"` + url + `","target_language":"en"}`)})

@@ -76,20 +76,9 @@ func TestMisbehavingProviders(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tc.handler)
 			t.Cleanup(srv.Close)
-			catalog, err := providers.ParseCatalog([]byte(`providers:
-  - id: vendor
-    name: Vendor
-    adapter: openai
-    call_timeout_seconds: 1
-    settings: {base_url: "` + srv.URL + `/v1", model: m1}
-    services:
-      llm-tasks:
-        models: [m1]
-        pricing: {unit: per_token, amount: 0.000001, currency: USD}
-`))
-			require.NoError(t, err)
-			registry, err := providers.NewRegistry(catalog, builtin.Factories())
-			require.NoError(t, err)
+			registry := registryOf(t, llmCatalog("vendor", "Vendor", "openai", `    call_timeout_seconds: 1
+    settings: {base_url: "`+srv.URL+`/v1", model: m1}
+`), builtin.Factories())
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivity(&activities.ProviderCalls{Providers: registry, Projections: &activities.Projections{Store: &recordingStore{}},
@@ -98,7 +87,7 @@ func TestMisbehavingProviders(t *testing.T) {
 			in := call()
 			in.ProviderID = "vendor"
 			started := time.Now()
-			_, err = env.ExecuteActivity(acts.Calls.CallProvider, in)
+			_, err := env.ExecuteActivity(acts.Calls.CallProvider, in)
 			require.Less(t, time.Since(started), 30*time.Second, "the try ended")
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)

@@ -46,12 +46,9 @@ const routingFleet = `providers:
 // and `gateway worker` do.
 func routingEnv(t *testing.T, st *store.Store) (*testsuite.TestActivityEnvironment, *store.Cache) {
 	t.Helper()
-	catalog, err := providers.ParseCatalog([]byte(routingFleet))
-	require.NoError(t, err)
-	registry, err := providers.NewRegistry(catalog, map[string]providers.Factory{
+	registry := registryOf(t, routingFleet, map[string]providers.Factory{
 		"scripted": func(*providers.Provider) (providers.Adapter, error) { return &scriptedAdapter{}, nil },
 	})
-	require.NoError(t, err)
 	cache := store.NewCache(st, store.CacheTTL)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
