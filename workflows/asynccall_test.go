@@ -15,16 +15,10 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
-func asyncRouteTo(provider string, attempt int) activities.RouteOutput {
-	r := routeTo(provider, attempt)
-	r.Submits = true
-	return r
-}
-
 func TestAsyncProviderIsSubmittedOnceThenChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("assemblyai", 1, submits), nil).Once()
 	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "assemblyai" && in.Media != nil
 	})).Return(activities.SubmitOutput{Handle: "transcript-1"}, nil).Once()
@@ -63,7 +57,7 @@ func TestAsyncProviderIsSubmittedOnceThenChecked(t *testing.T) {
 func TestAsyncProviderFailureFailsOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("assemblyai", 1, submits), nil).Once()
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, mock.MatchedBy(func(in activities.RouteInput) bool {
 		return in.Attempt == 2 && len(in.Failed) == 1 && in.Failed[0] == "assemblyai"
 	})).Return(routeTo("sandbox-fast", 2), nil).Once()
@@ -83,7 +77,7 @@ func TestAsyncProviderFailureFailsOver(t *testing.T) {
 func TestAsyncProviderThatNeverFinishesIsFailedOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("assemblyai", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("assemblyai", 1, submits), nil).Once()
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
 		Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED", Message: "every candidate provider failed"}}, nil).Once()
 	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.Anything).Return(activities.SubmitOutput{Handle: "t"}, nil).Once()
@@ -106,7 +100,7 @@ func TestAsyncProviderThatNeverFinishesIsFailedOver(t *testing.T) {
 func TestProviderCallbackWakesTheCheckEarly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(asyncRouteTo("deepgram", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("deepgram", 1, submits), nil).Once()
 	b.env.OnActivity(acts.AsyncCalls.SubmitToProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.Attempt == 1 // for the callback address
 	})).Return(activities.SubmitOutput{Handle: "request-1"}, nil).Once()

@@ -69,16 +69,28 @@ func input() jobs.Submission {
 	}
 }
 
-func routeTo(provider string, attempt int) activities.RouteOutput {
+// routeTo is a routing to provider for attempt, as each of with
+// (callsLocally, submits) changes it.
+func routeTo(provider string, attempt int, with ...func(*activities.RouteOutput)) activities.RouteOutput {
 	reason := jobs.ReasonDefault
 	if attempt > 1 {
 		reason = jobs.ReasonFailover
 	}
-	return activities.RouteOutput{Routing: jobs.RoutingInfo{
+	out := activities.RouteOutput{Routing: jobs.RoutingInfo{
 		ProviderID: provider, Reason: reason, Attempt: attempt,
 		ProviderEvaluations: []jobs.Evaluation{{ProviderID: provider, Selected: true, Reason: jobs.EvalSelected}},
 	}, WorkerID: "worker-1"}
+	for _, change := range with {
+		change(&out)
+	}
+	return out
 }
+
+// callsLocally makes a routing one to a provider whose calls are short.
+func callsLocally(out *activities.RouteOutput) { out.CallLocally = true }
+
+// submits makes a routing one to a provider that jobs are submitted to.
+func submits(out *activities.RouteOutput) { out.Submits = true }
 
 func attemptIs(n int) any {
 	return mock.MatchedBy(func(in activities.RouteInput) bool { return in.Attempt == n })

@@ -16,13 +16,6 @@ import (
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
-// shortRouteTo is a routing to a provider whose calls are short.
-func shortRouteTo(provider string, attempt int) activities.RouteOutput {
-	out := routeTo(provider, attempt)
-	out.CallLocally = true
-	return out
-}
-
 // callKinds records how each provider call ran: "local" or "activity".
 type callKinds struct{ kinds []string }
 
@@ -34,48 +27,45 @@ func (c *callKinds) record(ctx context.Context) {
 	}
 }
 
-func TestShortCallRunsAsLocalActivity(t *testing.T) {
+// A short call runs as a local activity, a long one as an activity.
+func TestCallRunsAsLocalActivityOnlyWhenShort(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	var calls callKinds
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
-	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
-			calls.record(ctx)
-			return activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-1"}, nil
-		}).Once()
+	for _, tc := range []struct {
+		name   string
+		route  activities.RouteOutput
+		result string
+		kind   string
+	}{
+		{"short", routeTo("sandbox-fast", 1, callsLocally), `{"text":"hi"}`, "local"},
+		{"long", routeTo("openai", 1), `{}`, "activity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var calls callKinds
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(tc.route, nil).Once()
+			b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
+				func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+					calls.record(ctx)
+					return activities.CallOutput{Result: json.RawMessage(tc.result), WorkerID: "worker-1"}, nil
+				}).Once()
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
-	snap := result(t, b.env)
-	require.Equal(t, jobs.StatusCompleted, snap.Status)
-	require.JSONEq(t, `{"text":"hi"}`, string(snap.Result))
-	require.Equal(t, []string{"local"}, calls.kinds)
-}
-
-func TestLongCallRunsAsActivity(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	var calls callKinds
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("openai", 1), nil).Once()
-	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
-			calls.record(ctx)
-			return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
-		}).Once()
-
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
-
-	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
-	require.Equal(t, []string{"activity"}, calls.kinds)
+			snap := result(t, b.env)
+			require.Equal(t, jobs.StatusCompleted, snap.Status)
+			require.JSONEq(t, tc.result, string(snap.Result))
+			require.Equal(t, []string{tc.kind}, calls.kinds)
+		})
+	}
 }
 
 func TestFailedShortCallIsRetriedAsActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(shortRouteTo("sandbox-fast", 2), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1, callsLocally), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(routeTo("sandbox-fast", 2, callsLocally), nil).Once()
 	unavailable := temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool {
 		return in.ProviderID == "sandbox-flaky"
@@ -103,7 +93,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var calls callKinds
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-a", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-a", 1, callsLocally), nil).Once()
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(activities.RouteOutput{
 		Error: &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every candidate provider failed"},
 	}, nil).Once()
@@ -125,7 +115,7 @@ func TestRejectedShortCallFailsOverAtOnce(t *testing.T) {
 func TestCancelDuringShortCall(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
 			<-ctx.Done() // the call runs until the cancellation reaches it

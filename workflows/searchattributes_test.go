@@ -125,7 +125,7 @@ func TestShortCallUpsertsOnlyTheOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	statuses := upsertedStatuses(b)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-fast", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	in := input()
 	in.SearchAttributes = true
@@ -140,7 +140,7 @@ func TestFailedShortCallUpsertsProcessingBeforeTheActivity(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	statuses := upsertedStatuses(b)
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(shortRouteTo("sandbox-flaky", 1), nil).Once()
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1, callsLocally), nil).Once()
 	calls := 0
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {

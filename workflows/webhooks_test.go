@@ -81,6 +81,14 @@ func (b *bundle) fromStore(t *testing.T, deliver deliverFunc) deliverFunc {
 	}
 }
 
+// receive has r receive the job's webhook events, with the job's
+// documents from the store (fromStore), and routes the job's first
+// attempt to sandbox-fast.
+func (b *bundle) receive(t *testing.T, r *receiver) {
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+}
+
 // present reports whether a document is there (not absent nor null).
 func present(doc json.RawMessage) bool {
 	return len(doc) > 0 && string(doc) != "null"
@@ -110,8 +118,7 @@ func TestWebhookEventsInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return in.SignalProgress })).
 		After(10*time.Second).Return(activities.CallOutput{Result: json.RawMessage(`{"format":"json"}`)}, nil).Once()
 	// The provider call reports progress through signals.
@@ -146,8 +153,7 @@ func TestLLMTasksSendNoProgressEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.MatchedBy(func(in activities.CallInput) bool { return !in.SignalProgress })).
 		Return(activities.CallOutput{Result: json.RawMessage(`{"content":"x","finish_reason":"completed"}`)}, nil).Once()
 
@@ -162,8 +168,7 @@ func TestWebhookRetriesKeepOrder(t *testing.T) {
 	b := setup(t)
 	// The receiver answers 500 twice, then accepts everything.
 	r := &receiver{answers: []error{failedAttempt(), failedAttempt()}}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Translations))
@@ -180,8 +185,7 @@ func TestGoneStopsDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{answers: []error{temporal.NewNonRetryableApplicationError("410", activities.ErrTypeWebhookGone, nil)}}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, withWebhook(jobs.Transcriptions))
@@ -195,8 +199,7 @@ func TestReceiverDownDoesNotDelayTheJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := downReceiver()
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	start := b.env.Now()
 
@@ -259,8 +262,7 @@ func TestCancelledJobReportsFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := &receiver{}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).After(time.Hour).Return(activities.CallOutput{}, nil).Maybe()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Minute)
 
@@ -279,8 +281,7 @@ func TestCancelWhileDeliveringTheLastEvent(t *testing.T) {
 	b := setup(t)
 	// Progress goes through; the completed event fails for about a minute.
 	r := &receiver{answers: []error{nil, failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt(), failedAttempt()}}
-	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
-	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1), nil).Once()
+	b.receive(t, r)
 	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, 5*time.Second)
 
