@@ -157,6 +157,16 @@ func jobError(t *testing.T, err error) jobs.Error {
 	return jobErr
 }
 
+// refusedForGood requires err to be a job error that is not tried again
+// (why says why) and returns it.
+func refusedForGood(t *testing.T, err error, why string) jobs.Error {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.True(t, appErr.NonRetryable(), why)
+	return jobError(t, err)
+}
+
 func TestVideoTranscriptionThroughTheMediaStage(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
@@ -270,10 +280,7 @@ func TestMediaTheHostRefusesFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := newMediaBench(t)
 	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+b.media.URL+`/missing.wav"}`)
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.True(t, appErr.NonRetryable(), "another try gets the same answer")
-	refused := jobError(t, err)
+	refused := refusedForGood(t, err, "another try gets the same answer")
 	require.Equal(t, jobs.CodeMediaUnavailable, refused.Code)
 	require.Contains(t, refused.Message, "answered 404 Not Found")
 }
@@ -288,10 +295,7 @@ func TestRedirectToAFileURLFailsAtOnce(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	_, err := b.fetch(t, jobs.Transcriptions, `{"type":"audio","url":"`+srv.URL+`/a.wav"}`)
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.True(t, appErr.NonRetryable(), "the next try would be redirected the same way")
-	refused := jobError(t, err)
+	refused := refusedForGood(t, err, "the next try would be redirected the same way")
 	require.Equal(t, jobs.CodeMediaAddressForbidden, refused.Code)
 	require.Equal(t, "media host "+strings.TrimPrefix(srv.URL, "http://")+" redirected to a file: URL; only http and https are fetched", refused.Message)
 	require.EqualValues(t, 1, hits.Load())

@@ -119,6 +119,17 @@ func TestDecideRouteAcrossWorkers(t *testing.T) {
 	})
 }
 
+// cheapAndGood creates acme's llm-tasks policy name, of strategy, over
+// cheap at priority 1 and good at goodPriority, both of weight 1.
+func cheapAndGood(t *testing.T, st *store.Cache, name string, strategy policy.Strategy, goodPriority int) policy.Policy {
+	t.Helper()
+	p, err := st.CreatePolicy(context.Background(), policy.Policy{Tenant: "acme", Name: name, Strategy: strategy,
+		Services:  []jobs.ServiceID{jobs.LLMTasks},
+		Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: goodPriority, Weight: 1}}})
+	require.NoError(t, err)
+	return p
+}
+
 func TestDecideRouteResolvesAndPinsPolicies(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, testDecideRouteResolvesAndPinsPolicies)
@@ -127,10 +138,7 @@ func TestDecideRouteResolvesAndPinsPolicies(t *testing.T) {
 func testDecideRouteResolvesAndPinsPolicies(t *testing.T, s *store.Store) {
 	env, st := routingEnv(t, s)
 	ctx := context.Background()
-	p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "quality", Strategy: policy.StrategyQuality,
-		Services:  []jobs.ServiceID{jobs.LLMTasks},
-		Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 2, Weight: 1}}})
-	require.NoError(t, err)
+	p := cheapAndGood(t, st, "quality", policy.StrategyQuality, 2)
 
 	out := route(t, env, llmJob())
 	require.Equal(t, "good", out.Routing.ProviderID)
@@ -140,7 +148,7 @@ func testDecideRouteResolvesAndPinsPolicies(t *testing.T, s *store.Store) {
 	require.Equal(t, 1, out.Routing.PolicyVersion)
 
 	// The policy changes; a failover of the job keeps version 1.
-	_, err = st.UpdatePolicy(ctx, p.ID, func(cur policy.Policy) (policy.Policy, error) {
+	_, err := st.UpdatePolicy(ctx, p.ID, func(cur policy.Policy) (policy.Policy, error) {
 		cur.Providers = []policy.Entry{{ProviderID: "good", Priority: 1, Weight: 1}}
 		return cur, nil
 	})
@@ -229,10 +237,7 @@ func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		env, st := routingEnv(t, s)
 		ctx := context.Background()
-		p, err := st.CreatePolicy(ctx, policy.Policy{Tenant: "acme", Name: "spread", Strategy: policy.StrategyRoundRobin,
-			Services:  []jobs.ServiceID{jobs.LLMTasks},
-			Providers: []policy.Entry{{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "good", Priority: 1, Weight: 1}}})
-		require.NoError(t, err)
+		p := cheapAndGood(t, st, "spread", policy.StrategyRoundRobin, 1)
 
 		job := llmJob()
 		decided := route(t, env, job).Routing.ProviderID

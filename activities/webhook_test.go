@@ -96,6 +96,16 @@ type hookBundle struct {
 
 // setupHooks registers the activities with a fresh signer, a delivery log
 // and client (nil: the permissive client, since receivers are local).
+// unansweredAttempt requires the log to hold one attempt, which got no
+// HTTP answer, and returns it.
+func (b *hookBundle) unansweredAttempt(t *testing.T) store.WebhookDelivery {
+	t.Helper()
+	attempts := b.log.all()
+	require.Len(t, attempts, 1)
+	require.Zero(t, attempts[0].StatusCode)
+	return attempts[0]
+}
+
 func setupHooks(t *testing.T, client *http.Client) *hookBundle {
 	t.Helper()
 	return setupHooksReading(t, client, nil)
@@ -323,11 +333,9 @@ func TestDeliverWebhookTimeout(t *testing.T) {
 	require.Less(t, time.Since(started), 5*time.Second)
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.ErrorContains(t, err, "no answer within 300ms")
-	attempts := b.log.all()
-	require.Len(t, attempts, 1)
-	require.Zero(t, attempts[0].StatusCode)
-	require.Equal(t, "no answer within 300ms", attempts[0].Error)
-	require.GreaterOrEqual(t, attempts[0].DurationMS, int64(300))
+	attempt := b.unansweredAttempt(t)
+	require.Equal(t, "no answer within 300ms", attempt.Error)
+	require.GreaterOrEqual(t, attempt.DurationMS, int64(300))
 }
 
 func TestDeliverWebhookReadsAtMost64KiB(t *testing.T) {
@@ -359,10 +367,7 @@ func TestDeliverWebhookNetworkError(t *testing.T) {
 	err := b.deliver(delivery(url))
 	requireAppError(t, err, activities.ErrTypeWebhookFailed, true)
 	require.ErrorContains(t, err, "connection refused")
-	attempts := b.log.all()
-	require.Len(t, attempts, 1)
-	require.Zero(t, attempts[0].StatusCode)
-	require.Contains(t, attempts[0].Error, "connection refused")
+	require.Contains(t, b.unansweredAttempt(t).Error, "connection refused")
 }
 
 func TestDeliverWebhookRefusesPrivateAddresses(t *testing.T) {
@@ -374,10 +379,7 @@ func TestDeliverWebhookRefusesPrivateAddresses(t *testing.T) {
 	requireAppError(t, err, activities.ErrTypeWebhookForbidden, false)
 	require.ErrorContains(t, err, "loopback")
 	require.Empty(t, recv.requests(), "the receiver must not be reached")
-	attempts := b.log.all()
-	require.Len(t, attempts, 1)
-	require.Zero(t, attempts[0].StatusCode)
-	require.Contains(t, attempts[0].Error, "refused")
+	require.Contains(t, b.unansweredAttempt(t).Error, "refused")
 }
 
 func TestDeliverWebhookDefaultClientIsGuarded(t *testing.T) {
