@@ -219,20 +219,18 @@ func TestCrossTenantAdminCreatesForEffectiveIdentity(t *testing.T) {
 			http.StatusNotFound, "NOT_FOUND")
 	})
 
-	t.Run("tenant only keeps the token user", func(t *testing.T) {
-		t.Parallel()
-		data := b.create(t, "transcriptions", admin, body(t, "transcriptions"), "X-Effective-Tenant-Id", tenantB)
-		attrs := data["attributes"].(map[string]any)
-		require.Equal(t, tenantB, attrs["tenant"])
-		require.Equal(t, userA, attrs["user_id"])
-	})
-	t.Run("user only keeps the token tenant", func(t *testing.T) {
-		t.Parallel()
-		data := b.create(t, "transcriptions", admin, body(t, "transcriptions"), "X-Effective-User-Id", userB)
-		attrs := data["attributes"].(map[string]any)
-		require.Equal(t, tenantA, attrs["tenant"])
-		require.Equal(t, userB, attrs["user_id"])
-	})
+	for _, tc := range []struct{ name, header, value, tenant, user string }{
+		{"tenant only keeps the token user", "X-Effective-Tenant-Id", tenantB, tenantB, userA},
+		{"user only keeps the token tenant", "X-Effective-User-Id", userB, tenantA, userB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			data := b.create(t, "transcriptions", admin, body(t, "transcriptions"), tc.header, tc.value)
+			attrs := data["attributes"].(map[string]any)
+			require.Equal(t, tc.tenant, attrs["tenant"])
+			require.Equal(t, tc.user, attrs["user_id"])
+		})
+	}
 }
 
 func TestOtherTenantsJobsAreNotFound(t *testing.T) {

@@ -312,26 +312,16 @@ func TestUpdateTenant(t *testing.T) {
 	out := patch(t, map[string]any{"default_policy_id": upper})
 	require.Contains(t, out, `"default_policy_id":"`+somePolicy+`"`)
 
-	t.Run("id mismatch", func(t *testing.T) {
-		t.Parallel()
-		r := b.do(t, http.MethodPatch, path, admin, tenantDoc(tenantB, map[string]any{"services": map[string]any{"transcriptions": map[string]any{"enabled": false}}}))
-		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/id")
-	})
-	t.Run("id missing", func(t *testing.T) {
-		t.Parallel()
-		r := b.do(t, http.MethodPatch, path, admin, map[string]any{"data": map[string]any{"type": "tenant", "attributes": map[string]any{}}})
-		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/id")
-	})
-	t.Run("invalid entry", func(t *testing.T) {
-		t.Parallel()
-		r := b.do(t, http.MethodPatch, path, admin, tenantDoc(tenantA, map[string]any{"services": map[string]any{"transcriptions": map[string]any{"enabled": "no"}}}))
-		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/services/transcriptions/enabled")
-	})
-	t.Run("unknown provider", func(t *testing.T) {
-		t.Parallel()
-		r := b.do(t, http.MethodPatch, path, admin, tenantDoc(tenantA, map[string]any{"providers": map[string]any{"nope": map[string]any{"enabled": true}}}))
-		requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_PROVIDER", "/data/attributes/providers/nope")
-	})
+	requireRejects(t, []rejectCase{
+		{name: "id mismatch", body: tenantDoc(tenantB, map[string]any{"services": map[string]any{"transcriptions": map[string]any{"enabled": false}}}),
+			status: http.StatusUnprocessableEntity, code: "VALIDATION_ERROR", pointers: []string{"/data/id"}},
+		{name: "id missing", body: map[string]any{"data": map[string]any{"type": "tenant", "attributes": map[string]any{}}},
+			status: http.StatusUnprocessableEntity, code: "VALIDATION_ERROR", pointers: []string{"/data/id"}},
+		{name: "invalid entry", body: tenantDoc(tenantA, map[string]any{"services": map[string]any{"transcriptions": map[string]any{"enabled": "no"}}}),
+			status: http.StatusUnprocessableEntity, code: "VALIDATION_ERROR", pointers: []string{"/data/attributes/services/transcriptions/enabled"}},
+		{name: "unknown provider", body: tenantDoc(tenantA, map[string]any{"providers": map[string]any{"nope": map[string]any{"enabled": true}}}),
+			status: http.StatusUnprocessableEntity, code: "UNKNOWN_PROVIDER", pointers: []string{"/data/attributes/providers/nope"}},
+	}, func(t *testing.T, body any) *response { return b.do(t, http.MethodPatch, path, admin, body) })
 	t.Run("unknown tenant", func(t *testing.T) {
 		t.Parallel()
 		r := b.do(t, http.MethodPatch, "/v1/tenants/initech", admin, tenantDoc("initech", map[string]any{}))
