@@ -11,16 +11,13 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // In these tests the plain store s stands for another process: its writes
 // reach the cache only through the database.
 
 func TestCacheStatuses(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Second, clock.Now)
 
@@ -77,9 +74,7 @@ func TestCacheStatuses(t *testing.T) {
 }
 
 func TestCacheTenants(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Second, clock.Now)
 
@@ -137,9 +132,7 @@ func TestCacheTenants(t *testing.T) {
 }
 
 func TestCachePolicies(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Second, clock.Now)
 		routing := func(tenant string, service jobs.ServiceID) []string {
@@ -216,9 +209,7 @@ func TestCachePolicies(t *testing.T) {
 }
 
 func TestCacheLatencies(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Second, clock.Now)
 		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
@@ -239,9 +230,7 @@ func TestCacheLatencies(t *testing.T) {
 }
 
 func TestCacheWithoutTTLReadsEveryTime(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		cache := store.NewCache(s, 0)
 		_, err := cache.GetTenant(ctx, "acme")
 		require.ErrorIs(t, err, store.ErrNotFound)

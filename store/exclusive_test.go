@@ -42,9 +42,7 @@ func hold(t *testing.T, s *store.Store, name string) (release func(), result <-c
 }
 
 func TestTryExclusiveSkipsWhileHeldAndReleasesAfter(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		release, result := hold(t, s, "sweep")
 		ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error {
 			t.Error("ran while another caller held the lock")
@@ -179,9 +177,7 @@ func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
 }
 
 func TestClaimRoundTakesOneRoundPerInterval(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 		claimed, _, err := s.ClaimRound(ctx, "work_files", time.Hour, start)
 		require.NoError(t, err)

@@ -71,9 +71,7 @@ func saved(job jobs.Record, revision int, status jobs.Status, provider string) *
 // and failover, SaveJob skipped by the revision guard, progress, a SaveJob
 // that creates the record, updates of other counted columns and deletes.
 func TestJobCountsFollowWrites(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		exec := func(stmt string) {
 			t.Helper()
 			_, err := db.Exec(stmt)
@@ -168,9 +166,7 @@ func TestJobCountsFollowWrites(t *testing.T) {
 // migration, writes jobs there, and migrates: job_counts counts them, and
 // the writes after it.
 func TestJobCountsBackfill(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		undo := []string{"DROP TRIGGER job_counts_insert", "DROP TRIGGER job_counts_update", "DROP TRIGGER job_counts_delete"}
 		if s.Dialect() == "postgres" {
 			undo = []string{"DROP FUNCTION job_counts_track() CASCADE"}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // listFixture is 60 jobs over 3 tenants, 3 users, the 4 services, 3
@@ -108,9 +107,7 @@ func jobIDs(seeded []jobs.Record) []string {
 }
 
 func TestListJobsFilters(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seeded := listFixture(t, s)
 		filters := []store.JobFilter{
 			{},
@@ -148,9 +145,7 @@ func TestListJobsFilters(t *testing.T) {
 // page holds the newest jobs with that code however many newer jobs have
 // another (gateway jobs retry --error-code --limit).
 func TestListJobsByErrorCode(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		var wanted []string
 		for i := range 12 {
@@ -176,9 +171,7 @@ func TestListJobsByErrorCode(t *testing.T) {
 }
 
 func TestListJobsPagination(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seeded := listFixture(t, s)
 		all := expectedList(seeded, store.JobFilter{})
 		// Walk the whole listing in pages of 7: pages tile it exactly and
@@ -230,9 +223,7 @@ func TestListJobsPagination(t *testing.T) {
 }
 
 func TestListJobsColumns(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seeded := listFixture(t, s)
 		page, _, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, 0, 1)
 		require.NoError(t, err)
@@ -272,9 +263,7 @@ func TestListJobsColumns(t *testing.T) {
 // Pages of one job are full whenever a job matches, so every total is
 // counted (from job_counts, or COUNT(*) with a user), not inferred.
 func TestListJobsTotals(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seeded := listFixture(t, s)
 		for i := range seeded {
 			switch {
@@ -319,9 +308,7 @@ func TestListJobsTotals(t *testing.T) {
 // job_counts disagree with the jobs: without a user it is job_counts, with
 // one COUNT(*), and the last page's total is its offset plus its length.
 func TestListJobsTotalSources(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		seeded := listFixture(t, s)
 		// Job 0: acme, transcriptions, alpha, pending.
 		_, err := db.Exec(`UPDATE job_counts SET n = n + 1000 WHERE tenant = 'acme'

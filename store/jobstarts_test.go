@@ -10,13 +10,10 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		due := job.CreatedAt.Add(30 * time.Second)
 		created, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{"JobID":"x"}`, Priority: 3, NextAttemptAt: due})
@@ -49,9 +46,7 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 }
 
 func TestClaimJobStarts(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 		add := func(priority int, due time.Time) string {
 			job := newJob()
@@ -105,9 +100,7 @@ func TestClaimJobStarts(t *testing.T) {
 }
 
 func TestConcurrentClaimsTakeEachStartOnce(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Now().UTC()
 		const starts = 60
 		for range starts {
@@ -161,9 +154,7 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 func TestFailJobStart(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		at := time.Date(2026, 11, 21, 12, 0, 0, 123456000, time.UTC)
 		pending := newJob()
 		_, err := s.CreateJob(ctx, pending, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})

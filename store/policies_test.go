@@ -14,7 +14,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // policyEpoch is the creation time of backdated test policies.
@@ -54,9 +53,7 @@ func ids(policies []policy.Policy) []string {
 }
 
 func TestPolicyVersions(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		created, err := s.CreatePolicy(ctx, newPolicy("acme", "mobile", jobs.Transcriptions))
 		require.NoError(t, err)
 		require.Equal(t, 1, created.Version)
@@ -149,9 +146,7 @@ func TestPolicyVersions(t *testing.T) {
 }
 
 func TestPolicyRoundTripsEveryField(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		for _, p := range []policy.Policy{
 			newPolicy("acme", "mobile", jobs.Transcriptions),
 			newPolicy("", "", jobs.Translations, jobs.LLMTasks), // legacy multi-service, gateway-wide
@@ -177,9 +172,7 @@ func TestPolicyRoundTripsEveryField(t *testing.T) {
 }
 
 func TestConcurrentPolicyUpdates(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		created, err := s.CreatePolicy(ctx, newPolicy("acme", "", jobs.Transcriptions))
 		require.NoError(t, err)
 
@@ -229,9 +222,7 @@ func TestConcurrentPolicyUpdates(t *testing.T) {
 }
 
 func TestListPolicies(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		acmeOld := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
 		global := createAt(t, s, newPolicy("", "", jobs.Transcriptions), 2)
 		globex := createAt(t, s, newPolicy("globex", ""), 3)
@@ -289,9 +280,7 @@ func TestListPolicies(t *testing.T) {
 }
 
 func TestRoutingPolicies(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		acmeTr := createAt(t, s, newPolicy("acme", "", jobs.Transcriptions), 1)
 		acmeApp := createAt(t, s, newPolicy("acme", "mobile", jobs.Transcriptions), 2)
 		acmeTl := createAt(t, s, newPolicy("acme", "", jobs.Translations), 3)

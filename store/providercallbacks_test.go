@@ -8,13 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 func TestProviderCallbacksAreKeptPerAttemptUntilSwept(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		const job = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 		at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 

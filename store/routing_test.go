@@ -17,9 +17,7 @@ import (
 )
 
 func TestReserveRateEnforcesLimits(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		for i := range 3 {
 			ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 3, 5, now)
@@ -64,9 +62,7 @@ func TestReserveRateEnforcesLimits(t *testing.T) {
 }
 
 func TestReserveRateCountsBothWindowsOrNeither(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		reserve := func(at time.Time) bool {
 			t.Helper()
@@ -177,9 +173,7 @@ func eachShared(t *testing.T, n int, fn func(t *testing.T, stores []*store.Store
 }
 
 func TestCacheReserveRateRemembersFullWindows(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		cache := store.NewCache(s, time.Second)
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		reserve := func(perMinute int, at time.Time) bool {
@@ -217,9 +211,7 @@ func TestCacheReserveRateRemembersFullWindows(t *testing.T) {
 }
 
 func TestNextTurnIsShared(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seen := map[int64]bool{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -246,9 +238,7 @@ func TestNextTurnIsShared(t *testing.T) {
 }
 
 func TestLatencyMovingAverage(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
 		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
 		got, err := s.Latencies(ctx, "llm-tasks")
@@ -273,9 +263,7 @@ func samples(t *testing.T, db *sql.DB, provider string) int {
 }
 
 func TestCacheBatchesLatencies(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		clock := store.NewClock(time.Now())
 		cache := store.NewCacheAt(s, time.Hour, clock.Now)
 		stored := func(provider string) float64 {
@@ -328,9 +316,7 @@ func TestCacheBatchesLatencies(t *testing.T) {
 }
 
 func TestCacheWritesLatenciesInTheBackground(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		cache := store.NewCache(s, 5*time.Millisecond)
 		for _, ms := range []time.Duration{100, 200, 300} {
 			require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", ms*time.Millisecond))
@@ -344,9 +330,7 @@ func TestCacheWritesLatenciesInTheBackground(t *testing.T) {
 // reservation back, even from a window it filled, without being counted
 // again; other decisions are counted as before.
 func TestReserveRateOnceCountsADecisionOnce(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		first := store.DecisionKey{JobID: "job-1", Attempt: 1}
 		reserve := func(key store.DecisionKey, provider string, at time.Time) bool {
@@ -416,9 +400,7 @@ func TestReserveRateOnceUnderConcurrency(t *testing.T) {
 }
 
 func TestCacheReserveRateOnceInAFullWindow(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		cache := store.NewCache(s, time.Second)
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		reserve := func(job string) bool {

@@ -9,13 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 func TestServiceStatuses(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		got, err := s.ServiceStatuses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, got, "no overrides: every service is active")
@@ -31,9 +28,7 @@ func TestServiceStatuses(t *testing.T) {
 }
 
 func TestProviderStatuses(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		got, err := s.ProviderStatuses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, got)
@@ -73,9 +68,7 @@ func TestProviderStatuses(t *testing.T) {
 // Concurrent changes of different services of one provider, starting with
 // no row at all, must all land.
 func TestProviderStatusConcurrentMerges(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		const writers = 16
 		var wg sync.WaitGroup
 		errs := make(chan error, writers)

@@ -27,10 +27,23 @@ func newJob() *jobs.Record {
 	}
 }
 
-func TestJobProjection(t *testing.T) {
+// eachStore runs fn, in parallel with other tests, once against
+// PostgreSQL and once against SQLite (storetest.Each), with a background
+// context.
+func eachStore(t *testing.T, fn func(ctx context.Context, t *testing.T, s *store.Store)) {
+	t.Helper()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, _ *sql.DB) { fn(ctx, t, s) })
+}
+
+// eachStoreDB is eachStore with storetest.EachDB's second connection pool.
+func eachStoreDB(t *testing.T, fn func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB)) {
+	t.Helper()
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) { fn(context.Background(), t, s, db) })
+}
+
+func TestJobProjection(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		require.NoError(t, s.InsertJob(ctx, job))
 
@@ -84,9 +97,7 @@ func TestJobProjection(t *testing.T) {
 }
 
 func TestSaveJobCreatesMissingRecord(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		job.Status = jobs.StatusProcessing
 		job.Revision = 1
@@ -98,9 +109,7 @@ func TestSaveJobCreatesMissingRecord(t *testing.T) {
 }
 
 func TestIdempotencyKeys(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Now().UTC()
 		claim := func(tenant, service, fingerprint, jobID string, at time.Time) (string, bool, error) {
 			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: tenant, Service: service, Key: "k1",
@@ -165,9 +174,7 @@ func TestIdempotencyKeys(t *testing.T) {
 // per (tenant, key), writes keys there, and migrates: each key is scoped to
 // its job's service and matches any request until it expires.
 func TestIdempotencyKeyScopeMigration(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
-		ctx := context.Background()
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		claim := func(service, key, jobID string) (string, bool, error) {
 			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: service, Key: key,
@@ -223,9 +230,8 @@ func TestIdempotencyKeyScopeMigration(t *testing.T) {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		require.NoError(t, s.Migrate(context.Background()))
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		require.NoError(t, s.Migrate(ctx))
 	})
 }
 
@@ -237,8 +243,7 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 }
 
 func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
-	t.Parallel()
-	storetest.EachDB(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+	eachStoreDB(t, func(_ context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		query := "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'jobs' AND indexname LIKE 'idx_jobs_%'"
 		if s.Dialect() == "sqlite" {
 			query = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs' AND name LIKE 'idx_jobs_%'"

@@ -11,15 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 func pointerTo[T any](v T) *T { return &v }
 
 func TestTenantCreateAndGet(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		created := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
 		policyID := "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 		tenant := &store.Tenant{
@@ -63,9 +60,7 @@ func TestTenantCreateAndGet(t *testing.T) {
 }
 
 func TestTenantCreateConflict(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}}}))
 		err := s.CreateTenant(ctx, &store.Tenant{ID: "acme"})
 		require.ErrorIs(t, err, store.ErrConflict)
@@ -85,9 +80,7 @@ func TestNilTenantAllowsEverything(t *testing.T) {
 }
 
 func TestTenantUpdate(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		policyID := "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{
 			ID:              "acme",
@@ -136,9 +129,7 @@ func TestTenantUpdate(t *testing.T) {
 // Concurrent updates of different entries of one tenant must all land: the
 // read-modify-write holds the row.
 func TestTenantConcurrentUpdates(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
 		const writers = 16
 		var wg sync.WaitGroup
@@ -169,9 +160,7 @@ func TestTenantConcurrentUpdates(t *testing.T) {
 }
 
 func TestTenantList(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		list, total, err := s.ListTenants(ctx, 0, 20)
 		require.NoError(t, err)
 		require.Zero(t, total)

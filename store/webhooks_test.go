@@ -15,9 +15,7 @@ import (
 )
 
 func TestRecordAndListDeliveries(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		const job = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 		base := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
 		attempts := []store.WebhookDelivery{
@@ -56,9 +54,7 @@ func TestRecordAndListDeliveries(t *testing.T) {
 }
 
 func TestSigningKeyIsCreatedOnce(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seedOf := func(b byte) func() ([]byte, error) {
 			return func() ([]byte, error) { return bytes.Repeat([]byte{b}, 32), nil }
 		}
