@@ -22,17 +22,32 @@ import (
 func openDB(t *testing.T) (db *gorm.DB, pool *Pool, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "gateway.db")
-	sqlDB, err := sql.Open(sqlite.DriverName, DSN(path))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sqlDB.Close() })
-	sqlDB.SetMaxOpenConns(1)
-	pool = NewPool(sqlDB)
-	db, err = gorm.Open(sqlite.Dialector{DSN: DSN(path), Conn: pool}, &gorm.Config{
+	pool = NewPool(openSQL(t, path))
+	db, err := gorm.Open(sqlite.Dialector{DSN: DSN(path), Conn: pool}, &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
 	})
 	require.NoError(t, err)
 	return db, pool, path
+}
+
+// openSQL opens the SQLite file at path on one connection, closed when
+// the test ends.
+func openSQL(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(sqlite.DriverName, DSN(path))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+// heldGate is a gate the test holds.
+func heldGate(t *testing.T) *Gate {
+	t.Helper()
+	g := &Gate{}
+	require.NoError(t, g.Acquire(t.Context()))
+	return g
 }
 
 // queued waits until the gate has n interactive and m background waiters.
@@ -44,10 +59,12 @@ func (g *Gate) queued(t *testing.T, interactive, background int) {
 	}, 5*time.Second, time.Millisecond)
 }
 
-// recordOrder returns wait, which queues a named waiter at g that holds
-// the gate just long enough to note its turn, and order, which waits for
-// them all and says in which order they got through.
-func recordOrder(t *testing.T, g *Gate) (wait func(name string, ctx context.Context), order func() []string) {
+// recordOrder returns a gate the test holds; wait, which queues a named
+// waiter at it that holds the gate just long enough to note its turn; and
+// order, which waits for them all and says in which order they got
+// through.
+func recordOrder(t *testing.T) (g *Gate, wait func(name string, ctx context.Context), order func() []string) {
+	g = heldGate(t)
 	var mu sync.Mutex
 	var got []string
 	var wg sync.WaitGroup
@@ -60,7 +77,7 @@ func recordOrder(t *testing.T, g *Gate) (wait func(name string, ctx context.Cont
 			g.Release()
 		})
 	}
-	return wait, func() []string {
+	return g, wait, func() []string {
 		wg.Wait()
 		return got
 	}
@@ -68,10 +85,7 @@ func recordOrder(t *testing.T, g *Gate) (wait func(name string, ctx context.Cont
 
 func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 	t.Parallel()
-	g := &Gate{}
-	require.NoError(t, g.Acquire(t.Context()))
-
-	wait, order := recordOrder(t, g)
+	g, wait, order := recordOrder(t)
 	wait("background-1", t.Context())
 	g.queued(t, 0, 1)
 	wait("background-2", t.Context())
@@ -89,10 +103,7 @@ func TestGateLetsInteractiveWaitersFirst(t *testing.T) {
 
 func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
 	t.Parallel()
-	g := &Gate{}
-	require.NoError(t, g.Acquire(t.Context()))
-
-	wait, order := recordOrder(t, g)
+	g, wait, order := recordOrder(t)
 	wait("background", t.Context())
 	g.queued(t, 0, 1)
 	for i := range 20 {
@@ -108,8 +119,7 @@ func TestGateLetsBackgroundWaitersThroughAStreamOfRequests(t *testing.T) {
 
 func TestGateWaiterGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
-	g := &Gate{}
-	require.NoError(t, g.Acquire(t.Context()))
+	g := heldGate(t)
 	ctx, cancel := context.WithTimeout(Interactive(t.Context()), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, g.Acquire(ctx), context.DeadlineExceeded)
@@ -163,11 +173,8 @@ func TestGateHoldersNeverOverlap(t *testing.T) {
 func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gateway.db")
-	db, err := sql.Open(sqlite.DriverName, DSN(path))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	db.SetMaxOpenConns(1)
-	_, err = db.Exec("CREATE TABLE pages (body TEXT NOT NULL)")
+	db := openSQL(t, path)
+	_, err := db.Exec("CREATE TABLE pages (body TEXT NOT NULL)")
 	require.NoError(t, err)
 	page := strings.Repeat("x", 4000)
 	for range 1500 { // about 1,500 pages, past SQLite's default of 1,000
