@@ -16,10 +16,16 @@ import (
 // In these tests the plain store s stands for another process: its writes
 // reach the cache only through the database.
 
+// clockedCache is a cache of s with a TTL of a second, on a clock the test
+// moves.
+func clockedCache(s *store.Store) (*store.Cache, *store.Clock) {
+	clock := store.NewClock(time.Now())
+	return store.NewCacheAt(s, time.Second, clock.Now), clock
+}
+
 func TestCacheStatuses(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		clock := store.NewClock(time.Now())
-		cache := store.NewCacheAt(s, time.Second, clock.Now)
+		cache, clock := clockedCache(s)
 
 		services, err := cache.ServiceStatuses(ctx)
 		require.NoError(t, err)
@@ -75,8 +81,7 @@ func TestCacheStatuses(t *testing.T) {
 
 func TestCacheTenants(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		clock := store.NewClock(time.Now())
-		cache := store.NewCacheAt(s, time.Second, clock.Now)
+		cache, clock := clockedCache(s)
 
 		// A tenant without a record: that is cached too.
 		_, err := cache.GetTenant(ctx, "acme")
@@ -133,8 +138,7 @@ func TestCacheTenants(t *testing.T) {
 
 func TestCachePolicies(t *testing.T) {
 	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
-		clock := store.NewClock(time.Now())
-		cache := store.NewCacheAt(s, time.Second, clock.Now)
+		cache, clock := clockedCache(s)
 		routing := func(tenant string, service jobs.ServiceID) []string {
 			t.Helper()
 			got, err := cache.RoutingPolicies(ctx, tenant, service)
@@ -210,8 +214,7 @@ func TestCachePolicies(t *testing.T) {
 
 func TestCacheLatencies(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		clock := store.NewClock(time.Now())
-		cache := store.NewCacheAt(s, time.Second, clock.Now)
+		cache, clock := clockedCache(s)
 		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
 		got, err := cache.Latencies(ctx, "llm-tasks")
 		require.NoError(t, err)

@@ -44,37 +44,36 @@ func hold(t *testing.T, s *store.Store, name string) (release func(), result <-c
 func TestTryExclusiveSkipsWhileHeldAndReleasesAfter(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		release, result := hold(t, s, "sweep")
-		ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error {
+		require.False(t, tryExclusive(t, s, "sweep", func(context.Context) error {
 			t.Error("ran while another caller held the lock")
 			return nil
-		})
-		require.NoError(t, err)
-		require.False(t, ran, "the second caller skips")
-		ran, err = s.TryExclusive(ctx, "other", noop)
-		require.NoError(t, err)
-		require.True(t, ran, "another name is another lock")
+		}), "the second caller skips")
+		require.True(t, tryExclusive(t, s, "other", noop), "another name is another lock")
 		release()
 		require.NoError(t, <-result)
 
-		ran, err = s.TryExclusive(ctx, "sweep", noop)
-		require.NoError(t, err)
-		require.True(t, ran, "released once fn returned")
+		require.True(t, tryExclusive(t, s, "sweep", noop), "released once fn returned")
 
 		boom := errors.New("boom")
-		ran, err = s.TryExclusive(ctx, "sweep", func(context.Context) error { return boom })
+		ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error { return boom })
 		require.True(t, ran)
 		require.ErrorIs(t, err, boom)
-		ran, err = s.TryExclusive(ctx, "sweep", noop)
-		require.NoError(t, err)
-		require.True(t, ran, "released after fn failed")
+		require.True(t, tryExclusive(t, s, "sweep", noop), "released after fn failed")
 
 		require.PanicsWithValue(t, "boom", func() {
 			_, _ = s.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
 		})
-		ran, err = s.TryExclusive(ctx, "sweep", noop)
-		require.NoError(t, err)
-		require.True(t, ran, "released after fn panicked")
+		require.True(t, tryExclusive(t, s, "sweep", noop), "released after fn panicked")
 	})
+}
+
+// tryExclusive runs s.TryExclusive(name, fn), which must not fail, and
+// says whether fn ran.
+func tryExclusive(t *testing.T, s *store.Store, name string, fn func(context.Context) error) bool {
+	t.Helper()
+	ran, err := s.TryExclusive(context.Background(), name, fn)
+	require.NoError(t, err)
+	return ran
 }
 
 // openPostgres opens a second store (another process) on databaseURL.
@@ -96,24 +95,16 @@ func TestTryExclusiveAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 
 	release, result := hold(t, a, "sweep")
-	ran, err := b.TryExclusive(ctx, "sweep", noop)
-	require.NoError(t, err)
-	require.False(t, ran, "another process holds it")
-	ran, err = storetest.Postgres(t).TryExclusive(ctx, "sweep", noop)
-	require.NoError(t, err)
-	require.True(t, ran, "a deployment in another schema of the database has a lock of its own")
+	require.False(t, tryExclusive(t, b, "sweep", noop), "another process holds it")
+	require.True(t, tryExclusive(t, storetest.Postgres(t), "sweep", noop), "a deployment in another schema of the database has a lock of its own")
 	release()
 	require.NoError(t, <-result)
-	ran, err = b.TryExclusive(ctx, "sweep", noop)
-	require.NoError(t, err)
-	require.True(t, ran, "released")
+	require.True(t, tryExclusive(t, b, "sweep", noop), "released")
 
 	require.Panics(t, func() {
 		_, _ = a.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
 	})
-	ran, err = b.TryExclusive(ctx, "sweep", noop)
-	require.NoError(t, err)
-	require.True(t, ran, "released after a panic")
+	require.True(t, tryExclusive(t, b, "sweep", noop), "released after a panic")
 
 	// Many callers at once: fn never runs twice at a time.
 	var inside, overlaps, runs, skips atomic.Int32
@@ -171,9 +162,7 @@ func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "PostgreSQL released the lock with the session")
 	release()
 	require.NoError(t, <-result, "fn ran; its lost lock is not fn's error")
-	ran, err := a.TryExclusive(ctx, "sweep", noop)
-	require.NoError(t, err)
-	require.True(t, ran, "the dead connection went back to no one")
+	require.True(t, tryExclusive(t, a, "sweep", noop), "the dead connection went back to no one")
 }
 
 func TestClaimRoundTakesOneRoundPerInterval(t *testing.T) {

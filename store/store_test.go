@@ -14,6 +14,13 @@ import (
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
+// jobID and otherJobID are ids of jobs that tables keyed by job refer to;
+// the jobs table need not hold them.
+const (
+	jobID      = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+	otherJobID = "0195a3c4-7b1e-7c2d-9e3f-000000000000"
+)
+
 func newJob() *jobs.Record {
 	return &jobs.Record{
 		ID:        uuid.Must(uuid.NewV7()).String(),
@@ -111,62 +118,44 @@ func TestSaveJobCreatesMissingRecord(t *testing.T) {
 func TestIdempotencyKeys(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Now().UTC()
-		claim := func(tenant, service, fingerprint, jobID string, at time.Time) (string, bool, error) {
-			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: tenant, Service: service, Key: "k1",
-				Fingerprint: fingerprint, JobID: jobID, CreatedAt: at}, 24*time.Hour)
+		// Each claim is of the key "k1", made in turn: the job the key
+		// stands for after it, and whether it claimed the key.
+		for i, c := range []struct {
+			tenant, service, fingerprint, jobID string
+			after                               time.Duration
+			wantID                              string
+			wantClaimed                         bool
+			wantErr                             error
+		}{
+			{"acme", "translations", "fp-a", "job-1", 0, "job-1", true, nil},
+			// The same request again: the first job.
+			{"acme", "translations", "fp-a", "job-2", time.Hour, "job-1", false, nil},
+			// Another request with the same key: refused, the key unchanged.
+			{"acme", "translations", "fp-b", "job-2", time.Hour, "", false, store.ErrIdempotencyKeyReused},
+			{"acme", "translations", "fp-a", "job-2", time.Hour, "job-1", false, nil},
+			// Another service's or tenant's identical key is its own.
+			{"acme", "llm-tasks", "fp-b", "job-3", 0, "job-3", true, nil},
+			{"globex", "translations", "fp-b", "job-4", 0, "job-4", true, nil},
+			// After 24 h the key is free again, for any request; the new
+			// request's fingerprint is the one that counts then.
+			{"acme", "translations", "fp-c", "job-5", 25 * time.Hour, "job-5", true, nil},
+			{"acme", "translations", "fp-a", "job-6", 26 * time.Hour, "", false, store.ErrIdempotencyKeyReused},
+			{"acme", "translations", "fp-c", "job-6", 26 * time.Hour, "job-5", false, nil},
+			// A key without a fingerprint (claimed before they were
+			// recorded) matches any request.
+			{"initech", "translations", "", "job-7", 0, "job-7", true, nil},
+			{"initech", "translations", "fp-d", "job-8", time.Hour, "job-7", false, nil},
+		} {
+			id, claimed, err := s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: c.tenant, Service: c.service, Key: "k1",
+				Fingerprint: c.fingerprint, JobID: c.jobID, CreatedAt: now.Add(c.after)}, 24*time.Hour)
+			if c.wantErr != nil {
+				require.ErrorIs(t, err, c.wantErr, "claim %d", i)
+			} else {
+				require.NoError(t, err, "claim %d", i)
+			}
+			require.Equal(t, c.wantClaimed, claimed, "claim %d", i)
+			require.Equal(t, c.wantID, id, "claim %d", i)
 		}
-		id, claimed, err := claim("acme", "translations", "fp-a", "job-1", now)
-		require.NoError(t, err)
-		require.True(t, claimed)
-		require.Equal(t, "job-1", id)
-
-		// The same request again: the first job.
-		id, claimed, err = claim("acme", "translations", "fp-a", "job-2", now.Add(time.Hour))
-		require.NoError(t, err)
-		require.False(t, claimed)
-		require.Equal(t, "job-1", id)
-
-		// Another request with the same key: refused, the key unchanged.
-		id, claimed, err = claim("acme", "translations", "fp-b", "job-2", now.Add(time.Hour))
-		require.ErrorIs(t, err, store.ErrIdempotencyKeyReused)
-		require.False(t, claimed)
-		require.Empty(t, id)
-		id, _, err = claim("acme", "translations", "fp-a", "job-2", now.Add(time.Hour))
-		require.NoError(t, err)
-		require.Equal(t, "job-1", id)
-
-		// Another service's or tenant's identical key is its own.
-		id, claimed, err = claim("acme", "llm-tasks", "fp-b", "job-3", now)
-		require.NoError(t, err)
-		require.True(t, claimed)
-		require.Equal(t, "job-3", id)
-		id, claimed, err = claim("globex", "translations", "fp-b", "job-4", now)
-		require.NoError(t, err)
-		require.True(t, claimed)
-		require.Equal(t, "job-4", id)
-
-		// After 24 h the key is free again, for any request; the new
-		// request's fingerprint is the one that counts then.
-		id, claimed, err = claim("acme", "translations", "fp-c", "job-5", now.Add(25*time.Hour))
-		require.NoError(t, err)
-		require.True(t, claimed)
-		require.Equal(t, "job-5", id)
-		_, _, err = claim("acme", "translations", "fp-a", "job-6", now.Add(26*time.Hour))
-		require.ErrorIs(t, err, store.ErrIdempotencyKeyReused)
-		id, claimed, err = claim("acme", "translations", "fp-c", "job-6", now.Add(26*time.Hour))
-		require.NoError(t, err)
-		require.False(t, claimed)
-		require.Equal(t, "job-5", id)
-
-		// A key without a fingerprint (claimed before they were recorded)
-		// matches any request.
-		id, claimed, err = claim("initech", "translations", "", "job-7", now)
-		require.NoError(t, err)
-		require.True(t, claimed)
-		id2, claimed, err := claim("initech", "translations", "fp-d", "job-8", now.Add(time.Hour))
-		require.NoError(t, err)
-		require.False(t, claimed)
-		require.Equal(t, id, id2)
 	})
 }
 

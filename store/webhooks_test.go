@@ -16,13 +16,12 @@ import (
 
 func TestRecordAndListDeliveries(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		const job = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 		base := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
 		attempts := []store.WebhookDelivery{
-			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 1, AttemptedAt: base, StatusCode: 500, Error: "receiver answered 500 Internal Server Error", DurationMS: 12},
-			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 2, AttemptedAt: base.Add(time.Second), Error: "timed out after 10s", DurationMS: 10000},
-			{JobID: job, Event: "transcription.progress", MessageID: job + "-1", Attempt: 3, AttemptedAt: base.Add(3 * time.Second), StatusCode: 204, DurationMS: 8},
-			{JobID: "0195a3c4-7b1e-7c2d-9e3f-000000000000", Event: "llm-task.completed", MessageID: "other-1", Attempt: 1, AttemptedAt: base, StatusCode: 200},
+			{JobID: jobID, Event: "transcription.progress", MessageID: jobID + "-1", Attempt: 1, AttemptedAt: base, StatusCode: 500, Error: "receiver answered 500 Internal Server Error", DurationMS: 12},
+			{JobID: jobID, Event: "transcription.progress", MessageID: jobID + "-1", Attempt: 2, AttemptedAt: base.Add(time.Second), Error: "timed out after 10s", DurationMS: 10000},
+			{JobID: jobID, Event: "transcription.progress", MessageID: jobID + "-1", Attempt: 3, AttemptedAt: base.Add(3 * time.Second), StatusCode: 204, DurationMS: 8},
+			{JobID: otherJobID, Event: "llm-task.completed", MessageID: "other-1", Attempt: 1, AttemptedAt: base, StatusCode: 200},
 		}
 		// Recorded out of order: listing is by attempt time.
 		for _, i := range []int{2, 0, 3, 1} {
@@ -31,10 +30,10 @@ func TestRecordAndListDeliveries(t *testing.T) {
 			require.NotZero(t, d.ID)
 		}
 		// Same time: insertion order decides.
-		same := store.WebhookDelivery{JobID: job, Event: "transcription.completed", MessageID: job + "-2", Attempt: 1, AttemptedAt: base.Add(3 * time.Second), StatusCode: 200}
+		same := store.WebhookDelivery{JobID: jobID, Event: "transcription.completed", MessageID: jobID + "-2", Attempt: 1, AttemptedAt: base.Add(3 * time.Second), StatusCode: 200}
 		require.NoError(t, s.RecordDelivery(ctx, &same))
 
-		got, err := s.ListDeliveries(ctx, job)
+		got, err := s.ListDeliveries(ctx, jobID)
 		require.NoError(t, err)
 		require.Len(t, got, 4)
 		for i, want := range append(attempts[:3:3], same) {
