@@ -157,14 +157,12 @@ var migrations = []*gormigrate.Migration{
 			if err := tx.Migrator().CreateTable(&jobV1{}); err != nil {
 				return err
 			}
-			for _, stmt := range []string{
+			if err := execAll(tx,
 				// Newest-first listings, per tenant and overall.
 				"CREATE INDEX idx_jobs_tenant_created ON jobs (tenant, created_at DESC, id DESC)",
 				"CREATE INDEX idx_jobs_created ON jobs (created_at DESC, id DESC)",
-			} {
-				if err := tx.Exec(stmt).Error; err != nil {
-					return err
-				}
+			); err != nil {
+				return err
 			}
 			return tx.Migrator().CreateTable(&idempotencyKeyV1{})
 		},
@@ -179,16 +177,11 @@ var migrations = []*gormigrate.Migration{
 				&providerStatusV1{}, &rateCounterV1{}, &routingCursorV1{}, &providerLatencyV1{}); err != nil {
 				return err
 			}
-			for _, stmt := range []string{
+			return execAll(tx,
 				// Routing resolves policies by scope, newest first.
 				"CREATE INDEX idx_policies_scope ON policies (tenant, application, updated_at DESC)",
 				"CREATE INDEX idx_rate_counters_expiry ON rate_counters (expires_at)",
-			} {
-				if err := tx.Exec(stmt).Error; err != nil {
-					return err
-				}
-			}
-			return nil
+			)
 		},
 		Rollback: func(tx *gorm.DB) error {
 			return tx.Migrator().DropTable(&policyV1{}, &policyVersionV1{}, &tenantV1{}, &serviceStatusV1{},
@@ -206,4 +199,45 @@ var migrations = []*gormigrate.Migration{
 	migrationTraceID,
 	migrationProviderCallbacks,
 	migrationHousekeepingRounds,
+}
+
+// tableMigration creates the tables of models, then runs stmts (their
+// indexes); its rollback drops the tables.
+func tableMigration(id string, models []any, stmts ...string) *gormigrate.Migration {
+	return &gormigrate.Migration{
+		ID: id,
+		Migrate: func(tx *gorm.DB) error {
+			if err := tx.Migrator().CreateTable(models...); err != nil {
+				return err
+			}
+			return execAll(tx, stmts...)
+		},
+		Rollback: func(tx *gorm.DB) error {
+			return tx.Migrator().DropTable(models...)
+		},
+	}
+}
+
+// columnMigration adds column, of the SQL type and constraints definition,
+// to table; its rollback drops the column.
+func columnMigration(id, table, column, definition string) *gormigrate.Migration {
+	return &gormigrate.Migration{
+		ID: id,
+		Migrate: func(tx *gorm.DB) error {
+			return tx.Exec("ALTER TABLE " + table + " ADD COLUMN " + column + " " + definition).Error
+		},
+		Rollback: func(tx *gorm.DB) error {
+			return tx.Exec("ALTER TABLE " + table + " DROP COLUMN " + column).Error
+		},
+	}
+}
+
+// execAll runs statements in order, stopping at the first error.
+func execAll(tx *gorm.DB, stmts ...string) error {
+	for _, stmt := range stmts {
+		if err := tx.Exec(stmt).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -78,13 +78,3 @@ var migrationIdempotencyKeyScope = &gormigrate.Migration{
 		)
 	},
 }
-
-// execAll runs statements in order, stopping at the first error.
-func execAll(tx *gorm.DB, stmts ...string) error {
-	for _, stmt := range stmts {
-		if err := tx.Exec(stmt).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -59,10 +59,8 @@ var migrationJobCounts = &gormigrate.Migration{
 		if tx.Dialector.Name() == "postgres" {
 			ddl = jobCountsPostgres
 		}
-		for _, stmt := range ddl {
-			if err := tx.Exec(stmt).Error; err != nil {
-				return err
-			}
+		if err := execAll(tx, ddl...); err != nil {
+			return err
 		}
 		return tx.Exec(jobCountsBackfill).Error
 	},
@@ -74,10 +72,8 @@ var migrationJobCounts = &gormigrate.Migration{
 			}
 			stmts = append(stmts, "DROP FUNCTION job_counts_track()")
 		}
-		for _, stmt := range stmts {
-			if err := tx.Exec(stmt).Error; err != nil {
-				return err
-			}
+		if err := execAll(tx, stmts...); err != nil {
+			return err
 		}
 		return tx.Migrator().DropTable(&jobCountV1{})
 	},

@@ -2,9 +2,6 @@ package store
 
 import (
 	"time"
-
-	"github.com/go-gormigrate/gormigrate/v2"
-	"gorm.io/gorm"
 )
 
 // providerCallbackV1 is what a vendor posted back about one attempt of a
@@ -20,12 +17,4 @@ func (providerCallbackV1) TableName() string { return "provider_callbacks" }
 
 // migrationProviderCallbacks adds the vendor callbacks waiting for their
 // job's workflow to read them.
-var migrationProviderCallbacks = &gormigrate.Migration{
-	ID: "202611260001_provider_callbacks",
-	Migrate: func(tx *gorm.DB) error {
-		return tx.Migrator().CreateTable(&providerCallbackV1{})
-	},
-	Rollback: func(tx *gorm.DB) error {
-		return tx.Migrator().DropTable(&providerCallbackV1{})
-	},
-}
+var migrationProviderCallbacks = tableMigration("202611260001_provider_callbacks", []any{&providerCallbackV1{}})

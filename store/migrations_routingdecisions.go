@@ -2,9 +2,6 @@ package store
 
 import (
 	"time"
-
-	"github.com/go-gormigrate/gormigrate/v2"
-	"gorm.io/gorm"
 )
 
 // routingDecisionV1 is what one routing decision (a job's attempt) took
@@ -22,15 +19,5 @@ func (routingDecisionV1) TableName() string { return "routing_decisions" }
 // migrationRoutingDecisions adds the record of routing decisions that
 // makes a retried decision reserve its rate and take its round-robin turn
 // once; expired records are deleted by the workers' housekeeping.
-var migrationRoutingDecisions = &gormigrate.Migration{
-	ID: "202611240001_routing_decisions",
-	Migrate: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&routingDecisionV1{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE INDEX idx_routing_decisions_expiry ON routing_decisions (expires_at)").Error
-	},
-	Rollback: func(tx *gorm.DB) error {
-		return tx.Migrator().DropTable(&routingDecisionV1{})
-	},
-}
+var migrationRoutingDecisions = tableMigration("202611240001_routing_decisions", []any{&routingDecisionV1{}},
+	"CREATE INDEX idx_routing_decisions_expiry ON routing_decisions (expires_at)")

@@ -2,9 +2,6 @@ package store
 
 import (
 	"time"
-
-	"github.com/go-gormigrate/gormigrate/v2"
-	"gorm.io/gorm"
 )
 
 // webhookDeliveryV1 is one attempt to deliver a webhook event.
@@ -33,15 +30,5 @@ func (signingKeyV1) TableName() string { return "signing_keys" }
 
 // migrationWebhooks adds the record of webhook delivery attempts, read per
 // job oldest first, and the webhook signing key shared by every process.
-var migrationWebhooks = &gormigrate.Migration{
-	ID: "202611210004_webhooks",
-	Migrate: func(tx *gorm.DB) error {
-		if err := tx.Migrator().CreateTable(&webhookDeliveryV1{}, &signingKeyV1{}); err != nil {
-			return err
-		}
-		return tx.Exec("CREATE INDEX idx_webhook_deliveries_job ON webhook_deliveries (job_id, attempted_at, id)").Error
-	},
-	Rollback: func(tx *gorm.DB) error {
-		return tx.Migrator().DropTable(&webhookDeliveryV1{}, &signingKeyV1{})
-	},
-}
+var migrationWebhooks = tableMigration("202611210004_webhooks", []any{&webhookDeliveryV1{}, &signingKeyV1{}},
+	"CREATE INDEX idx_webhook_deliveries_job ON webhook_deliveries (job_id, attempted_at, id)")
