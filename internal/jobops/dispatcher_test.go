@@ -93,6 +93,14 @@ func (b *bundle) run(t *testing.T) (stop func()) {
 	return stop
 }
 
+// runGated is run with a closed gate: every start waits at it until
+// openGate.
+func (b *bundle) runGated(t *testing.T) (stop func()) {
+	t.Helper()
+	b.gate = make(chan struct{})
+	return b.run(t)
+}
+
 func (b *bundle) executeWorkflow(ctx context.Context, opts client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
 	b.mu.Lock()
 	gate := b.gate
@@ -116,12 +124,15 @@ func (b *bundle) executeWorkflow(ctx context.Context, opts client.StartWorkflowO
 	return &mocks.WorkflowRun{}, nil
 }
 
-// openGate lets the starts waiting at the gate, and all later ones, through.
-func (b *bundle) openGate() {
+// openGate lets the starts waiting at the gate, and all later ones,
+// through, and waits until every start was made.
+func (b *bundle) openGate(t *testing.T) {
+	t.Helper()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	close(b.gate)
 	b.gate = nil
+	b.mu.Unlock()
+	b.waitOutboxEmpty(t)
 }
 
 func (b *bundle) started() []client.StartWorkflowOptions {
@@ -209,37 +220,34 @@ func TestStartsLeftInTheOutboxAreMade(t *testing.T) {
 	require.NoError(t, err, "a leased start is its holder's to make")
 }
 
+// TestFailedStartIsRetried: a start that fails is retried, whether the
+// failure is transient or one of the refusals Temporal also answers
+// invalid-argument for that are mistakes of the deployment (a lowered
+// limit, a task queue name); those starts wait, retried, instead of
+// failing every job.
 func TestFailedStartIsRetried(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	b.results = []error{errors.New("connection refused"), serviceerror.NewUnavailable("try later")}
-	b.run(t)
-	start, _ := b.accept(t, 3)
-	b.waitOutboxEmpty(t)
-	starts := b.started()
-	require.Len(t, starts, 3, "two failures, then the start")
-	for _, s := range starts {
-		require.Equal(t, start.JobID, s.ID)
+	for name, failures := range map[string][]error{
+		"transient":  {errors.New("connection refused"), serviceerror.NewUnavailable("try later")},
+		"deployment": {serviceerror.NewInvalidArgument("TaskQueue length exceeds limit."), serviceerror.NewInvalidArgument("Identity length exceeds limit.")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false)
+			b.results = failures
+			b.run(t)
+			start, _ := b.accept(t, 3)
+			b.waitOutboxEmpty(t)
+			starts := b.started()
+			require.Len(t, starts, 3, "two failures, then the start")
+			for _, s := range starts {
+				require.Equal(t, start.JobID, s.ID)
+			}
+			job, err := b.store.GetJob(t.Context(), start.JobID)
+			require.NoError(t, err)
+			require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
+		})
 	}
-	job, err := b.store.GetJob(t.Context(), start.JobID)
-	require.NoError(t, err)
-	require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
-}
-
-// TestDeploymentRefusalsAreRetried: Temporal also answers invalid-argument
-// for mistakes of the deployment (a lowered limit, a task queue name);
-// those starts wait, retried, instead of failing every job.
-func TestDeploymentRefusalsAreRetried(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	b.results = []error{serviceerror.NewInvalidArgument("TaskQueue length exceeds limit."), serviceerror.NewInvalidArgument("Identity length exceeds limit.")}
-	b.run(t)
-	start, _ := b.accept(t, 3)
-	b.waitOutboxEmpty(t)
-	require.Len(t, b.started(), 3, "two refusals, then the start")
-	job, err := b.store.GetJob(t.Context(), start.JobID)
-	require.NoError(t, err)
-	require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
 }
 
 // requireNotStarted checks a job ended failed at its start: JOB_NOT_STARTED
@@ -329,8 +337,7 @@ func TestStartOfAFinishedWorkflowCountsAsMade(t *testing.T) {
 func TestBacklogBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	b.gate = make(chan struct{})
-	b.run(t)
+	b.runGated(t)
 	const n = 150 // more than the dispatcher holds in memory
 	var offered int
 	var urgent store.JobStart
@@ -347,8 +354,7 @@ func TestBacklogBeyondTheQueueWaitsInTheOutbox(t *testing.T) {
 	}
 	require.Less(t, offered, n/2, "starts are leased while the queue is less than half full")
 	require.Positive(t, offered)
-	b.openGate()
-	b.waitOutboxEmpty(t)
+	b.openGate(t)
 	seen := map[string]int{}
 	for i, s := range b.started() {
 		seen[s.ID] = i
@@ -369,8 +375,7 @@ func TestBacklogIsSweptAsTheQueueRunsLow(t *testing.T) {
 		cfg.Store = counted
 		cfg.SweepInterval = time.Hour // only the queue running low wakes the sweep
 	})
-	b.gate = make(chan struct{})
-	b.run(t)
+	b.runGated(t)
 	const n = 300
 	var leased int
 	for range n {
@@ -380,32 +385,28 @@ func TestBacklogIsSweptAsTheQueueRunsLow(t *testing.T) {
 	}
 	require.Less(t, leased, n/2)
 	require.Zero(t, counted.released.Load(), "a start recorded due costs no second statement")
-	b.openGate()
-	b.waitOutboxEmpty(t)
+	b.openGate(t)
 	require.Len(t, b.started(), n)
 }
 
 func TestOfferWhenTheQueueFilledMeanwhile(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	b.gate = make(chan struct{})
-	b.run(t)
+	b.runGated(t)
 	// Offered beyond Lease's answer (as concurrent requests may): what
 	// the queue cannot hold is handed back to the outbox.
 	const n = 150
 	for range n {
 		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)), time.Millisecond)
 	}
-	b.openGate()
-	b.waitOutboxEmpty(t)
+	b.openGate(t)
 	require.Len(t, b.started(), n)
 }
 
 func TestStopHandsBackWhatItHeld(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	b.gate = make(chan struct{})
-	stop := b.run(t)
+	stop := b.runGated(t)
 	var offered []store.JobStart
 	for range 5 {
 		s, ok := b.accept(t, 3)
