@@ -83,6 +83,38 @@ func TestClassify(t *testing.T) {
 		{"240.0.0.1", "reserved"},
 		{"255.255.255.255", "reserved"},
 		{"::7f00:1", "reserved"}, // IPv4-compatible, deprecated
+		// Special purpose: public neighbours of the ranges below.
+		{"192.0.1.255", ""},
+		{"198.17.255.255", ""},
+		{"198.20.0.0", ""},
+		{"203.0.112.255", ""},
+		{"2001:200::1", ""}, // just past 2001::/23
+		{"2003::1", ""},
+		{"3ffe:ffff::1", ""},
+		{"64:ff9b::c000:201", "documentation"}, // NAT64 of 192.0.2.1
+		// Special purpose, IPv4.
+		{"192.0.0.1", "reserved"},
+		{"192.0.0.170", "reserved"},
+		{"192.0.2.1", "documentation"},
+		{"198.51.100.7", "documentation"},
+		{"203.0.113.255", "documentation"},
+		{"198.18.0.1", "benchmarking"},
+		{"198.19.255.255", "benchmarking"},
+		{"::ffff:198.18.0.1", "benchmarking"},
+		// Special purpose, IPv6.
+		{"2001::1", "tunnel (Teredo)"},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "tunnel (Teredo)"},
+		{"2002:7f00:1::1", "tunnel (6to4)"},  // 6to4 of 127.0.0.1
+		{"2002:808:808::1", "tunnel (6to4)"}, // 6to4 of 8.8.8.8: refused all the same
+		{"2001:2::1", "benchmarking"},
+		{"2001:10::1", "reserved"}, // deprecated ORCHID
+		{"2001:1ff::1", "reserved"},
+		{"2001:db8::1", "documentation"},
+		{"3fff::1", "documentation"},
+		{"64:ff9b:1::a00:1", "reserved"}, // local-use NAT64, RFC 8215
+		{"100::1", "reserved"},           // discard-only, RFC 6666
+		{"5f00::1", "reserved"},          // SRv6 SIDs, RFC 9602
+		{"4000::1", "reserved"},          // outside 2000::/3
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			t.Parallel()
@@ -106,28 +138,39 @@ func receiver(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32
 	return srv, hits
 }
 
-func TestGuardedClientRefusesLoopback(t *testing.T) {
-	t.Parallel()
-	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+// noContentReceiver is a receiver that answers 204 No Content, and its
+// port.
+func noContentReceiver(t *testing.T) (srv *httptest.Server, hits *atomic.Int32, port string) {
+	t.Helper()
+	srv, hits = receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
 	require.NoError(t, err)
+	return srv, hits, port
+}
+
+// get is c.Get(url)'s error; a response, if any, is closed.
+func get(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return err
+}
+
+func TestGuardedClientRefusesLoopback(t *testing.T) {
+	t.Parallel()
+	srv, hits, port := noContentReceiver(t)
 	localhost := "http://localhost:" + port
 
 	for _, target := range []string{srv.URL, localhost} {
-		resp, err := netguard.NewClient(false, 5*time.Second).Get(target)
-		if resp != nil {
-			resp.Body.Close()
-		}
+		err := get(netguard.NewClient(false, 5*time.Second), target)
 		require.Error(t, err, target)
 		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, target)
 		var addrErr *netguard.AddressError
 		require.True(t, errors.As(err, &addrErr))
 		require.Equal(t, "loopback", addrErr.Reason)
 
-		resp, err = netguard.NewMediaClient(false, 5*time.Second).Get(target)
-		if resp != nil {
-			resp.Body.Close()
-		}
+		err = get(netguard.NewMediaClient(false, 5*time.Second), target)
 		require.ErrorIs(t, err, netguard.ErrForbiddenAddress, target)
 	}
 	require.Zero(t, hits.Load(), "the receiver must not be reached")
@@ -170,10 +213,7 @@ func TestMediaClientRefusesRedirectsOffHTTP(t *testing.T) {
 		}
 		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
 	})
-	resp, err := netguard.NewMediaClient(true, 5*time.Second).Get(srv.URL)
-	if resp != nil {
-		resp.Body.Close()
-	}
+	err := get(netguard.NewMediaClient(true, 5*time.Second), srv.URL)
 	var redirect *netguard.RedirectError
 	require.True(t, errors.As(err, &redirect), "%v", err)
 	require.Equal(t, "file", redirect.Scheme)
@@ -182,10 +222,7 @@ func TestMediaClientRefusesRedirectsOffHTTP(t *testing.T) {
 	require.Equal(t, redirect.Error(), netguard.Refusal(err))
 
 	hits.Store(0)
-	resp, err = netguard.NewMediaClient(true, 5*time.Second).Get(srv.URL + "/loop")
-	if resp != nil {
-		resp.Body.Close()
-	}
+	err = get(netguard.NewMediaClient(true, 5*time.Second), srv.URL+"/loop")
 	require.ErrorContains(t, err, "stopped after 10 redirects")
 	require.NotErrorIs(t, err, netguard.ErrForbiddenAddress)
 	require.EqualValues(t, 10, hits.Load(), "as net/http's default policy")
@@ -245,51 +282,6 @@ func TestCheckURL(t *testing.T) {
 	require.NotErrorIs(t, err, netguard.ErrForbiddenAddress, "a name that does not resolve is not a forbidden address")
 }
 
-func TestClassifySpecialPurpose(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		addr string
-		want string
-	}{
-		// Public neighbours of the ranges below.
-		{"192.0.1.255", ""},
-		{"198.17.255.255", ""},
-		{"198.20.0.0", ""},
-		{"203.0.112.255", ""},
-		{"2001:200::1", ""}, // just past 2001::/23
-		{"2003::1", ""},
-		{"3ffe:ffff::1", ""},
-		{"64:ff9b::c000:201", "documentation"}, // NAT64 of 192.0.2.1
-		// IPv4.
-		{"192.0.0.1", "reserved"},
-		{"192.0.0.170", "reserved"},
-		{"192.0.2.1", "documentation"},
-		{"198.51.100.7", "documentation"},
-		{"203.0.113.255", "documentation"},
-		{"198.18.0.1", "benchmarking"},
-		{"198.19.255.255", "benchmarking"},
-		{"::ffff:198.18.0.1", "benchmarking"},
-		// IPv6.
-		{"2001::1", "tunnel (Teredo)"},
-		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "tunnel (Teredo)"},
-		{"2002:7f00:1::1", "tunnel (6to4)"},  // 6to4 of 127.0.0.1
-		{"2002:808:808::1", "tunnel (6to4)"}, // 6to4 of 8.8.8.8: refused all the same
-		{"2001:2::1", "benchmarking"},
-		{"2001:10::1", "reserved"}, // deprecated ORCHID
-		{"2001:1ff::1", "reserved"},
-		{"2001:db8::1", "documentation"},
-		{"3fff::1", "documentation"},
-		{"64:ff9b:1::a00:1", "reserved"}, // local-use NAT64, RFC 8215
-		{"100::1", "reserved"},           // discard-only, RFC 6666
-		{"5f00::1", "reserved"},          // SRv6 SIDs, RFC 9602
-		{"4000::1", "reserved"},          // outside 2000::/3
-	} {
-		addr, err := netip.ParseAddr(tc.addr)
-		require.NoError(t, err)
-		require.Equal(t, tc.want, netguard.Classify(addr), tc.addr)
-	}
-}
-
 func TestCheckURLPorts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -326,9 +318,7 @@ func TestCheckURLPorts(t *testing.T) {
 func TestNumericHosts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
-	require.NoError(t, err)
+	_, hits, port := noContentReceiver(t)
 
 	for _, host := range []string{"2130706433", "0x7f000001", "0x7f.0.0.1", "0x7F.1", "0177.0.0.1", "0177.1", "127.1", "127.0.1", "127.0.0.1.", "017700000001"} {
 		_, err := netip.ParseAddr(host)
@@ -339,10 +329,7 @@ func TestNumericHosts(t *testing.T) {
 		require.ErrorContains(t, err, "is not a dotted-decimal IPv4 address", host)
 		require.NoError(t, netguard.CheckURL(ctx, "http://"+host+"/hook", true), host)
 
-		resp, err := netguard.NewClient(false, 5*time.Second).Get("http://" + net.JoinHostPort(host, port) + "/")
-		if resp != nil {
-			resp.Body.Close()
-		}
+		err = get(netguard.NewClient(false, 5*time.Second), "http://"+net.JoinHostPort(host, port)+"/")
 		var dnsErr *net.DNSError
 		var addrErr *netguard.AddressError
 		switch {
@@ -365,9 +352,7 @@ func TestNumericHosts(t *testing.T) {
 func TestIPv4MappedAndFullWidthHosts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, hits := receiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
-	require.NoError(t, err)
+	_, hits, port := noContentReceiver(t)
 
 	// Full-width digits: the HTTP transport maps the name to ASCII (IDNA)
 	// and so connects to 127.0.0.1.
@@ -384,10 +369,7 @@ func TestIPv4MappedAndFullWidthHosts(t *testing.T) {
 		require.Equal(t, "loopback", addrErr.Reason, host)
 
 		hostPort := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		resp, err := netguard.NewClient(false, 5*time.Second).Get("http://" + net.JoinHostPort(hostPort, port) + "/")
-		if resp != nil {
-			resp.Body.Close()
-		}
+		err = get(netguard.NewClient(false, 5*time.Second), "http://"+net.JoinHostPort(hostPort, port)+"/")
 		require.True(t, errors.As(err, &addrErr), "%s: refused at connect time: %v", host, err)
 		require.Equal(t, "loopback", addrErr.Reason, host)
 	}
