@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -76,22 +75,12 @@ func tryExclusive(t *testing.T, s *store.Store, name string, fn func(context.Con
 	return ran
 }
 
-// openPostgres opens a second store (another process) on databaseURL.
-func openPostgres(t *testing.T, databaseURL string) *store.Store {
-	t.Helper()
-	s, err := store.Open(context.Background(), databaseURL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(context.Background()))
-	return s
-}
-
 // TestTryExclusiveAcrossProcesses: processes on one PostgreSQL database
 // never run fn at once; those that find it running skip.
 func TestTryExclusiveAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	databaseURL := storetest.FreshPostgresURL(t)
-	a, b := openPostgres(t, databaseURL), openPostgres(t, databaseURL)
+	a, b := storetest.Open(t, databaseURL), storetest.Open(t, databaseURL)
 	ctx := context.Background()
 
 	release, result := hold(t, a, "sweep")
@@ -144,10 +133,8 @@ func TestTryExclusiveAcrossProcesses(t *testing.T) {
 func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
 	t.Parallel()
 	databaseURL := storetest.FreshPostgresURL(t)
-	a, b := openPostgres(t, databaseURL), openPostgres(t, databaseURL)
-	admin, err := sql.Open("pgx", databaseURL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = admin.Close() })
+	a, b := storetest.Open(t, databaseURL), storetest.Open(t, databaseURL)
+	admin := storetest.PostgresDB(t, databaseURL)
 	ctx := context.Background()
 
 	release, result := hold(t, a, "sweep")

@@ -307,12 +307,5 @@ func TestJobCountsConcurrentWrites(t *testing.T) {
 func freshPostgres(t *testing.T) (*store.Store, *sql.DB) {
 	t.Helper()
 	url := storetest.FreshPostgresURL(t)
-	s, err := store.Open(context.Background(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(context.Background()))
-	db, err := sql.Open("pgx", url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	return s, db
+	return storetest.Open(t, url), storetest.PostgresDB(t, url)
 }

@@ -2,7 +2,6 @@ package storetest_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -20,13 +19,7 @@ func TestSeedJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := storetest.FreshPostgresURL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
-	db, err := sql.Open("pgx", url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	s, db := storetest.Open(t, url), storetest.PostgresDB(t, url)
 	var indexes int
 	indexCount := `SELECT count(*) FROM pg_index WHERE indrelid = 'jobs'::regclass`
 	require.NoError(t, db.QueryRow(indexCount).Scan(&indexes))

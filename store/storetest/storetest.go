@@ -121,6 +121,26 @@ func EachDB(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
 	}
 }
 
+// Open opens a migrated store on databaseURL, closed when the test ends:
+// on a database another store uses, another process.
+func Open(t testing.TB, databaseURL string) *store.Store {
+	t.Helper()
+	return open(t, databaseURL)
+}
+
+// PostgresDB is a database/sql connection pool to the PostgreSQL database
+// at databaseURL, closed when the test ends, for statements the store has
+// no method for.
+func PostgresDB(t testing.TB, databaseURL string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 func open(t testing.TB, databaseURL string) *store.Store {
 	t.Helper()
 	ctx := context.Background()
