@@ -9,6 +9,9 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 )
 
+// SetIdempotencyDeleteBatch sets how many keys one delete takes.
+func SetIdempotencyDeleteBatch(n int) { idempotencyDeleteBatch = n }
+
 // NewCacheAt is NewCache with a clock.
 func NewCacheAt(s *Store, ttl time.Duration, now func() time.Time) *Cache {
 	return newCache(s, ttl, now)

@@ -26,6 +26,28 @@ type IdempotencyKey struct {
 	CreatedAt   time.Time
 }
 
+// idempotencyDeleteBatch is how many expired keys one statement deletes,
+// so a backlog never makes one long statement.
+var idempotencyDeleteBatch = 5000
+
+// DeleteIdempotencyKeysBefore deletes the keys claimed before t, which no
+// longer stand for their job (docs/api.md, Cancel and idempotency), a
+// batch at a time, and returns how many it deleted. A worker's
+// housekeeping runs it.
+func (s *Store) DeleteIdempotencyKeysBefore(ctx context.Context, t time.Time) (int64, error) {
+	var total int64
+	for {
+		db := s.db.WithContext(ctx)
+		expired := db.Model(&IdempotencyKey{}).Select("tenant, service, key").
+			Where("created_at < ?", t.UTC()).Limit(idempotencyDeleteBatch)
+		res := db.Where("(tenant, service, key) IN (?)", expired).Delete(&IdempotencyKey{})
+		total += res.RowsAffected
+		if res.Error != nil || res.RowsAffected < int64(idempotencyDeleteBatch) {
+			return total, res.Error
+		}
+	}
+}
+
 // ClaimIdempotencyKey binds (k.Tenant, k.Service, k.Key) to k.JobID and
 // k.Fingerprint unless a binding younger than ttl exists; it returns the
 // job id the key stands for and whether this call claimed it. A live

@@ -199,6 +199,7 @@ var migrations = []*gormigrate.Migration{
 	migrationTraceID,
 	migrationProviderCallbacks,
 	migrationHousekeepingRounds,
+	migrationIdempotencyKeyExpiry,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -78,3 +78,16 @@ var migrationIdempotencyKeyScope = &gormigrate.Migration{
 		)
 	},
 }
+
+// migrationIdempotencyKeyExpiry indexes keys by age, for the sweep that
+// deletes them once they no longer stand for their job
+// (DeleteIdempotencyKeysBefore).
+var migrationIdempotencyKeyExpiry = &gormigrate.Migration{
+	ID: "202611280001_idempotency_key_expiry",
+	Migrate: func(tx *gorm.DB) error {
+		return tx.Exec("CREATE INDEX idx_idempotency_keys_created ON idempotency_keys (created_at)").Error
+	},
+	Rollback: func(tx *gorm.DB) error {
+		return tx.Exec("DROP INDEX idx_idempotency_keys_created").Error
+	},
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/housekeeping"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -44,6 +45,10 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, retention time.Durati
 	sweeps = append(sweeps,
 		housekeeping.Sweep{Name: "rate_counters", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRateCounters)},
 		housekeeping.Sweep{Name: "routing_decisions", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRoutingDecisions)},
+		housekeeping.Sweep{Name: "idempotency_keys", Every: routingStateEvery, Shared: true,
+			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
+				return st.DeleteIdempotencyKeysBefore(ctx, now.Add(-jobops.IdempotencyTTL))
+			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
 	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
