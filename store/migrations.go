@@ -200,6 +200,7 @@ var migrations = []*gormigrate.Migration{
 	migrationProviderCallbacks,
 	migrationHousekeepingRounds,
 	migrationIdempotencyKeyExpiry,
+	migrationPayloadSecrets,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

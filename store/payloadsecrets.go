@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+)
+
+// payloadSecret is a scope's row in payload_secrets.
+type payloadSecret struct {
+	Scope      string `gorm:"primaryKey"`
+	Secret     []byte
+	CreatedAt  time.Time
+	ShreddedAt *time.Time
+}
+
+func (payloadSecret) TableName() string { return "payload_secrets" }
+
+// PayloadSecrets are the scopes' payload secrets in the store, shared by
+// every process of the deployment (payloadcodec.ScopeSecrets).
+type PayloadSecrets struct{ s *Store }
+
+// PayloadSecrets returns the store's payload secrets.
+func (s *Store) PayloadSecrets() PayloadSecrets { return PayloadSecrets{s} }
+
+// Secret returns the scope's secret, creating it on the scope's first
+// payload; a shredded scope has none (payloadcodec.ErrScopeShredded).
+func (p PayloadSecrets) Secret(ctx context.Context, scope string) ([]byte, error) {
+	db := p.s.db.WithContext(ctx)
+	secret := make([]byte, payloadcodec.MinSecretSize)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	err := db.Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&payloadSecret{Scope: scope, Secret: secret, CreatedAt: time.Now().UTC()}).Error
+	if err != nil {
+		return nil, err
+	}
+	var row payloadSecret
+	if err := db.Where("scope = ?", scope).Take(&row).Error; err != nil {
+		return nil, err
+	}
+	if row.ShreddedAt != nil || len(row.Secret) == 0 {
+		return nil, fmt.Errorf("scope %q is shredded: %w", scope, payloadcodec.ErrScopeShredded)
+	}
+	return row.Secret, nil
+}
+
+// Shred deletes the scope's secret, keeping the row so that it is never
+// made again: the scope's payloads can no longer be decrypted.
+func (p PayloadSecrets) Shred(ctx context.Context, scope string, at time.Time) error {
+	at = at.UTC()
+	return p.s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "scope"}},
+		DoUpdates: clause.Assignments(map[string]any{"secret": nil, "shredded_at": at}),
+	}).Create(&payloadSecret{Scope: scope, CreatedAt: at, ShreddedAt: &at}).Error
+}
+
+// JobTenant is the tenant of a job, "" for a job the store does not hold.
+func (s *Store) JobTenant(ctx context.Context, id string) (string, error) {
+	var tenant string
+	err := s.db.WithContext(ctx).Table("jobs").Select("tenant").Where("id = ?", id).Take(&tenant).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", nil
+	}
+	return tenant, err
+}
