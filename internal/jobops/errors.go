@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Why an operation refused a job. Submit and Cancel return them wrapped in
+// Why an operation refused a job. Submit, Cancel and Retry return them wrapped in
 // an *Error that says more, except ErrIdempotencyKeyReused, which they
 // return bare; errors.Is tells them apart.
 var (

@@ -51,7 +51,8 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 		return nil, refuse(ErrNotRetryable, "job %s is running again already", job.ID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start the retry of job %s: %w", job.ID, err)
+		s.cfg.Logger.Error("start the retry of a job", "job", job.ID, "error", err)
+		return nil, refuse(ErrUnavailable, "the retry of job %s could not be started now; retry it", job.ID)
 	}
 	s.cfg.Logger.Info("job retried", "job", job.ID, "run", run.GetRunID(), "failed_with", job.ErrorCode)
 	return job, nil
@@ -70,7 +71,8 @@ func (s *Service) submission(ctx context.Context, id string) (jobs.Submission, i
 		if errors.As(err, &nf) {
 			return jobs.Submission{}, 0, refuse(ErrNotRetryable, "job %s has no workflow history (retention may have removed it)", id)
 		}
-		return jobs.Submission{}, 0, fmt.Errorf("job %s: read its workflow history: %w", id, err)
+		s.cfg.Logger.Error("read a job's workflow history to retry it", "job", id, "error", err)
+		return jobs.Submission{}, 0, refuse(ErrUnavailable, "job %s could not be retried now (its workflow history cannot be read); retry it", id)
 	}
 	started := event.GetWorkflowExecutionStartedEventAttributes()
 	if started == nil || len(started.GetInput().GetPayloads()) == 0 {
