@@ -22,7 +22,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/ai-job-gateway/gateway/api"
@@ -218,6 +223,9 @@ type bundle struct {
 	failStarts int   // the next failStarts starts fail
 	startErr   error // returned by every start while set
 	cancelErr  error // returned by CancelWorkflow
+
+	// histories are the first events of the workflows that ran (ran).
+	histories map[string]*historypb.HistoryEvent
 }
 
 // setup serves a fresh API: a dev issuer on the same httptest server, a
@@ -271,6 +279,8 @@ func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configur
 		Return(b.cancelWorkflow).Maybe()
 	b.temporal.On("GetWorkflow", mock.Anything, mock.Anything, mock.Anything).
 		Return(b.getWorkflow).Maybe()
+	b.temporal.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(b.getWorkflowHistory).Maybe()
 
 	// A real dispatcher of job starts, quick to retry, on the mock.
 	starts := jobops.NewDispatcher(jobops.DispatcherConfig{
@@ -363,7 +373,9 @@ func (b *bundle) executeWorkflow(_ context.Context, opts client.StartWorkflowOpt
 		b.failStarts--
 		return nil, errors.New("temporal: connection refused")
 	}
-	return &mocks.WorkflowRun{}, nil
+	run := &mocks.WorkflowRun{}
+	run.On("GetRunID").Return("run-" + opts.ID).Maybe()
+	return run, nil
 }
 
 func (b *bundle) cancelWorkflow(_ context.Context, workflowID, _ string) error {
@@ -397,6 +409,62 @@ func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.Wor
 		return errors.New("workflow cancelled")
 	})
 	return run
+}
+
+// ran records that job's workflow ran, started with the submission it
+// returns (at priority 3), as jobops.Service.Retry reads it back from the
+// workflow's history.
+func (b *bundle) ran(t *testing.T, job *jobs.Record) jobs.Submission {
+	t.Helper()
+	sub := jobs.Submission{JobID: job.ID, Service: job.Service, Tenant: job.Tenant, UserID: job.UserID,
+		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt}
+	payload, err := converter.GetDefaultDataConverter().ToPayload(sub)
+	require.NoError(t, err)
+	event := &historypb.HistoryEvent{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
+				Input:    &commonpb.Payloads{Payloads: []*commonpb.Payload{payload}},
+				Priority: &commonpb.Priority{PriorityKey: 3},
+			},
+		}}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.histories == nil {
+		b.histories = map[string]*historypb.HistoryEvent{}
+	}
+	b.histories[job.ID] = event
+	return sub
+}
+
+// getWorkflowHistory returns the first event ran recorded for the
+// workflow; Temporal's NotFound for any other.
+func (b *bundle) getWorkflowHistory(_ context.Context, workflowID, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if event, ok := b.histories[workflowID]; ok {
+		return &historyIterator{events: []*historypb.HistoryEvent{event}}
+	}
+	return &historyIterator{err: serviceerror.NewNotFound("workflow not found for ID: " + workflowID)}
+}
+
+// historyIterator yields events, or err first, as Temporal's iterator
+// does when the history cannot be read.
+type historyIterator struct {
+	events []*historypb.HistoryEvent
+	err    error
+}
+
+func (it *historyIterator) HasNext() bool { return it.err != nil || len(it.events) > 0 }
+
+func (it *historyIterator) Next() (*historypb.HistoryEvent, error) {
+	if it.err != nil {
+		err := it.err
+		it.err = nil
+		return nil, err
+	}
+	event := it.events[0]
+	it.events = it.events[1:]
+	return event, nil
 }
 
 // started waits until the workflow of every job the API accepted was

@@ -32,7 +32,9 @@ func TestTenantsSeeNothingOfEachOther(t *testing.T) {
 		for _, suffix := range []string{"", "/result", "/webhook-deliveries"} {
 			probes = append(probes, probe{http.MethodGet, "/v1/" + svc + "/" + id + suffix, ""})
 		}
-		probes = append(probes, probe{http.MethodPost, "/v1/" + svc + "/" + id + "/cancel", ""})
+		for _, action := range []string{"/cancel", "/retry"} {
+			probes = append(probes, probe{http.MethodPost, "/v1/" + svc + "/" + id + action, ""})
+		}
 	}
 	for _, suffix := range []string{"", "/versions", "/versions/1"} {
 		probes = append(probes, probe{http.MethodGet, "/v1/policies/" + policy + suffix, ""})

@@ -29,8 +29,8 @@ type jobCounter interface {
 	JobCreated(service string)
 }
 
-// jobsHandler serves a service's jobs: create, read and cancel
-// (docs/api.md, Jobs). Submit and cancel go to jobops.
+// jobsHandler serves a service's jobs: create, read, cancel and retry
+// (docs/api.md, Jobs). Submit, cancel and retry go to jobops.
 type jobsHandler struct {
 	jobs    jobReader
 	ops     JobOps
@@ -113,6 +113,7 @@ var refusals = map[error]struct {
 	jobops.ErrInvalid:            {http.StatusUnprocessableEntity, apierror.CodeValidation},
 	jobops.ErrRateLimited:        {http.StatusTooManyRequests, apierror.CodeRateLimited},
 	jobops.ErrJobFinished:        {http.StatusConflict, apierror.CodeJobFinished},
+	jobops.ErrNotRetryable:       {http.StatusConflict, apierror.CodeJobNotRetryable},
 	jobops.ErrUnknownJob:         {http.StatusNotFound, apierror.CodeNotFound},
 	jobops.ErrCallbackToken:      {http.StatusForbidden, apierror.CodeForbidden},
 	jobops.ErrUnavailable:        {http.StatusServiceUnavailable, apierror.CodeServiceUnavailable},
@@ -155,13 +156,28 @@ func (h jobsHandler) get(svc jobs.Service) gin.HandlerFunc {
 
 // cancel handles POST /v1/{resource}/{id}/cancel.
 func (h jobsHandler) cancel(svc jobs.Service) gin.HandlerFunc {
-	return h.onJob(svc, http.StatusAccepted, func(ctx context.Context, job *jobs.Record) (*jobs.Record, error) {
-		job, err := h.ops.Cancel(ctx, job)
+	return h.onJob(svc, http.StatusAccepted, viaJobops(h.ops.Cancel))
+}
+
+// retry handles POST /v1/{resource}/{id}/retry and, with anyService,
+// POST /v1/jobs/{id}/retry (docs/api.md, Retrying a failed job).
+func (h jobsHandler) retry(svc jobs.Service) gin.HandlerFunc {
+	return h.onJob(svc, http.StatusAccepted, viaJobops(h.ops.Retry))
+}
+
+// anyService stands for every service where a route takes a job of any
+// (POST /v1/jobs/{id}/retry).
+var anyService = jobs.Service{JobType: "job"}
+
+// viaJobops is op with jobops' refusals as API errors.
+func viaJobops(op func(context.Context, *jobs.Record) (*jobs.Record, error)) func(context.Context, *jobs.Record) (*jobs.Record, error) {
+	return func(ctx context.Context, job *jobs.Record) (*jobs.Record, error) {
+		job, err := op(ctx, job)
 		if err != nil {
 			return nil, jobopsError(err)
 		}
 		return job, nil
-	})
+	}
 }
 
 // onJob handles a request on the job the path names, as the caller may
@@ -188,8 +204,8 @@ func (h jobsHandler) onJob(svc jobs.Service, status int, act func(context.Contex
 }
 
 // visibleJob loads the job named by the path from reader, as the caller
-// may see it: another tenant's job, another service's job and a malformed
-// id are all 404, so ids leak nothing.
+// may see it: another tenant's job, another service's job (unless svc is
+// anyService) and a malformed id are all 404, so ids leak nothing.
 func visibleJob(c *gin.Context, reader jobReader, svc jobs.Service) (*jobs.Record, error) {
 	tenant, _, err := auth.EffectiveIdentity(c)
 	if err != nil {
@@ -209,7 +225,7 @@ func visibleJob(c *gin.Context, reader jobReader, svc jobs.Service) (*jobs.Recor
 	}
 	caller := auth.CallerFrom(c)
 	actingAs := c.GetHeader("X-Effective-Tenant-Id") != ""
-	if job.Service != svc.ID || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
+	if (svc.ID != "" && job.Service != svc.ID) || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
 		return nil, notFound
 	}
 	return job, nil

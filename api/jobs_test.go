@@ -55,11 +55,11 @@ func TestGetJob(t *testing.T) {
 	}
 	for _, res := range resources {
 		for _, tc := range notFound {
-			for _, suffix := range []string{"", "/result", "/cancel"} {
+			for _, suffix := range []string{"", "/result", "/cancel", "/retry"} {
 				t.Run(res.id+suffix+"/"+tc.name, func(t *testing.T) {
 					t.Parallel()
 					method, token := http.MethodGet, read
-					if suffix == "/cancel" {
+					if suffix == "/cancel" || suffix == "/retry" {
 						method, token = http.MethodPost, b.writeToken(t)
 					}
 					r := b.do(t, method, jobPath(res.id, tc.id, suffix), token, nil)
@@ -81,6 +81,7 @@ func TestGetJob(t *testing.T) {
 				requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID), read, nil), http.StatusNotFound, "NOT_FOUND")
 				requireError(t, b.do(t, http.MethodGet, jobPath(res.id, job.ID, "/result"), read, nil), http.StatusNotFound, "NOT_FOUND")
 				requireError(t, b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil), http.StatusNotFound, "NOT_FOUND")
+				requireError(t, b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/retry"), b.writeToken(t), nil), http.StatusNotFound, "NOT_FOUND")
 			}
 		}
 	})

@@ -4,7 +4,7 @@
 // and the provider catalog through the small interfaces each handler
 // declares. One struct per resource, wired by New in this file:
 //
-//   - jobs.go: jobsHandler, a service's jobs (create, read, cancel)
+//   - jobs.go: jobsHandler, a service's jobs (create, read, cancel, retry)
 //   - results.go: resultsHandler, a job's result
 //   - joblist.go: jobListing, GET /v1/jobs
 //   - catalog.go: catalogHandler, services and providers
@@ -49,16 +49,17 @@ type JobStore interface {
 	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]jobs.Record, int64, error)
 }
 
-// JobOps accepts and cancels jobs (jobops.Service).
+// JobOps accepts, cancels and retries jobs (jobops.Service).
 type JobOps interface {
 	Submit(ctx context.Context, req jobops.SubmitRequest) (*jobs.Record, error)
 	Cancel(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
+	Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
 }
 
 // Config is the API's dependencies.
 type Config struct {
 	Store JobStore
-	// Jobs accepts and cancels jobs.
+	// Jobs accepts, cancels and retries jobs.
 	Jobs     JobOps
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
@@ -207,7 +208,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		res.GET("/:id", read, jobsH.get(svc))
 		res.GET("/:id/result", read, results.get(svc))
 		res.POST("/:id/cancel", write, jobsH.cancel(svc))
+		res.POST("/:id/retry", write, jobsH.retry(svc))
 	}
+	v1.POST("/jobs/:id/retry", auth.RequireScope(auth.ScopeCrossTenant), jobsH.retry(anyService))
 	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)

@@ -65,6 +65,10 @@ const (
 	// CodeIdempotencyKeyReused answers a live Idempotency-Key sent with
 	// another request (docs/api.md, Cancel and idempotency).
 	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	// CodeJobNotRetryable answers a retry of a job that is not failed,
+	// never started or runs again already (docs/api.md, Retrying a failed
+	// job).
+	CodeJobNotRetryable = "JOB_NOT_RETRYABLE"
 )
 
 // Unauthorized is the 401 for a missing or invalid token.
