@@ -219,6 +219,9 @@ func TestRetryFailedJobs(t *testing.T) {
 	code, out := g.command("jobs", "retry", first.Data.ID)
 	require.Equal(t, 1, code, "a completed job is not retried: %s", out)
 	require.Contains(t, out, "only failed jobs are retried")
+	status, refused, _ := g.do(http.MethodPost, "/v1/llm-tasks/"+first.Data.ID+"/retry", "")
+	require.Equal(t, http.StatusConflict, status, "%s", refused)
+	require.Contains(t, string(refused), "JOB_NOT_RETRYABLE")
 
 	setStatus("disabled")
 	failing := g.create("llm-tasks", body)
@@ -259,6 +262,17 @@ func TestRetryFailedJobs(t *testing.T) {
 	code, out = g.command("jobs", "retry", "--error-code", "NO_ELIGIBLE_PROVIDER")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "0 retried, 0 not", "run again, a bulk retry finds nothing left")
+
+	// Retried by its tenant over the API (docs/api.md, Retrying a failed
+	// job), once a provider is back.
+	setStatus("disabled")
+	viaAPI := g.create("llm-tasks", body)
+	g.waitFailed("llm-tasks", viaAPI.Data.ID, 60*time.Second, "NO_ELIGIBLE_PROVIDER")
+	setStatus("active")
+	status, answer, _ := g.do(http.MethodPost, "/v1/llm-tasks/"+viaAPI.Data.ID+"/retry", "")
+	require.Equal(t, http.StatusAccepted, status, "%s", answer)
+	done = g.waitFor("llm-tasks", viaAPI.Data.ID, 60*time.Second, completed)
+	require.Nil(t, done.Data.Attributes.Error)
 }
 
 // setProviderStatus sets a provider's status with the admin API.
