@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,6 +153,9 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	// The Temporal server goes away with jobs in flight, and comes back.
 	// Meanwhile serve stays ready (Temporal reported degraded) and accepts
 	// jobs into its outbox (docs/operations.md, Health).
+	// gateway dev, which hosts Temporal here, runs a worker on the same
+	// store too: it may start a job before or after its restart.
+	starters := []int{shape.worker.cmd.Process.Pid, server.cmd.Process.Pid}
 	server.kill()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + api.listen + "/readyz")
@@ -165,9 +169,10 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond)
 	ids = append(ids, createTask()) // accepted while Temporal is away
 	server.start()
+	starters = append(starters, server.cmd.Process.Pid)
 
 	tc := temporalClient(t, temporalAddr)
-	for i, id := range ids {
+	for _, id := range ids {
 		require.Eventually(t, func() bool {
 			return strings.Contains(string(get(t, "http://"+api.listen+"/v1/llm-tasks/"+id, server.token)), `"completed"`)
 		}, 120*time.Second, 250*time.Millisecond, "job %s", id)
@@ -191,12 +196,8 @@ func TestTemporalRestartWithJobsInFlight(t *testing.T) {
 		require.NoError(t, err)
 		starter := first.GetWorkflowExecutionStartedEventAttributes().GetIdentity()
 		require.False(t, strings.HasPrefix(starter, strconv.Itoa(api.cmd.Process.Pid)+"@"), "job %s started by serve", id)
-		if i < len(ids)-1 {
-			// The job accepted during the outage may be started by the
-			// restarted gateway dev, which shares the store.
-			require.True(t, strings.HasPrefix(starter, strconv.Itoa(shape.worker.cmd.Process.Pid)+"@"),
-				"job %s started by %s, not the worker (pid %d)", id, starter, shape.worker.cmd.Process.Pid)
-		}
+		require.True(t, slices.ContainsFunc(starters, func(pid int) bool { return strings.HasPrefix(starter, strconv.Itoa(pid)+"@") }),
+			"job %s started by %s, not by a process with a worker (pids %v)", id, starter, starters)
 	}
 }
 
