@@ -3,12 +3,19 @@
 // the clear; the codec server (Handler) decrypts them for operators.
 //
 // Encrypted: every payload a codec sees (workflow and activity inputs and
-// results, signals, queries, memos, summaries), as the whole marshalled
-// payload, its own metadata included. Plaintext: the encrypted payload's
-// metadata (encoding "binary/encrypted", the key id and the scope, e.g. a
-// tenant slug) and whatever Temporal does not pass through codecs: ids,
-// workflow and activity types, task queues, search attributes, and failure
+// results, signals, queries, memos), as the whole marshalled payload, its
+// own metadata included. Plaintext: the encrypted payload's metadata
+// (encoding "binary/encrypted", the key id and the scope, e.g. a tenant
+// slug) and whatever Temporal does not pass through codecs: ids, workflow
+// and activity types, task queues, search attributes, and failure
 // messages unless the failure converter encodes them.
+//
+// The gateway's data converter (DataConverter) also leaves values of Go
+// type string plaintext, so that workflow and activity summaries, which
+// the SDK encodes as strings, stay readable: the rule is that no workflow
+// or activity passes customer content as a bare string (inputs, results,
+// signals and queries are structs; a job id may be a bare string, being
+// metadata).
 //
 // A payload's data key is HKDF-SHA256 of the master key (by id, from a
 // Keyring), salted with the scope's secret (from ScopeSecrets) and with the
