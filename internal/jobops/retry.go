@@ -79,8 +79,16 @@ func (s *Service) submission(ctx context.Context, id string) (jobs.Submission, i
 		return jobs.Submission{}, 0, fmt.Errorf("job %s: its workflow history does not start with its submission", id)
 	}
 	var sub jobs.Submission
-	if err := converter.GetDefaultDataConverter().FromPayload(started.GetInput().GetPayloads()[0], &sub); err != nil {
+	if err := s.dataConverter().FromPayload(started.GetInput().GetPayloads()[0], &sub); err != nil {
 		return jobs.Submission{}, 0, fmt.Errorf("job %s: read its submission: %w", id, err)
 	}
 	return sub, int(started.GetPriority().GetPriorityKey()), nil
+}
+
+// dataConverter reads payloads of job workflows' histories.
+func (s *Service) dataConverter() converter.DataConverter {
+	if s.cfg.DataConverter != nil {
+		return s.cfg.DataConverter
+	}
+	return converter.GetDefaultDataConverter()
 }

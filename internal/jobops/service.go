@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
@@ -96,8 +97,12 @@ type Config struct {
 	// ReceiveProviderCallback refuses every post as ErrUnknownJob.
 	CallbackTokens CallbackTokens
 	Callbacks      CallbackStore
-	Logger         *slog.Logger // default slog.Default()
-	Now            func() time.Time
+	// DataConverter reads a job's submission from its workflow history
+	// for Retry: Temporal's client's (payloads may be encrypted); nil is
+	// the SDK's default.
+	DataConverter converter.DataConverter
+	Logger        *slog.Logger // default slog.Default()
+	Now           func() time.Time
 }
 
 // Service carries out the operations on jobs: Submit, Cancel, Retry and
