@@ -55,6 +55,10 @@ type config struct {
 	MediaFetchRateWindow  time.Duration
 	MediaFetchTimeout     time.Duration
 	MediaFetchesPerTenant int
+	// PayloadKeys (GATEWAY_PAYLOAD_KEYS, never a flag) and PayloadKeyFile
+	// encrypt Temporal payloads (payloads.go).
+	PayloadKeys    string
+	PayloadKeyFile string
 	// temporal is the Temporal connection resolveTemporal read: TLS, API
 	// key and gRPC metadata beside the address and namespace above.
 	temporal client.Options
@@ -110,6 +114,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		return
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
+	if command != "migrate" {
+		c.registerPayloadFlags(fs)
+	}
 	if command == "jobs" || command == "replay" {
 		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's, else gateway dev's embedded server at "+defaultLocalTemporal+")")
 		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
@@ -235,6 +242,7 @@ func (c *config) validate(command string) error {
 	if command == "dev" || command == "serve" || command == "worker" {
 		problems = append(problems, c.validateMedia(command)...)
 	}
+	problems = append(problems, c.validatePayloadKeys()...)
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -82,6 +82,9 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := encryptPayloads(&cfg, "dev", st, logger); err != nil {
+		return err
+	}
 
 	if cfg.TemporalAddress == "" {
 		start := time.Now()

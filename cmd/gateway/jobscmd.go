@@ -235,6 +235,10 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 		}
 	}
 
+	// Summaries are plaintext; the converter reads any other payload too.
+	if err := encryptPayloads(&cfg, "jobs", st, logger); err != nil {
+		return err
+	}
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -246,7 +250,10 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 	}
 	if events != nil {
 		detail.Workflow = &workflowJSON{Events: len(events.Events), Steps: []workflowStepJSON{}}
-		dc := converter.GetDefaultDataConverter()
+		dc := cfg.temporal.DataConverter
+		if dc == nil {
+			dc = converter.GetDefaultDataConverter()
+		}
 		for _, e := range events.Events {
 			var summary string
 			if s := e.GetUserMetadata().GetSummary(); s != nil {

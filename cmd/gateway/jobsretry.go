@@ -18,8 +18,12 @@ import (
 )
 
 // jobOperations builds the job operations of the CLI on st: Temporal of
-// serve, and a dispatcher that starts pending jobs on demand.
+// serve, and a dispatcher that starts pending jobs on demand. Payloads
+// are encrypted as serve's are.
 func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (*jobops.Service, func(), error) {
+	if err := encryptPayloads(&cfg, "jobs", st, logger); err != nil {
+		return nil, nil, err
+	}
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, err
@@ -29,7 +33,7 @@ func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slo
 		var ops *jobops.Service
 		ops, err = jobops.New(jobops.Config{
 			Jobs: st, Tenants: st, Statuses: st, Policies: st, Rates: st,
-			Catalog: registry.Catalog(), Temporal: tc, Logger: logger,
+			Catalog: registry.Catalog(), Temporal: tc, Logger: logger, DataConverter: cfg.temporal.DataConverter,
 			Starts: jobops.NewDispatcher(jobops.DispatcherConfig{Store: st, Temporal: tc, Logger: logger}),
 		})
 		if err == nil {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -65,7 +66,25 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 			return nil
 		}
 	}
-	replayer := worker.NewWorkflowReplayer()
+	// Encrypted payloads are decrypted, and re-encrypted as the worker
+	// would, with the payload keys and the store's scope secrets.
+	keys, err := payloadKeys(cfg, "replay", logger)
+	if err != nil {
+		return err
+	}
+	var dc converter.DataConverter
+	if keys != nil {
+		st, err := openJobStore(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		dc = payloadConverter(keys, st)
+	}
+	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc})
+	if err != nil {
+		return err
+	}
 	replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for i, target := range targets {

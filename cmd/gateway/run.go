@@ -38,7 +38,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m := metrics.New()
 	// Temporal is dialled lazily: serve starts, and accepts jobs into its
 	// outbox, while Temporal is away (docs/operations.md, Health).
-	deps, err := connect(ctx, cfg, m, logger, true)
+	deps, err := connect(ctx, &cfg, m, logger, true)
 	if err != nil {
 		return err
 	}
@@ -99,6 +99,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Starts:                 starts,
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
+		DataConverter:          cfg.temporal.DataConverter,
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -222,23 +223,28 @@ type externalDeps struct {
 	temporal client.Client
 }
 
-// connect loads the catalog and connects to the database and Temporal.
+// connect loads the catalog and connects to the database and Temporal,
+// setting the data converter that encrypts payloads in cfg.
 // lazy connects to Temporal on first use rather than now.
-func connect(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger, lazy bool) (*externalDeps, error) {
-	registry, err := loadRegistry(cfg)
+func connect(ctx context.Context, cfg *config, m *metrics.Metrics, logger *slog.Logger, lazy bool) (*externalDeps, error) {
+	registry, err := loadRegistry(*cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, cfg, false)
+	st, err := openStore(ctx, *cfg, false)
 	if err != nil {
 		return nil, err
 	}
-	signer, err := webhookSigner(ctx, cfg, st)
+	signer, err := webhookSigner(ctx, *cfg, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	tc, err := dialTemporalMeasured(ctx, cfg, m, logger, lazy)
+	if err := encryptPayloads(cfg, "serve", st, logger); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	tc, err := dialTemporalMeasured(ctx, *cfg, m, logger, lazy)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -255,7 +261,7 @@ func (d *externalDeps) close() {
 func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 	worker.SetStickyWorkflowCacheSize(workflowCacheSize)
 	m := metrics.New()
-	deps, err := connect(ctx, cfg, m, logger, false)
+	deps, err := connect(ctx, &cfg, m, logger, false)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Payload encryption (docs/operations.md, Payload encryption).
+const (
+	// envPayloadKeys holds the payload keys: id:base64 entries,
+	// comma-separated, the first being the current key; or payloadKeysOff.
+	envPayloadKeys = "GATEWAY_PAYLOAD_KEYS"
+	// payloadKeysOff turns payload encryption off explicitly.
+	payloadKeysOff = "off"
+	// devPayloadKeyFile is the file in the data dir where `gateway dev`
+	// keeps the key it generated; jobs and replay read it too.
+	devPayloadKeyFile = "payload-keys"
+	// devPayloadKeyID is the id of the key dev generates.
+	devPayloadKeyID = "dev1"
+)
+
+// registerPayloadFlags binds the payload key flag of dev, serve, worker,
+// jobs and replay; the keys themselves are only read from the environment.
+func (c *config) registerPayloadFlags(fs *flag.FlagSet) {
+	// Not a flag: -h would print the secret.
+	c.PayloadKeys = os.Getenv(envPayloadKeys)
+	fs.StringVar(&c.PayloadKeyFile, "payload-key-file", os.Getenv("GATEWAY_PAYLOAD_KEY_FILE"),
+		"file of the keys Temporal payloads are encrypted with, one id:base64 entry a line, the current key first; or set "+envPayloadKeys+" (dev default: a key generated once into <data-dir>/"+devPayloadKeyFile+") (env GATEWAY_PAYLOAD_KEY_FILE)")
+}
+
+// validatePayloadKeys checks GATEWAY_PAYLOAD_KEYS when given; its errors
+// never echo a key.
+func (c *config) validatePayloadKeys() []string {
+	if c.PayloadKeys == "" || c.PayloadKeys == payloadKeysOff {
+		return nil
+	}
+	var problems []string
+	if c.PayloadKeyFile != "" {
+		problems = append(problems, fmt.Sprintf("give the payload keys in %s or --payload-key-file, not both", envPayloadKeys))
+	}
+	if _, err := payloadcodec.ParseKeys(c.PayloadKeys); err != nil {
+		problems = append(problems, fmt.Sprintf("%s: %v (or %s=%s)", envPayloadKeys, err, envPayloadKeys, payloadKeysOff))
+	}
+	return problems
+}
+
+// payloadKeys is the keyring the command encrypts Temporal payloads with;
+// nil: none, payloads stay plaintext (said in a warning). dev without keys
+// generates one into its data dir; jobs and replay read that file when
+// the data dir has one.
+func payloadKeys(cfg config, command string, logger *slog.Logger) (*payloadcodec.Keyring, error) {
+	switch {
+	case cfg.PayloadKeys == payloadKeysOff:
+		logger.Warn("payload encryption is off (" + envPayloadKeys + "=" + payloadKeysOff + "): Temporal holds workflow inputs and results in plaintext")
+		return nil, nil
+	case cfg.PayloadKeys != "":
+		return payloadcodec.ParseKeys(cfg.PayloadKeys)
+	case cfg.PayloadKeyFile != "":
+		return payloadcodec.LoadKeyFile(cfg.PayloadKeyFile)
+	}
+	path := filepath.Join(cfg.DataDir, devPayloadKeyFile)
+	switch command {
+	case "dev":
+		return devPayloadKeys(path, logger)
+	case "jobs", "replay":
+		if _, err := os.Stat(path); err == nil {
+			return payloadcodec.LoadKeyFile(path)
+		}
+	}
+	logger.Warn("no payload keys: Temporal holds workflow inputs and results in plaintext; set " + envPayloadKeys + " or --payload-key-file (docs/operations.md, Payload encryption)")
+	return nil, nil
+}
+
+// devPayloadKeys reads dev's key file, writing it (0600) with a new key
+// first when there is none.
+func devPayloadKeys(path string, logger *slog.Logger) (*payloadcodec.Keyring, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return payloadcodec.LoadKeyFile(path)
+	case err != nil:
+		return nil, fmt.Errorf("payload key file: %w", err)
+	}
+	text := "# gateway dev's payload key: Temporal payloads are encrypted with it.\n" +
+		"# Losing it makes the embedded Temporal's histories unreadable.\n" +
+		payloadcodec.FormatKey(devPayloadKeyID, payloadcodec.GenerateKey()) + "\n"
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("payload key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("payload key file: %w", err)
+	}
+	logger.Info("payload key generated", "file", path)
+	return payloadcodec.LoadKeyFile(path)
+}
+
+// payloadConverter is the data converter of the Temporal clients and
+// workers: payloads encrypted with keys, each job's in its tenant's scope
+// (the workflow id is the job id); strings, such as summaries, stay
+// plaintext (payloadcodec.DataConverter). nil keys: nil, the SDK's default.
+func payloadConverter(keys *payloadcodec.Keyring, st *store.Store) converter.DataConverter {
+	if keys == nil {
+		return nil
+	}
+	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+	return payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
+}
+
+// encryptPayloads sets the data converter the command's Temporal clients
+// are dialled with (cfg.temporal).
+func encryptPayloads(cfg *config, command string, st *store.Store, logger *slog.Logger) error {
+	keys, err := payloadKeys(*cfg, command, logger)
+	if err != nil {
+		return err
+	}
+	cfg.temporal.DataConverter = payloadConverter(keys, st)
+	return nil
+}
