@@ -1,7 +1,10 @@
 package payloadcodec
 
 import (
+	"slices"
+
 	commonpb "go.temporal.io/api/common/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 )
 
@@ -14,6 +17,11 @@ import (
 // Temporal's UI and in `gateway jobs show` without keys; job ids passed as
 // bare strings stay readable too, being metadata. A named string type
 // (type X string) is encrypted as any other value.
+//
+// The SDK's workflow metadata (the answer to the __temporal_workflow_metadata
+// query: the workflow's current details, and its query and update names)
+// stays plaintext too, so the UI shows current details without a codec
+// server; the workflows set no customer content there either.
 //
 // Decoding goes through codec, which passes unencrypted payloads through.
 // The serialization context (the workflow the payloads belong to) is
@@ -30,21 +38,14 @@ type dataConverter struct {
 var _ converter.DataConverterWithSerializationContext = dataConverter{}
 
 func (d dataConverter) ToPayload(value any) (*commonpb.Payload, error) {
-	if s, ok := value.(string); ok {
-		return d.plain.ToPayload(s)
+	if plain(value) {
+		return d.plain.ToPayload(value)
 	}
 	return d.codec.ToPayload(value)
 }
 
 func (d dataConverter) ToPayloads(values ...any) (*commonpb.Payloads, error) {
-	plain := false
-	for _, v := range values {
-		if _, ok := v.(string); ok {
-			plain = true
-			break
-		}
-	}
-	if !plain {
+	if !slices.ContainsFunc(values, plain) {
 		return d.codec.ToPayloads(values...)
 	}
 	out := &commonpb.Payloads{Payloads: make([]*commonpb.Payload, len(values))}
@@ -56,6 +57,21 @@ func (d dataConverter) ToPayloads(values ...any) (*commonpb.Payloads, error) {
 		out.Payloads[i] = p
 	}
 	return out, nil
+}
+
+// workflowMetadataType is the message type of the SDK's workflow metadata.
+var workflowMetadataType = string((&sdkpb.WorkflowMetadata{}).ProtoReflect().Descriptor().FullName())
+
+// plain tells the values that are encoded unencrypted: strings and the
+// SDK's workflow metadata.
+func plain(value any) bool {
+	switch v := value.(type) {
+	case string, *sdkpb.WorkflowMetadata:
+		return true
+	case converter.RawValue:
+		return string(v.Payload().GetMetadata()[converter.MetadataMessageType]) == workflowMetadataType
+	}
+	return false
 }
 
 func (d dataConverter) FromPayload(payload *commonpb.Payload, valuePtr any) error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
@@ -14,7 +15,8 @@ type customerText struct{ Text string }
 
 type namedString string
 
-// Strings (summaries, job ids) stay plaintext; every other value is
+// Strings (summaries, job ids) and the SDK's workflow metadata stay
+// plaintext; every other value is
 // encrypted in the scope of the workflow the context names.
 func TestDataConverterLeavesStringsPlain(t *testing.T) {
 	t.Parallel()
@@ -55,8 +57,24 @@ func TestDataConverterLeavesStringsPlain(t *testing.T) {
 	ps, err = bound.ToPayloads(customerText{"secret words"})
 	require.NoError(t, err)
 	require.Equal(t, "acme", string(ps.Payloads[0].Metadata[payloadcodec.MetadataScope]))
+	require.Equal(t, []string{"{\"Text\":\"secret words\"}"}, dc.ToStrings(ps))
+	// The SDK answers the workflow metadata query with a raw value.
+	raw, err := converter.GetDefaultDataConverter().ToPayload(&sdkpb.WorkflowMetadata{CurrentDetails: "llm-task for acme, completed"})
+	require.NoError(t, err)
+	ps, err = bound.ToPayloads(converter.NewRawValue(raw))
+	require.NoError(t, err)
+	require.Contains(t, string(ps.Payloads[0].Data), "llm-task for acme, completed")
+	var metadata sdkpb.WorkflowMetadata
+	require.NoError(t, dc.FromPayloads(ps, &metadata))
+	require.Equal(t, "llm-task for acme, completed", metadata.GetCurrentDetails())
+	raw, err = converter.GetDefaultDataConverter().ToPayload(&sdkpb.WorkflowMetadata{})
+	require.NoError(t, err)
+	raw.Metadata[converter.MetadataMessageType] = []byte("acme.Secret")
+	p, err := bound.ToPayload(converter.NewRawValue(raw))
+	require.NoError(t, err)
+	require.Equal(t, payloadcodec.EncodingEncrypted, string(p.Metadata["encoding"]), "other raw values are encrypted")
+
 	var back string
 	require.NoError(t, dc.FromPayload(summary, &back))
 	require.Equal(t, "call openai (attempt 1)", back)
-	require.Equal(t, []string{"{\"Text\":\"secret words\"}"}, dc.ToStrings(ps))
 }
