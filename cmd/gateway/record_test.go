@@ -62,7 +62,9 @@ func TestRecordHistories(t *testing.T) {
 	deepgram := newFakeDeepgram(t)
 	catalog := writeCatalog(t, recordCatalog+vendor.provider()+deepgram.provider())
 	temporalAddr := freeAddr(t)
-	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, "FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey},
+	// Payload encryption off: the replay tests in workflows/ decode the
+	// recorded histories with the SDK's default data converter.
+	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, "FAKE_DEEPGRAM_KEY=" + fakeDeepgramKey, envPayloadKeys + "=" + payloadKeysOff},
 		"--providers", catalog, "--callback-url", fakeDeepgramCallbackBase)
 	tc := temporalClient(t, temporalAddr)
 

@@ -243,7 +243,7 @@ func TestMTLSOnlyTemporal(t *testing.T) {
 		"TEMPORAL_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.toml"),
 		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + pki.ca, "TEMPORAL_TLS_SERVER_NAME=localhost",
 		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + pki.clientCert, "TEMPORAL_TLS_CLIENT_KEY_PATH=" + pki.clientKey,
-		"GATEWAY_ALLOW_PRIVATE_NETWORKS=true",
+		"GATEWAY_ALLOW_PRIVATE_NETWORKS=true", testPayloadKeys(t),
 	}
 	run := func(env []string, args ...string) (int, string) { return runGateway(t, env, args...) }
 	code, out := run(tlsEnv, "migrate")

@@ -107,8 +107,11 @@ func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL strin
 	t.Helper()
 	catalog := writeCatalog(t, catalogYAML)
 	s := &productionShape{temporal: freeAddr(t)}
-	s.server = newGatewayOn(t, devURL, s.temporal, "--providers", catalog)
-	s.env = []string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true"}
+	// One set of payload keys for the three: any of them may run a job's
+	// workflow or activities.
+	keys := testPayloadKeys(t)
+	s.server = newGatewayEnv(t, devURL, s.temporal, []string{keys}, "--providers", catalog)
+	s.env = []string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true", keys}
 	s.worker0 = []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
 	s.worker = startProcess(t, s.env, s.worker0...)
 	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0", "--job-starts", jobStarts)
