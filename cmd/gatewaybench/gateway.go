@@ -131,7 +131,7 @@ func startGateway(ctx context.Context, bin, work string, spec gatewaySpec) (*pro
 		}
 		env = append(env, profileEnv+"="+g.pprof)
 	}
-	env = append(env, "DATABASE_URL="+spec.databaseURL)
+	env = append(env, "DATABASE_URL="+spec.databaseURL, payloadKeysEnv())
 	g.cmd = exec.Command(bin, "dev", "--data-dir", g.dataDir, "--listen", g.listen,
 		"--temporal-dev-listen", g.temporal, "--temporal-ui-listen", "", "--providers", catalogPath)
 	g.cmd.Env = env

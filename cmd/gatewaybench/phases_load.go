@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -211,7 +212,10 @@ func (b *bench) startLoadRun(ctx context.Context, rep *report, name string) (_ *
 		return nil, err
 	}
 	l.procs = []namedPID{{"gateway", l.g.pid()}}
-	if err := l.connect(ctx, l.g, l.g, l.g.temporal); err != nil {
+	if dbURL == "" {
+		dbURL = "sqlite:" + filepath.Join(l.g.dataDir, "gateway.db")
+	}
+	if err := l.connect(ctx, l.g, l.g, l.g.temporal, dbURL); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -232,7 +236,7 @@ func (b *bench) startProductionRun(ctx context.Context, rep *report, name string
 		return nil, err
 	}
 	l.setProcs()
-	if err := l.connect(ctx, l.prod.idp, l.prod.api, l.prod.frontend); err != nil {
+	if err := l.connect(ctx, l.prod.idp, l.prod.api, l.prod.frontend, l.prod.storeURL); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -247,13 +251,19 @@ func (l *loadRun) setProcs() {
 }
 
 // connect mints a token with the issuer's data dir, points the gateway
-// system at api and starts the floor and the baseline on temporal.
-func (l *loadRun) connect(ctx context.Context, issuer, api *process, temporal string) (err error) {
+// system at api (its store at databaseURL) and starts the floor and the
+// baseline on temporal.
+func (l *loadRun) connect(ctx context.Context, issuer, api *process, temporal, databaseURL string) (err error) {
 	token, err := issuer.token("bench", benchScopes)
 	if err != nil {
 		return err
 	}
-	l.gw = &gatewaySystem{base: api.url(""), token: token, hc: l.b.hc}
+	results, closeResults, err := jobResults(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	l.closeResults = closeResults
+	l.gw = &gatewaySystem{base: api.url(""), token: token, hc: l.b.hc, results: results}
 	if l.starter, err = dial(ctx, temporal); err != nil {
 		return err
 	}
@@ -285,6 +295,8 @@ type loadRun struct {
 	mu       sync.Mutex
 	lastID   map[string]string
 	profiles int
+	// closeResults closes the store gw's results read secrets from.
+	closeResults func()
 }
 
 // close stops the floor's and the baseline's workers, the clients and the gateway; it may be
@@ -301,6 +313,10 @@ func (l *loadRun) close() {
 			(*c).Close()
 			*c = nil
 		}
+	}
+	if l.closeResults != nil {
+		l.closeResults()
+		l.closeResults = nil
 	}
 	if l.g != nil {
 		l.g.kill()

@@ -65,6 +65,7 @@ type productionShape struct {
 	workers  []*process
 	frontend string // host:port of Temporal's frontend
 	env      []string
+	storeURL string // the gateway's database
 	catalog  string
 	work     string
 	name     string
@@ -109,8 +110,9 @@ func (b *bench) startProduction(ctx context.Context, name string, workers int) (
 	if err := p.idp.start(ctx, b.work, name+"-idp", p.idp.readyz); err != nil {
 		return nil, err
 	}
+	p.storeURL = storeURL
 	p.env = append(cleanEnv(), "DATABASE_URL="+storeURL, "TEMPORAL_ADDRESS="+p.frontend,
-		"OIDC_ISSUER_URL="+p.idp.url("/dev/oidc"))
+		"OIDC_ISSUER_URL="+p.idp.url("/dev/oidc"), payloadKeysEnv())
 	migrate := exec.CommandContext(ctx, b.bin, "migrate")
 	migrate.Env = p.env
 	if out, err := migrate.CombinedOutput(); err != nil {

@@ -40,6 +40,9 @@ type gatewaySystem struct {
 	base  string
 	token string
 	hc    *http.Client
+	// results decodes the jobs' results (encrypted: jobResults); nil:
+	// the SDK's default converter.
+	results converter.DataConverter
 }
 
 func (s *gatewaySystem) name() string { return "gateway" }
@@ -61,17 +64,26 @@ func (s *gatewaySystem) submit(ctx context.Context) (string, error) {
 }
 
 func (s *gatewaySystem) succeeded(result *commonpb.Payloads) error {
-	return endedCompleted(result, "job")
+	return endedCompletedWith(s.results, result, "job")
 }
 
 // endedCompleted checks that a workflow's result (the gateway's job
 // snapshot, the floor's floorResult) has the status "completed"; what
 // names the job in the error.
 func endedCompleted(result *commonpb.Payloads, what string) error {
+	return endedCompletedWith(nil, result, what)
+}
+
+// endedCompletedWith is endedCompleted decoding with dc (nil: the SDK's
+// default converter).
+func endedCompletedWith(dc converter.DataConverter, result *commonpb.Payloads, what string) error {
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
 	var out struct {
 		Status string `json:"status"`
 	}
-	if err := converter.GetDefaultDataConverter().FromPayloads(result, &out); err != nil {
+	if err := dc.FromPayloads(result, &out); err != nil {
 		return err
 	}
 	if out.Status != "completed" {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// benchPayloadKeys is the GATEWAY_PAYLOAD_KEYS of every gateway process
+// the benchmark starts: payloads are encrypted as in production.
+var benchPayloadKeys = payloadcodec.FormatKey("bench1", payloadcodec.GenerateKey())
+
+// payloadKeysEnv is the environment entry that gives a gateway process
+// the benchmark's payload keys.
+func payloadKeysEnv() string { return "GATEWAY_PAYLOAD_KEYS=" + benchPayloadKeys }
+
+// jobResults reads the gateway's job results, encrypted with the
+// benchmark's key in scopes whose secrets are in the gateway's store at
+// databaseURL; close it with the returned function.
+func jobResults(ctx context.Context, databaseURL string) (converter.DataConverter, func(), error) {
+	keys, err := payloadcodec.ParseKeys(benchPayloadKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the gateway's store, for its payload secrets: %w", err)
+	}
+	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.Decoder()), func() { _ = st.Close() }, nil
+}
