@@ -230,7 +230,7 @@ func labelsMatch(selector, labels map[string]string) bool {
 // read: those their flags name ("(env X)"), and the bucket's AWS_* ones.
 func knownSettings(t *testing.T) map[string]bool {
 	t.Helper()
-	known := map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_REGION": true, envWebhookSigningKey: true}
+	known := map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_REGION": true, envWebhookSigningKey: true, envPayloadKeys: true}
 	env := regexp.MustCompile(`env ([A-Z_]+)`)
 	for _, command := range []string{"dev", "serve", "worker", "migrate"} {
 		var cfg config
