@@ -147,7 +147,10 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 // /dev/ aside).
 func TestEveryRouteIsDocumented(t *testing.T) {
 	t.Parallel()
-	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) { c.Metrics = metrics.New() })
+	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) {
+		c.Metrics = metrics.New()
+		c.Codec = http.NotFoundHandler()
+	})
 	engine, ok := b.handler.(*gin.Engine)
 	require.True(t, ok, "Handler returns the gin engine")
 	var served []string

@@ -14,6 +14,7 @@
 //     policiesHandler, scopedPolicies and their policyCodec
 //   - webhooks.go: webhooksHandler, the signing key and delivery attempts
 //   - callbacks.go: callbacksHandler, vendors' callbacks
+//   - codec.go: codecServer, Temporal's remote codec protocol for operators
 //   - readiness.go, openapi.go: /readyz and /openapi.json
 //
 // Shared pieces are plain functions, errors.go (error rendering),
@@ -99,6 +100,18 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-* headers
 	// the gateway believes; from any other peer they are dropped.
 	TrustedProxies []netip.Prefix
+	// Codec serves Temporal's remote codec protocol (payloadcodec's
+	// Handler) at /codec/encode and /codec/decode to tokens with
+	// admin:codec (docs/operations.md, Codec server); nil answers those
+	// routes 404.
+	Codec http.Handler
+	// CodecOrigins are the browser origins (the Temporal UI's) allowed to
+	// call the codec routes (CORS).
+	CodecOrigins []string
+	// CodecOpenOrigins may call the codec routes without a token, from a
+	// loopback peer: gateway dev's embedded Temporal UI, which has no
+	// login. serve leaves it empty.
+	CodecOpenOrigins []string
 }
 
 // FileLinks mints pre-signed links to result files (docs/media.md).
@@ -180,7 +193,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		// (docs/operations.md, Traces).
 		r.Use(otelgin.Middleware("ai-job-gateway"))
 	}
-	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{vendorcallback.Path: CallbackMaxBodyBytes}), interactive)
+	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
+		vendorcallback.Path: CallbackMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
+	}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
 
@@ -219,6 +234,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
+	codecServer{handler: cfg.Codec, verifier: cfg.Verifier, origins: cfg.CodecOrigins, open: cfg.CodecOpenOrigins}.routes(r)
 	return r
 }
 

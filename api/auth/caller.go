@@ -14,7 +14,10 @@ import (
 
 // Well-known scope, role and header names.
 const (
-	ScopeCrossTenant      = "admin:cross-tenant"
+	ScopeCrossTenant = "admin:cross-tenant"
+	// ScopeCodec lets an operator use the codec server (/codec/encode and
+	// /codec/decode), which decrypts every tenant's Temporal payloads.
+	ScopeCodec            = "admin:codec"
 	RoleSuperAdmin        = "super-admin"
 	HeaderEffectiveTenant = "X-Effective-Tenant-Id"
 	HeaderEffectiveUser   = "X-Effective-User-Id"
