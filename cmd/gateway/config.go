@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -59,9 +60,14 @@ type config struct {
 	// encrypt Temporal payloads (payloads.go).
 	PayloadKeys    string
 	PayloadKeyFile string
+	// TemporalUIOrigin lists the browser origins (Temporal UIs) allowed to
+	// call serve's codec server, comma-separated (payloads.go).
+	TemporalUIOrigin string
 	// temporal is the Temporal connection resolveTemporal read: TLS, API
 	// key and gRPC metadata beside the address and namespace above.
 	temporal client.Options
+	// codec is the codec server encryptPayloads made (nil without keys).
+	codec http.Handler
 }
 
 // Default --start-concurrency: in dev the starts share the process with
@@ -159,6 +165,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		starts, target = devStartConcurrency, devAcceptTarget
 	}
 	if command == "serve" {
+		str(&c.TemporalUIOrigin, "temporal-ui-origin", "GATEWAY_TEMPORAL_UI_ORIGIN", "",
+			"comma-separated origins (scheme://host[:port]) of the Temporal UIs whose browsers may call the codec server at /codec (CORS; default: none)")
 		str(&c.JobStarts, "job-starts", "GATEWAY_JOB_STARTS", jobStartsAuto,
 			"which processes start accepted jobs' workflows: serve (this one), workers (theirs are eager starts, a matching round faster; they learn of new jobs from PostgreSQL notifications), or auto: workers on PostgreSQL, serve otherwise")
 	}
@@ -243,6 +251,9 @@ func (c *config) validate(command string) error {
 		problems = append(problems, c.validateMedia(command)...)
 	}
 	problems = append(problems, c.validatePayloadKeys()...)
+	if _, err := parseOrigins(c.TemporalUIOrigin); err != nil {
+		problems = append(problems, "--temporal-ui-origin (GATEWAY_TEMPORAL_UI_ORIGIN): "+err.Error())
+	}
 	if err := checkSigningKey(c.WebhookSigningKey); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -86,12 +87,30 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 
+	// Listening before the embedded UI starts: its codec endpoint is the
+	// API's address.
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	defer func() { _ = listener.Close() }() // on an early return; serveHTTP closes it too
+	base := "http://" + listener.Addr().String()
+	publicBase := cfg.PublicURL
+	if publicBase == "" {
+		publicBase = base
+	}
+	var uiOrigins []string
 	if cfg.TemporalAddress == "" {
+		codecEndpoint := ""
+		if cfg.codec != nil {
+			codecEndpoint = strings.TrimSuffix(publicBase, "/") + api.CodecPath
+		}
 		start := time.Now()
 		server, err := devtemporal.Start(ctx, devtemporal.Options{
 			DatabaseFile:    filepath.Join(cfg.DataDir, "temporal.db"),
 			FrontendAddress: cfg.TemporalDevListen,
 			UIAddress:       cfg.TemporalUIListen,
+			CodecEndpoint:   codecEndpoint,
 			Namespace:       cfg.TemporalNamespace,
 			Logger:          logger.With("component", "temporal"),
 			LogLevel:        slog.LevelWarn,
@@ -101,6 +120,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		}
 		defer server.Stop()
 		cfg.TemporalAddress = server.FrontendAddress()
+		uiOrigins = localOrigins(server.UIAddress())
 		logger.Info("embedded Temporal ready", "frontend", server.FrontendAddress(), "ui", uiURL(server.UIAddress()), "took", time.Since(start).Round(time.Millisecond))
 	}
 	m := metrics.New()
@@ -110,15 +130,6 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	defer tc.Close()
 
-	listener, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
-	}
-	base := "http://" + listener.Addr().String()
-	publicBase := cfg.PublicURL
-	if publicBase == "" {
-		publicBase = base
-	}
 	files, err := openFiles(ctx, cfg, publicBase, logger)
 	if err != nil {
 		return err
@@ -162,6 +173,9 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true, false)
 	apiCfg.NodeID = nodeID
+	// The embedded UI has no login: the codec server serves it without a
+	// token (docs/operations.md, Codec server).
+	apiCfg.CodecOrigins, apiCfg.CodecOpenOrigins = uiOrigins, uiOrigins
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return err

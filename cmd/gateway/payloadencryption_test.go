@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -69,6 +72,8 @@ func TestPayloadsEncryptedInTemporal(t *testing.T) {
 	require.NoError(t, converterFrom(events[0].GetUserMetadata().GetSummary(), &summary), "the summary is plaintext")
 	require.Equal(t, "llm-task for acme", summary)
 
+	checkDevCodec(t, g, input, secret)
+
 	code, out := g.command("jobs", "show", id)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "choose a provider (attempt 1)", "jobs show prints the step summaries")
@@ -76,6 +81,50 @@ func TestPayloadsEncryptedInTemporal(t *testing.T) {
 	code, out = g.command("replay", id)
 	require.Equal(t, 0, code, "the encrypted history replays with dev's key:\n%s", out)
 	require.Contains(t, out, "1 job histories replay")
+}
+
+// checkDevCodec: dev's embedded UI decodes with the gateway's codec
+// server, which answers the UI's origin without a token, and anyone else
+// only with a token granting admin:codec.
+func checkDevCodec(t *testing.T, g *gateway, input *commonpb.Payload, secret string) {
+	t.Helper()
+	resp, err := http.Get("http://" + g.ui + "/api/v1/settings")
+	require.NoError(t, err)
+	var settings struct{ Codec struct{ Endpoint string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&settings))
+	_ = resp.Body.Close()
+	require.Equal(t, g.url("/codec"), settings.Codec.Endpoint, "the embedded UI decodes with the gateway")
+
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{input}})
+	require.NoError(t, err)
+	decode := func(origin, token string) (int, string, http.Header) {
+		req, err := http.NewRequest(http.MethodPost, g.url("/codec/decode"), bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", origin)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw), resp.Header
+	}
+	status, out, header := decode("http://"+g.ui, "")
+	require.Equal(t, http.StatusOK, status, out)
+	var plain commonpb.Payloads
+	require.NoError(t, protojson.Unmarshal([]byte(out), &plain))
+	require.Len(t, plain.GetPayloads(), 1)
+	require.Contains(t, string(plain.GetPayloads()[0].GetData()), secret, "decoded")
+	require.Equal(t, "http://"+g.ui, header.Get("Access-Control-Allow-Origin"))
+	status, out, _ = decode("https://elsewhere.example.com", "")
+	require.Equal(t, http.StatusUnauthorized, status, out)
+	status, out, _ = decode("", g.token)
+	require.Equal(t, http.StatusForbidden, status, out)
+	status, out, _ = decode("", g.mint("acme", "admin:codec"))
+	require.Equal(t, http.StatusOK, status, out)
 }
 
 // payloadKeysFor parses the command's flags and env and reads its keys.
@@ -132,4 +181,21 @@ func TestPayloadKeySettings(t *testing.T) {
 	problems := cfgBad.validatePayloadKeys()
 	require.Len(t, problems, 1)
 	require.NotContains(t, problems[0], "bm90IGEga2V5IGF0IGFsbA", "the error does not echo the key")
+}
+
+func TestCodecOrigins(t *testing.T) {
+	t.Parallel()
+	got, err := parseOrigins(" https://temporal.example.com , http://127.0.0.1:8233/,")
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://temporal.example.com", "http://127.0.0.1:8233"}, got)
+	for _, bad := range []string{"temporal.example.com", "ftp://x.example", "https://x.example/ui", "https://u@x.example", "https://x.example?a=1"} {
+		_, err := parseOrigins(bad)
+		require.Error(t, err, bad)
+	}
+	none, err := parseOrigins("")
+	require.NoError(t, err)
+	require.Empty(t, none)
+	require.Equal(t, []string{"http://127.0.0.1:8233", "http://localhost:8233"}, localOrigins("127.0.0.1:8233"))
+	require.Equal(t, []string{"http://10.0.0.5:8233"}, localOrigins("10.0.0.5:8233"))
+	require.Empty(t, localOrigins(""))
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"go.temporal.io/sdk/converter"
 
@@ -107,25 +110,73 @@ func devPayloadKeys(path string, logger *slog.Logger) (*payloadcodec.Keyring, er
 	return payloadcodec.LoadKeyFile(path)
 }
 
-// payloadConverter is the data converter of the Temporal clients and
-// workers: payloads encrypted with keys, each job's in its tenant's scope
-// (the workflow id is the job id); strings, such as summaries, stay
-// plaintext (payloadcodec.DataConverter). nil keys: nil, the SDK's default.
-func payloadConverter(keys *payloadcodec.Keyring, st *store.Store) converter.DataConverter {
+// payloadEncryptor encrypts the command's Temporal payloads with keys and
+// the store's scope secrets; nil keys: nil. The data converter and the
+// codec server both use it.
+func payloadEncryptor(keys *payloadcodec.Keyring, st *store.Store) *payloadcodec.Encryptor {
 	if keys == nil {
 		return nil
 	}
-	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+}
+
+// payloadConverter is the data converter of the Temporal clients and
+// workers: payloads encrypted with enc, each job's in its tenant's scope
+// (the workflow id is the job id); strings, such as summaries, stay
+// plaintext (payloadcodec.DataConverter). nil enc: nil, the SDK's default.
+func payloadConverter(enc *payloadcodec.Encryptor, st *store.Store) converter.DataConverter {
+	if enc == nil {
+		return nil
+	}
 	return payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
 }
 
 // encryptPayloads sets the data converter the command's Temporal clients
-// are dialled with (cfg.temporal).
+// are dialled with (cfg.temporal) and the codec server the API serves
+// operators (cfg.codec; nil without keys).
 func encryptPayloads(cfg *config, command string, st *store.Store, logger *slog.Logger) error {
 	keys, err := payloadKeys(*cfg, command, logger)
 	if err != nil {
 		return err
 	}
-	cfg.temporal.DataConverter = payloadConverter(keys, st)
+	enc := payloadEncryptor(keys, st)
+	cfg.temporal.DataConverter = payloadConverter(enc, st)
+	cfg.codec = nil
+	if enc != nil {
+		cfg.codec = enc.Handler()
+	}
 	return nil
+}
+
+// parseOrigins splits a comma-separated list of browser origins
+// (--temporal-ui-origin), each scheme://host[:port] with no path.
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%q is not an origin: give scheme://host[:port], such as https://temporal.example.com", o)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out, nil
+}
+
+// localOrigins are the browser origins of a UI served at addr: its own,
+// and the localhost one for a loopback address. "" has none.
+func localOrigins(addr string) []string {
+	if addr == "" {
+		return nil
+	}
+	out := []string{"http://" + addr}
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
+		out = append(out, "http://"+net.JoinHostPort("localhost", port))
+	}
+	return out
 }

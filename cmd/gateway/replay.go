@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 			return err
 		}
 		defer st.Close()
-		dc = payloadConverter(keys, st)
+		dc = payloadConverter(payloadEncryptor(keys, st), st)
 	}
 	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc})
 	if err != nil {

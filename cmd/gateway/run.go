@@ -60,6 +60,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false, true)
 	apiCfg.Metrics = m
+	apiCfg.CodecOrigins, _ = parseOrigins(cfg.TemporalUIOrigin) // validated
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
 		return err
@@ -126,6 +127,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Deliveries:     st,
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
+		Codec:          cfg.codec,
 	}, nil
 }
 

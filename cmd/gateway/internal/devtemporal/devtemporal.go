@@ -74,6 +74,10 @@ type Options struct {
 	// UIAddress is the host:port of the Web UI. "" disables the UI; port 0
 	// picks a free port. Host handling as for FrontendAddress.
 	UIAddress string
+	// CodecEndpoint is the codec server the UI decodes payloads with (the
+	// gateway API's base URL + "/codec"), called from the browser without
+	// a token; "" leaves payloads as Temporal holds them.
+	CodecEndpoint string
 	// Namespace is created if missing. "" means DefaultNamespace.
 	Namespace string
 	// Logger receives the server's logs. nil means slog.Default().
@@ -251,7 +255,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 	}
 
 	if opts.UIAddress != "" {
-		if err := s.startUI(ctx, uiIP, uiPort, frontendDial, opts.Namespace); err != nil {
+		if err := s.startUI(ctx, uiIP, uiPort, frontendDial, opts.Namespace, opts.CodecEndpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -515,7 +519,7 @@ func probe(ctx context.Context, c *client.Client, hostPort, namespace string) er
 	return err
 }
 
-func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial, namespace string) error {
+func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial, namespace, codecEndpoint string) error {
 	// Check the port again right before use (the check in Start happened
 	// before the Temporal server started): echo exits the process if it
 	// cannot listen.
@@ -544,6 +548,9 @@ func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial,
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
 		HideLogs:           true,
+		// The UI has no login, so no token to pass: the gateway serves this
+		// UI's origin without one (api.Config.CodecOpenOrigins).
+		Codec: uiconfig.Codec{Endpoint: codecEndpoint},
 	}))
 	s.ui = ui
 	s.uiDone = make(chan struct{})
