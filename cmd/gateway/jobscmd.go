@@ -26,6 +26,7 @@ type jobsFlags struct {
 	status string
 	limit  int
 	out    string
+	raw    bool
 	output string
 	dryRun bool
 	rate   float64
@@ -36,7 +37,7 @@ const jobsUsage = `gateway jobs: look at jobs as an SRE, with the configuration 
 Usage:
   gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--error-code C] [--limit N] [-o text|json]
   gateway jobs show    ID [-o text|json]
-  gateway jobs history ID [--out FILE]   the workflow history, as gateway replay reads it
+  gateway jobs history ID [--out FILE] [--raw]   the workflow history, as gateway replay reads it
   gateway jobs retry   ID... | --tenant T --service S --provider P --error-code C [--dry-run] [--rate N] [--limit N]
   gateway jobs cancel  ID...
 
@@ -59,6 +60,7 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 		fs.IntVar(&f.limit, "limit", 50, "at most this many jobs, newest first")
 	case "history":
 		fs.StringVar(&f.out, "out", "", "write the history to this file (default: standard output)")
+		fs.BoolVar(&f.raw, "raw", false, "keep the payloads as Temporal holds them (encrypted), instead of decrypting them with the payload keys")
 	case "retry":
 		fs.StringVar(&f.filter.Tenant, "tenant", "", "retry this tenant's failed jobs")
 		fs.StringVar((*string)(&f.filter.Service), "service", "", "retry this service's failed jobs")
@@ -92,7 +94,7 @@ func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []st
 		if sub == "show" {
 			return showJob(ctx, cfg, args[0], f.output, stdout, logger)
 		}
-		return jobHistoryFile(ctx, cfg, args[0], f.out, stdout, logger)
+		return jobHistoryFile(ctx, cfg, args[0], f.out, f.raw, stdout, logger)
 	}
 	return fmt.Errorf("unknown subcommand %q\n\n%s", sub, jobsUsage)
 }
@@ -301,8 +303,9 @@ func writeJobDetail(w io.Writer, d jobDetailJSON, output string) error {
 	return nil
 }
 
-// jobHistoryFile writes a job workflow's history to path (or stdout).
-func jobHistoryFile(ctx context.Context, cfg config, id, path string, stdout io.Writer, logger *slog.Logger) error {
+// jobHistoryFile writes a job workflow's history to path (or stdout), its
+// payloads decrypted unless raw.
+func jobHistoryFile(ctx context.Context, cfg config, id, path string, raw bool, stdout io.Writer, logger *slog.Logger) error {
 	tc, err := dialTemporal(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -314,6 +317,11 @@ func jobHistoryFile(ctx context.Context, cfg config, id, path string, stdout io.
 	}
 	if err != nil {
 		return err
+	}
+	if !raw {
+		if err := decryptHistory(ctx, cfg, history, logger); err != nil {
+			return fmt.Errorf("job %s: decrypt its history (--raw keeps it encrypted): %w", id, err)
+		}
 	}
 	if path == "" {
 		return writeHistory(stdout, history)

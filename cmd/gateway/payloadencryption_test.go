@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -18,9 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 )
 
@@ -78,6 +81,22 @@ func TestPayloadsEncryptedInTemporal(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "choose a provider (attempt 1)", "jobs show prints the step summaries")
 	require.Contains(t, out, "project the job as completed")
+	// History files hold payload bytes in base64.
+	encrypted := base64.StdEncoding.EncodeToString([]byte(payloadcodec.EncodingEncrypted))
+	code, out = g.command("jobs", "history", id)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, encrypted, "jobs history decrypts the payloads")
+	file := filepath.Join(t.TempDir(), "history.json")
+	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
+	exported, err := readHistoryFile(file)
+	require.NoError(t, err)
+	var sub jobs.Submission
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(
+		exported.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0], &sub))
+	require.Contains(t, string(sub.Input), secret, "the input in the clear")
+	code, out = g.command("jobs", "history", "--raw", id)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, encrypted, "--raw keeps them as Temporal holds them")
 	code, out = g.command("replay", id)
 	require.Equal(t, 0, code, "the encrypted history replays with dev's key:\n%s", out)
 	require.Contains(t, out, "1 job histories replay")

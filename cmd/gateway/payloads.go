@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	commonpb "go.temporal.io/api/common/v1"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
@@ -179,4 +184,26 @@ func localOrigins(addr string) []string {
 		out = append(out, "http://"+net.JoinHostPort("localhost", port))
 	}
 	return out
+}
+
+// decryptHistory decrypts every payload of a history with the command's
+// payload keys and the store's scope secrets, in place; without keys it
+// leaves the history as it is.
+func decryptHistory(ctx context.Context, cfg config, history *historypb.History, logger *slog.Logger) error {
+	keys, err := payloadKeys(cfg, "jobs", logger)
+	if err != nil || keys == nil {
+		return err
+	}
+	st, err := openJobStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	decoder := payloadEncryptor(keys, st).Decoder()
+	return proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
+		SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			return decoder.Decode(payloads)
+		},
+	})
 }
