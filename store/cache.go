@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	"github.com/ai-job-gateway/gateway/policy"
 )
 
@@ -33,13 +34,13 @@ type Cache struct {
 	ttl time.Duration
 	now func() time.Time
 
-	services  *ttlCache[struct{}, map[string]string]
-	providers *ttlCache[struct{}, map[string]ProviderStatus]
-	tenants   *ttlCache[string, *Tenant]                 // nil: no record
-	policies  *ttlCache[string, []policy.Policy]         // tenantPolicies by tenant
-	current   *ttlCache[string, *policy.Policy]          // GetPolicy by id; nil: none
-	versions  *ttlCache[policyVersionKey, policy.Policy] // GetPolicyVersion
-	latencies *ttlCache[string, map[string]float64]      // Latencies by service
+	services  *ttlcache.Cache[struct{}, map[string]string]
+	providers *ttlcache.Cache[struct{}, map[string]ProviderStatus]
+	tenants   *ttlcache.Cache[string, *Tenant]                 // nil: no record
+	policies  *ttlcache.Cache[string, []policy.Policy]         // tenantPolicies by tenant
+	current   *ttlcache.Cache[string, *policy.Policy]          // GetPolicy by id; nil: none
+	versions  *ttlcache.Cache[policyVersionKey, policy.Policy] // GetPolicyVersion
+	latencies *ttlcache.Cache[string, map[string]float64]      // Latencies by service
 
 	full    fullWindows
 	samples latencySamples
@@ -63,25 +64,25 @@ func newCache(s *Store, ttl time.Duration, now func() time.Time) *Cache {
 		Store:     s,
 		ttl:       ttl,
 		now:       now,
-		services:  newTTLCache[struct{}, map[string]string](ttl, 1, now),
-		providers: newTTLCache[struct{}, map[string]ProviderStatus](ttl, 1, now),
-		tenants:   newTTLCache[string, *Tenant](ttl, cacheEntries, now),
-		policies:  newTTLCache[string, []policy.Policy](ttl, cacheEntries, now),
-		current:   newTTLCache[string, *policy.Policy](ttl, cacheEntries, now),
-		versions:  newTTLCache[policyVersionKey, policy.Policy](immutable, cacheEntries, now),
-		latencies: newTTLCache[string, map[string]float64](ttl, cacheEntries, now),
+		services:  ttlcache.New[struct{}, map[string]string](ttl, 1, now),
+		providers: ttlcache.New[struct{}, map[string]ProviderStatus](ttl, 1, now),
+		tenants:   ttlcache.New[string, *Tenant](ttl, cacheEntries, now),
+		policies:  ttlcache.New[string, []policy.Policy](ttl, cacheEntries, now),
+		current:   ttlcache.New[string, *policy.Policy](ttl, cacheEntries, now),
+		versions:  ttlcache.New[policyVersionKey, policy.Policy](immutable, cacheEntries, now),
+		latencies: ttlcache.New[string, map[string]float64](ttl, cacheEntries, now),
 	}
 }
 
 // ServiceStatuses is Store.ServiceStatuses, at most TTL old.
 func (c *Cache) ServiceStatuses(ctx context.Context) (map[string]string, error) {
-	m, err := c.services.get(ctx, struct{}{}, c.Store.ServiceStatuses)
+	m, err := c.services.Get(ctx, struct{}{}, c.Store.ServiceStatuses)
 	return maps.Clone(m), err
 }
 
 // ProviderStatuses is Store.ProviderStatuses, at most TTL old.
 func (c *Cache) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus, error) {
-	m, err := c.providers.get(ctx, struct{}{}, c.Store.ProviderStatuses)
+	m, err := c.providers.Get(ctx, struct{}{}, c.Store.ProviderStatuses)
 	if err != nil {
 		return nil, err
 	}
@@ -95,21 +96,21 @@ func (c *Cache) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus
 // SetServiceStatus is Store.SetServiceStatus; the cache forgets the
 // service statuses.
 func (c *Cache) SetServiceStatus(ctx context.Context, id, status string) error {
-	defer c.services.clear()
+	defer c.services.Clear()
 	return c.Store.SetServiceStatus(ctx, id, status)
 }
 
 // SetProviderStatus is Store.SetProviderStatus; the cache forgets the
 // provider statuses.
 func (c *Cache) SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (ProviderStatus, error) {
-	defer c.providers.clear()
+	defer c.providers.Clear()
 	return c.Store.SetProviderStatus(ctx, id, status, services)
 }
 
 // GetTenant is Store.GetTenant, at most TTL old; that a tenant has no
 // record is cached too (most tenants have none).
 func (c *Cache) GetTenant(ctx context.Context, id string) (*Tenant, error) {
-	t, err := c.tenants.get(ctx, id, func(ctx context.Context) (*Tenant, error) {
+	t, err := c.tenants.Get(ctx, id, func(ctx context.Context) (*Tenant, error) {
 		t, err := c.Store.GetTenant(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil
@@ -127,19 +128,19 @@ func (c *Cache) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 
 // CreateTenant is Store.CreateTenant; the cache forgets the tenant.
 func (c *Cache) CreateTenant(ctx context.Context, t *Tenant) error {
-	defer c.tenants.forget(t.ID)
+	defer c.tenants.Forget(t.ID)
 	return c.Store.CreateTenant(ctx, t)
 }
 
 // UpdateTenant is Store.UpdateTenant; the cache forgets the tenant.
 func (c *Cache) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
-	defer c.tenants.forget(id)
+	defer c.tenants.Forget(id)
 	return c.Store.UpdateTenant(ctx, id, update)
 }
 
 // RoutingPolicies is Store.RoutingPolicies, at most TTL old.
 func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
-	all, err := c.policies.get(ctx, tenant, func(ctx context.Context) ([]policy.Policy, error) {
+	all, err := c.policies.Get(ctx, tenant, func(ctx context.Context) ([]policy.Policy, error) {
 		return c.Store.tenantPolicies(ctx, tenant)
 	})
 	if err != nil {
@@ -150,7 +151,7 @@ func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service jobs
 
 // GetPolicy is Store.GetPolicy, at most TTL old.
 func (c *Cache) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
-	p, err := c.current.get(ctx, id, func(ctx context.Context) (*policy.Policy, error) {
+	p, err := c.current.Get(ctx, id, func(ctx context.Context) (*policy.Policy, error) {
 		p, err := c.Store.GetPolicy(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil
@@ -172,7 +173,7 @@ func (c *Cache) GetPolicy(ctx context.Context, id string) (policy.Policy, error)
 // GetPolicyVersion is Store.GetPolicyVersion; a version never changes, so
 // it is kept until evicted.
 func (c *Cache) GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error) {
-	return c.versions.get(ctx, policyVersionKey{id, version}, func(ctx context.Context) (policy.Policy, error) {
+	return c.versions.Get(ctx, policyVersionKey{id, version}, func(ctx context.Context) (policy.Policy, error) {
 		return c.Store.GetPolicyVersion(ctx, id, version)
 	})
 }
@@ -198,13 +199,13 @@ func (c *Cache) DeletePolicy(ctx context.Context, id string) error {
 // forgetPolicies drops the current policies; one policy can be a candidate
 // of every tenant, and policy writes are rare.
 func (c *Cache) forgetPolicies() {
-	c.policies.clear()
-	c.current.clear()
+	c.policies.Clear()
+	c.current.Clear()
 }
 
 // Latencies is Store.Latencies, at most TTL old.
 func (c *Cache) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
-	m, err := c.latencies.get(ctx, string(service), func(ctx context.Context) (map[string]float64, error) {
+	m, err := c.latencies.Get(ctx, string(service), func(ctx context.Context) (map[string]float64, error) {
 		return c.Store.Latencies(ctx, service)
 	})
 	return maps.Clone(m), err

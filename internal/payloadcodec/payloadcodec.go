@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
@@ -74,6 +75,8 @@ type Options struct {
 	CacheTTL time.Duration
 	// SecretTimeout bounds one ScopeSecrets call (codecs get no context).
 	SecretTimeout time.Duration
+
+	now func() time.Time // the cache's clock (tests)
 }
 
 // Encryptor makes the codecs of one keyring and one set of scope secrets.
@@ -82,7 +85,7 @@ type Encryptor struct {
 	keys    *Keyring
 	secrets ScopeSecrets
 	timeout time.Duration
-	cache   *keyCache
+	cache   *ttlcache.Cache[cacheKey, cipher.AEAD] // by key id and scope
 }
 
 // New returns an Encryptor of keys and secrets.
@@ -96,10 +99,13 @@ func New(keys *Keyring, secrets ScopeSecrets, opts Options) *Encryptor {
 	if opts.CacheTTL <= 0 {
 		opts.CacheTTL = DefaultCacheTTL
 	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
 	if opts.SecretTimeout <= 0 {
 		opts.SecretTimeout = DefaultSecretTimeout
 	}
-	return &Encryptor{keys: keys, secrets: secrets, timeout: opts.SecretTimeout, cache: newKeyCache(opts.CacheSize, opts.CacheTTL)}
+	return &Encryptor{keys: keys, secrets: secrets, timeout: opts.SecretTimeout, cache: ttlcache.New[cacheKey, cipher.AEAD](opts.CacheTTL, opts.CacheSize, opts.now)}
 }
 
 // Codec encrypts payloads in scope with the current key, and decrypts
@@ -112,7 +118,14 @@ func (e *Encryptor) Decoder() converter.PayloadCodec { return codec{e: e} }
 
 // Forget drops the cached data keys of a scope; call it after deleting the
 // scope's secret so this process stops decoding the scope at once.
-func (e *Encryptor) Forget(scope string) { e.cache.forget(scope) }
+func (e *Encryptor) Forget(scope string) {
+	for _, id := range e.keys.IDs() {
+		e.cache.Forget(cacheKey{id, scope})
+	}
+}
+
+// cacheKey names the cipher of a key id and a scope.
+type cacheKey struct{ id, scope string }
 
 // codec is Codec(scope), or Decoder when scope is "".
 type codec struct {
@@ -197,28 +210,22 @@ func (e *Encryptor) decrypt(p *commonpb.Payload, want string) (*commonpb.Payload
 
 // aead is the cipher of a key id and scope, cached.
 func (e *Encryptor) aead(id, scope string) (cipher.AEAD, error) {
-	if a, ok := e.cache.get(id, scope); ok {
-		return a, nil
-	}
-	master, err := e.keys.key(id)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	secret, err := e.secrets.Secret(ctx, scope)
-	if err != nil {
-		return nil, fmt.Errorf("secret of scope %q: %w", scope, err)
-	}
-	if len(secret) < MinSecretSize {
-		return nil, fmt.Errorf("secret of scope %q: %d bytes, less than %d", scope, len(secret), MinSecretSize)
-	}
-	a, err := newAEAD(master, secret, scope)
-	if err != nil {
-		return nil, err
-	}
-	e.cache.put(id, scope, a)
-	return a, nil
+	return e.cache.Get(ctx, cacheKey{id, scope}, func(ctx context.Context) (cipher.AEAD, error) {
+		master, err := e.keys.key(id)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := e.secrets.Secret(ctx, scope)
+		if err != nil {
+			return nil, fmt.Errorf("secret of scope %q: %w", scope, err)
+		}
+		if len(secret) < MinSecretSize {
+			return nil, fmt.Errorf("secret of scope %q: %d bytes, less than %d", scope, len(secret), MinSecretSize)
+		}
+		return newAEAD(master, secret, scope)
+	})
 }
 
 // newAEAD derives the data key of a scope and makes its AES-256-GCM cipher.

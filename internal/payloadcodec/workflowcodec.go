@@ -2,9 +2,9 @@ package payloadcodec
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 )
@@ -23,7 +23,7 @@ type ScopeOf func(ctx context.Context, workflowID string) (string, error)
 // context), and decrypts any payload in the scope it names. Lookups are
 // cached: a workflow's scope never changes.
 func (e *Encryptor) WorkflowCodec(scopeOf ScopeOf) converter.PayloadCodec {
-	return workflowCodec{e: e, scopes: &scopeLookup{of: scopeOf, scopes: map[string]string{}}}
+	return workflowCodec{e: e, scopes: &scopeLookup{of: scopeOf, cache: ttlcache.New[string, string](-1, scopeCacheSize, time.Now)}}
 }
 
 type workflowCodec struct {
@@ -52,44 +52,34 @@ func (c workflowCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload
 	return c.e.Decoder().Decode(payloads)
 }
 
-// scopeCacheSize bounds the workflows whose scope a codec remembers;
-// past it, it starts afresh.
+// scopeCacheSize bounds the workflows whose scope a codec remembers.
 const scopeCacheSize = 16384
 
 // scopeLookup finds and caches workflows' scopes.
 type scopeLookup struct {
-	of     ScopeOf
-	mu     sync.Mutex
-	scopes map[string]string // by workflow id
+	of    ScopeOf
+	cache *ttlcache.Cache[string, string] // by workflow id, kept until evicted
 }
 
 // scope is the workflow's scope, SystemScope when it has none or the
 // lookup fails (the payloads are encrypted all the same, in a scope no
-// tenant's deletion shreds).
+// tenant's deletion shreds; a failed lookup is not kept, so the next
+// payload asks again).
 func (l *scopeLookup) scope(workflowID string, timeout time.Duration) string {
 	if workflowID == "" {
 		return SystemScope
 	}
-	l.mu.Lock()
-	s, ok := l.scopes[workflowID]
-	l.mu.Unlock()
-	if ok {
-		return s
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	s, err := l.of(ctx, workflowID)
+	s, err := l.cache.Get(ctx, workflowID, func(ctx context.Context) (string, error) {
+		s, err := l.of(ctx, workflowID)
+		if s == "" && err == nil {
+			s = SystemScope
+		}
+		return s, err
+	})
 	if err != nil {
-		return SystemScope // not cached: the next payload asks again
+		return SystemScope
 	}
-	if s == "" {
-		s = SystemScope
-	}
-	l.mu.Lock()
-	if len(l.scopes) >= scopeCacheSize {
-		clear(l.scopes)
-	}
-	l.scopes[workflowID] = s
-	l.mu.Unlock()
 	return s
 }

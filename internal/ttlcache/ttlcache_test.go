@@ -1,4 +1,4 @@
-package store
+package ttlcache
 
 import (
 	"context"
@@ -21,25 +21,25 @@ func counting() (func(context.Context) (int, error), *atomic.Int64) {
 func TestTTLCacheServesUntilExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	c := newTTLCache[string, int](time.Second, 10, clock.Now)
+	clock := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	c := New[string, int](time.Second, 10, clock.Now)
 	load, calls := counting()
 
-	v, err := c.get(ctx, "a", load)
+	v, err := c.Get(ctx, "a", load)
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
 	clock.Advance(999 * time.Millisecond)
-	v, err = c.get(ctx, "a", load)
+	v, err = c.Get(ctx, "a", load)
 	require.NoError(t, err)
 	require.Equal(t, 1, v, "a hit within the TTL")
 	require.EqualValues(t, 1, calls.Load())
 
-	v, err = c.get(ctx, "b", load)
+	v, err = c.Get(ctx, "b", load)
 	require.NoError(t, err)
 	require.Equal(t, 2, v, "keys are cached apart")
 
 	clock.Advance(time.Millisecond)
-	v, err = c.get(ctx, "a", load)
+	v, err = c.Get(ctx, "a", load)
 	require.NoError(t, err)
 	require.Equal(t, 3, v, "loaded again once the TTL passed")
 }
@@ -47,25 +47,25 @@ func TestTTLCacheServesUntilExpiry(t *testing.T) {
 func TestTTLCacheForgetsAndKeepsNoError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := NewClock(time.Now())
-	c := newTTLCache[string, int](time.Hour, 10, clock.Now)
+	clock := newClock(time.Now())
+	c := New[string, int](time.Hour, 10, clock.Now)
 	load, calls := counting()
 
-	_, _ = c.get(ctx, "a", load)
-	_, _ = c.get(ctx, "b", load)
-	c.forget("a")
-	v, _ := c.get(ctx, "a", load)
+	_, _ = c.Get(ctx, "a", load)
+	_, _ = c.Get(ctx, "b", load)
+	c.Forget("a")
+	v, _ := c.Get(ctx, "a", load)
 	require.Equal(t, 3, v, "a forgotten key is loaded again")
-	v, _ = c.get(ctx, "b", load)
+	v, _ = c.Get(ctx, "b", load)
 	require.Equal(t, 2, v, "forget drops only its key")
-	c.clear()
-	v, _ = c.get(ctx, "b", load)
+	c.Clear()
+	v, _ = c.Get(ctx, "b", load)
 	require.Equal(t, 4, v, "clear drops every key")
 
 	boom := errors.New("boom")
-	_, err := c.get(ctx, "c", func(context.Context) (int, error) { return 0, boom })
+	_, err := c.Get(ctx, "c", func(context.Context) (int, error) { return 0, boom })
 	require.ErrorIs(t, err, boom)
-	v, _ = c.get(ctx, "c", load)
+	v, _ = c.Get(ctx, "c", load)
 	require.Equal(t, 5, v, "an error is not kept")
 	require.EqualValues(t, 5, calls.Load())
 }
@@ -73,14 +73,14 @@ func TestTTLCacheForgetsAndKeepsNoError(t *testing.T) {
 func TestTTLCacheDropsLoadsThatOverlapAWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newTTLCache[string, string](time.Hour, 10, time.Now)
-	v, err := c.get(ctx, "a", func(context.Context) (string, error) {
-		c.forget("a") // a write lands while the old value is being read
+	c := New[string, string](time.Hour, 10, time.Now)
+	v, err := c.Get(ctx, "a", func(context.Context) (string, error) {
+		c.Forget("a") // a write lands while the old value is being read
 		return "old", nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, "old", v, "the caller still gets what it read")
-	v, err = c.get(ctx, "a", func(context.Context) (string, error) { return "new", nil })
+	v, err = c.Get(ctx, "a", func(context.Context) (string, error) { return "new", nil })
 	require.NoError(t, err)
 	require.Equal(t, "new", v, "but the cache did not keep it")
 }
@@ -88,40 +88,40 @@ func TestTTLCacheDropsLoadsThatOverlapAWrite(t *testing.T) {
 func TestTTLCacheZeroAndNegativeTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := NewClock(time.Now())
+	clock := newClock(time.Now())
 
-	off := newTTLCache[string, int](0, 10, clock.Now)
+	off := New[string, int](0, 10, clock.Now)
 	load, _ := counting()
-	_, _ = off.get(ctx, "a", load)
-	v, _ := off.get(ctx, "a", load)
+	_, _ = off.Get(ctx, "a", load)
+	v, _ := off.Get(ctx, "a", load)
 	require.Equal(t, 2, v, "a TTL of 0 keeps nothing")
 
-	forever := newTTLCache[string, int](-1, 10, clock.Now)
+	forever := New[string, int](-1, 10, clock.Now)
 	load, _ = counting()
-	_, _ = forever.get(ctx, "a", load)
+	_, _ = forever.Get(ctx, "a", load)
 	clock.Advance(365 * 24 * time.Hour)
-	v, _ = forever.get(ctx, "a", load)
+	v, _ = forever.Get(ctx, "a", load)
 	require.Equal(t, 1, v, "a negative TTL never expires")
 }
 
 func TestTTLCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := NewClock(time.Now())
-	c := newTTLCache[int, int](time.Second, 3, clock.Now)
+	clock := newClock(time.Now())
+	c := New[int, int](time.Second, 3, clock.Now)
 	load, _ := counting()
 	for k := range 3 {
-		_, _ = c.get(ctx, k, load)
+		_, _ = c.Get(ctx, k, load)
 	}
 	clock.Advance(2 * time.Second)
-	_, _ = c.get(ctx, 0, load) // reloads 0; 1 and 2 have expired
-	_, _ = c.get(ctx, 3, load)
+	_, _ = c.Get(ctx, 0, load) // reloads 0; 1 and 2 have expired
+	_, _ = c.Get(ctx, 3, load)
 	require.Len(t, c.entries, 2, "expired entries go first")
 	require.Contains(t, c.entries, 0)
 	require.Contains(t, c.entries, 3)
 
 	for k := range 100 {
-		_, _ = c.get(ctx, 10+k, load)
+		_, _ = c.Get(ctx, 10+k, load)
 		require.LessOrEqual(t, len(c.entries), 3)
 	}
 }
@@ -129,25 +129,45 @@ func TestTTLCacheIsBounded(t *testing.T) {
 func TestTTLCacheConcurrentUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newTTLCache[string, string](time.Minute, 4, time.Now)
+	c := New[string, string](time.Minute, 4, time.Now)
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {
 			for i := range 500 {
 				key := fmt.Sprint(i % 6)
-				v, err := c.get(ctx, key, func(context.Context) (string, error) { return "v" + key, nil })
+				v, err := c.Get(ctx, key, func(context.Context) (string, error) { return "v" + key, nil })
 				if err != nil || v != "v"+key {
 					t.Errorf("get %s = %q, %v", key, v, err)
 					return
 				}
 				if (g+i)%50 == 0 {
-					c.forget(key)
+					c.Forget(key)
 				}
 				if i%200 == 0 {
-					c.clear()
+					c.Clear()
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// clock is a clock the tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(now time.Time) *clock { return &clock{now: now} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

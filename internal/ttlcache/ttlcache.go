@@ -1,4 +1,6 @@
-package store
+// Package ttlcache is a small read-through cache of values loaded from a
+// database or another slow source, each kept for a while.
+package ttlcache
 
 import (
 	"context"
@@ -6,35 +8,35 @@ import (
 	"time"
 )
 
-// ttlCache is a small read-through cache, safe for concurrent use, of
+// Cache is a small read-through cache, safe for concurrent use, of
 // values loaded from the database. An entry is served until it is ttl old
 // (a negative ttl: until evicted; 0: nothing is kept), and at most max
 // entries are kept: a new one first drops the expired ones, else an
-// arbitrary one. Local writes call forget or clear; a load that overlapped
+// arbitrary one. Local writes call Forget or Clear; a load that overlapped
 // one is returned but not kept, so the cache never holds a value older
 // than the last write through it.
-type ttlCache[K comparable, V any] struct {
+type Cache[K comparable, V any] struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
 
 	mu      sync.Mutex
 	gen     uint64 // bumped by forget and clear
-	entries map[K]ttlEntry[V]
+	entries map[K]entry[V]
 }
 
-type ttlEntry[V any] struct {
+type entry[V any] struct {
 	value  V
 	loaded time.Time
 }
 
-func newTTLCache[K comparable, V any](ttl time.Duration, max int, now func() time.Time) *ttlCache[K, V] {
-	return &ttlCache[K, V]{ttl: ttl, max: max, now: now, entries: map[K]ttlEntry[V]{}}
+func New[K comparable, V any](ttl time.Duration, max int, now func() time.Time) *Cache[K, V] {
+	return &Cache[K, V]{ttl: ttl, max: max, now: now, entries: map[K]entry[V]{}}
 }
 
-// get returns key's value, calling load when it is missing or expired.
+// Get returns key's value, calling load when it is missing or expired.
 // Errors are not kept.
-func (c *ttlCache[K, V]) get(ctx context.Context, key K, load func(context.Context) (V, error)) (V, error) {
+func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context) (V, error)) (V, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && c.fresh(e) {
 		c.mu.Unlock()
@@ -54,17 +56,17 @@ func (c *ttlCache[K, V]) get(ctx context.Context, key K, load func(context.Conte
 		if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
 			c.evict()
 		}
-		c.entries[key] = ttlEntry[V]{value: v, loaded: started}
+		c.entries[key] = entry[V]{value: v, loaded: started}
 	}
 	return v, nil
 }
 
-func (c *ttlCache[K, V]) fresh(e ttlEntry[V]) bool {
+func (c *Cache[K, V]) fresh(e entry[V]) bool {
 	return c.ttl < 0 || c.now().Sub(e.loaded) < c.ttl
 }
 
 // evict makes room for one entry; c.mu is held.
-func (c *ttlCache[K, V]) evict() {
+func (c *Cache[K, V]) evict() {
 	for k, e := range c.entries {
 		if !c.fresh(e) {
 			delete(c.entries, k)
@@ -78,16 +80,16 @@ func (c *ttlCache[K, V]) evict() {
 	}
 }
 
-// forget drops key's entry.
-func (c *ttlCache[K, V]) forget(key K) {
+// Forget drops key's entry.
+func (c *Cache[K, V]) Forget(key K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	delete(c.entries, key)
 }
 
-// clear drops every entry.
-func (c *ttlCache[K, V]) clear() {
+// Clear drops every entry.
+func (c *Cache[K, V]) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
