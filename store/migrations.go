@@ -201,6 +201,7 @@ var migrations = []*gormigrate.Migration{
 	migrationHousekeepingRounds,
 	migrationIdempotencyKeyExpiry,
 	migrationPayloadSecrets,
+	migrationJobTombstones,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -63,10 +63,15 @@ func (p PayloadSecrets) Shred(ctx context.Context, scope string, at time.Time) e
 	}).Create(&payloadSecret{Scope: scope, CreatedAt: at, ShreddedAt: &at}).Error
 }
 
-// JobTenant is the tenant of a job, "" for a job the store does not hold.
+// JobTenant is the tenant of a job, deleted or not, "" for a job the
+// store does not hold.
 func (s *Store) JobTenant(ctx context.Context, id string) (string, error) {
 	var tenant string
 	err := s.db.WithContext(ctx).Table("jobs").Select("tenant").Where("id = ?", id).Take(&tenant).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		// A deleted job's erasure still encrypts in its tenant's scope.
+		err = s.db.WithContext(ctx).Table("job_tombstones").Select("tenant").Where("id = ?", id).Take(&tenant).Error
+	}
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return "", nil
 	}

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+)
+
+// ErrDeleted is returned for a job that was deleted; its tombstone
+// remains (docs/api.md, Deleting a job).
+var ErrDeleted = errors.New("job deleted")
+
+// DeleteJob replaces a job by its tombstone in one transaction: the job's
+// row and everything the store holds of it that carries customer content
+// or stands for it (its start in the outbox, its Idempotency-Keys, what
+// vendors posted back, its webhook delivery log) go, and the tombstone
+// records who deleted it and when. It returns the job as it was, for the
+// erasure of what lies outside the store (its workflow, files and vendor
+// copies). A job deleted already is ErrDeleted, a job that never existed
+// ErrNotFound.
+func (s *Store) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error) {
+	var job jobs.Record
+	var tomb *jobs.Tombstone
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
+		err := s.lockForUpdate(tx).Where("id = ?", id).Take(&job).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			var n int64
+			if err := tx.Model(&jobs.Tombstone{}).Where("id = ?", id).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrDeleted
+			}
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		tomb = &jobs.Tombstone{
+			ID: job.ID, Tenant: job.Tenant, Service: job.Service, CreatedAt: job.CreatedAt,
+			CompletedAt: job.CompletedAt, DeletedAt: at.UTC().Truncate(time.Microsecond), DeletedBy: by,
+		}
+		if err := tx.Create(tomb).Error; err != nil {
+			return err
+		}
+		for _, del := range []struct {
+			table string
+			where string
+			args  []any
+		}{
+			{"jobs", "id = ?", []any{id}},
+			{"job_starts", "job_id = ?", []any{id}},
+			{"idempotency_keys", "tenant = ? AND service = ? AND job_id = ?", []any{job.Tenant, job.Service, id}},
+			{"provider_callbacks", "job_id = ?", []any{id}},
+			{"webhook_deliveries", "job_id = ?", []any{id}},
+		} {
+			if err := tx.Exec("DELETE FROM "+del.table+" WHERE "+del.where, del.args...).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &job, tomb, nil
+}
+
+// GetTombstone reads a deleted job's tombstone; ErrNotFound when the job
+// was never deleted.
+func (s *Store) GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error) {
+	return take[jobs.Tombstone](s.db.WithContext(ctx).Where("id = ?", id))
+}
+
+// FinishErasure records that a deleted job's erasure finished at at, with
+// what became of its vendor copies.
+func (s *Store) FinishErasure(ctx context.Context, id string, copies []jobs.VendorCopy, at time.Time) error {
+	raw := ""
+	if len(copies) > 0 {
+		b, err := json.Marshal(copies)
+		if err != nil {
+			return err
+		}
+		raw = string(b)
+	}
+	return s.db.WithContext(ctx).Model(&jobs.Tombstone{}).Where("id = ?", id).
+		Updates(map[string]any{"vendor_copies": raw, "erased_at": at.UTC().Truncate(time.Microsecond)}).Error
+}
+
+// UnerasedTombstones lists up to limit tombstones of jobs deleted before t
+// whose erasure has not finished, oldest first: erasures that could not
+// be started, or stopped, and are started again (docs/api.md, Deleting a
+// job).
+func (s *Store) UnerasedTombstones(ctx context.Context, before time.Time, limit int) ([]jobs.Tombstone, error) {
+	var out []jobs.Tombstone
+	err := s.db.WithContext(ctx).Where("erased_at IS NULL AND deleted_at < ?", before.UTC()).
+		Order("deleted_at").Limit(limit).Find(&out).Error
+	return out, err
+}

@@ -1,0 +1,95 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+func TestDeleteJobLeavesATombstoneAndNoContent(t *testing.T) {
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
+		job := newJob()
+		job.Input = `{"type":"audio","url":"https://example.test/secret-words.wav"}`
+		job.ClientMeta = `{"order":"secret-meta"}`
+		start := &store.JobStart{Input: `{"job_id":"` + job.ID + `","input":"secret-words"}`, NextAttemptAt: time.Now()}
+		created, err := s.CreateJob(ctx, job, start)
+		require.NoError(t, err)
+		require.True(t, created)
+		_, _, err = s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: job.Tenant, Service: string(job.Service), Key: "k1", JobID: job.ID}, time.Hour)
+		require.NoError(t, err)
+		require.NoError(t, s.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
+		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.completed", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: time.Now()}))
+		other := newJob()
+		require.NoError(t, s.InsertJob(ctx, other))
+
+		at := time.Now()
+		before, tomb, err := s.DeleteJob(ctx, job.ID, "alice", at)
+		require.NoError(t, err)
+		require.Equal(t, job.Input, before.Input, "the job as it was, for the erasure")
+		require.Equal(t, job.ID, tomb.ID)
+		require.Equal(t, "alice", tomb.DeletedBy)
+
+		_, err = s.GetJob(ctx, job.ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		got, err := s.GetTombstone(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, job.Tenant, got.Tenant)
+		require.Equal(t, job.Service, got.Service)
+		require.Nil(t, got.ErasedAt)
+		_, err = s.GetJob(ctx, other.ID)
+		require.NoError(t, err, "other jobs stay")
+
+		for _, table := range []string{"job_starts", "provider_callbacks", "webhook_deliveries", "idempotency_keys"} {
+			var n int
+			require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE job_id = '"+job.ID+"'").Scan(&n))
+			require.Zero(t, n, table)
+		}
+		var hits int
+		require.NoError(t, db.QueryRow(`SELECT (SELECT COUNT(*) FROM jobs WHERE input LIKE '%secret-words%' OR client_meta LIKE '%secret-meta%')
+			+ (SELECT COUNT(*) FROM job_tombstones WHERE vendor_copies LIKE '%secret%')`).Scan(&hits))
+		require.Zero(t, hits, "no row holds the job's content")
+
+		_, _, err = s.DeleteJob(ctx, job.ID, "alice", at)
+		require.ErrorIs(t, err, store.ErrDeleted)
+		_, _, err = s.DeleteJob(ctx, "0190a0a0-0000-7000-8000-000000000000", "alice", at)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		// A late projection write of the job's workflow does not bring it back.
+		before.Revision = 99
+		before.Status = jobs.StatusCompleted
+		require.NoError(t, s.SaveJob(ctx, before))
+		_, err = s.GetJob(ctx, job.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "a deleted job stays deleted")
+		require.NoError(t, s.InsertJob(ctx, before))
+		_, err = s.GetJob(ctx, job.ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		tenant, err := s.JobTenant(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, job.Tenant, tenant, "the erasure's payloads stay in the tenant's scope")
+
+		pending, err := s.UnerasedTombstones(ctx, at.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, pending, 1)
+		require.NoError(t, s.FinishErasure(ctx, job.ID, []jobs.VendorCopy{{Provider: "assemblyai", Outcome: "purged"}}, time.Now()))
+		pending, err = s.UnerasedTombstones(ctx, at.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Empty(t, pending)
+		got, err = s.GetTombstone(ctx, job.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.ErasedAt)
+		require.Equal(t, []jobs.VendorCopy{{Provider: "assemblyai", Outcome: "purged"}}, got.Document().Attributes.VendorCopies)
+
+		listed, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: job.Tenant}, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, listed, 1)
+		require.Equal(t, other.ID, listed[0].ID)
+		require.EqualValues(t, 1, total)
+	})
+}
