@@ -2,13 +2,16 @@
 // AssemblyAI's asynchronous API (docs/providers.md, assemblyai). The
 // audio is uploaded (POST /v2/upload), a transcript is requested (POST
 // /v2/transcript) and then read (GET /v2/transcript/{id}) until it is
-// completed; the job workflow does the reading on durable timers.
+// completed; the job workflow does the reading on durable timers. Purge
+// deletes a transcript (DELETE /v2/transcript/{id}) when its job is
+// deleted (docs/providers.md, Deleting a job's vendor copy).
 package assemblyai
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -244,6 +247,19 @@ func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string)
 		return providers.Check{}, err
 	}
 	return providers.Check{Done: true, Result: result}, nil
+}
+
+// Purge deletes the transcript with this handle: AssemblyAI then replaces
+// its text and the audio URL, and keeps the record. A transcript AssemblyAI
+// does not know (404) is gone already, which is success. Failures are
+// classified as Submit's.
+func (a *Adapter) Purge(ctx context.Context, _ providers.Call, handle string) error {
+	_, err := a.send(ctx, http.MethodDelete, "/v2/transcript/"+url.PathEscape(handle), "", nil)
+	var perr *providers.Error
+	if errors.As(err, &perr) && perr.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	return err
 }
 
 // sentences reads the transcript's sentences (GET .../sentences).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,10 @@ const (
 {"text":"Skylines from Maine to Maryland to Minnesota are gray and smoggy.","start":6500,"end":11200,"confidence":0.9,"words":[],"speaker":null}],
 "id":"` + transcriptID + `","confidence":0.9579,"audio_duration":281}`
 	failed = `{"id":"` + transcriptID + `","status":"error","error":"Transcoding failed. File does not appear to contain audio.","text":null}`
+	// deleted is a transcript after DELETE /v2/transcript/{id}: the record
+	// stays, its text and audio URL replaced.
+	deleted = `{"id":"` + transcriptID + `","language_code":"en_us","status":"completed","audio_url":"http://deleted_by_user",
+"text":"Deleted by user.","words":null,"utterances":null,"confidence":null,"audio_duration":281,"error":null}`
 )
 
 // fake speaks AssemblyAI's v2 protocol for one transcript.
@@ -44,9 +49,34 @@ type fake struct {
 	requests []map[string]any // POST /v2/transcript bodies
 	statuses []string         // what successive transcript reads answer
 	reads    int
+	deleted  bool // the transcript was deleted: reads answer its remains
 }
 
 func (f *fake) routes(t *testing.T) http.HandlerFunc {
+	routes := f.transcriptRoutes(t)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v2/transcript/"); ok && r.Method == http.MethodDelete {
+			f.delete(w, id)
+			return
+		}
+		routes(w, r)
+	}
+}
+
+// delete answers DELETE /v2/transcript/{id}: the deleted transcript, or
+// 404 for an id the fake does not know.
+func (f *fake) delete(w http.ResponseWriter, id string) {
+	if id != transcriptID {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":"Transcript not found"}`)
+		return
+	}
+	f.deleted = true
+	providertest.WriteJSON(w, deleted)
+}
+
+func (f *fake) transcriptRoutes(t *testing.T) http.HandlerFunc {
 	return providertest.Routes(t, map[string]http.HandlerFunc{
 		"POST /v2/upload": func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "application/octet-stream", r.Header.Get("Content-Type"))
@@ -65,6 +95,10 @@ func (f *fake) routes(t *testing.T) http.HandlerFunc {
 		"GET /v2/transcript/" + transcriptID: func(w http.ResponseWriter, _ *http.Request) {
 			status := f.statuses[min(f.reads, len(f.statuses)-1)]
 			f.reads++
+			if f.deleted {
+				providertest.WriteJSON(w, deleted)
+				return
+			}
 			switch status {
 			case "completed":
 				providertest.WriteJSON(w, completed)
@@ -201,5 +235,41 @@ func TestAnswersAreClassified(t *testing.T) {
 		_, submitErr := a.Submit(context.Background(), call)
 		_, checkErr := a.Check(context.Background(), call, transcriptID)
 		return []error{submitErr, checkErr}
+	})
+}
+
+func TestPurgeDeletesTheTranscript(t *testing.T) {
+	t.Parallel()
+	f := &fake{statuses: []string{"completed"}}
+	a, call := newAdapter(t, f)
+	var _ providers.Purger = a
+	ctx := context.Background()
+	handle, err := a.Submit(ctx, call)
+	require.NoError(t, err)
+
+	require.NoError(t, a.Purge(ctx, providers.Call{Service: call.Service, Provider: call.Provider}, handle))
+	require.True(t, f.deleted)
+	check, err := a.Check(ctx, call, handle)
+	require.NoError(t, err)
+	var res jobs.TranscriptionResult
+	require.NoError(t, json.Unmarshal(check.Result, &res))
+	require.Equal(t, "Deleted by user.", res.Text, "AssemblyAI keeps the record, not the transcript")
+
+	require.NoError(t, a.Purge(ctx, call, handle), "deleting again succeeds")
+	require.NoError(t, a.Purge(ctx, call, "5551722-f677-48a6-9287-39c0aafd9ac1"), "a transcript AssemblyAI does not know is gone already")
+}
+
+func TestPurgeFailuresAreClassified(t *testing.T) {
+	t.Parallel()
+	providertest.RunStatusCases(t, secret, []providertest.StatusCase{
+		{Name: "server error", Status: 500, Body: `{"error":"Internal server error"}`, Kind: providers.KindRetryable, Says: "Internal server error"},
+		{Name: "rate limited", Status: 429, Body: `{"error":"Too many requests"}`, Header: []string{"Retry-After", "4"}, Kind: providers.KindRetryable, Says: "Too many requests", RetryAfter: 4 * time.Second},
+		{Name: "bad key", Status: 401, Body: `{"error":"Authentication error, API token missing/invalid"}`, Kind: providers.KindPermanent, Says: "API token missing/invalid"},
+	}, func(t *testing.T, v *providertest.Vendor) []error {
+		v.Check(func(r *http.Request) {
+			assert.Equal(t, http.MethodDelete+" /v2/transcript/"+transcriptID, r.Method+" "+r.URL.Path)
+		})
+		a, call := adapterOf(t, v)
+		return []error{a.Purge(context.Background(), call, transcriptID)}
 	})
 }
