@@ -119,6 +119,11 @@ var finishReasons = map[string]string{
 // Services are llm-tasks.
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.LLMTasks} }
 
+// VendorRetention is PurgeNoAPI: Anthropic keeps API inputs and outputs
+// for a while and does not delete them on request (docs/providers.md,
+// Deleting a job's vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNoAPI }
+
 // Run performs the call; it cannot resume, so every attempt starts over.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	call.Progress(0)

@@ -129,6 +129,10 @@ func apyCode(code string) (string, error) {
 // Services are translations.
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Translations} }
 
+// VendorRetention is PurgeNotRetained: APy translates in memory and keeps
+// nothing of a call (docs/providers.md, Deleting a job's vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNotRetained }
+
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	var in jobs.TranslationInput

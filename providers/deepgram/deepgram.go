@@ -101,6 +101,12 @@ type listenResponse struct {
 // Services are transcriptions.
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Transcriptions} }
 
+// VendorRetention is PurgeNoAPI: Deepgram retains requests sent without
+// mip_opt_out (the adapter sends none) for its Model Improvement Program,
+// and has no API to delete them (docs/providers.md, Deleting a job's
+// vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNoAPI }
+
 // Run sends the audio the media stage extracted and maps the answer.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	opts, req, err := a.listenRequest(ctx, call, "")

@@ -90,6 +90,13 @@ var formalities = map[string]string{"formal": "prefer_more", "informal": "prefer
 // Services are translations.
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.Translations} }
 
+// VendorRetention is PurgeNotRetained: DeepL removes a document once its
+// translation is downloaded, which Run does before it returns, and does
+// not store the texts of API calls; it has no delete endpoint to call
+// (docs/providers.md, Deleting a job's vendor copy, with DeepL's own
+// words and their limits).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNotRetained }
+
 // Run translates the job's text or document.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	var in jobs.TranslationInput

@@ -103,6 +103,17 @@ func New(p *providers.Provider, _ ...providers.Option) (*Adapter, error) {
 // Services are video-analyses.
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.VideoAnalyses} }
 
+// VendorRetention is PurgeNotRetained: the worker's programs keep nothing
+// of a call. With a speech_provider it is PurgeNoAPI: that provider may
+// keep the audio it was handed, under a handle the job does not keep, so
+// nothing can delete it (docs/providers.md, Deleting a job's vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome {
+	if a.settings.SpeechProvider != "" {
+		return providers.PurgeNoAPI
+	}
+	return providers.PurgeNotRetained
+}
+
 // Run analyses the video the media stage fetched.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {
 	var in jobs.VideoAnalysisInput

@@ -135,6 +135,8 @@ func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
 	a, err := mediaengine.New(&providers.Provider{ID: "m", Settings: map[string]any{"speech_provider": "whisper"},
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
 	require.NoError(t, err)
+	require.Equal(t, providers.PurgeNoAPI, a.VendorRetention(), "the speech provider may keep the audio, and the job has no handle of it")
+	require.Equal(t, providers.PurgeNotRetained, newAdapter(t).VendorRetention(), "ffmpeg and tesseract keep nothing")
 	var handed []providers.Call
 	delegate := func(_ context.Context, id string, call providers.Call) (json.RawMessage, error) {
 		require.Equal(t, "whisper", id)

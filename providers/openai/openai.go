@@ -98,6 +98,12 @@ func (a *Adapter) Services() []jobs.ServiceID {
 	return []jobs.ServiceID{jobs.LLMTasks, jobs.Translations, jobs.Transcriptions, jobs.VideoAnalyses}
 }
 
+// VendorRetention is PurgeNoAPI: OpenAI keeps requests in its abuse
+// monitoring logs for up to 30 days, with no API to delete them; another
+// OpenAI-compatible server may keep nothing, but the adapter cannot tell
+// (docs/providers.md, Deleting a job's vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNoAPI }
+
 // Run calls the provider for the job; it cannot resume, so every attempt
 // starts over and reports 0 first.
 func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage, error) {

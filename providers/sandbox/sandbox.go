@@ -67,6 +67,10 @@ func (a *Adapter) Services() []jobs.ServiceID {
 	return []jobs.ServiceID{jobs.Transcriptions, jobs.Translations, jobs.VideoAnalyses, jobs.LLMTasks}
 }
 
+// VendorRetention is PurgeNotRetained: the sandbox keeps nothing of a call
+// (docs/providers.md, Deleting a job's vendor copy).
+func (a *Adapter) VendorRetention() providers.PurgeOutcome { return providers.PurgeNotRetained }
+
 // ExpectedDuration is latency_ms: the sandbox knows how long it takes.
 func (a *Adapter) ExpectedDuration() time.Duration {
 	return time.Duration(a.settings.LatencyMS) * time.Millisecond
