@@ -249,8 +249,8 @@ func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string)
 	return providers.Check{Done: true, Result: result}, nil
 }
 
-// Purge deletes the transcript with this handle: AssemblyAI then replaces
-// its text and the audio URL, and keeps the record. A transcript AssemblyAI
+// Purge deletes the transcript with this handle: AssemblyAI then removes
+// its data and keeps the record, marked deleted. A transcript AssemblyAI
 // does not know (404) is gone already, which is success. Failures are
 // classified as Submit's.
 func (a *Adapter) Purge(ctx context.Context, _ providers.Call, handle string) error {
