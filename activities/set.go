@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/media"
@@ -70,6 +71,13 @@ type Deps struct {
 	// callbacks. Callbacks reads what they posted.
 	CallbackURLs CallbackAddresses
 	Callbacks    CallbackStore
+
+	// Namespace is Temporal's namespace of job workflows, and
+	// DataConverter reads their payloads, for the erasure of deleted
+	// jobs; Tombstones records its end (nil: this worker erases none).
+	Namespace     string
+	DataConverter converter.DataConverter
+	Tombstones    TombstoneStore
 }
 
 // Set is all the activities of a worker, one receiver per group.
@@ -81,6 +89,7 @@ type Set struct {
 	Media       *Media
 	Webhooks    *Webhooks
 	Sweeps      *Sweeps
+	Erasure     *Erasure
 }
 
 // New builds the activities, each receiver with its share of d.
@@ -102,6 +111,8 @@ func New(d Deps) *Set {
 		Webhooks: &Webhooks{Signer: d.Signer, Client: d.WebhookClient, Deliveries: d.Deliveries,
 			Jobs: d.Jobs, Files: d.Files, LinkTTL: d.LinkTTL, Metrics: d.Metrics},
 		Sweeps: &Sweeps{Files: files, Callbacks: d.Callbacks},
+		Erasure: &Erasure{Temporal: d.Temporal, Namespace: d.Namespace, DataConverter: d.DataConverter,
+			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},
 	}
 }
 
@@ -115,7 +126,7 @@ type ActivityRegistry interface {
 // method, as when they were methods of one struct: recorded histories
 // replay.
 func (s *Set) Register(r ActivityRegistry) {
-	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps} {
+	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure} {
 		r.RegisterActivity(receiver)
 	}
 }

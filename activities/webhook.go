@@ -96,6 +96,9 @@ type WebhookDelivery struct {
 	// Attempt numbers this attempt when the workflow retries by running
 	// the activity again; 0 leaves the numbering to Temporal's attempt.
 	Attempt int `json:"attempt,omitempty"`
+	// Deleted, for a *.deleted event, is the job's tombstone, which the
+	// event carries instead of the job (Job has only its id).
+	Deleted *jobs.Tombstone `json:"deleted,omitempty"`
 }
 
 // DeliverWebhookEvent is DeliverWebhook for an event whose Job leaves out
@@ -109,6 +112,11 @@ func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) e
 		return temporal.NewApplicationError("this worker cannot read jobs", ErrTypeWebhookFailed)
 	}
 	rec, err := w.Jobs.GetJob(ctx, d.Job.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		// Deleted: its events are not sent any more (docs/api.md,
+		// Deleting a job).
+		return temporal.NewNonRetryableApplicationError("the job was deleted", ErrTypeWebhookFailed, err)
+	}
 	if err == nil {
 		d.Job, err = d.Job.WithDocuments(rec)
 	}
@@ -123,6 +131,23 @@ func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) e
 		return temporal.NewApplicationError("read the job for its webhook payload: "+err.Error(), ErrTypeWebhookFailed)
 	}
 	return w.DeliverWebhook(ctx, d)
+}
+
+// body renders d's payload: a *.deleted event's tombstone, or the job
+// with a fresh download_url.
+func (w *Webhooks) body(ctx context.Context, d WebhookDelivery) ([]byte, error) {
+	if d.Deleted != nil {
+		return jobs.DeletedWebhookBody(d.Event, d.Deleted)
+	}
+	job, err := w.linkResultFile(ctx, d.Job)
+	if err != nil {
+		return nil, temporal.NewApplicationError("sign the result's download_url: "+err.Error(), ErrTypeWebhookFailed)
+	}
+	body, err := jobs.WebhookBody(d.Event, job)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
+	}
+	return body, nil
 }
 
 // attemptNumber numbers an attempt of d: the workflow's count when it
@@ -155,13 +180,9 @@ func (w *Webhooks) recordAttempt(ctx context.Context, rec *store.WebhookDelivery
 func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error {
 	logger := activity.GetLogger(ctx)
 	attempt := attemptNumber(ctx, d)
-	job, err := w.linkResultFile(ctx, d.Job)
+	body, err := w.body(ctx, d)
 	if err != nil {
-		return temporal.NewApplicationError("sign the result's download_url: "+err.Error(), ErrTypeWebhookFailed)
-	}
-	body, err := jobs.WebhookBody(d.Event, job)
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError("render webhook payload: "+err.Error(), ErrTypeWebhookFailed, err)
+		return err
 	}
 	u, err := url.Parse(d.Target.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

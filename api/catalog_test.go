@@ -175,7 +175,7 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 		{http.MethodDelete, "/v1/transcriptions"},
 		{http.MethodGet, "/v1/llm-tasks"},
 		{http.MethodPut, "/v1/translations/" + job},
-		{http.MethodDelete, "/v1/video-analyses/" + job},
+		{http.MethodPatch, "/v1/video-analyses/" + job},
 		{http.MethodPost, "/v1/llm-tasks/" + job + "/result"},
 		{http.MethodGet, "/v1/transcriptions/" + job + "/cancel"},
 		{http.MethodPost, "/v1/services"},

@@ -19,9 +19,10 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// jobReader loads one job.
+// jobReader loads one job, or the tombstone of a deleted one.
 type jobReader interface {
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+	GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error)
 }
 
 // jobCounter counts accepted jobs (*metrics.Metrics, nil counting none).
@@ -115,6 +116,7 @@ var refusals = map[error]struct {
 	jobops.ErrJobFinished:        {http.StatusConflict, apierror.CodeJobFinished},
 	jobops.ErrNotRetryable:       {http.StatusConflict, apierror.CodeJobNotRetryable},
 	jobops.ErrUnknownJob:         {http.StatusNotFound, apierror.CodeNotFound},
+	jobops.ErrJobDeleted:         {http.StatusGone, apierror.CodeJobDeleted},
 	jobops.ErrCallbackToken:      {http.StatusForbidden, apierror.CodeForbidden},
 	jobops.ErrUnavailable:        {http.StatusServiceUnavailable, apierror.CodeServiceUnavailable},
 }
@@ -218,15 +220,60 @@ func visibleJob(c *gin.Context, reader jobReader, svc jobs.Service) (*jobs.Recor
 	}
 	job, err := reader.GetJob(c.Request.Context(), strings.ToLower(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound
+		return nil, deletedOrNotFound(c, reader, svc, tenant, strings.ToLower(id), notFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	caller := auth.CallerFrom(c)
-	actingAs := c.GetHeader("X-Effective-Tenant-Id") != ""
-	if (svc.ID != "" && job.Service != svc.ID) || (job.Tenant != tenant && (actingAs || !caller.CrossTenant())) {
+	if !mayAccess(c, svc, tenant, job.Service, job.Tenant) {
 		return nil, notFound
 	}
 	return job, nil
+}
+
+// mayAccess reports whether the caller, of tenant, may see a job of
+// service and jobTenant on a route of svc: its own tenant's, or any
+// tenant's for a cross-tenant caller not acting as one.
+func mayAccess(c *gin.Context, svc jobs.Service, tenant string, service jobs.ServiceID, jobTenant string) bool {
+	actingAs := c.GetHeader("X-Effective-Tenant-Id") != ""
+	return (svc.ID == "" || service == svc.ID) && (jobTenant == tenant || (!actingAs && auth.CallerFrom(c).CrossTenant()))
+}
+
+// deletedOrNotFound is the answer for a job id the store holds no job of:
+// 410 JOB_DELETED when it is a deleted job the caller may see, notFound
+// otherwise.
+func deletedOrNotFound(c *gin.Context, reader jobReader, svc jobs.Service, tenant, id string, notFound error) error {
+	tomb, err := reader.GetTombstone(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound
+	}
+	if err != nil {
+		return err
+	}
+	if !mayAccess(c, svc, tenant, tomb.Service, tomb.Tenant) {
+		return notFound
+	}
+	return apierror.New(http.StatusGone, apierror.CodeJobDeleted, "%s %s was deleted at %s",
+		jobs.TypeOf(tomb.Service), tomb.ID, tomb.DeletedAt.UTC().Format(time.RFC3339))
+}
+
+// remove handles DELETE /v1/{resource}/{id} and, with anyService,
+// DELETE /v1/jobs/{id} (docs/api.md, Deleting a job).
+func (h jobsHandler) remove(svc jobs.Service) gin.HandlerFunc {
+	return handle(func(c *gin.Context) error {
+		job, err := visibleJob(c, h.jobs, svc)
+		if err != nil {
+			return err
+		}
+		_, user, err := auth.EffectiveIdentity(c)
+		if err != nil {
+			return err
+		}
+		tomb, err := h.ops.Delete(c.Request.Context(), job, user)
+		if err != nil {
+			return jobopsError(err)
+		}
+		c.JSON(http.StatusAccepted, gin.H{"data": tomb.Document()})
+		return nil
+	})
 }

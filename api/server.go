@@ -47,6 +47,7 @@ import (
 // JobStore is what the API reads of jobs.
 type JobStore interface {
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+	GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error)
 	ListJobs(ctx context.Context, f store.JobFilter, offset, limit int) ([]jobs.Record, int64, error)
 }
 
@@ -55,6 +56,7 @@ type JobOps interface {
 	Submit(ctx context.Context, req jobops.SubmitRequest) (*jobs.Record, error)
 	Cancel(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
 	Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, error)
+	Delete(ctx context.Context, job *jobs.Record, by string) (*jobs.Tombstone, error)
 }
 
 // Config is the API's dependencies.
@@ -224,8 +226,10 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		res.GET("/:id/result", read, results.get(svc))
 		res.POST("/:id/cancel", write, jobsH.cancel(svc))
 		res.POST("/:id/retry", write, jobsH.retry(svc))
+		res.DELETE("/:id", write, jobsH.remove(svc))
 	}
 	v1.POST("/jobs/:id/retry", auth.RequireScope(auth.ScopeCrossTenant), jobsH.retry(anyService))
+	v1.DELETE("/jobs/:id", auth.RequireScope(auth.ScopeCrossTenant), jobsH.remove(anyService))
 	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)

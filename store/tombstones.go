@@ -44,6 +44,7 @@ func (s *Store) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jo
 		tomb = &jobs.Tombstone{
 			ID: job.ID, Tenant: job.Tenant, Service: job.Service, CreatedAt: job.CreatedAt,
 			CompletedAt: job.CompletedAt, DeletedAt: at.UTC().Truncate(time.Microsecond), DeletedBy: by,
+			VendorCopies: jobs.VendorCopiesJSON(pendingCopies(&job)),
 		}
 		if err := tx.Create(tomb).Error; err != nil {
 			return err
@@ -80,16 +81,8 @@ func (s *Store) GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, e
 // FinishErasure records that a deleted job's erasure finished at at, with
 // what became of its vendor copies.
 func (s *Store) FinishErasure(ctx context.Context, id string, copies []jobs.VendorCopy, at time.Time) error {
-	raw := ""
-	if len(copies) > 0 {
-		b, err := json.Marshal(copies)
-		if err != nil {
-			return err
-		}
-		raw = string(b)
-	}
 	return s.db.WithContext(ctx).Model(&jobs.Tombstone{}).Where("id = ?", id).
-		Updates(map[string]any{"vendor_copies": raw, "erased_at": at.UTC().Truncate(time.Microsecond)}).Error
+		Updates(map[string]any{"vendor_copies": jobs.VendorCopiesJSON(copies), "erased_at": at.UTC().Truncate(time.Microsecond)}).Error
 }
 
 // UnerasedTombstones lists up to limit tombstones of jobs deleted before t
@@ -101,4 +94,23 @@ func (s *Store) UnerasedTombstones(ctx context.Context, before time.Time, limit 
 	err := s.db.WithContext(ctx).Where("erased_at IS NULL AND deleted_at < ?", before.UTC()).
 		Order("deleted_at").Limit(limit).Find(&out).Error
 	return out, err
+}
+
+// pendingCopies are the copies of the job's work at the providers its
+// attempts went to, each VendorCopyPending until the erasure deals with
+// it.
+func pendingCopies(job *jobs.Record) []jobs.VendorCopy {
+	var history []jobs.RoutingInfo
+	if job.RoutingHistory != "" {
+		_ = json.Unmarshal([]byte(job.RoutingHistory), &history)
+	}
+	var copies []jobs.VendorCopy
+	seen := map[string]bool{}
+	for _, h := range history {
+		if h.ProviderID != "" && !seen[h.ProviderID] {
+			seen[h.ProviderID] = true
+			copies = append(copies, jobs.VendorCopy{Provider: h.ProviderID, Outcome: jobs.VendorCopyPending})
+		}
+	}
+	return copies
 }

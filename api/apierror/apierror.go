@@ -69,6 +69,9 @@ const (
 	// never started or runs again already (docs/api.md, Retrying a failed
 	// job).
 	CodeJobNotRetryable = "JOB_NOT_RETRYABLE"
+	// CodeJobDeleted answers every request on a deleted job but its
+	// tenant's other jobs (docs/api.md, Deleting a job).
+	CodeJobDeleted = "JOB_DELETED"
 )
 
 // Unauthorized is the 401 for a missing or invalid token.

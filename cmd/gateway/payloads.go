@@ -21,6 +21,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // Payload encryption (docs/operations.md, Payload encryption).
@@ -127,13 +128,15 @@ func payloadEncryptor(keys *payloadcodec.Keyring, st *store.Store) *payloadcodec
 
 // payloadConverter is the data converter of the Temporal clients and
 // workers: payloads encrypted with enc, each job's in its tenant's scope
-// (the workflow id is the job id); strings, such as summaries, stay
+// (the workflow id is the job id, or names it); strings, such as summaries, stay
 // plaintext (payloadcodec.DataConverter). nil enc: nil, the SDK's default.
 func payloadConverter(enc *payloadcodec.Encryptor, st *store.Store) converter.DataConverter {
 	if enc == nil {
 		return nil
 	}
-	return payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
+	return payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(func(ctx context.Context, workflowID string) (string, error) {
+		return st.JobTenant(ctx, workflows.JobOfWorkflow(workflowID))
+	})))
 }
 
 // encryptPayloads sets the data converter the command's Temporal clients

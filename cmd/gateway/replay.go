@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/workflows"
 )
@@ -85,7 +84,7 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 	if err != nil {
 		return err
 	}
-	replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+	registerWorkflows(replayer)
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for i, target := range targets {
 		var history *historypb.History

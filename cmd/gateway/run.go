@@ -418,8 +418,9 @@ const (
 // (docs/operations.md, Shutdown).
 func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
-	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	deps := activities.Deps{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m}
+	registerWorkflows(w)
+	deps := activities.Deps{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
+		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}
@@ -431,6 +432,24 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	}
 	go housekeeper(acts.Sweeps, st.Store, cfg.ResultRetention, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
+}
+
+// registerWorkflows registers the gateway's workflows with a worker or a
+// replayer.
+func registerWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
+}
+
+// temporalNamespace is the namespace of the gateway's workflows.
+func temporalNamespace(cfg config) string {
+	if cfg.temporal.Namespace != "" {
+		return cfg.temporal.Namespace
+	}
+	if cfg.TemporalNamespace != "" {
+		return cfg.TemporalNamespace
+	}
+	return client.DefaultNamespace
 }
 
 // readyChecks are the checks of /readyz. accepting (serve) needs Temporal

@@ -39,6 +39,8 @@ var (
 	ErrIdempotencyKeyReused = errors.New("the idempotency key was used with a different request")
 	// ErrJobFinished: the job to cancel is completed or failed.
 	ErrJobFinished = errors.New("the job is finished")
+	// ErrJobDeleted: the job was deleted; its tombstone remains.
+	ErrJobDeleted = errors.New("the job was deleted")
 	// ErrUnknownJob: no job of the id (vendor callbacks).
 	ErrUnknownJob = errors.New("unknown job")
 	// ErrCallbackToken: a vendor callback's token does not match its job

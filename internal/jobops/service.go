@@ -30,6 +30,7 @@ type JobStore interface {
 	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
+	DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error)
 }
 
 // TenantStore reads tenants' records: which services and providers a

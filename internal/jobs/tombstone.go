@@ -33,8 +33,9 @@ type Tombstone struct {
 	DeletedAt   time.Time
 	// DeletedBy is the user who deleted the job, or DeletedByRetention.
 	DeletedBy string
-	// VendorCopies is a JSON array of VendorCopy: what was done with each
-	// provider's copy of the job; "" until the erasure finished.
+	// VendorCopies is a JSON array of VendorCopy: each provider the job's
+	// attempts went to, and what the erasure did with its copy of the
+	// job (VendorCopyPending until it dealt with it).
 	VendorCopies string
 	// ErasedAt is when the erasure finished: the job's workflow, files and
 	// vendor copies gone; nil while it runs.
@@ -50,6 +51,23 @@ func (Tombstone) TableName() string { return "job_tombstones" }
 type VendorCopy struct {
 	Provider string `json:"provider"`
 	Outcome  string `json:"outcome"`
+}
+
+// VendorCopyPending is the outcome of a vendor copy until the erasure
+// dealt with it.
+const VendorCopyPending = "pending"
+
+// VendorCopyFailed is the outcome of a vendor copy whose deletion failed
+// for good (providers.PurgeFailed).
+const VendorCopyFailed = "failed"
+
+// VendorCopiesJSON is copies as Tombstone.VendorCopies keeps them.
+func VendorCopiesJSON(copies []VendorCopy) string {
+	if len(copies) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(copies)
+	return string(b)
 }
 
 // TombstoneAttributes are a deleted job's attributes as the DELETE answer
@@ -88,4 +106,13 @@ func DeletedWebhookBody(event string, t *Tombstone) ([]byte, error) {
 		Event string            `json:"event"`
 		Data  TombstoneDocument `json:"data"`
 	}{event, t.Document()})
+}
+
+// Providers are the providers the job's attempts went to.
+func (t *Tombstone) Providers() []string {
+	var out []string
+	for _, c := range t.Document().Attributes.VendorCopies {
+		out = append(out, c.Provider)
+	}
+	return out
 }
