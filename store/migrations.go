@@ -201,6 +201,7 @@ var migrations = []*gormigrate.Migration{
 	migrationHousekeepingRounds,
 	migrationIdempotencyKeyExpiry,
 	migrationPayloadSecrets,
+	migrationTenantRetention,
 	migrationJobTombstones,
 }
 

@@ -28,8 +28,46 @@ type Tenant struct {
 	DefaultPolicyID *string
 	Services        map[string]Access
 	Providers       map[string]Access
+	Retention       Retention
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// Retention is how long a tenant's finished jobs are kept (docs/api.md,
+// Tenants); nil takes the deployment default, 0 keeps forever. The store
+// keeps whole seconds.
+type Retention struct {
+	// Results is how long a job's result, result files and media are kept
+	// after the job finished.
+	Results *time.Duration
+	// Jobs is how long a job is kept at all after it finished; then it is
+	// deleted as DELETE does.
+	Jobs *time.Duration
+}
+
+// RetentionDefaults are the deployment's retention (--result-retention,
+// --job-retention), for tenants that set none; 0 keeps forever.
+type RetentionDefaults struct {
+	Results time.Duration
+	Jobs    time.Duration
+}
+
+// EffectiveRetention is how long t's results and jobs are kept: its own
+// settings, else d; 0 keeps forever. Results go with their job, so results
+// is at most a jobs above 0. A nil tenant (no record) has d.
+func (t *Tenant) EffectiveRetention(d RetentionDefaults) (results, jobs time.Duration) {
+	results, jobs = d.Results, d.Jobs
+	if t != nil && t.Retention.Results != nil {
+		results = *t.Retention.Results
+	}
+	if t != nil && t.Retention.Jobs != nil {
+		jobs = *t.Retention.Jobs
+	}
+	results, jobs = max(results, 0), max(jobs, 0)
+	if jobs > 0 && (results == 0 || results > jobs) {
+		results = jobs
+	}
+	return results, jobs
 }
 
 // ServiceEnabled reports whether the tenant may use a service; a nil tenant
@@ -49,7 +87,16 @@ func (t *Tenant) clone() *Tenant {
 	}
 	c.Services = maps.Clone(t.Services)
 	c.Providers = maps.Clone(t.Providers)
+	c.Retention = Retention{Results: clonePointer(t.Retention.Results), Jobs: clonePointer(t.Retention.Jobs)}
 	return &c
+}
+
+func clonePointer[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func accessEnabled(entries map[string]Access, id string) bool {
@@ -63,15 +110,19 @@ type tenantRow struct {
 	DefaultPolicyID *string
 	Services        string // JSON {service: {enabled}}
 	Providers       string // JSON {provider: {enabled}}
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Retention in whole seconds; NULL takes the default.
+	RetentionResultsSeconds *int64
+	RetentionJobsSeconds    *int64
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
 }
 
 func (tenantRow) TableName() string { return "tenants" }
 
 func (r *tenantRow) tenant() (*Tenant, error) {
 	t := &Tenant{ID: r.ID, DefaultPolicyID: r.DefaultPolicyID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		Services: map[string]Access{}, Providers: map[string]Access{}}
+		Services: map[string]Access{}, Providers: map[string]Access{},
+		Retention: Retention{Results: durationOfSeconds(r.RetentionResultsSeconds), Jobs: durationOfSeconds(r.RetentionJobsSeconds)}}
 	if err := unmarshalDocument(r.Services, &t.Services); err != nil {
 		return nil, fmt.Errorf("tenant %s: services: %w", r.ID, err)
 	}
@@ -91,7 +142,25 @@ func tenantRowOf(t *Tenant) (*tenantRow, error) {
 		return nil, err
 	}
 	return &tenantRow{ID: t.ID, DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providers,
+		RetentionResultsSeconds: secondsOf(t.Retention.Results), RetentionJobsSeconds: secondsOf(t.Retention.Jobs),
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
+}
+
+// secondsOf is a retention column's value: whole seconds, or NULL.
+func secondsOf(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	s := int64(*d / time.Second)
+	return &s
+}
+
+func durationOfSeconds(s *int64) *time.Duration {
+	if s == nil {
+		return nil
+	}
+	d := time.Duration(*s) * time.Second
+	return &d
 }
 
 // CreateTenant records a new tenant; ErrConflict when its id is taken. Zero
@@ -162,10 +231,12 @@ func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant
 			return err
 		}
 		if err := tx.Model(&tenantRow{}).Where("id = ?", id).Updates(map[string]any{
-			"default_policy_id": next.DefaultPolicyID,
-			"services":          next.Services,
-			"providers":         next.Providers,
-			"updated_at":        next.UpdatedAt,
+			"default_policy_id":         next.DefaultPolicyID,
+			"services":                  next.Services,
+			"providers":                 next.Providers,
+			"retention_results_seconds": next.RetentionResultsSeconds,
+			"retention_jobs_seconds":    next.RetentionJobsSeconds,
+			"updated_at":                next.UpdatedAt,
 		}).Error; err != nil {
 			return err
 		}

@@ -199,3 +199,109 @@ func TestTenantList(t *testing.T) {
 		require.Empty(t, list)
 	})
 }
+
+// Retention settings are stored per tenant in whole seconds; nil (NULL)
+// takes the deployment default.
+func TestTenantRetentionRoundTrip(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme",
+			Retention: store.Retention{Results: pointerTo(2 * time.Hour)}}))
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, store.Retention{Results: pointerTo(2 * time.Hour)}, got.Retention)
+
+		// Both set, then the results reset; sub-second parts are dropped.
+		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+			t.Retention.Jobs = pointerTo(30*24*time.Hour + 500*time.Millisecond)
+			return nil
+		})
+		require.NoError(t, err)
+		got, err = s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, store.Retention{Results: pointerTo(2 * time.Hour), Jobs: pointerTo(30 * 24 * time.Hour)}, got.Retention)
+
+		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+			t.Retention.Results = nil
+			return nil
+		})
+		require.NoError(t, err)
+		got, err = s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, store.Retention{Jobs: pointerTo(30 * 24 * time.Hour)}, got.Retention)
+
+		// An update of other settings keeps them.
+		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+			t.Services["translations"] = store.Access{Enabled: false}
+			return nil
+		})
+		require.NoError(t, err)
+		list, _, err := s.ListTenants(ctx, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, store.Retention{Jobs: pointerTo(30 * 24 * time.Hour)}, list[0].Retention)
+
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
+		bare, err := s.GetTenant(ctx, "bare")
+		require.NoError(t, err)
+		require.Equal(t, store.Retention{}, bare.Retention)
+	})
+}
+
+// The cache hands out copies: changing one changes no other reader's.
+func TestTenantRetentionIsCopiedByTheCache(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		c := store.NewCache(s, time.Minute)
+		require.NoError(t, c.CreateTenant(ctx, &store.Tenant{ID: "acme",
+			Retention: store.Retention{Results: pointerTo(time.Hour), Jobs: pointerTo(2 * time.Hour)}}))
+		first, err := c.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		*first.Retention.Results, *first.Retention.Jobs = 0, 0
+		second, err := c.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, store.Retention{Results: pointerTo(time.Hour), Jobs: pointerTo(2 * time.Hour)}, second.Retention)
+	})
+}
+
+func TestTenantEffectiveRetention(t *testing.T) {
+	t.Parallel()
+	week, day, hour := 7*24*time.Hour, 24*time.Hour, time.Hour
+	for _, tc := range []struct {
+		name          string
+		tenant        *store.Tenant
+		defaults      store.RetentionDefaults
+		results, jobs time.Duration
+	}{
+		{name: "no record takes the defaults", defaults: store.RetentionDefaults{Results: week}, results: week},
+		{name: "no settings take the defaults", tenant: &store.Tenant{}, defaults: store.RetentionDefaults{Results: week, Jobs: 30 * day}, results: week, jobs: 30 * day},
+		{name: "no defaults keep forever", tenant: &store.Tenant{}},
+		{name: "own results", tenant: &store.Tenant{Retention: store.Retention{Results: &day}}, defaults: store.RetentionDefaults{Results: week}, results: day},
+		{name: "own jobs", tenant: &store.Tenant{Retention: store.Retention{Jobs: &week}}, defaults: store.RetentionDefaults{Results: day}, results: day, jobs: week},
+		{name: "both own", tenant: &store.Tenant{Retention: store.Retention{Results: &hour, Jobs: &day}}, defaults: store.RetentionDefaults{Results: week, Jobs: 30 * day}, results: hour, jobs: day},
+		{name: "results go with the job", tenant: &store.Tenant{Retention: store.Retention{Jobs: &day}}, defaults: store.RetentionDefaults{Results: week}, results: day, jobs: day},
+		{name: "results kept forever go with the job", defaults: store.RetentionDefaults{Jobs: day}, results: day, jobs: day},
+		{name: "own results over default jobs", tenant: &store.Tenant{Retention: store.Retention{Results: &week}}, defaults: store.RetentionDefaults{Jobs: day}, results: day, jobs: day},
+		{name: "negative defaults keep forever", defaults: store.RetentionDefaults{Results: -hour, Jobs: -hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			results, jobs := tc.tenant.EffectiveRetention(tc.defaults)
+			require.Equal(t, tc.results, results, "results")
+			require.Equal(t, tc.jobs, jobs, "jobs")
+		})
+	}
+}
+
+// The retention migration rolls back and applies again; tenants keep their
+// other settings, and their retention goes back to the defaults.
+func TestTenantRetentionMigration(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}},
+			Retention: store.Retention{Results: pointerTo(time.Hour)}}))
+		require.NoError(t, s.RollbackMigration(ctx, "202611280003_tenant_retention"))
+		require.NoError(t, s.Migrate(ctx))
+		got, err := s.GetTenant(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, map[string]store.Access{"translations": {Enabled: false}}, got.Services)
+		require.Equal(t, store.Retention{}, got.Retention)
+	})
+}
