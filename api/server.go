@@ -114,6 +114,9 @@ type Config struct {
 	// loopback peer: gateway dev's embedded Temporal UI, which has no
 	// login. serve leaves it empty.
 	CodecOpenOrigins []string
+	// RetentionDefaults is the deployment's retention, for tenants that set
+	// none (docs/api.md, Tenants).
+	RetentionDefaults store.RetentionDefaults
 }
 
 // FileLinks mints pre-signed links to result files (docs/media.md).
@@ -233,7 +236,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
-	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, now: cfg.Now}.routes(v1)
+	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)
 	codec := policyCodec{catalog: cfg.Catalog}
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store}.routes(r, v1)

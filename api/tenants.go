@@ -39,7 +39,9 @@ type tenantsHandler struct {
 	// policies and catalog check the default policy and providers named.
 	policies policyReader
 	catalog  providerLookup
-	now      func() time.Time
+	// retention is the deployment's, shown as a tenant's effective values.
+	retention store.RetentionDefaults
+	now       func() time.Time
 }
 
 // routes registers the tenant operations on the authenticated /v1 group.
@@ -60,9 +62,28 @@ type tenantAttributes struct {
 	DefaultPolicyID *string                 `json:"default_policy_id"`
 	Services        map[string]store.Access `json:"services"`
 	Providers       map[string]store.Access `json:"providers"`
+	Retention       retentionView           `json:"retention"`
 }
 
-func tenantView(t *store.Tenant) tenantResource {
+// retentionView is a tenant's retention as set (null: the deployment
+// default) and as it applies (null: kept forever), in seconds.
+type retentionView struct {
+	ResultsSeconds *int64 `json:"results_seconds"`
+	JobsSeconds    *int64 `json:"jobs_seconds"`
+	Effective      struct {
+		ResultsSeconds *int64 `json:"results_seconds"`
+		JobsSeconds    *int64 `json:"jobs_seconds"`
+	} `json:"effective"`
+}
+
+// Bounds of a tenant's retention settings, in seconds: a minute (short
+// enough for tests) to ten years.
+const (
+	minRetentionSeconds = 60
+	maxRetentionSeconds = 315360000
+)
+
+func (h tenantsHandler) tenantView(t *store.Tenant) tenantResource {
 	services, providerAccess := t.Services, t.Providers
 	if services == nil {
 		services = map[string]store.Access{}
@@ -70,9 +91,26 @@ func tenantView(t *store.Tenant) tenantResource {
 	if providerAccess == nil {
 		providerAccess = map[string]store.Access{}
 	}
+	retention := retentionView{ResultsSeconds: seconds(t.Retention.Results), JobsSeconds: seconds(t.Retention.Jobs)}
+	results, jobs := t.EffectiveRetention(h.retention)
+	if results > 0 {
+		retention.Effective.ResultsSeconds = seconds(&results)
+	}
+	if jobs > 0 {
+		retention.Effective.JobsSeconds = seconds(&jobs)
+	}
 	return tenantResource{ID: t.ID, Type: "tenant", Attributes: tenantAttributes{
-		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess,
+		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess, Retention: retention,
 	}}
+}
+
+// seconds is a duration in whole seconds, rounded up; nil stays nil.
+func seconds(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	s := int64((*d + time.Second - 1) / time.Second)
+	return &s
 }
 
 // list handles GET /v1/tenants (super-admin).
@@ -87,7 +125,7 @@ func (h tenantsHandler) list(c *gin.Context) error {
 	}
 	out := make([]tenantResource, 0, len(list))
 	for i := range list {
-		out = append(out, tenantView(&list[i]))
+		out = append(out, h.tenantView(&list[i]))
 	}
 	c.JSON(http.StatusOK, collection(c, out, page, total))
 	return nil
@@ -108,7 +146,9 @@ func (h tenantsHandler) create(c *gin.Context) error {
 	}
 	now := h.now().UTC()
 	t := &store.Tenant{ID: env.ID, CreatedAt: now, UpdatedAt: now}
-	change.apply(t)
+	if err := change.apply(t); err != nil {
+		return err
+	}
 	err = h.tenants.CreateTenant(c.Request.Context(), t)
 	if errors.Is(err, store.ErrConflict) {
 		return apierror.New(http.StatusConflict, apierror.CodeConflict, "tenant %q already exists", env.ID)
@@ -117,7 +157,7 @@ func (h tenantsHandler) create(c *gin.Context) error {
 		return err
 	}
 	c.Header("Location", "/v1/tenants/"+t.ID)
-	c.JSON(http.StatusCreated, gin.H{"data": tenantView(t)})
+	c.JSON(http.StatusCreated, gin.H{"data": h.tenantView(t)})
 	return nil
 }
 
@@ -132,7 +172,7 @@ func (h tenantsHandler) get(c *gin.Context) error {
 		return notFound
 	}
 	t, err := h.tenants.GetTenant(c.Request.Context(), slug)
-	return renderTenant(c, t, err, notFound)
+	return h.render(c, t, err, notFound)
 }
 
 // update handles PATCH /v1/tenants/:slug (super-admin): only the
@@ -151,27 +191,24 @@ func (h tenantsHandler) update(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.tenants.UpdateTenant(c.Request.Context(), slug, func(t *store.Tenant) error {
-		change.apply(t)
-		return nil
-	})
-	return renderTenant(c, t, err, notFound)
+	t, err := h.tenants.UpdateTenant(c.Request.Context(), slug, change.apply)
+	return h.render(c, t, err, notFound)
 }
 
-// renderTenant answers with the tenant a read or update returned, or
-// notFound when there is none.
-func renderTenant(c *gin.Context, t *store.Tenant, err, notFound error) error {
+// render answers with the tenant a read or update returned, or notFound
+// when there is none.
+func (h tenantsHandler) render(c *gin.Context, t *store.Tenant, err, notFound error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound
 	}
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": tenantView(t)})
+	c.JSON(http.StatusOK, gin.H{"data": h.tenantView(t)})
 	return nil
 }
 
-var tenantAttributeNames = []string{"default_policy_id", "services", "providers"}
+var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention"}
 
 // tenantChange is the validated attributes of a tenant write, applied as a
 // JSON merge patch: members not given keep their value, null clears.
@@ -180,6 +217,14 @@ type tenantChange struct {
 	policyID    *string // nil clears
 	services    accessChange
 	providers   accessChange
+	// results and jobs change the retention settings.
+	results, jobs retentionChange
+}
+
+// retentionChange is a change to one retention setting.
+type retentionChange struct {
+	given bool
+	value *time.Duration // nil: the deployment default
 }
 
 // accessChange is a change to a tenant's services or providers map.
@@ -188,12 +233,28 @@ type accessChange struct {
 	entries map[string]*store.Access // a nil value drops the entry
 }
 
-func (ch *tenantChange) apply(t *store.Tenant) {
+// apply changes t; an error when its retention ends up with jobs kept
+// less long than their results.
+func (ch *tenantChange) apply(t *store.Tenant) error {
 	if ch.policyGiven {
 		t.DefaultPolicyID = ch.policyID
 	}
 	t.Services = ch.services.apply(t.Services)
 	t.Providers = ch.providers.apply(t.Providers)
+	if ch.results.given {
+		t.Retention.Results = ch.results.value
+	}
+	if ch.jobs.given {
+		t.Retention.Jobs = ch.jobs.value
+	}
+	r := t.Retention
+	if r.Results == nil || r.Jobs == nil || *r.Jobs >= *r.Results {
+		return nil
+	}
+	if ch.jobs.given {
+		return apierror.Validation(ptrRetention+"/jobs_seconds", "must be at least results_seconds (%d)", *seconds(r.Results))
+	}
+	return apierror.Validation(ptrRetention+"/results_seconds", "must be at most jobs_seconds (%d)", *seconds(r.Jobs))
 }
 
 func (ch accessChange) apply(m map[string]store.Access) map[string]store.Access {
@@ -260,10 +321,56 @@ func (h tenantsHandler) parseTenantChange(ctx context.Context, tenant string, at
 	if err != nil {
 		return nil, err
 	}
+	if ch.results, ch.jobs, err = parseRetention(attrs); err != nil {
+		return nil, err
+	}
 	if err := h.checkDefaultPolicy(ctx, tenant, ch); err != nil {
 		return nil, err
 	}
 	return ch, nil
+}
+
+const ptrRetention = ptrAttributes + "/retention"
+
+// parseRetention validates attributes.retention: an object of
+// results_seconds and jobs_seconds, each whole seconds in bounds or null
+// (the default); null for the whole object resets both.
+func parseRetention(attrs map[string]json.RawMessage) (results, jobs retentionChange, err error) {
+	raw, ok := attrs["retention"]
+	if !ok {
+		return results, jobs, nil
+	}
+	if strictjson.Absent(raw) {
+		return retentionChange{given: true}, retentionChange{given: true}, nil
+	}
+	members, err := object(raw, ptrRetention)
+	if err != nil {
+		return results, jobs, err
+	}
+	if err := onlyKeys(members, ptrRetention, "results_seconds", "jobs_seconds"); err != nil {
+		return results, jobs, err
+	}
+	setting := func(name string) (retentionChange, error) {
+		raw, ok := members[name]
+		if !ok {
+			return retentionChange{}, nil
+		}
+		if strictjson.Absent(raw) {
+			return retentionChange{given: true}, nil
+		}
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil || n < minRetentionSeconds || n > maxRetentionSeconds {
+			return retentionChange{}, apierror.Validation(ptrRetention+"/"+name,
+				"must be a whole number of seconds from %d to %d (10 years), or null for the deployment default", minRetentionSeconds, maxRetentionSeconds)
+		}
+		d := time.Duration(n) * time.Second
+		return retentionChange{given: true, value: &d}, nil
+	}
+	if results, err = setting("results_seconds"); err != nil {
+		return results, jobs, err
+	}
+	jobs, err = setting("jobs_seconds")
+	return results, jobs, err
 }
 
 // parseAccess validates attributes.services or attributes.providers: an

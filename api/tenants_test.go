@@ -6,12 +6,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // adminTenant is the tenant of the super-admin tokens these tests mint.
@@ -49,6 +53,10 @@ func requireJSON(t *testing.T, want string, got any) {
 	require.JSONEq(t, want, string(raw))
 }
 
+// noRetention is the retention of a tenant that sets none, on a
+// deployment without defaults (the harness's).
+const noRetention = `"retention": {"results_seconds": null, "jobs_seconds": null, "effective": {"results_seconds": null, "jobs_seconds": null}}`
+
 const somePolicy = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 
 // seedPolicy stores a gateway-wide policy with the given id, so a tenant
@@ -76,7 +84,7 @@ func TestCreateTenant(t *testing.T) {
 	want := `{"data": {"id": "acme", "type": "tenant", "attributes": {
 		"default_policy_id": "` + somePolicy + `",
 		"services": {"transcriptions": {"enabled": false}, "llm-tasks": {"enabled": true}},
-		"providers": {"narrow": {"enabled": false}}}}}`
+		"providers": {"narrow": {"enabled": false}}, ` + noRetention + `}}}`
 	require.JSONEq(t, want, string(r.Body))
 
 	got := b.do(t, http.MethodGet, "/v1/tenants/acme", admin, nil)
@@ -88,7 +96,7 @@ func TestCreateTenant(t *testing.T) {
 		r := b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("bare-1", nil))
 		r.requireStatus(t, http.StatusCreated)
 		require.JSONEq(t, `{"data": {"id": "bare-1", "type": "tenant", "attributes": {
-			"default_policy_id": null, "services": {}, "providers": {}}}}`, string(r.Body))
+			"default_policy_id": null, "services": {}, "providers": {}, `+noRetention+`}}}`, string(r.Body))
 	})
 	t.Run("longest slug", func(t *testing.T) {
 		t.Parallel()
@@ -168,7 +176,7 @@ func TestGetTenant(t *testing.T) {
 	createTenantOK(t, b, tenantA, map[string]any{"services": map[string]any{"translations": map[string]any{"enabled": false}}})
 	createTenantOK(t, b, tenantB, nil)
 	want := `{"data": {"id": "acme", "type": "tenant", "attributes": {
-		"default_policy_id": null, "services": {"translations": {"enabled": false}}, "providers": {}}}}`
+		"default_policy_id": null, "services": {"translations": {"enabled": false}}, "providers": {}, ` + noRetention + `}}}`
 
 	t.Run("own tenant, no scope needed", func(t *testing.T) {
 		t.Parallel()
@@ -219,8 +227,8 @@ func TestListTenants(t *testing.T) {
 		r.requireStatus(t, http.StatusOK)
 		doc := r.object(t)
 		requireJSON(t, `[
-			{"id": "alpha", "type": "tenant", "attributes": {"default_policy_id": null, "services": {}, "providers": {}}},
-			{"id": "bravo", "type": "tenant", "attributes": {"default_policy_id": null, "services": {}, "providers": {}}}]`, doc["data"])
+			{"id": "alpha", "type": "tenant", "attributes": {"default_policy_id": null, "services": {}, "providers": {}, `+noRetention+`}},
+			{"id": "bravo", "type": "tenant", "attributes": {"default_policy_id": null, "services": {}, "providers": {}, `+noRetention+`}}]`, doc["data"])
 		requireJSON(t, `{"total": 5, "page_count": 3, "page": 1, "per_page": 2}`, doc["meta"])
 		links := doc["links"].(map[string]any)
 		require.Nil(t, links["prev"])
@@ -285,14 +293,14 @@ func TestUpdateTenant(t *testing.T) {
 	require.JSONEq(t, `{"data": {"id": "acme", "type": "tenant", "attributes": {
 		"default_policy_id": "`+somePolicy+`",
 		"services": {"transcriptions": {"enabled": true}, "translations": {"enabled": true}},
-		"providers": {"narrow": {"enabled": false}, "alpha": {"enabled": true}}}}}`,
+		"providers": {"narrow": {"enabled": false}, "alpha": {"enabled": true}}, `+noRetention+`}}}`,
 		patch(t, map[string]any{"services": map[string]any{"transcriptions": map[string]any{"enabled": true}}}))
 
 	// A new entry is added.
 	require.JSONEq(t, `{"data": {"id": "acme", "type": "tenant", "attributes": {
 		"default_policy_id": "`+somePolicy+`",
 		"services": {"transcriptions": {"enabled": true}, "translations": {"enabled": true}, "llm-tasks": {"enabled": false}},
-		"providers": {"narrow": {"enabled": false}, "alpha": {"enabled": true}}}}}`,
+		"providers": {"narrow": {"enabled": false}, "alpha": {"enabled": true}}, `+noRetention+`}}}`,
 		patch(t, map[string]any{"services": map[string]any{"llm-tasks": map[string]any{"enabled": false}}}))
 
 	// null clears the default policy; an entry given as null goes back to
@@ -300,7 +308,7 @@ func TestUpdateTenant(t *testing.T) {
 	require.JSONEq(t, `{"data": {"id": "acme", "type": "tenant", "attributes": {
 		"default_policy_id": null,
 		"services": {"transcriptions": {"enabled": true}, "translations": {"enabled": true}, "llm-tasks": {"enabled": false}},
-		"providers": {"alpha": {"enabled": true}}}}}`,
+		"providers": {"alpha": {"enabled": true}}, `+noRetention+`}}}`,
 		patch(t, map[string]any{"default_policy_id": nil, "providers": map[string]any{"narrow": nil}}))
 
 	// No attributes: nothing changes.
@@ -414,4 +422,103 @@ func TestTenantDefaultPolicyMustExist(t *testing.T) {
 	require.NoError(t, err)
 	r = b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{"default_policy_id": other.ID}))
 	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", "/data/attributes/default_policy_id")
+}
+
+// A tenant's retention settings are set, merged and reset with null; the
+// effective values take the deployment's defaults where it sets none.
+func TestTenantRetention(t *testing.T) {
+	t.Parallel()
+	const week = 7 * 24 * 3600
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		cfg.RetentionDefaults = store.RetentionDefaults{Results: week * time.Second}
+	})
+	admin := superAdminToken(t, b)
+	path := "/v1/tenants/" + tenantA
+	retention := func(t *testing.T, data map[string]any) any {
+		t.Helper()
+		return data["attributes"].(map[string]any)["retention"]
+	}
+	patch := func(t *testing.T, r any) any {
+		t.Helper()
+		resp := b.do(t, http.MethodPatch, path, admin, tenantDoc(tenantA, map[string]any{"retention": r}))
+		resp.requireStatus(t, http.StatusOK)
+		got := b.do(t, http.MethodGet, path, admin, nil)
+		require.JSONEq(t, string(resp.Body), string(got.Body), "the answer is what is stored")
+		return retention(t, resp.data(t))
+	}
+
+	created := createTenantOK(t, b, tenantA, map[string]any{"retention": map[string]any{"results_seconds": 3600}})
+	requireJSON(t, `{"results_seconds": 3600, "jobs_seconds": null,
+		"effective": {"results_seconds": 3600, "jobs_seconds": null}}`, retention(t, created))
+
+	// A member given changes; the other is kept.
+	requireJSON(t, `{"results_seconds": 3600, "jobs_seconds": 86400,
+		"effective": {"results_seconds": 3600, "jobs_seconds": 86400}}`, patch(t, map[string]any{"jobs_seconds": 86400}))
+	// Other attributes leave it alone.
+	r := b.do(t, http.MethodPatch, path, admin, tenantDoc(tenantA, map[string]any{"services": map[string]any{"translations": map[string]any{"enabled": false}}}))
+	r.requireStatus(t, http.StatusOK)
+	requireJSON(t, `{"results_seconds": 3600, "jobs_seconds": 86400,
+		"effective": {"results_seconds": 3600, "jobs_seconds": 86400}}`, retention(t, r.data(t)))
+	// null goes back to the default, which results cannot outlive their
+	// job by.
+	requireJSON(t, `{"results_seconds": null, "jobs_seconds": 86400,
+		"effective": {"results_seconds": 86400, "jobs_seconds": 86400}}`, patch(t, map[string]any{"results_seconds": nil}))
+	// The bounds; equal settings are fine.
+	requireJSON(t, `{"results_seconds": 60, "jobs_seconds": 60,
+		"effective": {"results_seconds": 60, "jobs_seconds": 60}}`, patch(t, map[string]any{"results_seconds": 60, "jobs_seconds": 60}))
+	requireJSON(t, `{"results_seconds": 315360000, "jobs_seconds": 315360000,
+		"effective": {"results_seconds": 315360000, "jobs_seconds": 315360000}}`, patch(t, map[string]any{"results_seconds": 315360000, "jobs_seconds": 315360000}))
+	// null for the whole object resets both.
+	requireJSON(t, `{"results_seconds": null, "jobs_seconds": null,
+		"effective": {"results_seconds": 604800, "jobs_seconds": null}}`, patch(t, nil))
+	out := patch(t, map[string]any{"results_seconds": 7200, "jobs_seconds": 86400})
+
+	const results, jobs = "/data/attributes/retention/results_seconds", "/data/attributes/retention/jobs_seconds"
+	cases := func(id string) []rejectCase {
+		withRetention := func(r any) map[string]any { return tenantDoc(id, map[string]any{"retention": r}) }
+		return []rejectCase{
+			{name: "negative", body: withRetention(map[string]any{"results_seconds": -3600}), pointers: []string{results}},
+			{name: "zero", body: withRetention(map[string]any{"jobs_seconds": 0}), pointers: []string{jobs}},
+			{name: "too small", body: withRetention(map[string]any{"results_seconds": 59}), pointers: []string{results}},
+			{name: "too large", body: withRetention(map[string]any{"jobs_seconds": 315360001}), pointers: []string{jobs}},
+			{name: "fraction", body: withRetention(map[string]any{"results_seconds": 3600.5}), pointers: []string{results}},
+			{name: "string", body: withRetention(map[string]any{"jobs_seconds": "3600"}), pointers: []string{jobs}},
+			{name: "boolean", body: withRetention(map[string]any{"results_seconds": true}), pointers: []string{results}},
+			{name: "not an object", body: withRetention(3600), pointers: []string{"/data/attributes/retention"}},
+			{name: "unknown member", body: withRetention(map[string]any{"result_seconds": 3600}), pointers: []string{"/data/attributes/retention/result_seconds"}},
+			{name: "jobs below results", body: withRetention(map[string]any{"results_seconds": 7200, "jobs_seconds": 3600}), pointers: []string{jobs}},
+			// Against the stored settings: 7200 and 86400.
+			{name: "jobs below the stored results", body: withRetention(map[string]any{"jobs_seconds": 3600}), pointers: []string{jobs}},
+			{name: "results above the stored jobs", body: withRetention(map[string]any{"results_seconds": 86401}), pointers: []string{results}},
+		}
+	}
+	requireRejects(t, cases(tenantA), func(t *testing.T, body any) *response { return b.do(t, http.MethodPatch, path, admin, body) })
+	t.Run("create", func(t *testing.T) {
+		t.Parallel()
+		requireRejects(t, cases("initech")[:10], func(t *testing.T, body any) *response {
+			return b.do(t, http.MethodPost, "/v1/tenants", admin, body)
+		})
+	})
+	t.Cleanup(func() {
+		// The rejected requests changed nothing and created nothing.
+		got := b.do(t, http.MethodGet, path, admin, nil)
+		requireJSON(t, `{"results_seconds": 7200, "jobs_seconds": 86400,
+			"effective": {"results_seconds": 7200, "jobs_seconds": 86400}}`, retention(t, got.data(t)))
+		requireJSON(t, `{"results_seconds": 7200, "jobs_seconds": 86400,
+			"effective": {"results_seconds": 7200, "jobs_seconds": 86400}}`, out)
+		requireError(t, b.do(t, http.MethodGet, "/v1/tenants/initech", admin, nil), http.StatusNotFound, "NOT_FOUND")
+	})
+}
+
+// A tenant's own callers read its retention too.
+func TestTenantRetentionReadByItsTenant(t *testing.T) {
+	t.Parallel()
+	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
+		cfg.RetentionDefaults = store.RetentionDefaults{Results: 24 * time.Hour, Jobs: 30 * 24 * time.Hour}
+	})
+	createTenantOK(t, b, tenantA, map[string]any{"retention": map[string]any{"jobs_seconds": 7 * 24 * 3600}})
+	r := b.do(t, http.MethodGet, "/v1/tenants/"+tenantA, b.token(t), nil)
+	r.requireStatus(t, http.StatusOK)
+	requireJSON(t, `{"results_seconds": null, "jobs_seconds": 604800,
+		"effective": {"results_seconds": 86400, "jobs_seconds": 604800}}`, r.data(t)["attributes"].(map[string]any)["retention"])
 }
