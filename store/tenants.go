@@ -41,7 +41,7 @@ type Retention struct {
 	// after the job finished.
 	Results *time.Duration
 	// Jobs is how long a job is kept at all after it finished; then it is
-	// deleted as DELETE does.
+	// deleted.
 	Jobs *time.Duration
 }
 
