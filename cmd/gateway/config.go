@@ -17,6 +17,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // config is the gateway's configuration: defaults, then environment
@@ -50,7 +51,9 @@ type config struct {
 	BlobURL              string
 	PublicURL            string
 	LinkTTL              time.Duration
-	ResultRetention      time.Duration
+	// Retention is --result-retention and --job-retention: the defaults of
+	// tenants that set none (docs/api.md, Tenants).
+	Retention store.RetentionDefaults
 	// Media fetches of a worker (docs/media.md, Slow media hosts).
 	MediaFetchMinBytes    int
 	MediaFetchRateWindow  time.Duration

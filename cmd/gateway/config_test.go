@@ -20,6 +20,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 func parse(t *testing.T, command string, args ...string) config {
@@ -172,16 +173,21 @@ func TestAcceptLatencyTarget(t *testing.T) {
 
 func TestMediaSettings(t *testing.T) {
 	t.Setenv("GATEWAY_DOWNLOAD_URL_TTL", "15m")
+	t.Setenv("GATEWAY_JOB_RETENTION", "720h")
 	cfg := parse(t, "worker", "--result-retention", "48h", "--blob-url", "s3://files?region=eu-west-1")
 	require.Equal(t, 15*time.Minute, cfg.LinkTTL, "environment over default")
-	require.Equal(t, 48*time.Hour, cfg.ResultRetention)
+	require.Equal(t, store.RetentionDefaults{Results: 48 * time.Hour, Jobs: 720 * time.Hour}, cfg.Retention)
 	require.Equal(t, "s3://files?region=eu-west-1", cfg.BlobURL)
 
+	cfg = parse(t, "serve", "--job-retention", "2160h")
+	require.Equal(t, store.RetentionDefaults{Results: 168 * time.Hour, Jobs: 2160 * time.Hour}, cfg.Retention, "the flag over the environment")
+
 	cfg = parse(t, "dev")
-	cfg.LinkTTL, cfg.ResultRetention = 0, -time.Hour
+	cfg.LinkTTL, cfg.Retention = 0, store.RetentionDefaults{Results: -time.Hour, Jobs: -time.Hour}
 	err := cfg.validate("dev")
 	require.ErrorContains(t, err, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h")
 	require.ErrorContains(t, err, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0")
+	require.ErrorContains(t, err, "--job-retention (GATEWAY_JOB_RETENTION) must be a duration of at least 0")
 }
 
 func TestMediaFetchSettings(t *testing.T) {

@@ -43,8 +43,10 @@ func (c *config) registerMediaFlags(fs *flag.FlagSet, command string) {
 	}
 	fs.DurationVar(&c.LinkTTL, "download-url-ttl", envOr("GATEWAY_DOWNLOAD_URL_TTL", defaultLinkTTL, time.ParseDuration, -1),
 		"how long a result's download_url stays valid (env GATEWAY_DOWNLOAD_URL_TTL)")
-	fs.DurationVar(&c.ResultRetention, "result-retention", envOr("GATEWAY_RESULT_RETENTION", defaultResultRetention, time.ParseDuration, -1),
-		"how long result files are kept; 0 keeps them (env GATEWAY_RESULT_RETENTION)")
+	fs.DurationVar(&c.Retention.Results, "result-retention", envOr("GATEWAY_RESULT_RETENTION", defaultResultRetention, time.ParseDuration, -1),
+		"how long result files are kept, for tenants that set no retention; 0 keeps them (env GATEWAY_RESULT_RETENTION)")
+	fs.DurationVar(&c.Retention.Jobs, "job-retention", envOr("GATEWAY_JOB_RETENTION", 0, time.ParseDuration, -1),
+		"how long a finished job is kept, for tenants that set no retention; 0 keeps jobs (env GATEWAY_JOB_RETENTION)")
 	if command != "dev" && command != "worker" {
 		return
 	}
@@ -64,8 +66,11 @@ func (c *config) validateMedia(command string) []string {
 	if c.LinkTTL <= 0 || c.LinkTTL > 7*24*time.Hour {
 		problems = append(problems, "--download-url-ttl (GATEWAY_DOWNLOAD_URL_TTL) must be a duration between 1s and 168h, such as 1h")
 	}
-	if c.ResultRetention < 0 {
+	if c.Retention.Results < 0 {
 		problems = append(problems, "--result-retention (GATEWAY_RESULT_RETENTION) must be a duration of at least 0, such as 168h")
+	}
+	if c.Retention.Jobs < 0 {
+		problems = append(problems, "--job-retention (GATEWAY_JOB_RETENTION) must be a duration of at least 0, such as 2160h")
 	}
 	if command != "dev" && command != "worker" {
 		return problems

@@ -128,6 +128,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
 		Codec:          cfg.codec,
+		// The deployment's retention, shown for tenants that set none.
+		RetentionDefaults: cfg.Retention,
 	}, nil
 }
 
@@ -430,7 +432,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	go housekeeper(acts.Sweeps, st.Store, cfg.ResultRetention, m, logger.With("component", "housekeeping")).Run(ctx)
+	go housekeeper(acts.Sweeps, st.Store, cfg.Retention.Results, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
 }
 
