@@ -38,6 +38,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // audience is the audience the API verifies tokens for.
@@ -207,6 +208,8 @@ type startedWorkflow struct {
 	Options  client.StartWorkflowOptions
 	Workflow any
 	Input    jobs.Submission
+	// Deletion is the input of a deleted job's erasure.
+	Deletion *workflows.DeletionInput
 }
 
 // bundle is one API served over HTTP with its dependencies.
@@ -364,6 +367,9 @@ func (b *bundle) executeWorkflow(_ context.Context, opts client.StartWorkflowOpt
 	started := startedWorkflow{Options: opts, Workflow: wf}
 	if len(args) == 1 {
 		started.Input, _ = args[0].(jobs.Submission)
+		if in, ok := args[0].(workflows.DeletionInput); ok {
+			started.Deletion = &in
+		}
 	}
 	b.starts = append(b.starts, started)
 	if b.startErr != nil {
