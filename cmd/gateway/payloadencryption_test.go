@@ -20,11 +20,13 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // testPayloadKeys is a GATEWAY_PAYLOAD_KEYS setting with a new key, for
@@ -217,4 +219,24 @@ func TestCodecOrigins(t *testing.T) {
 	require.Equal(t, []string{"http://127.0.0.1:8233", "http://localhost:8233"}, localOrigins("127.0.0.1:8233"))
 	require.Equal(t, []string{"http://10.0.0.5:8233"}, localOrigins("10.0.0.5:8233"))
 	require.Empty(t, localOrigins(""))
+}
+
+// TestFailuresEncrypted: a failure's message and stack trace, which may
+// quote a job's input, reach Temporal encrypted, and read back in clear
+// with the keys.
+func TestFailuresEncrypted(t *testing.T) {
+	t.Parallel()
+	keys, err := payloadcodec.ParseKeys(payloadcodec.FormatKey("test1", payloadcodec.GenerateKey()))
+	require.NoError(t, err)
+	st := storetest.SQLite(t)
+	fc := failureConverter(payloadConverter(payloadEncryptor(keys, st), st))
+	secret := "customer-words-" + rand.Text()
+	failure := fc.ErrorToFailure(temporal.NewApplicationError("the vendor refused "+secret, "ProviderRejected"))
+	raw, err := proto.Marshal(failure)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(raw, []byte(secret)), "the failure's message is encrypted")
+	require.Equal(t, "ProviderRejected", failure.GetApplicationFailureInfo().GetType(), "its type stays readable")
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, fc.FailureToError(failure), &appErr)
+	require.Contains(t, appErr.Error(), secret, "read back with the keys")
 }

@@ -18,6 +18,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
@@ -139,6 +140,13 @@ func payloadConverter(enc *payloadcodec.Encryptor, st *store.Store) converter.Da
 	})))
 }
 
+// failureConverter encrypts failures' messages and stack traces with dc,
+// as encoded attributes: they may quote customer content (a vendor's
+// error about the input) (docs/operations.md, Payload encryption).
+func failureConverter(dc converter.DataConverter) converter.FailureConverter {
+	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+}
+
 // encryptPayloads sets the data converter the command's Temporal clients
 // are dialled with (cfg.temporal) and the codec server the API serves
 // operators (cfg.codec; nil without keys).
@@ -149,8 +157,10 @@ func encryptPayloads(cfg *config, command string, st *store.Store, logger *slog.
 	}
 	enc := payloadEncryptor(keys, st)
 	cfg.temporal.DataConverter = payloadConverter(enc, st)
+	cfg.temporal.FailureConverter = nil
 	cfg.codec = nil
 	if enc != nil {
+		cfg.temporal.FailureConverter = failureConverter(cfg.temporal.DataConverter)
 		cfg.codec = enc.Handler()
 	}
 	return nil

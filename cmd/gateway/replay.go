@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -71,16 +70,17 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 	if err != nil {
 		return err
 	}
-	var dc converter.DataConverter
+	var opts worker.WorkflowReplayerOptions
 	if keys != nil {
 		st, err := openJobStore(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		dc = payloadConverter(payloadEncryptor(keys, st), st)
+		opts.DataConverter = payloadConverter(payloadEncryptor(keys, st), st)
+		opts.FailureConverter = failureConverter(opts.DataConverter)
 	}
-	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc})
+	replayer, err := worker.NewWorkflowReplayerWithOptions(opts)
 	if err != nil {
 		return err
 	}
