@@ -74,6 +74,7 @@ func TestDeleteJob(t *testing.T) {
 			require.Equal(t, workflows.DeletionWorkflowName, erasure.Workflow)
 			require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, erasure.Options.WorkflowIDConflictPolicy)
 			require.Equal(t, userA, erasure.Deletion.Tombstone.DeletedBy)
+			require.False(t, erasure.Deletion.StartMayFollow)
 
 			b.requireDeleted(t, res, job.ID, token)
 		})
@@ -95,6 +96,7 @@ func TestDeleteJob(t *testing.T) {
 		b.do(t, http.MethodDelete, jobPath("llm-tasks", id), b.writeToken(t), nil).requireStatus(t, http.StatusAccepted)
 		start, err := b.store.GetJobStart(t.Context(), id)
 		require.ErrorIs(t, err, store.ErrNotFound, "the outbox holds no start of it: %v", start)
+		require.True(t, b.erasureOf(t, id).Deletion.StartMayFollow, "its erasure waits out a start already taken")
 	})
 
 	t.Run("tenants and scopes", func(t *testing.T) {

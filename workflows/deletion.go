@@ -29,7 +29,15 @@ func JobOfWorkflow(workflowID string) string { return strings.TrimPrefix(workflo
 // the providers its attempts went to.
 type DeletionInput struct {
 	Tombstone jobs.Tombstone `json:"tombstone"`
+	// StartMayFollow: the job was pending, and a dispatcher that took its
+	// start before the deletion may still make it, within its lease.
+	StartMayFollow bool `json:"start_may_follow,omitempty"`
 }
+
+// lateStartWindow is how long after a pending job's deletion its start
+// may still be made: a dispatcher's lease (jobops.DispatcherConfig.Lease,
+// 30 s), and a margin.
+const lateStartWindow = 35 * time.Second
 
 var erasure *activities.Erasure
 
@@ -62,13 +70,19 @@ var (
 )
 
 // DeletionWorkflow erases what lies outside the store of a job that was
-// deleted (docs/api.md, Deleting a job): it stops the job's workflow,
+// deleted (docs/api.md, Deleting a job): it waits out the start of a job
+// deleted while pending, stops the job's workflow,
 // reads its histories for its webhook and the work it handed to vendors,
 // deletes the vendors' copies where they can be deleted, its files and
 // its workflow's runs, records on the tombstone that the erasure
 // finished, and sends the job's *.deleted event to its webhook.
 func DeletionWorkflow(ctx workflow.Context, in DeletionInput) error {
 	id := in.Tombstone.ID
+	if in.StartMayFollow {
+		if err := workflow.Sleep(ctx, lateStartWindow); err != nil {
+			return err
+		}
+	}
 	step := func(summary string) workflow.Context {
 		opts := erasureOptions
 		opts.Summary = summary

@@ -27,7 +27,7 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 	if s.cfg.Now != nil {
 		now = s.cfg.Now
 	}
-	_, tomb, err := s.cfg.Jobs.DeleteJob(ctx, job.ID, by, now())
+	before, tomb, err := s.cfg.Jobs.DeleteJob(ctx, job.ID, by, now())
 	switch {
 	case errors.Is(err, store.ErrDeleted):
 		return nil, refuse(ErrJobDeleted, "job %s was deleted", job.ID)
@@ -36,7 +36,7 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 	case err != nil:
 		return nil, err
 	}
-	if err := s.StartErasure(ctx, tomb); err != nil {
+	if err := s.StartErasure(ctx, tomb, before.Status == jobs.StatusPending); err != nil {
 		s.cfg.Logger.Warn("job deleted; its erasure starts with the next retention sweep", "job", job.ID, "error", err)
 	}
 	s.cfg.Logger.Info("job deleted", "job", job.ID, "tenant", job.Tenant, "by", by)
@@ -45,14 +45,15 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 
 // StartErasure starts the DeletionWorkflow of a deleted job unless it
 // runs: once by Delete, again by the retention sweep for a tombstone whose
-// erasure did not finish.
-func (s *Service) StartErasure(ctx context.Context, tomb *jobs.Tombstone) error {
+// erasure did not finish. pending says the job was deleted pending, when
+// its workflow's start may still be made.
+func (s *Service) StartErasure(ctx context.Context, tomb *jobs.Tombstone, pending bool) error {
 	_, err := s.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.DeletionWorkflowID(tomb.ID),
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "erase deleted job " + tomb.ID,
-	}, workflows.DeletionWorkflowName, workflows.DeletionInput{Tombstone: *tomb})
+	}, workflows.DeletionWorkflowName, workflows.DeletionInput{Tombstone: *tomb, StartMayFollow: pending})
 	return err
 }
