@@ -63,6 +63,9 @@ type tenantAttributes struct {
 	Services        map[string]store.Access `json:"services"`
 	Providers       map[string]store.Access `json:"providers"`
 	Retention       retentionView           `json:"retention"`
+	// FairnessWeight is the tenant's weight, the default (1) when it sets
+	// none (docs/operations.md, Fairness between tenants).
+	FairnessWeight float64 `json:"fairness_weight"`
 }
 
 // retentionView is a tenant's retention as set (null: the deployment
@@ -101,6 +104,7 @@ func (h tenantsHandler) tenantView(t *store.Tenant) tenantResource {
 	}
 	return tenantResource{ID: t.ID, Type: "tenant", Attributes: tenantAttributes{
 		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess, Retention: retention,
+		FairnessWeight: t.Fairness(),
 	}}
 }
 
@@ -208,7 +212,7 @@ func (h tenantsHandler) render(c *gin.Context, t *store.Tenant, err, notFound er
 	return nil
 }
 
-var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention"}
+var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention", "fairness_weight"}
 
 // tenantChange is the validated attributes of a tenant write, applied as a
 // JSON merge patch: members not given keep their value, null clears.
@@ -219,7 +223,16 @@ type tenantChange struct {
 	providers   accessChange
 	// results and jobs change the retention settings.
 	results, jobs retentionChange
+	// fairness changes the fairness weight (nil value: the default).
+	fairnessGiven bool
+	fairness      *float64
 }
+
+// Bounds of a tenant's fairness weight.
+const (
+	minFairnessWeight = 0.01
+	maxFairnessWeight = 1000.0
+)
 
 // retentionChange is a change to one retention setting.
 type retentionChange struct {
@@ -246,6 +259,9 @@ func (ch *tenantChange) apply(t *store.Tenant) error {
 	}
 	if ch.jobs.given {
 		t.Retention.Jobs = ch.jobs.value
+	}
+	if ch.fairnessGiven {
+		t.FairnessWeight = ch.fairness
 	}
 	r := t.Retention
 	if r.Results == nil || r.Jobs == nil || *r.Jobs >= *r.Results {
@@ -323,6 +339,17 @@ func (h tenantsHandler) parseTenantChange(ctx context.Context, tenant string, at
 	}
 	if ch.results, ch.jobs, err = parseRetention(attrs); err != nil {
 		return nil, err
+	}
+	if raw, ok := attrs["fairness_weight"]; ok {
+		ch.fairnessGiven = true
+		if !strictjson.Absent(raw) {
+			var w float64
+			if err := json.Unmarshal(raw, &w); err != nil || w < minFairnessWeight || w > maxFairnessWeight {
+				return nil, apierror.Validation(ptrAttributes+"/fairness_weight",
+					"must be a number from %g to %g, or null for the default (%g)", minFairnessWeight, maxFairnessWeight, store.DefaultFairnessWeight)
+			}
+			ch.fairness = &w
+		}
 	}
 	if err := h.checkDefaultPolicy(ctx, tenant, ch); err != nil {
 		return nil, err

@@ -53,9 +53,9 @@ func requireJSON(t *testing.T, want string, got any) {
 	require.JSONEq(t, want, string(raw))
 }
 
-// noRetention is the retention of a tenant that sets none, on a
+// noRetention is the retention and fairness of a tenant that sets none, on a
 // deployment without defaults (the harness's).
-const noRetention = `"retention": {"results_seconds": null, "jobs_seconds": null, "effective": {"results_seconds": null, "jobs_seconds": null}}`
+const noRetention = `"retention": {"results_seconds": null, "jobs_seconds": null, "effective": {"results_seconds": null, "jobs_seconds": null}}, "fairness_weight": 1`
 
 const somePolicy = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 
@@ -521,4 +521,34 @@ func TestTenantRetentionReadByItsTenant(t *testing.T) {
 	r.requireStatus(t, http.StatusOK)
 	requireJSON(t, `{"results_seconds": null, "jobs_seconds": 604800,
 		"effective": {"results_seconds": 86400, "jobs_seconds": 604800}}`, r.data(t)["attributes"].(map[string]any)["retention"])
+}
+
+func TestTenantFairnessWeight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := superAdminToken(t, b)
+	createTenantOK(t, b, tenantA, map[string]any{"fairness_weight": 2.5})
+	got := b.do(t, http.MethodGet, "/v1/tenants/"+tenantA, admin, nil)
+	got.requireStatus(t, http.StatusOK)
+	require.InDelta(t, 2.5, got.data(t)["attributes"].(map[string]any)["fairness_weight"], 1e-9)
+
+	id := b.create(t, "llm-tasks", b.writeToken(t), map[string]any{"data": map[string]any{"type": "llm-task-job",
+		"attributes": map[string]any{"input": map[string]any{"type": "text", "text": "x", "prompt": "y"}}}})["id"].(string)
+	priority := b.startedFor(t, id).Options.Priority
+	require.Equal(t, tenantA, priority.FairnessKey, "the tenant is the fairness key")
+	require.InDelta(t, 2.5, priority.FairnessWeight, 1e-6)
+
+	for _, bad := range []any{0, -1, 0.001, 1001, "2", true} {
+		r := b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, admin, tenantDoc(tenantA, map[string]any{"fairness_weight": bad}))
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/fairness_weight")
+	}
+	r := b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, admin, tenantDoc(tenantA, map[string]any{"fairness_weight": nil}))
+	r.requireStatus(t, http.StatusOK)
+	require.EqualValues(t, 1, r.data(t)["attributes"].(map[string]any)["fairness_weight"], "null is the default")
+
+	other := b.create(t, "llm-tasks", b.tokenFor(t, tenantB, userB, "llm-tasks:write"), map[string]any{"data": map[string]any{"type": "llm-task-job",
+		"attributes": map[string]any{"input": map[string]any{"type": "text", "text": "x", "prompt": "y"}}}})["id"].(string)
+	priority = b.startedFor(t, other).Options.Priority
+	require.Equal(t, tenantB, priority.FairnessKey)
+	require.InDelta(t, 1, priority.FairnessWeight, 1e-6, "a tenant without a record weighs 1")
 }

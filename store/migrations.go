@@ -203,6 +203,7 @@ var migrations = []*gormigrate.Migration{
 	migrationPayloadSecrets,
 	migrationTenantRetention,
 	migrationJobTombstones,
+	migrationTenantFairness,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -29,8 +29,23 @@ type Tenant struct {
 	Services        map[string]Access
 	Providers       map[string]Access
 	Retention       Retention
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// FairnessWeight is the tenant's share of the workers when tenants'
+	// jobs queue (docs/operations.md, Fairness between tenants); nil: 1.
+	FairnessWeight *float64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// DefaultFairnessWeight is the weight of a tenant that sets none.
+const DefaultFairnessWeight = 1.0
+
+// Fairness is t's fairness weight; a nil tenant (no record) has the
+// default.
+func (t *Tenant) Fairness() float64 {
+	if t == nil || t.FairnessWeight == nil {
+		return DefaultFairnessWeight
+	}
+	return *t.FairnessWeight
 }
 
 // Retention is how long a tenant's finished jobs are kept (docs/api.md,
@@ -88,6 +103,7 @@ func (t *Tenant) clone() *Tenant {
 	c.Services = maps.Clone(t.Services)
 	c.Providers = maps.Clone(t.Providers)
 	c.Retention = Retention{Results: clonePointer(t.Retention.Results), Jobs: clonePointer(t.Retention.Jobs)}
+	c.FairnessWeight = clonePointer(t.FairnessWeight)
 	return &c
 }
 
@@ -113,6 +129,7 @@ type tenantRow struct {
 	// Retention in whole seconds; NULL takes the default.
 	RetentionResultsSeconds *int64
 	RetentionJobsSeconds    *int64
+	FairnessWeight          *float64 // NULL: DefaultFairnessWeight
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
 }
@@ -122,7 +139,8 @@ func (tenantRow) TableName() string { return "tenants" }
 func (r *tenantRow) tenant() (*Tenant, error) {
 	t := &Tenant{ID: r.ID, DefaultPolicyID: r.DefaultPolicyID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		Services: map[string]Access{}, Providers: map[string]Access{},
-		Retention: Retention{Results: durationOfSeconds(r.RetentionResultsSeconds), Jobs: durationOfSeconds(r.RetentionJobsSeconds)}}
+		Retention:      Retention{Results: durationOfSeconds(r.RetentionResultsSeconds), Jobs: durationOfSeconds(r.RetentionJobsSeconds)},
+		FairnessWeight: r.FairnessWeight}
 	if err := unmarshalDocument(r.Services, &t.Services); err != nil {
 		return nil, fmt.Errorf("tenant %s: services: %w", r.ID, err)
 	}
@@ -143,7 +161,7 @@ func tenantRowOf(t *Tenant) (*tenantRow, error) {
 	}
 	return &tenantRow{ID: t.ID, DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providers,
 		RetentionResultsSeconds: secondsOf(t.Retention.Results), RetentionJobsSeconds: secondsOf(t.Retention.Jobs),
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
+		FairnessWeight: t.FairnessWeight, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
 }
 
 // secondsOf is a retention column's value: whole seconds, or NULL.
@@ -236,6 +254,7 @@ func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant
 			"providers":                 next.Providers,
 			"retention_results_seconds": next.RetentionResultsSeconds,
 			"retention_jobs_seconds":    next.RetentionJobsSeconds,
+			"fairness_weight":           next.FairnessWeight,
 			"updated_at":                next.UpdatedAt,
 		}).Error; err != nil {
 			return err

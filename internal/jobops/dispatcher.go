@@ -465,6 +465,19 @@ func (d *Dispatcher) poke() {
 // the workflow id, a second start of a running job joins it, and a
 // finished job is never run again. A job whose workflow keeps search
 // attributes starts with them, and with its summary for the Temporal UI.
+// jobPriority is the Temporal priority of a job's workflow, which its
+// activities inherit: the job's priority key, and its tenant as fairness
+// key with the tenant's weight, so that one tenant's backlog does not hold
+// up another's jobs on a server with fairness (docs/operations.md,
+// Fairness between tenants).
+func jobPriority(in jobs.Submission, priority int) temporal.Priority {
+	weight := in.FairnessWeight
+	if weight <= 0 {
+		weight = 1
+	}
+	return temporal.Priority{PriorityKey: priority, FairnessKey: in.Tenant, FairnessWeight: float32(weight)}
+}
+
 func startOptions(in jobs.Submission, priority int, eager bool) client.StartWorkflowOptions {
 	opts := client.StartWorkflowOptions{
 		ID:                       workflows.JobWorkflowID(in.JobID),
@@ -472,7 +485,7 @@ func startOptions(in jobs.Submission, priority int, eager bool) client.StartWork
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		EnableEagerStart:         eager,
-		Priority:                 temporal.Priority{PriorityKey: priority},
+		Priority:                 jobPriority(in, priority),
 		StaticSummary:            workflows.StartSummary(in),
 	}
 	if in.SearchAttributes {

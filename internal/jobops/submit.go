@@ -79,13 +79,17 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.checkURLs(ctx, req); err != nil {
 		return nil, err
 	}
-	if err := s.checkTenantAccess(ctx, req); err != nil {
+	tenant, err := s.checkTenantAccess(ctx, req)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.checkRouting(ctx, req); err != nil {
 		return nil, err
 	}
 	in := submission(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
+	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
+		in.FairnessWeight = w
+	}
 	// Sized before the key is claimed: a refused request uses up no key.
 	input, err := encode(in)
 	if err != nil {
@@ -278,23 +282,24 @@ func (s *Service) checkURLs(ctx context.Context, req SubmitRequest) error {
 }
 
 // checkTenantAccess refuses a job whose tenant's record disables the
-// service or the provider the job names. A tenant without a record, and
-// keys its record does not list, get the platform default: enabled.
-func (s *Service) checkTenantAccess(ctx context.Context, req SubmitRequest) error {
+// service or the provider the job names, and returns the record (nil
+// without one). A tenant without a record, and keys its record does not
+// list, get the platform default: enabled.
+func (s *Service) checkTenantAccess(ctx context.Context, req SubmitRequest) (*store.Tenant, error) {
 	t, err := s.cfg.Tenants.GetTenant(ctx, req.Tenant)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !t.ServiceEnabled(string(req.Service.ID)) {
-		return refuse(ErrServiceNotEnabled, "the %s service is not enabled for tenant %s", req.Service.ID, req.Tenant)
+		return nil, refuse(ErrServiceNotEnabled, "the %s service is not enabled for tenant %s", req.Service.ID, req.Tenant)
 	}
 	if req.Provider != "" && !t.ProviderEnabled(req.Provider) {
-		return refuseField(ErrProviderNotEnabled, ptrProvider, "provider %s is not enabled for tenant %s", req.Provider, req.Tenant)
+		return nil, refuseField(ErrProviderNotEnabled, ptrProvider, "provider %s is not enabled for tenant %s", req.Provider, req.Tenant)
 	}
-	return nil
+	return t, nil
 }
 
 // checkRouting checks the service's status, then the job's policy or

@@ -36,6 +36,11 @@ type Submission struct {
 	// the request that created the job: its workflow continues that trace
 	// (docs/operations.md, Traces). Empty when tracing is off.
 	TraceContext map[string]string `json:"trace_context,omitempty"`
+	// FairnessWeight is the tenant's fairness weight when it is not the
+	// default, 1 (docs/operations.md, Fairness between tenants): the
+	// workflow's and its activities' tasks carry it with the tenant as
+	// fairness key.
+	FairnessWeight float64 `json:"fairness_weight,omitempty"`
 	// Generation is the generation of the job workflow's code the job was
 	// started at (workflows.Generation): the workflow takes every change
 	// of that generation without a version marker. No process stamps it

@@ -465,6 +465,10 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// them, so more partitions only add goroutines and forwarding.
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// Fairness between the tasks' fairness keys (the jobs' tenants), so
+		// that one tenant's backlog does not hold up another's jobs
+		// (docs/operations.md, Fairness between tenants).
+		dynamicconfig.MatchingEnableFairness.Key(): true,
 	}
 }
 

@@ -22,3 +22,7 @@ var migrationTenantRetention = &gormigrate.Migration{
 		)
 	},
 }
+
+// migrationTenantFairness adds a tenant's fairness weight; NULL is the
+// default (docs/operations.md, Fairness between tenants).
+var migrationTenantFairness = columnMigration("202611300201_tenant_fairness_weight", "tenants", "fairness_weight", "DOUBLE PRECISION")
