@@ -17,7 +17,9 @@ func (s *Store) InsertJob(ctx context.Context, job *jobs.Record) error {
 }
 
 // SaveJob writes the whole projection of a job, creating it when missing,
-// unless the stored record already has the same or a higher revision.
+// unless the stored record already has the same or a higher revision, or
+// is the same finish whose result expired (a late write must not bring it
+// back; a later run's finish, after a retry, lands).
 func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 	job.UpdatedAt = time.Now().UTC()
 	return s.writeStatement(ctx, func(tx *gorm.DB) error {
@@ -26,9 +28,10 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 			DoUpdates: clause.AssignmentColumns([]string{
 				"provider", "status", "progress", "policy_id", "routing", "routing_history",
 				"result", "result_file", "error_code", "error_message", "worker_id", "revision",
-				"processed_at", "completed_at", "updated_at",
+				"processed_at", "completed_at", "updated_at", "result_expired_at",
 			}),
-			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision"}}},
+			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
+				"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
 		}).Create(job).Error
 	})
 }

@@ -203,6 +203,7 @@ var migrations = []*gormigrate.Migration{
 	migrationPayloadSecrets,
 	migrationTenantRetention,
 	migrationJobTombstones,
+	migrationJobRetention,
 	migrationTenantFairness,
 }
 

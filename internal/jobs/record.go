@@ -38,6 +38,9 @@ type Record struct {
 	ProcessedAt *time.Time
 	CompletedAt *time.Time
 	UpdatedAt   time.Time
+	// ResultExpiredAt is when the retention sweep erased the job's result
+	// and files (docs/api.md, Retention); nil while they are kept.
+	ResultExpiredAt *time.Time
 }
 
 // TableName is the table records live in.
