@@ -36,6 +36,8 @@ type Metrics struct {
 	storeWrites      *prometheus.HistogramVec
 	housekeepingRuns *prometheus.CounterVec
 	housekept        *prometheus.CounterVec
+	retentionSweeps  *prometheus.CounterVec
+	retained         *prometheus.CounterVec
 }
 
 // New registers the gateway's metrics, and the Go runtime's and the
@@ -70,7 +72,10 @@ func New() *Metrics {
 			latency, "operation", "outcome"),
 		housekeepingRuns: f.counter("gateway_housekeeping_runs_total", "Rounds of the workers' housekeeping sweeps, by sweep and outcome (ok, failed, skipped: another process ran or runs the round).",
 			"sweep", "outcome"),
-		housekept: f.counter("gateway_housekeeping_removed_total", "Files and rows the workers' housekeeping sweeps removed, by sweep.", "sweep"),
+		housekept:       f.counter("gateway_housekeeping_removed_total", "Files and rows the workers' housekeeping sweeps removed, by sweep.", "sweep"),
+		retentionSweeps: f.counter("gateway_retention_sweeps_total", "Retention sweeps, by outcome (ok, failed).", "outcome"),
+		retained: f.counter("gateway_retention_expired_total", "What the retention sweeps expired, by kind (results: results erased; jobs: jobs deleted; erasures: unfinished erasures started again).",
+			"kind"),
 	}
 }
 
@@ -189,6 +194,21 @@ func (m *Metrics) Housekeeping(sweep, outcome string, removed int) {
 	if m != nil {
 		m.housekeepingRuns.WithLabelValues(sweep, outcome).Inc()
 		m.housekept.WithLabelValues(sweep).Add(float64(removed))
+	}
+}
+
+// RetentionSweep records a retention sweep that ended with outcome.
+func (m *Metrics) RetentionSweep(outcome string) {
+	if m != nil {
+		m.retentionSweeps.WithLabelValues(outcome).Inc()
+	}
+}
+
+// RetentionExpired records n things of kind that a retention sweep
+// expired.
+func (m *Metrics) RetentionExpired(kind string, n int) {
+	if m != nil && n > 0 {
+		m.retained.WithLabelValues(kind).Add(float64(n))
 	}
 }
 
