@@ -12,6 +12,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // Deps are the dependencies of all the activities; New gives each
@@ -78,6 +79,13 @@ type Deps struct {
 	Namespace     string
 	DataConverter converter.DataConverter
 	Tombstones    TombstoneStore
+
+	// RetentionStore, Deleter and RetentionDefaults are the retention
+	// sweep's (docs/api.md, Retention); nil RetentionStore: this worker
+	// sweeps nothing.
+	RetentionStore    RetentionStore
+	Deleter           Deleter
+	RetentionDefaults store.RetentionDefaults
 }
 
 // Set is all the activities of a worker, one receiver per group.
@@ -90,6 +98,7 @@ type Set struct {
 	Webhooks    *Webhooks
 	Sweeps      *Sweeps
 	Erasure     *Erasure
+	Retention   *Retention
 }
 
 // New builds the activities, each receiver with its share of d.
@@ -113,6 +122,8 @@ func New(d Deps) *Set {
 		Sweeps: &Sweeps{Files: files, Callbacks: d.Callbacks},
 		Erasure: &Erasure{Temporal: d.Temporal, Namespace: d.Namespace, DataConverter: d.DataConverter,
 			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},
+		Retention: &Retention{Store: d.RetentionStore, Deleter: d.Deleter, Files: d.Files,
+			Defaults: d.RetentionDefaults, Metrics: d.Metrics},
 	}
 }
 
@@ -126,7 +137,7 @@ type ActivityRegistry interface {
 // method, as when they were methods of one struct: recorded histories
 // replay.
 func (s *Set) Register(r ActivityRegistry) {
-	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure} {
+	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure, s.Retention} {
 		r.RegisterActivity(receiver)
 	}
 }

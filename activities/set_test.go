@@ -30,8 +30,10 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 	}
 	slices.Sort(names)
 	require.Equal(t, []string{
-		"CallProvider", "CheckProvider", "DecideRoute", "DeliverWebhook", "DeliverWebhookEvent",
-		"ExtractAudio", "FetchMedia", "ProbeMedia", "RemoveJobMedia", "SaveJob", "SubmitToProvider",
+		"CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
+		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FetchMedia", "FinishErasure",
+		"ProbeMedia", "PurgeVendorCopy", "ReadJobTrail", "RecordRetentionSweep", "RemoveJobMedia",
+		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
 		"SweepProviderCallbacks", "SweepResultFiles", "SweepScratch", "SweepWorkFiles",
 	}, names)
 }
