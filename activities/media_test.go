@@ -417,7 +417,7 @@ func TestWaitingForAFetchSlotHeartbeats(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 5*heartbeatTimeout/2-100*time.Millisecond, "it waited for the slot")
 }
 
-func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
+func TestSweepRemovesOldWorkFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
@@ -448,7 +448,6 @@ func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 
 	now := time.Now()
 	require.Zero(t, sweep(acts.SweepWorkFiles(ctx, now)))
-	require.Zero(t, sweep(acts.SweepResultFiles(ctx, now, 48*time.Hour)))
 	require.Zero(t, sweep(acts.SweepScratch(ctx, now)))
 	require.True(t, exists("work/old/source"), "young files stay")
 	require.DirExists(t, stale)
@@ -456,13 +455,10 @@ func TestSweepRemovesOldWorkAndResultFiles(t *testing.T) {
 	later := now.Add(72 * time.Hour)
 	require.Equal(t, 2, sweep(acts.SweepWorkFiles(ctx, later)), "work files older than a day are swept")
 	require.False(t, exists("work/old/source"))
-	require.Zero(t, sweep(acts.SweepResultFiles(ctx, later, 0)))
-	require.True(t, exists("results/old/transcript.srt"), "retention 0 keeps results")
+	require.True(t, exists("results/old/transcript.srt"), "result files go with their job's retention (Retention)")
 	require.Equal(t, 1, sweep(acts.SweepScratch(ctx, later)))
 	require.NoDirExists(t, stale)
 
-	require.Equal(t, 1, sweep(acts.SweepResultFiles(ctx, later, 48*time.Hour)))
-	require.False(t, exists("results/old/transcript.srt"))
 	require.Zero(t, sweep(acts.SweepWorkFiles(ctx, later)), "nothing left")
 }
 

@@ -34,6 +34,6 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FetchMedia", "FinishErasure",
 		"ProbeMedia", "PurgeVendorCopy", "ReadJobTrail", "RecordRetentionSweep", "RemoveJobMedia",
 		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
-		"SweepProviderCallbacks", "SweepResultFiles", "SweepScratch", "SweepWorkFiles",
+		"SweepProviderCallbacks", "SweepScratch", "SweepWorkFiles",
 	}, names)
 }

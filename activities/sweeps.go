@@ -9,7 +9,8 @@ import (
 )
 
 // Sweeps remove what crashed steps and finished jobs left behind; the
-// housekeeping rounds run them (docs/operations.md, Housekeeping).
+// housekeeping rounds run them (result files go with their job's
+// retention: Retention) (docs/operations.md, Housekeeping).
 type Sweeps struct {
 	// Files holds the media stage's and results' files and this worker's
 	// scratch directory.
@@ -37,15 +38,6 @@ func (s *Sweeps) SweepWorkFiles(ctx context.Context, now time.Time) (int, error)
 		return 0, nil
 	}
 	return s.Files.Store.Sweep(ctx, "work/", now.Add(-WorkFilesMaxAge))
-}
-
-// SweepResultFiles removes the result files older than retention (0: none)
-// and returns how many it removed; like SweepWorkFiles, once per round.
-func (s *Sweeps) SweepResultFiles(ctx context.Context, now time.Time, retention time.Duration) (int, error) {
-	if s.Files.Store == nil || retention <= 0 {
-		return 0, nil
-	}
-	return s.Files.Store.Sweep(ctx, "results/", now.Add(-retention))
 }
 
 // SweepScratch removes this worker's local scratch directories older than

@@ -14,8 +14,9 @@ import (
 
 // Housekeeping rounds (docs/operations.md, Housekeeping).
 const (
-	// filesEvery is how often crashed media steps' files, result files
-	// past their retention and vendors' posts are swept.
+	// filesEvery is how often crashed media steps' files and vendors'
+	// posts are swept; result files go with their job's retention, swept
+	// by the retention schedule (retention.go).
 	filesEvery = time.Hour
 	// routingStateEvery is how often expired rate counters and routing
 	// decisions are deleted: they pile up with the traffic, and a minute's
@@ -28,16 +29,10 @@ const (
 // the sweep of its scratch directory in every worker. A sweep with
 // nothing to sweep here is left out, so that it never takes a round from
 // a worker that has.
-func housekeeper(acts *activities.Sweeps, st *store.Store, retention time.Duration, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+func housekeeper(acts *activities.Sweeps, st *store.Store, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
 	var sweeps []housekeeping.Sweep
 	if acts.Files.Store != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
-		if retention > 0 {
-			sweeps = append(sweeps, housekeeping.Sweep{Name: "result_files", Every: filesEvery, Shared: true,
-				Run: func(ctx context.Context, now time.Time) (int, error) {
-					return acts.SweepResultFiles(ctx, now, retention)
-				}})
-		}
 	}
 	if acts.Callbacks != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "provider_callbacks", Every: filesEvery, Shared: true, Run: acts.SweepProviderCallbacks})

@@ -31,7 +31,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 		}
 		return shared, local
 	}
-	shared, local := names(housekeeper(&activities.Sweeps{}, st, time.Hour, nil, slog.Default()))
+	shared, local := names(housekeeper(&activities.Sweeps{}, st, nil, slog.Default()))
 	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys"}, shared, "no blob store, no vendor callbacks")
 	require.Equal(t, []string{"scratch"}, local)
 
@@ -39,16 +39,16 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
-	shared, _ = names(housekeeper(acts, st, 0, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys"}, shared, "retention 0 keeps results")
+	shared, _ = names(housekeeper(acts, st, nil, slog.Default()))
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys"}, shared)
 
 	m := metrics.New()
-	housekeeper(acts, st, time.Hour, m, slog.Default()).RunDue(ctx, time.Now())
+	housekeeper(acts, st, m, slog.Default()).RunDue(ctx, time.Now())
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
-	for _, sweep := range []string{"work_files", "result_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "scratch"} {
+	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "scratch"} {
 		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
 	}
 }

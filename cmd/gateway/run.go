@@ -412,7 +412,8 @@ const (
 	devWorkflowCacheSize = 64
 )
 
-// startWorker starts the job worker, and its housekeeping until ctx ends.
+// startWorker starts the job worker, makes the retention sweep's schedule,
+// and runs its housekeeping until ctx ends.
 //
 // On stop (SIGTERM), the worker takes no new tasks and gives the running
 // activities --worker-stop-timeout to finish; those still running then are
@@ -421,8 +422,13 @@ const (
 func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
 	registerWorkflows(w)
+	deleter, err := retentionDeleter(cfg, st, tc, registry, logger.With("component", "retention"))
+	if err != nil {
+		return nil, err
+	}
 	deps := activities.Deps{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
-		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store}
+		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
+		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}
@@ -432,7 +438,10 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	go housekeeper(acts.Sweeps, st.Store, cfg.Retention.Results, m, logger.With("component", "housekeeping")).Run(ctx)
+	if err := ensureRetentionSchedule(ctx, tc); err != nil {
+		logger.Warn("the retention sweep's schedule could not be made; the next worker start tries again", "schedule", workflows.RetentionScheduleID, "error", err)
+	}
+	go housekeeper(acts.Sweeps, st.Store, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
 }
 
@@ -441,6 +450,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 func registerWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.RetentionWorkflow, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 }
 
 // temporalNamespace is the namespace of the gateway's workflows.
