@@ -59,8 +59,9 @@ func (h jobListing) list(c *gin.Context) error {
 		return err
 	}
 	out := make([]jobs.Document, 0, len(records))
+	memo := retentions{} // a page's jobs share a few tenants
 	for i := range records {
-		doc, err := h.views.resource(c.Request.Context(), &records[i], jobs.Listing)
+		doc, err := h.views.resource(c.Request.Context(), &records[i], jobs.Listing, memo)
 		if err != nil {
 			return err
 		}

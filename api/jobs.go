@@ -52,7 +52,7 @@ func (h jobsHandler) create(svc jobs.Service) gin.HandlerFunc {
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
 		h.metrics.JobCreated(string(svc.ID))
-		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
+		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full, nil)
 		if err != nil {
 			return err
 		}
@@ -196,7 +196,7 @@ func (h jobsHandler) onJob(svc jobs.Service, status int, act func(context.Contex
 				return err
 			}
 		}
-		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full)
+		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full, nil)
 		if err != nil {
 			return err
 		}

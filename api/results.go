@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -41,6 +42,14 @@ func (h resultsHandler) get(svc jobs.Service) gin.HandlerFunc {
 		case jobs.StatusCompleted:
 		default:
 			return apierror.New(http.StatusNotFound, apierror.CodeResultNotReady, "job %s is %s; its result is not ready yet", job.ID, job.Status)
+		}
+		expires, err := h.views.resultExpiry(c.Request.Context(), job, nil)
+		if err != nil {
+			return err
+		}
+		if !expires.IsZero() && h.views.expired(expires) {
+			return apierror.New(http.StatusGone, apierror.CodeResultExpired, "the result of job %s expired at %s by its tenant's retention",
+				job.ID, expires.Format(time.RFC3339))
 		}
 		spec, ok := jobs.ServiceOf(svc.ID)
 		if !ok {

@@ -216,7 +216,8 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		register(r)
 	}
 
-	views := jobViews{files: cfg.Files, linkTTL: cfg.LinkTTL, region: cfg.Region, nodeID: cfg.NodeID}
+	views := jobViews{files: cfg.Files, linkTTL: cfg.LinkTTL, region: cfg.Region, nodeID: cfg.NodeID,
+		tenants: cfg.Tenants, retention: cfg.RetentionDefaults, now: cfg.Now}
 	jobsH := jobsHandler{jobs: cfg.Store, ops: cfg.Jobs, views: views, metrics: cfg.Metrics}
 	results := resultsHandler{jobs: cfg.Store, views: views}
 	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier))

@@ -72,6 +72,9 @@ const (
 	// CodeJobDeleted answers every request on a deleted job but its
 	// tenant's other jobs (docs/api.md, Deleting a job).
 	CodeJobDeleted = "JOB_DELETED"
+	// CodeResultExpired answers the result of a job whose result expired
+	// by its tenant's retention (docs/api.md, Retention).
+	CodeResultExpired = "RESULT_EXPIRED"
 )
 
 // Unauthorized is the 401 for a missing or invalid token.

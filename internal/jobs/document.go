@@ -21,10 +21,14 @@ type Attributes struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	ProcessedAt    *time.Time      `json:"processed_at,omitempty"`
 	CompletedAt    *time.Time      `json:"completed_at,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Options        json.RawMessage `json:"options,omitempty"`
-	PolicyID       string          `json:"policy_id,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
+	// ResultExpiresAt is when the result and result files expire (or
+	// expired) by the tenant's retention (docs/api.md, Retention); the
+	// API sets it.
+	ResultExpiresAt *time.Time      `json:"result_expires_at,omitempty"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	Options         json.RawMessage `json:"options,omitempty"`
+	PolicyID        string          `json:"policy_id,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
 }
 
 // Detail selects which attributes a document shows.
