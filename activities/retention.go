@@ -39,7 +39,7 @@ type RetentionStore interface {
 // Deleter deletes jobs (*jobops.Service).
 type Deleter interface {
 	Delete(ctx context.Context, job *jobs.Record, by string) (*jobs.Tombstone, error)
-	StartErasure(ctx context.Context, tomb *jobs.Tombstone) error
+	StartErasure(ctx context.Context, tomb *jobs.Tombstone, pending bool) error
 }
 
 // RetentionBatch is one activity call of a sweep: at most Limit jobs (or
@@ -113,7 +113,7 @@ func (r *Retention) RestartErasures(ctx context.Context, b RetentionBatch) (Rete
 	out.Selected = len(tombs)
 	for i := range tombs {
 		beatIfActivity(ctx)
-		if err = r.Deleter.StartErasure(ctx, &tombs[i]); err != nil {
+		if err = r.Deleter.StartErasure(ctx, &tombs[i], false); err != nil {
 			break
 		}
 		out.Expired++

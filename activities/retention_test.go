@@ -47,7 +47,7 @@ func (d *fakeDeleter) Delete(ctx context.Context, job *jobs.Record, by string) (
 	return tomb, nil
 }
 
-func (d *fakeDeleter) StartErasure(_ context.Context, tomb *jobs.Tombstone) error {
+func (d *fakeDeleter) StartErasure(_ context.Context, tomb *jobs.Tombstone, _ bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.erasing = append(d.erasing, tomb.ID)
@@ -191,4 +191,4 @@ func (d *racingDeleter) Delete(ctx context.Context, job *jobs.Record, _ string) 
 	return nil, errors.New("job was deleted")
 }
 
-func (d *racingDeleter) StartErasure(context.Context, *jobs.Tombstone) error { return nil }
+func (d *racingDeleter) StartErasure(context.Context, *jobs.Tombstone, bool) error { return nil }
