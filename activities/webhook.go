@@ -79,6 +79,7 @@ type DeliveryStore interface {
 // JobReader reads a job's stored record.
 type JobReader interface {
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+	GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error)
 }
 
 // WebhookDelivery is one event of a job to deliver.
@@ -113,9 +114,11 @@ func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) e
 	}
 	rec, err := w.Jobs.GetJob(ctx, d.Job.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		// Deleted: its events are not sent any more (docs/api.md,
-		// Deleting a job).
-		return temporal.NewNonRetryableApplicationError("the job was deleted", ErrTypeWebhookFailed, err)
+		if _, terr := w.Jobs.GetTombstone(ctx, d.Job.ID); terr == nil {
+			// Deleted: its events are not sent any more (docs/api.md,
+			// Deleting a job).
+			return temporal.NewNonRetryableApplicationError("the job was deleted", ErrTypeWebhookFailed, err)
+		}
 	}
 	if err == nil {
 		d.Job, err = d.Job.WithDocuments(rec)
