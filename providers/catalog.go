@@ -50,7 +50,10 @@ var PricingUnits = []string{PerMinute, PerCharacter, PerPage, PerRequest, PerTok
 
 // Catalog is the set of configured providers.
 type Catalog struct {
-	Providers []*Provider `yaml:"providers"` // in file order
+	// PriceVersion names the prices in force, recorded with every job's
+	// cost; "" makes it a hash of the pricing entries (PriceBook.Version).
+	PriceVersion string      `yaml:"price_version"`
+	Providers    []*Provider `yaml:"providers"` // in file order
 }
 
 // Lookup finds a provider by id.
@@ -101,11 +104,20 @@ type Limits struct {
 	MaxDurationSeconds int `json:"max_duration_seconds" yaml:"max_duration_seconds"`
 }
 
-// Pricing is the cost of a capability per unit.
+// Pricing is the cost of a capability per unit (docs/providers.md, The
+// catalog file); PriceBook prices jobs with it.
 type Pricing struct {
 	Unit     string  `json:"unit" yaml:"unit"` // one of PricingUnits
 	Amount   float64 `json:"amount" yaml:"amount"`
 	Currency string  `json:"currency" yaml:"currency"` // ISO 4217
+	// InputAmount and OutputAmount price per_token input and output
+	// tokens apart; unset, each is Amount.
+	InputAmount  *float64 `json:"input_amount,omitempty" yaml:"input_amount"`
+	OutputAmount *float64 `json:"output_amount,omitempty" yaml:"output_amount"`
+	// MinimumCharge is the least a job costs (0: none).
+	MinimumCharge float64 `json:"minimum_charge,omitempty" yaml:"minimum_charge"`
+	// RoundUpToMinute bills per_minute media by started minute.
+	RoundUpToMinute bool `json:"round_up_to_minute,omitempty" yaml:"round_up_to_minute"`
 }
 
 //go:embed default_catalog.yaml
@@ -432,6 +444,20 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 	}
 	if pr.Amount < 0 || math.IsNaN(pr.Amount) || math.IsInf(pr.Amount, 0) {
 		add("pricing.amount: %v is not valid; use a cost per unit >= 0", pr.Amount)
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"input_amount", pr.InputAmount}, {"output_amount", pr.OutputAmount}, {"minimum_charge", &pr.MinimumCharge}} {
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			add("pricing.%s: %v is not valid; use an amount >= 0", f.name, *f.v)
+		}
+	}
+	if (pr.InputAmount != nil || pr.OutputAmount != nil) && pr.Unit != PerToken {
+		add("pricing: input_amount and output_amount are for unit per_token only; remove them or use amount")
+	}
+	if pr.RoundUpToMinute && pr.Unit != PerMinute {
+		add("pricing.round_up_to_minute: only for unit per_minute; remove it")
 	}
 	if !currencyRE.MatchString(pr.Currency) {
 		add("pricing.currency: %q is not an ISO 4217 code; use three capital letters such as USD or EUR", pr.Currency)

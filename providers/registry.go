@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -21,6 +22,9 @@ type Registry struct {
 	// calls are the adapters as callers get them: they refuse the
 	// services the adapter did not declare (see guard).
 	calls map[string]Adapter
+
+	pricesOnce sync.Once
+	prices     *PriceBook
 }
 
 // NewRegistry builds the adapter of every provider in c with the factory
@@ -69,6 +73,12 @@ func NewRegistry(c *Catalog, factories map[string]Factory) (*Registry, error) {
 
 // Catalog returns the catalog the registry was built from.
 func (r *Registry) Catalog() *Catalog { return r.catalog }
+
+// Prices is the price book of the catalog, made on first use.
+func (r *Registry) Prices() *PriceBook {
+	r.pricesOnce.Do(func() { r.prices = NewPriceBook(r.catalog) })
+	return r.prices
+}
 
 // ExpectedDuration is how long a call to the provider takes, when its
 // adapter knows (see DurationEstimator).

@@ -29,6 +29,8 @@ type Attributes struct {
 	Options         json.RawMessage `json:"options,omitempty"`
 	PolicyID        string          `json:"policy_id,omitempty"`
 	Result          json.RawMessage `json:"result,omitempty"`
+	// Usage is the finished job's JobUsage (docs/api.md, Usage and cost).
+	Usage json.RawMessage `json:"usage,omitempty"`
 }
 
 // Detail selects which attributes a document shows.
@@ -54,7 +56,7 @@ func (r *Record) Attributes(detail Detail) Attributes {
 		tenant: r.Tenant, userID: r.UserID, provider: r.Provider, policyID: r.PolicyID,
 		status: r.Status, progress: r.Progress, failure: r.Failure(),
 		routing: raw(r.Routing), history: raw(r.RoutingHistory),
-		input: raw(r.Input), options: raw(r.Options), result: raw(r.Result),
+		input: raw(r.Input), options: raw(r.Options), result: raw(r.Result), usage: raw(r.Usage),
 		createdAt: r.CreatedAt, processedAt: r.ProcessedAt, completedAt: r.CompletedAt,
 	}, detail)
 }
@@ -100,7 +102,7 @@ type view struct {
 	progress                           int
 	failure                            *Error
 	routing, history                   json.RawMessage
-	input, options, result             json.RawMessage
+	input, options, result, usage      json.RawMessage
 	createdAt                          time.Time
 	processedAt, completedAt           *time.Time
 }
@@ -134,6 +136,9 @@ func attributesOf(v view, detail Detail) Attributes {
 	if v.status.Terminal() && v.completedAt != nil {
 		t := v.completedAt.UTC()
 		attrs.CompletedAt = &t
+	}
+	if v.status.Terminal() && len(v.usage) > 0 {
+		attrs.Usage = v.usage
 	}
 	if v.status == StatusFailed {
 		attrs.Error = v.failure

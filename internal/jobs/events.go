@@ -36,7 +36,7 @@ func (s Snapshot) Attributes() (Attributes, error) {
 		tenant: s.Tenant, userID: s.UserID, provider: s.Provider, policyID: s.PolicyID,
 		status: s.Status, progress: s.Progress, failure: s.Error,
 		routing: routing, history: history,
-		input: s.Input, options: s.Options, result: s.Result,
+		input: s.Input, options: s.Options, result: s.Result, usage: s.Usage,
 		createdAt: s.CreatedAt, processedAt: s.ProcessedAt, completedAt: s.CompletedAt,
 	}, Full), nil
 }
@@ -68,11 +68,11 @@ func WebhookBody(event string, s Snapshot) ([]byte, error) {
 }
 
 // WithoutDocuments is the snapshot without the job's documents: input,
-// options and client meta, which never change, and the result, which is
-// written once, with the completed status. What is left is what an event
+// options and client meta, which never change, and the result and usage,
+// which are written once, with the terminal status. What is left is what an event
 // pins; WithDocuments takes the rest from the job's stored record.
 func (s Snapshot) WithoutDocuments() Snapshot {
-	s.Input, s.Options, s.ClientMeta, s.Result = nil, nil, nil, nil
+	s.Input, s.Options, s.ClientMeta, s.Result, s.Usage = nil, nil, nil, nil, nil
 	return s
 }
 
@@ -90,6 +90,9 @@ func (s Snapshot) WithDocuments(r *Record) (Snapshot, error) {
 			return s, fmt.Errorf("stored job %s is %s, not yet completed", r.ID, r.Status)
 		}
 		s.Result = raw(r.Result)
+	}
+	if s.Status.Terminal() {
+		s.Usage = raw(r.Usage)
 	}
 	return s, nil
 }

@@ -23,6 +23,9 @@ type Record struct {
 	// ResultFile is the blob key of the job's result file, linked as
 	// result.download_url (docs/media.md); "" when it has none.
 	ResultFile string
+	// Usage is the finished job's usage and cost (a JobUsage, JSON), shown
+	// as attributes.usage; "" before then.
+	Usage string
 	// TraceID is the trace of the request that created the job, shown as
 	// meta.system.trace_id; "" when tracing was off.
 	TraceID      string

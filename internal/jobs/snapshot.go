@@ -25,12 +25,15 @@ type Snapshot struct {
 	RoutingHistory []RoutingInfo   `json:"routing_history"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	// ResultFile is the blob key of the result file (docs/media.md).
-	ResultFile  string     `json:"result_file,omitempty"`
-	Error       *Error     `json:"error,omitempty"`
-	WorkerID    string     `json:"worker_id,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ProcessedAt *time.Time `json:"processed_at,omitempty"`
-	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	ResultFile string `json:"result_file,omitempty"`
+	// Usage is the finished job's JobUsage, which the projection write
+	// adds (docs/api.md, Usage and cost); the workflow never sets it.
+	Usage       json.RawMessage `json:"usage,omitempty"`
+	Error       *Error          `json:"error,omitempty"`
+	WorkerID    string          `json:"worker_id,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ProcessedAt *time.Time      `json:"processed_at,omitempty"`
+	CompletedAt *time.Time      `json:"completed_at,omitempty"`
 	// Revision increases with every projection write of the job.
 	Revision int `json:"revision"`
 }
@@ -58,6 +61,7 @@ func (s Snapshot) Record() (*Record, error) {
 		RoutingHistory: string(history),
 		Result:         string(s.Result),
 		ResultFile:     s.ResultFile,
+		Usage:          string(s.Usage),
 		WorkerID:       s.WorkerID,
 		Revision:       s.Revision,
 		CreatedAt:      s.CreatedAt.UTC(),
