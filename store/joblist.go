@@ -27,7 +27,7 @@ var jobListColumns = []string{
 	"jobs.id", "jobs.service", "jobs.tenant", "jobs.user_id", "jobs.provider", "jobs.status",
 	"jobs.progress", "jobs.policy_id", "jobs.routing", "jobs.routing_history", "jobs.error_code",
 	"jobs.error_message", "jobs.client_meta", "jobs.worker_id", "jobs.created_at",
-	"jobs.processed_at", "jobs.completed_at", "jobs.result_expired_at",
+	"jobs.processed_at", "jobs.completed_at", "jobs.result_expired_at", "jobs.usage",
 }
 
 // jobListOrder is newest first; ids are UUIDv7, so they break ties in

@@ -22,18 +22,21 @@ func (s *Store) InsertJob(ctx context.Context, job *jobs.Record) error {
 // back; a later run's finish, after a retry, lands).
 func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 	job.UpdatedAt = time.Now().UTC()
-	return s.writeStatement(ctx, func(tx *gorm.DB) error {
-		return tx.Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "id"}},
-			DoUpdates: clause.AssignmentColumns([]string{
-				"provider", "status", "progress", "policy_id", "routing", "routing_history",
-				"result", "result_file", "error_code", "error_message", "worker_id", "revision",
-				"processed_at", "completed_at", "updated_at", "result_expired_at",
-			}),
-			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
-				"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
-		}).Create(job).Error
-	})
+	return s.writeStatement(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
+}
+
+// saveJob is SaveJob's statement.
+func saveJob(tx *gorm.DB, job *jobs.Record) error {
+	return tx.Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "id"}},
+		DoUpdates: clause.AssignmentColumns([]string{
+			"provider", "status", "progress", "policy_id", "routing", "routing_history",
+			"result", "result_file", "error_code", "error_message", "worker_id", "revision",
+			"processed_at", "completed_at", "updated_at", "result_expired_at", "usage",
+		}),
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
+			"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
+	}).Create(job).Error
 }
 
 // UpdateProgress raises a processing job's progress; it never lowers it and

@@ -204,6 +204,7 @@ var migrations = []*gormigrate.Migration{
 	migrationTenantRetention,
 	migrationJobTombstones,
 	migrationJobRetention,
+	migrationJobUsage,
 	migrationTenantFairness,
 }
 

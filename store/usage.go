@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+)
+
+// UsageEntry is one billed job attempt in the usage ledger (docs/api.md,
+// Usage and cost). It outlives the job: deleting a job keeps its entries.
+type UsageEntry struct {
+	JobID       string `gorm:"primaryKey"`
+	Attempt     int    `gorm:"primaryKey;autoIncrement:false"`
+	Tenant      string
+	Application string
+	Service     jobs.ServiceID
+	Provider    string
+	Unit        string
+	Quantity    float64
+	// Native is the jobs.NativeUsage, JSON.
+	Native string
+	// CostNanos is the cost in 1e-9 of Currency: sums are exact.
+	CostNanos    int64
+	Currency     string
+	PriceVersion string
+	Estimated    bool
+	BilledAt     time.Time
+}
+
+// TableName is the table entries live in.
+func (UsageEntry) TableName() string { return "usage_ledger" }
+
+// SaveJobUsage is SaveJob for a job that finished billed: the projection
+// and the ledger entry are written in one transaction. The entry is
+// written once per (job, attempt): a retried write leaves it as it was.
+func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *UsageEntry) error {
+	job.UpdatedAt = time.Now().UTC()
+	entry.BilledAt = entry.BilledAt.UTC()
+	return s.write(ctx, func(tx *gorm.DB) error {
+		if err := saveJob(tx, job); err != nil {
+			return err
+		}
+		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(entry).Error
+	})
+}
+
+// UsageFilter selects ledger entries: a tenant's, of one application
+// when Application is set, billed in [From, To).
+type UsageFilter struct {
+	Tenant      string
+	Application *string
+	From, To    time.Time
+}
+
+// UsageSum is the usage of the entries of one service, unit and currency.
+type UsageSum struct {
+	Service   jobs.ServiceID
+	Unit      string
+	Currency  string
+	Entries   int64
+	Quantity  float64
+	CostNanos int64
+}
+
+// SumUsage adds up the ledger entries f selects, by service, unit and
+// currency; the costs are exact.
+func (s *Store) SumUsage(ctx context.Context, f UsageFilter) ([]UsageSum, error) {
+	q := s.db.WithContext(ctx).Table("usage_ledger").
+		Select("service, unit, currency, COUNT(*) AS entries, COALESCE(SUM(quantity), 0) AS quantity, "+
+			"CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos").
+		Where("tenant = ? AND billed_at >= ? AND billed_at < ?", f.Tenant, f.From.UTC(), f.To.UTC())
+	if f.Application != nil {
+		q = q.Where("application = ?", *f.Application)
+	}
+	var sums []UsageSum
+	err := q.Group("service, unit, currency").Order("service, unit, currency").Scan(&sums).Error
+	return sums, err
+}
+
+// UsageEntries lists a job's ledger entries by attempt.
+func (s *Store) UsageEntries(ctx context.Context, jobID string) ([]UsageEntry, error) {
+	var entries []UsageEntry
+	err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("attempt").Find(&entries).Error
+	return entries, err
+}
