@@ -16,6 +16,7 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // recordingStore remembers what the activities wrote; the store's own tests
@@ -24,6 +25,14 @@ type recordingStore struct {
 	mu       sync.Mutex
 	saved    []*jobs.Record
 	progress []int
+	ledger   []*store.UsageEntry
+}
+
+func (s *recordingStore) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *store.UsageEntry) error {
+	s.mu.Lock()
+	s.ledger = append(s.ledger, entry)
+	s.mu.Unlock()
+	return s.SaveJob(ctx, job)
 }
 
 func (s *recordingStore) SaveJob(_ context.Context, job *jobs.Record) error {

@@ -16,11 +16,16 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // JobStore is what the projections need of the store.
 type JobStore interface {
 	SaveJob(ctx context.Context, job *jobs.Record) error
+	// SaveJobUsage is SaveJob with the job's usage ledger entry, written
+	// in the same transaction.
+	SaveJobUsage(ctx context.Context, job *jobs.Record, entry *store.UsageEntry) error
 	UpdateProgress(ctx context.Context, id string, progress int) error
 }
 
@@ -29,20 +34,41 @@ type Projections struct {
 	Store JobStore
 	// Metrics times the writes and counts finished jobs; nil records none.
 	Metrics *metrics.Metrics
+	// Providers prices completed jobs (docs/api.md, Usage and cost); nil
+	// bills none.
+	Providers *providers.Registry
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a
-// snapshot older than the stored one is ignored, so retries are safe.
+// snapshot older than the stored one is ignored, so retries are safe. A
+// completed job is billed in the same write: its usage, and its entry in
+// the usage ledger.
 func (p *Projections) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 	row, err := snap.Record()
 	if err != nil {
 		return err
 	}
+	var (
+		entry  *store.UsageEntry
+		priced bool
+	)
+	if snap.Status == jobs.StatusCompleted && p.Providers != nil {
+		if entry, priced, err = bill(p.Providers.Prices(), snap, row); err != nil {
+			return err
+		}
+	}
 	started := time.Now()
-	err = p.Store.SaveJob(ctx, row)
+	if entry != nil {
+		err = p.Store.SaveJobUsage(ctx, row, entry)
+	} else {
+		err = p.Store.SaveJob(ctx, row)
+	}
 	p.Metrics.StoreWrite("save_job", err, time.Since(started))
 	if err != nil {
 		return err
+	}
+	if entry != nil {
+		p.recordUsage(ctx, entry, priced)
 	}
 	if snap.Status.Terminal() {
 		code := ""

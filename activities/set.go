@@ -104,7 +104,7 @@ type Set struct {
 // New builds the activities, each receiver with its share of d.
 func New(d Deps) *Set {
 	files := Blobs{Store: d.Files, ScratchDir: d.ScratchDir}
-	projections := &Projections{Store: d.Store, Metrics: d.Metrics}
+	projections := &Projections{Store: d.Store, Metrics: d.Metrics, Providers: d.Providers}
 	return &Set{
 		Projections: projections,
 		Routing: &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,

@@ -38,6 +38,7 @@ type Metrics struct {
 	housekept        *prometheus.CounterVec
 	retentionSweeps  *prometheus.CounterVec
 	retained         *prometheus.CounterVec
+	usage            usageMetrics
 }
 
 // New registers the gateway's metrics, and the Go runtime's and the
@@ -76,6 +77,7 @@ func New() *Metrics {
 		retentionSweeps: f.counter("gateway_retention_sweeps_total", "Retention sweeps, by outcome (ok, failed).", "outcome"),
 		retained: f.counter("gateway_retention_expired_total", "What the retention sweeps expired, by kind (results: results erased; jobs: jobs deleted; erasures: unfinished erasures started again).",
 			"kind"),
+		usage: newUsageMetrics(f),
 	}
 }
 

@@ -163,9 +163,9 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		finish = "completed"
 	}
 	res := jobs.LLMTaskResult{Content: text.String(), FinishReason: finish}
-	if opts.IncludeUsage {
-		res.Usage = a.usage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
-	}
+	// Always: the gateway bills the tokens and shows result.usage only
+	// when the job set include_usage (docs/api.md, Usage and cost).
+	res.Usage = a.usage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
 	out, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode result: %w", err)

@@ -113,7 +113,7 @@ func TestDefaultsAndStopReasons(t *testing.T) {
 			res, err := b.run(t, `{"type":"text","prompt":"Hello"}`, ``)
 			require.NoError(t, err)
 			require.Equal(t, want, res.FinishReason)
-			require.Nil(t, res.Usage, "usage only when asked for")
+			require.NotNil(t, res.Usage, "always: the gateway bills it and shows it only when asked for")
 			body := <-b.bodies
 			require.Equal(t, "claude-sonnet-4-5", body["model"], "the settings' model")
 			require.NotContains(t, body, "temperature", "the API's default")

@@ -117,9 +117,9 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 	if finish == "length" {
 		res.FinishReason = "max_tokens"
 	}
-	if opts.IncludeUsage {
-		res.Usage = chatUsage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
-	}
+	// Always: the gateway bills the tokens and shows result.usage only
+	// when the job set include_usage (docs/api.md, Usage and cost).
+	res.Usage = chatUsage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
 	return res, nil
 }
 

@@ -124,7 +124,9 @@ func TestLLMTask(t *testing.T) {
 			answerFinish: "stop", wantModel: "gpt-test",
 			wantMessages: [][2]string{{"system", "You are terse."}, {"user", "Summarise this.\n\nThe quick brown fox."}},
 			check: func(t *testing.T, res map[string]any) {
-				require.Equal(t, map[string]any{"content": "answer", "finish_reason": "completed"}, res, "no usage unless asked")
+				require.Equal(t, map[string]any{"content": "answer", "finish_reason": "completed",
+					"usage": map[string]any{"input_tokens": 10.0, "output_tokens": 5.0, "cost": 0.015}}, res,
+					"usage always: the gateway shows it only when asked for")
 			},
 		},
 		{

@@ -182,12 +182,12 @@ func (j *llmTask) result() any {
 		"A real provider would answer here; this text only shows the shape of a result.",
 		j.provider, model, clip(j.in.Prompt, 80), inputChars)
 	res := jobs.LLMTaskResult{Content: content, FinishReason: "completed"}
-	if j.opts.IncludeUsage {
-		in := usage.EstimateTokens(j.in.SystemPrompt+j.in.Prompt) + (inputChars+3)/4
-		out := usage.EstimateTokens(content)
-		cost := usage.Cost(j.pricing, usage.Metered{Characters: inputChars, Pages: pages(inputChars), Tokens: in + out})
-		res.Usage = usage.New(in, out, cost)
-	}
+	// Always: the gateway bills the tokens and shows result.usage only
+	// when the job set include_usage (docs/api.md, Usage and cost).
+	in := usage.EstimateTokens(j.in.SystemPrompt+j.in.Prompt) + (inputChars+3)/4
+	out := usage.EstimateTokens(content)
+	cost := usage.Cost(j.pricing, usage.Metered{Characters: inputChars, Pages: pages(inputChars), Tokens: in + out})
+	res.Usage = usage.New(in, out, cost)
 	return res
 }
 

@@ -336,7 +336,7 @@ func TestLLMTask(t *testing.T) {
 		check                func(t *testing.T, res map[string]any)
 	}{
 		{"defaults", `{"type":"text","text":"some text","prompt":"Summarise"}`, ``, func(t *testing.T, res map[string]any) {
-			require.Equal(t, []string{"content", "finish_reason"}, keys(res))
+			require.Equal(t, []string{"content", "finish_reason", "usage"}, keys(res), "usage always: the gateway shows it only when asked for")
 			require.Equal(t, "completed", res["finish_reason"])
 			require.Regexp(t, `^\[sandbox\] .*using model sandbox-model.*"Summarise"`, res["content"])
 		}},

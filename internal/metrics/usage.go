@@ -1,0 +1,35 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// usageMetrics count what finished jobs consumed and cost (docs/api.md,
+// Usage and cost); no tenant label.
+type usageMetrics struct {
+	quantity *prometheus.CounterVec
+	cost     *prometheus.CounterVec
+	unpriced *prometheus.CounterVec
+}
+
+func newUsageMetrics(f factory) usageMetrics {
+	return usageMetrics{
+		quantity: f.counter("gateway_usage_quantity_total", "Usage of billed jobs in their pricing unit (minute, character, page, request, token), by service, provider and unit.",
+			"service", "provider", "unit"),
+		cost: f.counter("gateway_usage_cost_total", "Cost of billed jobs, by service, provider and currency.",
+			"service", "provider", "currency"),
+		unpriced: f.counter("gateway_usage_unpriced_total", "Completed jobs costed at zero because nothing prices them (no pricing, amount 0, or no measure for the unit), by service and provider.",
+			"service", "provider"),
+	}
+}
+
+// Usage records a billed job's quantity and cost; unpriced counts it as
+// costed at zero for want of a price.
+func (m *Metrics) Usage(service, provider, unit string, quantity float64, currency string, cost float64, unpriced bool) {
+	if m == nil {
+		return
+	}
+	m.usage.quantity.WithLabelValues(service, provider, unit).Add(quantity)
+	m.usage.cost.WithLabelValues(service, provider, currency).Add(cost)
+	if unpriced {
+		m.usage.unpriced.WithLabelValues(service, provider).Inc()
+	}
+}
