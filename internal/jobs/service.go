@@ -64,8 +64,8 @@ type Service struct {
 	Media MediaSteps
 	// Results is what the gateway adds to a provider's result.
 	Results ResultFinishing
-	// Usage is the unit the service's usage is measured in (nothing reads
-	// it yet: usage, prices and budgets will).
+	// Usage is the unit the service's usage is measured in (MeasureUsage;
+	// docs/api.md, Usage and cost).
 	Usage UsageUnit
 
 	codec requestCodec
