@@ -257,8 +257,15 @@ func (e *Erasure) DeleteJobFiles(ctx context.Context, jobID string) (int, error)
 	return removed, nil
 }
 
+// runsGoneWait is how long DeleteJobRuns waits for Temporal to delete the
+// runs before it fails, to be retried.
+const runsGoneWait = 90 * time.Second
+
 // DeleteJobRuns deletes the runs of the job's workflow, with their
-// histories, from Temporal.
+// histories, from Temporal, and returns once they are gone: Temporal
+// deletes a closed run in the background once it has processed its close
+// (within about 30 s at its defaults), and the tombstone may not say the
+// job's histories are gone before they are.
 func (e *Erasure) DeleteJobRuns(ctx context.Context, jobID string, runs []string) error {
 	if len(runs) == 0 {
 		runs = []string{""}
@@ -272,7 +279,31 @@ func (e *Erasure) DeleteJobRuns(ctx context.Context, jobID string, runs []string
 			return err
 		}
 	}
-	return nil
+	deadline := time.Now().Add(runsGoneWait)
+	for {
+		left := 0
+		for _, run := range runs {
+			_, err := e.Temporal.DescribeWorkflowExecution(ctx, jobID, run)
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			if err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return temporal.NewApplicationError(fmt.Sprintf("Temporal has not deleted %d runs of the job's workflow yet", left), ErrTypeErasure)
+		}
+		activity.RecordHeartbeat(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // FinishErasure records on the tombstone that the erasure finished.

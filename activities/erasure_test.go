@@ -415,12 +415,18 @@ func TestDeleteJobRuns(t *testing.T) {
 	svc := &workflowService{gone: map[string]bool{"run-1": true}}
 	tc := mocks.NewClient(t)
 	tc.On("WorkflowService").Return(svc)
+	notFound := serviceerror.NewNotFound("workflow not found")
+	// Temporal deletes in the background: run-2 is there for one more
+	// look, then gone.
+	tc.On("DescribeWorkflowExecution", mock.Anything, erasedJob, "run-2").Return(described("run-2", enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED), nil).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, erasedJob, mock.Anything).Return(nil, notFound)
 	e := &activities.Erasure{Temporal: tc, Namespace: "gateway"}
 	env := erasureEnv(e)
 
 	_, err := env.ExecuteActivity(e.DeleteJobRuns, erasedJob, []string{"run-2", "run-1"})
 	require.NoError(t, err, "a run deleted already is no failure")
 	require.Len(t, svc.deleted, 2)
+	tc.AssertNumberOfCalls(t, "DescribeWorkflowExecution", 4)
 	require.Equal(t, "run-2", svc.deleted[0].GetRunId())
 	require.Equal(t, "run-1", svc.deleted[1].GetRunId())
 	require.Equal(t, erasedJob, svc.deleted[0].GetWorkflowId())
