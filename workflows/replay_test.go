@@ -12,9 +12,11 @@ import (
 )
 
 // TestReplayRecordedHistories replays every recorded history in testdata/
-// against the current JobWorkflow: a change that would break running
-// workflows (non-determinism) fails here. Histories are recorded by
-// cmd/gateway's TestRecordHistories; keep old ones when adding new.
+// against the current JobWorkflow and DeletionWorkflow: a change that
+// would break running workflows (non-determinism) fails here. Histories
+// are recorded by cmd/gateway's TestRecordHistories (job-*.json) and
+// TestRecordDeletionHistories (deletion-*.json); keep old ones when adding
+// new.
 func TestReplayRecordedHistories(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
@@ -25,6 +27,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			t.Parallel()
 			replayer := worker.NewWorkflowReplayer()
 			replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+			replayer.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, file))
 		})
 	}

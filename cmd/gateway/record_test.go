@@ -141,3 +141,45 @@ func TestRecordHistories(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-"+name+".json"), data, 0o644))
 	}
 }
+
+// TestRecordDeletionHistories records DeletionWorkflow's histories for the
+// replay tests in workflows/, as TestRecordHistories does the job
+// workflow's; it runs only when GATEWAY_RECORD_HISTORIES names the
+// directory to write to:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordDeletionHistories
+//
+// Rename the new files deletion-vN-*.json, N one more than the newest.
+func TestRecordDeletionHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	vendor := newFakeAssemblyAI(t, true)
+	catalog := writeCatalog(t, recordCatalog+vendor.provider())
+	temporalAddr := freeAddr(t)
+	// Payload encryption off: the replay tests decode the histories with
+	// the SDK's default data converter.
+	g := newGatewayEnv(t, "", temporalAddr, []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey, envPayloadKeys + "=" + payloadKeysOff},
+		"--providers", catalog)
+	tc := temporalClient(t, temporalAddr)
+
+	// A job submitted to an asynchronous vendor, with a webhook: the
+	// vendor's copy is purged by its handle and the receiver gets
+	// transcription.deleted.
+	recv := newHookReceiver(t, http.StatusNoContent)
+	id := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"assemblyai","input":{"type":"audio","url":"`+
+		g.url("/dev/samples/tone.wav")+`"},"webhook":{"url":"`+recv.URL+`"}}}}`).Data.ID
+	g.waitEnded("transcriptions", id, 60*time.Second, "completed")
+	recv.waitForEvent(t, "transcription.completed", 30*time.Second)
+	g.deleteJob("transcriptions", id)
+	recv.waitForEvent(t, "transcription.deleted", 60*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, tc.GetWorkflow(ctx, "deletion-"+id, "").Get(ctx, nil))
+	history := &historypb.History{Events: historyOf(context.Background(), t, tc, "deletion-"+id)}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deletion-purged-webhook-delivered.json"), data, 0o644))
+}
