@@ -27,8 +27,8 @@ const (
 	// ErrTypeWebhookFailed is a retryable failure: a non-2xx answer other
 	// than 410, a timeout or a network error.
 	ErrTypeWebhookFailed = "WebhookFailed"
-	// ErrTypeWebhookGone is the receiver's 410 Gone: stop delivering the
-	// job's events.
+	// ErrTypeWebhookGone is the receiver's 410 Gone, or a job that was
+	// deleted: stop delivering the job's events.
 	ErrTypeWebhookGone = "WebhookGone"
 	// ErrTypeWebhookForbidden is a URL the gateway refuses to call (an
 	// address outside the public internet): stop delivering the job's
@@ -76,7 +76,8 @@ type DeliveryStore interface {
 	RecordDelivery(ctx context.Context, d *store.WebhookDelivery) error
 }
 
-// JobReader reads a job's stored record.
+// JobReader reads a job's stored record, or the tombstone of a deleted
+// job.
 type JobReader interface {
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error)
@@ -116,8 +117,9 @@ func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) e
 	if errors.Is(err, store.ErrNotFound) {
 		if _, terr := w.Jobs.GetTombstone(ctx, d.Job.ID); terr == nil {
 			// Deleted: its events are not sent any more (docs/api.md,
-			// Deleting a job).
-			return temporal.NewNonRetryableApplicationError("the job was deleted", ErrTypeWebhookFailed, err)
+			// Deleting a job), and the job's workflow stops delivering
+			// as after a 410.
+			return temporal.NewNonRetryableApplicationError("the job was deleted", ErrTypeWebhookGone, err)
 		}
 	}
 	if err == nil {

@@ -541,6 +541,28 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	require.Empty(t, recv.requests())
 }
 
+// A deleted job's events are not sent: the error stops the workflow's
+// deliveries as a 410 does.
+func TestDeliverWebhookEventOfADeletedJob(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t)
+	b := setupHooksReading(t, nil, st)
+	recv := newReceiver(t, status(http.StatusOK))
+	d := delivery(recv.URL)
+	rec, err := d.Job.Record()
+	require.NoError(t, err)
+	require.NoError(t, st.SaveJob(context.Background(), rec))
+	_, _, err = st.DeleteJob(context.Background(), d.Job.ID, "alice", time.Now())
+	require.NoError(t, err)
+
+	d.Job = d.Job.WithoutDocuments()
+	_, err = b.env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, d)
+	requireAppError(t, err, activities.ErrTypeWebhookGone, false)
+	require.ErrorContains(t, err, "the job was deleted")
+	require.Empty(t, recv.requests())
+	require.Empty(t, b.log.all(), "a deleted job's delivery log stays empty")
+}
+
 func TestCompletedEventLinksTheResultFile(t *testing.T) {
 	t.Parallel()
 	files, err := blobstore.Open(t.Context(), blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://gateway.test"})
