@@ -281,10 +281,12 @@ func TestDeletingJobsEndToEnd(t *testing.T) {
 
 	t.Run("a running job", func(t *testing.T) {
 		t.Parallel()
+		recv := newHookReceiver(t, http.StatusNoContent)
 		job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-slow",
-			"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
+			"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"},"webhook":{"url":"`+recv.URL+`"}}}}`)
 		id := job.Data.ID
 		g.waitFor("transcriptions", id, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "processing" })
+		recv.waitForEvent(t, "transcription.progress", 30*time.Second)
 		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
 		require.NoError(t, err)
 		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
@@ -293,10 +295,59 @@ func TestDeletingJobsEndToEnd(t *testing.T) {
 		require.Nil(t, deleted.Data.Attributes.CompletedAt)
 		g.requireGone("transcriptions", id)
 
+		// Its workflow is cancelled, and ends at once (its webhook's
+		// deliveries stop): it is not left to be terminated.
+		require.Eventually(t, func() bool {
+			desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+			var notFound *serviceerror.NotFound
+			if errors.As(err, &notFound) {
+				return true
+			}
+			require.NoError(t, err)
+			status := desc.GetWorkflowExecutionInfo().GetStatus()
+			if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return false
+			}
+			require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, status)
+			return true
+		}, 20*time.Second, 100*time.Millisecond, "the job's workflow ends once cancelled")
+
 		waitErased(t, tc, id, 45*time.Second)
 		g.requireGone("transcriptions", id)
 		require.NotContains(t, g.listedJobs(), id)
 		files, _ := filepath.Glob(filepath.Join(g.dataDir, "files", "*", id, "*"))
 		require.Empty(t, files, "no file of the job is left")
+
+		// Stopping the job's workflow sends no event of its own: the
+		// receiver's last event is transcription.deleted.
+		calls := recv.waitForEvent(t, "transcription.deleted", 30*time.Second)
+		for _, c := range calls[:len(calls)-1] {
+			require.Equal(t, "transcription.progress", c.event)
+		}
+		require.Equal(t, "transcription.deleted", calls[len(calls)-1].event)
+	})
+
+	t.Run("by an admin of another tenant", func(t *testing.T) {
+		t.Parallel()
+		job := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-quick",
+			"input":{"type":"audio","url":"`+g.url("/dev/samples/tone.wav")+`"}}}}`)
+		id := job.Data.ID
+		g.waitEnded("transcriptions", id, 60*time.Second, "completed")
+
+		// DELETE /v1/jobs/{id} takes admin:cross-tenant.
+		status, body, _ := g.do(http.MethodDelete, "/v1/jobs/"+id, "")
+		requireErrorCode(t, http.StatusForbidden, "INSUFFICIENT_SCOPE", status, body, "DELETE /v1/jobs without admin:cross-tenant")
+		admin := "Bearer " + g.mint("ops", "admin:cross-tenant")
+		status, body, _ = g.do(http.MethodDelete, "/v1/jobs/"+id, "", "Authorization", admin)
+		require.Equal(t, http.StatusAccepted, status, "%s", body)
+		var deleted deletedDoc
+		require.NoError(t, json.Unmarshal(body, &deleted))
+		require.Equal(t, "acme", deleted.Data.Attributes.Tenant)
+		require.Equal(t, "transcription-job", deleted.Data.Type)
+
+		g.requireGone("transcriptions", id)
+		status, body, _ = g.do(http.MethodDelete, "/v1/jobs/"+id, "", "Authorization", admin)
+		requireErrorCode(t, http.StatusGone, "JOB_DELETED", status, body, "the admin's second DELETE")
+		waitErased(t, tc, id, 30*time.Second)
 	})
 }
