@@ -114,7 +114,9 @@ func (c *Checkpointer) Stop() {
 // checkpoint the WAL (wal_autocheckpoint 0): the Checkpointer does, off
 // the store's connection. A WAL started over is cut back to 16 MiB.
 // Temporary data (statement journals, which a job insert with its indexes
-// writes, and sorts) stays in memory instead of temp files.
+// writes, and sorts) stays in memory instead of temp files. Deleted
+// content is overwritten with zeros (secure_delete), so a deleted job's
+// input does not linger in freed pages (docs/api.md, Deleting a job).
 func DSN(path string) string {
-	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)"
+	return path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(16777216)&_pragma=temp_store(MEMORY)&_pragma=secure_delete(1)"
 }
