@@ -223,8 +223,10 @@ func (e *Erasure) PurgeVendorCopy(ctx context.Context, work VendorWork) (string,
 	if handle == "" {
 		outcome, _ := e.Providers.Purge(ctx, work.ProviderID, work.Service, "")
 		if outcome == providers.PurgePurged || outcome == providers.PurgeFailed {
-			// A purger's synchronous call left no handle to purge by.
-			outcome = providers.PurgeNoAPI
+			// The vendor keeps a copy, but its handle is not known (the
+			// job's history is gone, past the namespace's retention).
+			activity.GetLogger(ctx).Warn("vendor copy not deleted: its handle is unknown", "provider", work.ProviderID)
+			outcome = providers.PurgeFailed
 		}
 		return string(outcome), nil
 	}

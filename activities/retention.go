@@ -173,12 +173,10 @@ func (r *Retention) deleteFiles(ctx context.Context, jobID string) error {
 	if r.Files == nil {
 		return nil
 	}
-	for _, prefix := range []string{ResultPrefix(jobID), WorkPrefix(jobID)} {
-		if _, err := r.Files.DeletePrefix(ctx, prefix); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Only the result files: the media stage's files go when their job
+	// ends, and a retry that started meanwhile may be using them.
+	_, err := r.Files.DeletePrefix(ctx, ResultPrefix(jobID))
+	return err
 }
 
 // beatIfActivity records a heartbeat when ctx is an activity's.

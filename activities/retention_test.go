@@ -115,7 +115,7 @@ func TestRetentionExpiresResultsThenJobs(t *testing.T) {
 		require.Empty(t, got.Result)
 		require.NotNil(t, got.ResultExpiredAt)
 		require.False(t, exists(t, ctx, files, short.ResultFile), "the result file is gone")
-		require.False(t, exists(t, ctx, files, activities.WorkPrefix(short.ID)+"media.wav"), "the media stage's files too")
+		require.True(t, exists(t, ctx, files, activities.WorkPrefix(short.ID)+"media.wav"), "the media stage's files go with their job, not here")
 		require.True(t, exists(t, ctx, files, plain.ResultFile))
 		got, err = st.GetJob(ctx, plain.ID)
 		require.NoError(t, err)

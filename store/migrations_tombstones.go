@@ -44,7 +44,8 @@ var migrationJobTombstones = &gormigrate.Migration{
 	Rollback: func(tx *gorm.DB) error {
 		stmts := []string{"DROP TRIGGER jobs_stay_deleted"}
 		if tx.Dialector.Name() == "postgres" {
-			stmts = []string{"DROP TRIGGER jobs_stay_deleted ON jobs", "DROP FUNCTION jobs_stay_deleted()"}
+			stmts = []string{"DROP TRIGGER jobs_stay_deleted_after ON jobs", "DROP FUNCTION jobs_stay_deleted_after()",
+				"DROP TRIGGER jobs_stay_deleted ON jobs", "DROP FUNCTION jobs_stay_deleted()"}
 		}
 		if err := execAll(tx, stmts...); err != nil {
 			return err
@@ -67,4 +68,17 @@ BEGIN
 END $$`,
 	`CREATE TRIGGER jobs_stay_deleted BEFORE INSERT ON jobs
 	FOR EACH ROW EXECUTE FUNCTION jobs_stay_deleted()`,
+	// An upsert whose BEFORE trigger ran while DeleteJob held the row
+	// inserts once the row is gone, without running it again: the AFTER
+	// trigger, whose query sees the tombstone committed by then, takes
+	// the row away again.
+	`CREATE FUNCTION jobs_stay_deleted_after() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM job_tombstones WHERE id = NEW.id) THEN
+		DELETE FROM jobs WHERE id = NEW.id;
+	END IF;
+	RETURN NULL;
+END $$`,
+	`CREATE TRIGGER jobs_stay_deleted_after AFTER INSERT ON jobs
+	FOR EACH ROW EXECUTE FUNCTION jobs_stay_deleted_after()`,
 }

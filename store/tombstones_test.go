@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +94,49 @@ func TestDeleteJobLeavesATombstoneAndNoContent(t *testing.T) {
 		require.Equal(t, other.ID, listed[0].ID)
 		require.EqualValues(t, 1, total)
 	})
+}
+
+// TestDeletedJobStaysDeletedUnderARacingWrite: a projection write that
+// waits on the row while the job is being deleted does not bring it back
+// once the deletion commits (PostgreSQL: the insert after the conflict
+// vanished runs no BEFORE trigger again).
+func TestDeletedJobStaysDeletedUnderARacingWrite(t *testing.T) {
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
+		job := newJob()
+		job.Revision = 1
+		require.NoError(t, s.InsertJob(ctx, job))
+		// The deletion, by hand on a second connection, held open.
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		bind := func(q string) string { return q }
+		if isPostgres(db) {
+			bind = func(q string) string { return strings.ReplaceAll(strings.ReplaceAll(q, "?1", "$1"), "?2", "$2") }
+			_, err = tx.Exec(bind("SELECT id FROM jobs WHERE id = ?1 FOR UPDATE"), job.ID)
+			require.NoError(t, err)
+		}
+		_, err = tx.Exec(bind("INSERT INTO job_tombstones (id, tenant, service, created_at, deleted_at) VALUES (?1, 'acme', 'transcriptions', ?2, ?2)"), job.ID, time.Now().UTC())
+		require.NoError(t, err)
+		_, err = tx.Exec(bind("DELETE FROM jobs WHERE id = ?1"), job.ID)
+		require.NoError(t, err)
+
+		late := *job
+		late.Revision, late.Status, late.Result = 2, jobs.StatusCompleted, `{"text":"secret-words"}`
+		saved := make(chan error, 1)
+		go func() { saved <- s.SaveJob(ctx, &late) }()
+		if isPostgres(db) {
+			time.Sleep(300 * time.Millisecond) // the upsert waits on the row
+		}
+		require.NoError(t, tx.Commit())
+		require.NoError(t, <-saved)
+		_, err = s.GetJob(ctx, job.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "the deleted job did not come back")
+	})
+}
+
+func isPostgres(db *sql.DB) bool {
+	_, ok := db.Driver().(interface {
+		Open(string) (driver.Conn, error)
+	})
+	var v string
+	return ok && db.QueryRow("SELECT version()").Scan(&v) == nil && strings.Contains(v, "PostgreSQL")
 }

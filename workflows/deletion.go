@@ -32,6 +32,9 @@ type DeletionInput struct {
 	// StartMayFollow: the job was pending, and a dispatcher that took its
 	// start before the deletion may still make it, within its lease.
 	StartMayFollow bool `json:"start_may_follow,omitempty"`
+	// Webhook is the webhook of a job deleted pending, read from its
+	// start; a job whose workflow ran has it in its history.
+	Webhook *jobs.Webhook `json:"webhook,omitempty"`
 }
 
 // lateStartWindow is how long after a pending job's deletion its start
@@ -95,17 +98,24 @@ func DeletionWorkflow(ctx workflow.Context, in DeletionInput) error {
 	if err := workflow.ExecuteActivity(step("read the job's histories"), erasure.ReadJobTrail, id).Get(ctx, &trail); err != nil {
 		return err
 	}
-	copies := purgeVendorCopies(ctx, in, trail)
+	// Files and histories first: a vendor's delete may be retried for a
+	// day, and they must be gone within a minute.
 	if err := workflow.ExecuteActivity(step("delete the job's files"), erasure.DeleteJobFiles, id).Get(ctx, nil); err != nil {
 		return err
 	}
 	if err := workflow.ExecuteActivity(step("delete the job's workflow runs"), erasure.DeleteJobRuns, id, trail.Runs).Get(ctx, nil); err != nil {
 		return err
 	}
+	copies := purgeVendorCopies(ctx, in, trail)
 	if err := workflow.ExecuteActivity(step("record the erasure"), erasure.FinishErasure, id, copies).Get(ctx, nil); err != nil {
 		return err
 	}
-	if trail.Webhook == nil {
+	webhook := trail.Webhook
+	if webhook == nil {
+		// A job deleted pending, whose workflow never ran.
+		webhook = in.Webhook
+	}
+	if webhook == nil {
 		return nil
 	}
 	tomb := in.Tombstone
@@ -114,7 +124,7 @@ func DeletionWorkflow(ctx workflow.Context, in DeletionInput) error {
 	opts := deletedEventOptions
 	opts.Summary = "deliver " + jobs.EventName(svc, jobs.EventDeleted)
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), webhooks.DeliverWebhook, activities.WebhookDelivery{
-		Target:    *trail.Webhook,
+		Target:    *webhook,
 		Event:     jobs.EventName(svc, jobs.EventDeleted),
 		MessageID: id + "-deleted",
 		Job:       jobs.Snapshot{ID: id, Service: tomb.Service, Tenant: tomb.Tenant},

@@ -69,14 +69,19 @@ func RetentionWorkflow(ctx workflow.Context, in RetentionInput) (RetentionCounts
 		now = workflow.Now(ctx)
 	}
 	counts := in.Counts
+	// Expired jobs and results leave the selection once handled, so
+	// their steps run until a batch is not full; an erasure may run for
+	// long (a vendor's outage) and be selected again, so that step runs
+	// one batch a sweep.
 	steps := []struct {
 		summary string
 		run     any
 		count   *int
+		once    bool
 	}{
-		{"delete expired jobs", retention.ExpireJobs, &counts.Jobs},
-		{"erase expired results", retention.ExpireResults, &counts.Results},
-		{"restart unfinished erasures", retention.RestartErasures, &counts.Erasures},
+		{"delete expired jobs", retention.ExpireJobs, &counts.Jobs, false},
+		{"erase expired results", retention.ExpireResults, &counts.Results, false},
+		{"restart unfinished erasures", retention.RestartErasures, &counts.Erasures, true},
 	}
 	calls := 0
 	for _, step := range steps {
@@ -95,7 +100,7 @@ func RetentionWorkflow(ctx workflow.Context, in RetentionInput) (RetentionCounts
 				return counts, err
 			}
 			*step.count += out.Expired
-			if out.Selected < retentionBatch {
+			if out.Selected < retentionBatch || step.once {
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package jobops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -27,6 +28,7 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 	if s.cfg.Now != nil {
 		now = s.cfg.Now
 	}
+	webhook := s.pendingWebhook(ctx, job)
 	before, tomb, err := s.cfg.Jobs.DeleteJob(ctx, job.ID, by, now())
 	switch {
 	case errors.Is(err, store.ErrDeleted):
@@ -36,7 +38,7 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 	case err != nil:
 		return nil, err
 	}
-	if err := s.StartErasure(ctx, tomb, before.Status == jobs.StatusPending); err != nil {
+	if err := s.startErasure(ctx, workflows.DeletionInput{Tombstone: *tomb, StartMayFollow: before.Status == jobs.StatusPending, Webhook: webhook}); err != nil {
 		s.cfg.Logger.Warn("job deleted; its erasure starts with the next retention sweep", "job", job.ID, "error", err)
 	}
 	s.cfg.Logger.Info("job deleted", "job", job.ID, "tenant", job.Tenant, "by", by)
@@ -48,12 +50,33 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 // erasure did not finish. pending says the job was deleted pending, when
 // its workflow's start may still be made.
 func (s *Service) StartErasure(ctx context.Context, tomb *jobs.Tombstone, pending bool) error {
+	return s.startErasure(ctx, workflows.DeletionInput{Tombstone: *tomb, StartMayFollow: pending})
+}
+
+func (s *Service) startErasure(ctx context.Context, in workflows.DeletionInput) error {
 	_, err := s.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.DeletionWorkflowID(tomb.ID),
+		ID:                       workflows.DeletionWorkflowID(in.Tombstone.ID),
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "erase deleted job " + tomb.ID,
-	}, workflows.DeletionWorkflowName, workflows.DeletionInput{Tombstone: *tomb, StartMayFollow: pending})
+		StaticSummary:            "erase deleted job " + in.Tombstone.ID,
+	}, workflows.DeletionWorkflowName, in)
 	return err
+}
+
+// pendingWebhook is the webhook of a pending job, read from its start in
+// the outbox (its workflow may never run); nil otherwise.
+func (s *Service) pendingWebhook(ctx context.Context, job *jobs.Record) *jobs.Webhook {
+	if job.Status != jobs.StatusPending {
+		return nil
+	}
+	start, err := s.cfg.Jobs.GetJobStart(ctx, job.ID)
+	if err != nil {
+		return nil
+	}
+	var sub jobs.Submission
+	if json.Unmarshal([]byte(start.Input), &sub) != nil {
+		return nil
+	}
+	return sub.Webhook
 }

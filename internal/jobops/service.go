@@ -31,6 +31,7 @@ type JobStore interface {
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
 	DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error)
+	GetJobStart(ctx context.Context, jobID string) (*store.JobStart, error)
 }
 
 // TenantStore reads tenants' records: which services and providers a
