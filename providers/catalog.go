@@ -52,8 +52,11 @@ var PricingUnits = []string{PerMinute, PerCharacter, PerPage, PerRequest, PerTok
 type Catalog struct {
 	// PriceVersion names the prices in force, recorded with every job's
 	// cost; "" makes it a hash of the pricing entries (PriceBook.Version).
-	PriceVersion string      `yaml:"price_version"`
-	Providers    []*Provider `yaml:"providers"` // in file order
+	PriceVersion string `yaml:"price_version"`
+	// CircuitBreaker is the deployment's default circuit breaker
+	// (docs/providers.md, Circuit breakers); nil: breaker.Defaults.
+	CircuitBreaker *CircuitBreaker `yaml:"circuit_breaker"`
+	Providers      []*Provider     `yaml:"providers"` // in file order
 }
 
 // Lookup finds a provider by id.
@@ -82,6 +85,9 @@ type Provider struct {
 	CallTimeoutSeconds int                            `yaml:"call_timeout_seconds"`
 	Settings           map[string]any                 `yaml:"settings"` // adapter-specific
 	Services           map[jobs.ServiceID]*Capability `yaml:"services"`
+	// CircuitBreaker overrides the catalog's circuit_breaker for this
+	// provider's services, field by field.
+	CircuitBreaker *CircuitBreaker `yaml:"circuit_breaker"`
 }
 
 // Capability is what a provider offers for one service.
@@ -236,11 +242,12 @@ var yamlTypes = map[string]struct {
 	what string
 	typ  reflect.Type
 }{
-	"providers.Catalog":    {"at the top level", reflect.TypeFor[Catalog]()},
-	"providers.Provider":   {"in a provider", reflect.TypeFor[Provider]()},
-	"providers.Capability": {"in a service capability", reflect.TypeFor[Capability]()},
-	"providers.Limits":     {"in limits", reflect.TypeFor[Limits]()},
-	"providers.Pricing":    {"in pricing", reflect.TypeFor[Pricing]()},
+	"providers.Catalog":        {"at the top level", reflect.TypeFor[Catalog]()},
+	"providers.Provider":       {"in a provider", reflect.TypeFor[Provider]()},
+	"providers.Capability":     {"in a service capability", reflect.TypeFor[Capability]()},
+	"providers.Limits":         {"in limits", reflect.TypeFor[Limits]()},
+	"providers.Pricing":        {"in pricing", reflect.TypeFor[Pricing]()},
+	"providers.CircuitBreaker": {"in circuit_breaker", reflect.TypeFor[CircuitBreaker]()},
 }
 
 // explainDecodeError rewrites yaml.v3 type errors into messages that name
@@ -292,6 +299,9 @@ func validateCatalog(c *Catalog, lines []providerLine) error {
 	if len(c.Providers) == 0 {
 		return errors.New("providers file: no providers; add at least one entry to the top-level providers: list")
 	}
+	for _, msg := range c.CircuitBreaker.validate() {
+		errs = append(errs, fmt.Errorf("providers file: circuit_breaker.%s", msg))
+	}
 	seen := map[string]int{} // id → index
 	for i, p := range c.Providers {
 		line := 0
@@ -340,6 +350,9 @@ func validateCatalog(c *Catalog, lines []providerLine) error {
 		}
 		if p.LatencyMSHint < 0 {
 			fail("latency_ms_hint %d is negative; use milliseconds >= 0", p.LatencyMSHint)
+		}
+		for _, msg := range p.CircuitBreaker.validate() {
+			fail("circuit_breaker.%s", msg)
 		}
 		if p.Status == "" {
 			p.Status = StatusActive
