@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/breaker"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 )
@@ -52,6 +53,9 @@ type Request struct {
 	// RateLimited reports a provider at its published request limit
 	// (default: none).
 	RateLimited func(providerID string) bool
+	// Circuit is the circuit breaker of a provider for the job's service
+	// (default: closed).
+	Circuit func(providerID string) Circuit
 	// Latency is a provider's observed latency for the service in
 	// milliseconds, if any was observed.
 	Latency func(providerID string) (ms float64, ok bool)
@@ -118,6 +122,43 @@ type candidate struct {
 	entry    Entry // zero without a policy
 	degraded bool
 	eval     int
+	// held marks a provider out for an open circuit alone, and nextProbe
+	// is when that circuit probes.
+	held      bool
+	nextProbe time.Time
+}
+
+// Circuit is a provider's circuit breaker for a service, as routing
+// honours it (docs/providers.md, Circuit breakers).
+type Circuit struct {
+	State breaker.State
+	// Forced says an operator forced the state: the guard never takes a
+	// forced-open provider back in play.
+	Forced bool
+	// NextProbe is when an open breaker lets probes through.
+	NextProbe time.Time
+}
+
+// circuitOpen is the evaluation of a provider whose breaker is open ("" if
+// it is not), and whether the guard may take it back in play (not forced).
+func (req Request) circuitOpen(p *providers.Provider) (reason, message string, nextProbe time.Time, guardable bool) {
+	if req.Circuit == nil {
+		return "", "", time.Time{}, false
+	}
+	c := req.Circuit(p.ID)
+	if c.State != breaker.Open {
+		return "", "", time.Time{}, false
+	}
+	if c.Forced {
+		return jobs.EvalCircuitOpen, fmt.Sprintf("an operator forced the circuit breaker of %s for %s open", p.ID, req.Needs.Service), time.Time{}, false
+	}
+	message = fmt.Sprintf("the circuit breaker of %s for %s is open", p.ID, req.Needs.Service)
+	if !c.NextProbe.IsZero() {
+		message += fmt.Sprintf(" until %s", c.NextProbe.UTC().Format(time.RFC3339))
+	} else {
+		message += "; its probe calls are taken"
+	}
+	return jobs.EvalCircuitOpen, message, c.NextProbe, true
 }
 
 // decideDefault routes a job no policy covers: every capable, available
@@ -126,10 +167,13 @@ func decideDefault(req Request) (jobs.RoutingInfo, error) {
 	info := req.info(jobs.ReasonDefault)
 	info.PolicySource = jobs.SourceNone
 	var evals []jobs.Evaluation
-	var candidates []candidate
+	var candidates, held []candidate
 	for i, p := range req.Catalog {
 		eval := jobs.Evaluation{ProviderID: p.ID, EvaluatedAt: req.Now}
 		reason, message, degraded := req.screen(p)
+		if reason == "" {
+			reason, message = req.hold(p, &held, candidate{p: p, degraded: degraded, eval: len(evals), entry: Entry{Priority: i + 1}})
+		}
 		if reason != "" {
 			eval.Reason, eval.Message = reason, message
 		} else {
@@ -137,7 +181,7 @@ func decideDefault(req Request) (jobs.RoutingInfo, error) {
 		}
 		evals = append(evals, eval)
 	}
-	return req.choose(info, evals, candidates, StrategyPrice)
+	return req.choose(info, evals, guard(candidates, held), StrategyPrice)
 }
 
 // decidePolicy routes by a policy: its entries are evaluated in ascending
@@ -156,7 +200,7 @@ func decidePolicy(req Request) (jobs.RoutingInfo, error) {
 	entries := slices.Clone(pol.Providers)
 	slices.SortStableFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Priority, b.Priority) })
 	var evals []jobs.Evaluation
-	var candidates []candidate
+	var candidates, held []candidate
 	for _, entry := range entries {
 		eval := jobs.Evaluation{ProviderID: entry.ProviderID, EvaluatedAt: req.Now}
 		p, ok := lookup(req.Catalog, entry.ProviderID)
@@ -169,6 +213,9 @@ func decidePolicy(req Request) (jobs.RoutingInfo, error) {
 		if reason == "" {
 			reason, message = req.conditionFailure(entry)
 		}
+		if reason == "" {
+			reason, message = req.hold(p, &held, candidate{p: p, entry: entry, degraded: degraded, eval: len(evals)})
+		}
 		if reason != "" {
 			eval.Reason, eval.Message = reason, message
 		} else {
@@ -176,7 +223,34 @@ func decidePolicy(req Request) (jobs.RoutingInfo, error) {
 		}
 		evals = append(evals, eval)
 	}
-	return req.choose(info, evals, candidates, pol.Strategy)
+	return req.choose(info, evals, guard(candidates, held), pol.Strategy)
+}
+
+// hold screens an eligible provider's circuit breaker: open, it is out
+// (circuit_open), and held for the guard unless an operator forced it.
+func (req Request) hold(p *providers.Provider, held *[]candidate, c candidate) (reason, message string) {
+	reason, message, nextProbe, guardable := req.circuitOpen(p)
+	if guardable {
+		c.nextProbe, c.held = nextProbe, true
+		*held = append(*held, c)
+	}
+	return reason, message
+}
+
+// guard keeps one provider in play when every eligible one is out for an
+// open circuit alone (docs/providers.md, Circuit breakers): the held one
+// that probes first, earliest priority on ties.
+func guard(candidates, held []candidate) []candidate {
+	if len(candidates) > 0 || len(held) == 0 {
+		return candidates
+	}
+	first := held[0]
+	for _, c := range held[1:] {
+		if c.nextProbe.Before(first.nextProbe) {
+			first = c
+		}
+	}
+	return []candidate{first}
 }
 
 // choose ranks the candidates by strategy (active before degraded, priority
@@ -203,6 +277,9 @@ func (req Request) choose(info jobs.RoutingInfo, evals []jobs.Evaluation, candid
 	evals[chosen.eval].Selected = true
 	evals[chosen.eval].Reason = jobs.EvalSelected
 	evals[chosen.eval].Message = req.explain(strategy, chosen)
+	if chosen.held {
+		evals[chosen.eval].Message += "; its circuit breaker is open, but no other provider is left, so it is kept in play"
+	}
 	for _, c := range candidates[1:] {
 		e := &evals[c.eval]
 		if c.degraded {

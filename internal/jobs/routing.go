@@ -43,6 +43,7 @@ const (
 	EvalOptionNotSupported     = "option_not_supported"
 	EvalTenantProviderDisabled = "tenant_provider_disabled"
 	EvalRateLimited            = "rate_limited"
+	EvalCircuitOpen            = "circuit_open" // the provider's circuit breaker is open (docs/providers.md, Circuit breakers)
 	EvalFailed                 = "failed"
 	EvalNotChosen              = "lower_rank"
 )
