@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/breaker"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	"github.com/ai-job-gateway/gateway/policy"
@@ -41,6 +42,7 @@ type Cache struct {
 	current   *ttlcache.Cache[string, *policy.Policy]          // GetPolicy by id; nil: none
 	versions  *ttlcache.Cache[policyVersionKey, policy.Policy] // GetPolicyVersion
 	latencies *ttlcache.Cache[string, map[string]float64]      // Latencies by service
+	breakers  *ttlcache.Cache[struct{}, map[BreakerKey]breaker.Breaker]
 
 	full    fullWindows
 	samples latencySamples
@@ -71,6 +73,7 @@ func newCache(s *Store, ttl time.Duration, now func() time.Time) *Cache {
 		current:   ttlcache.New[string, *policy.Policy](ttl, cacheEntries, now),
 		versions:  ttlcache.New[policyVersionKey, policy.Policy](immutable, cacheEntries, now),
 		latencies: ttlcache.New[string, map[string]float64](ttl, cacheEntries, now),
+		breakers:  ttlcache.New[struct{}, map[BreakerKey]breaker.Breaker](ttl, 1, now),
 	}
 }
 

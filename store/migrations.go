@@ -206,6 +206,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobRetention,
 	migrationJobUsage,
 	migrationTenantFairness,
+	migrationProviderBreakers,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
