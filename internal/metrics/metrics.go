@@ -39,6 +39,8 @@ type Metrics struct {
 	retentionSweeps  *prometheus.CounterVec
 	retained         *prometheus.CounterVec
 	usage            usageMetrics
+
+	breakerTransitions *prometheus.CounterVec
 }
 
 // New registers the gateway's metrics, and the Go runtime's and the
@@ -78,6 +80,8 @@ func New() *Metrics {
 		retained: f.counter("gateway_retention_expired_total", "What the retention sweeps expired, by kind (results: results erased; jobs: jobs deleted; erasures: unfinished erasures started again).",
 			"kind"),
 		usage: newUsageMetrics(f),
+		breakerTransitions: f.counter("gateway_provider_breaker_transitions_total", "Changes of state of providers' circuit breakers, by service, provider, from and to (closed, open, half_open).",
+			"service", "provider", "from", "to"),
 	}
 }
 

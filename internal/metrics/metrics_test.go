@@ -90,6 +90,12 @@ func recordOneOfEach(m *metrics.Metrics) {
 	m.Housekeeping("work_files", "ok", 1)
 	m.RetentionSweep("ok")
 	m.RetentionExpired("results", 1)
+	m.BreakerTransition("llm-tasks", "p", "closed", "open")
+	if m != nil {
+		m.Breakers(func(context.Context) ([]metrics.BreakerSample, error) {
+			return []metrics.BreakerSample{{Service: "llm-tasks", Provider: "p", State: 2}}, nil
+		})
+	}
 }
 
 func TestBacklogIsCountedWhenScraped(t *testing.T) {
