@@ -100,6 +100,8 @@ type ProviderCalls struct {
 	HeartbeatInterval time.Duration
 	// Metrics times the calls; nil records none.
 	Metrics *metrics.Metrics
+	// Breakers counts how calls end; nil counts none.
+	Breakers *Breakers
 }
 
 // CallProvider runs the job on the provider. It heartbeats its progress,
@@ -164,6 +166,7 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 	})
 	err = timedOut(ctx, callCtx, provider, err)
 	c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
+	c.Breakers.record(ctx, in.ProviderID, in.Service, err)
 	if err != nil {
 		return CallOutput{}, classify(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/breaker"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/policy"
@@ -43,6 +44,8 @@ type Routing struct {
 	WorkerID string
 	// Metrics counts decisions and failovers; nil records none.
 	Metrics *metrics.Metrics
+	// Breakers are the providers' circuit breakers; nil: none.
+	Breakers *Breakers
 }
 
 // PolicyPin is the policy version a job was first routed with; failover
@@ -129,6 +132,20 @@ func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, 
 	}
 	limited := map[string]bool{}
 	req.RateLimited = func(id string) bool { return limited[id] }
+	circuits, err := r.Breakers.circuits(ctx, in.Service, now)
+	if err != nil {
+		return out, err
+	}
+	noProbe := map[string]bool{} // half-open, its probes taken
+	req.Circuit = func(id string) policy.Circuit {
+		if noProbe[id] {
+			return policy.Circuit{State: breaker.Open}
+		}
+		if c, ok := circuits[id]; ok {
+			return c
+		}
+		return policy.Circuit{State: breaker.Closed}
+	}
 	for {
 		routing, err := policy.Decide(req)
 		out.Routing = routing
@@ -141,6 +158,19 @@ func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, 
 		}
 		if err != nil {
 			return out, err
+		}
+		// A half-open provider takes the decision only with a probe; one
+		// the guard kept in play after its probe was refused takes it
+		// without.
+		if id := routing.ProviderID; in.Explicit == "" && circuits[id].State == breaker.HalfOpen && !noProbe[id] {
+			probe, err := r.Breakers.takeProbe(ctx, id, in.Service, now)
+			if err != nil {
+				return out, err
+			}
+			if !probe {
+				noProbe[id] = true
+				continue
+			}
 		}
 		fits, err := r.reserve(ctx, in, routing.ProviderID, now)
 		if err != nil {

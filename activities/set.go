@@ -66,6 +66,8 @@ type Deps struct {
 	// Metrics records provider calls, routing decisions, finished jobs,
 	// webhook deliveries and media steps; nil records none.
 	Metrics *metrics.Metrics
+	// Breakers keeps the providers' circuit breakers; nil: none.
+	Breakers BreakerStore
 
 	// CallbackURLs makes the addresses vendors post results back to
 	// (docs/providers.md, Vendor callbacks); nil: this gateway takes no
@@ -105,16 +107,20 @@ type Set struct {
 func New(d Deps) *Set {
 	files := Blobs{Store: d.Files, ScratchDir: d.ScratchDir}
 	projections := &Projections{Store: d.Store, Metrics: d.Metrics, Providers: d.Providers}
+	var breakers *Breakers
+	if d.Breakers != nil {
+		breakers = &Breakers{Store: d.Breakers, Providers: d.Providers, Metrics: d.Metrics}
+	}
 	return &Set{
 		Projections: projections,
 		Routing: &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,
-			WorkerID: d.WorkerID, Metrics: d.Metrics},
+			WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers},
 		Calls: &ProviderCalls{Providers: d.Providers, Projections: projections, Files: files,
 			Latencies: d.Routing, Temporal: d.Temporal, WorkerID: d.WorkerID,
-			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics},
+			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers},
 		AsyncCalls: &AsyncCalls{Providers: d.Providers, Projections: projections, Files: files,
 			CallbackURLs: d.CallbackURLs, Callbacks: d.Callbacks, WorkerID: d.WorkerID,
-			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics},
+			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers},
 		Media: &Media{Files: files, Tools: d.MediaTools, Client: d.MediaClient, FetchLimits: d.FetchLimits,
 			FetchSlots: d.FetchSlots, Providers: d.Providers, WorkerID: d.WorkerID, Metrics: d.Metrics},
 		Webhooks: &Webhooks{Signer: d.Signer, Client: d.WebhookClient, Deliveries: d.Deliveries,

@@ -37,6 +37,9 @@ type AsyncCalls struct {
 	HeartbeatInterval time.Duration
 	// Metrics times the calls; nil records none.
 	Metrics *metrics.Metrics
+	// Breakers counts how submissions end, and checks that fail; nil
+	// counts none.
+	Breakers *Breakers
 }
 
 // CallbackAddresses makes the callback address of a job's attempt
@@ -97,6 +100,7 @@ func (c *AsyncCalls) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	defer cancel()
 	handle, err := submitter.Submit(callCtx, call)
 	err = timedOut(ctx, callCtx, provider, err)
+	c.Breakers.record(ctx, in.ProviderID, in.Service, err)
 	if err != nil {
 		c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 		return SubmitOutput{}, classify(err)
@@ -128,6 +132,7 @@ func (c *AsyncCalls) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	check, err := submitter.Check(callCtx, call, in.Handle)
 	err = timedOut(ctx, callCtx, provider, err)
 	if err != nil {
+		c.Breakers.record(ctx, in.Call.ProviderID, in.Call.Service, err)
 		c.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, outcome(ctx, err), time.Since(in.Since))
 		return CheckOutput{}, classify(err)
 	}

@@ -1,0 +1,93 @@
+package activities_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/breaker"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// breakerFleet: "cheap" has a tight breaker: three calls, half failed,
+// open it for a second; one probe closes it.
+const breakerFleet = `providers:
+  - id: cheap
+    name: Cheap
+    adapter: flaky
+    circuit_breaker: {minimum_calls: 3, failure_rate_percent: 50, open_seconds: 1, half_open_probes: 1, close_after_successes: 1}
+    services:
+      llm-tasks:
+        models: [m1]
+        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+  - id: good
+    name: Good
+    adapter: steady
+    services:
+      llm-tasks:
+        models: [m1]
+        pricing: {unit: per_token, amount: 0.00001, currency: USD}
+`
+
+func TestCallsFeedTheBreakerAndRoutingHonoursIt(t *testing.T) {
+	t.Parallel()
+	flaky := &scriptedAdapter{}
+	registry := registryOf(t, breakerFleet, map[string]providers.Factory{
+		"flaky": answeredBy(flaky), "steady": answeredBy(&scriptedAdapter{}),
+	})
+	cache := store.NewCache(storetest.SQLite(t), store.CacheTTL)
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Routing: cache, Breakers: cache, Providers: registry, WorkerID: "w"})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	set.Register(env)
+	callCheap := func() {
+		in := call()
+		in.ProviderID = "cheap"
+		_, _ = env.ExecuteActivity(acts.Calls.CallProvider, in)
+	}
+	state := func() breaker.Breaker {
+		all, err := cache.Store.Breakers(t.Context())
+		require.NoError(t, err)
+		return all[store.BreakerKey{ProviderID: "cheap", Service: jobs.LLMTasks}]
+	}
+
+	// Refusals and the job's input errors are not the provider's failures.
+	flaky.err = providers.Permanent(jobs.CodeProviderRejected, "401", nil)
+	callCheap()
+	flaky.err = providers.InputError(jobs.CodeInvalidInput, "bad", nil)
+	callCheap()
+	calls, _ := state().Counts(breaker.Defaults(), time.Now())
+	require.Zero(t, calls)
+
+	flaky.err = providers.Retryable(jobs.CodeProviderUnavailable, "503", nil)
+	callCheap()
+	flaky.err = nil
+	callCheap()
+	flaky.err = providers.Retryable(jobs.CodeProviderUnavailable, "429", nil)
+	callCheap()
+	require.Equal(t, breaker.Open, state().Effective(time.Now()), "two failures of three calls")
+
+	out := route(t, env, llmJob())
+	require.Equal(t, "good", out.Routing.ProviderID)
+	require.Equal(t, "circuit_open", reasonOf(out, "cheap"))
+
+	// Its interval over, one job probes it, the next does not.
+	time.Sleep(time.Until(state().OpenUntil) + 10*time.Millisecond)
+	out = route(t, env, llmJob())
+	require.Equal(t, "cheap", out.Routing.ProviderID, "the probe")
+	out = route(t, env, llmJob())
+	require.Equal(t, "good", out.Routing.ProviderID)
+	require.Equal(t, "circuit_open", reasonOf(out, "cheap"), "its one probe is taken")
+
+	flaky.err = nil
+	callCheap() // the probe succeeds
+	require.Equal(t, breaker.Closed, state().Effective(time.Now()))
+	out = route(t, env, llmJob())
+	require.Equal(t, "cheap", out.Routing.ProviderID)
+}
