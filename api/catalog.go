@@ -3,10 +3,12 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/breaker"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
@@ -25,10 +27,12 @@ type statusReader interface {
 }
 
 // catalogHandler serves the services and providers with their statuses
-// (docs/api.md, Service and provider status).
+// (docs/api.md, Service and provider status) and their breakers' health.
 type catalogHandler struct {
 	catalog  *providers.Catalog
 	statuses statusReader
+	// breakers reads the circuit breakers; nil shows no health.
+	breakers BreakerStore
 }
 
 // routes registers the reads on the authenticated /v1 group.
@@ -64,8 +68,15 @@ type providerAttributes struct {
 	Status providers.Status `json:"status"`
 	// StatusReason says why the provider has the catalog's status (an
 	// extension, docs/api.md); absent once an administrator changed it.
-	StatusReason string                          `json:"status_reason,omitempty"`
-	Services     map[string]providers.Capability `json:"services"`
+	StatusReason string                        `json:"status_reason,omitempty"`
+	Services     map[string]providerCapability `json:"services"`
+}
+
+// providerCapability is a provider's capability for a service, with the
+// health of its circuit breaker (docs/api.md, Circuit breakers).
+type providerCapability struct {
+	providers.Capability
+	Health *breakerHealth `json:"health,omitempty"`
 }
 
 func serviceView(svc jobs.Service, status string) serviceResource {
@@ -93,7 +104,7 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 	if status == "" {
 		status = providers.StatusActive
 	}
-	services := map[string]providers.Capability{}
+	services := map[string]providerCapability{}
 	for id, capability := range p.Services {
 		c := *capability
 		if st := override.Services[string(id)]; st != "" {
@@ -102,7 +113,7 @@ func providerView(p *providers.Provider, override store.ProviderStatus) provider
 		if c.Status == "" {
 			c.Status = providers.StatusActive
 		}
-		services[string(id)] = c
+		services[string(id)] = providerCapability{Capability: c}
 	}
 	return providerResource{
 		ID:         p.ID,
@@ -145,9 +156,18 @@ func (h catalogHandler) listProviders(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	breakers, err := h.readBreakers(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
 	out := []providerResource{}
 	for _, p := range h.catalog.Providers {
-		out = append(out, providerView(p, overrides[p.ID]))
+		view := providerView(p, overrides[p.ID])
+		if breakers != nil {
+			addHealth(&view, h.catalog, p, breakers, now)
+		}
+		out = append(out, view)
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out})
 	return nil
@@ -163,6 +183,26 @@ func (h catalogHandler) getProvider(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": providerView(p, overrides[p.ID])})
+	breakers, err := h.readBreakers(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	view := providerView(p, overrides[p.ID])
+	if breakers != nil {
+		addHealth(&view, h.catalog, p, breakers, time.Now())
+	}
+	c.JSON(http.StatusOK, gin.H{"data": view})
 	return nil
+}
+
+// readBreakers reads the circuit breakers; nil without a store.
+func (h catalogHandler) readBreakers(ctx context.Context) (map[store.BreakerKey]breaker.Breaker, error) {
+	if h.breakers == nil {
+		return nil, nil
+	}
+	all, err := h.breakers.Breakers(ctx)
+	if all == nil && err == nil {
+		all = map[store.BreakerKey]breaker.Breaker{}
+	}
+	return all, err
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
@@ -150,6 +151,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) {
 		c.Metrics = metrics.New()
 		c.Codec = http.NotFoundHandler()
+		c.Breakers = c.Store.(*store.Store)
 	})
 	engine, ok := b.handler.(*gin.Engine)
 	require.True(t, ok, "Handler returns the gin engine")

@@ -69,6 +69,9 @@ type Config struct {
 	Tenants  TenantStore
 	Statuses StatusStore
 	Policies PolicyStore
+	// Breakers keeps the providers' circuit breakers; nil: providers show
+	// no health and their breakers cannot be forced.
+	Breakers BreakerStore
 	// Routes registers extra routes outside /v1, such as the dev issuer.
 	Routes []func(gin.IRouter)
 	// ReadyChecks gate /readyz.
@@ -234,7 +237,10 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	}
 	v1.POST("/jobs/:id/retry", auth.RequireScope(auth.ScopeCrossTenant), jobsH.retry(anyService))
 	v1.DELETE("/jobs/:id", auth.RequireScope(auth.ScopeCrossTenant), jobsH.remove(anyService))
-	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
+	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses, breakers: cfg.Breakers}.routes(v1)
+	if cfg.Breakers != nil {
+		breakersHandler{catalog: cfg.Catalog, breakers: cfg.Breakers}.routes(v1)
+	}
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)

@@ -160,6 +160,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
 	m.Backlog(st.CountJobStarts)
+	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {

@@ -53,6 +53,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	logger.Info("job starts", "made_by", cfg.JobStarts)
 	m.Backlog(st.CountJobStarts)
+	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
 	if err != nil {
@@ -119,6 +120,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Tenants:        st,
 		Statuses:       st,
 		Policies:       st,
+		Breakers:       st,
 		Region:         cfg.Region,
 		NodeID:         nodeID(),
 		Version:        buildinfo.Read().Version,
@@ -426,7 +428,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err != nil {
 		return nil, err
 	}
-	deps := activities.Deps{Store: st, Routing: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
+	deps := activities.Deps{Store: st, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
 		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
 		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention}
 	if err := network.wire(&deps, st.Store); err != nil {
