@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,8 @@ const breakerCatalog = `providers:
 // health shows in the API and /metrics.
 func TestBreakerOpensAndRoutingSkipsTheProvider(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, "", "--providers", writeCatalog(t, breakerCatalog))
+	catalog := writeCatalog(t, breakerCatalog)
+	g := newGateway(t, "", "--providers", catalog)
 
 	var ids []string
 	for range 12 {
@@ -101,4 +103,13 @@ func TestBreakerOpensAndRoutingSkipsTheProvider(t *testing.T) {
 	require.Contains(t, exposed, `gateway_provider_breaker_state{provider="sandbox-steady",service="llm-tasks"} 0`)
 	require.True(t, strings.Contains(exposed, `gateway_provider_breaker_transitions_total{from="closed",provider="sandbox-flaky",service="llm-tasks",to="open"} 1`),
 		"the opening is counted")
+
+	// gateway providers prints it.
+	cmd := exec.Command(gatewayBin, "providers", "--data-dir", g.dataDir, "--providers", catalog)
+	cmd.Env = g.env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `(?m)^PROVIDER\s+SERVICE\s+STATUS\s+HEALTH\s`, string(out))
+	require.Regexp(t, `(?m)^sandbox-flaky\s+llm-tasks\s+active\s+open\s+\d+%\s+\d+\s+1\s+\S+Z\s+-$`, string(out))
+	require.Regexp(t, `(?m)^sandbox-steady\s+llm-tasks\s+active\s+closed\s`, string(out))
 }

@@ -123,6 +123,10 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		return
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
+	if command == "providers" {
+		str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
+		return
+	}
 	if command != "migrate" {
 		c.registerPayloadFlags(fs)
 	}

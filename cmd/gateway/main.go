@@ -36,6 +36,7 @@ Usage:
   gateway token    [flags]   print a token signed by the dev identity provider
   gateway idp      [flags]   the dev identity provider on its own, for trying serve and worker (any client secret: never in production)
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
+  gateway providers [-o text|json]   the catalog's providers per service, with statuses and circuit breakers
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
   gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
   gateway version            print the version, VCS revision and Go version (also gateway --version)
@@ -69,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var replay replayFlags
 	var jf jobsFlags
 	var healthcheck string
+	var providersOutput string
 	sub := ""
 	if command == "jobs" {
 		if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
@@ -92,6 +94,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "healthcheck":
 		fs.StringVar(&healthcheck, "url", healthURL(), "the URL to ask (default: /healthz on GATEWAY_LISTEN)")
+	case "providers":
+		cfg.registerFlags(fs, command)
+		fs.StringVar(&providersOutput, "o", "text", "output format: text or json")
+		fs.StringVar(&providersOutput, "output", "text", "the same as -o")
 	default:
 		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", command, usage)
 		return 2
@@ -164,6 +170,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runReplay(ctx, cfg, replay, positional, stdout, logger)
 	case "jobs":
 		err = runJobs(ctx, cfg, sub, jf, positional, stdout, stderr, logger)
+	case "providers":
+		err = runProviders(ctx, cfg, providersOutput, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
