@@ -71,6 +71,24 @@ func TestProviderHealthShowsTheBreaker(t *testing.T) {
 	require.NotNil(t, h.Since)
 	require.NotNil(t, h.NextProbeAt)
 	require.WithinDuration(t, now.Add(30*time.Second), *h.NextProbeAt, time.Second)
+	for _, raw := range getData[[]json.RawMessage](t, b, "/v1/providers", token) {
+		var p struct {
+			ID         string `json:"id"`
+			Attributes struct {
+				Services map[string]struct {
+					Health healthDoc `json:"health"`
+				} `json:"services"`
+			} `json:"attributes"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &p))
+		want := "closed"
+		if p.ID == "llm-only" {
+			want = "open"
+		}
+		for service, c := range p.Attributes.Services {
+			require.Equal(t, want, c.Health.State, "the list shows health too: %s %s", p.ID, service)
+		}
+	}
 
 	path := "/v1/providers/llm-only/services/llm-tasks/breaker"
 	body := func(state string) map[string]any {
