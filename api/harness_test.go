@@ -331,6 +331,7 @@ func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configur
 		Statuses:   b.store,
 		Policies:   b.store,
 		Deliveries: b.store,
+		Usage:      b.store,
 		Routes:     []func(gin.IRouter){b.issuer.Routes},
 		Region:     testRegion,
 		NodeID:     testNodeID,

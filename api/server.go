@@ -7,6 +7,7 @@
 //   - jobs.go: jobsHandler, a service's jobs (create, read, cancel, retry)
 //   - results.go: resultsHandler, a job's result
 //   - joblist.go: jobListing, GET /v1/jobs
+//   - usage.go: usageHandler, GET /v1/usage
 //   - catalog.go: catalogHandler, services and providers
 //   - statuses.go: statusesHandler, their status updates
 //   - tenants.go: tenantsHandler
@@ -90,6 +91,8 @@ type Config struct {
 	WebhookKey PublicKeySource
 	// Deliveries reads webhook delivery attempts.
 	Deliveries DeliveryStore
+	// Usage sums the usage ledger (GET /v1/usage).
+	Usage UsageStore
 	// Files mints the download_url of result files; nil gives results no
 	// download_url.
 	Files FileLinks
@@ -141,6 +144,7 @@ func (cfg *Config) validate() error {
 		{"Statuses", "the store of service and provider statuses", cfg.Statuses == nil},
 		{"Policies", "the policy store", cfg.Policies == nil},
 		{"Deliveries", "the store of webhook deliveries", cfg.Deliveries == nil},
+		{"Usage", "the usage ledger's store", cfg.Usage == nil},
 	}
 	for _, r := range required {
 		if r.missing {
@@ -242,6 +246,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		breakersHandler{catalog: cfg.Catalog, breakers: cfg.Breakers}.routes(v1)
 	}
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
+	usageHandler{usage: cfg.Usage, now: cfg.Now}.routes(v1)
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)
 	codec := policyCodec{catalog: cfg.Catalog}

@@ -23,6 +23,7 @@ func TestNewNamesTheMissingDependency(t *testing.T) {
 		"Statuses":   func(c *api.Config) { c.Statuses = nil },
 		"Policies":   func(c *api.Config) { c.Policies = nil },
 		"Deliveries": func(c *api.Config) { c.Deliveries = nil },
+		"Usage":      func(c *api.Config) { c.Usage = nil },
 	}
 	for field, clear := range required {
 		cfg := full

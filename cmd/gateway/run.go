@@ -127,6 +127,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Logger:         logger,
 		WebhookKey:     signer,
 		Deliveries:     st,
+		Usage:          st,
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
 		Codec:          cfg.codec,
