@@ -127,6 +127,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
 		return
 	}
+	if command == "usage" {
+		return
+	}
 	if command != "migrate" {
 		c.registerPayloadFlags(fs)
 	}

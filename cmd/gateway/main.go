@@ -6,6 +6,7 @@
 //	gateway migrate  apply the database schema and exit
 //	gateway token    mint a token from the dev identity provider
 //	gateway jobs     list, show and download jobs' histories (SREs)
+//	gateway usage    sum the usage ledger
 //	gateway replay   replay job histories against this binary
 //	gateway version  print the version, VCS revision and Go version
 package main
@@ -37,6 +38,7 @@ Usage:
   gateway idp      [flags]   the dev identity provider on its own, for trying serve and worker (any client secret: never in production)
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
   gateway providers [-o text|json]   the catalog's providers per service, with statuses and circuit breakers
+  gateway usage    [--tenant T] [--from ..] [--to ..] [--group-by service,day] [-o text|json|csv]   the usage ledger's sums
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
   gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
   gateway version            print the version, VCS revision and Go version (also gateway --version)
@@ -69,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var tok tokenFlags
 	var replay replayFlags
 	var jf jobsFlags
+	var uf usageFlags
 	var healthcheck string
 	var providersOutput string
 	sub := ""
@@ -84,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch command {
 	case "dev", "serve", "worker", "migrate", "token", "idp":
 		cfg.registerFlags(fs, command)
+	case "usage":
+		cfg.registerFlags(fs, command)
+		uf.register(fs)
 	case "replay", "jobs":
 		cfg.registerFlags(fs, command)
 		if command == "replay" {
@@ -172,6 +178,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runJobs(ctx, cfg, sub, jf, positional, stdout, stderr, logger)
 	case "providers":
 		err = runProviders(ctx, cfg, providersOutput, stdout)
+	case "usage":
+		err = runUsage(ctx, cfg, uf, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
