@@ -102,9 +102,9 @@ lint: ## gofmt, go vet and staticcheck
 	$(STATICCHECK) -tags nodev ./cmd/...
 
 .PHONY: token
-token: ## print a dev token with every job scope (tenant "acme")
+token: ## print a dev token with every job scope and usage:read (tenant "acme")
 	@$(GO) run ./cmd/gateway token --data-dir $(DATA_DIR) --tenant acme --sub dev-user \
-	  --scope "transcriptions:read transcriptions:write translations:read translations:write video-analyses:read video-analyses:write llm-tasks:read llm-tasks:write"
+	  --scope "transcriptions:read transcriptions:write translations:read translations:write video-analyses:read video-analyses:write llm-tasks:read llm-tasks:write usage:read"
 
 .PHONY: clean
 clean: ## remove the binary and the dev data dir

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
@@ -116,6 +117,14 @@ func TestUsageReportShowsTheTokensTenant(t *testing.T) {
 		`{"day":"2025-03-02","application":"web","unit":"minute","quantity":1,"jobs":2,"entries":2,"cost":{"amount":0.2,"currency":"USD"}}`,
 		`{"day":"2025-03-03","application":null,"unit":"minute","quantity":0.5,"jobs":1,"entries":1,"cost":{"amount":0.1,"currency":"USD"}}`,
 	}, rows, "keys in group_by's order; no application is null")
+
+	operator := b.token(t, api.ScopeUsageRead, auth.ScopeCrossTenant)
+	r, rows = getUsage(t, b, operator, "filter[service]=transcriptions", auth.HeaderEffectiveTenant, tenantB)
+	require.Equal(t, []string{`{"unit":"minute","quantity":0.5,"jobs":1,"entries":1,"cost":{"amount":0.7,"currency":"USD"}}`}, rows,
+		"acting as globex shows globex's usage")
+	require.Equal(t, tenantB, *r.Meta.Tenant)
+	requireError(t, b.do(t, http.MethodGet, "/v1/usage?group_by=tenant", operator, nil),
+		http.StatusUnprocessableEntity, "VALIDATION_ERROR", "group_by")
 
 	requireError(t, b.do(t, http.MethodGet, "/v1/usage", b.readToken(t), nil), http.StatusForbidden, "INSUFFICIENT_SCOPE", api.ScopeUsageRead)
 	requireError(t, b.do(t, http.MethodGet, "/v1/usage?filter[tenant]=globex", b.token(t, api.ScopeUsageRead), nil),
