@@ -207,6 +207,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobUsage,
 	migrationTenantFairness,
 	migrationProviderBreakers,
+	migrationBudgets,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

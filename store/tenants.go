@@ -32,8 +32,12 @@ type Tenant struct {
 	// FairnessWeight is the tenant's share of the workers when tenants'
 	// jobs queue (docs/operations.md, Fairness between tenants); nil: 1.
 	FairnessWeight *float64
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Budgets limit what the tenant's jobs may spend (docs/api.md,
+	// Budgets); NotificationURL receives their budget.threshold events.
+	Budgets         []Budget
+	NotificationURL string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // DefaultFairnessWeight is the weight of a tenant that sets none.
@@ -104,6 +108,7 @@ func (t *Tenant) clone() *Tenant {
 	c.Providers = maps.Clone(t.Providers)
 	c.Retention = Retention{Results: clonePointer(t.Retention.Results), Jobs: clonePointer(t.Retention.Jobs)}
 	c.FairnessWeight = clonePointer(t.FairnessWeight)
+	c.Budgets = cloneBudgets(t.Budgets)
 	return &c
 }
 
@@ -130,6 +135,8 @@ type tenantRow struct {
 	RetentionResultsSeconds *int64
 	RetentionJobsSeconds    *int64
 	FairnessWeight          *float64 // NULL: DefaultFairnessWeight
+	Budgets                 string   // JSON [Budget]
+	NotificationURL         string
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
 }
@@ -140,7 +147,12 @@ func (r *tenantRow) tenant() (*Tenant, error) {
 	t := &Tenant{ID: r.ID, DefaultPolicyID: r.DefaultPolicyID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		Services: map[string]Access{}, Providers: map[string]Access{},
 		Retention:      Retention{Results: durationOfSeconds(r.RetentionResultsSeconds), Jobs: durationOfSeconds(r.RetentionJobsSeconds)},
-		FairnessWeight: r.FairnessWeight}
+		FairnessWeight: r.FairnessWeight, NotificationURL: r.NotificationURL}
+	if r.Budgets != "" {
+		if err := json.Unmarshal([]byte(r.Budgets), &t.Budgets); err != nil {
+			return nil, fmt.Errorf("tenant %s: budgets: %w", r.ID, err)
+		}
+	}
 	if err := unmarshalDocument(r.Services, &t.Services); err != nil {
 		return nil, fmt.Errorf("tenant %s: services: %w", r.ID, err)
 	}
@@ -159,9 +171,16 @@ func tenantRowOf(t *Tenant) (*tenantRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	budgets := []byte("[]")
+	if len(t.Budgets) > 0 {
+		if budgets, err = json.Marshal(t.Budgets); err != nil {
+			return nil, err
+		}
+	}
 	return &tenantRow{ID: t.ID, DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providers,
 		RetentionResultsSeconds: secondsOf(t.Retention.Results), RetentionJobsSeconds: secondsOf(t.Retention.Jobs),
-		FairnessWeight: t.FairnessWeight, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
+		FairnessWeight: t.FairnessWeight, Budgets: string(budgets), NotificationURL: t.NotificationURL,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
 }
 
 // secondsOf is a retention column's value: whole seconds, or NULL.
@@ -255,6 +274,8 @@ func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant
 			"retention_results_seconds": next.RetentionResultsSeconds,
 			"retention_jobs_seconds":    next.RetentionJobsSeconds,
 			"fairness_weight":           next.FairnessWeight,
+			"budgets":                   next.Budgets,
+			"notification_url":          next.NotificationURL,
 			"updated_at":                next.UpdatedAt,
 		}).Error; err != nil {
 			return err

@@ -37,6 +37,8 @@ func (UsageEntry) TableName() string { return "usage_ledger" }
 // SaveJobUsage is SaveJob for a job that finished billed: the projection
 // and the ledger entry are written in one transaction. The entry is
 // written once per (job, attempt): a retried write leaves it as it was.
+// The job's open budget reservations are settled to the entry in the same
+// transaction (docs/api.md, Budgets).
 func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *UsageEntry) error {
 	job.UpdatedAt = time.Now().UTC()
 	entry.BilledAt = entry.BilledAt.UTC()
@@ -44,7 +46,10 @@ func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *Usage
 		if err := saveJob(tx, job); err != nil {
 			return err
 		}
-		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(entry).Error
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(entry).Error; err != nil {
+			return err
+		}
+		return s.settleBudgets(tx, entry)
 	})
 }
 

@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Budget periods.
+const (
+	PeriodDay   = "day"
+	PeriodMonth = "month"
+)
+
+// Budget is a limit on what a tenant's jobs, or one application's, may
+// use in a period (docs/api.md, Budgets): a cost in Currency or a
+// quantity in Unit (a usage unit: minute, character, token, ...).
+type Budget struct {
+	ID          string  `json:"id"`
+	Application *string `json:"application,omitempty"`
+	Period      string  `json:"period"`
+	Currency    string  `json:"currency,omitempty"`
+	Unit        string  `json:"unit,omitempty"`
+	// Limit is in 1e-9 of the currency or unit.
+	Limit int64 `json:"limit_nanos"`
+	// Thresholds are percents of Limit, ascending, each notified once a
+	// period.
+	Thresholds []int `json:"thresholds,omitempty"`
+}
+
+// Applies reports whether a job of application counts against b.
+func (b Budget) Applies(application string) bool {
+	return b.Application == nil || *b.Application == application
+}
+
+// PeriodStart is the start of b's period that holds now: midnight UTC, or
+// the first of the month.
+func (b Budget) PeriodStart(now time.Time) time.Time {
+	now = now.UTC()
+	if b.Period == PeriodMonth {
+		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// periodEnd is the end of the period starting at start.
+func (b Budget) periodEnd(start time.Time) time.Time {
+	if b.Period == PeriodMonth {
+		return start.AddDate(0, 1, 0)
+	}
+	return start.AddDate(0, 0, 1)
+}
+
+func cloneBudgets(in []Budget) []Budget {
+	if in == nil {
+		return nil
+	}
+	out := make([]Budget, len(in))
+	for i, b := range in {
+		b.Application = clonePointer(b.Application)
+		b.Thresholds = slices.Clone(b.Thresholds)
+		out[i] = b
+	}
+	return out
+}
+
+// BudgetCharge is a job's estimate against one budget, in 1e-9 of its
+// currency or unit.
+type BudgetCharge struct {
+	Budget Budget
+	Amount int64
+}
+
+// BudgetCrossing is a threshold a reservation crossed.
+type BudgetCrossing struct {
+	Tenant      string
+	Budget      Budget
+	PeriodStart time.Time
+	Threshold   int
+	// Spent is what the budget has used, reservations included, in 1e-9
+	// of its currency or unit.
+	Spent int64
+}
+
+// BudgetOutcome is the outcome of ReserveBudget: OK, or the budget the
+// estimate does not fit (Exceeded, with what it has used), and the
+// thresholds crossed.
+type BudgetOutcome struct {
+	OK       bool
+	Exceeded *Budget
+	Spent    int64
+	Crossed  []BudgetCrossing
+}
+
+// Reservation states.
+const (
+	reservationReserved = "reserved"
+	reservationSettled  = "settled"
+	reservationReleased = "released"
+)
+
+// budgetCounter is what a budget used in one period.
+type budgetCounter struct {
+	Tenant      string    `gorm:"primaryKey"`
+	BudgetID    string    `gorm:"primaryKey"`
+	PeriodStart time.Time `gorm:"primaryKey"`
+	Settled     int64
+	Reserved    int64
+	Notified    int
+	UpdatedAt   time.Time
+}
+
+func (budgetCounter) TableName() string { return "budget_counters" }
+
+// budgetReservation is a job's reservation against one budget.
+type budgetReservation struct {
+	JobID       string `gorm:"primaryKey"`
+	BudgetID    string `gorm:"primaryKey"`
+	Tenant      string
+	PeriodStart time.Time
+	Currency    string
+	Unit        string
+	Amount      int64
+	Settled     int64
+	State       string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (budgetReservation) TableName() string { return "budget_reservations" }
+
+// ReserveBudget reserves a job's estimates against its tenant's budgets,
+// all or none: in one transaction that holds each budget's counter row
+// (SELECT ... FOR UPDATE on PostgreSQL; SQLite serialises writers), every
+// budget must keep settled + reserved + estimate within its limit. A job
+// with open reservations keeps them: a repeat is OK and crosses nothing. A
+// period's counter starts from the ledger's sum of the period.
+func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges []BudgetCharge, now time.Time) (BudgetOutcome, error) {
+	charges = slices.Clone(charges)
+	// One lock order for every transaction: no deadlocks.
+	sort.Slice(charges, func(i, k int) bool { return charges[i].Budget.ID < charges[k].Budget.ID })
+	now = now.UTC().Truncate(time.Microsecond)
+	var out BudgetOutcome
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		out = BudgetOutcome{}
+		var open int64
+		if err := tx.Model(&budgetReservation{}).Where("job_id = ? AND state = ?", jobID, reservationReserved).Count(&open).Error; err != nil {
+			return err
+		}
+		if open > 0 {
+			out.OK = true
+			return nil
+		}
+		counters := make([]budgetCounter, len(charges))
+		for i, c := range charges {
+			start := c.Budget.PeriodStart(now)
+			counter, err := s.lockCounter(tx, tenant, c.Budget, start, now)
+			if err != nil {
+				return err
+			}
+			spent := counter.Settled + counter.Reserved
+			if spent+c.Amount > c.Budget.Limit || c.Amount > c.Budget.Limit {
+				b := c.Budget
+				out.Exceeded, out.Spent = &b, spent
+				return nil
+			}
+			counters[i] = counter
+		}
+		for i, c := range charges {
+			counter := counters[i]
+			before := counter.Settled + counter.Reserved
+			after := before + c.Amount
+			notified := counter.Notified
+			for _, t := range c.Budget.Thresholds {
+				if t > notified && reached(after, c.Budget.Limit, t) {
+					out.Crossed = append(out.Crossed, BudgetCrossing{Tenant: tenant, Budget: c.Budget,
+						PeriodStart: c.Budget.PeriodStart(now), Threshold: t, Spent: after})
+					notified = t
+				}
+			}
+			if err := tx.Model(&budgetCounter{}).
+				Where("tenant = ? AND budget_id = ? AND period_start = ?", tenant, c.Budget.ID, c.Budget.PeriodStart(now)).
+				Updates(map[string]any{"reserved": gorm.Expr("reserved + ?", c.Amount), "notified": notified, "updated_at": now}).Error; err != nil {
+				return err
+			}
+			r := budgetReservation{JobID: jobID, BudgetID: c.Budget.ID, Tenant: tenant, PeriodStart: c.Budget.PeriodStart(now),
+				Currency: c.Budget.Currency, Unit: c.Budget.Unit, Amount: c.Amount, State: reservationReserved,
+				CreatedAt: now, UpdatedAt: now}
+			if err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "job_id"}, {Name: "budget_id"}},
+				DoUpdates: clause.AssignmentColumns([]string{"tenant", "period_start", "currency", "unit", "amount", "settled", "state", "updated_at"}),
+			}).Create(&r).Error; err != nil {
+				return err
+			}
+		}
+		out.OK = true
+		return nil
+	})
+	return out, err
+}
+
+// reached reports whether used is at least percent of limit.
+func reached(used, limit int64, percent int) bool {
+	return float64(used)*100 >= float64(percent)*float64(limit)
+}
+
+// lockCounter reads and locks a budget's counter of the period starting
+// at start, creating it from the ledger's sum of the period when it is
+// the period's first.
+func (s *Store) lockCounter(tx *gorm.DB, tenant string, b Budget, start, now time.Time) (budgetCounter, error) {
+	var c budgetCounter
+	where := "tenant = ? AND budget_id = ? AND period_start = ?"
+	err := s.lockForUpdate(tx).Where(where, tenant, b.ID, start).Take(&c).Error
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return c, err
+	}
+	settled, err := ledgerSpent(tx, tenant, b, start)
+	if err != nil {
+		return c, err
+	}
+	c = budgetCounter{Tenant: tenant, BudgetID: b.ID, PeriodStart: start, Settled: settled, UpdatedAt: now}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&c).Error; err != nil {
+		return c, err
+	}
+	err = s.lockForUpdate(tx).Where(where, tenant, b.ID, start).Take(&c).Error
+	return c, err
+}
+
+// ledgerSpent is what the ledger billed against b in the period starting
+// at start, in 1e-9 of its currency or unit.
+func ledgerSpent(tx *gorm.DB, tenant string, b Budget, start time.Time) (int64, error) {
+	q := tx.Table("usage_ledger").Where("tenant = ? AND billed_at >= ? AND billed_at < ?", tenant, start, b.periodEnd(start))
+	if b.Application != nil {
+		q = q.Where("application = ?", *b.Application)
+	}
+	if b.Currency != "" {
+		var sum int64
+		err := q.Where("currency = ?", b.Currency).Select("CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT)").Scan(&sum).Error
+		return sum, err
+	}
+	var sum float64
+	err := q.Where("unit = ?", b.Unit).Select("COALESCE(SUM(quantity), 0)").Scan(&sum).Error
+	return quantityNanos(sum), err
+}
+
+// quantityNanos is a ledger quantity in 1e-9 of its unit.
+func quantityNanos(q float64) int64 { return int64(math.Round(q * 1e9)) }
+
+// settleBudgets settles a billed job's open reservations to its ledger
+// entry, in the transaction that writes the entry: each budget's counter
+// moves the estimate from reserved to what the entry bills in the
+// budget's currency or unit.
+func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
+	return s.closeReservations(tx, e.JobID, reservationSettled, func(r budgetReservation) int64 {
+		switch {
+		case r.Currency != "" && r.Currency == e.Currency:
+			return e.CostNanos
+		case r.Unit != "" && r.Unit == e.Unit:
+			return quantityNanos(e.Quantity)
+		}
+		return 0
+	})
+}
+
+// ReleaseBudget releases a job's open reservations: it ended unbilled.
+// Releasing again changes nothing.
+func (s *Store) ReleaseBudget(ctx context.Context, jobID string) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
+		return s.closeReservations(tx, jobID, reservationReleased, func(budgetReservation) int64 { return 0 })
+	})
+}
+
+// closeReservations moves a job's open reservations to state, with
+// actual(r) settled in their counters.
+func (s *Store) closeReservations(tx *gorm.DB, jobID, state string, actual func(budgetReservation) int64) error {
+	var open []budgetReservation
+	if err := s.lockForUpdate(tx).Where("job_id = ? AND state = ?", jobID, reservationReserved).
+		Order("budget_id").Find(&open).Error; err != nil {
+		return err
+	}
+	now := microsNow()
+	for _, r := range open {
+		settled := actual(r)
+		if err := tx.Model(&budgetCounter{}).
+			Where("tenant = ? AND budget_id = ? AND period_start = ?", r.Tenant, r.BudgetID, r.PeriodStart.UTC()).
+			Updates(map[string]any{"reserved": gorm.Expr("reserved - ?", r.Amount),
+				"settled": gorm.Expr("settled + ?", settled), "updated_at": now}).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&budgetReservation{}).Where("job_id = ? AND budget_id = ?", r.JobID, r.BudgetID).
+			Updates(map[string]any{"state": state, "settled": settled, "updated_at": now}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BudgetUse is what a budget has used in a period, in 1e-9 of its
+// currency or unit.
+type BudgetUse struct {
+	Settled, Reserved int64
+}
+
+// BudgetUsed reads what b has used in the period holding now; a period
+// without a counter yet counts the ledger.
+func (s *Store) BudgetUsed(ctx context.Context, tenant string, b Budget, now time.Time) (BudgetUse, error) {
+	start := b.PeriodStart(now)
+	var c budgetCounter
+	db := s.db.WithContext(ctx)
+	err := db.Where("tenant = ? AND budget_id = ? AND period_start = ?", tenant, b.ID, start).Take(&c).Error
+	if err == nil {
+		return BudgetUse{Settled: c.Settled, Reserved: c.Reserved}, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return BudgetUse{}, err
+	}
+	settled, err := ledgerSpent(db, tenant, b, start)
+	return BudgetUse{Settled: settled}, err
+}
+
+// JobReservation is a job's reservation against one budget.
+type JobReservation struct {
+	BudgetID       string
+	PeriodStart    time.Time
+	Amount         int64
+	Settled        int64
+	State          string
+	Currency, Unit string
+}
+
+// BudgetReservations lists a job's reservations by budget id.
+func (s *Store) BudgetReservations(ctx context.Context, jobID string) ([]JobReservation, error) {
+	var rows []budgetReservation
+	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("budget_id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]JobReservation, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, JobReservation{BudgetID: r.BudgetID, PeriodStart: r.PeriodStart.UTC(), Amount: r.Amount,
+			Settled: r.Settled, State: r.State, Currency: r.Currency, Unit: r.Unit})
+	}
+	return out, nil
+}

@@ -1,0 +1,159 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// minuteBudget is a quantity budget of limit minutes a day.
+func minuteBudget(limit int64, thresholds ...int) store.Budget {
+	return store.Budget{ID: "b-" + uuid.NewString()[:8], Period: store.PeriodDay, Unit: "minute", Limit: limit * 1e9, Thresholds: thresholds}
+}
+
+func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(10, 50, 80, 100)
+		now := time.Now()
+		var (
+			mu      sync.Mutex
+			ok      int
+			crossed []int
+			wg      sync.WaitGroup
+		)
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+				require.NoError(t, err)
+				mu.Lock()
+				defer mu.Unlock()
+				if out.OK {
+					ok++
+				} else {
+					require.Equal(t, b.ID, out.Exceeded.ID)
+				}
+				for _, c := range out.Crossed {
+					crossed = append(crossed, c.Threshold)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 10, ok)
+		require.ElementsMatch(t, []int{50, 80, 100}, crossed, "each threshold once")
+		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Reserved: 10e9}, used)
+	})
+}
+
+func TestBudgetSettlementAndRelease(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(3)
+		usd := store.Budget{ID: "usd", Period: store.PeriodMonth, Currency: "USD", Limit: 1e9}
+		now := time.Now()
+		charges := func(minutes int64) []store.BudgetCharge {
+			return []store.BudgetCharge{{Budget: b, Amount: minutes * 1e9}, {Budget: usd, Amount: 1000}}
+		}
+
+		// A billed job settles to the ledger's count, not the estimate.
+		job := newJob()
+		job.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, job))
+		out, err := s.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		// A repeat (an activity retried, a reservation made at create) keeps it.
+		out, err = s.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		entry := entryOf(job, 1, 300, now)
+		entry.Quantity = 1.5
+		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 1.5e9}, used)
+		cost, err := s.BudgetUsed(ctx, tenant, usd, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 300}, cost)
+		rs, err := s.BudgetReservations(ctx, job.ID)
+		require.NoError(t, err)
+		require.Len(t, rs, 2)
+		require.Equal(t, "settled", rs[0].State)
+		require.Equal(t, int64(1.5e9), rs[0].Settled)
+
+		// A job that fails unbilled gives its reservation back.
+		failed := uuid.NewString()
+		out, err = s.ReserveBudget(ctx, failed, tenant, charges(1), now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
+		require.NoError(t, err)
+		require.False(t, out.OK, "1.5 settled + 1 reserved + 1 is over 3")
+		require.Equal(t, b.ID, out.Exceeded.ID)
+		require.Equal(t, int64(2.5e9), out.Spent)
+		require.NoError(t, s.ReleaseBudget(ctx, failed))
+		require.NoError(t, s.ReleaseBudget(ctx, failed))
+		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 1.5e9}, used)
+		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+
+		// The next period starts from zero.
+		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(3), now.Add(24*time.Hour))
+		require.NoError(t, err)
+		require.True(t, out.OK)
+	})
+}
+
+func TestBudgetCounterStartsFromTheLedger(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		now := time.Now()
+		job := newJob()
+		job.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, job))
+		entry := entryOf(job, 1, 300, now)
+		entry.Quantity = 2
+		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+
+		b := minuteBudget(3)
+		out, err := s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
+		require.NoError(t, err)
+		require.False(t, out.OK, "the 2 minutes billed before the budget count")
+		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+	})
+}
+
+func TestTenantBudgetsRoundTrip(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		app := "web"
+		b := minuteBudget(10, 50, 100)
+		b.Application = &app
+		tenant := &store.Tenant{ID: "budget-" + uuid.NewString()[:8], Budgets: []store.Budget{b}, NotificationURL: "https://hooks.example/b"}
+		require.NoError(t, s.CreateTenant(ctx, tenant))
+		got, err := s.GetTenant(ctx, tenant.ID)
+		require.NoError(t, err)
+		require.Equal(t, tenant.Budgets, got.Budgets)
+		require.Equal(t, "https://hooks.example/b", got.NotificationURL)
+		got, err = s.UpdateTenant(ctx, tenant.ID, func(t *store.Tenant) error { t.Budgets = nil; return nil })
+		require.NoError(t, err)
+		require.Empty(t, got.Budgets)
+		got, err = s.GetTenant(ctx, tenant.ID)
+		require.NoError(t, err)
+		require.Empty(t, got.Budgets)
+	})
+}
