@@ -113,6 +113,7 @@ var refusals = map[error]struct {
 	jobops.ErrUnknownPolicy:      {http.StatusUnprocessableEntity, apierror.CodeUnknownPolicy},
 	jobops.ErrInvalid:            {http.StatusUnprocessableEntity, apierror.CodeValidation},
 	jobops.ErrRateLimited:        {http.StatusTooManyRequests, apierror.CodeRateLimited},
+	jobops.ErrBudgetExceeded:     {http.StatusPaymentRequired, apierror.CodeBudgetExceeded},
 	jobops.ErrJobFinished:        {http.StatusConflict, apierror.CodeJobFinished},
 	jobops.ErrNotRetryable:       {http.StatusConflict, apierror.CodeJobNotRetryable},
 	jobops.ErrUnknownJob:         {http.StatusNotFound, apierror.CodeNotFound},

@@ -66,6 +66,9 @@ type tenantAttributes struct {
 	// FairnessWeight is the tenant's weight, the default (1) when it sets
 	// none (docs/operations.md, Fairness between tenants).
 	FairnessWeight float64 `json:"fairness_weight"`
+	// Budgets and NotificationURL: docs/api.md, Budgets.
+	Budgets         []budgetView `json:"budgets"`
+	NotificationURL *string      `json:"notification_url"`
 }
 
 // retentionView is a tenant's retention as set (null: the deployment
@@ -102,9 +105,13 @@ func (h tenantsHandler) tenantView(t *store.Tenant) tenantResource {
 	if jobs > 0 {
 		retention.Effective.JobsSeconds = seconds(&jobs)
 	}
+	var notificationURL *string
+	if t.NotificationURL != "" {
+		notificationURL = &t.NotificationURL
+	}
 	return tenantResource{ID: t.ID, Type: "tenant", Attributes: tenantAttributes{
 		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess, Retention: retention,
-		FairnessWeight: t.Fairness(),
+		FairnessWeight: t.Fairness(), Budgets: budgetViews(t.Budgets), NotificationURL: notificationURL,
 	}}
 }
 
@@ -212,7 +219,7 @@ func (h tenantsHandler) render(c *gin.Context, t *store.Tenant, err, notFound er
 	return nil
 }
 
-var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention", "fairness_weight"}
+var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention", "fairness_weight", "budgets", "notification_url"}
 
 // tenantChange is the validated attributes of a tenant write, applied as a
 // JSON merge patch: members not given keep their value, null clears.
@@ -226,6 +233,10 @@ type tenantChange struct {
 	// fairness changes the fairness weight (nil value: the default).
 	fairnessGiven bool
 	fairness      *float64
+	// budgets replaces the budgets; notificationURL changes the URL.
+	budgetsGiven, notificationGiven bool
+	budgets                         []store.Budget
+	notificationURL                 string
 }
 
 // Bounds of a tenant's fairness weight.
@@ -262,6 +273,12 @@ func (ch *tenantChange) apply(t *store.Tenant) error {
 	}
 	if ch.fairnessGiven {
 		t.FairnessWeight = ch.fairness
+	}
+	if ch.budgetsGiven {
+		t.Budgets = ch.budgets
+	}
+	if ch.notificationGiven {
+		t.NotificationURL = ch.notificationURL
 	}
 	r := t.Retention
 	if r.Results == nil || r.Jobs == nil || *r.Jobs >= *r.Results {
@@ -349,6 +366,18 @@ func (h tenantsHandler) parseTenantChange(ctx context.Context, tenant string, at
 					"must be a number from %g to %g, or null for the default (%g)", minFairnessWeight, maxFairnessWeight, store.DefaultFairnessWeight)
 			}
 			ch.fairness = &w
+		}
+	}
+	if raw, ok := attrs["budgets"]; ok {
+		ch.budgetsGiven = true
+		if ch.budgets, err = parseBudgets(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := attrs["notification_url"]; ok {
+		ch.notificationGiven = true
+		if ch.notificationURL, err = parseNotificationURL(raw); err != nil {
+			return nil, err
 		}
 	}
 	if err := h.checkDefaultPolicy(ctx, tenant, ch); err != nil {

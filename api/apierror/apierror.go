@@ -75,6 +75,9 @@ const (
 	// CodeResultExpired answers the result of a job whose result expired
 	// by its tenant's retention (docs/api.md, Retention).
 	CodeResultExpired = "RESULT_EXPIRED"
+	// CodeBudgetExceeded answers a job whose estimate, known at creation,
+	// does not fit one of its tenant's budgets (402).
+	CodeBudgetExceeded = "BUDGET_EXCEEDED"
 )
 
 // Unauthorized is the 401 for a missing or invalid token.

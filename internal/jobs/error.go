@@ -66,4 +66,7 @@ const (
 	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
 	// address, port or scheme the gateway refuses to call (input error).
 	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
+	// CodeBudgetExceeded: the job's estimate does not fit one of its
+	// tenant's budgets; no provider was called (docs/api.md, Budgets).
+	CodeBudgetExceeded = "BUDGET_EXCEEDED"
 )

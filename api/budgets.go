@@ -1,0 +1,244 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/strictjson"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Limits of a tenant's budgets (docs/api.md, Budgets).
+const (
+	maxBudgets          = 20
+	maxBudgetThresholds = 10
+	ptrBudgets          = ptrAttributes + "/budgets"
+	ptrNotificationURL  = ptrAttributes + "/notification_url"
+)
+
+var (
+	budgetIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+	// budgetUnits are the usage units a quantity budget may limit.
+	budgetUnits = []string{"minute", "character", "page", "request", "token"}
+)
+
+// budgetView is a budget as the API shows it.
+type budgetView struct {
+	ID          string      `json:"id"`
+	Application *string     `json:"application"`
+	Period      string      `json:"period"`
+	Limit       budgetLimit `json:"limit"`
+	Thresholds  []int       `json:"thresholds"`
+}
+
+type budgetLimit struct {
+	Amount   *json.Number `json:"amount,omitempty"`
+	Currency string       `json:"currency,omitempty"`
+	Quantity *json.Number `json:"quantity,omitempty"`
+	Unit     string       `json:"unit,omitempty"`
+}
+
+func budgetViews(budgets []store.Budget) []budgetView {
+	out := make([]budgetView, 0, len(budgets))
+	for _, b := range budgets {
+		n := json.Number(fromNanos(b.Limit))
+		v := budgetView{ID: b.ID, Application: b.Application, Period: b.Period, Thresholds: b.Thresholds}
+		if v.Thresholds == nil {
+			v.Thresholds = []int{}
+		}
+		if b.Currency != "" {
+			v.Limit = budgetLimit{Amount: &n, Currency: b.Currency}
+		} else {
+			v.Limit = budgetLimit{Quantity: &n, Unit: b.Unit}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// fromNanos is n/1e9 as a decimal.
+func fromNanos(n int64) string {
+	return strings.TrimRight(strings.TrimRight(new(big.Rat).SetFrac64(n, 1e9).FloatString(9), "0"), ".")
+}
+
+// toNanos is a positive decimal number of at most nine decimals in 1e-9.
+func toNanos(raw json.RawMessage) (int64, bool) {
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(n.String())
+	if !ok || r.Sign() <= 0 {
+		return 0, false
+	}
+	r.Mul(r, big.NewRat(1e9, 1))
+	if !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
+}
+
+// parseBudgets validates attributes.budgets: a list that replaces the
+// tenant's budgets; null or [] removes them.
+func parseBudgets(raw json.RawMessage) ([]store.Budget, error) {
+	if strictjson.Absent(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, apierror.Validation(ptrBudgets, "must be a list of budgets, or null")
+	}
+	if len(items) > maxBudgets {
+		return nil, apierror.Validation(ptrBudgets, "has %d budgets; at most %d are allowed", len(items), maxBudgets)
+	}
+	out := make([]store.Budget, 0, len(items))
+	seen := map[string]bool{}
+	for i, item := range items {
+		pointer := fmt.Sprintf("%s/%d", ptrBudgets, i)
+		b, err := parseBudget(item, pointer)
+		if err != nil {
+			return nil, err
+		}
+		if seen[b.ID] {
+			return nil, apierror.Validation(pointer+"/id", "%q names another budget too; ids must differ", b.ID)
+		}
+		seen[b.ID] = true
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func parseBudget(raw json.RawMessage, pointer string) (store.Budget, error) {
+	var b store.Budget
+	members, err := object(raw, pointer)
+	if err != nil {
+		return b, err
+	}
+	if members == nil {
+		return b, apierror.Validation(pointer, "must be an object")
+	}
+	if err := onlyKeys(members, pointer, "id", "application", "period", "limit", "thresholds"); err != nil {
+		return b, err
+	}
+	if v, ok := members["application"]; ok && !strictjson.Absent(v) {
+		var app string
+		if json.Unmarshal(v, &app) != nil || !auth.SlugPattern.MatchString(app) {
+			return b, apierror.Validation(pointer+"/application", "must be an application name (pattern %s) or null for the whole tenant", auth.SlugPattern)
+		}
+		b.Application = &app
+	}
+	if json.Unmarshal(members["period"], &b.Period) != nil || (b.Period != store.PeriodDay && b.Period != store.PeriodMonth) {
+		return b, apierror.Validation(pointer+"/period", "is required: day or month (UTC)")
+	}
+	if err := parseBudgetLimit(members["limit"], pointer+"/limit", &b); err != nil {
+		return b, err
+	}
+	if v, ok := members["thresholds"]; ok && !strictjson.Absent(v) {
+		if json.Unmarshal(v, &b.Thresholds) != nil || len(b.Thresholds) > maxBudgetThresholds {
+			return b, apierror.Validation(pointer+"/thresholds", "must be a list of at most %d whole percents", maxBudgetThresholds)
+		}
+		for i, t := range b.Thresholds {
+			if t < 1 || t > 100 || (i > 0 && t <= b.Thresholds[i-1]) {
+				return b, apierror.Validation(fmt.Sprintf("%s/thresholds/%d", pointer, i), "must be a whole percent from 1 to 100, the list ascending")
+			}
+		}
+	}
+	if v, ok := members["id"]; ok && !strictjson.Absent(v) {
+		if json.Unmarshal(v, &b.ID) != nil || !budgetIDPattern.MatchString(b.ID) {
+			return b, apierror.Validation(pointer+"/id", "must be 1 to 63 lowercase letters, digits and hyphens (pattern %s)", budgetIDPattern)
+		}
+	} else {
+		b.ID = defaultBudgetID(b)
+	}
+	return b, nil
+}
+
+// defaultBudgetID names a budget given without an id by what it limits:
+// web-month-usd, day-minute.
+func defaultBudgetID(b store.Budget) string {
+	parts := []string{b.Period, strings.ToLower(b.Currency + b.Unit)}
+	if b.Application != nil {
+		parts = append([]string{*b.Application}, parts...)
+	}
+	return strings.Join(parts, "-")
+}
+
+func parseBudgetLimit(raw json.RawMessage, pointer string, b *store.Budget) error {
+	members, err := object(raw, pointer)
+	if err != nil {
+		return err
+	}
+	if members == nil {
+		return apierror.Validation(pointer, "is required: {amount, currency} or {quantity, unit}")
+	}
+	if err := onlyKeys(members, pointer, "amount", "currency", "quantity", "unit"); err != nil {
+		return err
+	}
+	_, amount := members["amount"]
+	_, quantity := members["quantity"]
+	var ok bool
+	switch {
+	case amount && !quantity:
+		if b.Limit, ok = toNanos(members["amount"]); !ok {
+			return apierror.Validation(pointer+"/amount", "must be a positive number of at most nine decimals")
+		}
+		if _, has := members["unit"]; has {
+			return apierror.Validation(pointer+"/unit", "goes with quantity, not amount")
+		}
+		if json.Unmarshal(members["currency"], &b.Currency) != nil || !currencyPattern.MatchString(b.Currency) {
+			return apierror.Validation(pointer+"/currency", "is required with amount: an ISO 4217 code (USD)")
+		}
+	case quantity && !amount:
+		if b.Limit, ok = toNanos(members["quantity"]); !ok {
+			return apierror.Validation(pointer+"/quantity", "must be a positive number of at most nine decimals")
+		}
+		if _, has := members["currency"]; has {
+			return apierror.Validation(pointer+"/currency", "goes with amount, not quantity")
+		}
+		if json.Unmarshal(members["unit"], &b.Unit) != nil || !containsString(budgetUnits, b.Unit) {
+			return apierror.Validation(pointer+"/unit", "is required with quantity: one of %s", strings.Join(budgetUnits, ", "))
+		}
+	default:
+		return apierror.Validation(pointer, "must give either amount and currency, or quantity and unit")
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseNotificationURL validates attributes.notification_url with the
+// rules of a job's webhook URL; null clears it.
+func parseNotificationURL(raw json.RawMessage) (string, error) {
+	if strictjson.Absent(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil || s == "" {
+		return "", apierror.Validation(ptrNotificationURL, "must be an absolute http or https URL, or null")
+	}
+	if len(s) > MaxWebhookURLBytes {
+		return "", apierror.Validation(ptrNotificationURL, "is %d bytes; it is limited to %d", len(s), MaxWebhookURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", apierror.Validation(ptrNotificationURL, "must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return "", apierror.Validation(ptrNotificationURL, "must not carry credentials")
+	}
+	return s, nil
+}

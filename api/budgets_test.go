@@ -1,0 +1,67 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTenantBudgets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := superAdminToken(t, b)
+	createTenantOK(t, b, tenantA, map[string]any{
+		"budgets": []any{
+			map[string]any{"period": "month", "limit": map[string]any{"amount": 12.5, "currency": "USD"}, "thresholds": []int{50, 80, 100}},
+			map[string]any{"id": "web-audio", "application": "web", "period": "day", "limit": map[string]any{"quantity": 10, "unit": "minute"}},
+		},
+		"notification_url": "https://hooks.example.com/budgets",
+	})
+	// The tenant reads its budgets.
+	r := b.do(t, http.MethodGet, "/v1/tenants/"+tenantA, b.tokenFor(t, tenantA, userA, "transcriptions:read"), nil)
+	r.requireStatus(t, http.StatusOK)
+	attrs := r.data(t)["attributes"].(map[string]any)
+	requireJSON(t, `[
+		{"id": "month-usd", "application": null, "period": "month", "limit": {"amount": 12.5, "currency": "USD"}, "thresholds": [50, 80, 100]},
+		{"id": "web-audio", "application": "web", "period": "day", "limit": {"quantity": 10, "unit": "minute"}, "thresholds": []}]`, attrs["budgets"])
+	require.Equal(t, "https://hooks.example.com/budgets", attrs["notification_url"])
+
+	// Only a super-admin sets them.
+	r = b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, b.tokenFor(t, tenantA, userA, "transcriptions:write"), tenantDoc(tenantA, map[string]any{"budgets": nil}))
+	r.requireStatus(t, http.StatusForbidden)
+
+	bad := map[string]struct {
+		attrs   map[string]any
+		pointer string
+	}{
+		"not a list":        {map[string]any{"budgets": "x"}, "/data/attributes/budgets"},
+		"unknown member":    {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"quantity": 1, "unit": "minute"}, "x": 1}}}, "/data/attributes/budgets/0/x"},
+		"period":            {map[string]any{"budgets": []any{map[string]any{"period": "week", "limit": map[string]any{"quantity": 1, "unit": "minute"}}}}, "/data/attributes/budgets/0/period"},
+		"no limit":          {map[string]any{"budgets": []any{map[string]any{"period": "day"}}}, "/data/attributes/budgets/0/limit"},
+		"both":              {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"quantity": 1, "amount": 1}}}}, "/data/attributes/budgets/0/limit"},
+		"negative amount":   {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"amount": -1, "currency": "USD"}}}}, "/data/attributes/budgets/0/limit/amount"},
+		"too many decimals": {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"amount": 0.0000000001, "currency": "USD"}}}}, "/data/attributes/budgets/0/limit/amount"},
+		"currency":          {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"amount": 1, "currency": "usd"}}}}, "/data/attributes/budgets/0/limit/currency"},
+		"unit":              {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"quantity": 1, "unit": "hour"}}}}, "/data/attributes/budgets/0/limit/unit"},
+		"threshold":         {map[string]any{"budgets": []any{map[string]any{"period": "day", "limit": map[string]any{"quantity": 1, "unit": "minute"}, "thresholds": []int{80, 50}}}}, "/data/attributes/budgets/0/thresholds/1"},
+		"application":       {map[string]any{"budgets": []any{map[string]any{"application": "Web", "period": "day", "limit": map[string]any{"quantity": 1, "unit": "minute"}}}}, "/data/attributes/budgets/0/application"},
+		"same id": {map[string]any{"budgets": []any{
+			map[string]any{"period": "day", "limit": map[string]any{"quantity": 1, "unit": "minute"}},
+			map[string]any{"period": "day", "limit": map[string]any{"quantity": 2, "unit": "minute"}}}}, "/data/attributes/budgets/1/id"},
+		"url scheme":      {map[string]any{"notification_url": "ftp://x.example"}, "/data/attributes/notification_url"},
+		"url credentials": {map[string]any{"notification_url": "https://u:p@x.example"}, "/data/attributes/notification_url"},
+	}
+	for name, c := range bad {
+		r := b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, admin, tenantDoc(tenantA, c.attrs))
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", c.pointer)
+		_ = name
+	}
+
+	// null removes them all.
+	r = b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, admin, tenantDoc(tenantA, map[string]any{"budgets": nil, "notification_url": nil}))
+	r.requireStatus(t, http.StatusOK)
+	attrs = r.data(t)["attributes"].(map[string]any)
+	requireJSON(t, `[]`, attrs["budgets"])
+	require.Nil(t, attrs["notification_url"])
+}
