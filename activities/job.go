@@ -70,6 +70,12 @@ func (p *Projections) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 	if entry != nil {
 		p.recordUsage(ctx, entry, priced)
 	}
+	if snap.Status.Terminal() && entry == nil {
+		// Ended unbilled: its budget reservations are given back.
+		if err := p.releaseBudget(ctx, snap.ID); err != nil {
+			return err
+		}
+	}
 	if snap.Status.Terminal() {
 		code := ""
 		if snap.Error != nil {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -88,6 +89,11 @@ type Deps struct {
 	RetentionStore    RetentionStore
 	Deleter           Deleter
 	RetentionDefaults store.RetentionDefaults
+
+	// Tenants and Budgets reserve jobs against their tenant's budgets
+	// (docs/api.md, Budgets); nil Budgets: none are.
+	Tenants TenantReader
+	Budgets *budgets.Reserver
 }
 
 // Set is all the activities of a worker, one receiver per group.
@@ -101,6 +107,7 @@ type Set struct {
 	Sweeps      *Sweeps
 	Erasure     *Erasure
 	Retention   *Retention
+	Budgets     *Budgets
 }
 
 // New builds the activities, each receiver with its share of d.
@@ -130,6 +137,7 @@ func New(d Deps) *Set {
 			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},
 		Retention: &Retention{Store: d.RetentionStore, Deleter: d.Deleter, Files: d.Files,
 			Defaults: d.RetentionDefaults, Metrics: d.Metrics},
+		Budgets: &Budgets{Tenants: d.Tenants, Reserver: d.Budgets},
 	}
 }
 
@@ -143,7 +151,7 @@ type ActivityRegistry interface {
 // method, as when they were methods of one struct: recorded histories
 // replay.
 func (s *Set) Register(r ActivityRegistry) {
-	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure, s.Retention} {
+	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure, s.Retention, s.Budgets} {
 		r.RegisterActivity(receiver)
 	}
 }

@@ -181,3 +181,22 @@ func ceil(r *big.Rat) *big.Int {
 	}
 	return q
 }
+
+// Estimates prices an estimated usage n at every provider of the catalog
+// that offers the service, or at provider alone when the job names one;
+// budgets reserve the highest (docs/api.md, Budgets).
+func (b *PriceBook) Estimates(provider string, service jobs.ServiceID, n jobs.NativeUsage) []jobs.JobUsage {
+	var out []jobs.JobUsage
+	for _, p := range b.catalog.Providers {
+		if (provider != "" && p.ID != provider) || p.Services[service] == nil {
+			continue
+		}
+		u, _ := b.Price(p.ID, service, n)
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		u, _ := b.Price(provider, service, n)
+		out = append(out, u)
+	}
+	return out
+}

@@ -165,7 +165,8 @@ func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges
 				return err
 			}
 			spent := counter.Settled + counter.Reserved
-			if spent+c.Amount > c.Budget.Limit || c.Amount > c.Budget.Limit {
+			// An unknown estimate (0) still needs room left.
+			if spent+c.Amount > c.Budget.Limit || (c.Amount == 0 && spent >= c.Budget.Limit) {
 				b := c.Budget
 				out.Exceeded, out.Spent = &b, spent
 				return nil

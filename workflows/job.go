@@ -160,6 +160,11 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	} else if jobErr != nil {
 		return j.finish(ctx, nil, jobErr)
 	}
+	if jobErr, err := j.reserveBudget(ctx); err != nil {
+		return j.stop(ctx, err)
+	} else if jobErr != nil {
+		return j.finish(ctx, nil, jobErr)
+	}
 	for attempt := j.firstAttempt; ; attempt++ {
 		route, err := j.decide(ctx, attempt)
 		if err != nil {

@@ -162,7 +162,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, logger)
+	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,11 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -55,7 +57,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, logger)
+	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 
 // apiConfig is the API configuration dev and serve share, with the job
 // operations it calls.
-func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, logger *slog.Logger) (api.Config, error) {
+func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) (api.Config, error) {
 	// Every API takes vendor callbacks: only a worker sharing the signing
 	// key can make an address whose token it accepts.
 	callbackTokens, err := vendorcallback.NewTokens(signer)
@@ -102,6 +104,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
 		DataConverter:          cfg.temporal.DataConverter,
+		Budgets:                budgetReserver(cfg, st.Store, registry, signer, m, logger),
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -431,7 +434,8 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	}
 	deps := activities.Deps{Store: st, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
 		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
-		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention}
+		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention,
+		Tenants: st.Store, Budgets: budgetReserver(cfg, st.Store, registry, network.signer, m, logger)}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}
@@ -521,4 +525,12 @@ func nodeID() string {
 		host = "gateway"
 	}
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// budgetReserver reserves jobs against their tenant's budgets, in the
+// store every process shares (docs/api.md, Budgets).
+func budgetReserver(cfg config, st *store.Store, registry *providers.Registry, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) *budgets.Reserver {
+	return &budgets.Reserver{Store: st, Prices: registry.Prices(), Signer: signer,
+		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout), Metrics: m,
+		Logger: logger.With("component", "budgets")}
 }

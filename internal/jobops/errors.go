@@ -27,6 +27,9 @@ var (
 	// ErrRateLimited: the job's provider used its published request
 	// limit; Error.RetryAfter says when it has room.
 	ErrRateLimited = errors.New("the provider is at its request limit")
+	// ErrBudgetExceeded: the job's estimate does not fit one of its
+	// tenant's budgets (docs/api.md, Budgets).
+	ErrBudgetExceeded = errors.New("the budget is exceeded")
 	// ErrUnknownPolicy: no policy of the job's policy_id that the
 	// tenant may use.
 	ErrUnknownPolicy = errors.New("unknown policy")

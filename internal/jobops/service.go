@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -103,8 +104,12 @@ type Config struct {
 	// for Retry: Temporal's client's (payloads may be encrypted); nil is
 	// the SDK's default.
 	DataConverter converter.DataConverter
-	Logger        *slog.Logger // default slog.Default()
-	Now           func() time.Time
+	// Budgets reserves a job whose estimate is known at creation against
+	// its tenant's budgets (docs/api.md, Budgets); nil: jobs are reserved
+	// by their workflow only.
+	Budgets *budgets.Reserver
+	Logger  *slog.Logger // default slog.Default()
+	Now     func() time.Time
 }
 
 // Service carries out the operations on jobs: Submit, Cancel, Retry and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -90,6 +91,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
 		in.FairnessWeight = w
 	}
+	in.Budgeted = budgets.Applies(tenant, req.Application)
 	// Sized before the key is claimed: a refused request uses up no key.
 	input, err := encode(in)
 	if err != nil {
@@ -113,7 +115,29 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.reserveTenantCreate(ctx, req.Tenant); err != nil {
 		return nil, err
 	}
+	if err := s.reserveBudget(ctx, req, tenant, in); err != nil {
+		return nil, err
+	}
 	return s.record(ctx, req, in, input)
+}
+
+// reserveBudget reserves a job whose estimate is known now against its
+// tenant's budgets; the workflow finds the reservation and keeps it. A
+// job whose estimate waits for its media is reserved by its workflow.
+func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *store.Tenant, in jobs.Submission) error {
+	if !in.Budgeted || s.cfg.Budgets == nil {
+		return nil
+	}
+	usage, known := budgets.Estimate(req.Service.ID, req.Input, nil)
+	if !known {
+		return nil
+	}
+	err := s.cfg.Budgets.Reserve(ctx, budgets.Job{ID: in.JobID, Tenant: tenant, Application: req.Application,
+		Service: req.Service.ID, Provider: req.Provider, Usage: usage, Known: true}, s.cfg.Now())
+	if budgets.IsExceeded(err) {
+		return refuse(ErrBudgetExceeded, "%v", err)
+	}
+	return err
 }
 
 // reserveTenantCreate counts a create against the tenant's per-minute cap.

@@ -48,6 +48,9 @@ type Submission struct {
 	// as histories recorded before generations do, and take every change
 	// through GetVersion.
 	Generation int `json:"generation,omitempty"`
+	// Budgeted says budgets of the tenant cover the job: the workflow
+	// reserves it before its provider is called (docs/api.md, Budgets).
+	Budgeted bool `json:"budgeted,omitempty"`
 }
 
 // Retry is what a retried job keeps of its earlier runs.

@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // usageMetrics count what finished jobs consumed and cost (docs/api.md,
 // Usage and cost); no tenant label.
@@ -8,6 +12,8 @@ type usageMetrics struct {
 	quantity *prometheus.CounterVec
 	cost     *prometheus.CounterVec
 	unpriced *prometheus.CounterVec
+	// budgetThresholds counts budget thresholds crossed (docs/api.md, Budgets).
+	budgetThresholds *prometheus.CounterVec
 }
 
 func newUsageMetrics(f factory) usageMetrics {
@@ -18,7 +24,16 @@ func newUsageMetrics(f factory) usageMetrics {
 			"service", "provider", "currency"),
 		unpriced: f.counter("gateway_usage_unpriced_total", "Completed jobs costed at zero because nothing prices them (no pricing, amount 0, or no measure for the unit), by service and provider.",
 			"service", "provider"),
+		budgetThresholds: f.counter("gateway_budget_threshold_crossings_total", "Budget thresholds crossed, by threshold (percent).", "threshold"),
 	}
+}
+
+// BudgetThreshold counts a budget threshold crossed.
+func (m *Metrics) BudgetThreshold(threshold int) {
+	if m == nil {
+		return
+	}
+	m.usage.budgetThresholds.WithLabelValues(strconv.Itoa(threshold)).Inc()
 }
 
 // Usage records a billed job's quantity and cost; unpriced counts it as

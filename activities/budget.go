@@ -1,0 +1,79 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// TenantReader reads tenants' records.
+type TenantReader interface {
+	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
+}
+
+// Budgets reserve jobs against their tenant's budgets before their
+// provider is called (docs/api.md, Budgets).
+type Budgets struct {
+	Tenants  TenantReader
+	Reserver *budgets.Reserver
+}
+
+// BudgetInput is a job to reserve, with its media's duration once probed.
+type BudgetInput struct {
+	JobID        string          `json:"job_id"`
+	Tenant       string          `json:"tenant"`
+	Application  string          `json:"application,omitempty"`
+	Service      jobs.ServiceID  `json:"service"`
+	Provider     string          `json:"provider,omitempty"`
+	Input        json.RawMessage `json:"input"`
+	MediaSeconds *float64        `json:"media_seconds,omitempty"`
+}
+
+// BudgetOutput is the job's error when a budget refuses it.
+type BudgetOutput struct {
+	Error *jobs.Error `json:"error,omitempty"`
+}
+
+// ReserveBudget reserves the job's estimate against the budgets that
+// cover it; a job that reserved already (at creation, or a try before)
+// keeps its reservation. A budget it does not fit fails the job
+// BUDGET_EXCEEDED.
+func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutput, error) {
+	if b == nil || b.Reserver == nil || b.Tenants == nil {
+		return BudgetOutput{}, nil
+	}
+	t, err := b.Tenants.GetTenant(ctx, in.Tenant)
+	if errors.Is(err, store.ErrNotFound) {
+		return BudgetOutput{}, nil
+	}
+	if err != nil {
+		return BudgetOutput{}, err
+	}
+	usage, known := budgets.Estimate(in.Service, in.Input, in.MediaSeconds)
+	err = b.Reserver.Reserve(ctx, budgets.Job{ID: in.JobID, Tenant: t, Application: in.Application, Service: in.Service,
+		Provider: in.Provider, Usage: usage, Known: known}, time.Now())
+	if budgets.IsExceeded(err) {
+		return BudgetOutput{Error: &jobs.Error{Code: jobs.CodeBudgetExceeded, Message: err.Error()}}, nil
+	}
+	return BudgetOutput{}, err
+}
+
+// budgetReleaser releases a job's open budget reservations.
+type budgetReleaser interface {
+	ReleaseBudget(ctx context.Context, jobID string) error
+}
+
+// releaseBudget gives back the reservations of a job that ended
+// unbilled.
+func (p *Projections) releaseBudget(ctx context.Context, jobID string) error {
+	r, ok := p.Store.(budgetReleaser)
+	if !ok {
+		return nil
+	}
+	return r.ReleaseBudget(ctx, jobID)
+}

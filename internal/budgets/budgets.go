@@ -1,0 +1,273 @@
+// Package budgets reserves jobs' estimated usage against their tenant's
+// budgets and notifies the thresholds reservations cross (docs/api.md,
+// Budgets).
+package budgets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// DefaultOutputTokens is the answer an llm-task's estimate allows for.
+const DefaultOutputTokens = 1024
+
+// Estimate is a job's usage as far as it is known before it runs: known
+// is false when it depends on media not probed yet (mediaSeconds nil) or
+// on a document not read yet.
+func Estimate(service jobs.ServiceID, input json.RawMessage, mediaSeconds *float64) (n jobs.NativeUsage, known bool) {
+	var in struct {
+		Type         string `json:"type"`
+		Content      string `json:"content"`
+		Text         string `json:"text"`
+		Prompt       string `json:"prompt"`
+		SystemPrompt string `json:"system_prompt"`
+	}
+	_ = json.Unmarshal(input, &in)
+	svc, _ := jobs.ServiceOf(service)
+	switch svc.Usage {
+	case jobs.UsageAudioSeconds, jobs.UsageVideoSeconds:
+		if mediaSeconds == nil {
+			return n, false
+		}
+		s := *mediaSeconds
+		n.MediaSeconds = &s
+	case jobs.UsageCharacters:
+		if in.Type != "text" {
+			return n, false
+		}
+		c := int64(utf8.RuneCountInString(in.Content))
+		n.Characters = &c
+	case jobs.UsageTokens:
+		// No max_tokens in the contract: the prompt at four characters a
+		// token and a default answer.
+		input := int64((utf8.RuneCountInString(in.Prompt+in.SystemPrompt+in.Text) + 3) / 4)
+		output := int64(DefaultOutputTokens)
+		n.InputTokens, n.OutputTokens = &input, &output
+	default:
+		return n, false
+	}
+	return n, true
+}
+
+// Store is what reservations need of the store.
+type Store interface {
+	ReserveBudget(ctx context.Context, jobID, tenant string, charges []store.BudgetCharge, now time.Time) (store.BudgetOutcome, error)
+}
+
+// Reserver reserves jobs against budgets.
+type Reserver struct {
+	Store  Store
+	Prices *providers.PriceBook
+	// Signer signs budget.threshold events; nil sends none.
+	Signer *webhooksign.Signer
+	// Client sends them (default: public addresses only).
+	Client  *http.Client
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Job is a job to reserve.
+type Job struct {
+	ID          string
+	Tenant      *store.Tenant
+	Application string
+	Service     jobs.ServiceID
+	// Provider is the provider the job names, if any.
+	Provider string
+	Usage    jobs.NativeUsage
+	// Known says Usage is an estimate; else the job reserves nothing and
+	// is only refused by a budget already used up.
+	Known bool
+}
+
+// Exceeded is a reservation refused: the budget the estimate does not fit.
+type Exceeded struct {
+	Budget store.Budget
+	Spent  int64
+}
+
+func (e *Exceeded) Error() string {
+	return fmt.Sprintf("budget %s (%s) of tenant has used %s of %s %s; the job's estimate does not fit",
+		e.Budget.ID, e.Budget.Period, decimal(e.Spent), decimal(e.Budget.Limit), measure(e.Budget))
+}
+
+func measure(b store.Budget) string {
+	if b.Currency != "" {
+		return b.Currency
+	}
+	return b.Unit
+}
+
+// decimal is n/1e9.
+func decimal(n int64) string { return strconv.FormatFloat(float64(n)/1e9, 'f', -1, 64) }
+
+// Applies reports whether any of the tenant's budgets covers the
+// application's jobs.
+func Applies(t *store.Tenant, application string) bool {
+	if t == nil {
+		return false
+	}
+	for _, b := range t.Budgets {
+		if b.Applies(application) {
+			return true
+		}
+	}
+	return false
+}
+
+// Charges are a job's estimates against each budget that covers it, at
+// the highest price of the providers that may run it.
+func (r *Reserver) Charges(j Job) []store.BudgetCharge {
+	var usages []jobs.JobUsage
+	if j.Known {
+		usages = r.Prices.Estimates(j.Provider, j.Service, j.Usage)
+	}
+	var out []store.BudgetCharge
+	for _, b := range j.Tenant.Budgets {
+		if !b.Applies(j.Application) {
+			continue
+		}
+		var amount int64
+		for _, u := range usages {
+			switch {
+			case b.Currency != "" && u.Cost.Currency == b.Currency:
+				amount = max(amount, u.Cost.Nanos)
+			case b.Unit != "" && u.Unit == b.Unit:
+				amount = max(amount, int64(math.Round(u.Quantity*1e9)))
+			}
+		}
+		out = append(out, store.BudgetCharge{Budget: b, Amount: amount})
+	}
+	return out
+}
+
+// Reserve reserves j's estimate; *Exceeded when it does not fit. The
+// thresholds it crosses are logged, counted and sent to the tenant's
+// notification URL.
+func (r *Reserver) Reserve(ctx context.Context, j Job, now time.Time) error {
+	charges := r.Charges(j)
+	if len(charges) == 0 {
+		return nil
+	}
+	out, err := r.Store.ReserveBudget(ctx, j.ID, j.Tenant.ID, charges, now)
+	if err != nil {
+		return err
+	}
+	for _, c := range out.Crossed {
+		r.crossed(j.Tenant, c)
+	}
+	if !out.OK {
+		return &Exceeded{Budget: *out.Exceeded, Spent: out.Spent}
+	}
+	return nil
+}
+
+// IsExceeded reports whether err is a refused reservation.
+func IsExceeded(err error) bool {
+	var e *Exceeded
+	return errors.As(err, &e)
+}
+
+// Event is the body of a budget.threshold event.
+type Event struct {
+	Event string    `json:"event"`
+	Data  EventData `json:"data"`
+}
+
+// EventData says which threshold of which budget was crossed.
+type EventData struct {
+	Tenant      string      `json:"tenant"`
+	Budget      string      `json:"budget"`
+	Application *string     `json:"application"`
+	PeriodStart time.Time   `json:"period_start"`
+	Threshold   int         `json:"threshold"`
+	Spent       json.Number `json:"spent"`
+	Limit       json.Number `json:"limit"`
+	Currency    string      `json:"currency,omitempty"`
+	Unit        string      `json:"unit,omitempty"`
+	Period      string      `json:"period"`
+}
+
+// crossed logs, counts and sends a crossed threshold.
+func (r *Reserver) crossed(t *store.Tenant, c store.BudgetCrossing) {
+	r.Metrics.BudgetThreshold(c.Threshold)
+	logger := r.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Warn("budget threshold crossed", "tenant", t.ID, "budget", c.Budget.ID, "threshold", c.Threshold,
+		"spent", decimal(c.Spent), "limit", decimal(c.Budget.Limit), "measure", measure(c.Budget), "period_start", c.PeriodStart)
+	if t.NotificationURL == "" || r.Signer == nil {
+		return
+	}
+	body, err := json.Marshal(Event{Event: "budget.threshold", Data: EventData{
+		Tenant: t.ID, Budget: c.Budget.ID, Application: c.Budget.Application, PeriodStart: c.PeriodStart,
+		Threshold: c.Threshold, Spent: json.Number(decimal(c.Spent)), Limit: json.Number(decimal(c.Budget.Limit)),
+		Currency: c.Budget.Currency, Unit: c.Budget.Unit, Period: c.Budget.Period,
+	}})
+	if err != nil {
+		return
+	}
+	go r.send(t.ID, t.NotificationURL, body, logger)
+}
+
+// sendTries and sendBackoff bound the delivery of one event.
+const (
+	sendTries   = 5
+	sendBackoff = 2 * time.Second
+)
+
+// send posts an event, signed like job webhooks, trying again on
+// failure a few times (docs/api.md, Budgets).
+func (r *Reserver) send(tenant, target string, body []byte, logger *slog.Logger) {
+	client := r.Client
+	if client == nil {
+		client = netguard.NewClient(false, 10*time.Second)
+	}
+	id := "msg_" + uuid.NewString()
+	for try := range sendTries {
+		if try > 0 {
+			time.Sleep(sendBackoff << (try - 1))
+		}
+		now := time.Now()
+		req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("webhook-id", id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set("webhook-signature", r.Signer.Sign(id, now, body))
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+				return
+			}
+			err = fmt.Errorf("receiver answered %d", resp.StatusCode)
+		}
+		if errors.Is(err, netguard.ErrForbiddenAddress) {
+			logger.Warn("budget.threshold not sent: the notification URL is not a public address", "tenant", tenant)
+			return
+		}
+		logger.Info("budget.threshold delivery failed", "tenant", tenant, "try", try+1, "error", err)
+	}
+}
