@@ -131,7 +131,7 @@ func TestPurgeVendorCopy(t *testing.T) {
 		{"unknown to the vendor: gone already", work("aai", "t-gone"), providers.PurgePurged},
 		{"refused for good", work("aai", "t-401"), providers.PurgeFailed},
 		{"a vendor that keeps nothing", work("sandbox-fast", ""), providers.PurgeNotRetained},
-		{"a purger's work without a handle", work("aai", ""), providers.PurgeNoAPI},
+		{"a purger's work without a handle (its history gone)", work("aai", ""), providers.PurgeFailed},
 		{"a provider no longer in the catalog", work("gone", "h-1"), providers.PurgeFailed},
 	} {
 		outcome, err := purge(t, env, e, tc.work)

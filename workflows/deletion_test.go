@@ -128,7 +128,7 @@ func TestDeletionErasesInOrder(t *testing.T) {
 	r.env.ExecuteWorkflow(workflows.DeletionWorkflowName, workflows.DeletionInput{Tombstone: tombstone("sandbox-fast", "assemblyai")})
 
 	r.requireCompleted(t)
-	require.Equal(t, []string{"stop", "read", "purge assemblyai", "purge sandbox-fast", "files", "runs", "finish"}, r.steps)
+	require.Equal(t, []string{"stop", "read", "files", "runs", "purge assemblyai", "purge sandbox-fast", "finish"}, r.steps)
 	require.Equal(t, []activities.VendorWork{
 		{ProviderID: "assemblyai", Service: jobs.Transcriptions, Handle: "t-1"},
 		{ProviderID: "sandbox-fast", Service: jobs.Transcriptions},
@@ -194,7 +194,7 @@ func TestDeletionSendsTheDeletedEvent(t *testing.T) {
 	r.env.ExecuteWorkflow(workflows.DeletionWorkflowName, workflows.DeletionInput{Tombstone: tombstone("sandbox-fast")})
 
 	r.requireCompleted(t)
-	require.Equal(t, []string{"stop", "read", "purge sandbox-fast", "files", "runs", "finish", "deliver"}, r.steps)
+	require.Equal(t, []string{"stop", "read", "files", "runs", "purge sandbox-fast", "finish", "deliver"}, r.steps)
 	require.Len(t, r.deliveries, 1)
 	d := r.deliveries[0]
 	require.Equal(t, *hook, d.Target)
