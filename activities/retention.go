@@ -89,6 +89,9 @@ func (r *Retention) ExpireJobs(ctx context.Context, b RetentionBatch) (Retention
 			if err == nil {
 				return true, nil
 			}
+			if errors.Is(err, store.ErrConflict) {
+				return false, nil // retried meanwhile: no longer expired
+			}
 			if _, getErr := r.Store.GetJob(ctx, job.ID); errors.Is(getErr, store.ErrNotFound) {
 				return false, nil // deleted meanwhile
 			}

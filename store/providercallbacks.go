@@ -24,10 +24,17 @@ func (providerCallbackRow) TableName() string { return "provider_callbacks" }
 // replaces the earlier one.
 func (s *Store) SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error {
 	row := providerCallbackRow{JobID: jobID, Attempt: attempt, Body: body, ReceivedAt: at.UTC().Truncate(time.Microsecond)}
-	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
+	db := s.db.WithContext(ctx)
+	err := db.Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "job_id"}, {Name: "attempt"}},
 		DoUpdates: clause.AssignmentColumns([]string{"body", "received_at"}),
 	}).Create(&row).Error
+	if err != nil {
+		return err
+	}
+	// A post that arrived as its job was deleted is not kept (docs/api.md,
+	// Deleting a job).
+	return db.Exec("DELETE FROM provider_callbacks WHERE job_id = ? AND EXISTS (SELECT 1 FROM job_tombstones WHERE id = ?)", jobID, jobID).Error
 }
 
 // ProviderCallback returns what a vendor posted about a job's attempt;

@@ -24,6 +24,12 @@ var ErrDeleted = errors.New("job deleted")
 // copies). A job deleted already is ErrDeleted, a job that never existed
 // ErrNotFound.
 func (s *Store) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error) {
+	return s.DeleteJobIf(ctx, id, by, at, 0)
+}
+
+// DeleteJobIf is DeleteJob of the job as of revision (0: as it is): a job
+// that moved on since (a retry started) is ErrConflict and stays.
+func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, revision int) (*jobs.Record, *jobs.Tombstone, error) {
 	var job jobs.Record
 	var tomb *jobs.Tombstone
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
@@ -40,6 +46,9 @@ func (s *Store) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jo
 		}
 		if err != nil {
 			return err
+		}
+		if revision > 0 && job.Revision != revision {
+			return ErrConflict
 		}
 		tomb = &jobs.Tombstone{
 			ID: job.ID, Tenant: job.Tenant, Service: job.Service, CreatedAt: job.CreatedAt,

@@ -140,3 +140,30 @@ func isPostgres(db *sql.DB) bool {
 	var v string
 	return ok && db.QueryRow("SELECT version()").Scan(&v) == nil && strings.Contains(v, "PostgreSQL")
 }
+
+func TestDeleteJobIfLeavesAJobThatMovedOn(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		job := newJob()
+		job.Revision = 3
+		require.NoError(t, s.InsertJob(ctx, job))
+		_, _, err := s.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 2)
+		require.ErrorIs(t, err, store.ErrConflict, "a retry moved the job on since it was read")
+		_, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, err, "it stays")
+		_, _, err = s.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 3)
+		require.NoError(t, err)
+	})
+}
+
+func TestVendorPostAfterDeletionIsNotKept(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		job := newJob()
+		require.NoError(t, s.InsertJob(ctx, job))
+		_, _, err := s.DeleteJob(ctx, job.ID, "alice", time.Now())
+		require.NoError(t, err)
+		require.NoError(t, s.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
+		_, ok, err := s.ProviderCallback(ctx, job.ID, 1)
+		require.NoError(t, err)
+		require.False(t, ok, "a vendor's post about a deleted job is dropped")
+	})
+}

@@ -29,7 +29,13 @@ func (s *Service) Delete(ctx context.Context, job *jobs.Record, by string) (*job
 		now = s.cfg.Now
 	}
 	webhook := s.pendingWebhook(ctx, job)
-	before, tomb, err := s.cfg.Jobs.DeleteJob(ctx, job.ID, by, now())
+	// The retention sweep deletes the job as it found it: not one whose
+	// retry started meanwhile.
+	revision := 0
+	if by == jobs.DeletedByRetention {
+		revision = job.Revision
+	}
+	before, tomb, err := s.cfg.Jobs.DeleteJobIf(ctx, job.ID, by, now(), revision)
 	switch {
 	case errors.Is(err, store.ErrDeleted):
 		return nil, refuse(ErrJobDeleted, "job %s was deleted", job.ID)

@@ -31,7 +31,7 @@ type JobStore interface {
 	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
-	DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error)
+	DeleteJobIf(ctx context.Context, id, by string, at time.Time, revision int) (*jobs.Record, *jobs.Tombstone, error)
 	GetJobStart(ctx context.Context, jobID string) (*store.JobStart, error)
 }
 
