@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -33,34 +32,25 @@ const DefaultOutputTokens = 1024
 // is false when it depends on media not probed yet (mediaSeconds nil) or
 // on a document not read yet.
 func Estimate(service jobs.ServiceID, input json.RawMessage, mediaSeconds *float64) (n jobs.NativeUsage, known bool) {
-	var in struct {
-		Type         string `json:"type"`
-		Content      string `json:"content"`
-		Text         string `json:"text"`
-		Prompt       string `json:"prompt"`
-		SystemPrompt string `json:"system_prompt"`
-	}
-	_ = json.Unmarshal(input, &in)
+	// What the input alone measures, as a finished job is measured:
+	// characters of a text, a prompt at four characters a token.
+	n, _ = jobs.MeasureUsage(service, input, nil)
 	svc, _ := jobs.ServiceOf(service)
 	switch svc.Usage {
 	case jobs.UsageAudioSeconds, jobs.UsageVideoSeconds:
 		if mediaSeconds == nil {
-			return n, false
+			return jobs.NativeUsage{}, false
 		}
 		s := *mediaSeconds
 		n.MediaSeconds = &s
 	case jobs.UsageCharacters:
-		if in.Type != "text" {
-			return n, false
+		if n.Characters == nil {
+			return n, false // a document, not read yet
 		}
-		c := int64(utf8.RuneCountInString(in.Content))
-		n.Characters = &c
 	case jobs.UsageTokens:
-		// No max_tokens in the contract: the prompt at four characters a
-		// token and a default answer.
-		input := int64((utf8.RuneCountInString(in.Prompt+in.SystemPrompt+in.Text) + 3) / 4)
+		// No max_tokens in the contract: a default answer.
 		output := int64(DefaultOutputTokens)
-		n.InputTokens, n.OutputTokens = &input, &output
+		n.OutputTokens = &output
 	default:
 		return n, false
 	}
