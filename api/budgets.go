@@ -1,17 +1,23 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/gin-gonic/gin"
 )
 
 // Limits of a tenant's budgets (docs/api.md, Budgets).
@@ -241,4 +247,78 @@ func parseNotificationURL(raw json.RawMessage) (string, error) {
 		return "", apierror.Validation(ptrNotificationURL, "must not carry credentials")
 	}
 	return s, nil
+}
+
+// budgetUseReader reads what a budget has used in its current period.
+type budgetUseReader interface {
+	BudgetUsed(ctx context.Context, tenant string, b store.Budget, now time.Time) (store.BudgetUse, error)
+}
+
+// budgetStatus is a budget with what it has used in the current period
+// (GET /v1/budgets).
+type budgetStatus struct {
+	budgetView
+	Current budgetCurrent `json:"current"`
+}
+
+// budgetCurrent is a budget's current period: settled (billed), reserved
+// (estimates of jobs not finished), what is left, and the share used, in
+// the budget's currency or unit.
+type budgetCurrent struct {
+	PeriodStart time.Time   `json:"period_start"`
+	PeriodEnd   time.Time   `json:"period_end"`
+	Settled     json.Number `json:"settled"`
+	Reserved    json.Number `json:"reserved"`
+	Remaining   json.Number `json:"remaining"`
+	UsedPercent float64     `json:"used_percent"`
+}
+
+// budgets handles GET /v1/budgets: the tenant's budgets and what each has
+// used this period (docs/api.md, Budgets).
+func (h usageHandler) budgets(c *gin.Context) error {
+	values := map[string]string{}
+	for name, v := range c.Request.URL.Query() {
+		if strings.HasPrefix(name, "filter[") && name != "filter[tenant]" {
+			return invalidQuery(name, "unknown filter; the only filter is filter[tenant]")
+		}
+		if name == "filter[tenant]" {
+			if len(v) > 1 || v[0] == "" {
+				return invalidQuery(name, "must be given once, not empty")
+			}
+			values[name] = v[0]
+		}
+	}
+	tenantID, every, err := usageTenant(c, values)
+	if err != nil {
+		return err
+	}
+	if every {
+		return invalidQuery("filter[tenant]", "is required of a super-admin: budgets belong to one tenant")
+	}
+	ctx := c.Request.Context()
+	tenant, err := h.tenants.GetTenant(ctx, tenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		tenant, err = &store.Tenant{ID: tenantID}, nil // no record: no budgets
+	}
+	if err != nil {
+		return err
+	}
+	now := h.now().UTC()
+	views := budgetViews(tenant.Budgets)
+	out := make([]gin.H, len(views))
+	for i, b := range tenant.Budgets {
+		used, err := h.usage.BudgetUsed(ctx, tenant.ID, b, now)
+		if err != nil {
+			return err
+		}
+		start := b.PeriodStart(now)
+		spent := used.Settled + used.Reserved
+		current := budgetCurrent{PeriodStart: start, PeriodEnd: b.PeriodEnd(start),
+			Settled: json.Number(fromNanos(used.Settled)), Reserved: json.Number(fromNanos(used.Reserved)),
+			Remaining:   json.Number(fromNanos(max(b.Limit-spent, 0))),
+			UsedPercent: math.Round(float64(spent)*10000/float64(b.Limit)) / 100}
+		out[i] = gin.H{"type": "budget", "id": b.ID, "attributes": budgetStatus{budgetView: views[i], Current: current}}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": out, "meta": gin.H{"tenant": tenant.ID, "at": now}})
+	return nil
 }

@@ -1,9 +1,17 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,4 +72,57 @@ func TestTenantBudgets(t *testing.T) {
 	attrs = r.data(t)["attributes"].(map[string]any)
 	requireJSON(t, `[]`, attrs["budgets"])
 	require.Nil(t, attrs["notification_url"])
+}
+
+func TestBudgetsRefuseAtCreateAndShowWhatTheyUsed(t *testing.T) {
+	t.Parallel()
+	var catalog *providers.Catalog
+	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
+		catalog = cfg.Catalog
+		cfg.Budgets = &budgets.Reserver{Store: cfg.Jobs.(*store.Store), Prices: providers.NewPriceBook(catalog)}
+	}, nil)
+	admin := superAdminToken(t, b, api.ScopeUsageRead)
+	createTenantOK(t, b, tenantA, map[string]any{"budgets": []any{
+		map[string]any{"id": "chars", "period": "day", "limit": map[string]any{"quantity": 25, "unit": "character"}, "thresholds": []int{50, 80}},
+	}})
+	write := b.token(t, "translations:write")
+
+	// "Hello world" is 11 characters: two fit in 25, a third does not.
+	for range 2 {
+		b.do(t, http.MethodPost, "/v1/translations", write, body(t, "translations")).requireStatus(t, http.StatusAccepted)
+	}
+	r := b.do(t, http.MethodPost, "/v1/translations", write, body(t, "translations"))
+	requireError(t, r, http.StatusPaymentRequired, "BUDGET_EXCEEDED")
+	require.Contains(t, string(r.Body), "budget chars")
+	// A shorter text that fits still goes in.
+	b.do(t, http.MethodPost, "/v1/translations", write, body(t, "translations", edit{pointer: "/data/attributes/input/content", value: "Hi"})).
+		requireStatus(t, http.StatusAccepted)
+
+	due, err := b.store.DueBudgetNotifications(context.Background(), time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	var crossed []int
+	for _, n := range due {
+		crossed = append(crossed, n.Threshold)
+	}
+	require.ElementsMatch(t, []int{50, 80}, crossed, "each threshold queued once")
+
+	// The tenant reads what its budgets used.
+	r = b.do(t, http.MethodGet, "/v1/budgets", b.token(t, api.ScopeUsageRead), nil)
+	r.requireStatus(t, http.StatusOK)
+	requireJSON(t, `[{"type": "budget", "id": "chars", "attributes": {
+		"id": "chars", "application": null, "period": "day", "limit": {"quantity": 25, "unit": "character"}, "thresholds": [50, 80],
+		"current": {"period_start": "2025-03-04T00:00:00Z", "period_end": "2025-03-05T00:00:00Z",
+			"settled": 0, "reserved": 24, "remaining": 1, "used_percent": 96}}}]`, r.object(t)["data"])
+
+	// Without usage:read, no; a super-admin names the tenant.
+	b.do(t, http.MethodGet, "/v1/budgets", write, nil).requireStatus(t, http.StatusForbidden)
+	requireError(t, b.do(t, http.MethodGet, "/v1/budgets", admin, nil), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "filter[tenant]")
+	r = b.do(t, http.MethodGet, "/v1/budgets?filter[tenant]="+tenantA, admin, nil)
+	r.requireStatus(t, http.StatusOK)
+	require.Len(t, r.object(t)["data"], 1)
+	requireError(t, b.do(t, http.MethodGet, "/v1/budgets?filter[tenant]="+tenantA, b.tokenFor(t, tenantB, userB, api.ScopeUsageRead), nil),
+		http.StatusForbidden, "FORBIDDEN", "filter[tenant]")
+	r = b.do(t, http.MethodGet, "/v1/budgets", b.tokenFor(t, tenantB, userB, api.ScopeUsageRead), nil)
+	r.requireStatus(t, http.StatusOK)
+	require.Empty(t, r.object(t)["data"], "a tenant without budgets")
 }

@@ -246,7 +246,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		breakersHandler{catalog: cfg.Catalog, breakers: cfg.Breakers}.routes(v1)
 	}
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
-	usageHandler{usage: cfg.Usage, now: cfg.Now}.routes(v1)
+	usageHandler{usage: cfg.Usage, tenants: cfg.Tenants, now: cfg.Now}.routes(v1)
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)
 	codec := policyCodec{catalog: cfg.Catalog}

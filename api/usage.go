@@ -25,6 +25,7 @@ import (
 // UsageStore sums the usage ledger.
 type UsageStore interface {
 	UsageReport(ctx context.Context, q store.UsageQuery) (*store.UsageReport, error)
+	budgetUseReader
 }
 
 // ScopeUsageRead lets a token read usage reports (docs/api.md, Usage
@@ -40,14 +41,16 @@ const (
 // usageFilterNames are the filter[…] query parameters of GET /v1/usage.
 var usageFilterNames = []string{"tenant", "service", "provider", "application"}
 
-// usageHandler serves GET /v1/usage.
+// usageHandler serves GET /v1/usage and GET /v1/budgets.
 type usageHandler struct {
-	usage UsageStore
-	now   func() time.Time
+	usage   UsageStore
+	tenants TenantStore
+	now     func() time.Time
 }
 
 func (h usageHandler) routes(v1 *gin.RouterGroup) {
 	v1.GET("/usage", auth.RequireScope(ScopeUsageRead), handle(h.report))
+	v1.GET("/budgets", auth.RequireScope(ScopeUsageRead), handle(h.budgets))
 }
 
 // report handles GET /v1/usage: the ledger's sums for the caller's tenant,

@@ -49,8 +49,8 @@ func (b Budget) PeriodStart(now time.Time) time.Time {
 	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// periodEnd is the end of the period starting at start.
-func (b Budget) periodEnd(start time.Time) time.Time {
+// PeriodEnd is the end of the period starting at start.
+func (b Budget) PeriodEnd(start time.Time) time.Time {
 	if b.Period == PeriodMonth {
 		return start.AddDate(0, 1, 0)
 	}
@@ -90,7 +90,8 @@ type BudgetCrossing struct {
 
 // BudgetOutcome is the outcome of ReserveBudget: OK, or the budget the
 // estimate does not fit (Exceeded, with what it has used), and the
-// thresholds crossed.
+// thresholds crossed, whose events are queued for delivery
+// (DueBudgetNotifications).
 type BudgetOutcome struct {
 	OK       bool
 	Exceeded *Budget
@@ -200,6 +201,9 @@ func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges
 				return err
 			}
 		}
+		if err := queueNotifications(tx, out.Crossed, now); err != nil {
+			return err
+		}
 		out.OK = true
 		return nil
 	})
@@ -239,7 +243,7 @@ func (s *Store) lockCounter(tx *gorm.DB, tenant string, b Budget, start, now tim
 // ledgerSpent is what the ledger billed against b in the period starting
 // at start, in 1e-9 of its currency or unit.
 func ledgerSpent(tx *gorm.DB, tenant string, b Budget, start time.Time) (int64, error) {
-	q := tx.Table("usage_ledger").Where("tenant = ? AND billed_at >= ? AND billed_at < ?", tenant, start, b.periodEnd(start))
+	q := tx.Table("usage_ledger").Where("tenant = ? AND billed_at >= ? AND billed_at < ?", tenant, start, b.PeriodEnd(start))
 	if b.Application != nil {
 		q = q.Where("application = ?", *b.Application)
 	}
@@ -276,9 +280,12 @@ func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
 // Releasing again changes nothing.
 func (s *Store) ReleaseBudget(ctx context.Context, jobID string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		return s.closeReservations(tx, jobID, reservationReleased, func(budgetReservation) int64 { return 0 })
+		return s.closeReservations(tx, jobID, reservationReleased, releasedAmount)
 	})
 }
+
+// releasedAmount is what a released reservation settles: nothing.
+func releasedAmount(budgetReservation) int64 { return 0 }
 
 // closeReservations moves a job's open reservations to state, with
 // actual(r) settled in their counters.

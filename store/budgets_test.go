@@ -157,3 +157,44 @@ func TestTenantBudgetsRoundTrip(t *testing.T) {
 		require.Empty(t, got.Budgets)
 	})
 }
+
+func TestJobsThatNeverRunGiveTheirReservationsBack(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(3)
+		now := time.Now()
+		reserve := func(jobID string) {
+			t.Helper()
+			out, err := s.ReserveBudget(ctx, jobID, tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
+			require.NoError(t, err)
+			require.True(t, out.OK)
+		}
+		used := func() store.BudgetUse {
+			t.Helper()
+			u, err := s.BudgetUsed(ctx, tenant, b, now)
+			require.NoError(t, err)
+			return u
+		}
+
+		// A job whose workflow could never be started.
+		refused := newJob()
+		refused.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, refused))
+		reserve(refused.ID)
+		require.NoError(t, s.FailJobStart(ctx, refused.ID, "JOB_NOT_STARTED", "refused", now))
+		require.Equal(t, store.BudgetUse{}, used())
+
+		// A job deleted before it ran.
+		deleted := newJob()
+		deleted.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, deleted))
+		reserve(deleted.ID)
+		_, _, err := s.DeleteJob(ctx, deleted.ID, "tester", now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{}, used())
+		rs, err := s.BudgetReservations(ctx, deleted.ID)
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		require.Equal(t, "released", rs[0].State)
+	})
+}

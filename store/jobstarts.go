@@ -130,16 +130,22 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 // workflow runs) keeps its state; its start goes all the same.
 func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		err := tx.Model(&jobs.Record{}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
+		res := tx.Model(&jobs.Record{}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
 			"status":        jobs.StatusFailed,
 			"error_code":    code,
 			"error_message": message,
 			"completed_at":  at.UTC().Truncate(time.Microsecond),
 			"updated_at":    time.Now().UTC(),
 			"revision":      gorm.Expr("revision + 1"),
-		}).Error
-		if err != nil {
-			return err
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		// Failed before it ran: the budget reserved at create is given back.
+		if res.RowsAffected > 0 {
+			if err := s.closeReservations(tx, jobID, reservationReleased, releasedAmount); err != nil {
+				return err
+			}
 		}
 		return tx.Where("job_id = ?", jobID).Delete(&JobStart{}).Error
 	})

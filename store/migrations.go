@@ -208,6 +208,7 @@ var migrations = []*gormigrate.Migration{
 	migrationTenantFairness,
 	migrationProviderBreakers,
 	migrationBudgets,
+	migrationBudgetNotifications,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

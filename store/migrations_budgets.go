@@ -60,3 +60,27 @@ var migrationBudgets = &gormigrate.Migration{
 		return execAll(tx, "ALTER TABLE tenants DROP COLUMN budgets", "ALTER TABLE tenants DROP COLUMN notification_url")
 	},
 }
+
+// budgetNotificationV1 is a budget.threshold event waiting for delivery
+// to its tenant's notification URL (docs/api.md, Budgets).
+type budgetNotificationV1 struct {
+	ID            string    `gorm:"primaryKey;size:40"`
+	Tenant        string    `gorm:"size:128;not null"`
+	Budget        string    `gorm:"not null"`
+	PeriodStart   time.Time `gorm:"not null"`
+	Threshold     int       `gorm:"not null"`
+	Spent         int64     `gorm:"not null"`
+	State         string    `gorm:"size:16;not null;index:budget_notifications_due,priority:1"`
+	Attempts      int       `gorm:"not null;default:0"`
+	NextAttemptAt time.Time `gorm:"not null;index:budget_notifications_due,priority:2"`
+	LastError     string    `gorm:"not null;default:''"`
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+func (budgetNotificationV1) TableName() string { return "budget_notifications" }
+
+// migrationBudgetNotifications keeps crossed thresholds' events until
+// they are delivered, so that none is lost with the process that crossed
+// them.
+var migrationBudgetNotifications = tableMigration("202612010101_budget_notifications", []any{&budgetNotificationV1{}})

@@ -58,6 +58,10 @@ func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, re
 		if err := tx.Create(tomb).Error; err != nil {
 			return err
 		}
+		// What the job had reserved and not used is given back.
+		if err := s.closeReservations(tx, id, reservationReleased, releasedAmount); err != nil {
+			return err
+		}
 		for _, del := range []struct {
 			table string
 			where string

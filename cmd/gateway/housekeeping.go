@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/housekeeping"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
@@ -22,6 +23,11 @@ const (
 	// decisions are deleted: they pile up with the traffic, and a minute's
 	// worth keeps each delete short.
 	routingStateEvery = time.Minute
+	// budgetNotificationsEvery is how often due budget.threshold events
+	// are sent: an event waits at most about this long.
+	budgetNotificationsEvery = 5 * time.Second
+	// budgetNotificationsKept is how long a sent or given-up event is kept.
+	budgetNotificationsKept = 30 * 24 * time.Hour
 )
 
 // housekeeper is a worker's housekeeping: the sweeps of the blob store and
@@ -29,7 +35,7 @@ const (
 // the sweep of its scratch directory in every worker. A sweep with
 // nothing to sweep here is left out, so that it never takes a round from
 // a worker that has.
-func housekeeper(acts *activities.Sweeps, st *store.Store, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Notifier, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
 	var sweeps []housekeeping.Sweep
 	if acts.Files.Store != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
@@ -44,8 +50,15 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, m *metrics.Metrics, l
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
 				return st.DeleteIdempotencyKeysBefore(ctx, now.Add(-jobops.IdempotencyTTL))
 			})},
+		housekeeping.Sweep{Name: "budget_notifications_kept", Every: filesEvery, Shared: true,
+			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
+				return st.DeleteBudgetNotificationsBefore(ctx, now.Add(-budgetNotificationsKept))
+			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
+	if notifier != nil {
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "budget_notifications", Every: budgetNotificationsEvery, Shared: true, Run: notifier.Deliver})
+	}
 	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
+	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/housekeeping"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -31,24 +32,24 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 		}
 		return shared, local
 	}
-	shared, local := names(housekeeper(&activities.Sweeps{}, st, nil, slog.Default()))
-	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys"}, shared, "no blob store, no vendor callbacks")
+	shared, local := names(housekeeper(&activities.Sweeps{}, st, nil, nil, slog.Default()))
+	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept"}, shared, "no blob store, no vendor callbacks, no notifier")
 	require.Equal(t, []string{"scratch"}, local)
 
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: make([]byte, 32), BaseURL: "http://files.test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
-	shared, _ = names(housekeeper(acts, st, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys"}, shared)
+	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, nil, slog.Default()))
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications"}, shared)
 
 	m := metrics.New()
-	housekeeper(acts, st, m, slog.Default()).RunDue(ctx, time.Now())
+	housekeeper(acts, st, &budgets.Notifier{Store: st}, m, slog.Default()).RunDue(ctx, time.Now())
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
-	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "scratch"} {
+	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "scratch"} {
 		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
 	}
 }

@@ -104,7 +104,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
 		DataConverter:          cfg.temporal.DataConverter,
-		Budgets:                budgetReserver(cfg, st.Store, registry, signer, m, logger),
+		Budgets:                budgetReserver(st.Store, registry, m, logger),
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -435,7 +435,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	deps := activities.Deps{Store: st, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
 		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
 		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention,
-		Tenants: st.Store, Budgets: budgetReserver(cfg, st.Store, registry, network.signer, m, logger)}
+		Tenants: st.Store, Budgets: budgetReserver(st.Store, registry, m, logger)}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}
@@ -448,7 +448,8 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err := ensureRetentionSchedule(ctx, tc); err != nil {
 		logger.Warn("the retention sweep's schedule could not be made; the next worker start tries again", "schedule", workflows.RetentionScheduleID, "error", err)
 	}
-	go housekeeper(acts.Sweeps, st.Store, m, logger.With("component", "housekeeping")).Run(ctx)
+	notifier := budgetNotifier(cfg, st.Store, network.signer, m, logger)
+	go housekeeper(acts.Sweeps, st.Store, notifier, m, logger.With("component", "housekeeping")).Run(ctx)
 	return w, nil
 }
 
@@ -529,8 +530,13 @@ func nodeID() string {
 
 // budgetReserver reserves jobs against their tenant's budgets, in the
 // store every process shares (docs/api.md, Budgets).
-func budgetReserver(cfg config, st *store.Store, registry *providers.Registry, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) *budgets.Reserver {
-	return &budgets.Reserver{Store: st, Prices: registry.Prices(), Signer: signer,
-		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout), Metrics: m,
-		Logger: logger.With("component", "budgets")}
+func budgetReserver(st *store.Store, registry *providers.Registry, m *metrics.Metrics, logger *slog.Logger) *budgets.Reserver {
+	return &budgets.Reserver{Store: st, Prices: registry.Prices(), Metrics: m, Logger: logger.With("component", "budgets")}
+}
+
+// budgetNotifier delivers the budget.threshold events reservations queued,
+// from the workers' housekeeping (docs/api.md, Budgets).
+func budgetNotifier(cfg config, st *store.Store, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) *budgets.Notifier {
+	return &budgets.Notifier{Store: st, Signer: signer, Metrics: m, Logger: logger.With("component", "budgets"),
+		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout)}
 }

@@ -4,23 +4,17 @@
 package budgets
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
-	"github.com/ai-job-gateway/gateway/internal/netguard"
-	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -60,16 +54,13 @@ func Estimate(service jobs.ServiceID, input json.RawMessage, mediaSeconds *float
 // Store is what reservations need of the store.
 type Store interface {
 	ReserveBudget(ctx context.Context, jobID, tenant string, charges []store.BudgetCharge, now time.Time) (store.BudgetOutcome, error)
+	ReleaseBudget(ctx context.Context, jobID string) error
 }
 
 // Reserver reserves jobs against budgets.
 type Reserver struct {
-	Store  Store
-	Prices *providers.PriceBook
-	// Signer signs budget.threshold events; nil sends none.
-	Signer *webhooksign.Signer
-	// Client sends them (default: public addresses only).
-	Client  *http.Client
+	Store   Store
+	Prices  *providers.PriceBook
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -150,8 +141,8 @@ func (r *Reserver) Charges(j Job) []store.BudgetCharge {
 }
 
 // Reserve reserves j's estimate; *Exceeded when it does not fit. The
-// thresholds it crosses are logged, counted and sent to the tenant's
-// notification URL.
+// thresholds it crosses are logged and counted, and their events queued
+// in the store for a Notifier.
 func (r *Reserver) Reserve(ctx context.Context, j Job, now time.Time) error {
 	charges := r.Charges(j)
 	if len(charges) == 0 {
@@ -168,6 +159,11 @@ func (r *Reserver) Reserve(ctx context.Context, j Job, now time.Time) error {
 		return &Exceeded{Budget: *out.Exceeded, Spent: out.Spent}
 	}
 	return nil
+}
+
+// Release gives back a job's open reservations.
+func (r *Reserver) Release(ctx context.Context, jobID string) error {
+	return r.Store.ReleaseBudget(ctx, jobID)
 }
 
 // IsExceeded reports whether err is a refused reservation.
@@ -196,7 +192,8 @@ type EventData struct {
 	Period      string      `json:"period"`
 }
 
-// crossed logs, counts and sends a crossed threshold.
+// crossed logs and counts a crossed threshold; the store queued its
+// event, which a Notifier delivers.
 func (r *Reserver) crossed(t *store.Tenant, c store.BudgetCrossing) {
 	r.Metrics.BudgetThreshold(c.Threshold)
 	logger := r.Logger
@@ -205,59 +202,4 @@ func (r *Reserver) crossed(t *store.Tenant, c store.BudgetCrossing) {
 	}
 	logger.Warn("budget threshold crossed", "tenant", t.ID, "budget", c.Budget.ID, "threshold", c.Threshold,
 		"spent", decimal(c.Spent), "limit", decimal(c.Budget.Limit), "measure", measure(c.Budget), "period_start", c.PeriodStart)
-	if t.NotificationURL == "" || r.Signer == nil {
-		return
-	}
-	body, err := json.Marshal(Event{Event: "budget.threshold", Data: EventData{
-		Tenant: t.ID, Budget: c.Budget.ID, Application: c.Budget.Application, PeriodStart: c.PeriodStart,
-		Threshold: c.Threshold, Spent: json.Number(decimal(c.Spent)), Limit: json.Number(decimal(c.Budget.Limit)),
-		Currency: c.Budget.Currency, Unit: c.Budget.Unit, Period: c.Budget.Period,
-	}})
-	if err != nil {
-		return
-	}
-	go r.send(t.ID, t.NotificationURL, body, logger)
-}
-
-// sendTries and sendBackoff bound the delivery of one event.
-const (
-	sendTries   = 5
-	sendBackoff = 2 * time.Second
-)
-
-// send posts an event, signed like job webhooks, trying again on
-// failure a few times (docs/api.md, Budgets).
-func (r *Reserver) send(tenant, target string, body []byte, logger *slog.Logger) {
-	client := r.Client
-	if client == nil {
-		client = netguard.NewClient(false, 10*time.Second)
-	}
-	id := "msg_" + uuid.NewString()
-	for try := range sendTries {
-		if try > 0 {
-			time.Sleep(sendBackoff << (try - 1))
-		}
-		now := time.Now()
-		req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
-		if err != nil {
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("webhook-id", id)
-		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-		req.Header.Set("webhook-signature", r.Signer.Sign(id, now, body))
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-				return
-			}
-			err = fmt.Errorf("receiver answered %d", resp.StatusCode)
-		}
-		if errors.Is(err, netguard.ErrForbiddenAddress) {
-			logger.Warn("budget.threshold not sent: the notification URL is not a public address", "tenant", tenant)
-			return
-		}
-		logger.Info("budget.threshold delivery failed", "tenant", tenant, "try", try+1, "error", err)
-	}
 }

@@ -118,7 +118,15 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.reserveBudget(ctx, req, tenant, in); err != nil {
 		return nil, err
 	}
-	return s.record(ctx, req, in, input)
+	job, err := s.record(ctx, req, in, input)
+	if err != nil && in.Budgeted && s.cfg.Budgets != nil {
+		// Not recorded: the reservation is given back. Had the job been
+		// recorded after all, its workflow reserves it again.
+		if rerr := s.cfg.Budgets.Release(context.WithoutCancel(ctx), in.JobID); rerr != nil {
+			s.cfg.Logger.Error("release the budget of a job not recorded", "job", in.JobID, "error", rerr)
+		}
+	}
+	return job, err
 }
 
 // reserveBudget reserves a job whose estimate is known now against its

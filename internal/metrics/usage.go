@@ -14,6 +14,9 @@ type usageMetrics struct {
 	unpriced *prometheus.CounterVec
 	// budgetThresholds counts budget thresholds crossed (docs/api.md, Budgets).
 	budgetThresholds *prometheus.CounterVec
+	// budgetNotifications counts attempts to deliver budget.threshold
+	// events, by outcome.
+	budgetNotifications *prometheus.CounterVec
 }
 
 func newUsageMetrics(f factory) usageMetrics {
@@ -25,6 +28,8 @@ func newUsageMetrics(f factory) usageMetrics {
 		unpriced: f.counter("gateway_usage_unpriced_total", "Completed jobs costed at zero because nothing prices them (no pricing, amount 0, or no measure for the unit), by service and provider.",
 			"service", "provider"),
 		budgetThresholds: f.counter("gateway_budget_threshold_crossings_total", "Budget thresholds crossed, by threshold (percent).", "threshold"),
+		budgetNotifications: f.counter("gateway_budget_notifications_total",
+			"Attempts to deliver budget.threshold events, by outcome: delivered, pending (to be tried again) or failed (given up).", "outcome"),
 	}
 }
 
@@ -34,6 +39,15 @@ func (m *Metrics) BudgetThreshold(threshold int) {
 		return
 	}
 	m.usage.budgetThresholds.WithLabelValues(strconv.Itoa(threshold)).Inc()
+}
+
+// BudgetNotification counts an attempt to deliver a budget.threshold
+// event that left it in state (delivered, pending, failed).
+func (m *Metrics) BudgetNotification(state string) {
+	if m == nil {
+		return
+	}
+	m.usage.budgetNotifications.WithLabelValues(state).Inc()
 }
 
 // Usage records a billed job's quantity and cost; unpriced counts it as

@@ -1,0 +1,155 @@
+package budgets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Delivery of budget.threshold events (docs/api.md, Budgets).
+const (
+	// notifyBatch is how many events one round sends at most.
+	notifyBatch = 100
+	// firstRetry is the wait after a first failed attempt; it doubles up
+	// to maxRetry.
+	firstRetry = 10 * time.Second
+	maxRetry   = time.Hour
+	// GiveUpAfter is how long an event is tried.
+	GiveUpAfter = 24 * time.Hour
+)
+
+// NotifierStore is what a Notifier needs of the store.
+type NotifierStore interface {
+	DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]store.BudgetNotification, error)
+	RecordBudgetNotification(ctx context.Context, id string, a store.BudgetNotificationAttempt) error
+	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
+}
+
+// Notifier delivers the budget.threshold events the store queued, signed
+// like job webhooks, with the same webhook-id on every attempt.
+type Notifier struct {
+	Store NotifierStore
+	// Signer signs the events; nil gives every event up.
+	Signer *webhooksign.Signer
+	// Client sends them (default: public addresses only).
+	Client  *http.Client
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Deliver makes one attempt at every event due at now and returns how
+// many were delivered.
+func (n *Notifier) Deliver(ctx context.Context, now time.Time) (int, error) {
+	due, err := n.Store.DueBudgetNotifications(ctx, now, notifyBatch)
+	if err != nil {
+		return 0, err
+	}
+	delivered := 0
+	for _, event := range due {
+		attempt := n.attempt(ctx, event, now)
+		if err := n.Store.RecordBudgetNotification(ctx, event.ID, attempt); err != nil {
+			return delivered, err
+		}
+		n.Metrics.BudgetNotification(attempt.State)
+		switch attempt.State {
+		case store.NotificationDelivered:
+			delivered++
+		case store.NotificationFailed:
+			n.logger().Warn("budget.threshold event given up", "tenant", event.Tenant, "budget", event.Budget.ID,
+				"threshold", event.Threshold, "attempts", event.Attempts+1, "error", attempt.Error)
+		}
+	}
+	return delivered, nil
+}
+
+func (n *Notifier) logger() *slog.Logger {
+	if n.Logger == nil {
+		return slog.Default()
+	}
+	return n.Logger
+}
+
+// attempt sends event once and says what comes next.
+func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, now time.Time) store.BudgetNotificationAttempt {
+	tenant, err := n.Store.GetTenant(ctx, event.Tenant)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the tenant no longer exists"}
+	case err != nil:
+		return n.retry(event, now, err)
+	case tenant.NotificationURL == "":
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the tenant has no notification_url"}
+	case n.Signer == nil:
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "no webhook signing secret is configured"}
+	}
+	body, err := json.Marshal(eventOf(event))
+	if err != nil {
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+	}
+	err = n.send(ctx, tenant.NotificationURL, event.ID, body, now)
+	if err == nil {
+		return store.BudgetNotificationAttempt{State: store.NotificationDelivered}
+	}
+	if errors.Is(err, netguard.ErrForbiddenAddress) {
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the notification URL is not a public address"}
+	}
+	return n.retry(event, now, err)
+}
+
+// retry schedules the next attempt, or gives the event up after
+// GiveUpAfter.
+func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.BudgetNotificationAttempt {
+	wait := firstRetry << min(event.Attempts, 10)
+	wait = min(wait, maxRetry)
+	next := now.Add(wait)
+	if next.After(event.CreatedAt.Add(GiveUpAfter)) {
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+	}
+	return store.BudgetNotificationAttempt{State: store.NotificationPending, Next: next, Error: err.Error()}
+}
+
+// send posts body to target, signed like job webhooks.
+func (n *Notifier) send(ctx context.Context, target, id string, body []byte, now time.Time) error {
+	client := n.Client
+	if client == nil {
+		client = netguard.NewClient(false, 10*time.Second)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", n.Signer.Sign(id, now, body))
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// eventOf is the body of a queued event.
+func eventOf(n store.BudgetNotification) Event {
+	b := n.Budget
+	return Event{Event: "budget.threshold", Data: EventData{
+		Tenant: n.Tenant, Budget: b.ID, Application: b.Application, PeriodStart: n.PeriodStart,
+		Threshold: n.Threshold, Spent: json.Number(decimal(n.Spent)), Limit: json.Number(decimal(b.Limit)),
+		Currency: b.Currency, Unit: b.Unit, Period: b.Period,
+	}}
+}

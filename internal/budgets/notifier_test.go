@@ -1,0 +1,137 @@
+package budgets_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// receiver records the events it is sent and answers each with the next
+// of its statuses (then 204).
+type receiver struct {
+	mu       sync.Mutex
+	statuses []int
+	got      []*http.Request
+	bodies   [][]byte
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, req)
+	r.bodies = append(r.bodies, body)
+	status := http.StatusNoContent
+	if len(r.statuses) > 0 {
+		status, r.statuses = r.statuses[0], r.statuses[1:]
+	}
+	w.WriteHeader(status)
+}
+
+func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	rcv := &receiver{statuses: []int{http.StatusServiceUnavailable}}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+
+	tenant := &store.Tenant{ID: "acme-" + uuid.NewString()[:6], NotificationURL: srv.URL + "/budgets"}
+	require.NoError(t, st.CreateTenant(ctx, tenant))
+	budget := store.Budget{ID: "day-minute", Period: store.PeriodDay, Unit: "minute", Limit: 10e9, Thresholds: []int{50, 80}}
+	now := time.Now().UTC().Truncate(time.Second)
+	out, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 6e9}}, now)
+	require.NoError(t, err)
+	require.True(t, out.OK)
+	require.Len(t, out.Crossed, 1, "60 %% crosses 50 only")
+
+	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	delivered, err := n.Deliver(ctx, now)
+	require.NoError(t, err)
+	require.Zero(t, delivered, "the receiver answered 503")
+	due, err := st.DueBudgetNotifications(ctx, now.Add(5*time.Second), 10)
+	require.NoError(t, err)
+	require.Empty(t, due, "the next attempt waits")
+	due, err = st.DueBudgetNotifications(ctx, now.Add(10*time.Second), 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	require.Equal(t, 1, due[0].Attempts)
+
+	delivered, err = n.Deliver(ctx, now.Add(10*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 1, delivered)
+	state, attempts, err := st.BudgetNotificationState(ctx, due[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.NotificationDelivered, state)
+	require.Equal(t, 2, attempts)
+	delivered, err = n.Deliver(ctx, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Zero(t, delivered, "a delivered event is not sent again")
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	require.Len(t, rcv.got, 2)
+	first, second := rcv.got[0], rcv.got[1]
+	require.Equal(t, due[0].ID, first.Header.Get("webhook-id"))
+	require.Equal(t, first.Header.Get("webhook-id"), second.Header.Get("webhook-id"), "the same id on every attempt")
+	require.NoError(t, webhooksign.Verify(signer.PublicKey(), second.Header.Get("webhook-id"), second.Header.Get("webhook-timestamp"),
+		rcv.bodies[1], second.Header.Get("webhook-signature"), now.Add(10*time.Second), 0))
+	var event budgets.Event
+	require.NoError(t, json.Unmarshal(rcv.bodies[1], &event))
+	require.Equal(t, "budget.threshold", event.Event)
+	require.Equal(t, budgets.EventData{Tenant: tenant.ID, Budget: "day-minute", PeriodStart: budget.PeriodStart(now), Threshold: 50,
+		Spent: "6", Limit: "10", Unit: "minute", Period: "day"}, event.Data)
+}
+
+func TestNotifierGivesUp(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	t.Cleanup(srv.Close)
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	budget := store.Budget{ID: "day-usd", Period: store.PeriodDay, Currency: "USD", Limit: 1e9, Thresholds: []int{100}}
+	now := time.Now().UTC()
+
+	down := &store.Tenant{ID: "down-" + uuid.NewString()[:6], NotificationURL: srv.URL}
+	silent := &store.Tenant{ID: "silent-" + uuid.NewString()[:6]}
+	for _, tenant := range []*store.Tenant{down, silent} {
+		require.NoError(t, st.CreateTenant(ctx, tenant))
+		_, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
+		require.NoError(t, err)
+	}
+	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	_, err = n.Deliver(ctx, now)
+	require.NoError(t, err)
+	due, err := st.DueBudgetNotifications(ctx, now.Add(budgets.GiveUpAfter), 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1, "the tenant without a notification URL has nothing to wait for")
+	require.Equal(t, down.ID, due[0].Tenant)
+
+	_, err = n.Deliver(ctx, now.Add(budgets.GiveUpAfter))
+	require.NoError(t, err)
+	state, _, err := st.BudgetNotificationState(ctx, due[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.NotificationFailed, state, "given up after a day")
+	removed, err := st.DeleteBudgetNotificationsBefore(ctx, now.Add(time.Minute))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, removed)
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+)
+
+// Budget notification states.
+const (
+	NotificationPending   = "pending"
+	NotificationDelivered = "delivered"
+	// NotificationFailed: given up, or nowhere to send it (no
+	// notification URL).
+	NotificationFailed = "failed"
+)
+
+// BudgetNotification is a budget.threshold event kept until it is
+// delivered to its tenant's notification URL (docs/api.md, Budgets).
+type BudgetNotification struct {
+	// ID is the event's webhook-id, the same on every attempt.
+	ID          string
+	Tenant      string
+	Budget      Budget
+	PeriodStart time.Time
+	Threshold   int
+	// Spent is what the budget had used when the threshold was crossed,
+	// in 1e-9 of its currency or unit.
+	Spent         int64
+	Attempts      int
+	NextAttemptAt time.Time
+	CreatedAt     time.Time
+}
+
+// budgetNotification is BudgetNotification's row.
+type budgetNotification struct {
+	ID            string `gorm:"primaryKey"`
+	Tenant        string
+	Budget        string
+	PeriodStart   time.Time
+	Threshold     int
+	Spent         int64
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+func (budgetNotification) TableName() string { return "budget_notifications" }
+
+// queueNotifications keeps the crossings' events for delivery, in the
+// transaction that crossed them.
+func queueNotifications(tx *gorm.DB, crossed []BudgetCrossing, now time.Time) error {
+	for _, c := range crossed {
+		budget, err := json.Marshal(c.Budget)
+		if err != nil {
+			return err
+		}
+		row := budgetNotification{ID: "msg_" + uuid.NewString(), Tenant: c.Tenant, Budget: string(budget),
+			PeriodStart: c.PeriodStart, Threshold: c.Threshold, Spent: c.Spent, State: NotificationPending,
+			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DueBudgetNotifications lists up to limit pending notifications due at
+// now, oldest first.
+func (s *Store) DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]BudgetNotification, error) {
+	var rows []budgetNotification
+	err := s.db.WithContext(ctx).Where("state = ? AND next_attempt_at <= ?", NotificationPending, now.UTC()).
+		Order("created_at").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BudgetNotification, 0, len(rows))
+	for _, r := range rows {
+		n := BudgetNotification{ID: r.ID, Tenant: r.Tenant, PeriodStart: r.PeriodStart.UTC(), Threshold: r.Threshold,
+			Spent: r.Spent, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), CreatedAt: r.CreatedAt.UTC()}
+		if err := json.Unmarshal([]byte(r.Budget), &n.Budget); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// BudgetNotificationAttempt is the outcome of one delivery attempt.
+type BudgetNotificationAttempt struct {
+	// State is NotificationDelivered, NotificationFailed, or
+	// NotificationPending with the next attempt at Next.
+	State string
+	Next  time.Time
+	Error string
+}
+
+// RecordBudgetNotification records an attempt to deliver notification id.
+func (s *Store) RecordBudgetNotification(ctx context.Context, id string, a BudgetNotificationAttempt) error {
+	updates := map[string]any{"state": a.State, "attempts": gorm.Expr("attempts + 1"), "last_error": a.Error,
+		"updated_at": microsNow()}
+	if a.State == NotificationPending {
+		updates["next_attempt_at"] = a.Next.UTC()
+	}
+	return s.db.WithContext(ctx).Model(&budgetNotification{}).Where("id = ?", id).Updates(updates).Error
+}
+
+// BudgetNotificationState reads notification id's state and attempts.
+func (s *Store) BudgetNotificationState(ctx context.Context, id string) (state string, attempts int, err error) {
+	var r budgetNotification
+	err = s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error
+	return r.State, r.Attempts, err
+}
+
+// DeleteBudgetNotificationsBefore deletes notifications no longer pending
+// that were created before t.
+func (s *Store) DeleteBudgetNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Where("state <> ? AND created_at < ?", NotificationPending, t.UTC()).
+		Delete(&budgetNotification{})
+	return res.RowsAffected, res.Error
+}
