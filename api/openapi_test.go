@@ -167,6 +167,37 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	require.Equal(t, documentedRoutes(), served, "routes served (right) and documented in api/openapi.yaml (left)")
 }
 
+// TestEveryOperationHasAUniqueID: every operation has an operationId,
+// camelCase and unique, which names its method in the generated client
+// (api/client).
+func TestEveryOperationHasAUniqueID(t *testing.T) {
+	t.Parallel()
+	raw, err := api.OpenAPIDocument("", "", "")
+	require.NoError(t, err)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	camel := regexp.MustCompile(`^[a-z][A-Za-z0-9]*$`)
+	byID := map[string]string{}
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			route := strings.ToUpper(method) + " " + path
+			if !camel.MatchString(op.OperationID) {
+				t.Errorf("%s: operationId %q is not camelCase", route, op.OperationID)
+				continue
+			}
+			if other, ok := byID[op.OperationID]; ok {
+				t.Errorf("%s and %s share operationId %q", other, route, op.OperationID)
+			}
+			byID[op.OperationID] = route
+		}
+	}
+	require.Len(t, byID, len(documentedRoutes()), "one operationId an operation")
+}
+
 func TestOpenAPIIsServedWithoutAToken(t *testing.T) {
 	t.Parallel()
 	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) { c.Version = "v2.0.1-test" })
