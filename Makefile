@@ -92,8 +92,18 @@ BENCH_LOAD_FLAGS ?=
 bench-load: ## benchmarks: the gateway beside the floor and the baseline (bare Temporal), in the dev and the production shape: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about 27 minutes; BENCH_LOAD_FLAGS=-quick: 15)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
 
+.PHONY: generate
+generate: ## regenerate the typed Go client api/client from api/openapi.yaml (oapi-codegen, a tool of go.mod; docs/api.md, Go client)
+	$(GO) generate ./api/client
+
+.PHONY: generate-check
+generate-check: ## regenerate api/client and fail if that changed it (the committed client is stale)
+	@$(MAKE) --no-print-directory generate
+	@git diff --exit-code -- api/client && test -z "$$(git ls-files --others --exclude-standard -- api/client)" || \
+	  (git status --short -- api/client; echo "api/client is not what api/openapi.yaml generates: run make generate and commit it"; exit 1)
+
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck
+lint: generate-check ## the generated client is current (generate-check), gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1)
 	$(GO) vet ./...
 	$(GO) vet -tags nodev ./cmd/gateway
