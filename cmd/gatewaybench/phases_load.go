@@ -55,13 +55,17 @@ func (b *bench) productionPhases(ctx context.Context, rep *report) error {
 	return nil
 }
 
-// endToEnd runs the end-to-end phases on a load run: warm-up, one at a
-// time, sustained, and at half the baseline's sustained rate.
+// endToEnd runs the end-to-end phases on a load run: preflight, warm-up,
+// one at a time, sustained, and at half the baseline's sustained rate.
 func (l *loadRun) endToEnd(ctx context.Context) error {
 	b, rep := l.b, l.rep
 	systems := l.systems()
 	d := b.opts.Duration
 
+	b.logf("load: preflight, one job through the typed client")
+	if err := l.gw.preflight(ctx); err != nil {
+		return err
+	}
 	b.logf("load: warm-up")
 	for _, sys := range systems {
 		samples := openLoop(ctx, 10, 3*time.Second, sys.submit)
