@@ -60,6 +60,24 @@ func (e BreakerHealthState) Valid() bool {
 	}
 }
 
+// Defines values for BudgetPeriod.
+const (
+	BudgetPeriodDay   BudgetPeriod = "day"
+	BudgetPeriodMonth BudgetPeriod = "month"
+)
+
+// Valid indicates whether the value is a known member of the BudgetPeriod enum.
+func (e BudgetPeriod) Valid() bool {
+	switch e {
+	case BudgetPeriodDay:
+		return true
+	case BudgetPeriodMonth:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BudgetLimit1Unit.
 const (
 	BudgetLimit1UnitCharacter BudgetLimit1Unit = "character"
@@ -87,18 +105,33 @@ func (e BudgetLimit1Unit) Valid() bool {
 	}
 }
 
-// Defines values for BudgetPeriod.
+// Defines values for BudgetStatusAttributesPeriod.
 const (
-	BudgetPeriodDay   BudgetPeriod = "day"
-	BudgetPeriodMonth BudgetPeriod = "month"
+	BudgetStatusAttributesPeriodDay   BudgetStatusAttributesPeriod = "day"
+	BudgetStatusAttributesPeriodMonth BudgetStatusAttributesPeriod = "month"
 )
 
-// Valid indicates whether the value is a known member of the BudgetPeriod enum.
-func (e BudgetPeriod) Valid() bool {
+// Valid indicates whether the value is a known member of the BudgetStatusAttributesPeriod enum.
+func (e BudgetStatusAttributesPeriod) Valid() bool {
 	switch e {
-	case BudgetPeriodDay:
+	case BudgetStatusAttributesPeriodDay:
 		return true
-	case BudgetPeriodMonth:
+	case BudgetStatusAttributesPeriodMonth:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetStatusType.
+const (
+	BudgetStatusTypeBudget BudgetStatusType = "budget"
+)
+
+// Valid indicates whether the value is a known member of the BudgetStatusType enum.
+func (e BudgetStatusType) Valid() bool {
+	switch e {
+	case BudgetStatusTypeBudget:
 		return true
 	default:
 		return false
@@ -1294,40 +1327,83 @@ type Budget struct {
 	Application *string `json:"application,omitempty"`
 
 	// Id default: [application-]period-currency or unit, lowercase
-	Id    *string      `json:"id,omitempty"`
-	Limit Budget_Limit `json:"limit"`
+	Id    *string     `json:"id,omitempty"`
+	Limit BudgetLimit `json:"limit"`
 
 	// Period calendar days and months
 	Period BudgetPeriod `json:"period"`
 
 	// Thresholds percents of the limit, ascending; crossing one sends budget.threshold once a period
-	Thresholds *[]int `json:"thresholds,omitempty"`
+	Thresholds *BudgetThresholds `json:"thresholds,omitempty"`
 }
 
-// BudgetLimit0 defines model for Budget.Limit.0.
+// BudgetPeriod calendar days and months
+type BudgetPeriod string
+
+// BudgetLimit defines model for BudgetLimit.
+type BudgetLimit struct {
+	union json.RawMessage
+}
+
+// BudgetLimit0 defines model for BudgetLimit.0.
 type BudgetLimit0 struct {
 	// Amount at most nine decimals
 	Amount   float32 `json:"amount"`
 	Currency string  `json:"currency"`
 }
 
-// BudgetLimit1 defines model for Budget.Limit.1.
+// BudgetLimit1 defines model for BudgetLimit.1.
 type BudgetLimit1 struct {
 	// Quantity at most nine decimals
 	Quantity float32          `json:"quantity"`
 	Unit     BudgetLimit1Unit `json:"unit"`
 }
 
-// BudgetLimit1Unit defines model for Budget.Limit.1.Unit.
+// BudgetLimit1Unit defines model for BudgetLimit.1.Unit.
 type BudgetLimit1Unit string
 
-// Budget_Limit defines model for Budget.Limit.
-type Budget_Limit struct {
-	union json.RawMessage
+// BudgetStatus a budget and what it has used in its current period (GET /v1/budgets)
+type BudgetStatus struct {
+	Attributes struct {
+		Application *string `json:"application"`
+
+		// Current in the budget's currency or unit
+		Current struct {
+			// PeriodEnd excluded
+			PeriodEnd   time.Time `json:"period_end"`
+			PeriodStart time.Time `json:"period_start"`
+
+			// Remaining the limit less settled and reserved, at least 0
+			Remaining float32 `json:"remaining"`
+
+			// Reserved the estimates of jobs not finished yet
+			Reserved float32 `json:"reserved"`
+
+			// Settled what finished jobs were billed
+			Settled float32 `json:"settled"`
+
+			// UsedPercent (settled + reserved) / limit, in percent, two decimals
+			UsedPercent float32 `json:"used_percent"`
+		} `json:"current"`
+		Id     string                       `json:"id"`
+		Limit  BudgetLimit                  `json:"limit"`
+		Period BudgetStatusAttributesPeriod `json:"period"`
+
+		// Thresholds percents of the limit, ascending; crossing one sends budget.threshold once a period
+		Thresholds BudgetThresholds `json:"thresholds"`
+	} `json:"attributes"`
+	Id   string           `json:"id"`
+	Type BudgetStatusType `json:"type"`
 }
 
-// BudgetPeriod calendar days and months
-type BudgetPeriod string
+// BudgetStatusAttributesPeriod defines model for BudgetStatus.Attributes.Period.
+type BudgetStatusAttributesPeriod string
+
+// BudgetStatusType defines model for BudgetStatus.Type.
+type BudgetStatusType string
+
+// BudgetThresholds percents of the limit, ascending; crossing one sends budget.threshold once a period
+type BudgetThresholds = []int
 
 // Capability defines model for Capability.
 type Capability struct {
@@ -2303,6 +2379,15 @@ type EncodePayloadsParams struct {
 // GetLiveness200JSONResponseBodyStatus defines parameters for GetLiveness.
 type GetLiveness200JSONResponseBodyStatus string
 
+// ListBudgetsParams defines parameters for ListBudgets.
+type ListBudgetsParams struct {
+	// FilterTenant super-admin only, and required of one
+	FilterTenant *string `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
+
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
 	// FilterTenant needs admin:cross-tenant
@@ -2732,22 +2817,22 @@ type CreateTranslationJSONRequestBody = CreateTranslation
 // CreateVideoAnalysisJSONRequestBody defines body for CreateVideoAnalysis for application/json ContentType.
 type CreateVideoAnalysisJSONRequestBody = CreateVideoAnalysis
 
-// AsBudgetLimit0 returns the union data inside the Budget_Limit as a BudgetLimit0
-func (t Budget_Limit) AsBudgetLimit0() (BudgetLimit0, error) {
+// AsBudgetLimit0 returns the union data inside the BudgetLimit as a BudgetLimit0
+func (t BudgetLimit) AsBudgetLimit0() (BudgetLimit0, error) {
 	var body BudgetLimit0
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromBudgetLimit0 overwrites any union data inside the Budget_Limit as the provided BudgetLimit0
-func (t *Budget_Limit) FromBudgetLimit0(v BudgetLimit0) error {
+// FromBudgetLimit0 overwrites any union data inside the BudgetLimit as the provided BudgetLimit0
+func (t *BudgetLimit) FromBudgetLimit0(v BudgetLimit0) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeBudgetLimit0 performs a merge with any union data inside the Budget_Limit, using the provided BudgetLimit0
-func (t *Budget_Limit) MergeBudgetLimit0(v BudgetLimit0) error {
+// MergeBudgetLimit0 performs a merge with any union data inside the BudgetLimit, using the provided BudgetLimit0
+func (t *BudgetLimit) MergeBudgetLimit0(v BudgetLimit0) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -2758,22 +2843,22 @@ func (t *Budget_Limit) MergeBudgetLimit0(v BudgetLimit0) error {
 	return err
 }
 
-// AsBudgetLimit1 returns the union data inside the Budget_Limit as a BudgetLimit1
-func (t Budget_Limit) AsBudgetLimit1() (BudgetLimit1, error) {
+// AsBudgetLimit1 returns the union data inside the BudgetLimit as a BudgetLimit1
+func (t BudgetLimit) AsBudgetLimit1() (BudgetLimit1, error) {
 	var body BudgetLimit1
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromBudgetLimit1 overwrites any union data inside the Budget_Limit as the provided BudgetLimit1
-func (t *Budget_Limit) FromBudgetLimit1(v BudgetLimit1) error {
+// FromBudgetLimit1 overwrites any union data inside the BudgetLimit as the provided BudgetLimit1
+func (t *BudgetLimit) FromBudgetLimit1(v BudgetLimit1) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeBudgetLimit1 performs a merge with any union data inside the Budget_Limit, using the provided BudgetLimit1
-func (t *Budget_Limit) MergeBudgetLimit1(v BudgetLimit1) error {
+// MergeBudgetLimit1 performs a merge with any union data inside the BudgetLimit, using the provided BudgetLimit1
+func (t *BudgetLimit) MergeBudgetLimit1(v BudgetLimit1) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -2784,12 +2869,12 @@ func (t *Budget_Limit) MergeBudgetLimit1(v BudgetLimit1) error {
 	return err
 }
 
-func (t Budget_Limit) MarshalJSON() ([]byte, error) {
+func (t BudgetLimit) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *Budget_Limit) UnmarshalJSON(b []byte) error {
+func (t *BudgetLimit) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2935,6 +3020,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListBudgets List the tenant's budgets with what each used this period
+	//
+	// The budgets of the token's tenant (docs/api.md, Budgets), each with
+	// its current period's settled and reserved use; a super-admin names
+	// the tenant with filter[tenant].
+	//
+	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+	ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobs List jobs of every service, newest first, without input, options and result
 	//
@@ -3581,6 +3675,25 @@ func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEd
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBudgets List the tenant's budgets with what each used this period
+//
+// The budgets of the token's tenant (docs/api.md, Budgets), each with
+// its current period's settled and reserved use; a super-admin names
+// the tenant with filter[tenant].
+//
+// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+func (c *Client) ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBudgetsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5053,6 +5166,75 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListBudgetsRequest constructs an http.Request for the ListBudgets method
+func NewListBudgetsRequest(server string, params *ListBudgetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/budgets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.FilterTenant != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[tenant]", *params.FilterTenant, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -8301,6 +8483,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// ListBudgetsWithResponse List the tenant's budgets with what each used this period
+	//
+	// The budgets of the token's tenant (docs/api.md, Budgets), each with
+	// its current period's settled and reserved use; a super-admin names
+	// the tenant with filter[tenant].
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+	ListBudgetsWithResponse(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*ListBudgetsResponse, error)
+
 	// ListJobsWithResponse List jobs of every service, newest first, without input, options and result
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9296,6 +9489,108 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBudgetsResponse401Headers the declared response headers of an HTTP 401 response for ListBudgets
+type ListBudgetsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBudgetsResponse503Headers the declared response headers of an HTTP 503 response for ListBudgets
+type ListBudgetsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListBudgetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []BudgetStatus `json:"data"`
+		Meta struct {
+			At     time.Time `json:"at"`
+			Tenant string    `json:"tenant"`
+		} `json:"meta"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBudgetsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBudgetsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBudgetsResponse) GetJSON200() *struct {
+	Data []BudgetStatus `json:"data"`
+	Meta struct {
+		At     time.Time `json:"at"`
+		Tenant string    `json:"tenant"`
+	} `json:"meta"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBudgetsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBudgetsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListBudgetsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBudgetsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBudgetsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBudgetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBudgetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBudgetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBudgetsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15342,6 +15637,23 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 	return ParseGetReadinessResponse(rsp)
 }
 
+// ListBudgetsWithResponse List the tenant's budgets with what each used this period
+//
+// The budgets of the token's tenant (docs/api.md, Budgets), each with
+// its current period's settled and reserved use; a super-admin names
+// the tenant with filter[tenant].
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+func (c *ClientWithResponses) ListBudgetsWithResponse(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*ListBudgetsResponse, error) {
+	rsp, err := c.ListBudgets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBudgetsResponse(rsp)
+}
+
 // ListJobsWithResponse List jobs of every service, newest first, without input, options and result
 //
 // Returns a wrapper object for the known response body format(s).
@@ -16656,6 +16968,96 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.JSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListBudgetsResponse parses an HTTP response from a ListBudgetsWithResponse call
+func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBudgetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []BudgetStatus `json:"data"`
+			Meta struct {
+				At     time.Time `json:"at"`
+				Tenant string    `json:"tenant"`
+			} `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBudgetsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBudgetsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
