@@ -88,7 +88,15 @@ type productionShape struct {
 func startProductionShape(t *testing.T, catalogYAML, jobStarts string) *productionShape {
 	t.Helper()
 	databaseURL := storetest.FreshPostgresURL(t)
-	return startShapeOn(t, catalogYAML, jobStarts, databaseURL, databaseURL)
+	return startShapeOn(t, catalogYAML, jobStarts, databaseURL, databaseURL, nil)
+}
+
+// startProductionShapeWithBlobs is the shape with a blob store (an S3
+// fake) for serve and the worker, so that jobs with media run.
+func startProductionShapeWithBlobs(t *testing.T, catalogYAML, jobStarts string) *productionShape {
+	t.Helper()
+	databaseURL := storetest.FreshPostgresURL(t)
+	return startShapeOn(t, catalogYAML, jobStarts, databaseURL, databaseURL, fakeS3Bucket(t))
 }
 
 // startProductionShapeThroughLink is the shape with serve and the worker
@@ -98,12 +106,12 @@ func startProductionShapeThroughLink(t *testing.T, catalogYAML, jobStarts string
 	t.Helper()
 	direct := storetest.FreshPostgresURL(t)
 	link, linked := storetest.PostgresURLThroughLink(t, direct)
-	return startShapeOn(t, catalogYAML, jobStarts, direct, linked), link
+	return startShapeOn(t, catalogYAML, jobStarts, direct, linked, nil), link
 }
 
 // startShapeOn starts the shape: gateway dev on devURL, serve and the
-// worker on processURL (the same database).
-func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL string) *productionShape {
+// worker on processURL (the same database), with extraEnv.
+func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL string, extraEnv []string) *productionShape {
 	t.Helper()
 	catalog := writeCatalog(t, catalogYAML)
 	s := &productionShape{temporal: freeAddr(t)}
@@ -111,7 +119,7 @@ func startShapeOn(t *testing.T, catalogYAML, jobStarts, devURL, processURL strin
 	// workflow or activities.
 	keys := testPayloadKeys(t)
 	s.server = newGatewayEnv(t, devURL, s.temporal, []string{keys}, "--providers", catalog)
-	s.env = []string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true", keys}
+	s.env = append([]string{"DATABASE_URL=" + processURL, "TEMPORAL_ADDRESS=" + s.temporal, "GATEWAY_ALLOW_PRIVATE_NETWORKS=true", keys}, extraEnv...)
 	s.worker0 = []string{"worker", "--providers", catalog, "--data-dir", t.TempDir()}
 	s.worker = startProcess(t, s.env, s.worker0...)
 	s.api = startProcess(t, append(s.env, "OIDC_ISSUER_URL="+s.server.url("/dev/oidc")), "serve", "--providers", catalog, "--tenant-create-rate", "0", "--job-starts", jobStarts)
