@@ -66,3 +66,35 @@ func take[T any](q *gorm.DB) (*T, error) {
 	}
 	return &row, nil
 }
+
+// JobState is what changes of a job as it runs: its status, progress and
+// last write.
+type JobState struct {
+	ID        string
+	Status    jobs.Status
+	Progress  int
+	UpdatedAt time.Time
+}
+
+// jobStatesChunk bounds the ids of one JobStates query, below SQLite's
+// and PostgreSQL's limits on bound parameters.
+const jobStatesChunk = 10_000
+
+// JobStates reads the state of each of ids the store holds, in one query
+// (one per 10,000 ids); ids it holds no job of are absent from the map.
+func (s *Store) JobStates(ctx context.Context, ids []string) (map[string]JobState, error) {
+	out := make(map[string]JobState, len(ids))
+	for start := 0; start < len(ids); start += jobStatesChunk {
+		chunk := ids[start:min(start+jobStatesChunk, len(ids))]
+		var rows []JobState
+		if err := s.db.WithContext(ctx).Model(&jobs.Record{}).
+			Select("id", "status", "progress", "updated_at").
+			Where("id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[r.ID] = r
+		}
+	}
+	return out, nil
+}
