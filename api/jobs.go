@@ -37,6 +37,8 @@ type jobsHandler struct {
 	ops     JobOps
 	views   jobViews
 	metrics jobCounter
+	// waiter honours Prefer: wait; nil ignores it.
+	waiter JobWaiter
 }
 
 // create handles POST /v1/{resource}.
@@ -52,11 +54,25 @@ func (h jobsHandler) create(svc jobs.Service) gin.HandlerFunc {
 		}
 		c.Header("Location", svc.Endpoint()+"/"+job.ID)
 		h.metrics.JobCreated(string(svc.ID))
+		accepted := job
+		job, waited, err := h.await(c, job, func() (*jobs.Record, error) {
+			if now, err := h.jobs.GetJob(c.Request.Context(), accepted.ID); err == nil {
+				return now, nil
+			}
+			return accepted, nil // accepted all the same
+		})
+		if err != nil {
+			return err
+		}
+		status := http.StatusAccepted
+		if waited && job.Terminal() {
+			status = http.StatusOK
+		}
 		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full, nil)
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusAccepted, gin.H{"data": doc})
+		c.JSON(status, gin.H{"data": doc})
 		return nil
 	})
 }
@@ -154,7 +170,32 @@ func jobopsError(err error) error {
 
 // get handles GET /v1/{resource}/{id}.
 func (h jobsHandler) get(svc jobs.Service) gin.HandlerFunc {
-	return h.onJob(svc, http.StatusOK, nil)
+	return h.onJob(svc, http.StatusOK, func(c *gin.Context, job *jobs.Record) (*jobs.Record, error) {
+		job, _, err := h.await(c, job, func() (*jobs.Record, error) { return visibleJob(c, h.jobs, svc) })
+		return job, err
+	})
+}
+
+// await waits, as the request's Prefer: wait asks, until job is completed
+// or failed, then returns it as reread reads it (docs/api.md, Waiting for
+// a job). It reports whether it honoured the preference.
+func (h jobsHandler) await(c *gin.Context, job *jobs.Record, reread func() (*jobs.Record, error)) (*jobs.Record, bool, error) {
+	wait, ok := preferredWait(c.Request.Header)
+	if !ok || h.waiter == nil {
+		return job, false, nil
+	}
+	c.Header("Preference-Applied", "wait="+strconv.Itoa(wait))
+	if job.Terminal() {
+		return job, true, nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Duration(wait)*time.Second)
+	defer cancel()
+	h.waiter.WaitTerminal(ctx, job.ID)
+	if c.Request.Context().Err() != nil {
+		return job, true, nil // the client is gone: nobody reads the answer
+	}
+	job, err := reread()
+	return job, true, err
 }
 
 // cancel handles POST /v1/{resource}/{id}/cancel.
@@ -173,9 +214,9 @@ func (h jobsHandler) retry(svc jobs.Service) gin.HandlerFunc {
 var anyService = jobs.Service{JobType: "job"}
 
 // viaJobops is op with jobops' refusals as API errors.
-func viaJobops(op func(context.Context, *jobs.Record) (*jobs.Record, error)) func(context.Context, *jobs.Record) (*jobs.Record, error) {
-	return func(ctx context.Context, job *jobs.Record) (*jobs.Record, error) {
-		job, err := op(ctx, job)
+func viaJobops(op func(context.Context, *jobs.Record) (*jobs.Record, error)) func(*gin.Context, *jobs.Record) (*jobs.Record, error) {
+	return func(c *gin.Context, job *jobs.Record) (*jobs.Record, error) {
+		job, err := op(c.Request.Context(), job)
 		if err != nil {
 			return nil, jobopsError(err)
 		}
@@ -184,18 +225,16 @@ func viaJobops(op func(context.Context, *jobs.Record) (*jobs.Record, error)) fun
 }
 
 // onJob handles a request on the job the path names, as the caller may
-// see it: act, when not nil, acts on the job and returns it as it then
-// is, and the answer is the job with status.
-func (h jobsHandler) onJob(svc jobs.Service, status int, act func(context.Context, *jobs.Record) (*jobs.Record, error)) gin.HandlerFunc {
+// see it: act acts on the job and returns it as it then is, and the
+// answer is the job with status.
+func (h jobsHandler) onJob(svc jobs.Service, status int, act func(*gin.Context, *jobs.Record) (*jobs.Record, error)) gin.HandlerFunc {
 	return handle(func(c *gin.Context) error {
 		job, err := visibleJob(c, h.jobs, svc)
 		if err != nil {
 			return err
 		}
-		if act != nil {
-			if job, err = act(c.Request.Context(), job); err != nil {
-				return err
-			}
+		if job, err = act(c, job); err != nil {
+			return err
 		}
 		doc, err := h.views.resource(c.Request.Context(), job, jobs.Full, nil)
 		if err != nil {

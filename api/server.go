@@ -60,6 +60,12 @@ type JobOps interface {
 	Delete(ctx context.Context, job *jobs.Record, by string) (*jobs.Tombstone, error)
 }
 
+// JobWaiter waits until a job is completed or failed, or ctx ends
+// (jobwatch.Watcher).
+type JobWaiter interface {
+	WaitTerminal(ctx context.Context, id string) bool
+}
+
 // Config is the API's dependencies.
 type Config struct {
 	Store JobStore
@@ -73,6 +79,9 @@ type Config struct {
 	// Breakers keeps the providers' circuit breakers; nil: providers show
 	// no health and their breakers cannot be forced.
 	Breakers BreakerStore
+	// Waiter lets job create and GET wait for the job on Prefer: wait
+	// (docs/api.md, Waiting for a job); nil ignores that preference.
+	Waiter JobWaiter
 	// Routes registers extra routes outside /v1, such as the dev issuer.
 	Routes []func(gin.IRouter)
 	// ReadyChecks gate /readyz.
@@ -225,7 +234,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 
 	views := jobViews{files: cfg.Files, linkTTL: cfg.LinkTTL, region: cfg.Region, nodeID: cfg.NodeID,
 		tenants: cfg.Tenants, retention: cfg.RetentionDefaults, now: cfg.Now}
-	jobsH := jobsHandler{jobs: cfg.Store, ops: cfg.Jobs, views: views, metrics: cfg.Metrics}
+	jobsH := jobsHandler{jobs: cfg.Store, ops: cfg.Jobs, views: views, metrics: cfg.Metrics, waiter: cfg.Waiter}
 	results := resultsHandler{jobs: cfg.Store, views: views}
 	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier))
 	for _, svc := range jobs.Services() {
