@@ -168,6 +168,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.Routes = routes
 	apiCfg.Metrics = m
+	apiCfg.Waiter = startJobWatcher(ctx, st, logger)
 	apiCfg.LinkTTL = cfg.LinkTTL
 	if files != nil {
 		apiCfg.Files = files

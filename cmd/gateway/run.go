@@ -25,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/internal/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -63,6 +64,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false, true)
 	apiCfg.Metrics = m
+	apiCfg.Waiter = startJobWatcher(ctx, st, logger)
 	apiCfg.CodecOrigins, _ = parseOrigins(cfg.TemporalUIOrigin) // validated
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
@@ -137,6 +139,15 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		// The deployment's retention, shown for tenants that set none.
 		RetentionDefaults: cfg.Retention,
 	}, nil
+}
+
+// startJobWatcher is the watcher behind Prefer: wait (docs/api.md,
+// Waiting for a job). It closes when ctx ends, so the requests waiting
+// answer before the server shuts down.
+func startJobWatcher(ctx context.Context, st *store.Store, logger *slog.Logger) *jobwatch.Watcher {
+	w := jobwatch.New(st, jobwatch.DefaultInterval, logger.With("component", "jobwatch"))
+	context.AfterFunc(ctx, w.Close)
+	return w
 }
 
 // runningDispatcher is the dispatcher of job starts of dev and serve,
