@@ -20,7 +20,8 @@ type ServerTimeouts struct {
 // DefaultServerTimeouts are those of every HTTP server the gateway runs
 // (docs/operations.md). Read takes an 8 MiB body sent at 2.3 Mbit/s or more
 // (vendor callbacks, up to 32 MiB, get 2 minutes once their token checks);
-// Write is well above Read plus the longest handler (a cancellation).
+// Write is above Read plus the longest handler (a create waiting
+// 60 s on Prefer: wait, docs/api.md, Waiting for a job).
 var DefaultServerTimeouts = ServerTimeouts{
 	ReadHeader: 10 * time.Second,
 	Read:       30 * time.Second,
