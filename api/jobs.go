@@ -176,6 +176,11 @@ func (h jobsHandler) get(svc jobs.Service) gin.HandlerFunc {
 	})
 }
 
+// waitedKey holds, in a request's gin context, how long it waited on
+// Prefer: wait; the request duration metric leaves it out
+// (docs/operations.md, Metrics).
+const waitedKey = "api.waited"
+
 // await waits, as the request's Prefer: wait asks, until job is completed
 // or failed, then returns it as reread reads it (docs/api.md, Waiting for
 // a job). It reports whether it honoured the preference.
@@ -190,7 +195,9 @@ func (h jobsHandler) await(c *gin.Context, job *jobs.Record, reread func() (*job
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Duration(wait)*time.Second)
 	defer cancel()
+	start := time.Now()
 	h.waiter.WaitTerminal(ctx, job.ID)
+	c.Set(waitedKey, time.Since(start))
 	if c.Request.Context().Err() != nil {
 		return job, true, nil // the client is gone: nobody reads the answer
 	}

@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,13 +15,14 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/jobwatch"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // setupWaiting is setup with a job watcher, so that Prefer: wait is
-// honoured.
-func setupWaiting(t *testing.T) *bundle {
+// honoured, and the configuration adjusted by each of configure.
+func setupWaiting(t *testing.T, configure ...func(*api.Config)) *bundle {
 	t.Helper()
 	var st *store.Store
 	open := func(tb testing.TB) *store.Store {
@@ -30,6 +33,9 @@ func setupWaiting(t *testing.T) *bundle {
 		w := jobwatch.New(st, 10*time.Millisecond, nil)
 		t.Cleanup(w.Close)
 		cfg.Waiter = w
+		for _, f := range configure {
+			f(cfg)
+		}
 	})
 }
 
@@ -173,7 +179,7 @@ func TestPreferWaitOnCreate(t *testing.T) {
 		setup  func(*testing.T) *bundle
 		prefer string
 	}{
-		{"an invalid wait", setupWaiting, "wait=abc"},
+		{"an invalid wait", func(t *testing.T) *bundle { return setupWaiting(t) }, "wait=abc"},
 		{"an API without a watcher", setup, "wait=60"},
 	}
 	for _, tc := range ignored {
@@ -185,4 +191,23 @@ func TestPreferWaitOnCreate(t *testing.T) {
 			require.Less(t, took, long)
 		})
 	}
+}
+
+// The request duration metric leaves the wait out, so that waits do not
+// read as a slow API (docs/operations.md, Metrics).
+func TestPreferWaitIsNotRequestDuration(t *testing.T) {
+	t.Parallel()
+	b := setupWaiting(t, func(cfg *api.Config) { cfg.Metrics = metrics.New() })
+	id := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusProcessing}).ID
+	r, took := b.timed(t, http.MethodGet, jobPath("translations", id), b.readToken(t), nil, "Prefer", "wait=1")
+	r.requireStatus(t, http.StatusOK)
+	require.GreaterOrEqual(t, took, time.Second)
+
+	body := string(b.do(t, http.MethodGet, "/metrics", "", nil).Body)
+	re := regexp.MustCompile(`gateway_http_request_duration_seconds_sum\{method="GET",route="/v1/translations/:id"\} (\S+)`)
+	m := re.FindStringSubmatch(body)
+	require.NotNil(t, m, body)
+	sum, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	require.Less(t, sum, 0.9, "the second waited is left out")
 }

@@ -280,19 +280,23 @@ func healthz(c *gin.Context) {
 }
 
 // logRequests logs each request at debug level and records it in m (nil
-// records none).
+// records none), its duration less any wait on Prefer: wait.
 func logRequests(logger *slog.Logger, m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
 		took := time.Since(start)
+		waited := c.GetDuration(waitedKey)
 		if logger.Enabled(c, slog.LevelDebug) {
 			attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", took, "request_id", RequestID(c.Request.Context())}
+			if waited > 0 {
+				attrs = append(attrs, "waited", waited)
+			}
 			if id := tracing.TraceID(c.Request.Context()); id != "" {
 				attrs = append(attrs, "trace_id", id)
 			}
 			logger.Debug("request", attrs...)
 		}
-		m.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
+		m.HTTPRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took-waited)
 	}
 }
