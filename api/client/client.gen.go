@@ -2301,6 +2301,9 @@ type PageSize = int
 // PolicyID defines model for PolicyID.
 type PolicyID = string
 
+// Prefer defines model for Prefer.
+type Prefer = string
+
 // ProviderID defines model for ProviderID.
 type ProviderID = string
 
@@ -2428,6 +2431,9 @@ type CreateLLMTaskParams struct {
 
 	// XEffectiveUserId act as this user (needs admin:cross-tenant)
 	XEffectiveUserId *XEffectiveUser `json:"X-Effective-User-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DeleteLLMTaskParams defines parameters for DeleteLLMTask.
@@ -2440,6 +2446,9 @@ type DeleteLLMTaskParams struct {
 type GetLLMTaskParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CancelLLMTaskParams defines parameters for CancelLLMTask.
@@ -2602,6 +2611,9 @@ type CreateTranscriptionParams struct {
 
 	// XEffectiveUserId act as this user (needs admin:cross-tenant)
 	XEffectiveUserId *XEffectiveUser `json:"X-Effective-User-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DeleteTranscriptionParams defines parameters for DeleteTranscription.
@@ -2614,6 +2626,9 @@ type DeleteTranscriptionParams struct {
 type GetTranscriptionParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CancelTranscriptionParams defines parameters for CancelTranscription.
@@ -2653,6 +2668,9 @@ type CreateTranslationParams struct {
 
 	// XEffectiveUserId act as this user (needs admin:cross-tenant)
 	XEffectiveUserId *XEffectiveUser `json:"X-Effective-User-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DeleteTranslationParams defines parameters for DeleteTranslation.
@@ -2665,6 +2683,9 @@ type DeleteTranslationParams struct {
 type GetTranslationParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CancelTranslationParams defines parameters for CancelTranslation.
@@ -2725,6 +2746,9 @@ type CreateVideoAnalysisParams struct {
 
 	// XEffectiveUserId act as this user (needs admin:cross-tenant)
 	XEffectiveUserId *XEffectiveUser `json:"X-Effective-User-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DeleteVideoAnalysisParams defines parameters for DeleteVideoAnalysis.
@@ -2737,6 +2761,9 @@ type DeleteVideoAnalysisParams struct {
 type GetVideoAnalysisParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` holds the answer until the job is completed or failed, or N seconds (1 to 60; more waits 60) passed (docs/api.md, Waiting for a job); other preferences, and a wait that is not a positive whole number, are ignored
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CancelVideoAnalysisParams defines parameters for CancelVideoAnalysis.
@@ -5562,6 +5589,17 @@ func NewCreateLLMTaskRequestWithBody(server string, params *CreateLLMTaskParams,
 			req.Header.Set("X-Effective-User-Id", headerParam3)
 		}
 
+		if params.Prefer != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam4)
+		}
+
 	}
 
 	return req, nil
@@ -5658,6 +5696,17 @@ func NewGetLLMTaskRequest(server string, id JobID, params *GetLLMTaskParams) (*h
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -7128,6 +7177,17 @@ func NewCreateTranscriptionRequestWithBody(server string, params *CreateTranscri
 			req.Header.Set("X-Effective-User-Id", headerParam3)
 		}
 
+		if params.Prefer != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam4)
+		}
+
 	}
 
 	return req, nil
@@ -7224,6 +7284,17 @@ func NewGetTranscriptionRequest(server string, id JobID, params *GetTranscriptio
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -7510,6 +7581,17 @@ func NewCreateTranslationRequestWithBody(server string, params *CreateTranslatio
 			req.Header.Set("X-Effective-User-Id", headerParam3)
 		}
 
+		if params.Prefer != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam4)
+		}
+
 	}
 
 	return req, nil
@@ -7606,6 +7688,17 @@ func NewGetTranslationRequest(server string, id JobID, params *GetTranslationPar
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -8033,6 +8126,17 @@ func NewCreateVideoAnalysisRequestWithBody(server string, params *CreateVideoAna
 			req.Header.Set("X-Effective-User-Id", headerParam3)
 		}
 
+		if params.Prefer != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam4)
+		}
+
 	}
 
 	return req, nil
@@ -8129,6 +8233,17 @@ func NewGetVideoAnalysisRequest(server string, id JobID, params *GetVideoAnalysi
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -9902,6 +10017,16 @@ func (r RetryJobResponse) ContentType() string {
 	return ""
 }
 
+// CreateLLMTaskResponse200Headers the declared response headers of an HTTP 200 response for CreateLLMTask
+type CreateLLMTaskResponse200Headers struct {
+	PreferenceApplied *string
+}
+
+// CreateLLMTaskResponse202Headers the declared response headers of an HTTP 202 response for CreateLLMTask
+type CreateLLMTaskResponse202Headers struct {
+	PreferenceApplied *string
+}
+
 // CreateLLMTaskResponse401Headers the declared response headers of an HTTP 401 response for CreateLLMTask
 type CreateLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9920,6 +10045,8 @@ type CreateLLMTaskResponse503Headers struct {
 type CreateLLMTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JobDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *JobDocument
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -9944,12 +10071,21 @@ type CreateLLMTaskResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateLLMTaskResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateLLMTaskResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateLLMTaskResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateLLMTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateLLMTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateLLMTaskResponse) GetJSON200() *JobDocument {
+	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -10145,6 +10281,11 @@ func (r DeleteLLMTaskResponse) ContentType() string {
 	return ""
 }
 
+// GetLLMTaskResponse200Headers the declared response headers of an HTTP 200 response for GetLLMTask
+type GetLLMTaskResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // GetLLMTaskResponse401Headers the declared response headers of an HTTP 401 response for GetLLMTask
 type GetLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10174,6 +10315,8 @@ type GetLLMTaskResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLLMTaskResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetLLMTaskResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13001,6 +13144,16 @@ func (r UpdateTenantResponse) ContentType() string {
 	return ""
 }
 
+// CreateTranscriptionResponse200Headers the declared response headers of an HTTP 200 response for CreateTranscription
+type CreateTranscriptionResponse200Headers struct {
+	PreferenceApplied *string
+}
+
+// CreateTranscriptionResponse202Headers the declared response headers of an HTTP 202 response for CreateTranscription
+type CreateTranscriptionResponse202Headers struct {
+	PreferenceApplied *string
+}
+
 // CreateTranscriptionResponse401Headers the declared response headers of an HTTP 401 response for CreateTranscription
 type CreateTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
@@ -13019,6 +13172,8 @@ type CreateTranscriptionResponse503Headers struct {
 type CreateTranscriptionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JobDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *JobDocument
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -13043,12 +13198,21 @@ type CreateTranscriptionResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateTranscriptionResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateTranscriptionResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTranscriptionResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTranscriptionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTranscriptionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateTranscriptionResponse) GetJSON200() *JobDocument {
+	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -13244,6 +13408,11 @@ func (r DeleteTranscriptionResponse) ContentType() string {
 	return ""
 }
 
+// GetTranscriptionResponse200Headers the declared response headers of an HTTP 200 response for GetTranscription
+type GetTranscriptionResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // GetTranscriptionResponse401Headers the declared response headers of an HTTP 401 response for GetTranscription
 type GetTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
@@ -13273,6 +13442,8 @@ type GetTranscriptionResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTranscriptionResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranscriptionResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13778,6 +13949,16 @@ func (r ListTranscriptionWebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// CreateTranslationResponse200Headers the declared response headers of an HTTP 200 response for CreateTranslation
+type CreateTranslationResponse200Headers struct {
+	PreferenceApplied *string
+}
+
+// CreateTranslationResponse202Headers the declared response headers of an HTTP 202 response for CreateTranslation
+type CreateTranslationResponse202Headers struct {
+	PreferenceApplied *string
+}
+
 // CreateTranslationResponse401Headers the declared response headers of an HTTP 401 response for CreateTranslation
 type CreateTranslationResponse401Headers struct {
 	WWWAuthenticate *string
@@ -13796,6 +13977,8 @@ type CreateTranslationResponse503Headers struct {
 type CreateTranslationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JobDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *JobDocument
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -13820,12 +14003,21 @@ type CreateTranslationResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateTranslationResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateTranslationResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTranslationResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTranslationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTranslationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateTranslationResponse) GetJSON200() *JobDocument {
+	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -14021,6 +14213,11 @@ func (r DeleteTranslationResponse) ContentType() string {
 	return ""
 }
 
+// GetTranslationResponse200Headers the declared response headers of an HTTP 200 response for GetTranslation
+type GetTranslationResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // GetTranslationResponse401Headers the declared response headers of an HTTP 401 response for GetTranslation
 type GetTranslationResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14050,6 +14247,8 @@ type GetTranslationResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTranslationResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranslationResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14645,6 +14844,16 @@ func (r GetUsageResponse) ContentType() string {
 	return ""
 }
 
+// CreateVideoAnalysisResponse200Headers the declared response headers of an HTTP 200 response for CreateVideoAnalysis
+type CreateVideoAnalysisResponse200Headers struct {
+	PreferenceApplied *string
+}
+
+// CreateVideoAnalysisResponse202Headers the declared response headers of an HTTP 202 response for CreateVideoAnalysis
+type CreateVideoAnalysisResponse202Headers struct {
+	PreferenceApplied *string
+}
+
 // CreateVideoAnalysisResponse401Headers the declared response headers of an HTTP 401 response for CreateVideoAnalysis
 type CreateVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14663,6 +14872,8 @@ type CreateVideoAnalysisResponse503Headers struct {
 type CreateVideoAnalysisResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JobDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *JobDocument
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -14687,12 +14898,21 @@ type CreateVideoAnalysisResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateVideoAnalysisResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateVideoAnalysisResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateVideoAnalysisResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateVideoAnalysisResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateVideoAnalysisResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateVideoAnalysisResponse) GetJSON200() *JobDocument {
+	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -14888,6 +15108,11 @@ func (r DeleteVideoAnalysisResponse) ContentType() string {
 	return ""
 }
 
+// GetVideoAnalysisResponse200Headers the declared response headers of an HTTP 200 response for GetVideoAnalysis
+type GetVideoAnalysisResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // GetVideoAnalysisResponse401Headers the declared response headers of an HTTP 401 response for GetVideoAnalysis
 type GetVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14917,6 +15142,8 @@ type GetVideoAnalysisResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVideoAnalysisResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetVideoAnalysisResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -17364,6 +17591,13 @@ func ParseCreateLLMTaskResponse(rsp *http.Response) (*CreateLLMTaskResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JobDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest JobDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17451,6 +17685,26 @@ func ParseCreateLLMTaskResponse(rsp *http.Response) (*CreateLLMTaskResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateLLMTaskResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateLLMTaskResponse202Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateLLMTaskResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -17657,6 +17911,16 @@ func ParseGetLLMTaskResponse(rsp *http.Response) (*GetLLMTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLLMTaskResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetLLMTaskResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20280,6 +20544,13 @@ func ParseCreateTranscriptionResponse(rsp *http.Response) (*CreateTranscriptionR
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JobDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest JobDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20367,6 +20638,26 @@ func ParseCreateTranscriptionResponse(rsp *http.Response) (*CreateTranscriptionR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateTranscriptionResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateTranscriptionResponse202Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateTranscriptionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20573,6 +20864,16 @@ func ParseGetTranscriptionResponse(rsp *http.Response) (*GetTranscriptionRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTranscriptionResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetTranscriptionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21021,6 +21322,13 @@ func ParseCreateTranslationResponse(rsp *http.Response) (*CreateTranslationRespo
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JobDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest JobDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21108,6 +21416,26 @@ func ParseCreateTranslationResponse(rsp *http.Response) (*CreateTranslationRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateTranslationResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateTranslationResponse202Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateTranslationResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21314,6 +21642,16 @@ func ParseGetTranslationResponse(rsp *http.Response) (*GetTranslationResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTranslationResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetTranslationResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21849,6 +22187,13 @@ func ParseCreateVideoAnalysisResponse(rsp *http.Response) (*CreateVideoAnalysisR
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JobDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest JobDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21936,6 +22281,26 @@ func ParseCreateVideoAnalysisResponse(rsp *http.Response) (*CreateVideoAnalysisR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateVideoAnalysisResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateVideoAnalysisResponse202Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateVideoAnalysisResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22142,6 +22507,16 @@ func ParseGetVideoAnalysisResponse(rsp *http.Response) (*GetVideoAnalysisRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVideoAnalysisResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetVideoAnalysisResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
