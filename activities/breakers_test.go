@@ -91,3 +91,49 @@ func TestCallsFeedTheBreakerAndRoutingHonoursIt(t *testing.T) {
 	out = route(t, env, llmJob())
 	require.Equal(t, "cheap", out.Routing.ProviderID)
 }
+
+func TestRoutingWaitsOutAnOutageUpToTheMaximum(t *testing.T) {
+	t.Parallel()
+	flaky := &scriptedAdapter{}
+	registry := registryOf(t, breakerFleet, map[string]providers.Factory{
+		"flaky": answeredBy(flaky), "steady": answeredBy(flaky),
+	})
+	cache := store.NewCache(storetest.SQLite(t), store.CacheTTL)
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Routing: cache, Breakers: cache, Providers: registry, WorkerID: "w",
+		MaxOutageWait: map[jobs.ServiceID]time.Duration{jobs.LLMTasks: time.Minute}})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	set.Register(env)
+	// cheap's breaker opens; good is out for the jobs below: an earlier
+	// attempt failed on it (its breaker is closed).
+	flaky.err = providers.Retryable(jobs.CodeProviderUnavailable, "503", nil)
+	for range 3 {
+		in := call()
+		in.ProviderID = "cheap"
+		_, _ = env.ExecuteActivity(acts.Calls.CallProvider, in)
+	}
+
+	job := llmJob()
+	job.Failed = []string{"good"}
+	out := route(t, env, job)
+	require.Nil(t, out.Wait, "without asking, the guard keeps cheap in play")
+	require.Equal(t, "cheap", out.Routing.ProviderID)
+
+	job = llmJob()
+	job.Failed, job.WaitOutOutages = []string{"good"}, true
+	out = route(t, env, job)
+	require.NotNil(t, out.Wait, "%+v", out)
+	require.Nil(t, out.Error)
+	require.Equal(t, []string{"cheap"}, out.Wait.Providers)
+	require.WithinDuration(t, time.Now().Add(time.Second), out.Wait.Until, time.Second, "until the breaker probes")
+	require.Contains(t, out.Wait.Message, "circuit breakers of cheap are open")
+	require.Equal(t, "circuit_open", reasonOf(out, "cheap"))
+
+	// Waiting since longer than the service's maximum: exhausted.
+	since := time.Now().Add(-time.Minute)
+	job.WaitingSince = &since
+	out = route(t, env, job)
+	require.Nil(t, out.Wait)
+	require.Equal(t, jobs.CodeProvidersExhausted, out.Error.Code)
+	require.Contains(t, out.Error.Message, "maximum wait of 1m0s")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/breaker"
@@ -46,6 +47,23 @@ type Routing struct {
 	Metrics *metrics.Metrics
 	// Breakers are the providers' circuit breakers; nil: none.
 	Breakers *Breakers
+	// MaxOutageWait is how long a job of a service may wait in all for
+	// open circuit breakers before it fails PROVIDERS_EXHAUSTED; a service
+	// not listed has DefaultMaxOutageWait (docs/providers.md, Waiting out
+	// an outage).
+	MaxOutageWait map[jobs.ServiceID]time.Duration
+}
+
+// DefaultMaxOutageWait is a service's maximum wait for an outage unless
+// the deployment sets another.
+const DefaultMaxOutageWait = 10 * time.Minute
+
+// maxOutageWait is service's maximum wait for an outage.
+func (r *Routing) maxOutageWait(service jobs.ServiceID) time.Duration {
+	if d, ok := r.MaxOutageWait[service]; ok {
+		return d
+	}
+	return DefaultMaxOutageWait
 }
 
 // PolicyPin is the policy version a job was first routed with; failover
@@ -77,6 +95,22 @@ type RouteInput struct {
 	// the job's media; providers whose limits it exceeds are not eligible.
 	MediaSizeMB   *float64 `json:"media_size_mb,omitempty"`
 	MediaDuration *float64 `json:"media_duration,omitempty"`
+	// WaitOutOutages: when every provider left has an open circuit
+	// breaker, answer Wait instead of keeping one in play; WaitingSince is
+	// when the job began waiting, if it did before.
+	WaitOutOutages bool       `json:"wait_out_outages,omitempty"`
+	WaitingSince   *time.Time `json:"waiting_since,omitempty"`
+}
+
+// RouteWait tells a job to wait for an outage and route again at Until
+// (docs/providers.md, Waiting out an outage).
+type RouteWait struct {
+	Until time.Time `json:"until"`
+	// Providers are those waited for; Retry those among them an earlier
+	// attempt failed on, to be tried again after the wait.
+	Providers []string `json:"providers"`
+	Retry     []string `json:"retry,omitempty"`
+	Message   string   `json:"message"`
 }
 
 // RouteOutput is the decision: a routing, or the error the job fails with
@@ -91,6 +125,8 @@ type RouteOutput struct {
 	// Submits says the provider works asynchronously: the workflow
 	// submits the job, then checks on it (SubmitToProvider, CheckProvider).
 	Submits bool `json:"submits,omitempty"`
+	// Wait: no provider now, the job waits for an outage to end.
+	Wait *RouteWait `json:"wait,omitempty"`
 }
 
 // DecideRoute picks the provider for one attempt of a job: it gathers what
@@ -119,6 +155,8 @@ func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, 
 		Attempt:  in.Attempt,
 		Retried:  in.Retried,
 		Now:      now,
+		// Waiting out an outage.
+		WaitOutOutages: in.WaitOutOutages && r.maxOutageWait(in.Service) > 0,
 		// Known once the media stage ran; before it, a policy condition
 		// on file size asks the media host (mediaSizeMB).
 		FileSizeMB:      in.MediaSizeMB,
@@ -156,6 +194,10 @@ func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, 
 			r.recordDecision(in, jobs.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
 			return out, nil
 		}
+		var wait *policy.WaitError
+		if errors.As(err, &wait) {
+			return r.waitOrGiveUp(in, out, wait, now), nil
+		}
 		if err != nil {
 			return out, err
 		}
@@ -184,6 +226,28 @@ func (r *Routing) DecideRoute(ctx context.Context, in RouteInput) (RouteOutput, 
 		}
 		limited[routing.ProviderID] = true
 	}
+}
+
+// waitOrGiveUp answers a job that every provider left has an open breaker
+// for: wait until the first probes, or, past its service's maximum wait,
+// fail PROVIDERS_EXHAUSTED.
+func (r *Routing) waitOrGiveUp(in RouteInput, out RouteOutput, wait *policy.WaitError, now time.Time) RouteOutput {
+	out.Routing.ProviderEvaluations = wait.Evaluations
+	since := now
+	if in.WaitingSince != nil {
+		since = *in.WaitingSince
+	}
+	limit := r.maxOutageWait(in.Service)
+	if wait.Until.Sub(since) > limit {
+		out.Error = &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: fmt.Sprintf(
+			"the circuit breakers of %s stay open past the job's maximum wait of %s for an outage",
+			strings.Join(wait.Providers, ", "), limit)}
+		r.recordDecision(in, jobs.RoutingInfo{Reason: "none", PolicySource: out.Routing.PolicySource})
+		return out
+	}
+	out.Wait = &RouteWait{Until: wait.Until, Providers: wait.Providers, Retry: wait.Retry,
+		Message: fmt.Sprintf("waiting until %s: the circuit breakers of %s are open", wait.Until.UTC().Format(time.RFC3339), strings.Join(wait.Providers, ", "))}
+	return out
 }
 
 // requirements reads what the job asks of a provider from its recorded

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -94,6 +95,10 @@ type Deps struct {
 	// (docs/api.md, Budgets); nil Budgets: none are.
 	Tenants TenantReader
 	Budgets *budgets.Reserver
+
+	// MaxOutageWait is each service's maximum wait for an outage
+	// (Routing.MaxOutageWait).
+	MaxOutageWait map[jobs.ServiceID]time.Duration
 }
 
 // Set is all the activities of a worker, one receiver per group.
@@ -121,7 +126,7 @@ func New(d Deps) *Set {
 	return &Set{
 		Projections: projections,
 		Routing: &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,
-			WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers},
+			WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers, MaxOutageWait: d.MaxOutageWait},
 		Calls: &ProviderCalls{Providers: d.Providers, Projections: projections, Files: files,
 			Latencies: d.Routing, Temporal: d.Temporal, WorkerID: d.WorkerID,
 			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers},

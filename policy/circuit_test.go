@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -105,6 +106,57 @@ func TestExplicitProviderIgnoresTheCircuit(t *testing.T) {
 	t.Parallel()
 	info, err := policy.Decide(policy.Request{Needs: needs(), Catalog: catalog(), Now: now, Explicit: "cheap",
 		Circuit: circuits(map[string]policy.Circuit{"cheap": {State: breaker.Open, Forced: true}})})
+	require.NoError(t, err)
+	require.Equal(t, "cheap", info.ProviderID)
+}
+
+func TestJobsThatMayWaitWaitForTheFirstProbe(t *testing.T) {
+	t.Parallel()
+	open := map[string]policy.Circuit{
+		"pricey": {State: breaker.Open, NextProbe: now.Add(20 * time.Second)},
+		"cheap":  {State: breaker.Open, NextProbe: now.Add(40 * time.Second)},
+		"mid":    {State: breaker.Open, NextProbe: now.Add(10 * time.Second)},
+	}
+	req := policy.Request{Needs: needs(), Catalog: catalog(), Now: now, Circuit: circuits(open), WaitOutOutages: true}
+	_, err := policy.Decide(req)
+	var wait *policy.WaitError
+	require.ErrorAs(t, err, &wait, "every provider open: wait instead of keeping one in play")
+	require.Equal(t, now.Add(10*time.Second), wait.Until, "until the first probes")
+	require.ElementsMatch(t, []string{"pricey", "cheap", "mid"}, wait.Providers)
+	require.Empty(t, wait.Retry)
+	for _, id := range wait.Providers {
+		require.True(t, slices.ContainsFunc(wait.Evaluations, func(e jobs.Evaluation) bool {
+			return e.ProviderID == id && e.Reason == jobs.EvalCircuitOpen
+		}), id)
+	}
+
+	// A provider the job failed on counts while its breaker is open, and
+	// is tried again after the wait; one whose breaker is closed is not.
+	req.Failed = []string{"mid", "cheap"}
+	open["cheap"] = policy.Circuit{State: breaker.Closed}
+	_, err = policy.Decide(req)
+	require.ErrorAs(t, err, &wait)
+	require.ElementsMatch(t, []string{"pricey", "mid"}, wait.Providers)
+	require.Equal(t, []string{"mid"}, wait.Retry)
+
+	// Probes taken (no probe time): a short wait.
+	open = map[string]policy.Circuit{"pricey": {State: breaker.Open}, "cheap": {State: breaker.Open}, "mid": {State: breaker.Open}}
+	req.Failed, req.Circuit = nil, circuits(open)
+	_, err = policy.Decide(req)
+	require.ErrorAs(t, err, &wait)
+	require.Equal(t, now.Add(5*time.Second), wait.Until)
+
+	// Forced open by an operator: nothing to wait for.
+	for id := range open {
+		open[id] = policy.Circuit{State: breaker.Open, Forced: true}
+	}
+	_, err = policy.Decide(req)
+	var nc *policy.NoCandidateError
+	require.ErrorAs(t, err, &nc)
+
+	// One provider left: no wait.
+	open["cheap"] = policy.Circuit{State: breaker.Closed}
+	info, err := policy.Decide(req)
 	require.NoError(t, err)
 	require.Equal(t, "cheap", info.ProviderID)
 }

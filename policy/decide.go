@@ -32,6 +32,22 @@ func (e *NoCandidateError) Error() string {
 	return "no provider is eligible for this job"
 }
 
+// WaitError says that every provider left for a job is out for an open
+// circuit breaker alone: the job may wait until Until, when the first of
+// them lets probes through, and route again (docs/providers.md, Waiting
+// out an outage). Only requests with WaitOutOutages get it.
+type WaitError struct {
+	Until time.Time
+	// Providers are the providers waited for; Retry those among them an
+	// earlier attempt of the job failed on, tried again after the wait.
+	Providers, Retry []string
+	Evaluations      []jobs.Evaluation
+}
+
+func (e *WaitError) Error() string {
+	return "every provider left for the job has an open circuit breaker"
+}
+
 // ErrNoCandidate matches any *NoCandidateError with errors.Is.
 var ErrNoCandidate = errors.New("no candidate provider")
 
@@ -79,7 +95,12 @@ type Request struct {
 	// Retried marks the first decision of an operator's retry: its
 	// attempt number continues the job's, but it is no failover.
 	Retried bool
-	Now     time.Time
+	// WaitOutOutages: when every provider left is out for an open circuit
+	// breaker alone, answer *WaitError instead of keeping one in play; a
+	// provider an earlier attempt failed on counts as left while its
+	// breaker is open (the outage explains the failure).
+	WaitOutOutages bool
+	Now            time.Time
 }
 
 // Decide picks the provider for one attempt of a job.
@@ -181,6 +202,9 @@ func decideDefault(req Request) (jobs.RoutingInfo, error) {
 		}
 		evals = append(evals, eval)
 	}
+	if wait := req.waitFor(candidates, held, evals); wait != nil {
+		return info, wait
+	}
 	return req.choose(info, evals, guard(candidates, held), StrategyPrice)
 }
 
@@ -223,6 +247,9 @@ func decidePolicy(req Request) (jobs.RoutingInfo, error) {
 		}
 		evals = append(evals, eval)
 	}
+	if wait := req.waitFor(candidates, held, evals); wait != nil {
+		return info, wait
+	}
 	return req.choose(info, evals, guard(candidates, held), pol.Strategy)
 }
 
@@ -235,6 +262,45 @@ func (req Request) hold(p *providers.Provider, held *[]candidate, c candidate) (
 		*held = append(*held, c)
 	}
 	return reason, message
+}
+
+// probeRetry is how soon a job waiting for an outage routes again when
+// the probe calls of every provider it waits for are taken.
+const probeRetry = 5 * time.Second
+
+// waitFor is the wait of a job that may wait out an outage when no
+// candidate is left but providers held for an open circuit: until the
+// first of them probes. nil when the job does not wait.
+func (req Request) waitFor(candidates, held []candidate, evals []jobs.Evaluation) *WaitError {
+	if !req.WaitOutOutages || len(candidates) > 0 || len(held) == 0 {
+		return nil
+	}
+	wait := &WaitError{Evaluations: evals}
+	for _, c := range held {
+		until := c.nextProbe
+		if until.IsZero() || until.Before(req.Now) {
+			until = req.Now.Add(probeRetry)
+		}
+		if wait.Until.IsZero() || until.Before(wait.Until) {
+			wait.Until = until
+		}
+		wait.Providers = append(wait.Providers, c.p.ID)
+		if slices.Contains(req.Failed, c.p.ID) {
+			wait.Retry = append(wait.Retry, c.p.ID)
+		}
+	}
+	return wait
+}
+
+// outageExplains reports whether p's failure in an earlier attempt is
+// explained by its open breaker: the job may try it again once the breaker
+// probes.
+func (req Request) outageExplains(p *providers.Provider) bool {
+	if !req.WaitOutOutages {
+		return false
+	}
+	_, _, _, guardable := req.circuitOpen(p)
+	return guardable
 }
 
 // guard keeps one provider in play when every eligible one is out for an
@@ -376,7 +442,7 @@ func (req Request) screen(p *providers.Provider) (reason, message string, degrad
 	if reason, message := Unsupported(p, req.Needs); reason != "" {
 		return reason, message, false
 	}
-	if slices.Contains(req.Failed, p.ID) {
+	if slices.Contains(req.Failed, p.ID) && !req.outageExplains(p) {
 		return jobs.EvalFailed, fmt.Sprintf("an earlier attempt on %s failed", p.ID), false
 	}
 	// The media's size and duration are facts of the job, like the

@@ -32,7 +32,7 @@ func saveJob(tx *gorm.DB, job *jobs.Record) error {
 		DoUpdates: clause.AssignmentColumns([]string{
 			"provider", "status", "progress", "policy_id", "routing", "routing_history",
 			"result", "result_file", "error_code", "error_message", "worker_id", "revision",
-			"processed_at", "completed_at", "updated_at", "result_expired_at", "usage",
+			"processed_at", "completed_at", "updated_at", "result_expired_at", "usage", "waiting",
 		}),
 		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
 			"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},

@@ -209,6 +209,7 @@ var migrations = []*gormigrate.Migration{
 	migrationProviderBreakers,
 	migrationBudgets,
 	migrationBudgetNotifications,
+	migrationJobWaiting,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

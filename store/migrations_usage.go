@@ -49,3 +49,7 @@ var migrationJobUsage = &gormigrate.Migration{
 		return tx.Exec("ALTER TABLE jobs DROP COLUMN usage").Error
 	},
 }
+
+// migrationJobWaiting adds why a job waits out an outage (docs/providers.md,
+// Waiting out an outage).
+var migrationJobWaiting = columnMigration("202612010301_job_waiting", "jobs", "waiting", "TEXT NOT NULL DEFAULT ''")

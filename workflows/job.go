@@ -92,6 +92,9 @@ type job struct {
 	mediaStarted bool
 	media        *activities.PreparedMedia
 	mediaSize    int64 // bytes fetched
+	// waitingSince is when the job first waited out an outage
+	// (workflows/outage.go).
+	waitingSince *time.Time
 }
 
 // JobWorkflow runs one job: route it, call the provider (failing over to
@@ -173,6 +176,17 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		if route.Error != nil {
 			return j.finish(ctx, nil, route.Error)
 		}
+		if route.Wait != nil {
+			waited, err := j.waitOutOutage(ctx, route, attempt)
+			if err != nil {
+				return j.stop(ctx, err)
+			}
+			if !waited {
+				return j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: route.Wait.Message})
+			}
+			attempt-- // a wait is no attempt: the next decision takes its number
+			continue
+		}
 		if err := j.startProcessing(ctx, route); err != nil {
 			return j.stop(ctx, err)
 		}
@@ -213,6 +227,10 @@ func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput,
 		Failed:        j.failed,
 		Attempt:       attempt,
 		Retried:       j.in.Retry != nil && attempt == j.firstAttempt,
+		// Whether the job may wait is decided when it would
+		// (workflows/outage.go).
+		WaitOutOutages: true,
+		WaitingSince:   j.waitingSince,
 	}).Get(ctx, &out)
 	return out, err
 }
@@ -230,6 +248,7 @@ func (j *job) pinnedPolicy() *activities.PolicyPin {
 
 func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {
 	routing := route.Routing
+	j.snap.Waiting = nil
 	j.snap.Status = jobs.StatusProcessing
 	j.snap.Provider = routing.ProviderID
 	j.snap.Progress = 0

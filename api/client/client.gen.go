@@ -351,6 +351,21 @@ func (e JobType) Valid() bool {
 	}
 }
 
+// Defines values for JobAttributesWaitingReason.
+const (
+	CircuitOpen JobAttributesWaitingReason = "circuit_open"
+)
+
+// Valid indicates whether the value is a known member of the JobAttributesWaitingReason enum.
+func (e JobAttributesWaitingReason) Valid() bool {
+	switch e {
+	case CircuitOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobErrorCode.
 const (
 	JobErrorCodeAUDIOUNREADABLE            JobErrorCode = "AUDIO_UNREADABLE"
@@ -1605,7 +1620,23 @@ type JobAttributes struct {
 	// Usage what a completed job consumed and cost, present once it finished (docs/api.md, Usage and cost)
 	Usage  *JobUsage `json:"usage,omitempty"`
 	UserId string    `json:"user_id"`
+
+	// Waiting while an unfinished job waits out an outage, why and until when (docs/providers.md, Waiting out an outage)
+	Waiting *struct {
+		Message   string                     `json:"message"`
+		Providers []string                   `json:"providers"`
+		Reason    JobAttributesWaitingReason `json:"reason"`
+
+		// Since when the job began waiting
+		Since time.Time `json:"since"`
+
+		// Until when it routes again
+		Until time.Time `json:"until"`
+	} `json:"waiting,omitempty"`
 }
+
+// JobAttributesWaitingReason defines model for JobAttributes.Waiting.Reason.
+type JobAttributesWaitingReason string
 
 // JobDocument defines model for JobDocument.
 type JobDocument struct {

@@ -49,6 +49,10 @@ type config struct {
 	TrustedProxies       string
 	TenantCreateRate     int
 	BlobURL              string
+	// MaxOutageWait is --max-outage-wait (outagewait.go);
+	// maxOutageWaitProblem says what was wrong with its environment value.
+	MaxOutageWait        outageWaits
+	maxOutageWaitProblem string
 	PublicURL            string
 	LinkTTL              time.Duration
 	// Retention is --result-retention and --job-retention: the defaults of
@@ -150,6 +154,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
 	c.registerMediaFlags(fs, command)
+	if command == "dev" || command == "worker" {
+		c.registerOutageFlags(fs)
+	}
 	if command == "worker" || command == "dev" {
 		stop := 90 * time.Second
 		if command == "dev" {
@@ -261,6 +268,9 @@ func (c *config) validate(command string) error {
 		problems = append(problems, c.validateMedia(command)...)
 	}
 	problems = append(problems, c.validatePayloadKeys()...)
+	if c.maxOutageWaitProblem != "" {
+		problems = append(problems, c.maxOutageWaitProblem)
+	}
 	if _, err := parseOrigins(c.TemporalUIOrigin); err != nil {
 		problems = append(problems, "--temporal-ui-origin (GATEWAY_TEMPORAL_UI_ORIGIN): "+err.Error())
 	}

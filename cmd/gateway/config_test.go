@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
 	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -275,4 +276,17 @@ func TestVersion(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 0, run([]string{"help"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "gateway version ")
+}
+
+func TestMaxOutageWaitFlag(t *testing.T) {
+	t.Parallel()
+	cfg := parse(t, "worker", "--max-outage-wait", "5m, transcriptions=30m")
+	require.Equal(t, 30*time.Minute, cfg.MaxOutageWait[jobs.Transcriptions])
+	require.Equal(t, 5*time.Minute, cfg.MaxOutageWait[jobs.LLMTasks], "the bare duration sets every other service")
+	require.Empty(t, parse(t, "worker").MaxOutageWait, "unset: the routing's default")
+
+	var w outageWaits
+	require.ErrorContains(t, w.Set("llm-tasks=soon"), `"soon" is not a duration`)
+	require.ErrorContains(t, w.Set("podcasts=1m"), `"podcasts" is not a service`)
+	require.ErrorContains(t, w.Set("-1m"), "at least 0")
 }

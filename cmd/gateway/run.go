@@ -446,7 +446,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	deps := activities.Deps{Store: st, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
 		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
 		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention,
-		Tenants: st.Store, Budgets: budgetReserver(st.Store, registry, m, logger)}
+		Tenants: st.Store, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type Attributes struct {
 	Result          json.RawMessage `json:"result,omitempty"`
 	// Usage is the finished job's JobUsage (docs/api.md, Usage and cost).
 	Usage json.RawMessage `json:"usage,omitempty"`
+	// Waiting says why an unfinished job waits (docs/providers.md,
+	// Waiting out an outage).
+	Waiting json.RawMessage `json:"waiting,omitempty"`
 }
 
 // Detail selects which attributes a document shows.
@@ -57,6 +60,7 @@ func (r *Record) Attributes(detail Detail) Attributes {
 		status: r.Status, progress: r.Progress, failure: r.Failure(),
 		routing: raw(r.Routing), history: raw(r.RoutingHistory),
 		input: raw(r.Input), options: raw(r.Options), result: raw(r.Result), usage: raw(r.Usage),
+		waiting:   raw(r.Waiting),
 		createdAt: r.CreatedAt, processedAt: r.ProcessedAt, completedAt: r.CompletedAt,
 	}, detail)
 }
@@ -103,6 +107,7 @@ type view struct {
 	failure                            *Error
 	routing, history                   json.RawMessage
 	input, options, result, usage      json.RawMessage
+	waiting                            json.RawMessage
 	createdAt                          time.Time
 	processedAt, completedAt           *time.Time
 }
@@ -139,6 +144,9 @@ func attributesOf(v view, detail Detail) Attributes {
 	}
 	if v.status.Terminal() && len(v.usage) > 0 {
 		attrs.Usage = v.usage
+	}
+	if !v.status.Terminal() && len(v.waiting) > 0 {
+		attrs.Waiting = v.waiting
 	}
 	if v.status == StatusFailed {
 		attrs.Error = v.failure

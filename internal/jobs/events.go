@@ -36,7 +36,7 @@ func (s Snapshot) Attributes() (Attributes, error) {
 		tenant: s.Tenant, userID: s.UserID, provider: s.Provider, policyID: s.PolicyID,
 		status: s.Status, progress: s.Progress, failure: s.Error,
 		routing: routing, history: history,
-		input: s.Input, options: s.Options, result: s.Result, usage: s.Usage,
+		input: s.Input, options: s.Options, result: s.Result, usage: s.Usage, waiting: json.RawMessage(waitingJSON(s.Waiting)),
 		createdAt: s.CreatedAt, processedAt: s.ProcessedAt, completedAt: s.CompletedAt,
 	}, Full), nil
 }

@@ -13,6 +13,7 @@ import (
 func TestStatusTransitions(t *testing.T) {
 	t.Parallel()
 	legal := map[[2]jobs.Status]bool{
+		{jobs.StatusPending, jobs.StatusPending}:       true,
 		{jobs.StatusPending, jobs.StatusProcessing}:    true,
 		{jobs.StatusPending, jobs.StatusFailed}:        true,
 		{jobs.StatusProcessing, jobs.StatusProcessing}: true,

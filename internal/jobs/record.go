@@ -26,6 +26,9 @@ type Record struct {
 	// Usage is the finished job's usage and cost (a JobUsage, JSON), shown
 	// as attributes.usage; "" before then.
 	Usage string
+	// Waiting is why the job waits (a Waiting, JSON), shown as
+	// attributes.waiting; "" when it does not.
+	Waiting string
 	// TraceID is the trace of the request that created the job, shown as
 	// meta.system.trace_id; "" when tracing was off.
 	TraceID      string

@@ -36,6 +36,8 @@ type Snapshot struct {
 	CompletedAt *time.Time      `json:"completed_at,omitempty"`
 	// Revision increases with every projection write of the job.
 	Revision int `json:"revision"`
+	// Waiting is set while the job waits out an outage.
+	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
 // Record is the snapshot as the store persists it.
@@ -62,6 +64,7 @@ func (s Snapshot) Record() (*Record, error) {
 		Result:         string(s.Result),
 		ResultFile:     s.ResultFile,
 		Usage:          string(s.Usage),
+		Waiting:        waitingJSON(s.Waiting),
 		WorkerID:       s.WorkerID,
 		Revision:       s.Revision,
 		CreatedAt:      s.CreatedAt.UTC(),

@@ -50,7 +50,9 @@ func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFail
 func (s Status) CanMoveTo(next Status) bool {
 	switch s {
 	case StatusPending:
-		return next == StatusProcessing || next == StatusFailed
+		// pending -> pending: a pending job's projection says it waits
+		// (docs/providers.md, Waiting out an outage).
+		return next == StatusPending || next == StatusProcessing || next == StatusFailed
 	case StatusProcessing:
 		return next == StatusProcessing || next == StatusCompleted || next == StatusFailed
 	}
