@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +185,84 @@ func TestRecordDeletionHistories(t *testing.T) {
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deletion-purged-webhook-delivered.json"), data, 0o644))
+}
+
+// TestRecordOutageAndBudgetHistories records the histories of waiting out
+// an outage and of budget reservations for the replay tests in workflows/
+// (job-v13-*.json); it runs only when GATEWAY_RECORD_HISTORIES names the
+// directory to write to:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordOutageAndBudgetHistories
+func TestRecordOutageAndBudgetHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	chat := newFakeChatVendor(t)
+	chat.down.Store(true)
+	catalog := writeCatalog(t, recordCatalog+`  - id: vendor-llm
+    name: Vendor (chat)
+    adapter: openai
+    settings: {base_url: "`+chat.URL+`", model: chat-1}
+    circuit_breaker: {minimum_calls: 2, window_seconds: 60, failure_rate_percent: 50, open_seconds: 3, max_open_seconds: 3, half_open_probes: 1, close_after_successes: 1}
+    services:
+      llm-tasks:
+        models: [chat-1]
+        pricing: {unit: per_token, amount: 0.000001, currency: USD}
+`)
+	temporalAddr := freeAddr(t)
+	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff}, "--providers", catalog)
+	tc := temporalClient(t, temporalAddr)
+	jobs := map[string]string{}
+	create := func(resource, application, body string) string {
+		t.Helper()
+		status, answer, _ := g.do(http.MethodPost, "/v1/"+resource, body, "X-Application", application)
+		require.Equal(t, http.StatusAccepted, status, "%s", answer)
+		var doc jobDoc
+		require.NoError(t, json.Unmarshal(answer, &doc))
+		return doc.Data.ID
+	}
+
+	// Its application's policy lists vendor-llm alone, which is down: the
+	// job fails on it, waits for its open breaker, and completes on a probe
+	// once it is back.
+	auth := "Bearer " + g.mint("acme", "policies:write")
+	status, body, _ := g.do(http.MethodPut, "/v1/services/llm-tasks/applications/outage/policy",
+		`{"data":{"type":"policy","attributes":{"name":"outage","routing_strategy":"price","providers":[{"provider_id":"vendor-llm","priority":1}]}}}`,
+		"Authorization", auth)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	waited := create("llm-tasks", "outage", llmTaskBody)
+	jobs["outage-waited"] = waited
+	g.waitFor("llm-tasks", waited, 60*time.Second, func(jobDoc) bool {
+		_, body, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+waited, "")
+		return strings.Contains(string(body), `"waiting"`)
+	})
+	chat.down.Store(false)
+
+	// Budgets per application: "metered" has room, "capped" has less than
+	// the sample's duration.
+	out, err := exec.Command(gatewayBin, "token", "--data-dir", g.dataDir, "--tenant", "ops", "--sub", "finance", "--super-admin").Output()
+	require.NoError(t, err)
+	status, body, _ = g.do(http.MethodPost, "/v1/tenants", `{"data":{"id":"acme","type":"tenant","attributes":{"budgets":[
+		{"id":"metered","application":"metered","period":"day","limit":{"quantity":10,"unit":"minute"},"thresholds":[50]},
+		{"id":"capped","application":"capped","period":"day","limit":{"quantity":0.001,"unit":"minute"}}]}}}`,
+		"Authorization", "Bearer "+strings.TrimSpace(string(out)))
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	wav := `{"data":{"type":"transcription-job","attributes":{"provider":"sandbox-steady","input":{"type":"audio","url":"` + g.url("/dev/samples/tone.wav") + `"}}}}`
+	jobs["budget-reserved-completed"] = create("transcriptions", "metered", wav)
+	jobs["budget-exceeded"] = create("transcriptions", "capped", wav)
+
+	for name, id := range jobs {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, nil), name)
+		cancel()
+		history := &historypb.History{Events: historyOf(context.Background(), t, tc, id)}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-v13-"+name+".json"), data, 0o644))
+	}
+	status, body, _ = g.do(http.MethodGet, "/v1/transcriptions/"+jobs["budget-exceeded"], "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), "BUDGET_EXCEEDED")
+	require.Contains(t, string(g.get("llm-tasks", waited).Data.Attributes.Status), "completed")
 }
