@@ -102,6 +102,7 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		{"create", "dev", b.createPhases},
 		{"memory", "dev", b.memoryPhase},
 		{"reads", "dev", b.readsPhase},
+		{"fairness", "dev", b.fairnessPhase},
 		{"production", "production", b.productionPhases},
 	} {
 		if !b.opts.hasShape(phase.shape) || (phase.shape == "dev" && !b.opts.has(phase.name)) {

@@ -2,8 +2,9 @@
 // programs, the floor (eager start, one local activity) and the baseline
 // (three regular activities), on the same server: job creation
 // throughput and latency, submit→completed latency and sustained
-// completions, reads at a million jobs on PostgreSQL, and the gateway's
-// peak memory with a thousand jobs in flight.
+// completions, reads at a million jobs on PostgreSQL, the gateway's
+// peak memory with a thousand jobs in flight, and (-phases fairness) how
+// long one tenant's jobs wait behind another's thousand.
 //
 // It runs two shapes: dev (`gateway dev` as a subprocess, its embedded
 // Temporal on SQLite) and production (temporal-server on PostgreSQL,
@@ -67,6 +68,10 @@ type options struct {
 	PostgresURL  string        `json:"-"`
 	Keep         bool          `json:"-"`
 	Verbose      bool          `json:"-"`
+
+	// The fairness phase (docs/benchmarks.md, Fairness between tenants).
+	FairnessJobs  int           `json:"fairness_jobs"`
+	FairnessDelay time.Duration `json:"fairness_latency_ns"`
 }
 
 func main() {
@@ -124,8 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Src, "src", "", "module directory to build the gateway from (default: the module of the working directory)")
 	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
-	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory")
-	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads and memory run on dev")
+	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness")
+	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads, memory and fairness run on dev")
 	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
 	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
 	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")
@@ -142,6 +147,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.ReadRequests, "read-requests", 500, "requests per read case")
 	fs.IntVar(&o.MemoryJobs, "memory-jobs", 1000, "jobs in flight for the peak-RSS phase")
 	fs.DurationVar(&o.MemoryDelay, "memory-latency", time.Minute, "sandbox latency of the jobs of the peak-RSS phase")
+	fs.IntVar(&o.FairnessJobs, "fairness-jobs", 1000, "jobs tenant A submits before tenant B's ten in the fairness phase")
+	fs.DurationVar(&o.FairnessDelay, "fairness-latency", 200*time.Millisecond, "sandbox latency of the jobs of the fairness phase")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
 	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
@@ -172,13 +179,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	for _, p := range strings.Split(phases, ",") {
 		p = strings.TrimSpace(p)
 		switch p {
-		case "e2e", "create", "reads", "memory":
+		case "e2e", "create", "reads", "memory", "fairness":
 			o.Phases = append(o.Phases, p)
 		case "load":
 			o.Phases = append(o.Phases, "e2e", "create")
 		case "":
 		default:
-			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads and memory", p)
+			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads, memory and fairness", p)
 		}
 	}
 	for _, s := range strings.Split(shapes, ",") {
@@ -207,6 +214,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-sustained, -serial, -read-requests, -memory-jobs and -create-runs must be positive, -max-workers at least 0")
 	case o.Jobs < 1:
 		return o, errors.New("-jobs: must be positive")
+	case o.FairnessJobs < 1 || o.FairnessDelay < 0:
+		return o, errors.New("-fairness-jobs must be positive, -fairness-latency at least 0")
 	case o.PollInterval <= 0:
 		return o, errors.New("-poll: must be positive")
 	}
