@@ -73,10 +73,11 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, bench-list, then bench-media (all run; fails if a gateway request or job of any failed)
+bench: ## every benchmark: bench-load, bench-list, bench-media, then bench-fairness (all run; fails if a gateway request or job of any failed, or bench-fairness misses its target)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; \
-	$(MAKE) --no-print-directory bench-media || status=1; exit $$status
+	$(MAKE) --no-print-directory bench-media || status=1; \
+	$(MAKE) --no-print-directory bench-fairness || status=1; exit $$status
 
 .PHONY: bench-media
 bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and by how much it raises peak RSS (makes the video once in the temp dir; about a minute)
@@ -91,6 +92,10 @@ BENCH_LOAD_FLAGS ?=
 .PHONY: bench-load
 bench-load: ## benchmarks: the gateway beside the floor and the baseline (bare Temporal), in the dev and the production shape: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about 27 minutes; BENCH_LOAD_FLAGS=-quick: 15)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
+
+.PHONY: bench-fairness
+bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after tenant A's thousand, against an idle gateway (dev; fails if B's p95 is over 2× idle; about a minute)
+	$(GO) run ./cmd/gatewaybench -phases fairness -shapes dev -json bin/bench-fairness.json
 
 .PHONY: generate
 generate: ## regenerate the typed Go client api/client from api/openapi.yaml (oapi-codegen, a tool of go.mod; docs/api.md, Go client)
