@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -19,6 +20,8 @@ type JobStart struct {
 	Input string
 	// Priority is the Temporal priority key: lower starts first.
 	Priority int
+	// Tenant is the job's tenant: claims take tenants' starts in turns.
+	Tenant string
 	// Attempts counts the starts that failed.
 	Attempts int
 	// NextAttemptAt is when the start is due; a dispatcher that takes a
@@ -35,6 +38,7 @@ func (JobStart) TableName() string { return "job_starts" }
 // earlier request with the same Idempotency-Key recorded it).
 func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
 	start.JobID = job.ID
+	start.Tenant = job.Tenant
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
 	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
 	created := false
@@ -49,31 +53,43 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 	return created, err
 }
 
-// ClaimJobStarts takes up to limit starts that are due at now, most urgent
-// priority first and then the oldest job, and leases them until now+lease so that
-// no other dispatcher takes them meanwhile (on PostgreSQL, concurrent
-// claims skip each other's rows).
+// ClaimJobStarts takes up to limit starts that are due at now and leases
+// them until now+lease so that no other dispatcher takes them meanwhile
+// (on PostgreSQL, concurrent claims skip each other's rows). Tenants take
+// turns: each tenant's first start (most urgent priority, then oldest),
+// then each one's second, and so on, so that one tenant's backlog does not
+// hold back another's jobs (docs/operations.md, Fairness between tenants).
 func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var claimed []JobStart
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		claimed = nil
-		q := tx.Where("next_attempt_at <= ?", now).Order("priority, created_at, job_id").Limit(limit)
+		turns := tx.Model(&JobStart{}).Where("next_attempt_at <= ?", now).
+			Select("job_id, priority, created_at, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY priority, created_at, job_id) AS turn")
+		var ids []string
+		if err := tx.Table("(?) AS due", turns).Order("turn, priority, created_at, job_id").Limit(limit).
+			Pluck("job_id", &ids).Error; err != nil || len(ids) == 0 {
+			return err
+		}
+		q := tx.Where("job_id IN ? AND next_attempt_at <= ?", ids, now)
 		if s.dialect == "postgres" {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
 		}
 		if err := q.Find(&claimed).Error; err != nil || len(claimed) == 0 {
 			return err
 		}
-		ids := make([]string, len(claimed))
-		for i, c := range claimed {
-			ids[i] = c.JobID
+		order := make(map[string]int, len(ids))
+		for i, id := range ids {
+			order[id] = i
 		}
+		slices.SortFunc(claimed, func(a, b JobStart) int { return order[a.JobID] - order[b.JobID] })
+		locked := make([]string, len(claimed))
 		until := now.Add(lease)
 		for i := range claimed {
+			locked[i] = claimed[i].JobID
 			claimed[i].NextAttemptAt = until
 		}
-		return tx.Model(&JobStart{}).Where("job_id IN ?", ids).Update("next_attempt_at", until).Error
+		return tx.Model(&JobStart{}).Where("job_id IN ?", locked).Update("next_attempt_at", until).Error
 	})
 	if err != nil {
 		return nil, err

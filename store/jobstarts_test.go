@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -199,5 +200,33 @@ func TestFailJobStart(t *testing.T) {
 		n, err := s.CountJobStarts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
+	})
+}
+
+func TestClaimJobStartsTakesTenantsInTurns(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		now := time.Now().UTC()
+		add := func(tenant string, priority int) string {
+			job := newJob()
+			job.Tenant = tenant
+			created, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: now.Add(-time.Second)})
+			require.NoError(t, err)
+			require.True(t, created)
+			return job.ID
+		}
+		flood, few := "flood-"+uuid.NewString()[:6], "few-"+uuid.NewString()[:6]
+		var a []string
+		for range 5 {
+			a = append(a, add(flood, 3))
+		}
+		b1, b2 := add(few, 3), add(few, 1)
+
+		claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 4)
+		require.NoError(t, err)
+		require.Equal(t, []string{b2, a[0], a[1], b1}, startIDs(claimed),
+			"each tenant's most urgent first, then each one's second: the later tenant does not wait behind the backlog")
+		claimed, err = s.ClaimJobStarts(ctx, now, time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, a[2:], startIDs(claimed))
 	})
 }

@@ -210,6 +210,7 @@ var migrations = []*gormigrate.Migration{
 	migrationBudgets,
 	migrationBudgetNotifications,
 	migrationJobWaiting,
+	migrationJobStartTenant,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -21,3 +21,8 @@ func (jobStartV1) TableName() string { return "job_starts" }
 // by priority, then age.
 var migrationJobStarts = tableMigration("202611210006_job_starts", []any{&jobStartV1{}},
 	"CREATE INDEX idx_job_starts_order ON job_starts (priority, created_at)")
+
+// migrationJobStartTenant gives each start its job's tenant, so that
+// claims take tenants in turns (ClaimJobStarts). Starts recorded before
+// share the tenant "".
+var migrationJobStartTenant = columnMigration("202612010401_job_start_tenant", "job_starts", "tenant", "VARCHAR(128) NOT NULL DEFAULT ''")
