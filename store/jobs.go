@@ -19,15 +19,20 @@ func (s *Store) InsertJob(ctx context.Context, job *jobs.Record) error {
 // SaveJob writes the whole projection of a job, creating it when missing,
 // unless the stored record already has the same or a higher revision, or
 // is the same finish whose result expired (a late write must not bring it
-// back; a later run's finish, after a retry, lands).
+// back; a later run's finish, after a retry, lands). A write that lands
+// and reports an event records it in the same transaction (docs/api.md,
+// Following a job live).
 func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 	job.UpdatedAt = time.Now().UTC()
-	return s.writeStatement(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
+	if jobs.EventOf(job) == "" {
+		return s.writeStatement(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
+	}
+	return s.write(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
 }
 
-// saveJob is SaveJob's statement.
+// saveJob is SaveJob's statement, and its event when it landed.
 func saveJob(tx *gorm.DB, job *jobs.Record) error {
-	return tx.Clauses(clause.OnConflict{
+	res := tx.Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "id"}},
 		DoUpdates: clause.AssignmentColumns([]string{
 			"provider", "status", "progress", "policy_id", "routing", "routing_history",
@@ -36,16 +41,26 @@ func saveJob(tx *gorm.DB, job *jobs.Record) error {
 		}),
 		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
 			"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
-	}).Create(job).Error
+	}).Create(job)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	return appendJobEvent(tx, job)
 }
 
 // UpdateProgress raises a processing job's progress; it never lowers it and
-// never touches a job that left processing.
+// never touches a job that left processing. A raise records a progress
+// event in the same transaction (docs/api.md, Following a job live).
 func (s *Store) UpdateProgress(ctx context.Context, id string, progress int) error {
-	return s.writeStatement(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&jobs.Record{}).
+	return s.write(ctx, func(tx *gorm.DB) error {
+		var job jobs.Record
+		res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).
 			Where("id = ? AND status = ? AND progress < ?", id, jobs.StatusProcessing, progress).
-			Updates(map[string]any{"progress": progress, "updated_at": time.Now().UTC()}).Error
+			Updates(map[string]any{"progress": progress, "updated_at": time.Now().UTC()})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return appendJobEvent(tx, &job)
 	})
 }
 

@@ -146,7 +146,8 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 // workflow runs) keeps its state; its start goes all the same.
 func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&jobs.Record{}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
+		var job jobs.Record
+		res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
 			"status":        jobs.StatusFailed,
 			"error_code":    code,
 			"error_message": message,
@@ -160,6 +161,9 @@ func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, a
 		// Failed before it ran: the budget reserved at create is given back.
 		if res.RowsAffected > 0 {
 			if err := s.closeReservations(tx, jobID, reservationReleased, releasedAmount); err != nil {
+				return err
+			}
+			if err := appendJobEvent(tx, &job); err != nil {
 				return err
 			}
 		}

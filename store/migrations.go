@@ -211,6 +211,7 @@ var migrations = []*gormigrate.Migration{
 	migrationBudgetNotifications,
 	migrationJobWaiting,
 	migrationJobStartTenant,
+	migrationJobEvents,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -18,7 +18,7 @@ var ErrDeleted = errors.New("job deleted")
 // DeleteJob replaces a job by its tombstone in one transaction: the job's
 // row and everything the store holds of it that carries customer content
 // or stands for it (its start in the outbox, its Idempotency-Keys, what
-// vendors posted back, its webhook delivery log) go, and the tombstone
+// vendors posted back, its webhook delivery log, its lifecycle events) go, and the tombstone
 // records who deleted it and when. It returns the job as it was, for the
 // erasure of what lies outside the store (its workflow, files and vendor
 // copies). A job deleted already is ErrDeleted, a job that never existed
@@ -72,6 +72,7 @@ func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, re
 			{"idempotency_keys", "tenant = ? AND service = ? AND job_id = ?", []any{job.Tenant, job.Service, id}},
 			{"provider_callbacks", "job_id = ?", []any{id}},
 			{"webhook_deliveries", "job_id = ?", []any{id}},
+			{"job_events", "job_id = ?", []any{id}},
 		} {
 			if err := tx.Exec("DELETE FROM "+del.table+" WHERE "+del.where, del.args...).Error; err != nil {
 				return err

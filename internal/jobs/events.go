@@ -96,3 +96,52 @@ func (s Snapshot) WithDocuments(r *Record) (Snapshot, error) {
 	}
 	return s, nil
 }
+
+// EventOf is the lifecycle event a projection write of r reports
+// (docs/api.md, Following a job live): completed or failed for a finished
+// job, progress for a processing one of a service that sends progress;
+// "" for none.
+func EventOf(r *Record) EventKind {
+	switch r.Status {
+	case StatusCompleted:
+		return EventCompleted
+	case StatusFailed:
+		return EventFailed
+	case StatusProcessing:
+		if svc, ok := ServiceOf(r.Service); ok && svc.SendsProgress {
+			return EventProgress
+		}
+	}
+	return ""
+}
+
+// Snapshot is the record as the workflow's snapshot, the inverse of
+// Snapshot.Record.
+func (r *Record) Snapshot() (Snapshot, error) {
+	s := Snapshot{
+		ID: r.ID, Service: r.Service, Tenant: r.Tenant, UserID: r.UserID,
+		Application: r.Application, PolicyID: r.PolicyID, Provider: r.Provider,
+		Status: r.Status, Progress: r.Progress,
+		Input: raw(r.Input), Options: raw(r.Options), ClientMeta: raw(r.ClientMeta),
+		Result: raw(r.Result), ResultFile: r.ResultFile, Usage: raw(r.Usage),
+		Error: r.Failure(), WorkerID: r.WorkerID, Revision: r.Revision,
+		CreatedAt: r.CreatedAt, ProcessedAt: r.ProcessedAt, CompletedAt: r.CompletedAt,
+		RoutingHistory: []RoutingInfo{},
+	}
+	if r.Routing != "" {
+		if err := json.Unmarshal([]byte(r.Routing), &s.Routing); err != nil {
+			return s, fmt.Errorf("job %s: routing: %w", r.ID, err)
+		}
+	}
+	if r.RoutingHistory != "" {
+		if err := json.Unmarshal([]byte(r.RoutingHistory), &s.RoutingHistory); err != nil {
+			return s, fmt.Errorf("job %s: routing history: %w", r.ID, err)
+		}
+	}
+	if r.Waiting != "" {
+		if err := json.Unmarshal([]byte(r.Waiting), &s.Waiting); err != nil {
+			return s, fmt.Errorf("job %s: waiting: %w", r.ID, err)
+		}
+	}
+	return s, nil
+}
