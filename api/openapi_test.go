@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
@@ -152,6 +153,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 		c.Metrics = metrics.New()
 		c.Codec = http.NotFoundHandler()
 		c.Breakers = c.Store.(*store.Store)
+		c.Watcher, c.Events = jobwatch.New(c.Store.(*store.Store), 0, nil), c.Store.(*store.Store)
 	})
 	engine, ok := b.handler.(*gin.Engine)
 	require.True(t, ok, "Handler returns the gin engine")

@@ -6,6 +6,7 @@
 //
 //   - jobs.go: jobsHandler, a service's jobs (create, read, cancel, retry)
 //   - results.go: resultsHandler, a job's result
+//   - events.go: eventsHandler, a job's event stream
 //   - joblist.go: jobListing, GET /v1/jobs
 //   - usage.go: usageHandler, GET /v1/usage
 //   - catalog.go: catalogHandler, services and providers
@@ -38,6 +39,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
@@ -82,6 +84,13 @@ type Config struct {
 	// Waiter lets job create and GET wait for the job on Prefer: wait
 	// (docs/api.md, Waiting for a job); nil ignores that preference.
 	Waiter JobWaiter
+	// Watcher and Events serve GET /v1/{resource}/{id}/events (docs/api.md,
+	// Following a job live); without both that route answers 404.
+	Watcher *jobwatch.Watcher
+	Events  JobEventStore
+	// EventsHeartbeat is how often an idle event stream sends a comment
+	// (default DefaultEventsHeartbeat).
+	EventsHeartbeat time.Duration
 	// Routes registers extra routes outside /v1, such as the dev issuer.
 	Routes []func(gin.IRouter)
 	// ReadyChecks gate /readyz.
@@ -236,6 +245,8 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		tenants: cfg.Tenants, retention: cfg.RetentionDefaults, now: cfg.Now}
 	jobsH := jobsHandler{jobs: cfg.Store, ops: cfg.Jobs, views: views, metrics: cfg.Metrics, waiter: cfg.Waiter}
 	results := resultsHandler{jobs: cfg.Store, views: views}
+	events := eventsHandler{jobs: cfg.Store, events: cfg.Events, watcher: cfg.Watcher, views: views,
+		heartbeat: cfg.EventsHeartbeat, logger: cfg.Logger}
 	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier))
 	for _, svc := range jobs.Services() {
 		res := v1.Group(svc.Endpoint()[len("/v1"):])
@@ -244,6 +255,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		res.POST("", write, jobsH.create(svc))
 		res.GET("/:id", read, jobsH.get(svc))
 		res.GET("/:id/result", read, results.get(svc))
+		if cfg.Watcher != nil && cfg.Events != nil {
+			res.GET("/:id/events", read, events.stream(svc))
+		}
 		res.POST("/:id/cancel", write, jobsH.cancel(svc))
 		res.POST("/:id/retry", write, jobsH.retry(svc))
 		res.DELETE("/:id", write, jobsH.remove(svc))

@@ -60,6 +60,8 @@ const (
 	CodeConflict           = "CONFLICT"
 	CodeRateLimited        = "RATE_LIMITED"
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
+	// CodeNotAcceptable: the route cannot answer the Accept header's types.
+	CodeNotAcceptable      = "NOT_ACCEPTABLE"
 	CodeInternal           = "INTERNAL_ERROR"
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
 	// CodeIdempotencyKeyReused answers a live Idempotency-Key sent with

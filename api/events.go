@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/jobwatch"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// JobEventStore reads jobs' recorded lifecycle events (store.Store).
+type JobEventStore interface {
+	JobEvents(ctx context.Context, id string, after, limit int) ([]store.JobEvent, error)
+}
+
+// DefaultEventsHeartbeat is how often an idle event stream sends a
+// comment (docs/api.md, Following a job live).
+const DefaultEventsHeartbeat = 15 * time.Second
+
+// mimeEventStream is the media type of server-sent events.
+const mimeEventStream = "text/event-stream"
+
+// eventsBatch bounds the events one read of the store returns.
+const eventsBatch = 100
+
+// eventsHandler streams a job's lifecycle events (docs/api.md, Following
+// a job live): the recorded ones after Last-Event-ID, then each new one
+// as the watcher sees the job change, until the job's terminal event.
+type eventsHandler struct {
+	jobs      jobReader
+	events    JobEventStore
+	watcher   *jobwatch.Watcher
+	views     jobViews
+	heartbeat time.Duration
+	logger    *slog.Logger
+}
+
+// stream handles GET /v1/{resource}/{id}/events.
+func (h eventsHandler) stream(svc jobs.Service) gin.HandlerFunc {
+	return handle(func(c *gin.Context) error {
+		if negotiate(c.GetHeader("Accept"), []string{mimeEventStream}, "") != mimeEventStream {
+			return apierror.New(http.StatusNotAcceptable, apierror.CodeNotAcceptable,
+				"this route answers text/event-stream only: send Accept: text/event-stream")
+		}
+		after, err := lastEventID(c.GetHeader("Last-Event-ID"))
+		if err != nil {
+			return err
+		}
+		job, err := visibleJob(c, h.jobs, svc)
+		if err != nil {
+			return err
+		}
+		// Subscribed before the first read: no change is missed.
+		sub := h.watcher.Subscribe(job.ID)
+		defer sub.Close()
+
+		// A stream outlives the server's read and write timeouts.
+		rc := http.NewResponseController(c.Writer)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		header := c.Writer.Header()
+		header.Set("Content-Type", mimeEventStream)
+		header.Set("Cache-Control", "no-cache")
+		header.Set("X-Accel-Buffering", "no")
+		c.Status(http.StatusOK)
+		c.Writer.WriteHeaderNow()
+		if err := rc.Flush(); err != nil {
+			return nil // the client is gone
+		}
+		started := time.Now()
+		// The request duration metric leaves the stream out (docs/operations.md, Metrics).
+		defer func() { c.Set(waitedKey, time.Since(started)) }()
+		s := &eventStream{h: h, c: c, rc: rc, job: job, after: after}
+		s.run(c.Request.Context(), sub)
+		return nil
+	})
+}
+
+// lastEventID parses a reconnecting client's Last-Event-ID: the seq of
+// the last event it received, 0 when absent.
+func lastEventID(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation,
+			"header Last-Event-ID: must be the id of an event of this stream, a non-negative integer")
+	}
+	return n, nil
+}
+
+// eventStream is one client's stream of one job's events.
+type eventStream struct {
+	h     eventsHandler
+	c     *gin.Context
+	rc    *http.ResponseController
+	job   *jobs.Record // the documents events are rendered with
+	after int          // the seq of the last event sent
+}
+
+// run sends the recorded events, then new ones as the job changes, until
+// the job's terminal event was sent, the job is gone, the watcher closed
+// or the client left.
+func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
+	heartbeat := s.h.heartbeat
+	if heartbeat <= 0 {
+		heartbeat = DefaultEventsHeartbeat
+	}
+	ticker := time.NewTicker(heartbeat)
+	defer ticker.Stop()
+	terminal := s.job.Terminal()
+	for {
+		ended, err := s.drain(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.h.logger.Warn("event stream ended", "job", s.job.ID, "request_id", RequestID(ctx), "error", err)
+			}
+			return
+		}
+		// A terminal status is written with its event: once the job is
+		// seen terminal, a drain after that has sent the event.
+		if ended || terminal {
+			return
+		}
+		select {
+		case st, ok := <-sub.C():
+			if !ok || st.Status == "" {
+				return // shutting down, or the job was deleted
+			}
+			terminal = st.Status.Terminal()
+		case <-ticker.C:
+			if _, err := s.c.Writer.WriteString(": keep-alive\n\n"); err != nil || s.rc.Flush() != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// drain sends the job's events after the last one sent, and reports
+// whether the last of them is the job's terminal event.
+func (s *eventStream) drain(ctx context.Context) (bool, error) {
+	ended := false
+	for {
+		evs, err := s.h.events.JobEvents(ctx, s.job.ID, s.after, eventsBatch)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs {
+			if err := s.send(ctx, e); err != nil {
+				return false, err
+			}
+			s.after = e.Seq
+			ended = e.Kind == jobs.EventCompleted || e.Kind == jobs.EventFailed
+		}
+		if len(evs) < eventsBatch {
+			return ended, nil
+		}
+	}
+}
+
+// send writes one event as its webhook body (docs/webhooks.md), the
+// job's documents taken from its stored record.
+func (s *eventStream) send(ctx context.Context, e store.JobEvent) error {
+	snap, err := e.Job()
+	if err != nil {
+		return fmt.Errorf("event %d: %w", e.Seq, err)
+	}
+	if snap.Status.Terminal() && s.job.Status != snap.Status {
+		// The result and usage come with the terminal status.
+		job, err := s.h.jobs.GetJob(ctx, s.job.ID)
+		if err != nil {
+			return err
+		}
+		s.job = job
+	}
+	if snap, err = snap.WithDocuments(s.job); err != nil {
+		return err
+	}
+	if snap.Result != nil {
+		if snap.Result, err = s.h.views.linkResultFile(ctx, s.job, snap.Result); err != nil {
+			return err
+		}
+	}
+	svc, ok := jobs.ServiceOf(s.job.Service)
+	if !ok {
+		return errors.New("unknown service " + string(s.job.Service))
+	}
+	body, err := jobs.WebhookBody(jobs.EventName(svc, e.Kind), snap)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, jobs.EventName(svc, e.Kind), body); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
