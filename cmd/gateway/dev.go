@@ -168,7 +168,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.Routes = routes
 	apiCfg.Metrics = m
-	apiCfg.Waiter = startJobWatcher(ctx, st, logger)
+	watcher := startJobWatcher(ctx, st, logger)
+	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st
 	apiCfg.LinkTTL = cfg.LinkTTL
 	if files != nil {
 		apiCfg.Files = files

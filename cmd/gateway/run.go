@@ -64,7 +64,8 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false, true)
 	apiCfg.Metrics = m
-	apiCfg.Waiter = startJobWatcher(ctx, st, logger)
+	watcher := startJobWatcher(ctx, st, logger)
+	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st
 	apiCfg.CodecOrigins, _ = parseOrigins(cfg.TemporalUIOrigin) // validated
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
@@ -141,8 +142,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	}, nil
 }
 
-// startJobWatcher is the watcher behind Prefer: wait (docs/api.md,
-// Waiting for a job). It closes when ctx ends, so the requests waiting
+// startJobWatcher is the watcher behind Prefer: wait and event streams
+// (docs/api.md, Waiting for a job; Following a job live). It closes when ctx ends, so the requests waiting
 // answer before the server shuts down.
 func startJobWatcher(ctx context.Context, st *store.Store, logger *slog.Logger) *jobwatch.Watcher {
 	w := jobwatch.New(st, jobwatch.DefaultInterval, logger.With("component", "jobwatch"))
