@@ -240,6 +240,7 @@ const (
 	ErrorCodeJOBNOTRETRYABLE      ErrorCode = "JOB_NOT_RETRYABLE"
 	ErrorCodeMALFORMEDJSON        ErrorCode = "MALFORMED_JSON"
 	ErrorCodeMETHODNOTALLOWED     ErrorCode = "METHOD_NOT_ALLOWED"
+	ErrorCodeNOTACCEPTABLE        ErrorCode = "NOT_ACCEPTABLE"
 	ErrorCodeNOTFOUND             ErrorCode = "NOT_FOUND"
 	ErrorCodePAYLOADTOOLARGE      ErrorCode = "PAYLOAD_TOO_LARGE"
 	ErrorCodePROVIDERANDPOLICY    ErrorCode = "PROVIDER_AND_POLICY"
@@ -287,6 +288,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMALFORMEDJSON:
 		return true
 	case ErrorCodeMETHODNOTALLOWED:
+		return true
+	case ErrorCodeNOTACCEPTABLE:
 		return true
 	case ErrorCodeNOTFOUND:
 		return true
@@ -2323,6 +2326,9 @@ type IdempotencyKey = string
 // JobID defines model for JobID.
 type JobID = string
 
+// LastEventID defines model for LastEventID.
+type LastEventID = int
+
 // PageNumber defines model for PageNumber.
 type PageNumber = int
 
@@ -2370,6 +2376,9 @@ type Gone = Error
 
 // Internal defines model for Internal.
 type Internal = Error
+
+// NotAcceptable defines model for NotAcceptable.
+type NotAcceptable = Error
 
 // NotFound defines model for NotFound.
 type NotFound = Error
@@ -2486,6 +2495,15 @@ type GetLLMTaskParams struct {
 type CancelLLMTaskParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// StreamLLMTaskEventsParams defines parameters for StreamLLMTaskEvents.
+type StreamLLMTaskEventsParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // GetLLMTaskResultParams defines parameters for GetLLMTaskResult.
@@ -2668,6 +2686,15 @@ type CancelTranscriptionParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// StreamTranscriptionEventsParams defines parameters for StreamTranscriptionEvents.
+type StreamTranscriptionEventsParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
 // GetTranscriptionResultParams defines parameters for GetTranscriptionResult.
 type GetTranscriptionResultParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
@@ -2723,6 +2750,15 @@ type GetTranslationParams struct {
 type CancelTranslationParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// StreamTranslationEventsParams defines parameters for StreamTranslationEvents.
+type StreamTranslationEventsParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // GetTranslationResultParams defines parameters for GetTranslationResult.
@@ -2801,6 +2837,15 @@ type GetVideoAnalysisParams struct {
 type CancelVideoAnalysisParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// StreamVideoAnalysisEventsParams defines parameters for StreamVideoAnalysisEvents.
+type StreamVideoAnalysisEventsParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // GetVideoAnalysisResultParams defines parameters for GetVideoAnalysisResult.
@@ -3148,6 +3193,20 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/llm-tasks/{id}/cancel (the `CancelLLMTask` operationId).
 	CancelLLMTask(ctx context.Context, id JobID, params *CancelLLMTaskParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamLLMTaskEvents Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
+	StreamLLMTaskEvents(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetLLMTaskResult Get an LLM task's result
 	//
 	// Corresponds with GET /v1/llm-tasks/{id}/result (the `GetLLMTaskResult` operationId).
@@ -3426,6 +3485,20 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/transcriptions/{id}/cancel (the `CancelTranscription` operationId).
 	CancelTranscription(ctx context.Context, id JobID, params *CancelTranscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamTranscriptionEvents Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
+	StreamTranscriptionEvents(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetTranscriptionResult Get a transcription's result (JSON, SubRip or WebVTT)
 	//
 	// Corresponds with GET /v1/transcriptions/{id}/result (the `GetTranscriptionResult` operationId).
@@ -3482,6 +3555,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/translations/{id}/cancel (the `CancelTranslation` operationId).
 	CancelTranslation(ctx context.Context, id JobID, params *CancelTranslationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamTranslationEvents Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
+	StreamTranslationEvents(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTranslationResult Get a translation's result (JSON, or text/plain for text input)
 	//
@@ -3549,6 +3636,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/video-analyses/{id}/cancel (the `CancelVideoAnalysis` operationId).
 	CancelVideoAnalysis(ctx context.Context, id JobID, params *CancelVideoAnalysisParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamVideoAnalysisEvents Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
+	StreamVideoAnalysisEvents(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetVideoAnalysisResult Get a video analysis's result
 	//
@@ -3892,6 +3993,30 @@ func (c *Client) GetLLMTask(ctx context.Context, id JobID, params *GetLLMTaskPar
 // Corresponds with POST /v1/llm-tasks/{id}/cancel (the `CancelLLMTask` operationId).
 func (c *Client) CancelLLMTask(ctx context.Context, id JobID, params *CancelLLMTaskParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelLLMTaskRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamLLMTaskEvents Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
+func (c *Client) StreamLLMTaskEvents(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamLLMTaskEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4590,6 +4715,30 @@ func (c *Client) CancelTranscription(ctx context.Context, id JobID, params *Canc
 	return c.Client.Do(req)
 }
 
+// StreamTranscriptionEvents Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
+func (c *Client) StreamTranscriptionEvents(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamTranscriptionEventsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetTranscriptionResult Get a transcription's result (JSON, SubRip or WebVTT)
 //
 // Corresponds with GET /v1/transcriptions/{id}/result (the `GetTranscriptionResult` operationId).
@@ -4717,6 +4866,30 @@ func (c *Client) GetTranslation(ctx context.Context, id JobID, params *GetTransl
 // Corresponds with POST /v1/translations/{id}/cancel (the `CancelTranslation` operationId).
 func (c *Client) CancelTranslation(ctx context.Context, id JobID, params *CancelTranslationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelTranslationRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamTranslationEvents Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
+func (c *Client) StreamTranslationEvents(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamTranslationEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4874,6 +5047,30 @@ func (c *Client) GetVideoAnalysis(ctx context.Context, id JobID, params *GetVide
 // Corresponds with POST /v1/video-analyses/{id}/cancel (the `CancelVideoAnalysis` operationId).
 func (c *Client) CancelVideoAnalysis(ctx context.Context, id JobID, params *CancelVideoAnalysisParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelVideoAnalysisRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamVideoAnalysisEvents Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
+func (c *Client) StreamVideoAnalysisEvents(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamVideoAnalysisEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5787,6 +5984,66 @@ func NewCancelLLMTaskRequest(server string, id JobID, params *CancelLLMTaskParam
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStreamLLMTaskEventsRequest constructs an http.Request for the StreamLLMTaskEvents method
+func NewStreamLLMTaskEventsRequest(server string, id JobID, params *StreamLLMTaskEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/llm-tasks/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
 		}
 
 	}
@@ -7382,6 +7639,66 @@ func NewCancelTranscriptionRequest(server string, id JobID, params *CancelTransc
 	return req, nil
 }
 
+// NewStreamTranscriptionEventsRequest constructs an http.Request for the StreamTranscriptionEvents method
+func NewStreamTranscriptionEventsRequest(server string, id JobID, params *StreamTranscriptionEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/transcriptions/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetTranscriptionResultRequest constructs an http.Request for the GetTranscriptionResult method
 func NewGetTranscriptionResultRequest(server string, id JobID, params *GetTranscriptionResultParams) (*http.Request, error) {
 	var err error
@@ -7779,6 +8096,66 @@ func NewCancelTranslationRequest(server string, id JobID, params *CancelTranslat
 			}
 
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStreamTranslationEventsRequest constructs an http.Request for the StreamTranslationEvents method
+func NewStreamTranslationEventsRequest(server string, id JobID, params *StreamTranslationEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/translations/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
 		}
 
 	}
@@ -8331,6 +8708,66 @@ func NewCancelVideoAnalysisRequest(server string, id JobID, params *CancelVideoA
 	return req, nil
 }
 
+// NewStreamVideoAnalysisEventsRequest constructs an http.Request for the StreamVideoAnalysisEvents method
+func NewStreamVideoAnalysisEventsRequest(server string, id JobID, params *StreamVideoAnalysisEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/video-analyses/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetVideoAnalysisResultRequest constructs an http.Request for the GetVideoAnalysisResult method
 func NewGetVideoAnalysisResultRequest(server string, id JobID, params *GetVideoAnalysisResultParams) (*http.Request, error) {
 	var err error
@@ -8712,6 +9149,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/llm-tasks/{id}/cancel (the `CancelLLMTask` operationId).
 	CancelLLMTaskWithResponse(ctx context.Context, id JobID, params *CancelLLMTaskParams, reqEditors ...RequestEditorFn) (*CancelLLMTaskResponse, error)
 
+	// StreamLLMTaskEventsWithResponse Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
+	StreamLLMTaskEventsWithResponse(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*StreamLLMTaskEventsResponse, error)
+
 	// GetLLMTaskResultWithResponse Get an LLM task's result
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9028,6 +9481,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/transcriptions/{id}/cancel (the `CancelTranscription` operationId).
 	CancelTranscriptionWithResponse(ctx context.Context, id JobID, params *CancelTranscriptionParams, reqEditors ...RequestEditorFn) (*CancelTranscriptionResponse, error)
 
+	// StreamTranscriptionEventsWithResponse Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
+	StreamTranscriptionEventsWithResponse(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*StreamTranscriptionEventsResponse, error)
+
 	// GetTranscriptionResultWithResponse Get a transcription's result (JSON, SubRip or WebVTT)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9096,6 +9565,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/translations/{id}/cancel (the `CancelTranslation` operationId).
 	CancelTranslationWithResponse(ctx context.Context, id JobID, params *CancelTranslationParams, reqEditors ...RequestEditorFn) (*CancelTranslationResponse, error)
+
+	// StreamTranslationEventsWithResponse Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
+	StreamTranslationEventsWithResponse(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*StreamTranslationEventsResponse, error)
 
 	// GetTranslationResultWithResponse Get a translation's result (JSON, or text/plain for text input)
 	//
@@ -9177,6 +9662,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/video-analyses/{id}/cancel (the `CancelVideoAnalysis` operationId).
 	CancelVideoAnalysisWithResponse(ctx context.Context, id JobID, params *CancelVideoAnalysisParams, reqEditors ...RequestEditorFn) (*CancelVideoAnalysisResponse, error)
+
+	// StreamVideoAnalysisEventsWithResponse Follow a job live (server-sent events)
+	//
+	// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+	// the job's lifecycle events from the start, or after Last-Event-ID,
+	// then follows new ones, and ends after the job's terminal event
+	// (docs/api.md, Following a job live). Each event has an `id` (its
+	// sequence number in the job), an `event` (the event name, as
+	// `transcription.progress`) and one `data` line: the event's webhook
+	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+	// `: keep-alive` comment every 15 s.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
+	StreamVideoAnalysisEventsWithResponse(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*StreamVideoAnalysisEventsResponse, error)
 
 	// GetVideoAnalysisResultWithResponse Get a video analysis's result
 	//
@@ -10528,6 +11029,117 @@ func (r CancelLLMTaskResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelLLMTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamLLMTaskEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamLLMTaskEvents
+type StreamLLMTaskEventsResponse200Headers struct {
+	CacheControl *string
+}
+
+// StreamLLMTaskEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamLLMTaskEvents
+type StreamLLMTaskEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamLLMTaskEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamLLMTaskEvents
+type StreamLLMTaskEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamLLMTaskEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StreamLLMTaskEventsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamLLMTaskEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamLLMTaskEventsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamLLMTaskEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamLLMTaskEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamLLMTaskEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamLLMTaskEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13661,6 +14273,117 @@ func (r CancelTranscriptionResponse) ContentType() string {
 	return ""
 }
 
+// StreamTranscriptionEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamTranscriptionEvents
+type StreamTranscriptionEventsResponse200Headers struct {
+	CacheControl *string
+}
+
+// StreamTranscriptionEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamTranscriptionEvents
+type StreamTranscriptionEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamTranscriptionEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamTranscriptionEvents
+type StreamTranscriptionEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamTranscriptionEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StreamTranscriptionEventsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamTranscriptionEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamTranscriptionEventsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamTranscriptionEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamTranscriptionEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamTranscriptionEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamTranscriptionEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetTranscriptionResultResponse401Headers the declared response headers of an HTTP 401 response for GetTranscriptionResult
 type GetTranscriptionResultResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14460,6 +15183,117 @@ func (r CancelTranslationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelTranslationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamTranslationEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamTranslationEvents
+type StreamTranslationEventsResponse200Headers struct {
+	CacheControl *string
+}
+
+// StreamTranslationEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamTranslationEvents
+type StreamTranslationEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamTranslationEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamTranslationEvents
+type StreamTranslationEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamTranslationEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StreamTranslationEventsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamTranslationEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamTranslationEventsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamTranslationEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamTranslationEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamTranslationEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamTranslationEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15361,6 +16195,117 @@ func (r CancelVideoAnalysisResponse) ContentType() string {
 	return ""
 }
 
+// StreamVideoAnalysisEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamVideoAnalysisEvents
+type StreamVideoAnalysisEventsResponse200Headers struct {
+	CacheControl *string
+}
+
+// StreamVideoAnalysisEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamVideoAnalysisEvents
+type StreamVideoAnalysisEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamVideoAnalysisEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamVideoAnalysisEvents
+type StreamVideoAnalysisEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamVideoAnalysisEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *NotAcceptable
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StreamVideoAnalysisEventsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamVideoAnalysisEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamVideoAnalysisEventsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON406() *NotAcceptable {
+	return r.JSON406
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamVideoAnalysisEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamVideoAnalysisEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamVideoAnalysisEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamVideoAnalysisEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetVideoAnalysisResultResponse401Headers the declared response headers of an HTTP 401 response for GetVideoAnalysisResult
 type GetVideoAnalysisResultResponse401Headers struct {
 	WWWAuthenticate *string
@@ -16032,6 +16977,28 @@ func (c *ClientWithResponses) CancelLLMTaskWithResponse(ctx context.Context, id 
 	return ParseCancelLLMTaskResponse(rsp)
 }
 
+// StreamLLMTaskEventsWithResponse Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
+func (c *ClientWithResponses) StreamLLMTaskEventsWithResponse(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*StreamLLMTaskEventsResponse, error) {
+	rsp, err := c.StreamLLMTaskEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamLLMTaskEventsResponse(rsp)
+}
+
 // GetLLMTaskResultWithResponse Get an LLM task's result
 //
 // Returns a wrapper object for the known response body format(s).
@@ -16594,6 +17561,28 @@ func (c *ClientWithResponses) CancelTranscriptionWithResponse(ctx context.Contex
 	return ParseCancelTranscriptionResponse(rsp)
 }
 
+// StreamTranscriptionEventsWithResponse Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
+func (c *ClientWithResponses) StreamTranscriptionEventsWithResponse(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*StreamTranscriptionEventsResponse, error) {
+	rsp, err := c.StreamTranscriptionEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamTranscriptionEventsResponse(rsp)
+}
+
 // GetTranscriptionResultWithResponse Get a transcription's result (JSON, SubRip or WebVTT)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -16709,6 +17698,28 @@ func (c *ClientWithResponses) CancelTranslationWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCancelTranslationResponse(rsp)
+}
+
+// StreamTranslationEventsWithResponse Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
+func (c *ClientWithResponses) StreamTranslationEventsWithResponse(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*StreamTranslationEventsResponse, error) {
+	rsp, err := c.StreamTranslationEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamTranslationEventsResponse(rsp)
 }
 
 // GetTranslationResultWithResponse Get a translation's result (JSON, or text/plain for text input)
@@ -16844,6 +17855,28 @@ func (c *ClientWithResponses) CancelVideoAnalysisWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseCancelVideoAnalysisResponse(rsp)
+}
+
+// StreamVideoAnalysisEventsWithResponse Follow a job live (server-sent events)
+//
+// Answers with `Accept: text/event-stream` only (406 otherwise). Replays
+// the job's lifecycle events from the start, or after Last-Event-ID,
+// then follows new ones, and ends after the job's terminal event
+// (docs/api.md, Following a job live). Each event has an `id` (its
+// sequence number in the job), an `event` (the event name, as
+// `transcription.progress`) and one `data` line: the event's webhook
+// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
+// `: keep-alive` comment every 15 s.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
+func (c *ClientWithResponses) StreamVideoAnalysisEventsWithResponse(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*StreamVideoAnalysisEventsResponse, error) {
+	rsp, err := c.StreamVideoAnalysisEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamVideoAnalysisEventsResponse(rsp)
 }
 
 // GetVideoAnalysisResultWithResponse Get a video analysis's result
@@ -18069,6 +19102,114 @@ func ParseCancelLLMTaskResponse(rsp *http.Response) (*CancelLLMTaskResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelLLMTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamLLMTaskEventsResponse parses an HTTP response from a StreamLLMTaskEventsWithResponse call
+func ParseStreamLLMTaskEventsResponse(rsp *http.Response) (*StreamLLMTaskEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamLLMTaskEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StreamLLMTaskEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StreamLLMTaskEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamLLMTaskEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21035,6 +22176,114 @@ func ParseCancelTranscriptionResponse(rsp *http.Response) (*CancelTranscriptionR
 	return response, nil
 }
 
+// ParseStreamTranscriptionEventsResponse parses an HTTP response from a StreamTranscriptionEventsWithResponse call
+func ParseStreamTranscriptionEventsResponse(rsp *http.Response) (*StreamTranscriptionEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamTranscriptionEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StreamTranscriptionEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StreamTranscriptionEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamTranscriptionEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetTranscriptionResultResponse parses an HTTP response from a GetTranscriptionResultWithResponse call
 func ParseGetTranscriptionResultResponse(rsp *http.Response) (*GetTranscriptionResultResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21800,6 +23049,114 @@ func ParseCancelTranslationResponse(rsp *http.Response) (*CancelTranslationRespo
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTranslationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamTranslationEventsResponse parses an HTTP response from a StreamTranslationEventsWithResponse call
+func ParseStreamTranslationEventsResponse(rsp *http.Response) (*StreamTranslationEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamTranslationEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StreamTranslationEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StreamTranslationEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamTranslationEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22665,6 +24022,114 @@ func ParseCancelVideoAnalysisResponse(rsp *http.Response) (*CancelVideoAnalysisR
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelVideoAnalysisResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamVideoAnalysisEventsResponse parses an HTTP response from a StreamVideoAnalysisEventsWithResponse call
+func ParseStreamVideoAnalysisEventsResponse(rsp *http.Response) (*StreamVideoAnalysisEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamVideoAnalysisEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StreamVideoAnalysisEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers StreamVideoAnalysisEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamVideoAnalysisEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
