@@ -32,7 +32,7 @@ func setupStreaming(t testing.TB, configure ...func(*api.Config)) *bundle {
 		st = storetest.SQLite(tb)
 		return st
 	}
-	return setupConfigured(t.(*testing.T), open, func(cfg *api.Config) {
+	return setupConfigured(t, open, func(cfg *api.Config) {
 		w := jobwatch.New(st, 10*time.Millisecond, nil)
 		t.Cleanup(w.Close)
 		cfg.Watcher, cfg.Events = w, st

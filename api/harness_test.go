@@ -250,7 +250,7 @@ func setupWith(t *testing.T, openStore func(testing.TB) *store.Store) *bundle {
 
 // setupConfigured is setupWith with the API's configuration adjusted by
 // configure (webhook key, a store wrapper).
-func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, configure func(*api.Config)) *bundle {
+func setupConfigured(t testing.TB, openStore func(testing.TB) *store.Store, configure func(*api.Config)) *bundle {
 	t.Helper()
 	return setupJobOps(t, openStore, nil, configure)
 }
@@ -258,7 +258,7 @@ func setupConfigured(t *testing.T, openStore func(testing.TB) *store.Store, conf
 // setupJobOps is setupConfigured with the job operations' configuration
 // adjusted first by configureJobs (URL checks, a store wrapper); either
 // function may be nil.
-func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configureJobs func(*jobops.Config), configure func(*api.Config)) *bundle {
+func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configureJobs func(*jobops.Config), configure func(*api.Config)) *bundle {
 	t.Helper()
 	b := &bundle{}
 
@@ -350,7 +350,7 @@ func setupJobOps(t *testing.T, openStore func(testing.TB) *store.Store, configur
 }
 
 // openIssuer opens a dev issuer with the template key in a fresh data dir.
-func openIssuer(t *testing.T, issuerURL string) *devidp.Issuer {
+func openIssuer(t testing.TB, issuerURL string) *devidp.Issuer {
 	t.Helper()
 	dataDir := t.TempDir()
 	key, err := os.ReadFile(keyTemplate)
