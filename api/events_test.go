@@ -19,7 +19,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // setupStreaming is setup with a job watcher and the store's events, so
@@ -27,19 +26,9 @@ import (
 // each of configure.
 func setupStreaming(t testing.TB, configure ...func(*api.Config)) *bundle {
 	t.Helper()
-	var st *store.Store
-	open := func(tb testing.TB) *store.Store {
-		st = storetest.SQLite(tb)
-		return st
-	}
-	return setupConfigured(t, open, func(cfg *api.Config) {
-		w := jobwatch.New(st, 10*time.Millisecond, nil)
-		t.Cleanup(w.Close)
+	return setupWatching(t, func(cfg *api.Config, w *jobwatch.Watcher, st *store.Store) {
 		cfg.Watcher, cfg.Events = w, st
-		for _, f := range configure {
-			f(cfg)
-		}
-	})
+	}, configure...)
 }
 
 // sseEvent is one server-sent event.

@@ -24,6 +24,14 @@ import (
 // honoured, and the configuration adjusted by each of configure.
 func setupWaiting(t *testing.T, configure ...func(*api.Config)) *bundle {
 	t.Helper()
+	return setupWatching(t, func(cfg *api.Config, w *jobwatch.Watcher, _ *store.Store) { cfg.Waiter = w }, configure...)
+}
+
+// setupWatching is setup on SQLite with a job watcher polling every
+// 10 ms, which watch puts in the configuration, then adjusted by each of
+// configure.
+func setupWatching(t testing.TB, watch func(*api.Config, *jobwatch.Watcher, *store.Store), configure ...func(*api.Config)) *bundle {
+	t.Helper()
 	var st *store.Store
 	open := func(tb testing.TB) *store.Store {
 		st = storetest.SQLite(tb)
@@ -32,7 +40,7 @@ func setupWaiting(t *testing.T, configure ...func(*api.Config)) *bundle {
 	return setupConfigured(t, open, func(cfg *api.Config) {
 		w := jobwatch.New(st, 10*time.Millisecond, nil)
 		t.Cleanup(w.Close)
-		cfg.Waiter = w
+		watch(cfg, w, st)
 		for _, f := range configure {
 			f(cfg)
 		}

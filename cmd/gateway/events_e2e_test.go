@@ -13,27 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// eventsCatalog fails transcriptions over: sandbox-broken, the cheapest,
-// always fails; sandbox-slow takes 4 s, reporting progress each tenth.
-const eventsCatalog = `providers:
-  - id: sandbox-broken
-    name: Sandbox (always fails)
-    adapter: sandbox
-    settings: {latency_ms: 0, fail_rate: 1}
-    services:
-      transcriptions:
-        features: [language_detection, timestamps]
-        pricing: {unit: per_minute, amount: 0.001, currency: USD}
-  - id: sandbox-slow
-    name: Sandbox (slow)
-    adapter: sandbox
-    settings: {latency_ms: 4000, fail_rate: 0}
-    services:
-      transcriptions:
-        features: [language_detection, diarization, timestamps]
-        pricing: {unit: per_minute, amount: 0.01, currency: USD}
-`
-
 // e2eEvent is one server-sent event of a job's stream.
 type e2eEvent struct {
 	ID     int
@@ -95,11 +74,11 @@ func (g *gateway) openJobEvents(ctx context.Context, path string, lastID int) <-
 // and ends on the terminal event (docs/api.md, Following a job live).
 func TestJobEventStreamEndToEnd(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, "", "--providers", writeCatalog(t, eventsCatalog))
+	g := newGateway(t, "", "--providers", writeCatalog(t, recordCatalog))
 	wav := g.url("/dev/samples/tone.wav")
 	id := g.create("transcriptions", `{"data":{"type":"transcription-job","attributes":{"input":{"type":"audio","url":"`+wav+`"}}}}`).Data.ID
 	g.waitFor("transcriptions", id, 60*time.Second, func(d jobDoc) bool {
-		return d.Data.Attributes.Status == "processing" && d.Data.Attributes.Provider == "sandbox-slow"
+		return d.Data.Attributes.Status == "processing" && d.Data.Attributes.Provider == "sandbox-steady"
 	})
 	path := "/v1/transcriptions/" + id + "/events"
 
