@@ -342,3 +342,19 @@ func TestEventStreamIsNotRequestDuration(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, sum, 0.9, "the second streamed is left out")
 }
+
+// Closing the watcher, as a stopping process does, ends the streams.
+func TestEventStreamEndsWhenTheWatcherCloses(t *testing.T) {
+	t.Parallel()
+	var watcher *jobwatch.Watcher
+	b := setupWatching(t, func(cfg *api.Config, w *jobwatch.Watcher, st *store.Store) {
+		watcher, cfg.Watcher, cfg.Events = w, w, st
+	})
+	p := b.pendingJob(t, "transcriptions")
+	p.save(jobs.StatusProcessing, 0)
+	s := openEvents(t, b.server.URL, jobPath("transcriptions", p.job.ID, "/events"), b.readToken(t))
+	_, ok := s.next(t)
+	require.True(t, ok)
+	watcher.Close()
+	require.Empty(t, s.rest(t))
+}
