@@ -14,13 +14,8 @@ import (
 // record a projection write stores, is the snapshot the workflow wrote.
 func TestRecordSnapshotIsTheSnapshotBack(t *testing.T) {
 	t.Parallel()
-	snap := submitted().Snapshot()
-	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
-	completed := processed.Add(time.Second)
-	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
-	snap.Status, snap.Provider, snap.Progress, snap.Revision = jobs.StatusFailed, "sandbox-fast", 40, 3
-	snap.Routing, snap.RoutingHistory = &routing, []jobs.RoutingInfo{routing}
-	snap.ProcessedAt, snap.CompletedAt = &processed, &completed
+	snap := finished(jobs.StatusFailed)
+	snap.Progress, snap.Revision = 40, 3
 	snap.Error = &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every provider failed"}
 	snap.Usage = json.RawMessage(`{"quantity":5}`)
 
@@ -30,6 +25,19 @@ func TestRecordSnapshotIsTheSnapshotBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, snap, back)
 	require.Equal(t, jobs.EventFailed, jobs.EventOf(rec))
+}
+
+// finished is the submitted job routed to sandbox-fast, processed, and
+// ended with status a second later.
+func finished(status jobs.Status) jobs.Snapshot {
+	snap := submitted().Snapshot()
+	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
+	completed := processed.Add(time.Second)
+	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
+	snap.Status, snap.Provider = status, "sandbox-fast"
+	snap.Routing, snap.RoutingHistory = &routing, []jobs.RoutingInfo{routing}
+	snap.ProcessedAt, snap.CompletedAt = &processed, &completed
+	return snap
 }
 
 func TestEventOf(t *testing.T) {

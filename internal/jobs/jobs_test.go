@@ -95,13 +95,8 @@ func TestFailedRecordShowsItsErrorAndNoResult(t *testing.T) {
 // job as a GET shows it, without meta.system and never the webhook.
 func TestWebhookBodyIsTheAPIDocumentWithoutSystemMeta(t *testing.T) {
 	t.Parallel()
-	snap := submitted().Snapshot()
-	processed := time.Date(2026, 11, 24, 10, 0, 1, 0, time.UTC)
-	completed := processed.Add(time.Second)
-	routing := jobs.RoutingInfo{ProviderID: "sandbox-fast", Reason: jobs.ReasonDefault, Attempt: 1, DecidedAt: processed}
-	snap.Status, snap.Provider, snap.Progress = jobs.StatusCompleted, "sandbox-fast", 100
-	snap.Routing, snap.RoutingHistory = &routing, []jobs.RoutingInfo{routing}
-	snap.ProcessedAt, snap.CompletedAt = &processed, &completed
+	snap := finished(jobs.StatusCompleted)
+	snap.Progress = 100
 	snap.Result = json.RawMessage(`{"content":"hallo","character_count":5}`)
 	snap.WorkerID = "worker-1"
 
