@@ -16,6 +16,8 @@ func TestRecordSnapshotIsTheSnapshotBack(t *testing.T) {
 	t.Parallel()
 	snap := finished(jobs.StatusFailed)
 	snap.Progress, snap.Revision = 40, 3
+	since := time.Date(2026, 11, 24, 10, 0, 2, 0, time.UTC)
+	snap.Waiting = &jobs.Waiting{Reason: "outage", Message: "every provider is down", Since: since, Until: since.Add(time.Hour), Providers: []string{"sandbox-fast"}}
 	snap.Error = &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "every provider failed"}
 	snap.Usage = json.RawMessage(`{"quantity":5}`)
 
