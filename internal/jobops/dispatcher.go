@@ -107,7 +107,7 @@ const startTimeout = 10 * time.Second
 type Dispatcher struct {
 	cfg   DispatcherConfig
 	pace  *pacer
-	queue chan store.JobStart
+	queue *fairQueue
 	wake  chan struct{}
 	made  chan string // starts made, to clear from the outbox in batches
 	// backlog is set while due starts may wait in the outbox beyond what
@@ -147,22 +147,23 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	return &Dispatcher{
 		cfg:      cfg,
 		pace:     newPacer(cfg.AcceptTarget),
-		queue:    make(chan store.JobStart, queueSize),
+		queue:    newFairQueue(queueSize),
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
 		handOffs: make(chan struct{}, 1),
 	}
 }
 
-// Lease is when a start the API records now falls due for any
-// dispatcher. While the queue is less than half full the start is leased
-// to this process, which Offer then queues; beyond that it is due at once
-// and a sweep takes it, in priority order, when the queue has room.
+// Lease is when a start of tenant's that the API records now falls due
+// for any dispatcher. While the queue is less than half full, or holds
+// none of the tenant's starts, the start is leased to this process, which
+// Offer then queues; beyond that it is due at once and a sweep takes it,
+// in tenants' turns, when the queue has room.
 // Either way accepting a job costs its request one transaction, however
 // long the backlog.
-func (d *Dispatcher) Lease() time.Time {
+func (d *Dispatcher) Lease(tenant string) time.Time {
 	now := d.cfg.Now()
-	if d.cfg.HandOff == nil && len(d.queue) < cap(d.queue)/2 {
+	if d.cfg.HandOff == nil && (d.queue.len() < d.queue.capacity/2 || d.queue.holdsNone(tenant)) {
 		return now.Add(d.cfg.Lease)
 	}
 	return now
@@ -184,15 +185,13 @@ func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 	d.pace.acceptedJob(took)
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
-		if len(d.queue) <= cap(d.queue)/4 {
+		if d.queue.len() <= d.queue.capacity/4 {
 			d.poke()
 		}
 		return
 	}
-	select {
-	case d.queue <- start:
+	if d.queue.push(start) {
 		return
-	default:
 	}
 	go func() {
 		d.release(start.JobID)
@@ -233,8 +232,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					return
-				case start := <-d.queue:
-					if len(d.queue) <= cap(d.queue)/4 && d.backlog.Load() {
+				case <-d.queue.ready:
+					start := d.queue.pop()
+					if d.queue.len() <= d.queue.capacity/4 && d.backlog.Load() {
 						d.poke() // refill before the queue runs dry
 					}
 					if err := d.pace.wait(ctx); err != nil && ctx.Err() != nil {
@@ -297,7 +297,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
-		room := cap(d.queue) - len(d.queue)
+		room := d.queue.capacity - d.queue.len()
 		if room > 0 {
 			// Cleared before the read: a start recorded due meanwhile
 			// sets it again (Offer).
@@ -310,13 +310,13 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("read the outbox of job starts", "error", err)
 			}
+			var full []string // Offers filled the room meanwhile
 			for _, start := range claimed {
-				select {
-				case d.queue <- start:
-				case <-ctx.Done():
-					d.release(start.JobID)
+				if ctx.Err() != nil || !d.queue.push(start) {
+					full = append(full, start.JobID)
 				}
 			}
+			d.release(full...)
 			if len(claimed) == room {
 				d.backlog.Store(true)
 				continue // more may be due
@@ -414,8 +414,8 @@ func (d *Dispatcher) handBack() {
 	var ids []string
 	for {
 		select {
-		case start := <-d.queue:
-			ids = append(ids, start.JobID)
+		case <-d.queue.ready:
+			ids = append(ids, d.queue.pop().JobID)
 			continue
 		default:
 		}

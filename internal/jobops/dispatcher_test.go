@@ -162,7 +162,7 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 // dispatcher and offered to it while it has room, due at once otherwise.
 func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, leased bool) {
 	t.Helper()
-	due := b.d.Lease()
+	due := b.d.Lease("acme") // record's tenant
 	start = b.record(t, priority, due)
 	b.d.Offer(start, time.Millisecond)
 	return start, due.After(time.Now())

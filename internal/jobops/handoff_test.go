@@ -39,7 +39,7 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	api.run(t)
 	stopWorker := worker.run(t)
 
-	due := api.d.Lease()
+	due := api.d.Lease("acme")
 	require.False(t, due.After(time.Now()), "recorded due at once, for any dispatcher")
 	start := api.record(t, 1, due)
 	api.d.Offer(start, time.Millisecond)
@@ -53,7 +53,7 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 
 	// No worker dispatches: the API makes the start after the grace.
 	stopWorker()
-	late := api.record(t, 1, api.d.Lease())
+	late := api.record(t, 1, api.d.Lease("acme"))
 	api.d.Offer(late, time.Millisecond)
 	api.waitOutboxEmpty(t)
 	require.Len(t, api.started(), 1)

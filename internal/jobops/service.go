@@ -63,7 +63,7 @@ type RateStore interface {
 type Starter interface {
 	// Lease is the due time of a start recorded now: until then it is
 	// this process's to make.
-	Lease() time.Time
+	Lease(tenant string) time.Time
 	// Offer hands over a start recorded with a job, and how long
 	// accepting that job took.
 	Offer(start store.JobStart, took time.Duration)

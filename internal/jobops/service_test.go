@@ -52,7 +52,7 @@ type offer struct {
 	took  time.Duration
 }
 
-func (s *starter) Lease() time.Time { return s.lease }
+func (s *starter) Lease(string) time.Time { return s.lease }
 
 func (s *starter) Offer(start store.JobStart, took time.Duration) {
 	s.mu.Lock()

@@ -235,7 +235,7 @@ func encode(in jobs.Submission) ([]byte, error) {
 func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte) (*jobs.Record, error) {
 	jobID := in.JobID
 	job := in.Record()
-	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
+	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease(req.Tenant)}
 	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
 	if err != nil {
 		s.cfg.Logger.Error("record new job", "job", jobID, "trace_id", tracing.TraceID(ctx), "error", err)
