@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/time/rate"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -116,7 +117,17 @@ type Dispatcher struct {
 	backlog atomic.Bool
 	// handOffs asks Run to call HandOff.
 	handOffs chan struct{}
+	// lightStarts bounds the starts of tenants served little lately that
+	// skip the pacer (fairqueue.go).
+	lightStarts *rate.Limiter
 }
+
+// Starts that skip the pacer, of tenants served little lately: at most
+// lightStartRate a second, in bursts of lightStartBurst.
+const (
+	lightStartRate  = rate.Limit(20)
+	lightStartBurst = 16
+)
 
 // NewDispatcher builds a Dispatcher; Run runs it.
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
@@ -151,19 +162,21 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
 		handOffs: make(chan struct{}, 1),
+
+		lightStarts: rate.NewLimiter(lightStartRate, lightStartBurst),
 	}
 }
 
 // Lease is when a start of tenant's that the API records now falls due
 // for any dispatcher. While the queue is less than half full, or holds
-// none of the tenant's starts, the start is leased to this process, which
+// few of the tenant's starts, the start is leased to this process, which
 // Offer then queues; beyond that it is due at once and a sweep takes it,
 // in tenants' turns, when the queue has room.
 // Either way accepting a job costs its request one transaction, however
 // long the backlog.
 func (d *Dispatcher) Lease(tenant string) time.Time {
 	now := d.cfg.Now()
-	if d.cfg.HandOff == nil && (d.queue.len() < d.queue.capacity/2 || d.queue.holdsNone(tenant)) {
+	if d.cfg.HandOff == nil && (d.queue.len() < d.queue.capacity/2 || d.queue.admitsLight(tenant)) {
 		return now.Add(d.cfg.Lease)
 	}
 	return now
@@ -233,13 +246,19 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case <-d.queue.ready:
+					// The start is chosen once the pacer lets one go, so
+					// that a tenant arriving meanwhile takes its turn; a
+					// tenant served little lately is not held back by
+					// another's burst, up to lightStarts' rate.
+					if !d.queue.nextLight() || !d.lightStarts.Allow() {
+						if err := d.pace.wait(ctx); err != nil && ctx.Err() != nil {
+							d.release(d.queue.pop().JobID)
+							return
+						}
+					}
 					start := d.queue.pop()
 					if d.queue.len() <= d.queue.capacity/4 && d.backlog.Load() {
 						d.poke() // refill before the queue runs dry
-					}
-					if err := d.pace.wait(ctx); err != nil && ctx.Err() != nil {
-						d.release(start.JobID)
-						return
 					}
 					if d.start(ctx, start) == nil {
 						d.pace.startedJob()

@@ -1,15 +1,20 @@
 package jobops
 
 import (
+	"math"
 	"sync"
+	"time"
 
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// fairQueue holds a dispatcher's starts in memory and hands them out in
-// tenants' turns, each tenant's in the order they came, so that one
-// tenant's backlog does not hold back another's starts (docs/operations.md,
-// Fairness between tenants).
+// fairQueue holds a dispatcher's starts in memory and hands them out
+// fairly between tenants, each tenant's in the order they came: the next
+// start is the tenant's that was served least lately (its starts counted
+// with a half-life of servedHalfLife), the longest waiting on ties. A
+// tenant that submits ten jobs while another's thousand wait goes first,
+// and two busy tenants take turns (docs/operations.md, Fairness between
+// tenants).
 type fairQueue struct {
 	// ready holds one token per start held: a starter takes a token, then
 	// the start whose turn it is.
@@ -18,19 +23,34 @@ type fairQueue struct {
 
 	mu       sync.Mutex
 	byTenant map[string][]store.JobStart
-	turns    []string // tenants with starts held, the next turn first
+	turns    []string // tenants with starts held, the longest waiting first
 	held     int
+	// served counts each tenant's starts handed out, decayed to
+	// servedAt.
+	served   map[string]float64
+	servedAt time.Time
+	now      func() time.Time
 }
 
+// servedHalfLife is how fast a tenant's starts handed out are forgotten.
+const servedHalfLife = 10 * time.Second
+
 // newFairQueue holds up to capacity starts, and up to as many more of
-// tenants that hold none (a newcomer does not wait for the room a
-// backlog took).
+// tenants that hold few (a newcomer does not wait for the room a backlog
+// took).
 func newFairQueue(capacity int) *fairQueue {
-	return &fairQueue{ready: make(chan struct{}, 2*capacity), capacity: capacity, byTenant: map[string][]store.JobStart{}}
+	return &fairQueue{ready: make(chan struct{}, 2*capacity), capacity: capacity, byTenant: map[string][]store.JobStart{},
+		served: map[string]float64{}, now: time.Now}
 }
 
 func (q *fairQueue) admitsLocked(tenant string) bool {
-	return q.held < q.capacity || (len(q.byTenant[tenant]) == 0 && q.held < 2*q.capacity)
+	return q.held < q.capacity || (q.light(tenant) && q.held < 2*q.capacity)
+}
+
+// light reports whether tenant holds few starts (under an eighth of the
+// capacity): a tenant with a few jobs gets in beyond a backlog's.
+func (q *fairQueue) light(tenant string) bool {
+	return len(q.byTenant[tenant]) < max(q.capacity/8, 1)
 }
 
 // push holds start unless the queue has no room for it (false).
@@ -50,31 +70,75 @@ func (q *fairQueue) push(start store.JobStart) bool {
 	return true
 }
 
+// lightServed is what a tenant was served lately under which its starts
+// are light: they may skip the dispatcher's pacer.
+const lightServed = 16
+
 // pop takes the start whose turn it is; call it once per token taken
 // from ready.
 func (q *fairQueue) pop() store.JobStart {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	tenant := q.turns[0]
+	q.decay()
+	next := q.next()
+	tenant := q.turns[next]
 	starts := q.byTenant[tenant]
 	start := starts[0]
-	q.turns = q.turns[1:]
+	q.turns = append(q.turns[:next:next], q.turns[next+1:]...)
 	if len(starts) == 1 {
 		delete(q.byTenant, tenant)
 	} else {
 		q.byTenant[tenant] = starts[1:]
 		q.turns = append(q.turns, tenant) // its next start waits a turn
 	}
+	q.served[tenant]++
 	q.held--
 	return start
 }
 
-// holdsNone reports whether the queue holds none of tenant's starts and
-// has room for one.
-func (q *fairQueue) holdsNone(tenant string) bool {
+// next is the index in turns of the tenant whose start pop takes.
+func (q *fairQueue) next() int {
+	next := 0
+	for i, tenant := range q.turns {
+		if q.served[tenant] < q.served[q.turns[next]] {
+			next = i
+		}
+	}
+	return next
+}
+
+// nextLight reports whether the start pop would take now is light; call
+// it only holding a token from ready.
+func (q *fairQueue) nextLight() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.byTenant[tenant]) == 0 && q.admitsLocked(tenant)
+	q.decay()
+	return q.served[q.turns[q.next()]] < lightServed
+}
+
+// decay forgets served counts by their half-life, and tenants whose count
+// fell below one start.
+func (q *fairQueue) decay() {
+	now := q.now()
+	if !q.servedAt.IsZero() {
+		factor := math.Exp2(-float64(now.Sub(q.servedAt)) / float64(servedHalfLife))
+		for tenant, n := range q.served {
+			if n *= factor; n < 1 && len(q.byTenant[tenant]) == 0 {
+				delete(q.served, tenant)
+			} else {
+				q.served[tenant] = n
+			}
+		}
+	}
+	q.servedAt = now
+}
+
+// admitsLight reports whether tenant holds few starts and the queue has
+// room for one more of them.
+func (q *fairQueue) admitsLight(tenant string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.light(tenant) && q.admitsLocked(tenant)
 }
 
 // len is how many starts are held.

@@ -1,7 +1,9 @@
 package jobops
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,9 +18,9 @@ func TestFairQueueTakesTenantsInTurns(t *testing.T) {
 	}
 	require.True(t, q.push(store.JobStart{JobID: "c1", Tenant: "c"}))
 	require.False(t, q.push(store.JobStart{JobID: "c2", Tenant: "c"}), "full")
-	require.True(t, q.holdsNone("d"))
-	require.True(t, q.push(store.JobStart{JobID: "d1", Tenant: "d"}), "a tenant that holds none gets in")
-	require.False(t, q.holdsNone("d"))
+	require.True(t, q.admitsLight("d"))
+	require.True(t, q.push(store.JobStart{JobID: "d1", Tenant: "d"}), "a tenant that holds few gets in")
+	require.False(t, q.admitsLight("d"), "one is an eighth of 8")
 	require.Equal(t, 9, q.len())
 
 	var order []string
@@ -33,4 +35,33 @@ func TestFairQueueTakesTenantsInTurns(t *testing.T) {
 		t.Fatal("a token without a start")
 	default:
 	}
+}
+
+func TestFairQueueServesTheTenantServedLeastLatelyFirst(t *testing.T) {
+	t.Parallel()
+	q := newFairQueue(16)
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	q.now = func() time.Time { return now }
+	take := func(n int) (ids []string) {
+		for range n {
+			<-q.ready
+			ids = append(ids, q.pop().JobID)
+		}
+		return ids
+	}
+	for i := range 8 {
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("a%d", i), Tenant: "a"}))
+	}
+	require.Equal(t, []string{"a0", "a1", "a2", "a3"}, take(4))
+	for i := range 3 {
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("b%d", i), Tenant: "b"}))
+	}
+	require.Equal(t, []string{"b0", "b1", "b2", "a4"}, take(4), "a newcomer goes first while the busy tenant was served more")
+
+	// A minute later what a was served is all but forgotten: turns again.
+	now = now.Add(time.Minute)
+	for i := range 2 {
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("c%d", i), Tenant: "c"}))
+	}
+	require.Equal(t, []string{"c0", "a5", "c1", "a6", "a7"}, take(5))
 }
