@@ -132,6 +132,22 @@ func (s *Store) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.
 	})
 }
 
+// JobStartBacklog counts the outbox of job starts by tenant.
+func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Tenant string
+		N      int64
+	}
+	if err := s.db.WithContext(ctx).Model(&JobStart{}).Select("tenant, COUNT(*) AS n").Group("tenant").Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Tenant] = r.N
+	}
+	return out, nil
+}
+
 // CountJobStarts is how many accepted jobs wait for their workflow to
 // start.
 func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {

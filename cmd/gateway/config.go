@@ -16,6 +16,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -48,7 +49,9 @@ type config struct {
 	AcceptTarget         time.Duration
 	TrustedProxies       string
 	TenantCreateRate     int
-	BlobURL              string
+	// Backlog bounds the outbox of accepted jobs (backlog.go).
+	Backlog jobops.BacklogLimits
+	BlobURL string
 	// MaxOutageWait is --max-outage-wait (outagewait.go);
 	// maxOutageWaitProblem says what was wrong with its environment value.
 	MaxOutageWait        outageWaits
@@ -176,6 +179,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	fs.IntVar(&c.TenantCreateRate, "tenant-create-rate", envOr("GATEWAY_TENANT_CREATE_RATE", createRate, strconv.Atoi, -1),
 		"jobs one tenant may create a minute, across every API replica; 0: no cap (env GATEWAY_TENANT_CREATE_RATE)")
+	c.registerBacklogFlags(fs)
 	str(&c.TrustedProxies, "trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "", "comma-separated addresses and CIDR prefixes of the reverse proxies whose X-Forwarded-* headers are believed (default: none)")
 	starts, target := serveStartConcurrency, time.Duration(0)
 	if command == "dev" {
@@ -248,6 +252,9 @@ func (c *config) validate(command string) error {
 	}
 	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
 		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")
+	}
+	if command == "dev" || command == "serve" {
+		problems = append(problems, c.validateBacklog()...)
 	}
 	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		problems = append(problems, fmt.Sprintf("--trusted-proxies (GATEWAY_TRUSTED_PROXIES): %v; give addresses or CIDR prefixes, comma-separated", err))

@@ -162,7 +162,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, registry, verifier, signer, m, logger)
+	backlog := startBacklogGuard(ctx, cfg, st, logger)
+	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err
 	}

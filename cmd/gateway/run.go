@@ -58,7 +58,8 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, registry, verifier, signer, m, logger)
+	backlog := startBacklogGuard(ctx, cfg, st, logger)
+	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 
 // apiConfig is the API configuration dev and serve share, with the job
 // operations it calls.
-func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) (api.Config, error) {
+func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dispatcher, backlog *jobops.BacklogGuard, registry *providers.Registry, verifier *auth.Verifier, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) (api.Config, error) {
 	// Every API takes vendor callbacks: only a worker sharing the signing
 	// key can make an address whose token it accepts.
 	callbackTokens, err := vendorcallback.NewTokens(signer)
@@ -106,6 +107,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Starts:                 starts,
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
+		Backlog:                backlog,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
 		Logger:                 logger,

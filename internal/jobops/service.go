@@ -95,6 +95,9 @@ type Config struct {
 	// minute, counted in the store so every API replica shares the count
 	// (docs/api.md, Rate limits); 0 is no cap.
 	TenantCreatesPerMinute int
+	// Backlog sheds creates once the outbox of job starts passes its
+	// bounds (docs/operations.md, Overload); nil sheds none.
+	Backlog *BacklogGuard
 	// CallbackTokens checks vendor callbacks' tokens and Callbacks keeps
 	// what they post (docs/providers.md, Vendor callbacks); without them
 	// ReceiveProviderCallback refuses every post as ErrUnknownJob.

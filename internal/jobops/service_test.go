@@ -263,3 +263,47 @@ func TestSubmitCapsATenantsCreates(t *testing.T) {
 	require.NoError(t, err, "each tenant has its own count")
 	require.Len(t, b.starter.offered(), 3)
 }
+
+func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
+	t.Parallel()
+	cfg, st, starter := fullConfig(t)
+	guard := &jobops.BacklogGuard{Store: st, Limits: jobops.BacklogLimits{PerTenant: 2, Total: 3}}
+	cfg.Backlog = guard
+	svc, err := jobops.New(cfg)
+	require.NoError(t, err)
+	b := &serviceBundle{svc: svc, store: st, starter: starter}
+	submit := func(tenant string) error {
+		req := llmTask(t)
+		req.Tenant = tenant
+		_, err := b.svc.Submit(t.Context(), req)
+		return err
+	}
+
+	// Not counted yet: nothing is shed (the fake starter starts nothing,
+	// so every start stays in the outbox).
+	for range 2 {
+		require.NoError(t, submit("acme"))
+	}
+	guard.Refresh(t.Context())
+	err = submit("acme")
+	require.ErrorIs(t, err, jobops.ErrRateLimited)
+	var refusal *jobops.Error
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, time.Second, refusal.RetryAfter)
+	require.Contains(t, refusal.Message, "tenant acme has 2 accepted jobs waiting to start")
+
+	require.NoError(t, submit("globex"), "another tenant has its own bound")
+	guard.Refresh(t.Context())
+	err = submit("initech")
+	require.ErrorIs(t, err, jobops.ErrRateLimited)
+	require.ErrorContains(t, err, "the gateway has 3 accepted jobs waiting to start")
+
+	// The backlog drains: creates go in again.
+	var ids []string
+	for _, o := range b.starter.offered() {
+		ids = append(ids, o.start.JobID)
+	}
+	require.NoError(t, st.DeleteJobStarts(t.Context(), ids))
+	guard.Refresh(t.Context())
+	require.NoError(t, submit("acme"))
+}

@@ -87,6 +87,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.checkRouting(ctx, req); err != nil {
 		return nil, err
 	}
+	if err := s.cfg.Backlog.check(req.Tenant); err != nil {
+		return nil, err
+	}
 	in := submission(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
 	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
 		in.FairnessWeight = w
