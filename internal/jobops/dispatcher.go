@@ -246,15 +246,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				case <-d.queue.ready:
-					// The start is chosen once the pacer lets one go, so
-					// that a tenant arriving meanwhile takes its turn; a
-					// tenant served little lately is not held back by
-					// another's burst, up to lightStarts' rate.
-					if !d.queue.nextLight() || !d.lightStarts.Allow() {
-						if err := d.pace.wait(ctx); err != nil && ctx.Err() != nil {
-							d.release(d.queue.pop().JobID)
-							return
-						}
+					if err := d.waitTurn(ctx); err != nil {
+						d.release(d.queue.pop().JobID)
+						return
 					}
 					start := d.queue.pop()
 					if d.queue.len() <= d.queue.capacity/4 && d.backlog.Load() {
@@ -425,6 +419,23 @@ func (d *Dispatcher) retryDelay(attempts int) time.Duration {
 		}
 	}
 	return delay
+}
+
+// waitTurn waits, holding a token of the queue, until its start may be
+// made: once the pacer lets one go, so that a tenant arriving meanwhile
+// takes its turn; at once for a tenant served little lately, up to
+// lightStarts' rate, also when it arrives while the pacer holds the
+// starter back (the queue's light signal).
+func (d *Dispatcher) waitTurn(ctx context.Context) error {
+	for {
+		if d.queue.nextLight() && d.lightStarts.Allow() {
+			return nil
+		}
+		paced, err := d.pace.waitOr(ctx, d.queue.lightArrived)
+		if err != nil || paced {
+			return err
+		}
+	}
 }
 
 // handBack releases the starts left in the queue, so that the next

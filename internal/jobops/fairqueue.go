@@ -18,8 +18,11 @@ import (
 type fairQueue struct {
 	// ready holds one token per start held: a starter takes a token, then
 	// the start whose turn it is.
-	ready    chan struct{}
-	capacity int
+	ready chan struct{}
+	// lightArrived wakes a starter held back by the pacer when a start of
+	// a tenant served little lately comes in.
+	lightArrived chan struct{}
+	capacity     int
 
 	mu       sync.Mutex
 	byTenant map[string][]store.JobStart
@@ -39,8 +42,8 @@ const servedHalfLife = 10 * time.Second
 // tenants that hold few (a newcomer does not wait for the room a backlog
 // took).
 func newFairQueue(capacity int) *fairQueue {
-	return &fairQueue{ready: make(chan struct{}, 2*capacity), capacity: capacity, byTenant: map[string][]store.JobStart{},
-		served: map[string]float64{}, now: time.Now}
+	return &fairQueue{ready: make(chan struct{}, 2*capacity), lightArrived: make(chan struct{}, 1), capacity: capacity,
+		byTenant: map[string][]store.JobStart{}, served: map[string]float64{}, now: time.Now}
 }
 
 func (q *fairQueue) admitsLocked(tenant string) bool {
@@ -65,8 +68,15 @@ func (q *fairQueue) push(start store.JobStart) bool {
 	}
 	q.byTenant[start.Tenant] = append(q.byTenant[start.Tenant], start)
 	q.held++
+	light := q.served[start.Tenant] < lightServed
 	q.mu.Unlock()
 	q.ready <- struct{}{} // never blocks: tokens never outnumber starts held
+	if light {
+		select {
+		case q.lightArrived <- struct{}{}:
+		default: // one is pending
+		}
+	}
 	return true
 }
 

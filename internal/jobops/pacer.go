@@ -86,6 +86,28 @@ func (p *pacer) wait(ctx context.Context) error {
 	return p.limiter.Wait(ctx)
 }
 
+// waitOr waits for the pacer to let a start go (true), or for interrupt
+// (false, the start's place given back), or for ctx to end.
+func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}) (bool, error) {
+	r := p.limiter.Reserve()
+	delay := r.Delay()
+	if delay == 0 {
+		return true, nil
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true, nil
+	case <-interrupt:
+		r.Cancel()
+		return false, nil
+	case <-ctx.Done():
+		r.Cancel()
+		return false, ctx.Err()
+	}
+}
+
 // run closes a window every paceWindow until ctx ends.
 func (p *pacer) run(ctx context.Context, logger *slog.Logger) {
 	if p.target <= 0 {
