@@ -81,11 +81,6 @@ func (p *pacer) startedJob() {
 	p.mu.Unlock()
 }
 
-// wait returns when the next start may be made.
-func (p *pacer) wait(ctx context.Context) error {
-	return p.limiter.Wait(ctx)
-}
-
 // waitOr waits for the pacer to let a start go (true), or for interrupt
 // (false, the start's place given back), or for ctx to end.
 func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}) (bool, error) {
