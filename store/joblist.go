@@ -15,6 +15,9 @@ type JobFilter struct {
 	Service  jobs.ServiceID
 	Provider string
 	Status   jobs.Status
+	// Batch selects a batch's jobs (docs/api.md, Batches); job_counts does
+	// not count by it, so their total is a count of idx_jobs_batch.
+	Batch string
 	// ErrorCode selects jobs by their error code (gateway jobs retry). No
 	// index covers it and job_counts does not count by it, so the API does
 	// not offer it.
@@ -74,7 +77,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([
 func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 	db := s.db.WithContext(ctx)
 	var total int64
-	if f.UserID != "" || f.ErrorCode != "" {
+	if f.UserID != "" || f.ErrorCode != "" || f.Batch != "" {
 		err := f.where(db.Table("jobs")).Count(&total).Error
 		return total, err
 	}
@@ -83,7 +86,7 @@ func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 }
 
 // where adds f's conditions on the table of q (jobs or job_counts, which
-// has no user_id or error_code).
+// has no user_id, error_code or batch_id).
 func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 	table := q.Statement.Table
 	for _, cond := range []struct{ column, value string }{
@@ -93,6 +96,7 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 		{"provider", f.Provider},
 		{"status", string(f.Status)},
 		{"error_code", f.ErrorCode},
+		{"batch_id", f.Batch},
 	} {
 		if cond.value != "" {
 			q = q.Where(table+"."+cond.column+" = ?", cond.value)

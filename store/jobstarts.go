@@ -162,27 +162,32 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 // workflow runs) keeps its state; its start goes all the same.
 func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		var job jobs.Record
-		res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
-			"status":        jobs.StatusFailed,
-			"error_code":    code,
-			"error_message": message,
-			"completed_at":  at.UTC().Truncate(time.Microsecond),
-			"updated_at":    time.Now().UTC(),
-			"revision":      gorm.Expr("revision + 1"),
-		})
-		if res.Error != nil {
-			return res.Error
-		}
-		// Failed before it ran: the budget reserved at create is given back.
-		if res.RowsAffected > 0 {
-			if err := s.closeReservations(tx, jobID, reservationReleased, releasedAmount); err != nil {
-				return err
-			}
-			if err := appendJobEvent(tx, &job); err != nil {
-				return err
-			}
+		if err := s.failPending(tx, jobID, code, message, at); err != nil {
+			return err
 		}
 		return tx.Where("job_id = ?", jobID).Delete(&JobStart{}).Error
 	})
+}
+
+// failPending fails job jobID, in tx, if it is still pending: with code
+// and message, completed at at, its budget reservations released and its
+// event recorded.
+func (s *Store) failPending(tx *gorm.DB, jobID, code, message string, at time.Time) error {
+	var job jobs.Record
+	res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
+		"status":        jobs.StatusFailed,
+		"error_code":    code,
+		"error_message": message,
+		"completed_at":  at.UTC().Truncate(time.Microsecond),
+		"updated_at":    time.Now().UTC(),
+		"revision":      gorm.Expr("revision + 1"),
+	})
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	// Failed before it ran: the budget reserved at create is given back.
+	if err := s.closeReservations(tx, jobID, reservationReleased, releasedAmount); err != nil {
+		return err
+	}
+	return appendJobEvent(tx, &job)
 }

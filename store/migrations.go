@@ -212,6 +212,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobWaiting,
 	migrationJobStartTenant,
 	migrationJobEvents,
+	migrationBatches,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

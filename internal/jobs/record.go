@@ -31,7 +31,11 @@ type Record struct {
 	Waiting string
 	// TraceID is the trace of the request that created the job, shown as
 	// meta.system.trace_id; "" when tracing was off.
-	TraceID      string
+	TraceID string
+	// BatchID and CustomID name the batch that created the job and the
+	// job's item in it (docs/api.md, Batches); "" for other jobs.
+	BatchID      string
+	CustomID     string
 	ErrorCode    string
 	ErrorMessage string
 	ClientMeta   string

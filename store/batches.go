@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+)
+
+// Batch is a batch of jobs one request created (docs/api.md, Batches).
+// Its counts are its jobs' (BatchCounts).
+type Batch struct {
+	// ID is derived from the tenant and the request's Idempotency-Key.
+	ID          string `gorm:"primaryKey"`
+	Tenant      string
+	UserID      string
+	Application string
+	// Fingerprint is what the Idempotency-Key stands for (the user, the
+	// application and the body).
+	Fingerprint string
+	// Services are the services of its jobs, space-separated.
+	Services string
+	// Total is how many jobs it created.
+	Total int
+	// Refused is the items refused, as the API listed them (JSON).
+	Refused string
+	// Webhook is where batch.completed goes (a jobs.Webhook, JSON); ""
+	// without one.
+	Webhook           string
+	CreatedAt         time.Time
+	CancelRequestedAt *time.Time
+	// CompletedAt is set once every job finished (FinishBatches).
+	CompletedAt *time.Time
+	// WebhookState is "" without a webhook or before the batch finished,
+	// then a NotificationPending, NotificationDelivered or
+	// NotificationFailed.
+	WebhookState         string
+	WebhookAttempts      int
+	WebhookNextAttemptAt *time.Time
+	WebhookError         string
+	UpdatedAt            time.Time
+}
+
+// TableName is the table batches live in.
+func (Batch) TableName() string { return "batches" }
+
+// batchInsertSize is how many rows one INSERT of CreateBatch carries,
+// below both databases' limits on bound parameters.
+const batchInsertSize = 250
+
+// CreateBatch records a batch with its jobs and their starts in one
+// transaction. It returns false, and writes nothing, when a batch with its
+// id exists already (the same Idempotency-Key).
+func (s *Store) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Record, starts []*JobStart) (bool, error) {
+	b.CreatedAt = b.CreatedAt.UTC().Truncate(time.Microsecond)
+	b.UpdatedAt = b.CreatedAt
+	for i, job := range records {
+		job.BatchID = b.ID
+		starts[i].JobID, starts[i].Tenant = job.ID, job.Tenant
+		starts[i].NextAttemptAt = starts[i].NextAttemptAt.UTC().Truncate(time.Microsecond)
+		starts[i].CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
+	}
+	created := false
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		created = false
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(b)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		if len(records) > 0 {
+			if err := tx.CreateInBatches(records, batchInsertSize).Error; err != nil {
+				return err
+			}
+			if err := tx.CreateInBatches(starts, batchInsertSize).Error; err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
+	})
+	return created, err
+}
+
+// GetBatch reads one batch.
+func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
+	return take[Batch](s.db.WithContext(ctx).Where("id = ?", id))
+}
+
+// BatchCounts counts a batch's jobs by status.
+func (s *Store) BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error) {
+	var rows []struct {
+		Status jobs.Status
+		N      int
+	}
+	err := s.db.WithContext(ctx).Table("jobs").Select("status, COUNT(*) AS n").
+		Where("batch_id = ?", id).Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[jobs.Status]int, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// LastBatchCompletion is when the last of a batch's jobs finished; nil
+// when none did.
+func (s *Store) LastBatchCompletion(ctx context.Context, id string) (*time.Time, error) {
+	var rows []jobs.Record
+	err := s.db.WithContext(ctx).Select("completed_at").Where("batch_id = ? AND completed_at IS NOT NULL", id).
+		Order("completed_at DESC").Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return rows[0].CompletedAt, nil
+}
+
+// BatchJobs reads up to limit of a batch's jobs with an id after after,
+// in id order: the finished ones, or those not finished.
+func (s *Store) BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error) {
+	statuses := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing}
+	if finished {
+		statuses = []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed}
+	}
+	var out []jobs.Record
+	err := s.db.WithContext(ctx).Where("batch_id = ? AND status IN ? AND id > ?", id, statuses, after).
+		Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// RequestBatchCancel records that a batch's cancellation was asked for, at
+// now unless it was before, and returns the batch.
+func (s *Store) RequestBatchCancel(ctx context.Context, id string, now time.Time) (*Batch, error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	err := s.db.WithContext(ctx).Model(&Batch{}).Where("id = ? AND cancel_requested_at IS NULL", id).
+		Updates(map[string]any{"cancel_requested_at": now, "updated_at": now}).Error
+	if err != nil {
+		return nil, err
+	}
+	return s.GetBatch(ctx, id)
+}
+
+// FailUnstartedBatchJobs fails, with code and message, the jobs of a batch
+// whose workflow no dispatcher has taken: pending, with a start in the
+// outbox that is due (a start being made holds a lease). Each start leaves
+// the outbox in the same transaction. It returns how many jobs it failed.
+func (s *Store) FailUnstartedBatchJobs(ctx context.Context, id, code, message string, now time.Time) (int, error) {
+	failed := 0
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		failed = 0
+		q := tx.Table("job_starts").Select("job_starts.job_id").
+			Joins("JOIN jobs ON jobs.id = job_starts.job_id").
+			Where("jobs.batch_id = ? AND jobs.status = ? AND job_starts.next_attempt_at <= ?", id, jobs.StatusPending, now.UTC())
+		if s.dialect == "postgres" {
+			// Starts a dispatcher is claiming are skipped: they start.
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "job_starts"},
+				Options: clause.LockingOptionsSkipLocked})
+		}
+		var ids []string
+		if err := q.Pluck("job_starts.job_id", &ids).Error; err != nil {
+			return err
+		}
+		for _, jobID := range ids {
+			if err := s.failPending(tx, jobID, code, message, now); err != nil {
+				return err
+			}
+		}
+		for start := 0; start < len(ids); start += jobStatesChunk {
+			chunk := ids[start:min(start+jobStatesChunk, len(ids))]
+			if err := tx.Where("job_id IN ?", chunk).Delete(&JobStart{}).Error; err != nil {
+				return err
+			}
+		}
+		failed = len(ids)
+		return nil
+	})
+	return failed, err
+}
+
+// FinishBatches marks the open batches whose jobs all finished as
+// completed, at their last job's completion, and queues the batch.completed
+// event of those with a webhook, due at now (webhook_state pending; the
+// due time of the others is never read). It returns how many it marked.
+func (s *Store) FinishBatches(ctx context.Context, now time.Time) (int64, error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	res := s.db.WithContext(ctx).Exec(`UPDATE batches SET
+		completed_at = COALESCE((SELECT MAX(jobs.completed_at) FROM jobs WHERE jobs.batch_id = batches.id), ?),
+		webhook_state = CASE WHEN webhook <> '' THEN ? ELSE '' END,
+		webhook_next_attempt_at = ?,
+		updated_at = ?
+		WHERE completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM jobs
+			WHERE jobs.batch_id = batches.id AND jobs.status IN (?, ?))`,
+		now, NotificationPending, now, now, jobs.StatusPending, jobs.StatusProcessing)
+	return res.RowsAffected, res.Error
+}
+
+// DueBatchWebhooks lists up to limit batches whose batch.completed event
+// is due at now, oldest first.
+func (s *Store) DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]Batch, error) {
+	var out []Batch
+	err := s.db.WithContext(ctx).Where("webhook_state = ? AND webhook_next_attempt_at <= ?", NotificationPending, now.UTC()).
+		Order("webhook_next_attempt_at").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// RecordBatchWebhook records an attempt to deliver batch id's
+// batch.completed event.
+func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a BudgetNotificationAttempt) error {
+	updates := map[string]any{"webhook_state": a.State, "webhook_attempts": gorm.Expr("webhook_attempts + 1"),
+		"webhook_error": a.Error, "updated_at": microsNow()}
+	if a.State == NotificationPending {
+		updates["webhook_next_attempt_at"] = a.Next.UTC()
+	}
+	return s.db.WithContext(ctx).Model(&Batch{}).Where("id = ? AND webhook_state = ?", id, NotificationPending).
+		Updates(updates).Error
+}

@@ -1,0 +1,156 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// newBatch is a batch of n new jobs, created at now, with their starts
+// due at now.
+func newBatch(n int, now time.Time, webhook string) (*store.Batch, []*jobs.Record, []*store.JobStart) {
+	b := &store.Batch{ID: uuid.NewString(), Tenant: "acme", UserID: "alice", Fingerprint: "f", Services: "transcriptions",
+		Total: n, Refused: "[]", Webhook: webhook, CreatedAt: now}
+	records := make([]*jobs.Record, n)
+	starts := make([]*store.JobStart, n)
+	for i := range records {
+		records[i] = newJob()
+		records[i].CreatedAt = now
+		records[i].CustomID = fmt.Sprintf("item-%04d", i)
+		starts[i] = &store.JobStart{Input: "{}", NextAttemptAt: now}
+	}
+	return b, records, starts
+}
+
+func TestCreateBatchRecordsItsJobsAndStarts(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		b, records, starts := newBatch(600, now, "")
+		began := time.Now()
+		created, err := s.CreateBatch(ctx, b, records, starts)
+		took := time.Since(began)
+		require.NoError(t, err)
+		require.True(t, created)
+		t.Logf("%s: 600 jobs and starts recorded in %s", s.Dialect(), took)
+
+		got, err := s.GetBatch(ctx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, 600, got.Total)
+		require.Nil(t, got.CompletedAt)
+		counts, err := s.BatchCounts(ctx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, map[jobs.Status]int{jobs.StatusPending: 600}, counts)
+		n, err := s.CountJobStarts(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 600, n)
+		job, err := s.GetJob(ctx, records[7].ID)
+		require.NoError(t, err)
+		require.Equal(t, b.ID, job.BatchID)
+		require.Equal(t, "item-0007", job.CustomID)
+
+		// Listed by batch, with its total.
+		page, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme", Batch: b.ID}, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, page, 10)
+		require.EqualValues(t, 600, total)
+
+		// The same id again writes nothing.
+		again, records2, starts2 := newBatch(3, now, "")
+		again.ID = b.ID
+		created, err = s.CreateBatch(ctx, again, records2, starts2)
+		require.NoError(t, err)
+		require.False(t, created)
+		_, err = s.GetJob(ctx, records2[0].ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+func TestBatchCancelAndFinish(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		b, records, starts := newBatch(4, now, `{"url":"https://hooks.example.com/b"}`)
+		// Item 3's start is leased by a dispatcher: it is starting.
+		starts[3].NextAttemptAt = now.Add(time.Minute)
+		created, err := s.CreateBatch(ctx, b, records, starts)
+		require.NoError(t, err)
+		require.True(t, created)
+
+		// Item 0 finished, item 1 runs.
+		done := *records[0]
+		done.Status, done.Revision, done.Result = jobs.StatusCompleted, 2, `{"text":"ok"}`
+		finishedAt := now.Add(time.Second)
+		done.CompletedAt = &finishedAt
+		require.NoError(t, s.SaveJob(ctx, &done))
+		running := *records[1]
+		running.Status, running.Revision = jobs.StatusProcessing, 1
+		require.NoError(t, s.SaveJob(ctx, &running))
+		require.NoError(t, s.DeleteJobStarts(ctx, []string{records[0].ID, records[1].ID}))
+
+		marked, err := s.FinishBatches(ctx, now)
+		require.NoError(t, err)
+		require.Zero(t, marked, "jobs run")
+
+		got, err := s.RequestBatchCancel(ctx, b.ID, now)
+		require.NoError(t, err)
+		require.NotNil(t, got.CancelRequestedAt)
+		failed, err := s.FailUnstartedBatchJobs(ctx, b.ID, jobs.CodeCancelled, "cancelled", now.Add(2*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, failed, "item 2 only: 0 and 1 left pending, 3 is leased")
+		job, err := s.GetJob(ctx, records[2].ID)
+		require.NoError(t, err)
+		require.Equal(t, jobs.StatusFailed, job.Status)
+		require.Equal(t, jobs.CodeCancelled, job.ErrorCode)
+		_, err = s.GetJobStart(ctx, records[2].ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = s.GetJobStart(ctx, records[3].ID)
+		require.NoError(t, err)
+
+		unfinished, err := s.BatchJobs(ctx, b.ID, false, "", 10)
+		require.NoError(t, err)
+		require.Len(t, unfinished, 2)
+		finished, err := s.BatchJobs(ctx, b.ID, true, "", 10)
+		require.NoError(t, err)
+		require.Len(t, finished, 2)
+		last, err := s.LastBatchCompletion(ctx, b.ID)
+		require.NoError(t, err)
+		require.True(t, last.Equal(now.Add(2*time.Second)), "last completion %v", last)
+
+		// The rest end: the sweep marks the batch and queues its event once.
+		for _, r := range records[1:2] {
+			end := *r
+			end.Status, end.Revision, end.ErrorCode = jobs.StatusFailed, 5, jobs.CodeCancelled
+			end.CompletedAt = &finishedAt
+			require.NoError(t, s.SaveJob(ctx, &end))
+		}
+		require.NoError(t, s.FailJobStart(ctx, records[3].ID, jobs.CodeCancelled, "cancelled", now.Add(3*time.Second)))
+		marked, err = s.FinishBatches(ctx, now.Add(4*time.Second))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, marked)
+		marked, err = s.FinishBatches(ctx, now.Add(5*time.Second))
+		require.NoError(t, err)
+		require.Zero(t, marked)
+		got, err = s.GetBatch(ctx, b.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.CompletedAt)
+		require.True(t, got.CompletedAt.Equal(now.Add(3*time.Second)), "completed_at %v", got.CompletedAt)
+
+		due, err := s.DueBatchWebhooks(ctx, now.Add(4*time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, due, 1)
+		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, store.BudgetNotificationAttempt{State: store.NotificationDelivered}))
+		due, err = s.DueBatchWebhooks(ctx, now.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Empty(t, due)
+		got, err = s.GetBatch(ctx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.NotificationDelivered, got.WebhookState)
+		require.Equal(t, 1, got.WebhookAttempts)
+	})
+}
