@@ -111,6 +111,9 @@ type Config struct {
 	// its tenant's budgets (docs/api.md, Budgets); nil: jobs are reserved
 	// by their workflow only.
 	Budgets *budgets.Reserver
+	// Batches records and cancels batches (docs/api.md, Batches); nil
+	// takes Jobs when it is one, else batches are refused.
+	Batches BatchStore
 	Logger  *slog.Logger // default slog.Default()
 	Now     func() time.Time
 }
@@ -147,6 +150,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if err := errors.Join(missing...); err != nil {
 		return nil, err
+	}
+	if cfg.Batches == nil {
+		cfg.Batches, _ = cfg.Jobs.(BatchStore)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -110,7 +110,7 @@ func llmTask(t *testing.T) jobops.SubmitRequest {
 	require.True(t, ok)
 	parsed, err := spec.Parse(input, nil)
 	require.NoError(t, err)
-	return jobops.SubmitRequest{Service: svc, Tenant: "acme", User: "alice", Body: []byte("body"), Input: input, Parsed: parsed}
+	return jobops.SubmitRequest{Service: svc, Requester: jobops.Requester{Tenant: "acme", User: "alice", Body: []byte("body")}, Input: input, Parsed: parsed}
 }
 
 func TestNewRequiresEveryDependency(t *testing.T) {

@@ -43,15 +43,14 @@ const (
 // take them.
 const serviceDisabled = "disabled"
 
-// SubmitRequest is a job to accept: who asks for it, and its attributes,
-// validated (the API's request parsing).
-type SubmitRequest struct {
-	Service     jobs.Service
+// Requester is who asks for a job or a batch, and the request as sent.
+type Requester struct {
 	Tenant      string
 	User        string
 	Application string
 	// IdempotencyKey, when set, makes a repeat of the request answer with
-	// the job the first one created (docs/api.md, Cancel and idempotency).
+	// the job or batch the first one created (docs/api.md, Cancel and
+	// idempotency; Batches).
 	IdempotencyKey string
 	// Body is the request as the client sent it, byte for byte: with User
 	// and Application, what an IdempotencyKey stands for.
@@ -59,6 +58,13 @@ type SubmitRequest struct {
 	// Received is when the request was read; the Dispatcher paces starts
 	// by how long accepting jobs takes. Zero: not measured.
 	Received time.Time
+}
+
+// SubmitRequest is a job to accept: who asks for it, and its attributes,
+// validated (the API's request parsing).
+type SubmitRequest struct {
+	Requester
+	Service jobs.Service
 
 	Input   json.RawMessage
 	Options json.RawMessage
@@ -77,26 +83,7 @@ type SubmitRequest struct {
 // IdempotencyKey, a repeat of an earlier request returns the earlier job,
 // and another request with the key is ErrIdempotencyKeyReused.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, error) {
-	if err := s.checkURLs(ctx, req); err != nil {
-		return nil, err
-	}
-	tenant, err := s.checkTenantAccess(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkRouting(ctx, req); err != nil {
-		return nil, err
-	}
-	if err := s.cfg.Backlog.check(req.Tenant); err != nil {
-		return nil, err
-	}
-	in := submission(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
-	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
-		in.FairnessWeight = w
-	}
-	in.Budgeted = budgets.Applies(tenant, req.Application)
-	// Sized before the key is claimed: a refused request uses up no key.
-	input, err := encode(in)
+	in, input, tenant, err := s.prepare(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -115,21 +102,67 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	}
 	// Counted after the key is claimed: a replay of an accepted request
 	// returned above without using up the tenant's rate.
-	if err := s.reserveTenantCreate(ctx, req.Tenant); err != nil {
-		return nil, err
-	}
-	if err := s.reserveBudget(ctx, req, tenant, in); err != nil {
+	if err := s.admit(ctx, req, tenant, in); err != nil {
 		return nil, err
 	}
 	job, err := s.record(ctx, req, in, input)
-	if err != nil && in.Budgeted && s.cfg.Budgets != nil {
-		// Not recorded: the reservation is given back. Had the job been
-		// recorded after all, its workflow reserves it again.
-		if rerr := s.cfg.Budgets.Release(context.WithoutCancel(ctx), in.JobID); rerr != nil {
-			s.cfg.Logger.Error("release the budget of a job not recorded", "job", in.JobID, "error", rerr)
-		}
+	if err != nil {
+		s.release(ctx, in)
 	}
 	return job, err
+}
+
+// prepare checks what a create asks for, as Submit and SubmitBatch do for
+// each job: its URLs, the tenant's access, the service's status, the
+// job's provider or policy, and the backlog of starts. It returns the job's submission under jobID,
+// created at now, encoded as its start records it, and the tenant's record
+// (nil without one).
+func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, now time.Time) (jobs.Submission, []byte, *store.Tenant, error) {
+	if err := s.checkURLs(ctx, req); err != nil {
+		return jobs.Submission{}, nil, nil, err
+	}
+	tenant, err := s.checkTenantAccess(ctx, req)
+	if err != nil {
+		return jobs.Submission{}, nil, nil, err
+	}
+	if err := s.checkRouting(ctx, req); err != nil {
+		return jobs.Submission{}, nil, nil, err
+	}
+	if err := s.cfg.Backlog.check(req.Tenant); err != nil {
+		return jobs.Submission{}, nil, nil, err
+	}
+	in := submission(ctx, req, jobID, now)
+	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
+		in.FairnessWeight = w
+	}
+	in.Budgeted = budgets.Applies(tenant, req.Application)
+	// Sized before an Idempotency-Key is claimed: a refused request uses
+	// up no key.
+	input, err := encode(in)
+	if err != nil {
+		return jobs.Submission{}, nil, nil, err
+	}
+	return in, input, tenant, nil
+}
+
+// admit counts a job against its tenant's create rate and reserves it
+// against the tenant's budgets.
+func (s *Service) admit(ctx context.Context, req SubmitRequest, tenant *store.Tenant, in jobs.Submission) error {
+	if err := s.reserveTenantCreate(ctx, req.Tenant); err != nil {
+		return err
+	}
+	return s.reserveBudget(ctx, req, tenant, in)
+}
+
+// release gives back the budget reserved for a job that was not recorded.
+// Had the job been recorded after all, its workflow reserves it again.
+func (s *Service) release(ctx context.Context, in jobs.Submission) {
+	if !in.Budgeted || s.cfg.Budgets == nil {
+		return
+	}
+	if err := s.cfg.Budgets.Release(context.WithoutCancel(ctx), in.JobID); err != nil {
+		s.cfg.Logger.Error("release the budget of a job not recorded", "job", in.JobID, "error", err)
+	}
 }
 
 // reserveBudget reserves a job whose estimate is known now against its
