@@ -1,14 +1,11 @@
 package budgets
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/metrics"
@@ -110,10 +107,17 @@ func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, 
 // retry schedules the next attempt, or gives the event up after
 // GiveUpAfter.
 func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.BudgetNotificationAttempt {
-	wait := firstRetry << min(event.Attempts, 10)
+	return Retry(event.Attempts, event.CreatedAt, now, err)
+}
+
+// Retry is what follows a failed attempt at an event of the store's
+// queues, created at created and tried attempts times before: the next
+// attempt, backing off from 10 s to an hour, or none after GiveUpAfter.
+func Retry(attempts int, created, now time.Time, err error) store.BudgetNotificationAttempt {
+	wait := firstRetry << min(attempts, 10)
 	wait = min(wait, maxRetry)
 	next := now.Add(wait)
-	if next.After(event.CreatedAt.Add(GiveUpAfter)) {
+	if next.After(created.Add(GiveUpAfter)) {
 		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
 	}
 	return store.BudgetNotificationAttempt{State: store.NotificationPending, Next: next, Error: err.Error()}
@@ -125,23 +129,7 @@ func (n *Notifier) send(ctx context.Context, target, id string, body []byte, now
 	if client == nil {
 		client = netguard.NewClient(false, 10*time.Second)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", n.Signer.Sign(id, now, body))
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("the receiver answered %d", resp.StatusCode)
-	}
-	return nil
+	return webhooksign.Post(ctx, client, n.Signer, target, id, nil, body, now)
 }
 
 // eventOf is the body of a queued event.

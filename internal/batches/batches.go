@@ -1,0 +1,218 @@
+// Package batches shows batches of jobs (docs/api.md, Batches) and
+// delivers their batch.completed events: a housekeeping sweep marks the
+// batches whose jobs all finished, and sends the event of each that has a
+// webhook, signed like job webhooks.
+package batches
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Batch statuses (docs/api.md, Batches).
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusCancelling = "cancelling"
+	StatusCancelled  = "cancelled"
+)
+
+// EventCompleted is the event sent once every job of a batch finished.
+const EventCompleted = "batch.completed"
+
+// Document is a batch as responses and its event show it.
+type Document struct {
+	ID         string     `json:"id"`
+	Type       string     `json:"type"`
+	Attributes Attributes `json:"attributes"`
+	Links      Links      `json:"links"`
+}
+
+// Attributes are a batch's attributes.
+type Attributes struct {
+	Tenant   string         `json:"tenant"`
+	UserID   string         `json:"user_id"`
+	Status   string         `json:"status"`
+	Counts   map[string]int `json:"counts"`
+	Services []string       `json:"services"`
+	// Refused are the items refused at creation, as they were listed.
+	Refused           json.RawMessage `json:"refused"`
+	Webhook           bool            `json:"webhook"`
+	CreatedAt         time.Time       `json:"created_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	CompletedAt       *time.Time      `json:"completed_at"`
+}
+
+// Links are where a batch's jobs and results are read.
+type Links struct {
+	Jobs    string `json:"jobs"`
+	Results string `json:"results"`
+}
+
+// Reader reads what a batch's document shows.
+type Reader interface {
+	BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error)
+	LastBatchCompletion(ctx context.Context, id string) (*time.Time, error)
+}
+
+// Show renders batch b with its counts now.
+func Show(ctx context.Context, r Reader, b *store.Batch) (Document, error) {
+	byStatus, err := r.BatchCounts(ctx, b.ID)
+	if err != nil {
+		return Document{}, err
+	}
+	counts := map[string]int{"total": b.Total}
+	unfinished := 0
+	for _, s := range jobs.Statuses() {
+		counts[string(s)] = byStatus[s]
+		if !s.Terminal() {
+			unfinished += byStatus[s]
+		}
+	}
+	attrs := Attributes{Tenant: b.Tenant, UserID: b.UserID, Counts: counts, Services: strings.Fields(b.Services),
+		Refused: json.RawMessage("[]"), Webhook: b.Webhook != "", CreatedAt: b.CreatedAt.UTC(),
+		CancelRequestedAt: utc(b.CancelRequestedAt), CompletedAt: utc(b.CompletedAt)}
+	if b.Refused != "" {
+		attrs.Refused = json.RawMessage(b.Refused)
+	}
+	var refused []json.RawMessage
+	if err := json.Unmarshal(attrs.Refused, &refused); err != nil {
+		return Document{}, err
+	}
+	counts["refused"] = len(refused)
+	switch {
+	case unfinished > 0 && b.CancelRequestedAt != nil:
+		attrs.Status = StatusCancelling
+	case unfinished > 0:
+		attrs.Status = StatusInProgress
+	case b.CancelRequestedAt != nil:
+		attrs.Status = StatusCancelled
+	default:
+		attrs.Status = StatusCompleted
+	}
+	if unfinished == 0 && attrs.CompletedAt == nil {
+		// Finished before the sweep marked it: when its last job did.
+		last, err := r.LastBatchCompletion(ctx, b.ID)
+		if err != nil {
+			return Document{}, err
+		}
+		attrs.CompletedAt = utc(last)
+	}
+	return Document{ID: b.ID, Type: "batch", Attributes: attrs, Links: Links{
+		Jobs: "/v1/jobs?filter[batch]=" + b.ID, Results: "/v1/batches/" + b.ID + "/results"}}, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Event is the body of a batch.completed event.
+type Event struct {
+	Event string   `json:"event"`
+	Data  Document `json:"data"`
+}
+
+// notifyBatch is how many events one round sends at most.
+const notifyBatch = 100
+
+// NotifierStore is what a Notifier needs of the store.
+type NotifierStore interface {
+	Reader
+	FinishBatches(ctx context.Context, now time.Time) (int64, error)
+	DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]store.Batch, error)
+	RecordBatchWebhook(ctx context.Context, id string, a store.BudgetNotificationAttempt) error
+}
+
+// Notifier marks finished batches and delivers their batch.completed
+// events, with the same webhook-id on every attempt.
+type Notifier struct {
+	Store NotifierStore
+	// Signer signs the events; nil gives every event up.
+	Signer *webhooksign.Signer
+	// Client sends them (default: public addresses only).
+	Client *http.Client
+	Logger *slog.Logger
+}
+
+// Deliver marks the batches that finished by now and makes one attempt
+// at every event due; it returns how many events were delivered.
+func (n *Notifier) Deliver(ctx context.Context, now time.Time) (int, error) {
+	if _, err := n.Store.FinishBatches(ctx, now); err != nil {
+		return 0, err
+	}
+	due, err := n.Store.DueBatchWebhooks(ctx, now, notifyBatch)
+	if err != nil {
+		return 0, err
+	}
+	delivered := 0
+	for i := range due {
+		attempt := n.attempt(ctx, &due[i], now)
+		if err := n.Store.RecordBatchWebhook(ctx, due[i].ID, attempt); err != nil {
+			return delivered, err
+		}
+		switch attempt.State {
+		case store.NotificationDelivered:
+			delivered++
+		case store.NotificationFailed:
+			n.logger().Warn("batch.completed event given up", "batch", due[i].ID, "tenant", due[i].Tenant,
+				"attempts", due[i].WebhookAttempts+1, "error", attempt.Error)
+		}
+	}
+	return delivered, nil
+}
+
+func (n *Notifier) logger() *slog.Logger {
+	if n.Logger == nil {
+		return slog.Default()
+	}
+	return n.Logger
+}
+
+// attempt sends b's event once and says what comes next.
+func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) store.BudgetNotificationAttempt {
+	failed := func(err error) store.BudgetNotificationAttempt {
+		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+	}
+	if n.Signer == nil {
+		return failed(errors.New("no webhook signing secret is configured"))
+	}
+	var hook jobs.Webhook
+	if err := json.Unmarshal([]byte(b.Webhook), &hook); err != nil {
+		return failed(err)
+	}
+	doc, err := Show(ctx, n.Store, b)
+	if err != nil {
+		return budgets.Retry(b.WebhookAttempts, *b.CompletedAt, now, err)
+	}
+	body, err := json.Marshal(Event{Event: EventCompleted, Data: doc})
+	if err != nil {
+		return failed(err)
+	}
+	client := n.Client
+	if client == nil {
+		client = netguard.NewClient(false, 10*time.Second)
+	}
+	err = webhooksign.Post(ctx, client, n.Signer, hook.URL, "msg_batch_"+b.ID, hook.Headers, body, now)
+	switch {
+	case err == nil:
+		return store.BudgetNotificationAttempt{State: store.NotificationDelivered}
+	case errors.Is(err, netguard.ErrForbiddenAddress):
+		return failed(errors.New("the webhook URL is not a public address"))
+	}
+	return budgets.Retry(b.WebhookAttempts, *b.CompletedAt, now, err)
+}
