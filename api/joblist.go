@@ -18,7 +18,7 @@ import (
 )
 
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
-var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status"}
+var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch"}
 
 // jobLister lists jobs.
 type jobLister interface {
@@ -145,6 +145,8 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 			f.Service = jobs.ServiceID(value)
 		case "provider":
 			f.Provider = value
+		case "batch":
+			f.Batch = strings.ToLower(value)
 		case "status":
 			status := jobs.Status(value)
 			if !status.Valid() {

@@ -80,23 +80,9 @@ func (h jobsHandler) create(svc jobs.Service) gin.HandlerFunc {
 // submitRequest reads a create request: the caller's identity, the
 // X-Application and Idempotency-Key headers and the body.
 func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, error) {
-	tenant, user, err := auth.EffectiveIdentity(c)
+	by, err := creatorOf(c)
 	if err != nil {
 		return nil, err
-	}
-	if tenant == "" {
-		return nil, apierror.Forbidden("the token carries no tenant_id claim; jobs belong to a tenant")
-	}
-	application := c.GetHeader("X-Application")
-	if err := validApplication(application); err != nil {
-		return nil, err
-	}
-	idempotencyKey := c.GetHeader("Idempotency-Key")
-	if len(idempotencyKey) > 255 {
-		return nil, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be at most 255 characters")
-	}
-	if strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-		return nil, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be printable ASCII")
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -109,9 +95,33 @@ func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, err
 	if err != nil {
 		return nil, err
 	}
-	req.Service, req.Tenant, req.User, req.Application = svc, tenant, user, application
-	req.IdempotencyKey, req.Body, req.Received = idempotencyKey, body, received
+	req.Service, req.Requester = svc, by
+	req.Body, req.Received = body, received
 	return req, nil
+}
+
+// creatorOf reads who asks for a create (a job's or a batch's): the
+// caller's identity and the X-Application and Idempotency-Key headers.
+func creatorOf(c *gin.Context) (jobops.Requester, error) {
+	tenant, user, err := auth.EffectiveIdentity(c)
+	if err != nil {
+		return jobops.Requester{}, err
+	}
+	if tenant == "" {
+		return jobops.Requester{}, apierror.Forbidden("the token carries no tenant_id claim; jobs belong to a tenant")
+	}
+	application := c.GetHeader("X-Application")
+	if err := validApplication(application); err != nil {
+		return jobops.Requester{}, err
+	}
+	idempotencyKey := c.GetHeader("Idempotency-Key")
+	if len(idempotencyKey) > 255 {
+		return jobops.Requester{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be at most 255 characters")
+	}
+	if strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+		return jobops.Requester{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be printable ASCII")
+	}
+	return jobops.Requester{Tenant: tenant, User: user, Application: application, IdempotencyKey: idempotencyKey}, nil
 }
 
 // refusals are the statuses and codes of jobops' refusals (docs/api.md,

@@ -8,6 +8,7 @@
 //   - results.go: resultsHandler, a job's result
 //   - events.go: eventsHandler, a job's event stream
 //   - joblist.go: jobListing, GET /v1/jobs
+//   - batches.go: batchesHandler, batches of jobs
 //   - usage.go: usageHandler, GET /v1/usage
 //   - catalog.go: catalogHandler, services and providers
 //   - statuses.go: statusesHandler, their status updates
@@ -138,6 +139,10 @@ type Config struct {
 	// loopback peer: gateway dev's embedded Temporal UI, which has no
 	// login. serve leaves it empty.
 	CodecOpenOrigins []string
+	// Batches reads batches (docs/api.md, Batches); nil takes Store when
+	// it is one. Without it, or with Jobs no BatchOps, /v1/batches
+	// answers 404.
+	Batches BatchReader
 	// RetentionDefaults is the deployment's retention, for tenants that set
 	// none (docs/api.md, Tenants).
 	RetentionDefaults store.RetentionDefaults
@@ -224,7 +229,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		r.Use(otelgin.Middleware("ai-job-gateway"))
 	}
 	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
-		vendorcallback.Path: CallbackMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
+		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 	}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
@@ -267,6 +272,13 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	catalogHandler{catalog: cfg.Catalog, statuses: cfg.Statuses, breakers: cfg.Breakers}.routes(v1)
 	if cfg.Breakers != nil {
 		breakersHandler{catalog: cfg.Catalog, breakers: cfg.Breakers}.routes(v1)
+	}
+	batches := cfg.Batches
+	if batches == nil {
+		batches, _ = cfg.Store.(BatchReader)
+	}
+	if ops, ok := cfg.Jobs.(BatchOps); ok && batches != nil {
+		batchesHandler{ops: ops, batches: batches, views: views, logger: cfg.Logger}.routes(v1)
 	}
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
 	usageHandler{usage: cfg.Usage, tenants: cfg.Tenants, now: cfg.Now}.routes(v1)

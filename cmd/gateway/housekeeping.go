@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/batches"
 	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/housekeeping"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
@@ -58,6 +59,10 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 	)
 	if notifier != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "budget_notifications", Every: budgetNotificationsEvery, Shared: true, Run: notifier.Deliver})
+		// Batches that finished, and their batch.completed events, signed
+		// and sent as budget.threshold events are (docs/api.md, Batches).
+		batchNotifier := &batches.Notifier{Store: st, Signer: notifier.Signer, Client: notifier.Client, Logger: logger}
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "batches", Every: budgetNotificationsEvery, Shared: true, Run: batchNotifier.Deliver})
 	}
 	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
 }

@@ -41,7 +41,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	t.Cleanup(func() { _ = files.Close() })
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
 	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications"}, shared)
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches"}, shared)
 
 	m := metrics.New()
 	housekeeper(acts, st, &budgets.Notifier{Store: st}, m, slog.Default()).RunDue(ctx, time.Now())
@@ -49,7 +49,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
-	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "scratch"} {
+	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches", "scratch"} {
 		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
 	}
 }
