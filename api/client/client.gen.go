@@ -18,6 +18,60 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BatchAttributesStatus.
+const (
+	BatchAttributesStatusCancelled  BatchAttributesStatus = "cancelled"
+	BatchAttributesStatusCancelling BatchAttributesStatus = "cancelling"
+	BatchAttributesStatusCompleted  BatchAttributesStatus = "completed"
+	BatchAttributesStatusInProgress BatchAttributesStatus = "in_progress"
+)
+
+// Valid indicates whether the value is a known member of the BatchAttributesStatus enum.
+func (e BatchAttributesStatus) Valid() bool {
+	switch e {
+	case BatchAttributesStatusCancelled:
+		return true
+	case BatchAttributesStatusCancelling:
+		return true
+	case BatchAttributesStatusCompleted:
+		return true
+	case BatchAttributesStatusInProgress:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchType.
+const (
+	BatchTypeBatch BatchType = "batch"
+)
+
+// Valid indicates whether the value is a known member of the BatchType enum.
+func (e BatchType) Valid() bool {
+	switch e {
+	case BatchTypeBatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchRefusedErrorCode.
+const (
+	BatchRefusedErrorCodeBATCHREFUSED BatchRefusedErrorCode = "BATCH_REFUSED"
+)
+
+// Valid indicates whether the value is a known member of the BatchRefusedErrorCode enum.
+func (e BatchRefusedErrorCode) Valid() bool {
+	switch e {
+	case BatchRefusedErrorCodeBATCHREFUSED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BreakerHealthForced.
 const (
 	BreakerHealthForcedAuto   BreakerHealthForced = "auto"
@@ -165,6 +219,45 @@ func (e CapabilityPricingUnit) Valid() bool {
 	}
 }
 
+// Defines values for CreateBatchDataType.
+const (
+	CreateBatchDataTypeBatch CreateBatchDataType = "batch"
+)
+
+// Valid indicates whether the value is a known member of the CreateBatchDataType enum.
+func (e CreateBatchDataType) Valid() bool {
+	switch e {
+	case CreateBatchDataTypeBatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateBatchItemType.
+const (
+	CreateBatchItemTypeLlmTaskJob       CreateBatchItemType = "llm-task-job"
+	CreateBatchItemTypeTranscriptionJob CreateBatchItemType = "transcription-job"
+	CreateBatchItemTypeTranslationJob   CreateBatchItemType = "translation-job"
+	CreateBatchItemTypeVideoAnalysisJob CreateBatchItemType = "video-analysis-job"
+)
+
+// Valid indicates whether the value is a known member of the CreateBatchItemType enum.
+func (e CreateBatchItemType) Valid() bool {
+	switch e {
+	case CreateBatchItemTypeLlmTaskJob:
+		return true
+	case CreateBatchItemTypeTranscriptionJob:
+		return true
+	case CreateBatchItemTypeTranslationJob:
+		return true
+	case CreateBatchItemTypeVideoAnalysisJob:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateLLMTaskDataType.
 const (
 	CreateLLMTaskDataTypeLlmTaskJob CreateLLMTaskDataType = "llm-task-job"
@@ -227,6 +320,7 @@ func (e CreateVideoAnalysisDataType) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
+	ErrorCodeBATCHREFUSED         ErrorCode = "BATCH_REFUSED"
 	ErrorCodeBUDGETEXCEEDED       ErrorCode = "BUDGET_EXCEEDED"
 	ErrorCodeCONFLICT             ErrorCode = "CONFLICT"
 	ErrorCodeFORBIDDEN            ErrorCode = "FORBIDDEN"
@@ -263,6 +357,8 @@ const (
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
+	case ErrorCodeBATCHREFUSED:
+		return true
 	case ErrorCodeBUDGETEXCEEDED:
 		return true
 	case ErrorCodeCONFLICT:
@@ -1306,6 +1402,82 @@ type AccessWrite map[string]*struct {
 	Enabled bool `json:"enabled"`
 }
 
+// Batch defines model for Batch.
+type Batch struct {
+	Attributes struct {
+		CancelRequestedAt *time.Time `json:"cancel_requested_at"`
+
+		// CompletedAt when the last job finished
+		CompletedAt *time.Time `json:"completed_at"`
+
+		// Counts total is the jobs created; the others count them by status now, and refused the items refused at creation
+		Counts struct {
+			Completed  int `json:"completed"`
+			Failed     int `json:"failed"`
+			Pending    int `json:"pending"`
+			Processing int `json:"processing"`
+			Refused    int `json:"refused"`
+			Total      int `json:"total"`
+		} `json:"counts"`
+		CreatedAt time.Time             `json:"created_at"`
+		Refused   []BatchItemError      `json:"refused"`
+		Services  []ServiceID           `json:"services"`
+		Status    BatchAttributesStatus `json:"status"`
+		Tenant    string                `json:"tenant"`
+		UserId    string                `json:"user_id"`
+
+		// Webhook whether batch.completed is sent
+		Webhook bool `json:"webhook"`
+	} `json:"attributes"`
+	Id    openapi_types.UUID `json:"id"`
+	Links struct {
+		Jobs    string `json:"jobs"`
+		Results string `json:"results"`
+	} `json:"links"`
+	Type BatchType `json:"type"`
+}
+
+// BatchAttributesStatus defines model for Batch.Attributes.Status.
+type BatchAttributesStatus string
+
+// BatchType defines model for Batch.Type.
+type BatchType string
+
+// BatchDocument defines model for BatchDocument.
+type BatchDocument struct {
+	Data Batch `json:"data"`
+}
+
+// BatchItemError defines model for BatchItemError.
+type BatchItemError struct {
+	CustomId string `json:"custom_id"`
+
+	// Error the error a single create of the item would have answered
+	Error struct {
+		Code    ErrorCode `json:"code"`
+		Message string    `json:"message"`
+	} `json:"error"`
+
+	// Index the item's index in items
+	Index int `json:"index"`
+
+	// Status the HTTP status a single create of the item would have answered
+	Status int `json:"status"`
+}
+
+// BatchRefused defines model for BatchRefused.
+type BatchRefused struct {
+	Error struct {
+		Code      BatchRefusedErrorCode `json:"code"`
+		Items     []BatchItemError      `json:"items"`
+		Message   string                `json:"message"`
+		RequestId *string               `json:"request_id,omitempty"`
+	} `json:"error"`
+}
+
+// BatchRefusedErrorCode defines model for BatchRefused.Error.Code.
+type BatchRefusedErrorCode string
+
 // BreakerHealth the provider's circuit breaker for the service (docs/providers.md, Circuit breakers)
 type BreakerHealth struct {
 	CallsInWindow       int `json:"calls_in_window"`
@@ -1461,6 +1633,39 @@ type Capability struct {
 
 // CapabilityPricingUnit defines model for Capability.Pricing.Unit.
 type CapabilityPricingUnit string
+
+// CreateBatch defines model for CreateBatch.
+type CreateBatch struct {
+	Data struct {
+		Attributes struct {
+			// Atomic true: one refused item refuses the whole batch (422 BATCH_REFUSED)
+			Atomic *bool             `json:"atomic,omitempty"`
+			Items  []CreateBatchItem `json:"items"`
+
+			// Webhook where the one batch.completed event goes
+			Webhook *Webhook `json:"webhook,omitempty"`
+		} `json:"attributes"`
+		Type CreateBatchDataType `json:"type"`
+	} `json:"data"`
+}
+
+// CreateBatchDataType defines model for CreateBatch.Data.Type.
+type CreateBatchDataType string
+
+// CreateBatchItem One job: custom_id and the data of a single create of its type
+// (type, attributes, meta), validated exactly as that create is.
+type CreateBatchItem struct {
+	// Attributes as the create of type takes them (CreateTranscription, CreateTranslation, CreateVideoAnalysis, CreateLLMTask)
+	Attributes map[string]interface{} `json:"attributes"`
+
+	// CustomId unique within the batch; names the item's line in the results
+	CustomId string              `json:"custom_id"`
+	Meta     *CreateJobMeta      `json:"meta,omitempty"`
+	Type     CreateBatchItemType `json:"type"`
+}
+
+// CreateBatchItemType defines model for CreateBatchItem.Type.
+type CreateBatchItemType string
 
 // CreateJobAttributes The attributes a job of any service takes; each service's Create
 // schema names its input and options. Its own schema, not a nested
@@ -2320,6 +2525,12 @@ type WebhookDeliveriesDataType string
 // Application defines model for Application.
 type Application = string
 
+// BatchID defines model for BatchID.
+type BatchID = string
+
+// BatchIdempotencyKey defines model for BatchIdempotencyKey.
+type BatchIdempotencyKey = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -2422,6 +2633,47 @@ type EncodePayloadsParams struct {
 // GetLiveness200JSONResponseBodyStatus defines parameters for GetLiveness.
 type GetLiveness200JSONResponseBodyStatus string
 
+// CreateBatchParams defines parameters for CreateBatch.
+type CreateBatchParams struct {
+	// IdempotencyKey names the batch; the same request again answers the same batch and creates no job twice (docs/api.md, Batches)
+	IdempotencyKey BatchIdempotencyKey `json:"Idempotency-Key"`
+
+	// XApplication the calling application, for application-scoped routing policies
+	XApplication *XApplication `json:"X-Application,omitempty"`
+
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+
+	// XEffectiveUserId act as this user (needs admin:cross-tenant)
+	XEffectiveUserId *XEffectiveUser `json:"X-Effective-User-Id,omitempty"`
+}
+
+// CreateBatch422JSONResponseBody defines parameters for CreateBatch.
+type CreateBatch422JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// GetBatchParams defines parameters for GetBatch.
+type GetBatchParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// CancelBatchParams defines parameters for CancelBatch.
+type CancelBatchParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// GetBatchResultsParams defines parameters for GetBatchResults.
+type GetBatchResultsParams struct {
+	// After a job id; only the lines after it
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // ListBudgetsParams defines parameters for ListBudgets.
 type ListBudgetsParams struct {
 	// FilterTenant super-admin only, and required of one
@@ -2434,13 +2686,16 @@ type ListBudgetsParams struct {
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
 	// FilterTenant needs admin:cross-tenant
-	FilterTenant   *string     `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
-	FilterUserId   *string     `form:"filter[user_id],omitempty" json:"filter[user_id],omitempty"`
-	FilterService  *ServiceID  `form:"filter[service],omitempty" json:"filter[service],omitempty"`
-	FilterProvider *string     `form:"filter[provider],omitempty" json:"filter[provider],omitempty"`
-	FilterStatus   *JobStatus  `form:"filter[status],omitempty" json:"filter[status],omitempty"`
-	PageNumber     *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
-	PageSize       *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
+	FilterTenant   *string    `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
+	FilterUserId   *string    `form:"filter[user_id],omitempty" json:"filter[user_id],omitempty"`
+	FilterService  *ServiceID `form:"filter[service],omitempty" json:"filter[service],omitempty"`
+	FilterProvider *string    `form:"filter[provider],omitempty" json:"filter[provider],omitempty"`
+	FilterStatus   *JobStatus `form:"filter[status],omitempty" json:"filter[status],omitempty"`
+
+	// FilterBatch a batch's id (docs/api.md, Batches)
+	FilterBatch *string     `form:"filter[batch],omitempty" json:"filter[batch],omitempty"`
+	PageNumber  *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
+	PageSize    *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
 
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
@@ -2878,6 +3133,9 @@ type DecodePayloadsJSONRequestBody = Payloads
 // EncodePayloadsJSONRequestBody defines body for EncodePayloads for application/json ContentType.
 type EncodePayloadsJSONRequestBody = Payloads
 
+// CreateBatchJSONRequestBody defines body for CreateBatch for application/json ContentType.
+type CreateBatchJSONRequestBody = CreateBatch
+
 // CreateLLMTaskJSONRequestBody defines body for CreateLLMTask for application/json ContentType.
 type CreateLLMTaskJSONRequestBody = CreateLLMTask
 
@@ -2978,6 +3236,68 @@ func (t BudgetLimit) MarshalJSON() ([]byte, error) {
 }
 
 func (t *BudgetLimit) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsError returns the union data inside the CreateBatch422JSONResponseBody as a Error
+func (t CreateBatch422JSONResponseBody) AsError() (Error, error) {
+	var body Error
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromError overwrites any union data inside the CreateBatch422JSONResponseBody as the provided Error
+func (t *CreateBatch422JSONResponseBody) FromError(v Error) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeError performs a merge with any union data inside the CreateBatch422JSONResponseBody, using the provided Error
+func (t *CreateBatch422JSONResponseBody) MergeError(v Error) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBatchRefused returns the union data inside the CreateBatch422JSONResponseBody as a BatchRefused
+func (t CreateBatch422JSONResponseBody) AsBatchRefused() (BatchRefused, error) {
+	var body BatchRefused
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBatchRefused overwrites any union data inside the CreateBatch422JSONResponseBody as the provided BatchRefused
+func (t *CreateBatch422JSONResponseBody) FromBatchRefused(v BatchRefused) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBatchRefused performs a merge with any union data inside the CreateBatch422JSONResponseBody, using the provided BatchRefused
+func (t *CreateBatch422JSONResponseBody) MergeBatchRefused(v BatchRefused) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CreateBatch422JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CreateBatch422JSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -3123,6 +3443,61 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBatchWithBody Create up to 1,000 jobs of any services
+	//
+	// Each item is validated and admitted (rate limits, budgets) as its
+	// single create would be, with that service's write scope; the items
+	// refused are listed, the others created, and their jobs start at the
+	// pace the workers take them. The Idempotency-Key is required: it
+	// names the batch, and the same request again answers the same batch
+	// (docs/api.md, Batches).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+	CreateBatchWithBody(ctx context.Context, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBatch Create up to 1,000 jobs of any services
+	//
+	// Each item is validated and admitted (rate limits, budgets) as its
+	// single create would be, with that service's write scope; the items
+	// refused are listed, the others created, and their jobs start at the
+	// pace the workers take them. The Idempotency-Key is required: it
+	// names the batch, and the same request again answers the same batch
+	// (docs/api.md, Batches).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+	CreateBatch(ctx context.Context, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatch Get a batch, its status and its jobs' counts
+	//
+	// needs the read scope of each service the batch's jobs are of.
+	//
+	// Corresponds with GET /v1/batches/{id} (the `GetBatch` operationId).
+	GetBatch(ctx context.Context, id BatchID, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelBatch Cancel a batch's jobs that are not finished
+	//
+	// Jobs not started yet fail with CANCELLED at once, running ones are
+	// cancelled as POST /v1/{resource}/{id}/cancel does; finished jobs
+	// keep their results. Needs the write scope of each service the
+	// batch's jobs are of.
+	//
+	// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
+	CancelBatch(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatchResults The finished jobs' results, one JSON line each
+	//
+	// Readable while the batch runs: one line per job finished so far,
+	// {custom_id, job_id, status, result} or {custom_id, job_id, status,
+	// error}, in job id order, streamed. after resumes after a job id.
+	// Needs the read scope of each service the batch's jobs are of.
+	//
+	// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
+	GetBatchResults(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListBudgets List the tenant's budgets with what each used this period
 	//
@@ -3834,6 +4209,111 @@ func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEd
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBatchWithBody Create up to 1,000 jobs of any services
+//
+// Each item is validated and admitted (rate limits, budgets) as its
+// single create would be, with that service's write scope; the items
+// refused are listed, the others created, and their jobs start at the
+// pace the workers take them. The Idempotency-Key is required: it
+// names the batch, and the same request again answers the same batch
+// (docs/api.md, Batches).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+func (c *Client) CreateBatchWithBody(ctx context.Context, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBatchRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBatch Create up to 1,000 jobs of any services
+//
+// Each item is validated and admitted (rate limits, budgets) as its
+// single create would be, with that service's write scope; the items
+// refused are listed, the others created, and their jobs start at the
+// pace the workers take them. The Idempotency-Key is required: it
+// names the batch, and the same request again answers the same batch
+// (docs/api.md, Batches).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+func (c *Client) CreateBatch(ctx context.Context, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBatchRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatch Get a batch, its status and its jobs' counts
+//
+// needs the read scope of each service the batch's jobs are of.
+//
+// Corresponds with GET /v1/batches/{id} (the `GetBatch` operationId).
+func (c *Client) GetBatch(ctx context.Context, id BatchID, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelBatch Cancel a batch's jobs that are not finished
+//
+// Jobs not started yet fail with CANCELLED at once, running ones are
+// cancelled as POST /v1/{resource}/{id}/cancel does; finished jobs
+// keep their results. Needs the write scope of each service the
+// batch's jobs are of.
+//
+// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
+func (c *Client) CancelBatch(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelBatchRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatchResults The finished jobs' results, one JSON line each
+//
+// Readable while the batch runs: one line per job finished so far,
+// {custom_id, job_id, status, result} or {custom_id, job_id, status,
+// error}, in job id order, streamed. after resumes after a job id.
+// Needs the read scope of each service the batch's jobs are of.
+//
+// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
+func (c *Client) GetBatchResults(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchResultsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5426,6 +5906,266 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCreateBatchRequest calls the generic CreateBatch builder with application/json body
+func NewCreateBatchRequest(server string, params *CreateBatchParams, body CreateBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBatchRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateBatchRequestWithBody constructs an http.Request for the CreateBatch method, with any body, and a specified content type
+func NewCreateBatchRequestWithBody(server string, params *CreateBatchParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.XApplication != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Application", *params.XApplication, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Application", headerParam1)
+		}
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam2)
+		}
+
+		if params.XEffectiveUserId != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-User-Id", *params.XEffectiveUserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-User-Id", headerParam3)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBatchRequest constructs an http.Request for the GetBatch method
+func NewGetBatchRequest(server string, id BatchID, params *GetBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCancelBatchRequest constructs an http.Request for the CancelBatch method
+func NewCancelBatchRequest(server string, id BatchID, params *CancelBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBatchResultsRequest constructs an http.Request for the GetBatchResults method
+func NewGetBatchResultsRequest(server string, id BatchID, params *GetBatchResultsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches/%s/results", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListBudgetsRequest constructs an http.Request for the ListBudgets method
 func NewListBudgetsRequest(server string, params *ListBudgetsParams) (*http.Request, error) {
 	var err error
@@ -5574,6 +6314,18 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		if params.FilterStatus != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[status]", *params.FilterStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterBatch != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[batch]", *params.FilterBatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -9066,6 +9818,67 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// CreateBatchWithBodyWithResponse Create up to 1,000 jobs of any services
+	//
+	// Each item is validated and admitted (rate limits, budgets) as its
+	// single create would be, with that service's write scope; the items
+	// refused are listed, the others created, and their jobs start at the
+	// pace the workers take them. The Idempotency-Key is required: it
+	// names the batch, and the same request again answers the same batch
+	// (docs/api.md, Batches).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+	CreateBatchWithBodyWithResponse(ctx context.Context, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error)
+
+	// CreateBatchWithResponse Create up to 1,000 jobs of any services
+	//
+	// Each item is validated and admitted (rate limits, budgets) as its
+	// single create would be, with that service's write scope; the items
+	// refused are listed, the others created, and their jobs start at the
+	// pace the workers take them. The Idempotency-Key is required: it
+	// names the batch, and the same request again answers the same batch
+	// (docs/api.md, Batches).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+	CreateBatchWithResponse(ctx context.Context, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error)
+
+	// GetBatchWithResponse Get a batch, its status and its jobs' counts
+	//
+	// needs the read scope of each service the batch's jobs are of.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/batches/{id} (the `GetBatch` operationId).
+	GetBatchWithResponse(ctx context.Context, id BatchID, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error)
+
+	// CancelBatchWithResponse Cancel a batch's jobs that are not finished
+	//
+	// Jobs not started yet fail with CANCELLED at once, running ones are
+	// cancelled as POST /v1/{resource}/{id}/cancel does; finished jobs
+	// keep their results. Needs the write scope of each service the
+	// batch's jobs are of.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
+	CancelBatchWithResponse(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error)
+
+	// GetBatchResultsWithResponse The finished jobs' results, one JSON line each
+	//
+	// Readable while the batch runs: one line per job finished so far,
+	// {custom_id, job_id, status, result} or {custom_id, job_id, status,
+	// error}, in job id order, streamed. after resumes after a job id.
+	// Needs the read scope of each service the batch's jobs are of.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
+	GetBatchResultsWithResponse(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*GetBatchResultsResponse, error)
+
 	// ListBudgetsWithResponse List the tenant's budgets with what each used this period
 	//
 	// The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -10136,6 +10949,394 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBatchResponse202Headers the declared response headers of an HTTP 202 response for CreateBatch
+type CreateBatchResponse202Headers struct {
+	Location *string
+}
+
+// CreateBatchResponse401Headers the declared response headers of an HTTP 401 response for CreateBatch
+type CreateBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateBatchResponse503Headers the declared response headers of an HTTP 503 response for CreateBatch
+type CreateBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *BatchDocument
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *CreateBatch422JSONResponseBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateBatchResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateBatchResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateBatchResponse) GetJSON202() *BatchDocument {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateBatchResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateBatchResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateBatchResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateBatchResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateBatchResponse) GetJSON422() *CreateBatch422JSONResponseBody {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateBatchResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateBatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchResponse401Headers the declared response headers of an HTTP 401 response for GetBatch
+type GetBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBatchResponse503Headers the declared response headers of an HTTP 503 response for GetBatch
+type GetBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBatchResponse) GetJSON200() *BatchDocument {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBatchResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelBatchResponse401Headers the declared response headers of an HTTP 401 response for CancelBatch
+type CancelBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CancelBatchResponse503Headers the declared response headers of an HTTP 503 response for CancelBatch
+type CancelBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CancelBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *BatchDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelBatchResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CancelBatchResponse) GetJSON202() *BatchDocument {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelBatchResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelBatchResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelBatchResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelBatchResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelBatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchResultsResponse401Headers the declared response headers of an HTTP 401 response for GetBatchResults
+type GetBatchResultsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBatchResultsResponse503Headers the declared response headers of an HTTP 503 response for GetBatchResults
+type GetBatchResultsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetBatchResultsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchResultsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchResultsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchResultsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBatchResultsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchResultsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBatchResultsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBatchResultsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchResultsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchResultsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchResultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchResultsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16840,6 +18041,97 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 	return ParseGetReadinessResponse(rsp)
 }
 
+// CreateBatchWithBodyWithResponse Create up to 1,000 jobs of any services
+//
+// Each item is validated and admitted (rate limits, budgets) as its
+// single create would be, with that service's write scope; the items
+// refused are listed, the others created, and their jobs start at the
+// pace the workers take them. The Idempotency-Key is required: it
+// names the batch, and the same request again answers the same batch
+// (docs/api.md, Batches).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+func (c *ClientWithResponses) CreateBatchWithBodyWithResponse(ctx context.Context, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error) {
+	rsp, err := c.CreateBatchWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBatchResponse(rsp)
+}
+
+// CreateBatchWithResponse Create up to 1,000 jobs of any services
+//
+// Each item is validated and admitted (rate limits, budgets) as its
+// single create would be, with that service's write scope; the items
+// refused are listed, the others created, and their jobs start at the
+// pace the workers take them. The Idempotency-Key is required: it
+// names the batch, and the same request again answers the same batch
+// (docs/api.md, Batches).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batches (the `CreateBatch` operationId).
+func (c *ClientWithResponses) CreateBatchWithResponse(ctx context.Context, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error) {
+	rsp, err := c.CreateBatch(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBatchResponse(rsp)
+}
+
+// GetBatchWithResponse Get a batch, its status and its jobs' counts
+//
+// needs the read scope of each service the batch's jobs are of.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/batches/{id} (the `GetBatch` operationId).
+func (c *ClientWithResponses) GetBatchWithResponse(ctx context.Context, id BatchID, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error) {
+	rsp, err := c.GetBatch(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchResponse(rsp)
+}
+
+// CancelBatchWithResponse Cancel a batch's jobs that are not finished
+//
+// Jobs not started yet fail with CANCELLED at once, running ones are
+// cancelled as POST /v1/{resource}/{id}/cancel does; finished jobs
+// keep their results. Needs the write scope of each service the
+// batch's jobs are of.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
+func (c *ClientWithResponses) CancelBatchWithResponse(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error) {
+	rsp, err := c.CancelBatch(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelBatchResponse(rsp)
+}
+
+// GetBatchResultsWithResponse The finished jobs' results, one JSON line each
+//
+// Readable while the batch runs: one line per job finished so far,
+// {custom_id, job_id, status, result} or {custom_id, job_id, status,
+// error}, in job id order, streamed. after resumes after a job id.
+// Needs the read scope of each service the batch's jobs are of.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
+func (c *ClientWithResponses) GetBatchResultsWithResponse(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*GetBatchResultsResponse, error) {
+	rsp, err := c.GetBatchResults(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchResultsResponse(rsp)
+}
+
 // ListBudgetsWithResponse List the tenant's budgets with what each used this period
 //
 // The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -18259,6 +19551,373 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.JSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseCreateBatchResponse parses an HTTP response from a CreateBatchWithResponse call
+func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest BatchDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest CreateBatch422JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers CreateBatchResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchResponse parses an HTTP response from a GetBatchWithResponse call
+func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelBatchResponse parses an HTTP response from a CancelBatchWithResponse call
+func ParseCancelBatchResponse(rsp *http.Response) (*CancelBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest BatchDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchResultsResponse parses an HTTP response from a GetBatchResultsWithResponse call
+func ParseGetBatchResultsResponse(rsp *http.Response) (*GetBatchResultsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchResultsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchResultsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchResultsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
