@@ -290,3 +290,24 @@ func TestBatchResultsAndCancel(t *testing.T) {
 	b.do(t, "POST", path+"/cancel", token, nil).requireStatus(t, http.StatusAccepted)
 	require.Len(t, b.cancelled(), 3)
 }
+
+func TestBatchOfAThousandItems(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *store.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupWith(t, open)
+			token := b.token(t, allScopes()...)
+			items := make([]map[string]any, 1000)
+			for i := range items {
+				items[i] = batchItem(t, fmt.Sprint(i), "llm-tasks")
+			}
+			began := time.Now()
+			r := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "thousand")
+			took := time.Since(began)
+			r.requireStatus(t, http.StatusAccepted)
+			require.Equal(t, 1000, decodeBatch(t, r).Data.Attributes.Counts["total"])
+			t.Logf("%s: 1,000 items accepted in %s", name, took)
+		})
+	}
+}
