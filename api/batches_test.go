@@ -57,6 +57,18 @@ type batchDoc struct {
 	} `json:"data"`
 }
 
+// onEachStore runs test, in parallel, on an API over SQLite and one over
+// PostgreSQL.
+func onEachStore(t *testing.T, test func(t *testing.T, name string, b *bundle)) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *store.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, name, setupWith(t, open))
+		})
+	}
+}
+
 func decodeBatch(t *testing.T, r *response) batchDoc {
 	t.Helper()
 	var doc batchDoc
@@ -65,75 +77,70 @@ func decodeBatch(t *testing.T, r *response) batchDoc {
 }
 
 func TestBatchCreatesTheGoodItemsAndListsTheBadOnes(t *testing.T) {
-	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *store.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b := setupWith(t, open)
-			token := b.token(t, allScopes()...)
-			badInput := batchItem(t, "no-prompt", "llm-tasks", del("/data/attributes/input/prompt"))
-			badProvider := batchItem(t, "nowhere", "translations", set("/data/attributes/provider", "no-such-provider"))
-			items := []map[string]any{
-				batchItem(t, "a", "llm-tasks"), badInput, batchItem(t, "b", "translations"),
-				badProvider, batchItem(t, "c", "transcriptions"),
+	onEachStore(t, func(t *testing.T, name string, b *bundle) {
+		token := b.token(t, allScopes()...)
+		badInput := batchItem(t, "no-prompt", "llm-tasks", del("/data/attributes/input/prompt"))
+		badProvider := batchItem(t, "nowhere", "translations", set("/data/attributes/provider", "no-such-provider"))
+		items := []map[string]any{
+			batchItem(t, "a", "llm-tasks"), badInput, batchItem(t, "b", "translations"),
+			badProvider, batchItem(t, "c", "transcriptions"),
+		}
+		r := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "batch-1")
+		r.requireStatus(t, http.StatusAccepted)
+		doc := decodeBatch(t, r)
+		require.Equal(t, "/v1/batches/"+doc.Data.ID, r.Header.Get("Location"))
+		attrs := doc.Data.Attributes
+		require.Equal(t, "in_progress", attrs.Status)
+		require.Equal(t, 3, attrs.Counts["total"])
+		require.Equal(t, 2, attrs.Counts["refused"])
+		require.Len(t, attrs.Refused, 2)
+
+		// Each bad item is refused as its single create is.
+		for i, res := range map[int]string{1: "llm-tasks", 3: "translations"} {
+			data := map[string]any{}
+			for k, v := range items[i] {
+				if k != "custom_id" {
+					data[k] = v
+				}
 			}
-			r := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "batch-1")
-			r.requireStatus(t, http.StatusAccepted)
-			doc := decodeBatch(t, r)
-			require.Equal(t, "/v1/batches/"+doc.Data.ID, r.Header.Get("Location"))
-			attrs := doc.Data.Attributes
-			require.Equal(t, "in_progress", attrs.Status)
-			require.Equal(t, 3, attrs.Counts["total"])
-			require.Equal(t, 2, attrs.Counts["refused"])
-			require.Len(t, attrs.Refused, 2)
-
-			// Each bad item is refused as its single create is.
-			for i, res := range map[int]string{1: "llm-tasks", 3: "translations"} {
-				data := map[string]any{}
-				for k, v := range items[i] {
-					if k != "custom_id" {
-						data[k] = v
-					}
-				}
-				single := b.do(t, "POST", "/v1/"+res, token, map[string]any{"data": data})
-				var want struct {
-					Error struct{ Code, Message string } `json:"error"`
-				}
-				require.NoError(t, json.Unmarshal(single.Body, &want))
-				got := attrs.Refused[0]
-				if i == 3 {
-					got = attrs.Refused[1]
-				}
-				require.Equal(t, i, got.Index)
-				require.Equal(t, single.Status, got.Status)
-				require.Equal(t, want.Error.Code, got.Error.Code)
-				require.Equal(t, want.Error.Message, got.Error.Message)
+			single := b.do(t, "POST", "/v1/"+res, token, map[string]any{"data": data})
+			var want struct {
+				Error struct{ Code, Message string } `json:"error"`
 			}
-			require.Equal(t, "no-prompt", attrs.Refused[0].CustomID)
-			require.Equal(t, "VALIDATION_ERROR", attrs.Refused[0].Error.Code)
-			require.Equal(t, "UNKNOWN_PROVIDER", attrs.Refused[1].Error.Code)
+			require.NoError(t, json.Unmarshal(single.Body, &want))
+			got := attrs.Refused[0]
+			if i == 3 {
+				got = attrs.Refused[1]
+			}
+			require.Equal(t, i, got.Index)
+			require.Equal(t, single.Status, got.Status)
+			require.Equal(t, want.Error.Code, got.Error.Code)
+			require.Equal(t, want.Error.Message, got.Error.Message)
+		}
+		require.Equal(t, "no-prompt", attrs.Refused[0].CustomID)
+		require.Equal(t, "VALIDATION_ERROR", attrs.Refused[0].Error.Code)
+		require.Equal(t, "UNKNOWN_PROVIDER", attrs.Refused[1].Error.Code)
 
-			list := b.do(t, "GET", "/v1/jobs?filter[batch]="+doc.Data.ID, token, nil)
-			list.requireStatus(t, http.StatusOK)
-			require.EqualValues(t, 3, list.object(t)["meta"].(map[string]any)["total"])
+		list := b.do(t, "GET", "/v1/jobs?filter[batch]="+doc.Data.ID, token, nil)
+		list.requireStatus(t, http.StatusOK)
+		require.EqualValues(t, 3, list.object(t)["meta"].(map[string]any)["total"])
 
-			// The same request again: the same batch, no job twice.
-			again := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "batch-1")
-			again.requireStatus(t, http.StatusAccepted)
-			require.Equal(t, doc.Data.ID, decodeBatch(t, again).Data.ID)
-			require.Len(t, decodeBatch(t, again).Data.Attributes.Refused, 2)
-			list = b.do(t, "GET", "/v1/jobs?filter[batch]="+doc.Data.ID, token, nil)
-			require.EqualValues(t, 3, list.object(t)["meta"].(map[string]any)["total"])
+		// The same request again: the same batch, no job twice.
+		again := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "batch-1")
+		again.requireStatus(t, http.StatusAccepted)
+		require.Equal(t, doc.Data.ID, decodeBatch(t, again).Data.ID)
+		require.Len(t, decodeBatch(t, again).Data.Attributes.Refused, 2)
+		list = b.do(t, "GET", "/v1/jobs?filter[batch]="+doc.Data.ID, token, nil)
+		require.EqualValues(t, 3, list.object(t)["meta"].(map[string]any)["total"])
 
-			// The key with another request.
-			other := b.do(t, "POST", "/v1/batches", token, batchBody(items[:1]), "Idempotency-Key", "batch-1")
-			requireError(t, other, http.StatusConflict, "IDEMPOTENCY_KEY_REUSED")
+		// The key with another request.
+		other := b.do(t, "POST", "/v1/batches", token, batchBody(items[:1]), "Idempotency-Key", "batch-1")
+		requireError(t, other, http.StatusConflict, "IDEMPOTENCY_KEY_REUSED")
 
-			got := b.do(t, "GET", "/v1/batches/"+doc.Data.ID, token, nil)
-			got.requireStatus(t, http.StatusOK)
-			require.Equal(t, 3, decodeBatch(t, got).Data.Attributes.Counts["pending"])
-		})
-	}
+		got := b.do(t, "GET", "/v1/batches/"+doc.Data.ID, token, nil)
+		got.requireStatus(t, http.StatusOK)
+		require.Equal(t, 3, decodeBatch(t, got).Data.Attributes.Counts["pending"])
+	})
 }
 
 func TestAtomicBatchRefusesEveryItem(t *testing.T) {
@@ -292,22 +299,17 @@ func TestBatchResultsAndCancel(t *testing.T) {
 }
 
 func TestBatchOfAThousandItems(t *testing.T) {
-	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *store.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b := setupWith(t, open)
-			token := b.token(t, allScopes()...)
-			items := make([]map[string]any, 1000)
-			for i := range items {
-				items[i] = batchItem(t, fmt.Sprint(i), "llm-tasks")
-			}
-			began := time.Now()
-			r := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "thousand")
-			took := time.Since(began)
-			r.requireStatus(t, http.StatusAccepted)
-			require.Equal(t, 1000, decodeBatch(t, r).Data.Attributes.Counts["total"])
-			t.Logf("%s: 1,000 items accepted in %s", name, took)
-		})
-	}
+	onEachStore(t, func(t *testing.T, name string, b *bundle) {
+		token := b.token(t, allScopes()...)
+		items := make([]map[string]any, 1000)
+		for i := range items {
+			items[i] = batchItem(t, fmt.Sprint(i), "llm-tasks")
+		}
+		began := time.Now()
+		r := b.do(t, "POST", "/v1/batches", token, batchBody(items), "Idempotency-Key", "thousand")
+		took := time.Since(began)
+		r.requireStatus(t, http.StatusAccepted)
+		require.Equal(t, 1000, decodeBatch(t, r).Data.Attributes.Counts["total"])
+		t.Logf("%s: 1,000 items accepted in %s", name, took)
+	})
 }
