@@ -73,15 +73,20 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, bench-list, bench-media, then bench-fairness (all run; fails if a gateway request or job of any failed, or bench-fairness misses its target)
+bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, then bench-fairness (all run; fails if a gateway request or job of any failed, or bench-fairness misses its target)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; \
 	$(MAKE) --no-print-directory bench-media || status=1; \
+	$(MAKE) --no-print-directory bench-events || status=1; \
 	$(MAKE) --no-print-directory bench-fairness || status=1; exit $$status
 
 .PHONY: bench-media
 bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and by how much it raises peak RSS (makes the video once in the temp dir; about a minute)
 	$(GO) test -run '^$$' -bench MediaStageOneGiB -benchtime 1x -count=1 -timeout 20m ./activities/
+
+.PHONY: bench-events
+bench-events: ## benchmark: 2,000 clients following 100 jobs' event streams on one API (time to open them all, and for an event to reach them all; under a minute)
+	$(GO) test -run '^$$' -bench EventStreamSubscribers -benchtime 1x -count=1 -timeout 10m ./api/
 
 .PHONY: bench-list
 bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once) and the SQLite store's job writes; about two minutes
