@@ -22,6 +22,9 @@ type JobFilter struct {
 	// index covers it and job_counts does not count by it, so the API does
 	// not offer it.
 	ErrorCode string
+	// WebhookFailed selects jobs with a webhook message whose delivery
+	// was given up and not delivered since (docs/webhooks.md).
+	WebhookFailed bool
 }
 
 // jobListColumns are the columns a listing renders; the documents only a
@@ -73,11 +76,11 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([
 // countJobs is the number of jobs that match f: a sum over the buckets of
 // job_counts (migrationJobCounts) that match, or, with a user, a count of
 // that user's range of idx_jobs_user_tenant_created (with an error code, a
-// count of the jobs that match).
+// count of the jobs that match; likewise with WebhookFailed).
 func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 	db := s.db.WithContext(ctx)
 	var total int64
-	if f.UserID != "" || f.ErrorCode != "" || f.Batch != "" {
+	if f.UserID != "" || f.ErrorCode != "" || f.Batch != "" || f.WebhookFailed {
 		err := f.where(db.Table("jobs")).Count(&total).Error
 		return total, err
 	}
@@ -86,7 +89,7 @@ func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 }
 
 // where adds f's conditions on the table of q (jobs or job_counts, which
-// has no user_id, error_code or batch_id).
+// has no user_id, error_code, batch_id or webhook messages).
 func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 	table := q.Statement.Table
 	for _, cond := range []struct{ column, value string }{
@@ -101,6 +104,9 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 		if cond.value != "" {
 			q = q.Where(table+"."+cond.column+" = ?", cond.value)
 		}
+	}
+	if f.WebhookFailed {
+		q = q.Where("EXISTS (SELECT 1 FROM webhook_messages m WHERE m.job_id = jobs.id AND m.given_up_at IS NOT NULL)")
 	}
 	return q
 }

@@ -213,6 +213,8 @@ var migrations = []*gormigrate.Migration{
 	migrationJobStartTenant,
 	migrationJobEvents,
 	migrationBatches,
+	migrationWebhookMessages,
+	migrationWebhookDeliveryTrigger,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

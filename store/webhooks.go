@@ -25,7 +25,16 @@ type WebhookDelivery struct {
 	// Error says why the attempt failed; "" when it succeeded.
 	Error      string
 	DurationMS int64
+	// Trigger is what sent the attempt: "" the job's workflow,
+	// TriggerResend or TriggerRecover (docs/webhooks.md).
+	Trigger string `gorm:"column:trigger_kind"`
 }
+
+// What sent a delivery attempt other than the job's workflow.
+const (
+	TriggerResend  = "resend"
+	TriggerRecover = "recover"
+)
 
 // TableName is the table of delivery attempts.
 func (WebhookDelivery) TableName() string { return "webhook_deliveries" }
