@@ -25,6 +25,6 @@ var migrationWebhookMessages = tableMigration("202612010801_webhook_messages", [
 	"CREATE INDEX idx_webhook_messages_given_up ON webhook_messages (given_up_at) WHERE given_up_at IS NOT NULL")
 
 // migrationWebhookDeliveryTrigger says, per delivery attempt, what sent
-// it: the job's workflow (''), a resend or a recovery.
+// it: empty for the job's own delivery, else a resend or a recovery.
 var migrationWebhookDeliveryTrigger = columnMigration("202612010802_webhook_delivery_trigger",
 	"webhook_deliveries", "trigger_kind", "VARCHAR(16) NOT NULL DEFAULT ''")
