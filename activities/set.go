@@ -42,6 +42,9 @@ type Deps struct {
 	WebhookClient *http.Client
 	// Deliveries records webhook delivery attempts; nil records none.
 	Deliveries DeliveryStore
+	// WebhookMessages records what webhook messages carried and which
+	// were given up (docs/webhooks.md); nil records none.
+	WebhookMessages MessageStore
 	// Jobs reads the stored jobs webhook payloads are rendered from.
 	Jobs JobReader
 
@@ -136,7 +139,7 @@ func New(d Deps) *Set {
 		Media: &Media{Files: files, Tools: d.MediaTools, Client: d.MediaClient, FetchLimits: d.FetchLimits,
 			FetchSlots: d.FetchSlots, Providers: d.Providers, WorkerID: d.WorkerID, Metrics: d.Metrics},
 		Webhooks: &Webhooks{Signer: d.Signer, Client: d.WebhookClient, Deliveries: d.Deliveries,
-			Jobs: d.Jobs, Files: d.Files, LinkTTL: d.LinkTTL, Metrics: d.Metrics},
+			Messages: d.WebhookMessages, Jobs: d.Jobs, Files: d.Files, LinkTTL: d.LinkTTL, Metrics: d.Metrics},
 		Sweeps: &Sweeps{Files: files, Callbacks: d.Callbacks},
 		Erasure: &Erasure{Temporal: d.Temporal, Namespace: d.Namespace, DataConverter: d.DataConverter,
 			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},

@@ -60,6 +60,9 @@ type Webhooks struct {
 	Client *http.Client
 	// Deliveries records webhook delivery attempts; nil records none.
 	Deliveries DeliveryStore
+	// Messages records what each message carried and which were given
+	// up, for resends and recovery (docs/webhooks.md); nil records none.
+	Messages MessageStore
 	// Jobs reads the stored jobs webhook payloads are rendered from.
 	Jobs JobReader
 	// Files signs the download_url of result files (docs/media.md); nil:
@@ -74,6 +77,13 @@ type Webhooks struct {
 // DeliveryStore records webhook delivery attempts.
 type DeliveryStore interface {
 	RecordDelivery(ctx context.Context, d *store.WebhookDelivery) error
+}
+
+// MessageStore records jobs' webhook messages (store.WebhookMessage).
+type MessageStore interface {
+	RecordWebhookMessage(ctx context.Context, m *store.WebhookMessage) error
+	WebhookGivenUp(ctx context.Context, m *store.WebhookMessage, at time.Time) error
+	WebhookDelivered(ctx context.Context, id string) error
 }
 
 // JobReader reads a job's stored record, or the tombstone of a deleted
@@ -101,6 +111,9 @@ type WebhookDelivery struct {
 	// Deleted, for a *.deleted event, is the job's tombstone, which the
 	// event carries instead of the job (Job has only its id).
 	Deleted *jobs.Tombstone `json:"deleted,omitempty"`
+	// Trigger is "" for the job's own delivery, store.TriggerResend or
+	// store.TriggerRecover for a resend (docs/webhooks.md).
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // DeliverWebhookEvent is DeliverWebhook for an event whose Job leaves out
@@ -132,6 +145,7 @@ func (w *Webhooks) DeliverWebhookEvent(ctx context.Context, d WebhookDelivery) e
 		w.recordAttempt(ctx, &store.WebhookDelivery{
 			JobID: d.Job.ID, Event: d.Event, MessageID: d.MessageID, Attempt: attemptNumber(ctx, d),
 			AttemptedAt: time.Now(), Error: "not sent: the job's stored record could not be read: " + err.Error(),
+			Trigger: d.Trigger,
 		})
 		return temporal.NewApplicationError("read the job for its webhook payload: "+err.Error(), ErrTypeWebhookFailed)
 	}
@@ -199,9 +213,13 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 		return temporal.NewApplicationError("this worker has no webhook signing key", ErrTypeWebhookFailed)
 	}
 
+	if d.Trigger == "" && attempt == 1 {
+		w.recordMessage(ctx, d)
+	}
 	started := time.Now()
 	status, sendErr := w.postWebhook(ctx, u, d, body, started)
 	rec := &store.WebhookDelivery{
+		Trigger:     d.Trigger,
 		JobID:       d.Job.ID,
 		Event:       d.Event,
 		MessageID:   d.MessageID,
@@ -224,6 +242,11 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 		rec.Error = sendErr.Error()
 		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
 	case status >= 200 && status < 300:
+		if d.Trigger != "" && w.Messages != nil {
+			if err := w.Messages.WebhookDelivered(ctx, d.MessageID); err != nil {
+				logger.Warn("resent webhook message not marked delivered", "job", d.Job.ID, "message", d.MessageID, "error", err)
+			}
+		}
 	case status == http.StatusGone:
 		rec.Error = "receiver answered 410 Gone: no more events for this job"
 		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookGone, nil)
@@ -238,6 +261,36 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 		logger.Info("webhook attempt failed", "job", d.Job.ID, "event", d.Event, "attempt", attempt, "error", rec.Error)
 	}
 	return result
+}
+
+// recordMessage records what message d carries, on its first attempt,
+// so a resend can send the same (docs/webhooks.md). A failure only logs:
+// the delivery goes on.
+func (w *Webhooks) recordMessage(ctx context.Context, d WebhookDelivery) {
+	if w.Messages == nil || d.Deleted != nil {
+		return
+	}
+	m, err := store.NewWebhookMessage(d.MessageID, d.Event, d.Job)
+	if err == nil {
+		err = w.Messages.RecordWebhookMessage(ctx, m)
+	}
+	if err != nil {
+		activity.GetLogger(ctx).Warn("webhook message not recorded", "job", d.Job.ID, "message", d.MessageID, "error", err)
+	}
+}
+
+// RecordWebhookGivenUp records that the delivery of d was given up, so
+// its job shows with filter[webhook]=failed and a recovery resends it
+// (docs/webhooks.md).
+func (w *Webhooks) RecordWebhookGivenUp(ctx context.Context, d WebhookDelivery) error {
+	if w.Messages == nil || d.Deleted != nil {
+		return nil
+	}
+	m, err := store.NewWebhookMessage(d.MessageID, d.Event, d.Job)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeWebhookFailed, err)
+	}
+	return w.Messages.WebhookGivenUp(ctx, m, time.Now())
 }
 
 // deliveryOutcome names how a delivery attempt ended, for metrics.

@@ -134,6 +134,8 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 		// Version 1 leaves the job's documents out of delivery attempts.
 		stored := j.version(ctx, webhookDocumentsChange, 1) == 1
 		j.hooks = newWebhookQueue(*in.Webhook, in.Service, stored)
+		j.hooks.window = webhookWindow(in.WebhookGiveUpAfter)
+		j.hooks.onGiveUp = j.webhookGivenUp
 		senderCtx, _ := workflow.NewDisconnectedContext(ctx)
 		workflow.Go(senderCtx, j.hooks.run)
 	}
@@ -149,7 +151,25 @@ const (
 	// webhookDocumentsChange: deliveries read the job's documents from the
 	// store (DeliverWebhookEvent) instead of carrying them.
 	webhookDocumentsChange = "webhook-stored-documents"
+	// webhookGiveUpChange: a given-up event is recorded in the store and
+	// marks the job's search attributes (docs/webhooks.md).
+	webhookGiveUpChange = "webhook-given-up"
 )
+
+// webhookGivenUp records that the job's event d was given up, so the job
+// can be found and the event recovered (docs/webhooks.md, Resending and
+// recovering events).
+func (j *job) webhookGivenUp(ctx workflow.Context, d activities.WebhookDelivery) {
+	if j.version(ctx, webhookGiveUpChange, 1) < 1 {
+		return
+	}
+	recordGivenUp(ctx, d)
+	if j.indexed {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, WebhookKey.ValueSet(WebhookFailed)); err != nil {
+			workflow.GetLogger(ctx).Warn("search attribute not upserted", "attribute", WebhookKey.GetName(), "error", err)
+		}
+	}
+}
 
 func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	if j.in.Retry != nil {

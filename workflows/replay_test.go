@@ -12,7 +12,8 @@ import (
 )
 
 // TestReplayRecordedHistories replays every recorded history in testdata/
-// against the current JobWorkflow and DeletionWorkflow: a change that
+// against the current JobWorkflow, DeletionWorkflow and
+// WebhookResendWorkflow: a change that
 // would break running workflows (non-determinism) fails here. Histories
 // are recorded by cmd/gateway's TestRecordHistories (job-*.json) and
 // TestRecordDeletionHistories (deletion-*.json); keep old ones when adding
@@ -28,6 +29,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			replayer := worker.NewWorkflowReplayer()
 			replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 			replayer.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
+			replayer.RegisterWorkflowWithOptions(workflows.WebhookResendWorkflow, workflow.RegisterOptions{Name: workflows.WebhookResendWorkflowName})
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, file))
 		})
 	}

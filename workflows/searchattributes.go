@@ -21,13 +21,19 @@ var (
 	PolicyIDKey      = temporal.NewSearchAttributeKeyKeyword("GatewayPolicyId")
 	PolicyVersionKey = temporal.NewSearchAttributeKeyInt64("GatewayPolicyVersion")
 	ErrorCodeKey     = temporal.NewSearchAttributeKeyKeyword("GatewayErrorCode")
+	// WebhookKey is WebhookFailed once an event of the job's webhook was
+	// given up (docs/webhooks.md).
+	WebhookKey = temporal.NewSearchAttributeKeyKeyword("GatewayWebhook")
 )
+
+// WebhookFailed is WebhookKey's value for a job with a given-up event.
+const WebhookFailed = "failed"
 
 // SearchAttributeTypes are the job workflows' search attributes by name,
 // as a namespace registers them.
 func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
 	out := map[string]enumspb.IndexedValueType{PolicyVersionKey.GetName(): enumspb.INDEXED_VALUE_TYPE_INT}
-	for _, k := range []temporal.SearchAttributeKeyKeyword{TenantKey, ServiceKey, ProviderKey, StatusKey, ApplicationKey, PolicyIDKey, ErrorCodeKey} {
+	for _, k := range []temporal.SearchAttributeKeyKeyword{TenantKey, ServiceKey, ProviderKey, StatusKey, ApplicationKey, PolicyIDKey, ErrorCodeKey, WebhookKey} {
 		out[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	return out

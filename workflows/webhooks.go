@@ -17,7 +17,8 @@ import (
 // coroutine, one at a time, so they arrive in order; the next is not sent
 // until the previous one was accepted (2xx) or given up.
 const (
-	// webhookRetryWindow is how long an event is retried.
+	// webhookRetryWindow is how long an event is retried unless the
+	// submission says otherwise (jobs.Submission.WebhookGiveUpAfter).
 	webhookRetryWindow = 24 * time.Hour
 	// webhookMaxBackoff caps the wait between two attempts.
 	webhookMaxBackoff = time.Hour
@@ -51,11 +52,24 @@ type webhookQueue struct {
 	stopped      bool // a 410 Gone (or a refused address) ended delivery
 	closed       bool // the job is over: no more events will come
 	drained      bool // the sender has finished
+	// window is how long an event is retried before it is given up.
+	window time.Duration
+	// onGiveUp, if set, runs when an event is given up.
+	onGiveUp func(ctx workflow.Context, d activities.WebhookDelivery)
+}
+
+// webhookWindow is the retry window a submission or resend asks for, or
+// the default 24 h.
+func webhookWindow(giveUpAfter time.Duration) time.Duration {
+	if giveUpAfter > 0 {
+		return giveUpAfter
+	}
+	return webhookRetryWindow
 }
 
 func newWebhookQueue(target jobs.Webhook, service jobs.ServiceID, stored bool) *webhookQueue {
 	svc := jobs.MustService(service)
-	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1, stored: stored}
+	return &webhookQueue{target: target, service: svc, progress: svc.SendsProgress, lastProgress: -1, stored: stored, window: webhookRetryWindow}
 }
 
 // add queues an event carrying the job as it is at time now. Without its
@@ -101,14 +115,23 @@ func (q *webhookQueue) run(ctx workflow.Context) {
 		}
 		next := q.pending[0]
 		q.pending = q.pending[1:]
-		q.deliver(ctx, next.delivery, next.at.Add(webhookRetryWindow))
+		q.deliver(ctx, next.delivery, next.at.Add(q.window))
 	}
 }
+
+// deliveryOutcome is how the delivery of one event ended.
+type deliveryOutcome int
+
+const (
+	delivered deliveryOutcome = iota
+	givenUp
+	stopped
+)
 
 // deliver sends one event, retrying with exponential backoff and jitter
 // until giveUpAt (24 h after the event happened; an event that waited that
 // long behind earlier ones still gets one attempt).
-func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDelivery, giveUpAt time.Time) {
+func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDelivery, giveUpAt time.Time) deliveryOutcome {
 	deliverActivity := webhooks.DeliverWebhook
 	if q.stored {
 		deliverActivity = webhooks.DeliverWebhookEvent
@@ -120,23 +143,42 @@ func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDeliver
 		actx := workflow.WithActivityOptions(ctx, options)
 		err := workflow.ExecuteActivity(actx, deliverActivity, d).Get(ctx, nil)
 		if err == nil {
-			return
+			return delivered
 		}
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && (appErr.Type() == activities.ErrTypeWebhookGone || appErr.Type() == activities.ErrTypeWebhookForbidden) {
 			workflow.GetLogger(ctx).Warn("webhook delivery stopped for the job", "event", d.Event, "reason", appErr.Type())
 			q.stopped = true
 			q.pending = nil
-			return
+			return stopped
 		}
 		wait := webhookBackoff(attempt, d.MessageID)
 		if workflow.Now(ctx).Add(wait).After(giveUpAt) {
-			workflow.GetLogger(ctx).Warn("webhook event given up after 24 h", "event", d.Event, "attempts", attempt)
-			return
+			workflow.GetLogger(ctx).Warn("webhook event given up", "event", d.Event, "attempts", attempt, "window", q.window)
+			if q.onGiveUp != nil {
+				q.onGiveUp(ctx, d)
+			}
+			return givenUp
 		}
 		_ = workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
 			Summary: fmt.Sprintf("wait before retrying %s", d.Event),
 		}).Get(ctx, nil)
+	}
+}
+
+// givenUpOptions: recording a given-up event is retried for a while; if
+// it still fails the event is not findable, which the log says.
+var givenUpOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: time.Minute},
+}
+
+// recordGivenUp records in the store that d was given up
+// (docs/webhooks.md, Resending and recovering events).
+func recordGivenUp(ctx workflow.Context, d activities.WebhookDelivery) {
+	actx := workflow.WithActivityOptions(ctx, givenUpOptions)
+	if err := workflow.ExecuteActivity(actx, webhooks.RecordWebhookGivenUp, d).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("a given-up webhook event was not recorded", "event", d.Event, "message", d.MessageID, "error", err)
 	}
 }
 

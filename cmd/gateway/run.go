@@ -473,6 +473,7 @@ func registerWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.RetentionWorkflow, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.WebhookResendWorkflow, workflow.RegisterOptions{Name: workflows.WebhookResendWorkflowName})
 }
 
 // temporalNamespace is the namespace of the gateway's workflows.

@@ -104,6 +104,7 @@ func (n workerNetwork) wire(a *activities.Deps, st *store.Store) error {
 	a.Signer = n.signer
 	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
 	a.Deliveries = st
+	a.WebhookMessages = st
 	a.Jobs = st
 	if !n.allowPrivate {
 		a.HTTPClient = netguard.NewMediaClient(false, mediaTimeout)

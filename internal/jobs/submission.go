@@ -51,6 +51,10 @@ type Submission struct {
 	// Budgeted says budgets of the tenant cover the job: the workflow
 	// reserves it before its provider is called (docs/api.md, Budgets).
 	Budgeted bool `json:"budgeted,omitempty"`
+	// WebhookGiveUpAfter is how long the workflow retries a webhook event
+	// before giving it up; 0 is the default, 24 h (docs/webhooks.md). The
+	// process that accepts the job sets it from its configuration.
+	WebhookGiveUpAfter time.Duration `json:"webhook_give_up_after,omitempty"`
 }
 
 // Retry is what a retried job keeps of its earlier runs.
