@@ -18,7 +18,7 @@ import (
 )
 
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
-var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch"}
+var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch", "webhook"}
 
 // jobLister lists jobs.
 type jobLister interface {
@@ -153,6 +153,12 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 				return f, invalid(key, "must be one of %s", statusList())
 			}
 			f.Status = status
+		case "webhook":
+			// Jobs with a given-up webhook event (docs/webhooks.md).
+			if value != "failed" {
+				return f, invalid(key, "must be failed")
+			}
+			f.WebhookFailed = true
 		}
 	}
 	return f, nil

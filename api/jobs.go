@@ -142,6 +142,8 @@ var refusals = map[error]struct {
 	jobops.ErrBudgetExceeded:     {http.StatusPaymentRequired, apierror.CodeBudgetExceeded},
 	jobops.ErrJobFinished:        {http.StatusConflict, apierror.CodeJobFinished},
 	jobops.ErrNotRetryable:       {http.StatusConflict, apierror.CodeJobNotRetryable},
+	jobops.ErrNoWebhook:          {http.StatusConflict, apierror.CodeJobHasNoWebhook},
+	jobops.ErrNotResendable:      {http.StatusConflict, apierror.CodeWebhookNotResendable},
 	jobops.ErrUnknownJob:         {http.StatusNotFound, apierror.CodeNotFound},
 	jobops.ErrJobDeleted:         {http.StatusGone, apierror.CodeJobDeleted},
 	jobops.ErrCallbackToken:      {http.StatusForbidden, apierror.CodeForbidden},

@@ -110,6 +110,8 @@ type Config struct {
 	WebhookKey PublicKeySource
 	// Deliveries reads webhook delivery attempts.
 	Deliveries DeliveryStore
+	// Webhooks resends webhook events; nil answers those routes 503.
+	Webhooks WebhookOps
 	// Usage sums the usage ledger (GET /v1/usage).
 	Usage UsageStore
 	// Files mints the download_url of result files; nil gives results no
@@ -286,7 +288,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)
 	codec := policyCodec{catalog: cfg.Catalog}
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
-	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store}.routes(r, v1)
+	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
 	codecServer{handler: cfg.Codec, verifier: cfg.Verifier, origins: cfg.CodecOrigins, open: cfg.CodecOpenOrigins}.routes(r)
 	return r

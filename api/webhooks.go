@@ -35,6 +35,8 @@ type webhooksHandler struct {
 	key        PublicKeySource
 	deliveries DeliveryStore
 	jobs       jobReader
+	// resends nil answers the resend routes 503.
+	resends WebhookOps
 }
 
 // routes registers GET /v1/webhooks/public-key, which needs no token
@@ -45,6 +47,7 @@ func (h webhooksHandler) routes(r gin.IRouter, v1 *gin.RouterGroup) {
 		path := svc.Endpoint()[len("/v1"):] + "/:id/webhook-deliveries"
 		v1.GET(path, auth.RequireScope(string(svc.ID)+":read"), h.listDeliveries(svc))
 	}
+	h.resendRoutes(v1)
 }
 
 // publicKey handles GET /v1/webhooks/public-key.
@@ -76,6 +79,8 @@ type deliveryAttributes struct {
 	StatusCode  int       `json:"status_code,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	DurationMS  int64     `json:"duration_ms"`
+	// Trigger is what sent the attempt: delivery, resend or recover.
+	Trigger string `json:"trigger"`
 }
 
 type deliveryResource struct {
@@ -109,10 +114,19 @@ func (h webhooksHandler) listDeliveries(svc jobs.Service) gin.HandlerFunc {
 					StatusCode:  d.StatusCode,
 					Error:       d.Error,
 					DurationMS:  d.DurationMS,
+					Trigger:     deliveryTrigger(d.Trigger),
 				},
 			})
 		}
 		c.JSON(http.StatusOK, gin.H{"data": out})
 		return nil
 	})
+}
+
+// deliveryTrigger names what sent an attempt (docs/webhooks.md).
+func deliveryTrigger(t string) string {
+	if t == "" {
+		return "delivery"
+	}
+	return t
 }

@@ -71,6 +71,12 @@ const (
 	// never started or runs again already (docs/api.md, Retrying a failed
 	// job).
 	CodeJobNotRetryable = "JOB_NOT_RETRYABLE"
+	// CodeJobHasNoWebhook answers a webhook resend of a job submitted
+	// without a webhook (docs/webhooks.md).
+	CodeJobHasNoWebhook = "JOB_HAS_NO_WEBHOOK"
+	// CodeWebhookNotResendable answers a webhook resend of a job whose
+	// workflow history is gone (docs/webhooks.md).
+	CodeWebhookNotResendable = "WEBHOOK_NOT_RESENDABLE"
 	// CodeJobDeleted answers every request on a deleted job but its
 	// tenant's other jobs (docs/api.md, Deleting a job).
 	CodeJobDeleted = "JOB_DELETED"

@@ -55,6 +55,8 @@ type config struct {
 	// MaxOutageWait is --max-outage-wait (outagewait.go);
 	// maxOutageWaitProblem says what was wrong with its environment value.
 	MaxOutageWait        outageWaits
+	// WebhookGiveUpAfter is --webhook-give-up-after (docs/webhooks.md).
+	WebhookGiveUpAfter time.Duration
 	maxOutageWaitProblem string
 	PublicURL            string
 	LinkTTL              time.Duration
@@ -141,6 +143,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		c.registerPayloadFlags(fs)
 	}
 	if command == "jobs" || command == "replay" {
+		c.registerWebhookGiveUp(fs)
 		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's, else gateway dev's embedded server at "+defaultLocalTemporal+")")
 		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
 		return
@@ -195,6 +198,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		"job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
 	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", envOr("GATEWAY_ACCEPT_LATENCY_TARGET", target, time.ParseDuration, -1),
 		"during a burst of new jobs, start them more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
+	c.registerWebhookGiveUp(fs)
 	if command == "dev" {
 		fs.BoolVar(&c.LocalEngines, "local-engines", os.Getenv("GATEWAY_LOCAL_ENGINES") == "true",
 			"add the local engines this machine has (Apertium, ffmpeg and tesseract) to the catalog; those it lacks are listed as disabled (env GATEWAY_LOCAL_ENGINES)")
@@ -207,6 +211,14 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 // read from Temporal's own variables (TEMPORAL_TLS_*, TEMPORAL_API_KEY)
 // and temporal.toml profiles: docs/operations.md, Temporal connection.
 const namespaceUsage = "Temporal namespace (default: the temporal.toml profile's, else default)"
+
+// registerWebhookGiveUp binds --webhook-give-up-after: how long the
+// workflows of jobs accepted (and resends started) here retry a webhook
+// event before giving it up (docs/webhooks.md).
+func (c *config) registerWebhookGiveUp(fs *flag.FlagSet) {
+	fs.DurationVar(&c.WebhookGiveUpAfter, "webhook-give-up-after", envOr("GATEWAY_WEBHOOK_GIVE_UP_AFTER", 0, time.ParseDuration, -1),
+		"how long a webhook event is retried before it is given up; 0: 24h (env GATEWAY_WEBHOOK_GIVE_UP_AFTER)")
+}
 
 // envOr is the value of the environment variable env, parsed, or def when
 // it is unset; invalid (which validate() reports) when it does not parse.
@@ -249,6 +261,9 @@ func (c *config) validate(command string) error {
 	case "worker":
 		need(c.DatabaseURL, "database-url", "DATABASE_URL")
 		needTemporal()
+	}
+	if c.WebhookGiveUpAfter < 0 {
+		problems = append(problems, "--webhook-give-up-after (GATEWAY_WEBHOOK_GIVE_UP_AFTER) must be a duration of at least 0, such as 30m")
 	}
 	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
 		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")

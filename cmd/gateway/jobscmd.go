@@ -28,14 +28,15 @@ type jobsFlags struct {
 	out    string
 	raw    bool
 	output string
-	dryRun bool
-	rate   float64
+	dryRun  bool
+	rate    float64
+	webhook string
 }
 
 const jobsUsage = `gateway jobs: look at jobs as an SRE, with the configuration of serve.
 
 Usage:
-  gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--error-code C] [--limit N] [-o text|json]
+  gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--error-code C] [--webhook failed] [--limit N] [-o text|json]
   gateway jobs show    ID [-o text|json]
   gateway jobs history ID [--out FILE] [--raw]   the workflow history, as gateway replay reads it
   gateway jobs retry   ID... | --tenant T --service S --provider P --error-code C [--dry-run] [--rate N] [--limit N]
@@ -57,6 +58,7 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 		fs.StringVar(&f.status, "status", "", "only jobs in this status: pending, processing, completed, failed")
 		fs.StringVar(&f.filter.Provider, "provider", "", "only jobs on this provider")
 		fs.StringVar(&f.filter.ErrorCode, "error-code", "", "only jobs that failed with this error code")
+		fs.StringVar(&f.webhook, "webhook", "", "failed: only jobs with a webhook event given up (docs/webhooks.md)")
 		fs.IntVar(&f.limit, "limit", 50, "at most this many jobs, newest first")
 	case "history":
 		fs.StringVar(&f.out, "out", "", "write the history to this file (default: standard output)")
@@ -183,6 +185,13 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 			return fmt.Errorf("--status %q: use pending, processing, completed or failed", f.status)
 		}
 		f.filter.Status = status
+	}
+	switch f.webhook {
+	case "":
+	case "failed":
+		f.filter.WebhookFailed = true
+	default:
+		return fmt.Errorf("--webhook %q: use failed", f.webhook)
 	}
 	if f.limit < 1 || f.limit > 1000 {
 		return errors.New("--limit must be between 1 and 1000")

@@ -21,6 +21,12 @@ import (
 // serve, and a dispatcher that starts pending jobs on demand. Payloads
 // are encrypted as serve's are.
 func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (*jobops.Service, func(), error) {
+	return jobOperationsWith(ctx, cfg, st, logger, func(*jobops.Config) {})
+}
+
+// jobOperationsWith is jobOperations with the configuration amended by
+// amend.
+func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, amend func(*jobops.Config)) (*jobops.Service, func(), error) {
 	if err := encryptPayloads(&cfg, "jobs", st, logger); err != nil {
 		return nil, nil, err
 	}
@@ -31,11 +37,13 @@ func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slo
 	registry, err := loadRegistry(cfg)
 	if err == nil {
 		var ops *jobops.Service
-		ops, err = jobops.New(jobops.Config{
+		opsCfg := jobops.Config{
 			Jobs: st, Tenants: st, Statuses: st, Policies: st, Rates: st,
 			Catalog: registry.Catalog(), Temporal: tc, Logger: logger, DataConverter: cfg.temporal.DataConverter,
 			Starts: jobops.NewDispatcher(jobops.DispatcherConfig{Store: st, Temporal: tc, Logger: logger}),
-		})
+		}
+		amend(&opsCfg)
+		ops, err = jobops.New(opsCfg)
 		if err == nil {
 			return ops, tc.Close, nil
 		}

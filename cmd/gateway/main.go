@@ -6,6 +6,7 @@
 //	gateway migrate  apply the database schema and exit
 //	gateway token    mint a token from the dev identity provider
 //	gateway jobs     list, show and download jobs' histories (SREs)
+//	gateway webhooks resend and recover jobs' webhook events
 //	gateway usage    sum the usage ledger
 //	gateway replay   replay job histories against this binary
 //	gateway version  print the version, VCS revision and Go version
@@ -37,6 +38,7 @@ Usage:
   gateway token    [flags]   print a token signed by the dev identity provider
   gateway idp      [flags]   the dev identity provider on its own, for trying serve and worker (any client secret: never in production)
   gateway jobs     list|show|history [flags]   jobs as the store and Temporal have them
+  gateway webhooks resend|recover [flags]   send jobs' webhook events again (docs/webhooks.md)
   gateway providers [-o text|json]   the catalog's providers per service, with statuses and circuit breakers
   gateway usage    [--tenant T] [--from ..] [--to ..] [--group-by service,day] [-o text|json|csv]   the usage ledger's sums
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
@@ -71,13 +73,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var tok tokenFlags
 	var replay replayFlags
 	var jf jobsFlags
+	var wf webhooksFlags
 	var uf usageFlags
 	var healthcheck string
 	var providersOutput string
 	sub := ""
-	if command == "jobs" {
+	if command == "jobs" || command == "webhooks" {
 		if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
-			fmt.Fprint(stderr, jobsUsage)
+			fmt.Fprint(stderr, map[string]string{"jobs": jobsUsage, "webhooks": webhooksUsage}[command])
 			return 2
 		}
 		sub, args = args[1], args[1:]
@@ -98,6 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		} else {
 			jf.register(fs, sub)
 		}
+	case "webhooks":
+		// The configuration of gateway jobs: serve's store and Temporal.
+		cfg.registerFlags(fs, "jobs")
+		wf.register(fs, sub)
 	case "healthcheck":
 		fs.StringVar(&healthcheck, "url", healthURL(), "the URL to ask (default: /healthz on GATEWAY_LISTEN)")
 	case "providers":
@@ -129,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		positional, rest = append(positional, rest[0]), rest[1:]
 	}
-	if len(positional) > 0 && command != "jobs" && command != "replay" {
+	if len(positional) > 0 && command != "jobs" && command != "replay" && command != "webhooks" {
 		fmt.Fprintf(stderr, "gateway %s: unexpected argument %q\n", command, positional[0])
 		return 2
 	}
@@ -140,7 +147,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := cfg.validate(command); err != nil {
+	validated := command
+	if command == "webhooks" {
+		validated = "jobs"
+	}
+	if err := cfg.validate(validated); err != nil {
 		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)
 		return 2
 	}
@@ -176,6 +187,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runReplay(ctx, cfg, replay, positional, stdout, logger)
 	case "jobs":
 		err = runJobs(ctx, cfg, sub, jf, positional, stdout, stderr, logger)
+	case "webhooks":
+		err = runWebhooks(ctx, cfg, sub, wf, positional, stdout, logger)
 	case "providers":
 		err = runProviders(ctx, cfg, providersOutput, stdout)
 	case "usage":

@@ -110,6 +110,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Backlog:                backlog,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
+		Webhooks:               st,
+		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -135,6 +137,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Logger:         logger,
 		WebhookKey:     signer,
 		Deliveries:     st,
+		Webhooks:       ops,
 		Usage:          st,
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),

@@ -30,7 +30,7 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 	if job.ErrorCode == jobs.CodeNotStarted {
 		return nil, refuse(ErrNotRetryable, "job %s never started (%s): submit it again", job.ID, job.ErrorCode)
 	}
-	sub, priority, err := s.submission(ctx, job.ID)
+	sub, priority, err := s.submission(ctx, job.ID, ErrNotRetryable)
 	if err != nil {
 		return nil, err
 	}
@@ -59,20 +59,21 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 }
 
 // submission is the job's original submission and start priority, as the
-// first event of its workflow's latest run records them.
-func (s *Service) submission(ctx context.Context, id string) (jobs.Submission, int, error) {
+// first event of its workflow's latest run records them; a job without a
+// history is refused as kind.
+func (s *Service) submission(ctx context.Context, id string, kind error) (jobs.Submission, int, error) {
 	iter := s.cfg.Temporal.GetWorkflowHistory(ctx, workflows.JobWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !iter.HasNext() {
-		return jobs.Submission{}, 0, refuse(ErrNotRetryable, "job %s has no workflow history (retention may have removed it)", id)
+		return jobs.Submission{}, 0, refuse(kind, "job %s has no workflow history (retention may have removed it)", id)
 	}
 	event, err := iter.Next()
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return jobs.Submission{}, 0, refuse(ErrNotRetryable, "job %s has no workflow history (retention may have removed it)", id)
+			return jobs.Submission{}, 0, refuse(kind, "job %s has no workflow history (retention may have removed it)", id)
 		}
-		s.cfg.Logger.Error("read a job's workflow history to retry it", "job", id, "error", err)
-		return jobs.Submission{}, 0, refuse(ErrUnavailable, "job %s could not be retried now (its workflow history cannot be read); retry it", id)
+		s.cfg.Logger.Error("read a job's workflow history", "job", id, "error", err)
+		return jobs.Submission{}, 0, refuse(ErrUnavailable, "job %s: its workflow history cannot be read now; try again", id)
 	}
 	started := event.GetWorkflowExecutionStartedEventAttributes()
 	if started == nil || len(started.GetInput().GetPayloads()) == 0 {

@@ -114,8 +114,14 @@ type Config struct {
 	// Batches records and cancels batches (docs/api.md, Batches); nil
 	// takes Jobs when it is one, else batches are refused.
 	Batches BatchStore
-	Logger  *slog.Logger // default slog.Default()
-	Now     func() time.Time
+	// Webhooks reads jobs' webhook messages for resends and recovery
+	// (docs/webhooks.md); nil: they are refused as ErrUnavailable.
+	Webhooks WebhookStore
+	// WebhookGiveUpAfter is how long webhook events are retried before
+	// they are given up; 0 is 24 h (docs/webhooks.md).
+	WebhookGiveUpAfter time.Duration
+	Logger             *slog.Logger // default slog.Default()
+	Now                func() time.Time
 }
 
 // Service carries out the operations on jobs: Submit, Cancel, Retry and

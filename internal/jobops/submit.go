@@ -132,6 +132,9 @@ func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, 
 		return jobs.Submission{}, nil, nil, err
 	}
 	in := submission(ctx, req, jobID, now)
+	if in.Webhook != nil {
+		in.WebhookGiveUpAfter = s.cfg.WebhookGiveUpAfter
+	}
 	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
 		in.FairnessWeight = w
 	}
