@@ -54,9 +54,9 @@ type config struct {
 	BlobURL string
 	// MaxOutageWait is --max-outage-wait (outagewait.go);
 	// maxOutageWaitProblem says what was wrong with its environment value.
-	MaxOutageWait        outageWaits
+	MaxOutageWait outageWaits
 	// WebhookGiveUpAfter is --webhook-give-up-after (docs/webhooks.md).
-	WebhookGiveUpAfter time.Duration
+	WebhookGiveUpAfter   time.Duration
 	maxOutageWaitProblem string
 	PublicURL            string
 	LinkTTL              time.Duration

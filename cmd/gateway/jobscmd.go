@@ -22,12 +22,12 @@ import (
 // jobsFlags are the flags of `gateway jobs` (docs/operations.md, Jobs from
 // the command line).
 type jobsFlags struct {
-	filter store.JobFilter
-	status string
-	limit  int
-	out    string
-	raw    bool
-	output string
+	filter  store.JobFilter
+	status  string
+	limit   int
+	out     string
+	raw     bool
+	output  string
 	dryRun  bool
 	rate    float64
 	webhook string
