@@ -111,8 +111,8 @@ func converterFrom(p *commonpb.Payload, into *string) error {
 func (g *gateway) command(args ...string) (int, string) {
 	g.t.Helper()
 	var full []string
-	if args[0] == "jobs" {
-		full = append([]string{"jobs", args[1], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[2:]...)
+	if args[0] == "jobs" || args[0] == "webhooks" {
+		full = append([]string{args[0], args[1], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[2:]...)
 	} else {
 		full = append([]string{args[0], "--temporal-address", g.temporal, "--data-dir", g.dataDir}, args[1:]...)
 	}
