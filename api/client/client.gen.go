@@ -1230,6 +1230,27 @@ func (e VideoFeature) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveriesDataAttributesTrigger.
+const (
+	Delivery WebhookDeliveriesDataAttributesTrigger = "delivery"
+	Recover  WebhookDeliveriesDataAttributesTrigger = "recover"
+	Resend   WebhookDeliveriesDataAttributesTrigger = "resend"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveriesDataAttributesTrigger enum.
+func (e WebhookDeliveriesDataAttributesTrigger) Valid() bool {
+	switch e {
+	case Delivery:
+		return true
+	case Recover:
+		return true
+	case Resend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveriesDataType.
 const (
 	WebhookDelivery WebhookDeliveriesDataType = "webhook-delivery"
@@ -1245,6 +1266,21 @@ func (e WebhookDeliveriesDataType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookResendType.
+const (
+	WebhookResendTypeWebhookResend WebhookResendType = "webhook-resend"
+)
+
+// Valid indicates whether the value is a known member of the WebhookResendType enum.
+func (e WebhookResendType) Valid() bool {
+	switch e {
+	case WebhookResendTypeWebhookResend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetLiveness200JSONResponseBodyStatus.
 const (
 	Ok GetLiveness200JSONResponseBodyStatus = "ok"
@@ -1254,6 +1290,21 @@ const (
 func (e GetLiveness200JSONResponseBodyStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJobsParamsFilterWebhook.
+const (
+	ListJobsParamsFilterWebhookFailed ListJobsParamsFilterWebhook = "failed"
+)
+
+// Valid indicates whether the value is a known member of the ListJobsParamsFilterWebhook enum.
+func (e ListJobsParamsFilterWebhook) Valid() bool {
+	switch e {
+	case ListJobsParamsFilterWebhookFailed:
 		return true
 	default:
 		return false
@@ -2513,14 +2564,82 @@ type WebhookDeliveries struct {
 			Event       string    `json:"event"`
 			MessageId   string    `json:"message_id"`
 			StatusCode  *int      `json:"status_code,omitempty"`
+
+			// Trigger what sent the attempt, the job's own delivery or a resend or recovery (docs/webhooks.md)
+			Trigger *WebhookDeliveriesDataAttributesTrigger `json:"trigger,omitempty"`
 		} `json:"attributes"`
 		Id   string                    `json:"id"`
 		Type WebhookDeliveriesDataType `json:"type"`
 	} `json:"data"`
 }
 
+// WebhookDeliveriesDataAttributesTrigger what sent the attempt, the job's own delivery or a resend or recovery (docs/webhooks.md)
+type WebhookDeliveriesDataAttributesTrigger string
+
 // WebhookDeliveriesDataType defines model for WebhookDeliveries.Data.Type.
 type WebhookDeliveriesDataType string
+
+// WebhookRecoverRequest defines model for WebhookRecoverRequest.
+type WebhookRecoverRequest struct {
+	// DryRun say what would be resent
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Since deliveries given up at or after this time
+	Since time.Time `json:"since"`
+
+	// Tenant super-admins only: this tenant's jobs (default: every tenant's); others recover their own tenant's
+	Tenant *string `json:"tenant,omitempty"`
+
+	// Until and before this time (default: now)
+	Until *time.Time `json:"until,omitempty"`
+
+	// Url only jobs whose webhook goes to this URL
+	Url *string `json:"url,omitempty"`
+}
+
+// WebhookRecovery defines model for WebhookRecovery.
+type WebhookRecovery struct {
+	// Data one resend per job
+	Data []WebhookResend `json:"data"`
+	Meta struct {
+		DryRun      bool `json:"dry_run"`
+		Jobs        int  `json:"jobs"`
+		Messages    int  `json:"messages"`
+		SkippedJobs []struct {
+			JobId  string `json:"job_id"`
+			Reason string `json:"reason"`
+		} `json:"skipped_jobs"`
+
+		// Truncated more deliveries match than one recovery takes; run it again for the rest
+		Truncated bool `json:"truncated"`
+	} `json:"meta"`
+}
+
+// WebhookResend defines model for WebhookResend.
+type WebhookResend struct {
+	Attributes struct {
+		Count int                `json:"count"`
+		JobId openapi_types.UUID `json:"job_id"`
+
+		// MessageIds the webhook-ids sent again, in order
+		MessageIds []string `json:"message_ids"`
+
+		// SkippedMessageIds messages sent before the gateway recorded what messages carry, that cannot be rebuilt (docs/webhooks.md)
+		SkippedMessageIds *[]string `json:"skipped_message_ids,omitempty"`
+	} `json:"attributes"`
+
+	// Id the resend's workflow id, webhook-resend-<job>-<uuid>; empty when nothing is sent
+	Id   string            `json:"id"`
+	Type WebhookResendType `json:"type"`
+}
+
+// WebhookResendType defines model for WebhookResend.Type.
+type WebhookResendType string
+
+// WebhookResendDocument defines model for WebhookResendDocument.
+type WebhookResendDocument struct {
+	Data WebhookResend `json:"data"`
+}
 
 // Application defines model for Application.
 type Application = string
@@ -2693,13 +2812,19 @@ type ListJobsParams struct {
 	FilterStatus   *JobStatus `form:"filter[status],omitempty" json:"filter[status],omitempty"`
 
 	// FilterBatch a batch's id (docs/api.md, Batches)
-	FilterBatch *string     `form:"filter[batch],omitempty" json:"filter[batch],omitempty"`
-	PageNumber  *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
-	PageSize    *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
+	FilterBatch *string `form:"filter[batch],omitempty" json:"filter[batch],omitempty"`
+
+	// FilterWebhook failed: jobs with a webhook event given up and not delivered since (docs/webhooks.md)
+	FilterWebhook *ListJobsParamsFilterWebhook `form:"filter[webhook],omitempty" json:"filter[webhook],omitempty"`
+	PageNumber    *PageNumber                  `form:"page[number],omitempty" json:"page[number],omitempty"`
+	PageSize      *PageSize                    `form:"page[size],omitempty" json:"page[size],omitempty"`
 
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
+
+// ListJobsParamsFilterWebhook defines parameters for ListJobs.
+type ListJobsParamsFilterWebhook string
 
 // DeleteJobParams defines parameters for DeleteJob.
 type DeleteJobParams struct {
@@ -2775,6 +2900,12 @@ type RetryLLMTaskParams struct {
 
 // ListLLMTaskWebhookDeliveriesParams defines parameters for ListLLMTaskWebhookDeliveries.
 type ListLLMTaskWebhookDeliveriesParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// ResendLLMTaskWebhooksParams defines parameters for ResendLLMTaskWebhooks.
+type ResendLLMTaskWebhooksParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
@@ -2968,6 +3099,12 @@ type ListTranscriptionWebhookDeliveriesParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// ResendTranscriptionWebhooksParams defines parameters for ResendTranscriptionWebhooks.
+type ResendTranscriptionWebhooksParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // CreateTranslationParams defines parameters for CreateTranslation.
 type CreateTranslationParams struct {
 	// IdempotencyKey replays of the same request within 24 h return the first job (docs/api.md, Cancel and idempotency)
@@ -3030,6 +3167,12 @@ type RetryTranslationParams struct {
 
 // ListTranslationWebhookDeliveriesParams defines parameters for ListTranslationWebhookDeliveries.
 type ListTranslationWebhookDeliveriesParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// ResendTranslationWebhooksParams defines parameters for ResendTranslationWebhooks.
+type ResendTranslationWebhooksParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
@@ -3121,11 +3264,23 @@ type ListVideoAnalysisWebhookDeliveriesParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// ResendVideoAnalysisWebhooksParams defines parameters for ResendVideoAnalysisWebhooks.
+type ResendVideoAnalysisWebhooksParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // GetWebhookPublicKey200JSONResponseBodyDataAttributesAlgorithm defines parameters for GetWebhookPublicKey.
 type GetWebhookPublicKey200JSONResponseBodyDataAttributesAlgorithm string
 
 // GetWebhookPublicKey200JSONResponseBodyDataType defines parameters for GetWebhookPublicKey.
 type GetWebhookPublicKey200JSONResponseBodyDataType string
+
+// RecoverWebhooksParams defines parameters for RecoverWebhooks.
+type RecoverWebhooksParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
 
 // DecodePayloadsJSONRequestBody defines body for DecodePayloads for application/json ContentType.
 type DecodePayloadsJSONRequestBody = Payloads
@@ -3177,6 +3332,9 @@ type CreateTranslationJSONRequestBody = CreateTranslation
 
 // CreateVideoAnalysisJSONRequestBody defines body for CreateVideoAnalysis for application/json ContentType.
 type CreateVideoAnalysisJSONRequestBody = CreateVideoAnalysis
+
+// RecoverWebhooksJSONRequestBody defines body for RecoverWebhooks for application/json ContentType.
+type RecoverWebhooksJSONRequestBody = WebhookRecoverRequest
 
 // AsBudgetLimit0 returns the union data inside the BudgetLimit as a BudgetLimit0
 func (t BudgetLimit) AsBudgetLimit0() (BudgetLimit0, error) {
@@ -3601,6 +3759,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/llm-tasks/{id}/webhook-deliveries (the `ListLLMTaskWebhookDeliveries` operationId).
 	ListLLMTaskWebhookDeliveries(ctx context.Context, id JobID, params *ListLLMTaskWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResendLLMTaskWebhooks Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
+	ResendLLMTaskWebhooks(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPolicies List routing policies, newest first
 	//
 	// Corresponds with GET /v1/policies (the `ListPolicies` operationId).
@@ -3893,6 +4062,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/transcriptions/{id}/webhook-deliveries (the `ListTranscriptionWebhookDeliveries` operationId).
 	ListTranscriptionWebhookDeliveries(ctx context.Context, id JobID, params *ListTranscriptionWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResendTranscriptionWebhooks Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
+	ResendTranscriptionWebhooks(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateTranslationWithBody Create a translation job
 	//
 	// Takes any type of body and a specified content type.
@@ -3963,6 +4143,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/translations/{id}/webhook-deliveries (the `ListTranslationWebhookDeliveries` operationId).
 	ListTranslationWebhookDeliveries(ctx context.Context, id JobID, params *ListTranslationWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendTranslationWebhooks Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
+	ResendTranslationWebhooks(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUsage Sum the usage ledger over a period, grouped
 	//
@@ -4045,10 +4236,51 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/video-analyses/{id}/webhook-deliveries (the `ListVideoAnalysisWebhookDeliveries` operationId).
 	ListVideoAnalysisWebhookDeliveries(ctx context.Context, id JobID, params *ListVideoAnalysisWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResendVideoAnalysisWebhooks Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
+	ResendVideoAnalysisWebhooks(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetWebhookPublicKey The Ed25519 public key webhook signatures verify with (docs/webhooks.md)
 	//
 	// Corresponds with GET /v1/webhooks/public-key (the `GetWebhookPublicKey` operationId).
 	GetWebhookPublicKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverWebhooksWithBody Resend the webhook deliveries given up in a window
+	//
+	// Resends every event whose delivery was given up (after 24 h of
+	// retries) in the window, in order per job, one resend per job, each
+	// with its first webhook-id (docs/webhooks.md, Resending and
+	// recovering events). A super-admin recovers any tenant's jobs;
+	// other callers their own tenant's, of the services they have
+	// {service}:write for. An event a recovery resent is not taken again
+	// unless it is given up again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+	RecoverWebhooksWithBody(ctx context.Context, params *RecoverWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverWebhooks Resend the webhook deliveries given up in a window
+	//
+	// Resends every event whose delivery was given up (after 24 h of
+	// retries) in the window, in order per job, one resend per job, each
+	// with its first webhook-id (docs/webhooks.md, Resending and
+	// recovering events). A super-admin recovers any tenant's jobs;
+	// other callers their own tenant's, of the services they have
+	// {service}:write for. An event a recovery resent is not taken again
+	// unless it is given up again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+	RecoverWebhooks(ctx context.Context, params *RecoverWebhooksParams, body RecoverWebhooksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // PreflightDecodePayloads CORS preflight; allowed origins (--temporal-ui-origin) get the Access-Control-Allow-* headers
@@ -4546,6 +4778,27 @@ func (c *Client) RetryLLMTask(ctx context.Context, id JobID, params *RetryLLMTas
 // Corresponds with GET /v1/llm-tasks/{id}/webhook-deliveries (the `ListLLMTaskWebhookDeliveries` operationId).
 func (c *Client) ListLLMTaskWebhookDeliveries(ctx context.Context, id JobID, params *ListLLMTaskWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListLLMTaskWebhookDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendLLMTaskWebhooks Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
+func (c *Client) ResendLLMTaskWebhooks(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendLLMTaskWebhooksRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5268,6 +5521,27 @@ func (c *Client) ListTranscriptionWebhookDeliveries(ctx context.Context, id JobI
 	return c.Client.Do(req)
 }
 
+// ResendTranscriptionWebhooks Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
+func (c *Client) ResendTranscriptionWebhooks(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendTranscriptionWebhooksRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateTranslationWithBody Create a translation job
 //
 // Takes any type of body and a specified content type.
@@ -5419,6 +5693,27 @@ func (c *Client) RetryTranslation(ctx context.Context, id JobID, params *RetryTr
 // Corresponds with GET /v1/translations/{id}/webhook-deliveries (the `ListTranslationWebhookDeliveries` operationId).
 func (c *Client) ListTranslationWebhookDeliveries(ctx context.Context, id JobID, params *ListTranslationWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListTranslationWebhookDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendTranslationWebhooks Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
+func (c *Client) ResendTranslationWebhooks(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendTranslationWebhooksRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5610,11 +5905,82 @@ func (c *Client) ListVideoAnalysisWebhookDeliveries(ctx context.Context, id JobI
 	return c.Client.Do(req)
 }
 
+// ResendVideoAnalysisWebhooks Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
+func (c *Client) ResendVideoAnalysisWebhooks(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendVideoAnalysisWebhooksRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetWebhookPublicKey The Ed25519 public key webhook signatures verify with (docs/webhooks.md)
 //
 // Corresponds with GET /v1/webhooks/public-key (the `GetWebhookPublicKey` operationId).
 func (c *Client) GetWebhookPublicKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWebhookPublicKeyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverWebhooksWithBody Resend the webhook deliveries given up in a window
+//
+// Resends every event whose delivery was given up (after 24 h of
+// retries) in the window, in order per job, one resend per job, each
+// with its first webhook-id (docs/webhooks.md, Resending and
+// recovering events). A super-admin recovers any tenant's jobs;
+// other callers their own tenant's, of the services they have
+// {service}:write for. An event a recovery resent is not taken again
+// unless it is given up again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+func (c *Client) RecoverWebhooksWithBody(ctx context.Context, params *RecoverWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhooksRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverWebhooks Resend the webhook deliveries given up in a window
+//
+// Resends every event whose delivery was given up (after 24 h of
+// retries) in the window, in order per job, one resend per job, each
+// with its first webhook-id (docs/webhooks.md, Resending and
+// recovering events). A super-admin recovers any tenant's jobs;
+// other callers their own tenant's, of the services they have
+// {service}:write for. An event a recovery resent is not taken again
+// unless it is given up again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+func (c *Client) RecoverWebhooks(ctx context.Context, params *RecoverWebhooksParams, body RecoverWebhooksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhooksRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6335,6 +6701,18 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 
 		}
 
+		if params.FilterWebhook != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[webhook]", *params.FilterWebhook, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.PageNumber != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page[number]", *params.PageNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -6928,6 +7306,55 @@ func NewListLLMTaskWebhookDeliveriesRequest(server string, id JobID, params *Lis
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewResendLLMTaskWebhooksRequest constructs an http.Request for the ResendLLMTaskWebhooks method
+func NewResendLLMTaskWebhooksRequest(server string, id JobID, params *ResendLLMTaskWebhooksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/llm-tasks/%s/webhooks/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -8598,6 +9025,55 @@ func NewListTranscriptionWebhookDeliveriesRequest(server string, id JobID, param
 	return req, nil
 }
 
+// NewResendTranscriptionWebhooksRequest constructs an http.Request for the ResendTranscriptionWebhooks method
+func NewResendTranscriptionWebhooksRequest(server string, id JobID, params *ResendTranscriptionWebhooksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/transcriptions/%s/webhooks/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateTranslationRequest calls the generic CreateTranslation builder with application/json body
 func NewCreateTranslationRequest(server string, params *CreateTranslationParams, body CreateTranslationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9040,6 +9516,55 @@ func NewListTranslationWebhookDeliveriesRequest(server string, id JobID, params 
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewResendTranslationWebhooksRequest constructs an http.Request for the ResendTranslationWebhooks method
+func NewResendTranslationWebhooksRequest(server string, id JobID, params *ResendTranslationWebhooksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/translations/%s/webhooks/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -9667,6 +10192,55 @@ func NewListVideoAnalysisWebhookDeliveriesRequest(server string, id JobID, param
 	return req, nil
 }
 
+// NewResendVideoAnalysisWebhooksRequest constructs an http.Request for the ResendVideoAnalysisWebhooks method
+func NewResendVideoAnalysisWebhooksRequest(server string, id JobID, params *ResendVideoAnalysisWebhooksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/video-analyses/%s/webhooks/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetWebhookPublicKeyRequest constructs an http.Request for the GetWebhookPublicKey method
 func NewGetWebhookPublicKeyRequest(server string) (*http.Request, error) {
 	var err error
@@ -9689,6 +10263,61 @@ func NewGetWebhookPublicKeyRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRecoverWebhooksRequest calls the generic RecoverWebhooks builder with application/json body
+func NewRecoverWebhooksRequest(server string, params *RecoverWebhooksParams, body RecoverWebhooksJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecoverWebhooksRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewRecoverWebhooksRequestWithBody constructs an http.Request for the RecoverWebhooks method, with any body, and a specified content type
+func NewRecoverWebhooksRequestWithBody(server string, params *RecoverWebhooksParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/webhooks/recover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10002,6 +10631,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/llm-tasks/{id}/webhook-deliveries (the `ListLLMTaskWebhookDeliveries` operationId).
 	ListLLMTaskWebhookDeliveriesWithResponse(ctx context.Context, id JobID, params *ListLLMTaskWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListLLMTaskWebhookDeliveriesResponse, error)
+
+	// ResendLLMTaskWebhooksWithResponse Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
+	ResendLLMTaskWebhooksWithResponse(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*ResendLLMTaskWebhooksResponse, error)
 
 	// ListPoliciesWithResponse List routing policies, newest first
 	//
@@ -10335,6 +10977,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/transcriptions/{id}/webhook-deliveries (the `ListTranscriptionWebhookDeliveries` operationId).
 	ListTranscriptionWebhookDeliveriesWithResponse(ctx context.Context, id JobID, params *ListTranscriptionWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListTranscriptionWebhookDeliveriesResponse, error)
 
+	// ResendTranscriptionWebhooksWithResponse Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
+	ResendTranscriptionWebhooksWithResponse(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*ResendTranscriptionWebhooksResponse, error)
+
 	// CreateTranslationWithBodyWithResponse Create a translation job
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10419,6 +11074,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/translations/{id}/webhook-deliveries (the `ListTranslationWebhookDeliveries` operationId).
 	ListTranslationWebhookDeliveriesWithResponse(ctx context.Context, id JobID, params *ListTranslationWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListTranslationWebhookDeliveriesResponse, error)
+
+	// ResendTranslationWebhooksWithResponse Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
+	ResendTranslationWebhooksWithResponse(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*ResendTranslationWebhooksResponse, error)
 
 	// GetUsageWithResponse Sum the usage ledger over a period, grouped
 	//
@@ -10517,12 +11185,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/video-analyses/{id}/webhook-deliveries (the `ListVideoAnalysisWebhookDeliveries` operationId).
 	ListVideoAnalysisWebhookDeliveriesWithResponse(ctx context.Context, id JobID, params *ListVideoAnalysisWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListVideoAnalysisWebhookDeliveriesResponse, error)
 
+	// ResendVideoAnalysisWebhooksWithResponse Send every event the job's webhook was sent again, in order
+	//
+	// Sends each event again with the webhook-id it first had and a fresh
+	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+	// Resending and recovering events). A job submitted without a webhook
+	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+	// 409 WEBHOOK_NOT_RESENDABLE.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
+	ResendVideoAnalysisWebhooksWithResponse(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*ResendVideoAnalysisWebhooksResponse, error)
+
 	// GetWebhookPublicKeyWithResponse The Ed25519 public key webhook signatures verify with (docs/webhooks.md)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/webhooks/public-key (the `GetWebhookPublicKey` operationId).
 	GetWebhookPublicKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhookPublicKeyResponse, error)
+
+	// RecoverWebhooksWithBodyWithResponse Resend the webhook deliveries given up in a window
+	//
+	// Resends every event whose delivery was given up (after 24 h of
+	// retries) in the window, in order per job, one resend per job, each
+	// with its first webhook-id (docs/webhooks.md, Resending and
+	// recovering events). A super-admin recovers any tenant's jobs;
+	// other callers their own tenant's, of the services they have
+	// {service}:write for. An event a recovery resent is not taken again
+	// unless it is given up again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+	RecoverWebhooksWithBodyWithResponse(ctx context.Context, params *RecoverWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhooksResponse, error)
+
+	// RecoverWebhooksWithResponse Resend the webhook deliveries given up in a window
+	//
+	// Resends every event whose delivery was given up (after 24 h of
+	// retries) in the window, in order per job, one resend per job, each
+	// with its first webhook-id (docs/webhooks.md, Resending and
+	// recovering events). A super-admin recovers any tenant's jobs;
+	// other callers their own tenant's, of the services they have
+	// {service}:write for. An event a recovery resent is not taken again
+	// unless it is given up again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+	RecoverWebhooksWithResponse(ctx context.Context, params *RecoverWebhooksParams, body RecoverWebhooksJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhooksResponse, error)
 }
 
 type PreflightDecodePayloadsResponse struct {
@@ -12660,6 +13371,110 @@ func (r ListLLMTaskWebhookDeliveriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListLLMTaskWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResendLLMTaskWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ResendLLMTaskWebhooks
+type ResendLLMTaskWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResendLLMTaskWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendLLMTaskWebhooks
+type ResendLLMTaskWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResendLLMTaskWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookResendDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendLLMTaskWebhooksResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendLLMTaskWebhooksResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON202() *WebhookResendDocument {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendLLMTaskWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendLLMTaskWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendLLMTaskWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendLLMTaskWebhooksResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15904,6 +16719,110 @@ func (r ListTranscriptionWebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// ResendTranscriptionWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ResendTranscriptionWebhooks
+type ResendTranscriptionWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResendTranscriptionWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendTranscriptionWebhooks
+type ResendTranscriptionWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResendTranscriptionWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookResendDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendTranscriptionWebhooksResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendTranscriptionWebhooksResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON202() *WebhookResendDocument {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendTranscriptionWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendTranscriptionWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendTranscriptionWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendTranscriptionWebhooksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateTranslationResponse200Headers the declared response headers of an HTTP 200 response for CreateTranslation
 type CreateTranslationResponse200Headers struct {
 	PreferenceApplied *string
@@ -16814,6 +17733,110 @@ func (r ListTranslationWebhookDeliveriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListTranslationWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResendTranslationWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ResendTranslationWebhooks
+type ResendTranslationWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResendTranslationWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendTranslationWebhooks
+type ResendTranslationWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResendTranslationWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookResendDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendTranslationWebhooksResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendTranslationWebhooksResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON202() *WebhookResendDocument {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendTranslationWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendTranslationWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendTranslationWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendTranslationWebhooksResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17826,6 +18849,110 @@ func (r ListVideoAnalysisWebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// ResendVideoAnalysisWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ResendVideoAnalysisWebhooks
+type ResendVideoAnalysisWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResendVideoAnalysisWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendVideoAnalysisWebhooks
+type ResendVideoAnalysisWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResendVideoAnalysisWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookResendDocument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Gone
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendVideoAnalysisWebhooksResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendVideoAnalysisWebhooksResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON202() *WebhookResendDocument {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON410() *Gone {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendVideoAnalysisWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendVideoAnalysisWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendVideoAnalysisWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendVideoAnalysisWebhooksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetWebhookPublicKeyResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookPublicKey
 type GetWebhookPublicKeyResponse503Headers struct {
 	RetryAfter *int
@@ -17895,6 +19022,103 @@ func (r GetWebhookPublicKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetWebhookPublicKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RecoverWebhooksResponse401Headers the declared response headers of an HTTP 401 response for RecoverWebhooks
+type RecoverWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RecoverWebhooksResponse503Headers the declared response headers of an HTTP 503 response for RecoverWebhooks
+type RecoverWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RecoverWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookRecovery
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookRecovery
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverWebhooksResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverWebhooksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON200() *WebhookRecovery {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON202() *WebhookRecovery {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverWebhooksResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18332,6 +19556,25 @@ func (c *ClientWithResponses) ListLLMTaskWebhookDeliveriesWithResponse(ctx conte
 		return nil, err
 	}
 	return ParseListLLMTaskWebhookDeliveriesResponse(rsp)
+}
+
+// ResendLLMTaskWebhooksWithResponse Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
+func (c *ClientWithResponses) ResendLLMTaskWebhooksWithResponse(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*ResendLLMTaskWebhooksResponse, error) {
+	rsp, err := c.ResendLLMTaskWebhooks(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendLLMTaskWebhooksResponse(rsp)
 }
 
 // ListPoliciesWithResponse List routing policies, newest first
@@ -18918,6 +20161,25 @@ func (c *ClientWithResponses) ListTranscriptionWebhookDeliveriesWithResponse(ctx
 	return ParseListTranscriptionWebhookDeliveriesResponse(rsp)
 }
 
+// ResendTranscriptionWebhooksWithResponse Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
+func (c *ClientWithResponses) ResendTranscriptionWebhooksWithResponse(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*ResendTranscriptionWebhooksResponse, error) {
+	rsp, err := c.ResendTranscriptionWebhooks(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendTranscriptionWebhooksResponse(rsp)
+}
+
 // CreateTranslationWithBodyWithResponse Create a translation job
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -19055,6 +20317,25 @@ func (c *ClientWithResponses) ListTranslationWebhookDeliveriesWithResponse(ctx c
 		return nil, err
 	}
 	return ParseListTranslationWebhookDeliveriesResponse(rsp)
+}
+
+// ResendTranslationWebhooksWithResponse Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
+func (c *ClientWithResponses) ResendTranslationWebhooksWithResponse(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*ResendTranslationWebhooksResponse, error) {
+	rsp, err := c.ResendTranslationWebhooks(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendTranslationWebhooksResponse(rsp)
 }
 
 // GetUsageWithResponse Sum the usage ledger over a period, grouped
@@ -19214,6 +20495,25 @@ func (c *ClientWithResponses) ListVideoAnalysisWebhookDeliveriesWithResponse(ctx
 	return ParseListVideoAnalysisWebhookDeliveriesResponse(rsp)
 }
 
+// ResendVideoAnalysisWebhooksWithResponse Send every event the job's webhook was sent again, in order
+//
+// Sends each event again with the webhook-id it first had and a fresh
+// timestamp and signature, retried as deliveries are (docs/webhooks.md,
+// Resending and recovering events). A job submitted without a webhook
+// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
+// 409 WEBHOOK_NOT_RESENDABLE.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
+func (c *ClientWithResponses) ResendVideoAnalysisWebhooksWithResponse(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*ResendVideoAnalysisWebhooksResponse, error) {
+	rsp, err := c.ResendVideoAnalysisWebhooks(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendVideoAnalysisWebhooksResponse(rsp)
+}
+
 // GetWebhookPublicKeyWithResponse The Ed25519 public key webhook signatures verify with (docs/webhooks.md)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19225,6 +20525,48 @@ func (c *ClientWithResponses) GetWebhookPublicKeyWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseGetWebhookPublicKeyResponse(rsp)
+}
+
+// RecoverWebhooksWithBodyWithResponse Resend the webhook deliveries given up in a window
+//
+// Resends every event whose delivery was given up (after 24 h of
+// retries) in the window, in order per job, one resend per job, each
+// with its first webhook-id (docs/webhooks.md, Resending and
+// recovering events). A super-admin recovers any tenant's jobs;
+// other callers their own tenant's, of the services they have
+// {service}:write for. An event a recovery resent is not taken again
+// unless it is given up again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+func (c *ClientWithResponses) RecoverWebhooksWithBodyWithResponse(ctx context.Context, params *RecoverWebhooksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhooksResponse, error) {
+	rsp, err := c.RecoverWebhooksWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhooksResponse(rsp)
+}
+
+// RecoverWebhooksWithResponse Resend the webhook deliveries given up in a window
+//
+// Resends every event whose delivery was given up (after 24 h of
+// retries) in the window, in order per job, one resend per job, each
+// with its first webhook-id (docs/webhooks.md, Resending and
+// recovering events). A super-admin recovers any tenant's jobs;
+// other callers their own tenant's, of the services they have
+// {service}:write for. An event a recovery resent is not taken again
+// unless it is given up again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/webhooks/recover (the `RecoverWebhooks` operationId).
+func (c *ClientWithResponses) RecoverWebhooksWithResponse(ctx context.Context, params *RecoverWebhooksParams, body RecoverWebhooksJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhooksResponse, error) {
+	rsp, err := c.RecoverWebhooks(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhooksResponse(rsp)
 }
 
 // ParsePreflightDecodePayloadsResponse parses an HTTP response from a PreflightDecodePayloadsWithResponse call
@@ -21170,6 +22512,104 @@ func ParseListLLMTaskWebhookDeliveriesResponse(rsp *http.Response) (*ListLLMTask
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListLLMTaskWebhookDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendLLMTaskWebhooksResponse parses an HTTP response from a ResendLLMTaskWebhooksWithResponse call
+func ParseResendLLMTaskWebhooksResponse(rsp *http.Response) (*ResendLLMTaskWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendLLMTaskWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookResendDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResendLLMTaskWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendLLMTaskWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24247,6 +25687,104 @@ func ParseListTranscriptionWebhookDeliveriesResponse(rsp *http.Response) (*ListT
 	return response, nil
 }
 
+// ParseResendTranscriptionWebhooksResponse parses an HTTP response from a ResendTranscriptionWebhooksWithResponse call
+func ParseResendTranscriptionWebhooksResponse(rsp *http.Response) (*ResendTranscriptionWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendTranscriptionWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookResendDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResendTranscriptionWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendTranscriptionWebhooksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateTranslationResponse parses an HTTP response from a CreateTranslationWithResponse call
 func ParseCreateTranslationResponse(rsp *http.Response) (*CreateTranslationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -25120,6 +26658,104 @@ func ParseListTranslationWebhookDeliveriesResponse(rsp *http.Response) (*ListTra
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTranslationWebhookDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendTranslationWebhooksResponse parses an HTTP response from a ResendTranslationWebhooksWithResponse call
+func ParseResendTranslationWebhooksResponse(rsp *http.Response) (*ResendTranslationWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendTranslationWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookResendDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResendTranslationWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendTranslationWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26103,6 +27739,104 @@ func ParseListVideoAnalysisWebhookDeliveriesResponse(rsp *http.Response) (*ListV
 	return response, nil
 }
 
+// ParseResendVideoAnalysisWebhooksResponse parses an HTTP response from a ResendVideoAnalysisWebhooksWithResponse call
+func ParseResendVideoAnalysisWebhooksResponse(rsp *http.Response) (*ResendVideoAnalysisWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendVideoAnalysisWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookResendDocument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResendVideoAnalysisWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendVideoAnalysisWebhooksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetWebhookPublicKeyResponse parses an HTTP response from a GetWebhookPublicKeyWithResponse call
 func ParseGetWebhookPublicKeyResponse(rsp *http.Response) (*GetWebhookPublicKeyResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -26146,6 +27880,97 @@ func ParseGetWebhookPublicKeyResponse(rsp *http.Response) (*GetWebhookPublicKeyR
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetWebhookPublicKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecoverWebhooksResponse parses an HTTP response from a RecoverWebhooksWithResponse call
+func ParseRecoverWebhooksResponse(rsp *http.Response) (*RecoverWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookRecovery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookRecovery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RecoverWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecoverWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
