@@ -210,6 +210,8 @@ type startedWorkflow struct {
 	Input    jobs.Submission
 	// Deletion is the input of a deleted job's erasure.
 	Deletion *workflows.DeletionInput
+	// Resend is the input of a webhook resend.
+	Resend *workflows.WebhookResend
 }
 
 // bundle is one API served over HTTP with its dependencies.
@@ -371,6 +373,9 @@ func (b *bundle) executeWorkflow(_ context.Context, opts client.StartWorkflowOpt
 		if in, ok := args[0].(workflows.DeletionInput); ok {
 			started.Deletion = &in
 		}
+		if in, ok := args[0].(workflows.WebhookResend); ok {
+			started.Resend = &in
+		}
 	}
 	b.starts = append(b.starts, started)
 	if b.startErr != nil {
@@ -423,8 +428,17 @@ func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.Wor
 // workflow's history.
 func (b *bundle) ran(t *testing.T, job *jobs.Record) jobs.Submission {
 	t.Helper()
+	return b.ranWith(t, job, nil)
+}
+
+// ranWith is ran with the submission amended by amend (nil: as is).
+func (b *bundle) ranWith(t *testing.T, job *jobs.Record, amend func(*jobs.Submission)) jobs.Submission {
+	t.Helper()
 	sub := jobs.Submission{JobID: job.ID, Service: job.Service, Tenant: job.Tenant, UserID: job.UserID,
 		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt}
+	if amend != nil {
+		amend(&sub)
+	}
 	payload, err := converter.GetDefaultDataConverter().ToPayload(sub)
 	require.NoError(t, err)
 	event := &historypb.HistoryEvent{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,

@@ -29,7 +29,8 @@ type WebhookMessage struct {
 	// GivenUpAt is when the delivery was last given up; nil while it was
 	// not, or once a resend delivered it.
 	GivenUpAt *time.Time
-	// RecoveredAt is when a recovery last resent it.
+	// RecoveredAt is when a recovery resent it since it was last given
+	// up; given up again, it is nil again.
 	RecoveredAt *time.Time
 }
 
@@ -73,13 +74,13 @@ func (s *Store) RecordWebhookMessage(ctx context.Context, m *WebhookMessage) err
 }
 
 // WebhookGivenUp records that the delivery of m was given up at at,
-// recording m too if it was not.
+// recording m too if it was not; a recovery takes it again.
 func (s *Store) WebhookGivenUp(ctx context.Context, m *WebhookMessage, at time.Time) error {
 	at = at.UTC().Truncate(time.Microsecond)
 	m.CreatedAt, m.GivenUpAt = microsNow(), &at
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "message_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"given_up_at"}),
+		DoUpdates: clause.AssignmentColumns([]string{"given_up_at", "recovered_at"}),
 	}).Create(m).Error
 }
 
@@ -112,7 +113,7 @@ type GivenUpFilter struct {
 func (s *Store) GivenUpWebhooks(ctx context.Context, f GivenUpFilter) ([]WebhookMessage, error) {
 	q := s.db.WithContext(ctx).Table("webhook_messages AS m").Select("m.*").
 		Where("m.given_up_at IS NOT NULL AND m.given_up_at >= ?", f.Since.UTC()).
-		Where("(m.recovered_at IS NULL OR m.recovered_at < m.given_up_at)")
+		Where("m.recovered_at IS NULL")
 	if !f.Until.IsZero() {
 		q = q.Where("m.given_up_at < ?", f.Until.UTC())
 	}

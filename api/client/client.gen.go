@@ -331,6 +331,7 @@ const (
 	ErrorCodeJOBDELETED           ErrorCode = "JOB_DELETED"
 	ErrorCodeJOBFAILED            ErrorCode = "JOB_FAILED"
 	ErrorCodeJOBFINISHED          ErrorCode = "JOB_FINISHED"
+	ErrorCodeJOBHASNOWEBHOOK      ErrorCode = "JOB_HAS_NO_WEBHOOK"
 	ErrorCodeJOBNOTRETRYABLE      ErrorCode = "JOB_NOT_RETRYABLE"
 	ErrorCodeMALFORMEDJSON        ErrorCode = "MALFORMED_JSON"
 	ErrorCodeMETHODNOTALLOWED     ErrorCode = "METHOD_NOT_ALLOWED"
@@ -352,6 +353,7 @@ const (
 	ErrorCodeUNKNOWNPROVIDER      ErrorCode = "UNKNOWN_PROVIDER"
 	ErrorCodeUNSUPPORTEDOPTION    ErrorCode = "UNSUPPORTED_OPTION"
 	ErrorCodeVALIDATIONERROR      ErrorCode = "VALIDATION_ERROR"
+	ErrorCodeWEBHOOKNOTRESENDABLE ErrorCode = "WEBHOOK_NOT_RESENDABLE"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
@@ -378,6 +380,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeJOBFAILED:
 		return true
 	case ErrorCodeJOBFINISHED:
+		return true
+	case ErrorCodeJOBHASNOWEBHOOK:
 		return true
 	case ErrorCodeJOBNOTRETRYABLE:
 		return true
@@ -420,6 +424,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUNSUPPORTEDOPTION:
 		return true
 	case ErrorCodeVALIDATIONERROR:
+		return true
+	case ErrorCodeWEBHOOKNOTRESENDABLE:
 		return true
 	default:
 		return false

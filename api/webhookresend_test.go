@@ -1,0 +1,155 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// hookedJob seeds a completed transcription of tenant whose submission
+// had a webhook, and the delivery log of messages -1 (progress, recorded),
+// -2 (progress, sent before messages were recorded) and -3 (completed,
+// likewise).
+func (b *bundle) hookedJob(t *testing.T, tenant string) *jobs.Record {
+	t.Helper()
+	ctx := context.Background()
+	job := b.seed(t, jobs.Record{Service: "transcriptions", Tenant: tenant, Status: jobs.StatusCompleted,
+		Result: `{"text":"hi","language":"en","duration":1,"segments":[]}`})
+	b.ranWith(t, job, func(s *jobs.Submission) { s.Webhook = &jobs.Webhook{URL: "https://hooks.example/in"} })
+	for i, event := range []string{"transcription.progress", "transcription.progress", "transcription.completed"} {
+		id := job.ID + "-" + string(rune('1'+i))
+		require.NoError(t, b.store.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: event, MessageID: id,
+			Attempt: 1, AttemptedAt: fixedNow.Add(time.Duration(i) * time.Second), StatusCode: 200}))
+	}
+	snap, err := job.Snapshot()
+	require.NoError(t, err)
+	m, err := store.NewWebhookMessage(job.ID+"-1", "transcription.progress", snap)
+	require.NoError(t, err)
+	require.NoError(t, b.store.RecordWebhookMessage(ctx, m))
+	return job
+}
+
+// resendStarted is the webhook resend started as workflow id.
+func (b *bundle) resendStarted(t *testing.T, id string) startedWorkflow {
+	t.Helper()
+	for _, s := range b.started() {
+		if s.Options.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no workflow %s was started", id)
+	return startedWorkflow{}
+}
+
+func TestWebhookResend(t *testing.T) {
+	t.Parallel()
+	b := setupJobOps(t, storetest.SQLite, nil, func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
+	// Without a webhook store, jobops refuses: 503.
+	job := b.hookedJob(t, tenantA)
+	requireError(t, b.do(t, http.MethodPost, jobPath("transcriptions", job.ID, "/webhooks/resend"), b.writeToken(t), nil),
+		http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+
+	b = setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store) },
+		func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
+	job = b.hookedJob(t, tenantA)
+	path := jobPath("transcriptions", job.ID, "/webhooks/resend")
+	r := b.do(t, http.MethodPost, path, b.writeToken(t), nil)
+	r.requireStatus(t, http.StatusAccepted)
+	attrs := r.data(t)["attributes"].(map[string]any)
+	require.EqualValues(t, 2, attrs["count"])
+	require.Equal(t, []any{job.ID + "-1", job.ID + "-3"}, attrs["message_ids"], "in order; the completed event rebuilt from the job")
+	require.Equal(t, []any{job.ID + "-2"}, attrs["skipped_message_ids"], "a progress event sent before messages were recorded")
+	require.True(t, strings.HasPrefix(r.data(t)["id"].(string), "webhook-resend-"+job.ID+"-"))
+	start := b.resendStarted(t, r.data(t)["id"].(string))
+	require.Equal(t, workflows.WebhookResendWorkflowName, start.Workflow)
+	require.NotNil(t, start.Resend)
+	require.Equal(t, "https://hooks.example/in", start.Resend.Target.URL)
+	require.Equal(t, store.TriggerResend, start.Resend.Trigger)
+	require.Len(t, start.Resend.Messages, 2)
+	require.Equal(t, "transcription.completed", start.Resend.Messages[1].Event)
+	require.Equal(t, jobs.StatusCompleted, start.Resend.Messages[1].Job.Status)
+
+	// The job's other routes' rules: another tenant's is 404, a read
+	// scope 403, another service's route 404.
+	requireError(t, b.do(t, http.MethodPost, path, b.tokenFor(t, tenantB, userB, allScopes()...), nil), http.StatusNotFound, "NOT_FOUND")
+	requireError(t, b.do(t, http.MethodPost, path, b.readToken(t), nil), http.StatusForbidden, "INSUFFICIENT_SCOPE")
+	requireError(t, b.do(t, http.MethodPost, jobPath("translations", job.ID, "/webhooks/resend"), b.writeToken(t), nil), http.StatusNotFound, "NOT_FOUND")
+
+	// No webhook; no history.
+	plain := b.seed(t, jobs.Record{Service: "llm-tasks", Status: jobs.StatusCompleted, Result: `{"content":"x","finish_reason":"completed"}`})
+	b.ran(t, plain)
+	requireError(t, b.do(t, http.MethodPost, jobPath("llm-tasks", plain.ID, "/webhooks/resend"), b.writeToken(t), nil), http.StatusConflict, "JOB_HAS_NO_WEBHOOK")
+	gone := b.seed(t, jobs.Record{Service: "llm-tasks", Status: jobs.StatusCompleted, Result: `{"content":"x","finish_reason":"completed"}`})
+	requireError(t, b.do(t, http.MethodPost, jobPath("llm-tasks", gone.ID, "/webhooks/resend"), b.writeToken(t), nil), http.StatusConflict, "WEBHOOK_NOT_RESENDABLE")
+}
+
+func TestWebhookRecoverAndFilter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store) },
+		func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
+	own := b.hookedJob(t, tenantA)
+	other := b.hookedJob(t, tenantB)
+	givenUp := time.Now().UTC()
+	for _, j := range []*jobs.Record{own, other} {
+		snap, err := j.Snapshot()
+		require.NoError(t, err)
+		m, err := store.NewWebhookMessage(j.ID+"-3", "transcription.completed", snap)
+		require.NoError(t, err)
+		require.NoError(t, b.store.WebhookGivenUp(ctx, m, givenUp))
+	}
+
+	listed := func(token, query string) []string {
+		r := b.do(t, http.MethodGet, "/v1/jobs?"+query, token, nil)
+		r.requireStatus(t, http.StatusOK)
+		var ids []string
+		for _, d := range r.object(t)["data"].([]any) {
+			ids = append(ids, d.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	require.Equal(t, []string{own.ID}, listed(b.readToken(t), "filter[webhook]=failed"))
+	requireError(t, b.do(t, http.MethodGet, "/v1/jobs?filter[webhook]=ok", b.readToken(t), nil), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "filter[webhook]")
+
+	since := givenUp.Add(-time.Minute).Format(time.RFC3339)
+	requireError(t, b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{}`), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/since")
+	requireError(t, b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{"since":"yesterday"}`), http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	requireError(t, b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{"since":"`+since+`","tenant":"globex"}`), http.StatusForbidden, "FORBIDDEN")
+	requireError(t, b.do(t, http.MethodPost, "/v1/webhooks/recover", b.readToken(t), `{"since":"`+since+`"}`), http.StatusForbidden, "FORBIDDEN")
+
+	// A dry run: the caller's tenant only; nothing started.
+	r := b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{"since":"`+since+`","dry_run":true}`)
+	r.requireStatus(t, http.StatusOK)
+	meta := r.object(t)["meta"].(map[string]any)
+	require.EqualValues(t, 1, meta["messages"])
+	require.Equal(t, own.ID, r.object(t)["data"].([]any)[0].(map[string]any)["attributes"].(map[string]any)["job_id"])
+	for _, s := range b.started() {
+		require.Nil(t, s.Resend, "a dry run starts nothing")
+	}
+
+	// A super-admin recovers every tenant's, or one tenant's.
+	admin := b.mint(t, devidp.TokenRequest{Subject: "root", Roles: []string{"super-admin"}, Audience: audience})
+	r = b.do(t, http.MethodPost, "/v1/webhooks/recover", admin, `{"since":"`+since+`","tenant":"globex"}`)
+	r.requireStatus(t, http.StatusAccepted)
+	require.EqualValues(t, 1, r.object(t)["meta"].(map[string]any)["messages"])
+	start := b.resendStarted(t, r.object(t)["data"].([]any)[0].(map[string]any)["id"].(string))
+	require.Equal(t, store.TriggerRecover, start.Resend.Trigger)
+	require.Equal(t, other.ID+"-3", start.Resend.Messages[0].MessageID)
+	r = b.do(t, http.MethodPost, "/v1/webhooks/recover", admin, `{"since":"`+since+`"}`)
+	r.requireStatus(t, http.StatusAccepted)
+	require.EqualValues(t, 1, r.object(t)["meta"].(map[string]any)["messages"], "globex's was recovered already")
+	r = b.do(t, http.MethodPost, "/v1/webhooks/recover", admin, `{"since":"`+since+`"}`)
+	require.EqualValues(t, 0, r.object(t)["meta"].(map[string]any)["messages"])
+}
