@@ -74,6 +74,7 @@ func TestListWebhookDeliveries(t *testing.T) {
 		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: at, Error: "no answer within 10s", DurationMS: 10000},
 		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 2, AttemptedAt: at.Add(time.Second), StatusCode: 500, Error: "receiver answered 500 Internal Server Error", DurationMS: 15},
 		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 3, AttemptedAt: at.Add(3 * time.Second), StatusCode: 200, DurationMS: 9},
+		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: at.Add(5 * time.Second), StatusCode: 204, DurationMS: 3, Trigger: store.TriggerResend},
 		{JobID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", Event: "transcription.completed", MessageID: "other", Attempt: 1, AttemptedAt: at, StatusCode: 200},
 	} {
 		require.NoError(t, b.store.RecordDelivery(ctx, &d))
@@ -89,20 +90,22 @@ func TestListWebhookDeliveries(t *testing.T) {
 		} `json:"data"`
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &doc))
-	require.Len(t, doc.Data, 3)
+	require.Len(t, doc.Data, 4)
 	for _, d := range doc.Data {
 		require.Equal(t, "webhook-delivery", d.Type)
 		require.NotEmpty(t, d.ID)
 	}
 	require.Equal(t, map[string]any{
 		"event": "transcription.progress", "message_id": job.ID + "-1", "attempt": 1.0,
-		"attempted_at": "2025-03-04T05:06:10.25Z", "error": "no answer within 10s", "duration_ms": 10000.0,
+		"attempted_at": "2025-03-04T05:06:10.25Z", "error": "no answer within 10s", "duration_ms": 10000.0, "trigger": "delivery",
 	}, doc.Data[0].Attributes, "status_code is omitted when there was no answer")
 	require.Equal(t, 500.0, doc.Data[1].Attributes["status_code"])
 	require.Equal(t, map[string]any{
 		"event": "transcription.progress", "message_id": job.ID + "-1", "attempt": 3.0,
-		"attempted_at": "2025-03-04T05:06:13.25Z", "status_code": 200.0, "duration_ms": 9.0,
+		"attempted_at": "2025-03-04T05:06:13.25Z", "status_code": 200.0, "duration_ms": 9.0, "trigger": "delivery",
 	}, doc.Data[2].Attributes, "error is omitted on success")
+	require.Equal(t, "resend", doc.Data[3].Attributes["trigger"], "a resent message keeps its id and numbers its attempts anew")
+	require.Equal(t, 1.0, doc.Data[3].Attributes["attempt"])
 
 	// A job without attempts has an empty list.
 	quiet := b.seed(t, jobs.Record{Service: "transcriptions", Status: jobs.StatusPending})
