@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -590,4 +591,49 @@ func TestCompletedEventLinksTheResultFile(t *testing.T) {
 	d.Event, d.Job.Status, d.Job.Result = "transcription.progress", jobs.StatusProcessing, nil
 	require.NoError(t, b.deliver(d))
 	require.NotContains(t, string(recv.requests()[1].body), "download_url", "only a completed job's result has a link")
+}
+
+func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	var answer atomic.Int32
+	answer.Store(http.StatusInternalServerError)
+	recv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(answer.Load())) })
+	b := setupHooksWith(t, nil, func(a *activities.Webhooks) { a.Messages = st })
+	d := delivery(recv.URL)
+
+	// The first attempt records what the message carries, once.
+	d.Attempt = 1
+	requireAppError(t, b.deliver(d), activities.ErrTypeWebhookFailed, true)
+	d.Attempt = 2
+	requireAppError(t, b.deliver(d), activities.ErrTypeWebhookFailed, true)
+	messages, err := st.WebhookMessages(ctx, d.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, messages, 1)
+	require.Equal(t, d.MessageID, messages[0].MessageID)
+	require.Equal(t, 3, messages[0].Seq)
+	require.Equal(t, d.Event, messages[0].Event)
+	require.NotContains(t, messages[0].Snapshot, "media.example.com", "without the job's documents")
+	require.Nil(t, messages[0].GivenUpAt)
+
+	// Given up: recorded.
+	_, err = b.env.ExecuteActivity(acts.Webhooks.RecordWebhookGivenUp, d)
+	require.NoError(t, err)
+	messages, err = st.WebhookMessages(ctx, d.Job.ID)
+	require.NoError(t, err)
+	require.NotNil(t, messages[0].GivenUpAt)
+
+	// A recovery's attempt is logged as such and clears the mark once
+	// delivered; it records no message of its own.
+	answer.Store(http.StatusOK)
+	d.Attempt, d.Trigger = 1, store.TriggerRecover
+	require.NoError(t, b.deliver(d))
+	messages, err = st.WebhookMessages(ctx, d.Job.ID)
+	require.NoError(t, err)
+	require.Len(t, messages, 1)
+	require.Nil(t, messages[0].GivenUpAt)
+	attempts := b.log.all()
+	require.Len(t, attempts, 3)
+	require.Equal(t, []string{"", "", store.TriggerRecover}, []string{attempts[0].Trigger, attempts[1].Trigger, attempts[2].Trigger})
 }
