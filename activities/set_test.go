@@ -32,7 +32,7 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 	require.Equal(t, []string{
 		"CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
 		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FetchMedia", "FinishErasure",
-		"ProbeMedia", "PurgeVendorCopy", "ReadJobTrail", "RecordRetentionSweep", "RemoveJobMedia", "ReserveBudget",
+		"ProbeMedia", "PurgeVendorCopy", "ReadJobTrail", "RecordRetentionSweep", "RecordWebhookGivenUp", "RemoveJobMedia", "ReserveBudget",
 		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
 		"SweepProviderCallbacks", "SweepScratch", "SweepWorkFiles",
 	}, names)

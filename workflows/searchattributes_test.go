@@ -76,7 +76,7 @@ func TestStartAttributesAndSummary(t *testing.T) {
 		require.Equal(t, want, got, key)
 	}
 	require.Equal(t, "transcription for acme", workflows.StartSummary(in))
-	require.Len(t, workflows.SearchAttributeTypes(), 8)
+	require.Len(t, workflows.SearchAttributeTypes(), 9)
 }
 
 func TestRetryCarriesOnFromTheFailure(t *testing.T) {
