@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,4 +290,38 @@ func TestMaxOutageWaitFlag(t *testing.T) {
 	require.ErrorContains(t, w.Set("llm-tasks=soon"), `"soon" is not a duration`)
 	require.ErrorContains(t, w.Set("podcasts=1m"), `"podcasts" is not a service`)
 	require.ErrorContains(t, w.Set("-1m"), "at least 0")
+}
+
+func TestWebhookGiveUpAfter(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	require.Zero(t, parse(t, "serve").WebhookGiveUpAfter, "0: the workflows' 24 h")
+	require.Equal(t, 5*time.Second, parse(t, "dev", "--webhook-give-up-after", "5s").WebhookGiveUpAfter)
+	require.Equal(t, time.Minute, parse(t, "jobs", "--webhook-give-up-after", "1m").WebhookGiveUpAfter, "resends started by the CLI")
+	t.Setenv("GATEWAY_WEBHOOK_GIVE_UP_AFTER", "2h")
+	require.Equal(t, 2*time.Hour, parse(t, "serve").WebhookGiveUpAfter)
+	t.Setenv("GATEWAY_WEBHOOK_GIVE_UP_AFTER", "later")
+	cfg := parse(t, "dev")
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.ErrorContains(t, cfg.validate("dev"), "--webhook-give-up-after (GATEWAY_WEBHOOK_GIVE_UP_AFTER) must be a duration")
+}
+
+func TestWebhooksCommandArguments(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"webhooks", "resend"}, "takes one job id"},
+		{[]string{"webhooks", "recover"}, "needs --since"},
+		{[]string{"webhooks", "recover", "--since", "yesterday"}, "use RFC 3339"},
+		{[]string{"webhooks", "recover", "--since", "2026-11-26T10:00:00Z", "--until", "2026-11-26T09:00:00Z"}, "--until must be after --since"},
+		{[]string{"webhooks", "replay"}, "unknown subcommand"},
+	} {
+		var stdout, stderr strings.Builder
+		require.Equal(t, 1, run(append(tc.args, "--data-dir", t.TempDir()), &stdout, &stderr), "%v", tc.args)
+		require.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+	}
+	var stdout, stderr strings.Builder
+	require.Equal(t, 2, run([]string{"webhooks"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "gateway webhooks resend")
 }
