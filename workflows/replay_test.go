@@ -13,11 +13,12 @@ import (
 
 // TestReplayRecordedHistories replays every recorded history in testdata/
 // against the current JobWorkflow, DeletionWorkflow and
-// WebhookResendWorkflow: a change that
-// would break running workflows (non-determinism) fails here. Histories
-// are recorded by cmd/gateway's TestRecordHistories (job-*.json) and
-// TestRecordDeletionHistories (deletion-*.json); keep old ones when adding
-// new.
+// WebhookResendWorkflow: a change that would break running workflows
+// (non-determinism) fails here. Histories are recorded by cmd/gateway's
+// TestRecordHistories (job-*.json), TestRecordDeletionHistories
+// (deletion-*.json) and TestWebhookResendAndRecovery
+// (job-v14-webhook-given-up.json, webhook-resend-*.json), each with
+// GATEWAY_RECORD_HISTORIES set; keep old ones when adding new.
 func TestReplayRecordedHistories(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
