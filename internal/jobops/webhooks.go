@@ -2,6 +2,7 @@ package jobops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -85,12 +86,16 @@ func (s *Service) ResendWebhooks(ctx context.Context, job *jobs.Record) (*Webhoo
 	if s.cfg.Webhooks == nil {
 		return nil, refuse(ErrUnavailable, "webhook resends are not available on this server")
 	}
-	sub, _, err := s.submission(ctx, job.ID, ErrNotResendable)
+	sub, started, err := s.webhookSubmission(ctx, job.ID)
 	if err != nil {
 		return nil, err
 	}
 	if sub.Webhook == nil {
 		return nil, refuse(ErrNoWebhook, "job %s was submitted without a webhook: it has no events to resend", job.ID)
+	}
+	if !started {
+		// Waiting in the outbox: nothing was sent yet.
+		return &WebhookResend{JobID: job.ID}, nil
 	}
 	attempts, err := s.cfg.Webhooks.ListDeliveries(ctx, job.ID)
 	if err != nil {
@@ -140,6 +145,25 @@ func (s *Service) ResendWebhooks(ctx context.Context, job *jobs.Record) (*Webhoo
 		}
 	}
 	return out, nil
+}
+
+// webhookSubmission is the job's submission: from its workflow's history,
+// or, for a job whose workflow has not started, from its start in the
+// outbox (started false).
+func (s *Service) webhookSubmission(ctx context.Context, id string) (jobs.Submission, bool, error) {
+	start, err := s.cfg.Jobs.GetJobStart(ctx, id)
+	if err == nil {
+		var sub jobs.Submission
+		if err := json.Unmarshal([]byte(start.Input), &sub); err != nil {
+			return sub, false, fmt.Errorf("job %s: read its submission: %w", id, err)
+		}
+		return sub, false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return jobs.Submission{}, false, err
+	}
+	sub, _, err := s.submission(ctx, id, ErrNotResendable)
+	return sub, true, err
 }
 
 // rebuild is the message id of event as first sent: from its record, or,
