@@ -213,7 +213,7 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 		return temporal.NewApplicationError("this worker has no webhook signing key", ErrTypeWebhookFailed)
 	}
 
-	if d.Trigger == "" && attempt == 1 {
+	if d.Trigger == "" {
 		w.recordMessage(ctx, d)
 	}
 	started := time.Now()
@@ -263,9 +263,9 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 	return result
 }
 
-// recordMessage records what message d carries, on its first attempt,
-// so a resend can send the same (docs/webhooks.md). A failure only logs:
-// the delivery goes on.
+// recordMessage records what message d carries, once (the first attempt
+// that sends it; later ones change nothing), so a resend can send the
+// same (docs/webhooks.md). A failure only logs: the delivery goes on.
 func (w *Webhooks) recordMessage(ctx context.Context, d WebhookDelivery) {
 	if w.Messages == nil || d.Deleted != nil {
 		return

@@ -603,7 +603,7 @@ func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
 	b := setupHooksWith(t, nil, func(a *activities.Webhooks) { a.Messages = st })
 	d := delivery(recv.URL)
 
-	// The first attempt records what the message carries, once.
+	// An attempt records what the message carries, once.
 	d.Attempt = 1
 	requireAppError(t, b.deliver(d), activities.ErrTypeWebhookFailed, true)
 	d.Attempt = 2
