@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -140,8 +141,9 @@ func (budgetReservation) TableName() string { return "budget_reservations" }
 // all or none: in one transaction that holds each budget's counter row
 // (SELECT ... FOR UPDATE on PostgreSQL; SQLite serialises writers), every
 // budget must keep settled + reserved + estimate within its limit. A job
-// with open reservations keeps them: a repeat is OK and crosses nothing. A
-// period's counter starts from the ledger's sum of the period.
+// with open reservations keeps them: a repeat, also a concurrent one, is
+// OK and crosses nothing; a deleted job reserves nothing. A period's
+// counter starts from the ledger's sum of the period.
 func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges []BudgetCharge, now time.Time) (BudgetOutcome, error) {
 	charges = slices.Clone(charges)
 	// One lock order for every transaction: no deadlocks.
@@ -150,21 +152,30 @@ func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges
 	var out BudgetOutcome
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		out = BudgetOutcome{}
-		var open int64
-		if err := tx.Model(&budgetReservation{}).Where("job_id = ? AND state = ?", jobID, reservationReserved).Count(&open).Error; err != nil {
-			return err
-		}
-		if open > 0 {
-			out.OK = true
-			return nil
-		}
+		// The counters first: a concurrent reservation of the same job
+		// (a create retried with its Idempotency-Key, a retried activity)
+		// waits here, then finds this one's reservation below.
 		counters := make([]budgetCounter, len(charges))
 		for i, c := range charges {
-			start := c.Budget.PeriodStart(now)
-			counter, err := s.lockCounter(tx, tenant, c.Budget, start, now)
+			counter, err := s.lockCounter(tx, tenant, c.Budget, c.Budget.PeriodStart(now), now)
 			if err != nil {
 				return err
 			}
+			counters[i] = counter
+		}
+		var open, deleted int64
+		if err := tx.Model(&budgetReservation{}).Where("job_id = ? AND state = ?", jobID, reservationReserved).Count(&open).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&jobs.Tombstone{}).Where("id = ?", jobID).Count(&deleted).Error; err != nil {
+			return err
+		}
+		if open > 0 || deleted > 0 {
+			out.OK = true // kept; a deleted job reserves nothing more
+			return nil
+		}
+		for i, c := range charges {
+			counter := counters[i]
 			spent := counter.Settled + counter.Reserved
 			// An unknown estimate (0) still needs room left.
 			if spent+c.Amount > c.Budget.Limit || (c.Amount == 0 && spent >= c.Budget.Limit) {
@@ -172,7 +183,6 @@ func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges
 				out.Exceeded, out.Spent = &b, spent
 				return nil
 			}
-			counters[i] = counter
 		}
 		for i, c := range charges {
 			counter := counters[i]

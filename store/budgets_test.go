@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/store"
@@ -196,5 +197,43 @@ func TestJobsThatNeverRunGiveTheirReservationsBack(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, "released", rs[0].State)
+	})
+}
+
+func TestConcurrentReservationsOfOneJobCountOnce(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(10)
+		now := time.Now()
+		job := uuid.NewString()
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() {
+				out, err := s.ReserveBudget(ctx, job, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+				assert.NoError(t, err)
+				assert.True(t, out.OK)
+			})
+		}
+		wg.Wait()
+		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Reserved: 1e9}, used, "one job, one reservation")
+		require.NoError(t, s.ReleaseBudget(ctx, job))
+		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{}, used, "released in full")
+
+		// A deleted job reserves nothing.
+		deleted := newJob()
+		deleted.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, deleted))
+		_, _, err = s.DeleteJob(ctx, deleted.ID, "tester", now)
+		require.NoError(t, err)
+		out, err := s.ReserveBudget(ctx, deleted.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{}, used)
 	})
 }

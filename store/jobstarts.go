@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -64,25 +63,9 @@ func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Du
 	var claimed []JobStart
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		claimed = nil
-		turns := tx.Model(&JobStart{}).Where("next_attempt_at <= ?", now).
-			Select("job_id, priority, created_at, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY priority, created_at, job_id) AS turn")
-		var ids []string
-		if err := tx.Table("(?) AS due", turns).Order("turn, priority, created_at, job_id").Limit(limit).
-			Pluck("job_id", &ids).Error; err != nil || len(ids) == 0 {
+		if err := s.takeTurns(tx, now, limit, &claimed); err != nil || len(claimed) == 0 {
 			return err
 		}
-		q := tx.Where("job_id IN ? AND next_attempt_at <= ?", ids, now)
-		if s.dialect == "postgres" {
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
-		}
-		if err := q.Find(&claimed).Error; err != nil || len(claimed) == 0 {
-			return err
-		}
-		order := make(map[string]int, len(ids))
-		for i, id := range ids {
-			order[id] = i
-		}
-		slices.SortFunc(claimed, func(a, b JobStart) int { return order[a.JobID] - order[b.JobID] })
 		locked := make([]string, len(claimed))
 		until := now.Add(lease)
 		for i := range claimed {
@@ -95,6 +78,25 @@ func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Du
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// startTurns ranks the due starts: each tenant's in priority, then age,
+// order (its turn).
+const startTurns = "SELECT job_id, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY priority, created_at, job_id) AS turn " +
+	"FROM job_starts WHERE next_attempt_at <= ?"
+
+// takeTurns reads up to limit due starts in tenants' turns into out. On
+// PostgreSQL one statement ranks and locks them, skipping rows another
+// claim holds (FOR UPDATE cannot sit beside the window, so the ranking is
+// a CTE); SQLite's single writer needs no lock.
+func (s *Store) takeTurns(tx *gorm.DB, now time.Time, limit int, out *[]JobStart) error {
+	if s.dialect == "postgres" {
+		return tx.Raw("WITH ranked AS ("+startTurns+") SELECT js.* FROM job_starts js JOIN ranked USING (job_id) "+
+			"WHERE js.next_attempt_at <= ? ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ? "+
+			"FOR UPDATE OF js SKIP LOCKED", now, now, limit).Scan(out).Error
+	}
+	return tx.Raw("SELECT js.* FROM job_starts js JOIN ("+startTurns+") ranked ON ranked.job_id = js.job_id "+
+		"ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ?", now, limit).Scan(out).Error
 }
 
 // GetJobStart reads a job's start; ErrNotFound once the workflow started.

@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -228,5 +230,37 @@ func TestClaimJobStartsTakesTenantsInTurns(t *testing.T) {
 		claimed, err = s.ClaimJobStarts(ctx, now, time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, a[2:], startIDs(claimed))
+	})
+}
+
+func TestConcurrentClaimsTakeDifferentStarts(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		now := time.Now().UTC()
+		for i := range 200 {
+			job := newJob()
+			job.Tenant = fmt.Sprintf("tenant-%d", i%3)
+			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
+			require.NoError(t, err)
+		}
+		var (
+			mu   sync.Mutex
+			seen = map[string]bool{}
+			wg   sync.WaitGroup
+		)
+		for range 4 {
+			wg.Go(func() {
+				claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 20)
+				assert.NoError(t, err)
+				assert.Len(t, claimed, 20, "a concurrent claim takes the next starts, not nothing")
+				mu.Lock()
+				defer mu.Unlock()
+				for _, c := range claimed {
+					assert.False(t, seen[c.JobID], "claimed twice")
+					seen[c.JobID] = true
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, seen, 80)
 	})
 }

@@ -215,6 +215,7 @@ var migrations = []*gormigrate.Migration{
 	migrationBatches,
 	migrationWebhookMessages,
 	migrationWebhookDeliveryTrigger,
+	migrationJobStartTurns,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -2,6 +2,9 @@ package store
 
 import (
 	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
 )
 
 // jobStartV1 is a job's workflow start that has not happened yet.
@@ -26,3 +29,15 @@ var migrationJobStarts = tableMigration("202611210006_job_starts", []any{&jobSta
 // claims take tenants in turns (ClaimJobStarts). Starts recorded before
 // share the tenant "".
 var migrationJobStartTenant = columnMigration("202612010401_job_start_tenant", "job_starts", "tenant", "VARCHAR(128) NOT NULL DEFAULT ''")
+
+// migrationJobStartTurns indexes the outbox in the order claims rank it,
+// each tenant's starts by priority and age (ClaimJobStarts).
+var migrationJobStartTurns = &gormigrate.Migration{
+	ID: "202612010901_job_start_turns",
+	Migrate: func(tx *gorm.DB) error {
+		return tx.Exec("CREATE INDEX idx_job_starts_turns ON job_starts (tenant, priority, created_at, job_id)").Error
+	},
+	Rollback: func(tx *gorm.DB) error {
+		return tx.Exec("DROP INDEX idx_job_starts_turns").Error
+	},
+}

@@ -92,9 +92,10 @@ type job struct {
 	mediaStarted bool
 	media        *activities.PreparedMedia
 	mediaSize    int64 // bytes fetched
-	// waitingSince is when the job first waited out an outage
-	// (workflows/outage.go).
-	waitingSince *time.Time
+	// waitingSince is when the job first waited out an outage, and
+	// waitReportedAt when it last projected a wait (workflows/outage.go).
+	waitingSince   *time.Time
+	waitReportedAt time.Time
 }
 
 // JobWorkflow runs one job: route it, call the provider (failing over to

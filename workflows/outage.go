@@ -22,6 +22,10 @@ const outageWaitChange = "outage-wait"
 // gives the breakers a moment.
 const minOutageWait = time.Second
 
+// waitReported is how often a job that keeps waiting for the same
+// providers projects its wait again.
+const waitReported = time.Minute
+
 // waitOutOutage projects why the job waits (attributes.waiting, and a
 // *.progress event when it is processing), sleeps until route.Wait.Until,
 // and lets the providers whose failure the outage explains be tried
@@ -36,13 +40,19 @@ func (j *job) waitOutOutage(ctx workflow.Context, route activities.RouteOutput, 
 	if j.waitingSince == nil {
 		j.waitingSince = &now
 	}
-	j.snap.Waiting = &jobs.Waiting{Reason: jobs.WaitReasonCircuitOpen, Message: wait.Message, Since: *j.waitingSince,
-		Until: wait.Until.UTC(), Providers: wait.Providers}
-	if err := j.save(ctx); err != nil {
-		return false, err
-	}
-	if j.hooks != nil && j.snap.Status == jobs.StatusProcessing {
-		j.hooks.add(jobs.EventProgress, j.snap, now)
+	// Projected (and notified) when the providers waited for change, and
+	// at most once a waitReported otherwise: a job whose probes are taken
+	// routes again every few seconds.
+	if w := j.snap.Waiting; w == nil || !slices.Equal(w.Providers, wait.Providers) || now.Sub(j.waitReportedAt) >= waitReported {
+		j.snap.Waiting = &jobs.Waiting{Reason: jobs.WaitReasonCircuitOpen, Message: wait.Message, Since: *j.waitingSince,
+			Until: wait.Until.UTC(), Providers: wait.Providers}
+		if err := j.save(ctx); err != nil {
+			return false, err
+		}
+		if j.hooks != nil && j.snap.Status == jobs.StatusProcessing {
+			j.hooks.add(jobs.EventProgress, j.snap, now)
+		}
+		j.waitReportedAt = now
 	}
 	workflow.GetLogger(ctx).Info("waiting out an outage", "until", wait.Until, "providers", wait.Providers, "attempt", attempt)
 	options := workflow.TimerOptions{Summary: "wait out the outage: " + wait.Message}

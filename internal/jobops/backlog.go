@@ -39,7 +39,12 @@ type BacklogGuard struct {
 type backlogCounts struct {
 	byTenant map[string]int64
 	total    int64
+	at       time.Time
 }
+
+// backlogKept is how long a count stands when counting again fails (the
+// database is slow or away): shedding holds through a short stall.
+const backlogKept = 5 * time.Second
 
 // Run counts the outbox every backlogRefresh until ctx ends.
 func (g *BacklogGuard) Run(ctx context.Context) {
@@ -63,12 +68,14 @@ func (g *BacklogGuard) Refresh(ctx context.Context) {
 	byTenant, err := g.Store.JobStartBacklog(ctx)
 	if err != nil {
 		if ctx.Err() == nil && g.Logger != nil {
-			g.Logger.Warn("count the outbox of job starts; creates are not shed meanwhile", "error", err)
+			g.Logger.Warn("count the outbox of job starts; the last count stands for 5 s", "error", err)
 		}
-		g.counts.Store(nil) // shed nothing on a stale count
+		if last := g.counts.Load(); last != nil && time.Since(last.at) > backlogKept {
+			g.counts.Store(nil) // shed nothing on a stale count
+		}
 		return
 	}
-	c := &backlogCounts{byTenant: byTenant}
+	c := &backlogCounts{byTenant: byTenant, at: time.Now()}
 	for _, n := range byTenant {
 		c.total += n
 	}

@@ -11,10 +11,11 @@ import (
 // fairQueue holds a dispatcher's starts in memory and hands them out
 // fairly between tenants, each tenant's in the order they came: the next
 // start is the tenant's that was served least lately (its starts counted
-// with a half-life of servedHalfLife), the longest waiting on ties. A
-// tenant that submits ten jobs while another's thousand wait goes first,
-// and two busy tenants take turns (docs/operations.md, Fairness between
-// tenants).
+// with a half-life of servedHalfLife), the longest waiting on ties; but a
+// tenant none of whose starts was handed out for starveAfter goes first,
+// so that a stream of newcomers never starves a busy tenant. A tenant
+// that submits ten jobs while another's thousand wait goes first, and two
+// busy tenants take turns (docs/operations.md, Fairness between tenants).
 type fairQueue struct {
 	// ready holds one token per start held: a starter takes a token, then
 	// the start whose turn it is.
@@ -32,18 +33,25 @@ type fairQueue struct {
 	// servedAt.
 	served   map[string]float64
 	servedAt time.Time
-	now      func() time.Time
+	// waiting is since when each tenant in turns waits for its next start
+	// to be handed out.
+	waiting map[string]time.Time
+	now     func() time.Time
 }
 
-// servedHalfLife is how fast a tenant's starts handed out are forgotten.
-const servedHalfLife = 10 * time.Second
+// servedHalfLife is how fast a tenant's starts handed out are forgotten;
+// starveAfter how long a tenant waits at most for its turn.
+const (
+	servedHalfLife = 10 * time.Second
+	starveAfter    = 5 * time.Second
+)
 
 // newFairQueue holds up to capacity starts, and up to as many more of
 // tenants that hold few (a newcomer does not wait for the room a backlog
 // took).
 func newFairQueue(capacity int) *fairQueue {
 	return &fairQueue{ready: make(chan struct{}, 2*capacity), lightArrived: make(chan struct{}, 1), capacity: capacity,
-		byTenant: map[string][]store.JobStart{}, served: map[string]float64{}, now: time.Now}
+		byTenant: map[string][]store.JobStart{}, served: map[string]float64{}, waiting: map[string]time.Time{}, now: time.Now}
 }
 
 func (q *fairQueue) admitsLocked(tenant string) bool {
@@ -65,6 +73,7 @@ func (q *fairQueue) push(start store.JobStart) bool {
 	}
 	if len(q.byTenant[start.Tenant]) == 0 {
 		q.turns = append(q.turns, start.Tenant)
+		q.waiting[start.Tenant] = q.now()
 	}
 	q.byTenant[start.Tenant] = append(q.byTenant[start.Tenant], start)
 	q.held++
@@ -97,9 +106,11 @@ func (q *fairQueue) pop() store.JobStart {
 	q.turns = append(q.turns[:next:next], q.turns[next+1:]...)
 	if len(starts) == 1 {
 		delete(q.byTenant, tenant)
+		delete(q.waiting, tenant)
 	} else {
 		q.byTenant[tenant] = starts[1:]
 		q.turns = append(q.turns, tenant) // its next start waits a turn
+		q.waiting[tenant] = q.now()
 	}
 	q.served[tenant]++
 	q.held--
@@ -108,11 +119,18 @@ func (q *fairQueue) pop() store.JobStart {
 
 // next is the index in turns of the tenant whose start pop takes.
 func (q *fairQueue) next() int {
-	next := 0
+	next, starved := 0, -1
+	starving := q.now().Add(-starveAfter)
 	for i, tenant := range q.turns {
+		if since := q.waiting[tenant]; since.Before(starving) && (starved < 0 || since.Before(q.waiting[q.turns[starved]])) {
+			starved = i
+		}
 		if q.served[tenant] < q.served[q.turns[next]] {
 			next = i
 		}
+	}
+	if starved >= 0 {
+		return starved
 	}
 	return next
 }

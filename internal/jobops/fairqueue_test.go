@@ -58,10 +58,32 @@ func TestFairQueueServesTheTenantServedLeastLatelyFirst(t *testing.T) {
 	}
 	require.Equal(t, []string{"b0", "b1", "b2", "a4"}, take(4), "a newcomer goes first while the busy tenant was served more")
 
-	// A minute later what a was served is all but forgotten: turns again.
+	// A minute later a, which waited all that time, goes first; what it
+	// was served is all but forgotten.
 	now = now.Add(time.Minute)
 	for i := range 2 {
 		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("c%d", i), Tenant: "c"}))
 	}
-	require.Equal(t, []string{"c0", "a5", "c1", "a6", "a7"}, take(5))
+	require.Equal(t, []string{"a5", "c0", "c1", "a6", "a7"}, take(5))
+}
+
+func TestFairQueueNeverStarvesABusyTenant(t *testing.T) {
+	t.Parallel()
+	q := newFairQueue(64)
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	q.now = func() time.Time { return now }
+	for i := range 20 {
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("a%d", i), Tenant: "a"}))
+	}
+	<-q.ready
+	require.Equal(t, "a0", q.pop().JobID)
+	// Newcomers keep arriving, each served less than a.
+	var order []string
+	for i := range 8 {
+		now = now.Add(time.Second)
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("n%d", i), Tenant: fmt.Sprintf("new-%d", i)}))
+		<-q.ready
+		order = append(order, q.pop().JobID)
+	}
+	require.Contains(t, order, "a1", "a waits at most starveAfter for its turn")
 }

@@ -106,7 +106,11 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 		return nil, err
 	}
 	job, err := s.record(ctx, req, in, input)
-	if err != nil {
+	if errors.Is(err, ErrUnavailable) && req.IdempotencyKey == "" {
+		// Not recorded, and no other request can record this job id.
+		// With a key, a concurrent request with it may have recorded the
+		// job on this reservation, and a retry with it finds the
+		// reservation kept.
 		s.release(ctx, in)
 	}
 	return job, err
