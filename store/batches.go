@@ -42,7 +42,47 @@ type Batch struct {
 	WebhookNextAttemptAt *time.Time
 	WebhookError         string
 	UpdatedAt            time.Time
+
+	// State is BatchValidating while a file batch's items are read,
+	// BatchFailed when its file refused it, else "".
+	State string
+	// InputFileURL is the JSONL file of a file batch's items.
+	InputFileURL string
+	Atomic       bool
+	// Writable are the services whose jobs the creator may create,
+	// space-separated: a file batch's items are checked against them.
+	Writable string
+	// ItemsRead is how many of a file's items were recorded or refused.
+	ItemsRead int
+	// RefusedCount is how many of a file's items were refused
+	// (BatchRefusals).
+	RefusedCount int
+	// ErrorCode and ErrorMessage say why a file batch failed.
+	ErrorCode    string
+	ErrorMessage string
 }
+
+// File batch states (docs/api.md, Batches).
+const (
+	BatchValidating = "validating"
+	BatchFailed     = "failed"
+)
+
+// BatchRefusal is a refused item of a file batch.
+type BatchRefusal struct {
+	BatchID string `gorm:"primaryKey"`
+	// Item is its index among the file's items, from 0; Line its line,
+	// from 1.
+	Item     int `gorm:"primaryKey;autoIncrement:false"`
+	Line     int
+	CustomID string
+	Status   int
+	Code     string
+	Message  string
+}
+
+// TableName is the table refused items live in.
+func (BatchRefusal) TableName() string { return "batch_refusals" }
 
 // TableName is the table batches live in.
 func (Batch) TableName() string { return "batches" }
@@ -82,6 +122,83 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Recor
 		return nil
 	})
 	return created, err
+}
+
+// RecordBatchItems records the items from to to of file batch id: the
+// jobs admitted with their starts, and the items refused, in one
+// transaction that moves ItemsRead from from to to and adds services to
+// the batch's. It returns false, writing nothing, when ItemsRead is not
+// from (another run of the reading went on) or the batch is no longer
+// validating. A job recorded before is skipped.
+func (s *Store) RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*JobStart, refused []BatchRefusal) (bool, error) {
+	now := microsNow()
+	for i, job := range records {
+		job.BatchID = id
+		starts[i].JobID, starts[i].Tenant = job.ID, job.Tenant
+		starts[i].NextAttemptAt = starts[i].NextAttemptAt.UTC().Truncate(time.Microsecond)
+		starts[i].CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
+	}
+	for i := range refused {
+		refused[i].BatchID = id
+	}
+	recorded := false
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		recorded = false
+		res := tx.Model(&Batch{}).Where("id = ? AND items_read = ? AND state = ?", id, from, BatchValidating).
+			Updates(map[string]any{"items_read": to, "total": gorm.Expr("total + ?", len(records)),
+				"refused_count": gorm.Expr("refused_count + ?", len(refused)), "services": services, "updated_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		ignore := tx.Clauses(clause.OnConflict{DoNothing: true})
+		if len(records) > 0 {
+			if err := ignore.CreateInBatches(records, batchInsertSize).Error; err != nil {
+				return err
+			}
+			if err := ignore.CreateInBatches(starts, batchInsertSize).Error; err != nil {
+				return err
+			}
+		}
+		if len(refused) > 0 {
+			if err := ignore.CreateInBatches(refused, batchInsertSize).Error; err != nil {
+				return err
+			}
+		}
+		recorded = true
+		return nil
+	})
+	return recorded, err
+}
+
+// EndBatchFile ends the reading of file batch id: with code "" its jobs
+// run as any batch's, else it failed with code and message, refused being
+// its refused items (none of its items was recorded then).
+func (s *Store) EndBatchFile(ctx context.Context, id, code, message string, refused []BatchRefusal) error {
+	state := ""
+	if code != "" {
+		state = BatchFailed
+	}
+	for i := range refused {
+		refused[i].BatchID = id
+	}
+	return s.write(ctx, func(tx *gorm.DB) error {
+		updates := map[string]any{"state": state, "error_code": code, "error_message": message, "updated_at": microsNow()}
+		if len(refused) > 0 {
+			updates["refused_count"] = len(refused)
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(refused, batchInsertSize).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Model(&Batch{}).Where("id = ? AND state = ?", id, BatchValidating).Updates(updates).Error
+	})
+}
+
+// BatchRefusals reads up to limit of a file batch's refused items after
+// item after, in order.
+func (s *Store) BatchRefusals(ctx context.Context, id string, after, limit int) ([]BatchRefusal, error) {
+	var out []BatchRefusal
+	err := s.db.WithContext(ctx).Where("batch_id = ? AND item > ?", id, after).Order("item").Limit(limit).Find(&out).Error
+	return out, err
 }
 
 // GetBatch reads one batch.
@@ -192,9 +309,9 @@ func (s *Store) FinishBatches(ctx context.Context, now time.Time) (int64, error)
 		webhook_state = CASE WHEN webhook <> '' THEN ? ELSE '' END,
 		webhook_next_attempt_at = ?,
 		updated_at = ?
-		WHERE completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM jobs
+		WHERE completed_at IS NULL AND state <> ? AND NOT EXISTS (SELECT 1 FROM jobs
 			WHERE jobs.batch_id = batches.id AND jobs.status IN (?, ?))`,
-		now, NotificationPending, now, now, jobs.StatusPending, jobs.StatusProcessing)
+		now, NotificationPending, now, now, BatchValidating, jobs.StatusPending, jobs.StatusProcessing)
 	return res.RowsAffected, res.Error
 }
 

@@ -215,6 +215,7 @@ var migrations = []*gormigrate.Migration{
 	migrationBatches,
 	migrationWebhookMessages,
 	migrationWebhookDeliveryTrigger,
+	migrationBatchFiles,
 	migrationJobStartTurns,
 }
 
