@@ -46,6 +46,8 @@ type Batch struct {
 	// State is BatchValidating while a file batch's items are read,
 	// BatchFailed when its file refused it, else "".
 	State string
+	// IdempotencyKey names a file batch's jobs, as it names the batch.
+	IdempotencyKey string
 	// InputFileURL is the JSONL file of a file batch's items.
 	InputFileURL string
 	Atomic       bool

@@ -29,6 +29,7 @@ var migrationBatchFiles = &gormigrate.Migration{
 		}
 		return execAll(tx,
 			"ALTER TABLE batches ADD COLUMN state VARCHAR(16) NOT NULL DEFAULT ''",
+			"ALTER TABLE batches ADD COLUMN idempotency_key TEXT NOT NULL DEFAULT ''",
 			"ALTER TABLE batches ADD COLUMN input_file_url TEXT NOT NULL DEFAULT ''",
 			"ALTER TABLE batches ADD COLUMN atomic BOOLEAN NOT NULL DEFAULT FALSE",
 			"ALTER TABLE batches ADD COLUMN writable TEXT NOT NULL DEFAULT ''",
@@ -39,7 +40,7 @@ var migrationBatchFiles = &gormigrate.Migration{
 		)
 	},
 	Rollback: func(tx *gorm.DB) error {
-		for _, col := range []string{"error_message", "error_code", "refused_count", "items_read", "writable", "atomic", "input_file_url", "state"} {
+		for _, col := range []string{"error_message", "error_code", "refused_count", "items_read", "writable", "atomic", "input_file_url", "idempotency_key", "state"} {
 			if err := tx.Exec("ALTER TABLE batches DROP COLUMN " + col).Error; err != nil {
 				return err
 			}

@@ -29,6 +29,7 @@ var batchNamespace = uuid.MustParse("6f0d3a52-3c1e-4f57-9a8e-0b7f7a3c2d41")
 // BatchStore records batches with their jobs and cancels them.
 type BatchStore interface {
 	CreateBatch(ctx context.Context, b *store.Batch, records []*jobs.Record, starts []*store.JobStart) (bool, error)
+	RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*store.JobStart, refused []store.BatchRefusal) (bool, error)
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 	RequestBatchCancel(ctx context.Context, id string, now time.Time) (*store.Batch, error)
 	FailUnstartedBatchJobs(ctx context.Context, id, code, message string, now time.Time) (int, error)
@@ -123,6 +124,15 @@ func (s *Service) PlanBatch(ctx context.Context, req BatchRequest) (*BatchPlan, 
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
+	s.planItems(ctx, plan)
+	return plan, nil
+}
+
+// planItems checks each item of plan's request as Submit checks a job
+// and admits those that pass (none when an atomic batch has a refused
+// item).
+func (s *Service) planItems(ctx context.Context, plan *BatchPlan) {
+	req := plan.req
 	type prepared struct {
 		admittedJob
 		tenant *store.Tenant
@@ -142,7 +152,7 @@ func (s *Service) PlanBatch(ctx context.Context, req BatchRequest) (*BatchPlan, 
 		ready = append(ready, prepared{admittedJob{i, in, input}, tenant})
 	}
 	if req.Atomic && plan.Refused() {
-		return plan, nil
+		return
 	}
 	for _, p := range ready {
 		if err := s.admit(ctx, *req.Items[p.index].Request, p.tenant, p.in); err != nil {
@@ -154,7 +164,6 @@ func (s *Service) PlanBatch(ctx context.Context, req BatchRequest) (*BatchPlan, 
 	if req.Atomic && plan.Refused() {
 		s.AbandonBatch(ctx, plan)
 	}
-	return plan, nil
 }
 
 // AbandonBatch gives back what a plan not recorded reserved.
@@ -183,19 +192,7 @@ func (s *Service) RecordBatch(ctx context.Context, plan *BatchPlan, refused json
 		}
 		b.Webhook = string(hook)
 	}
-	records := make([]*jobs.Record, len(plan.admitted))
-	starts := make([]*store.JobStart, len(plan.admitted))
-	var services []string
-	for i, a := range plan.admitted {
-		item := req.Items[a.index]
-		records[i] = a.in.Record()
-		records[i].CustomID = item.CustomID
-		starts[i] = &store.JobStart{Input: string(a.input), Priority: item.Request.Parsed.Priority(), NextAttemptAt: plan.now}
-		if svc := string(a.in.Service); !slices.Contains(services, svc) {
-			services = append(services, svc)
-		}
-	}
-	slices.Sort(services)
+	records, starts, services := plan.records(nil)
 	b.Services = strings.Join(services, " ")
 	created, err := s.cfg.Batches.CreateBatch(ctx, b, records, starts)
 	if err != nil {
@@ -223,6 +220,24 @@ func (s *Service) RecordBatch(ctx context.Context, plan *BatchPlan, refused json
 		s.cfg.Starts.Offer(*start, took)
 	}
 	return b, nil
+}
+
+// records are the jobs of a plan's admitted items and their starts, due
+// at once, and the services of its jobs added to services, in order.
+func (p *BatchPlan) records(services []string) ([]*jobs.Record, []*store.JobStart, []string) {
+	records := make([]*jobs.Record, len(p.admitted))
+	starts := make([]*store.JobStart, len(p.admitted))
+	for i, a := range p.admitted {
+		item := p.req.Items[a.index]
+		records[i] = a.in.Record()
+		records[i].CustomID = item.CustomID
+		starts[i] = &store.JobStart{Input: string(a.input), Priority: item.Request.Parsed.Priority(), NextAttemptAt: p.now}
+		if svc := string(a.in.Service); !slices.Contains(services, svc) {
+			services = append(services, svc)
+		}
+	}
+	slices.Sort(services)
+	return records, starts, services
 }
 
 // CancelBatch cancels a batch's jobs that are not finished (docs/api.md,
