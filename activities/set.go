@@ -102,6 +102,10 @@ type Deps struct {
 	// MaxOutageWait is each service's maximum wait for an outage
 	// (Routing.MaxOutageWait).
 	MaxOutageWait map[jobs.ServiceID]time.Duration
+
+	// BatchFiles reads file batches' items (docs/api.md, Batches); nil:
+	// this worker reads none.
+	BatchFiles BatchFileReader
 }
 
 // Set is all the activities of a worker, one receiver per group.
@@ -116,6 +120,7 @@ type Set struct {
 	Erasure     *Erasure
 	Retention   *Retention
 	Budgets     *Budgets
+	BatchFiles  *BatchFiles
 }
 
 // New builds the activities, each receiver with its share of d.
@@ -145,7 +150,8 @@ func New(d Deps) *Set {
 			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},
 		Retention: &Retention{Store: d.RetentionStore, Deleter: d.Deleter, Files: d.Files,
 			Defaults: d.RetentionDefaults, Metrics: d.Metrics},
-		Budgets: &Budgets{Tenants: d.Tenants, Reserver: d.Budgets},
+		Budgets:    &Budgets{Tenants: d.Tenants, Reserver: d.Budgets},
+		BatchFiles: &BatchFiles{Reader: d.BatchFiles},
 	}
 }
 
@@ -159,7 +165,7 @@ type ActivityRegistry interface {
 // method, as when they were methods of one struct: recorded histories
 // replay.
 func (s *Set) Register(r ActivityRegistry) {
-	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure, s.Retention, s.Budgets} {
+	for _, receiver := range []any{s.Projections, s.Routing, s.Calls, s.AsyncCalls, s.Media, s.Webhooks, s.Sweeps, s.Erasure, s.Retention, s.Budgets, s.BatchFiles} {
 		r.RegisterActivity(receiver)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,7 @@ type BatchOps interface {
 	PlanBatch(ctx context.Context, req jobops.BatchRequest) (*jobops.BatchPlan, error)
 	RecordBatch(ctx context.Context, plan *jobops.BatchPlan, refused json.RawMessage) (*store.Batch, error)
 	AbandonBatch(ctx context.Context, plan *jobops.BatchPlan)
+	CreateFileBatch(ctx context.Context, req jobops.FileBatchRequest) (*store.Batch, error)
 	CancelBatch(ctx context.Context, id string) (*store.Batch, error)
 }
 
@@ -54,6 +56,7 @@ type BatchReader interface {
 	BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error)
 	LastBatchCompletion(ctx context.Context, id string) (*time.Time, error)
 	BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error)
+	BatchRefusals(ctx context.Context, id string, after, limit int) ([]store.BatchRefusal, error)
 }
 
 // batchesHandler serves /v1/batches (docs/api.md, Batches).
@@ -68,6 +71,7 @@ func (h batchesHandler) routes(v1 gin.IRouter) {
 	v1.POST("/batches", handle(h.create))
 	v1.GET("/batches/:id", handle(h.get))
 	v1.GET("/batches/:id/results", handle(h.results))
+	v1.GET("/batches/:id/errors", handle(h.errors))
 	v1.POST("/batches/:id/cancel", handle(h.cancel))
 }
 
@@ -100,9 +104,12 @@ func (h batchesHandler) create(c *gin.Context) error {
 		return err
 	}
 	received := time.Now()
-	req, err := parseBatchRequest(c, body)
+	req, fileURL, err := parseBatchRequest(c, body)
 	if err != nil {
 		return err
+	}
+	if fileURL != "" {
+		return h.createFromFile(c, by, body, req, fileURL)
 	}
 	req.Requester = by
 	req.Body, req.Received = body, received
@@ -146,6 +153,25 @@ func (h batchesHandler) create(c *gin.Context) error {
 	return h.answer(c, http.StatusAccepted, b)
 }
 
+// createFromFile records a batch whose items are read from a JSONL file,
+// validating until a worker has read it (docs/api.md, Batches).
+func (h batchesHandler) createFromFile(c *gin.Context, by jobops.Requester, body []byte, req *jobops.BatchRequest, fileURL string) error {
+	var writable []string
+	for _, svc := range jobs.Services() {
+		if auth.CallerFrom(c).HasScope(string(svc.ID) + ":write") {
+			writable = append(writable, string(svc.ID))
+		}
+	}
+	by.Body = body
+	b, err := h.ops.CreateFileBatch(c.Request.Context(), jobops.FileBatchRequest{Requester: by, Atomic: req.Atomic,
+		Webhook: req.Webhook, URL: fileURL, Writable: writable})
+	if err != nil {
+		return jobopsError(err)
+	}
+	c.Header("Location", "/v1/batches/"+b.ID)
+	return h.answer(c, http.StatusAccepted, b)
+}
+
 // itemErrors lists the refused items with the error a single create
 // would answer; an error that is no refusal (the store failed) is
 // returned instead.
@@ -170,64 +196,74 @@ func itemErrors(items []jobops.BatchItem, errs []error) ([]itemError, error) {
 // A malformed batch, or an item without a valid and unique custom_id, is
 // refused as a whole; an item that breaks a create's rules is refused on
 // its own.
-func parseBatchRequest(c *gin.Context, body []byte) (*jobops.BatchRequest, error) {
+//
+// A batch with input_file_url instead of items returns the URL, and no
+// items.
+func parseBatchRequest(c *gin.Context, body []byte) (*jobops.BatchRequest, string, error) {
 	env, err := parseEnvelope(body, envelopeSpec{
 		Type:               "batch",
 		Members:            []string{"type", "attributes"},
-		Attributes:         []string{"items", "atomic", "webhook"},
+		Attributes:         []string{"items", "input_file_url", "atomic", "webhook"},
 		AttributesRequired: true,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req := &jobops.BatchRequest{}
 	attrs := env.Attributes
 	if raw, ok := attrs["atomic"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &req.Atomic); err != nil {
-			return nil, apierror.Validation(ptrAttributes+"/atomic", "must be a boolean")
+			return nil, "", apierror.Validation(ptrAttributes+"/atomic", "must be a boolean")
 		}
 	}
 	if req.Webhook, err = parseWebhook(attrs["webhook"]); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	const ptrItems = ptrAttributes + "/items"
+	if raw, ok := attrs["input_file_url"]; ok {
+		if _, both := attrs["items"]; both {
+			return nil, "", apierror.Validation(ptrItems, "and input_file_url: give exactly one of them")
+		}
+		fileURL, err := parseFileURL(raw)
+		return req, fileURL, err
+	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(attrs["items"], &items); err != nil || items == nil {
-		return nil, apierror.Validation(ptrItems, "is required and must be an array")
+		return nil, "", apierror.Validation(ptrItems, "is required and must be an array")
 	}
 	if len(items) == 0 || len(items) > jobops.MaxBatchItems {
-		return nil, apierror.Validation(ptrItems, "has %d items; a batch has 1 to %d", len(items), jobops.MaxBatchItems)
+		return nil, "", apierror.Validation(ptrItems, "has %d items; a batch has 1 to %d", len(items), jobops.MaxBatchItems)
 	}
 	seen := make(map[string]int, len(items))
 	for i, raw := range items {
 		pointer := ptrItems + "/" + strconv.Itoa(i)
 		item, err := object(raw, pointer)
 		if err != nil || item == nil {
-			return nil, apierror.Validation(pointer, "must be an object")
+			return nil, "", apierror.Validation(pointer, "must be an object")
 		}
 		customID, _, err := stringMember(item, "custom_id", pointer)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if n := utf8.RuneCountInString(customID); n < 1 || n > maxCustomIDLength {
-			return nil, apierror.Validation(pointer+"/custom_id", "is required: 1 to %d characters", maxCustomIDLength)
+			return nil, "", apierror.Validation(pointer+"/custom_id", "is required: 1 to %d characters", maxCustomIDLength)
 		}
 		if first, dup := seen[customID]; dup {
-			return nil, apierror.Validation(pointer+"/custom_id", "repeats the custom_id of item %d; each item's is unique in its batch", first)
+			return nil, "", apierror.Validation(pointer+"/custom_id", "repeats the custom_id of item %d; each item's is unique in its batch", first)
 		}
 		seen[customID] = i
 		delete(item, "custom_id")
 		next := jobops.BatchItem{CustomID: customID}
-		next.Request, next.Err = parseBatchItem(c, item)
+		next.Request, next.Err = parseBatchItem(auth.CallerFrom(c).HasScope, item)
 		req.Items = append(req.Items, next)
 	}
-	return req, nil
+	return req, "", nil
 }
 
 // parseBatchItem parses an item, custom_id left out, as the body
 // {"data": item} of a create of its type, by a caller who needs that
 // service's write scope.
-func parseBatchItem(c *gin.Context, item map[string]json.RawMessage) (*jobops.SubmitRequest, error) {
+func parseBatchItem(mayWrite func(scope string) bool, item map[string]json.RawMessage) (*jobops.SubmitRequest, error) {
 	typ, _, err := stringMember(item, "type", ptrData)
 	if err != nil {
 		return nil, err
@@ -237,7 +273,7 @@ func parseBatchItem(c *gin.Context, item map[string]json.RawMessage) (*jobops.Su
 		return nil, apierror.Validation(ptrData+"/type", "must be the type of a job: %s", jobTypes())
 	}
 	scope := string(svc.ID) + ":write"
-	if !auth.CallerFrom(c).HasScope(scope) {
+	if !mayWrite(scope) {
 		return nil, apierror.InsufficientScope(scope)
 	}
 	body, err := json.Marshal(map[string]any{"data": item})
@@ -250,6 +286,23 @@ func parseBatchItem(c *gin.Context, item map[string]json.RawMessage) (*jobops.Su
 	}
 	req.Service, req.Body = svc, body
 	return req, nil
+}
+
+// parseFileURL reads input_file_url: an absolute http or https URL.
+func parseFileURL(raw json.RawMessage) (string, error) {
+	const pointer = ptrAttributes + "/input_file_url"
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || s == "" {
+		return "", apierror.Validation(pointer, "must be the URL of a JSONL file")
+	}
+	if len(s) > MaxWebhookURLBytes {
+		return "", apierror.Validation(pointer, "is %d bytes; it is limited to %d", len(s), MaxWebhookURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", apierror.Validation(pointer, "must be an absolute http or https URL")
+	}
+	return s, nil
 }
 
 // serviceOfType is the service whose jobs are of data.type typ.

@@ -457,6 +457,9 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 		return nil, err
 	}
 	mediaCfg.wire(&deps)
+	if deps.BatchFiles, err = batchFileReader(cfg, st, tc, registry, mediaCfg.scratch, m, logger); err != nil {
+		return nil, err
+	}
 	acts := activities.New(deps)
 	acts.Register(w)
 	if err := w.Start(); err != nil {
@@ -477,6 +480,7 @@ func registerWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.RetentionWorkflow, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.WebhookResendWorkflow, workflow.RegisterOptions{Name: workflows.WebhookResendWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.BatchFileWorkflow, workflow.RegisterOptions{Name: workflows.BatchFileWorkflowName})
 }
 
 // temporalNamespace is the namespace of the gateway's workflows.

@@ -26,6 +26,10 @@ const (
 	StatusCompleted  = "completed"
 	StatusCancelling = "cancelling"
 	StatusCancelled  = "cancelled"
+	// A file batch is validating while its file is read, and failed when
+	// the file refused it.
+	StatusValidating = store.BatchValidating
+	StatusFailed     = store.BatchFailed
 )
 
 // EventCompleted is the event sent once every job of a batch finished.
@@ -47,17 +51,28 @@ type Attributes struct {
 	Counts   map[string]int `json:"counts"`
 	Services []string       `json:"services"`
 	// Refused are the items refused at creation, as they were listed.
-	Refused           json.RawMessage `json:"refused"`
-	Webhook           bool            `json:"webhook"`
-	CreatedAt         time.Time       `json:"created_at"`
-	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
-	CompletedAt       *time.Time      `json:"completed_at"`
+	Refused json.RawMessage `json:"refused"`
+	// InputFileURL is a file batch's file.
+	InputFileURL string `json:"input_file_url,omitempty"`
+	// Error is why a file batch failed.
+	Error             *Error     `json:"error,omitempty"`
+	Webhook           bool       `json:"webhook"`
+	CreatedAt         time.Time  `json:"created_at"`
+	CancelRequestedAt *time.Time `json:"cancel_requested_at"`
+	CompletedAt       *time.Time `json:"completed_at"`
 }
 
-// Links are where a batch's jobs and results are read.
+// Error is why a file batch failed.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Links are where a batch's jobs, results and refused items are read.
 type Links struct {
 	Jobs    string `json:"jobs"`
 	Results string `json:"results"`
+	Errors  string `json:"errors"`
 }
 
 // Reader reads what a batch's document shows.
@@ -91,7 +106,16 @@ func Show(ctx context.Context, r Reader, b *store.Batch) (Document, error) {
 		return Document{}, err
 	}
 	counts["refused"] = len(refused)
+	if b.InputFileURL != "" {
+		// Listed at links.errors only.
+		attrs.InputFileURL, counts["refused"], counts["read"] = b.InputFileURL, b.RefusedCount, b.ItemsRead
+		if b.ErrorCode != "" {
+			attrs.Error = &Error{Code: b.ErrorCode, Message: b.ErrorMessage}
+		}
+	}
 	switch {
+	case b.State != "":
+		attrs.Status = b.State
 	case unfinished > 0 && b.CancelRequestedAt != nil:
 		attrs.Status = StatusCancelling
 	case unfinished > 0:
@@ -101,7 +125,7 @@ func Show(ctx context.Context, r Reader, b *store.Batch) (Document, error) {
 	default:
 		attrs.Status = StatusCompleted
 	}
-	if unfinished == 0 && attrs.CompletedAt == nil {
+	if unfinished == 0 && attrs.CompletedAt == nil && b.State != StatusValidating {
 		// Finished before the sweep marked it: when its last job did.
 		last, err := r.LastBatchCompletion(ctx, b.ID)
 		if err != nil {
@@ -110,7 +134,8 @@ func Show(ctx context.Context, r Reader, b *store.Batch) (Document, error) {
 		attrs.CompletedAt = utc(last)
 	}
 	return Document{ID: b.ID, Type: "batch", Attributes: attrs, Links: Links{
-		Jobs: "/v1/jobs?filter[batch]=" + b.ID, Results: "/v1/batches/" + b.ID + "/results"}}, nil
+		Jobs: "/v1/jobs?filter[batch]=" + b.ID, Results: "/v1/batches/" + b.ID + "/results",
+		Errors: "/v1/batches/" + b.ID + "/errors"}}, nil
 }
 
 func utc(t *time.Time) *time.Time {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/netguard"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// batchFileTimeout bounds the fetch of a batch's input file.
+const batchFileTimeout = 5 * time.Minute
+
+// batchFileReader is the workers' reader of file batches (docs/api.md,
+// Batches): the API's checks of each item, its jobs recorded with their
+// starts in the outbox, which the dispatchers' sweeps take.
+func batchFileReader(cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*api.BatchFiles, error) {
+	ops, err := jobops.New(jobops.Config{
+		Jobs:                   st,
+		Tenants:                st,
+		Statuses:               st,
+		Policies:               st,
+		Rates:                  st,
+		Batches:                st.Store,
+		Catalog:                registry.Catalog(),
+		Temporal:               tc,
+		Starts:                 outboxStarts{},
+		CheckURLs:              !cfg.AllowPrivateNetworks,
+		TenantCreatesPerMinute: cfg.TenantCreateRate,
+		DataConverter:          cfg.temporal.DataConverter,
+		Budgets:                budgetReserver(st.Store, registry, m, logger),
+		Logger:                 logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.BatchFiles{Ops: ops, Store: st.Store, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
+		ScratchDir: scratch, Logger: logger.With("component", "batch-files")}, nil
+}
+
+// outboxStarts leaves the starts of a file batch's jobs in the outbox,
+// due at once, for the dispatchers to take.
+type outboxStarts struct{}
+
+func (outboxStarts) Lease(string) time.Time              { return time.Now() }
+func (outboxStarts) Offer(store.JobStart, time.Duration) {}
+func (outboxStarts) StartNow(context.Context, string) error {
+	return errors.New("a batch file's reader starts no job itself")
+}
