@@ -221,6 +221,7 @@ type bundle struct {
 	issuer   *devidp.Issuer
 	store    *store.Store
 	temporal *mocks.Client
+	ops      *jobops.Service
 
 	mu         sync.Mutex
 	starts     []startedWorkflow
@@ -323,6 +324,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 	}
 	ops, err := jobops.New(jobsCfg)
 	require.NoError(t, err)
+	b.ops = ops
 
 	cfg := api.Config{
 		Store:      b.store,

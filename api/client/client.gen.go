@@ -18,12 +18,32 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BatchAttributesErrorCode.
+const (
+	BatchAttributesErrorCodeBATCHFILEUNREADABLE BatchAttributesErrorCode = "BATCH_FILE_UNREADABLE"
+	BatchAttributesErrorCodeBATCHREFUSED        BatchAttributesErrorCode = "BATCH_REFUSED"
+)
+
+// Valid indicates whether the value is a known member of the BatchAttributesErrorCode enum.
+func (e BatchAttributesErrorCode) Valid() bool {
+	switch e {
+	case BatchAttributesErrorCodeBATCHFILEUNREADABLE:
+		return true
+	case BatchAttributesErrorCodeBATCHREFUSED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchAttributesStatus.
 const (
 	BatchAttributesStatusCancelled  BatchAttributesStatus = "cancelled"
 	BatchAttributesStatusCancelling BatchAttributesStatus = "cancelling"
 	BatchAttributesStatusCompleted  BatchAttributesStatus = "completed"
+	BatchAttributesStatusFailed     BatchAttributesStatus = "failed"
 	BatchAttributesStatusInProgress BatchAttributesStatus = "in_progress"
+	BatchAttributesStatusValidating BatchAttributesStatus = "validating"
 )
 
 // Valid indicates whether the value is a known member of the BatchAttributesStatus enum.
@@ -35,7 +55,11 @@ func (e BatchAttributesStatus) Valid() bool {
 		return true
 	case BatchAttributesStatusCompleted:
 		return true
+	case BatchAttributesStatusFailed:
+		return true
 	case BatchAttributesStatusInProgress:
+		return true
+	case BatchAttributesStatusValidating:
 		return true
 	default:
 		return false
@@ -320,6 +344,7 @@ func (e CreateVideoAnalysisDataType) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
+	ErrorCodeBATCHFILEUNREADABLE  ErrorCode = "BATCH_FILE_UNREADABLE"
 	ErrorCodeBATCHREFUSED         ErrorCode = "BATCH_REFUSED"
 	ErrorCodeBUDGETEXCEEDED       ErrorCode = "BUDGET_EXCEEDED"
 	ErrorCodeCONFLICT             ErrorCode = "CONFLICT"
@@ -359,6 +384,8 @@ const (
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
+	case ErrorCodeBATCHFILEUNREADABLE:
+		return true
 	case ErrorCodeBATCHREFUSED:
 		return true
 	case ErrorCodeBUDGETEXCEEDED:
@@ -1467,34 +1494,52 @@ type Batch struct {
 		// CompletedAt when the last job finished
 		CompletedAt *time.Time `json:"completed_at"`
 
-		// Counts total is the jobs created; the others count them by status now, and refused the items refused at creation
+		// Counts total is the jobs created; the others count them by status now, refused the items refused at creation, and read a file batch's items read so far
 		Counts struct {
-			Completed  int `json:"completed"`
-			Failed     int `json:"failed"`
-			Pending    int `json:"pending"`
-			Processing int `json:"processing"`
-			Refused    int `json:"refused"`
-			Total      int `json:"total"`
+			Completed  int  `json:"completed"`
+			Failed     int  `json:"failed"`
+			Pending    int  `json:"pending"`
+			Processing int  `json:"processing"`
+			Read       *int `json:"read,omitempty"`
+			Refused    int  `json:"refused"`
+			Total      int  `json:"total"`
 		} `json:"counts"`
-		CreatedAt time.Time             `json:"created_at"`
-		Refused   []BatchItemError      `json:"refused"`
-		Services  []ServiceID           `json:"services"`
-		Status    BatchAttributesStatus `json:"status"`
-		Tenant    string                `json:"tenant"`
-		UserId    string                `json:"user_id"`
+		CreatedAt time.Time `json:"created_at"`
+
+		// Error why a file batch failed
+		Error *struct {
+			Code    BatchAttributesErrorCode `json:"code"`
+			Message string                   `json:"message"`
+		} `json:"error,omitempty"`
+
+		// InputFileUrl a file batch's file
+		InputFileUrl *string `json:"input_file_url,omitempty"`
+
+		// Refused an inline batch's refused items; a file batch lists them at links.errors only
+		Refused  []BatchItemError `json:"refused"`
+		Services []ServiceID      `json:"services"`
+
+		// Status validating while a file's items are read; failed when the file refused the batch (see error)
+		Status BatchAttributesStatus `json:"status"`
+		Tenant string                `json:"tenant"`
+		UserId string                `json:"user_id"`
 
 		// Webhook whether batch.completed is sent
 		Webhook bool `json:"webhook"`
 	} `json:"attributes"`
 	Id    openapi_types.UUID `json:"id"`
 	Links struct {
+		Errors  string `json:"errors"`
 		Jobs    string `json:"jobs"`
 		Results string `json:"results"`
 	} `json:"links"`
 	Type BatchType `json:"type"`
 }
 
-// BatchAttributesStatus defines model for Batch.Attributes.Status.
+// BatchAttributesErrorCode defines model for Batch.Attributes.Error.Code.
+type BatchAttributesErrorCode string
+
+// BatchAttributesStatus validating while a file's items are read; failed when the file refused the batch (see error)
 type BatchAttributesStatus string
 
 // BatchType defines model for Batch.Type.
@@ -1507,6 +1552,7 @@ type BatchDocument struct {
 
 // BatchItemError defines model for BatchItemError.
 type BatchItemError struct {
+	// CustomId "" when the item has none (a malformed line)
 	CustomId string `json:"custom_id"`
 
 	// Error the error a single create of the item would have answered
@@ -1515,8 +1561,11 @@ type BatchItemError struct {
 		Message string    `json:"message"`
 	} `json:"error"`
 
-	// Index the item's index in items
+	// Index the item's index in items, or among the file's items
 	Index int `json:"index"`
+
+	// Line a file's item: its line
+	Line *int `json:"line,omitempty"`
 
 	// Status the HTTP status a single create of the item would have answered
 	Status int `json:"status"`
@@ -1694,10 +1743,18 @@ type CapabilityPricingUnit string
 // CreateBatch defines model for CreateBatch.
 type CreateBatch struct {
 	Data struct {
+		// Attributes items or input_file_url, exactly one
 		Attributes struct {
-			// Atomic true: one refused item refuses the whole batch (422 BATCH_REFUSED)
-			Atomic *bool             `json:"atomic,omitempty"`
-			Items  []CreateBatchItem `json:"items"`
+			// Atomic true: one refused item refuses the whole batch (422 BATCH_REFUSED; for a file, the batch fails with BATCH_REFUSED)
+			Atomic *bool `json:"atomic,omitempty"`
+
+			// InputFileUrl an http or https URL of a JSONL file (at most 100 MiB), one
+			// CreateBatchItem a line, 1 to 50,000 items, blank lines
+			// skipped; a public address unless the deployment allows
+			// private networks. The batch answers validating and a worker
+			// reads the file (docs/api.md, Batches).
+			InputFileUrl *string            `json:"input_file_url,omitempty"`
+			Items        *[]CreateBatchItem `json:"items,omitempty"`
 
 			// Webhook where the one batch.completed event goes
 			Webhook *Webhook `json:"webhook,omitempty"`
@@ -2790,6 +2847,15 @@ type CancelBatchParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// GetBatchErrorsParams defines parameters for GetBatchErrors.
+type GetBatchErrorsParams struct {
+	// After an item's index; only the lines after it
+	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // GetBatchResultsParams defines parameters for GetBatchResults.
 type GetBatchResultsParams struct {
 	// After a job id; only the lines after it
@@ -3652,6 +3718,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
 	CancelBatch(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatchErrors The refused items, one JSON line each
+	//
+	// One BatchItemError a line, in item order, streamed; a file batch's
+	// carry their line. after resumes after an item's index. Needs the
+	// read scope of each service the batch's jobs are of.
+	//
+	// Corresponds with GET /v1/batches/{id}/errors (the `GetBatchErrors` operationId).
+	GetBatchErrors(ctx context.Context, id BatchID, params *GetBatchErrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBatchResults The finished jobs' results, one JSON line each
 	//
@@ -4532,6 +4607,25 @@ func (c *Client) GetBatch(ctx context.Context, id BatchID, params *GetBatchParam
 // Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
 func (c *Client) CancelBatch(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelBatchRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatchErrors The refused items, one JSON line each
+//
+// One BatchItemError a line, in item order, streamed; a file batch's
+// carry their line. after resumes after an item's index. Needs the
+// read scope of each service the batch's jobs are of.
+//
+// Corresponds with GET /v1/batches/{id}/errors (the `GetBatchErrors` operationId).
+func (c *Client) GetBatchErrors(ctx context.Context, id BatchID, params *GetBatchErrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchErrorsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6440,6 +6534,82 @@ func NewCancelBatchRequest(server string, id BatchID, params *CancelBatchParams)
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBatchErrorsRequest constructs an http.Request for the GetBatchErrors method
+func NewGetBatchErrorsRequest(server string, id BatchID, params *GetBatchErrorsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches/%s/errors", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -10502,6 +10672,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/batches/{id}/cancel (the `CancelBatch` operationId).
 	CancelBatchWithResponse(ctx context.Context, id BatchID, params *CancelBatchParams, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error)
 
+	// GetBatchErrorsWithResponse The refused items, one JSON line each
+	//
+	// One BatchItemError a line, in item order, streamed; a file batch's
+	// carry their line. after resumes after an item's index. Needs the
+	// read scope of each service the batch's jobs are of.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/batches/{id}/errors (the `GetBatchErrors` operationId).
+	GetBatchErrorsWithResponse(ctx context.Context, id BatchID, params *GetBatchErrorsParams, reqEditors ...RequestEditorFn) (*GetBatchErrorsResponse, error)
+
 	// GetBatchResultsWithResponse The finished jobs' results, one JSON line each
 	//
 	// Readable while the batch runs: one line per job finished so far,
@@ -11971,6 +12152,96 @@ func (r CancelBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchErrorsResponse401Headers the declared response headers of an HTTP 401 response for GetBatchErrors
+type GetBatchErrorsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBatchErrorsResponse503Headers the declared response headers of an HTTP 503 response for GetBatchErrors
+type GetBatchErrorsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetBatchErrorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchErrorsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchErrorsResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchErrorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchErrorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchErrorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchErrorsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19344,6 +19615,23 @@ func (c *ClientWithResponses) CancelBatchWithResponse(ctx context.Context, id Ba
 	return ParseCancelBatchResponse(rsp)
 }
 
+// GetBatchErrorsWithResponse The refused items, one JSON line each
+//
+// One BatchItemError a line, in item order, streamed; a file batch's
+// carry their line. after resumes after an item's index. Needs the
+// read scope of each service the batch's jobs are of.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/batches/{id}/errors (the `GetBatchErrors` operationId).
+func (c *ClientWithResponses) GetBatchErrorsWithResponse(ctx context.Context, id BatchID, params *GetBatchErrorsParams, reqEditors ...RequestEditorFn) (*GetBatchErrorsResponse, error) {
+	rsp, err := c.GetBatchErrors(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchErrorsResponse(rsp)
+}
+
 // GetBatchResultsWithResponse The finished jobs' results, one JSON line each
 //
 // Readable while the batch runs: one line per job finished so far,
@@ -21181,6 +21469,90 @@ func ParseCancelBatchResponse(rsp *http.Response) (*CancelBatchResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchErrorsResponse parses an HTTP response from a GetBatchErrorsWithResponse call
+func ParseGetBatchErrorsResponse(rsp *http.Response) (*GetBatchErrorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchErrorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchErrorsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchErrorsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
