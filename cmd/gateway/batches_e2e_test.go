@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -163,4 +164,80 @@ func TestBatchEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(calls[0].body, &event))
 	require.Equal(t, id, event.Data.ID)
 	require.Equal(t, "cancelled", event.Data.Attributes.Status)
+}
+
+// TestBatchFileEndToEnd: 2,000 llm-task items from a JSONL file on gateway
+// dev (docs/api.md, Batch files): validating at first, then read by the
+// workers' BatchFileWorkflow, the malformed line refused with its number;
+// cancelled once 100 ran, a results line per job.
+func TestBatchFileEndToEnd(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, "", "--providers", writeCatalog(t, "providers:\n"+sandboxLLMProvider("quick", "Quick", 500, 0, "0.000001")))
+	var file bytes.Buffer
+	for i := range 2000 {
+		if i == 1500 {
+			file.WriteString("{\"custom_id\": \"cut-short\n\n")
+			continue
+		}
+		file.Write(mustJSON(t, map[string]any{"custom_id": fmt.Sprintf("doc-%04d", i), "type": "llm-task-job",
+			"attributes": map[string]any{"input": map[string]any{"type": "text", "text": fmt.Sprintf("text %d", i), "prompt": "Summarise."}}}))
+		file.WriteByte('\n')
+	}
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(file.Bytes()) }))
+	defer files.Close()
+	body := string(mustJSON(t, map[string]any{"data": map[string]any{"type": "batch", "attributes": map[string]any{
+		"input_file_url": files.URL + "/batch.jsonl"}}}))
+
+	began := time.Now()
+	status, raw, _ := g.do(http.MethodPost, "/v1/batches", body, "Idempotency-Key", "e2e-file")
+	require.Equal(t, http.StatusAccepted, status, string(raw))
+	t.Logf("POST /v1/batches with input_file_url answered in %s", time.Since(began))
+	var created batchState
+	require.NoError(t, json.Unmarshal(raw, &created))
+	id := created.Data.ID
+	require.Equal(t, "validating", created.Data.Attributes.Status)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for read := false; ; {
+		state := g.batch(id).Data.Attributes
+		if !read && state.Status != "validating" {
+			read = true
+			t.Logf("2,000 items read in %s: %v", time.Since(began), state.Counts)
+			require.Equal(t, 1999, state.Counts["total"])
+			require.Equal(t, 1, state.Counts["refused"])
+		}
+		if state.Counts["completed"] >= 100 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "100 jobs did not finish: %s %v", state.Status, state.Counts)
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Not every job need run: cancelled, the rest fail at once.
+	status, raw, _ = g.do(http.MethodPost, "/v1/batches/"+id+"/cancel", "")
+	require.Equal(t, http.StatusAccepted, status, string(raw))
+	var counts map[string]int
+	for {
+		state := g.batch(id).Data.Attributes
+		if counts = state.Counts; state.Status == "cancelled" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline.Add(30*time.Second)), "the batch did not end: %s %v", state.Status, state.Counts)
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, 1999, counts["completed"]+counts["failed"])
+
+	status, raw, _ = g.do(http.MethodGet, "/v1/batches/"+id+"/errors", "")
+	require.Equal(t, http.StatusOK, status, string(raw))
+	var refused struct {
+		Index int `json:"index"`
+		Line  int `json:"line"`
+	}
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(raw), &refused))
+	require.Equal(t, 1500, refused.Index)
+	require.Equal(t, 1501, refused.Line)
+
+	status, raw, _ = g.do(http.MethodGet, "/v1/batches/"+id+"/results", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 1999, bytes.Count(raw, []byte("\n")), "a line per job")
+	require.Equal(t, counts["completed"], bytes.Count(raw, []byte(`"status":"completed"`)))
 }
