@@ -12,12 +12,13 @@ import (
 )
 
 // TestReplayRecordedHistories replays every recorded history in testdata/
-// against the current JobWorkflow, DeletionWorkflow and
-// WebhookResendWorkflow: a change that would break running workflows
+// against the current JobWorkflow, DeletionWorkflow, WebhookResendWorkflow
+// and BatchFileWorkflow: a change that would break running workflows
 // (non-determinism) fails here. Histories are recorded by cmd/gateway's
 // TestRecordHistories (job-*.json), TestRecordDeletionHistories
-// (deletion-*.json) and TestWebhookResendAndRecovery
-// (job-v14-webhook-given-up.json, webhook-resend-*.json), each with
+// (deletion-*.json), TestWebhookResendAndRecovery
+// (job-v14-webhook-given-up.json, webhook-resend-*.json) and
+// TestRecordBatchFileHistories (batchfile-*.json), each with
 // GATEWAY_RECORD_HISTORIES set; keep old ones when adding new.
 func TestReplayRecordedHistories(t *testing.T) {
 	t.Parallel()
@@ -31,6 +32,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			replayer.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
 			replayer.RegisterWorkflowWithOptions(workflows.DeletionWorkflow, workflow.RegisterOptions{Name: workflows.DeletionWorkflowName})
 			replayer.RegisterWorkflowWithOptions(workflows.WebhookResendWorkflow, workflow.RegisterOptions{Name: workflows.WebhookResendWorkflowName})
+			replayer.RegisterWorkflowWithOptions(workflows.BatchFileWorkflow, workflow.RegisterOptions{Name: workflows.BatchFileWorkflowName})
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, file))
 		})
 	}

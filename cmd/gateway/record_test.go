@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,4 +266,36 @@ func TestRecordOutageAndBudgetHistories(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, string(body), "BUDGET_EXCEEDED")
 	require.Contains(t, string(g.get("llm-tasks", waited).Data.Attributes.Status), "completed")
+}
+
+// TestRecordBatchFileHistories records a file batch's reading for the
+// replay tests in workflows/ (batchfile-v1-*.json); it runs only when
+// GATEWAY_RECORD_HISTORIES names the directory to write to:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordBatchFileHistories
+func TestRecordBatchFileHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	temporalAddr := freeAddr(t)
+	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff}, "--providers", writeCatalog(t, recordCatalog))
+	tc := temporalClient(t, temporalAddr)
+	file := `{"custom_id": "a", "type": "llm-task-job", "attributes": {"input": {"type": "text", "text": "Hi", "prompt": "Summarise."}}}` + "\n{\n"
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(file)) }))
+	defer files.Close()
+	status, raw, _ := g.do(http.MethodPost, "/v1/batches", `{"data":{"type":"batch","attributes":{"input_file_url":"`+files.URL+`/b.jsonl"}}}`,
+		"Idempotency-Key", "record-file")
+	require.Equal(t, http.StatusAccepted, status, string(raw))
+	var created batchState
+	require.NoError(t, json.Unmarshal(raw, &created))
+	id := "batch-file-" + created.Data.ID
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, nil))
+	history := &historypb.History{Events: historyOf(context.Background(), t, tc, id)}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(history)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "batchfile-v1-read.json"), data, 0o644))
 }
