@@ -31,8 +31,8 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 	slices.Sort(names)
 	require.Equal(t, []string{
 		"CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
-		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FetchMedia", "FinishErasure",
-		"ProbeMedia", "PurgeVendorCopy", "ReadJobTrail", "RecordRetentionSweep", "RecordWebhookGivenUp", "RemoveJobMedia", "ReserveBudget",
+		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FailBatchFile", "FetchMedia", "FinishErasure",
+		"ProbeMedia", "PurgeVendorCopy", "ReadBatchFile", "ReadJobTrail", "RecordRetentionSweep", "RecordWebhookGivenUp", "RemoveJobMedia", "ReserveBudget",
 		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
 		"SweepProviderCallbacks", "SweepScratch", "SweepWorkFiles",
 	}, names)
