@@ -77,6 +77,9 @@ func (r *BatchFiles) ReadBatchFile(ctx context.Context, id string, progress func
 	if err != nil || b.State != store.BatchValidating {
 		return err
 	}
+	if b.CancelRequestedAt != nil {
+		return r.Store.EndBatchFile(ctx, id, "", "", nil) // cancelled: read no more
+	}
 	if r.ScratchDir != "" {
 		if err := os.MkdirAll(r.ScratchDir, 0o700); err != nil {
 			return err
@@ -197,7 +200,9 @@ func (r *BatchFiles) record(ctx context.Context, c *fileChunk, to int, services 
 		return err
 	}
 	if !recorded {
-		return fmt.Errorf("items %d to %d were recorded by another reading of the file; read it again from there", c.from, to)
+		// Another reading went on, or the batch was cancelled: the next
+		// try reads again from where the batch stands, or ends it.
+		return fmt.Errorf("items %d to %d were not recorded: another reading of the file went on, or the batch was cancelled", c.from, to)
 	}
 	*services = next
 	return nil

@@ -120,7 +120,7 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 	defer ticker.Stop()
 	terminal := s.job.Terminal()
 	for {
-		ended, err := s.drain(ctx)
+		_, err := s.drain(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.h.logger.Warn("event stream ended", "job", s.job.ID, "request_id", RequestID(ctx), "error", err)
@@ -128,8 +128,9 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 			return
 		}
 		// A terminal status is written with its event: once the job is
-		// seen terminal, a drain after that has sent the event.
-		if ended || terminal {
+		// seen terminal, a drain after that has sent the event. A job
+		// retried since its last terminal event goes on.
+		if terminal {
 			return
 		}
 		select {
@@ -139,6 +140,7 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 			}
 			terminal = st.Status.Terminal()
 		case <-ticker.C:
+			s.writeDeadline()
 			if _, err := s.c.Writer.WriteString(": keep-alive\n\n"); err != nil || s.rc.Flush() != nil {
 				return
 			}
@@ -168,6 +170,15 @@ func (s *eventStream) drain(ctx context.Context) (bool, error) {
 			return ended, nil
 		}
 	}
+}
+
+// streamWriteTimeout is how long one write of a stream may take: a client
+// that stops reading is cut off then, freeing its subscription.
+const streamWriteTimeout = 30 * time.Second
+
+// writeDeadline gives the next write streamWriteTimeout.
+func (s *eventStream) writeDeadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 }
 
 // send writes one event as its webhook body (docs/webhooks.md), the
@@ -201,6 +212,7 @@ func (s *eventStream) send(ctx context.Context, e store.JobEvent) error {
 	if err != nil {
 		return err
 	}
+	s.writeDeadline()
 	if _, err := fmt.Fprintf(s.c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, jobs.EventName(svc, e.Kind), body); err != nil {
 		return err
 	}

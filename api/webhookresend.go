@@ -123,7 +123,8 @@ func (h webhooksHandler) recover(c *gin.Context) error {
 		req.Until = *in.Until
 	}
 	caller := auth.CallerFrom(c)
-	if caller.IsSuperAdmin() {
+	acting := strings.TrimSpace(c.GetHeader(auth.HeaderEffectiveTenant)) != ""
+	if caller.IsSuperAdmin() && !acting {
 		req.Tenant = in.Tenant
 	} else {
 		if in.Tenant != "" {

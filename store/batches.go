@@ -130,8 +130,9 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Recor
 // jobs admitted with their starts, and the items refused, in one
 // transaction that moves ItemsRead from from to to and adds services to
 // the batch's. It returns false, writing nothing, when ItemsRead is not
-// from (another run of the reading went on) or the batch is no longer
-// validating. A job recorded before is skipped.
+// from (another run of the reading went on), the batch is no longer
+// validating, or its cancel was asked for. A job recorded before is
+// skipped.
 func (s *Store) RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*JobStart, refused []BatchRefusal) (bool, error) {
 	now := microsNow()
 	for i, job := range records {
@@ -146,7 +147,7 @@ func (s *Store) RecordBatchItems(ctx context.Context, id string, from, to int, s
 	recorded := false
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		recorded = false
-		res := tx.Model(&Batch{}).Where("id = ? AND items_read = ? AND state = ?", id, from, BatchValidating).
+		res := tx.Model(&Batch{}).Where("id = ? AND items_read = ? AND state = ? AND cancel_requested_at IS NULL", id, from, BatchValidating).
 			Updates(map[string]any{"items_read": to, "total": gorm.Expr("total + ?", len(records)),
 				"refused_count": gorm.Expr("refused_count + ?", len(refused)), "services": services, "updated_at": now})
 		if res.Error != nil || res.RowsAffected == 0 {
@@ -269,36 +270,43 @@ func (s *Store) RequestBatchCancel(ctx context.Context, id string, now time.Time
 // the outbox in the same transaction. It returns how many jobs it failed.
 func (s *Store) FailUnstartedBatchJobs(ctx context.Context, id, code, message string, now time.Time) (int, error) {
 	failed := 0
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		failed = 0
-		q := tx.Table("job_starts").Select("job_starts.job_id").
-			Joins("JOIN jobs ON jobs.id = job_starts.job_id").
-			Where("jobs.batch_id = ? AND jobs.status = ? AND job_starts.next_attempt_at <= ?", id, jobs.StatusPending, now.UTC())
-		if s.dialect == "postgres" {
-			// Starts a dispatcher is claiming are skipped: they start.
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "job_starts"},
-				Options: clause.LockingOptionsSkipLocked})
-		}
+	for {
+		// A chunk a transaction: a large batch's cancel stays within a
+		// transaction's deadline and does not hold SQLite's writer long.
 		var ids []string
-		if err := q.Pluck("job_starts.job_id", &ids).Error; err != nil {
-			return err
-		}
-		for _, jobID := range ids {
-			if err := s.failPending(tx, jobID, code, message, now); err != nil {
+		err := s.write(ctx, func(tx *gorm.DB) error {
+			ids = nil
+			q := tx.Table("job_starts").Select("job_starts.job_id").
+				Joins("JOIN jobs ON jobs.id = job_starts.job_id").
+				Where("jobs.batch_id = ? AND jobs.status = ? AND job_starts.next_attempt_at <= ?", id, jobs.StatusPending, now.UTC()).
+				Limit(cancelChunk)
+			if s.dialect == "postgres" {
+				// Starts a dispatcher is claiming are skipped: they start.
+				q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "job_starts"},
+					Options: clause.LockingOptionsSkipLocked})
+			}
+			if err := q.Pluck("job_starts.job_id", &ids).Error; err != nil {
 				return err
 			}
-		}
-		for start := 0; start < len(ids); start += jobStatesChunk {
-			chunk := ids[start:min(start+jobStatesChunk, len(ids))]
-			if err := tx.Where("job_id IN ?", chunk).Delete(&JobStart{}).Error; err != nil {
-				return err
+			for _, jobID := range ids {
+				if err := s.failPending(tx, jobID, code, message, now); err != nil {
+					return err
+				}
 			}
+			return tx.Where("job_id IN ?", ids).Delete(&JobStart{}).Error
+		})
+		if err != nil {
+			return failed, err
 		}
-		failed = len(ids)
-		return nil
-	})
-	return failed, err
+		failed += len(ids)
+		if len(ids) < cancelChunk {
+			return failed, nil
+		}
+	}
 }
+
+// cancelChunk is how many unstarted jobs of a batch one transaction fails.
+const cancelChunk = 200
 
 // FinishBatches marks the open batches whose jobs all finished as
 // completed, at their last job's completion, and queues the batch.completed

@@ -73,6 +73,7 @@ func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, re
 			{"provider_callbacks", "job_id = ?", []any{id}},
 			{"webhook_deliveries", "job_id = ?", []any{id}},
 			{"job_events", "job_id = ?", []any{id}},
+			{"webhook_messages", "job_id = ?", []any{id}},
 		} {
 			if err := tx.Exec("DELETE FROM "+del.table+" WHERE "+del.where, del.args...).Error; err != nil {
 				return err

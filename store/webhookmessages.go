@@ -67,10 +67,17 @@ func MessageSeq(id string) (int, error) {
 	return n, nil
 }
 
-// RecordWebhookMessage records m unless its message id is recorded.
+// RecordWebhookMessage records m, or what m carries now under its message
+// id: an operator's retry of a job numbers its messages from 1 again, and
+// a resend must send what the latest run sent.
 func (s *Store) RecordWebhookMessage(ctx context.Context, m *WebhookMessage) error {
 	m.CreatedAt = microsNow()
-	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(m).Error
+	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "message_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"event", "snapshot"}),
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
+			SQL: "webhook_messages.event <> excluded.event OR webhook_messages.snapshot <> excluded.snapshot"}}},
+	}).Create(m).Error
 }
 
 // WebhookGivenUp records that the delivery of m was given up at at,
@@ -80,7 +87,7 @@ func (s *Store) WebhookGivenUp(ctx context.Context, m *WebhookMessage, at time.T
 	m.CreatedAt, m.GivenUpAt = microsNow(), &at
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "message_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"given_up_at", "recovered_at"}),
+		DoUpdates: clause.AssignmentColumns([]string{"event", "snapshot", "given_up_at", "recovered_at"}),
 	}).Create(m).Error
 }
 
