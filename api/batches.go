@@ -368,7 +368,13 @@ func (h batchesHandler) visible(c *gin.Context, access string) (*store.Batch, er
 	if !mayAccess(c, anyService, tenant, "", b.Tenant) {
 		return nil, notFound
 	}
-	for _, svc := range strings.Fields(b.Services) {
+	services := b.Services
+	if services == "" {
+		// A file batch still being read has no jobs yet: the services
+		// its creator could write stand for them.
+		services = b.Writable
+	}
+	for _, svc := range strings.Fields(services) {
 		if scope := svc + ":" + access; !auth.CallerFrom(c).HasScope(scope) {
 			return nil, apierror.InsufficientScope(scope)
 		}

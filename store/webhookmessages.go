@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -135,12 +136,34 @@ func (s *Store) GivenUpWebhooks(ctx context.Context, f GivenUpFilter) ([]Webhook
 	return out, err
 }
 
-// MarkWebhooksRecovered records that a recovery resent the messages ids
-// at at.
-func (s *Store) MarkWebhooksRecovered(ctx context.Context, ids []string, at time.Time) error {
+// ClaimWebhookRecovery marks the messages ids as resent by a recovery at
+// at, each only if no other recovery took it since it was given up, and
+// returns those it marked, in the order given: concurrent recoveries send
+// a message once.
+func (s *Store) ClaimWebhookRecovery(ctx context.Context, ids []string, at time.Time) ([]string, error) {
+	at = at.UTC().Truncate(time.Microsecond)
+	var claimed []string
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		claimed = nil
+		for _, id := range ids {
+			res := tx.Model(&WebhookMessage{}).Where("message_id = ? AND recovered_at IS NULL", id).Update("recovered_at", at)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				claimed = append(claimed, id)
+			}
+		}
+		return nil
+	})
+	return claimed, err
+}
+
+// ReleaseWebhookRecovery gives back messages a recovery claimed and could
+// not send: the next recovery takes them.
+func (s *Store) ReleaseWebhookRecovery(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.db.WithContext(ctx).Model(&WebhookMessage{}).Where("message_id IN ?", ids).
-		Update("recovered_at", at.UTC().Truncate(time.Microsecond)).Error
+	return s.db.WithContext(ctx).Model(&WebhookMessage{}).Where("message_id IN ?", ids).Update("recovered_at", nil).Error
 }

@@ -80,8 +80,19 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 		require.Equal(t, []string{other.ID + "-1"}, ids(store.GivenUpFilter{Since: at.Add(30 * time.Second)}))
 		require.Len(t, ids(store.GivenUpFilter{Since: at.Add(-time.Second), Until: at.Add(30 * time.Second)}), 2)
 
-		// A recovery resent acme's: not offered again until given up again.
-		require.NoError(t, s.MarkWebhooksRecovered(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute)))
+		// A recovery resent acme's: not offered again until given up again;
+		// a concurrent recovery claims none of them.
+		claimed, err := s.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, []string{acme.ID + "-1", acme.ID + "-2"}, claimed)
+		claimed, err = s.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.Empty(t, claimed)
+		require.Equal(t, []string{other.ID + "-1"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second)}))
+		// A claim given back (its resend could not start) is offered again.
+		claimed, err = s.ClaimWebhookRecovery(ctx, []string{other.ID + "-1"}, at.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, s.ReleaseWebhookRecovery(ctx, claimed))
 		require.Equal(t, []string{other.ID + "-1"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second)}))
 		require.NoError(t, s.WebhookGivenUp(ctx, message(acme, 2, "transcription.completed"), at.Add(3*time.Minute)))
 		require.Equal(t, []string{acme.ID + "-2"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second), Tenant: "acme"}))

@@ -31,7 +31,8 @@ type WebhookStore interface {
 	ListDeliveries(ctx context.Context, jobID string) ([]store.WebhookDelivery, error)
 	WebhookMessages(ctx context.Context, jobID string) ([]store.WebhookMessage, error)
 	GivenUpWebhooks(ctx context.Context, f store.GivenUpFilter) ([]store.WebhookMessage, error)
-	MarkWebhooksRecovered(ctx context.Context, ids []string, at time.Time) error
+	ClaimWebhookRecovery(ctx context.Context, ids []string, at time.Time) ([]string, error)
+	ReleaseWebhookRecovery(ctx context.Context, ids []string) error
 }
 
 // WebhookResend is a resend of a job's webhook messages.
@@ -269,24 +270,40 @@ func (s *Service) recoverJob(ctx context.Context, req RecoverRequest, given []st
 		return nil, "", nil
 	}
 	out := &WebhookResend{JobID: jobID}
-	messages := make([]workflows.ResendMessage, 0, len(given))
+	var ids []string
+	rebuilt := map[string]workflows.ResendMessage{}
 	for _, m := range given {
 		msg, ok := rebuild(job, m, m.MessageID, m.Event)
 		if !ok {
 			out.Skipped = append(out.Skipped, m.MessageID)
 			continue
 		}
-		messages = append(messages, msg)
-		out.MessageIDs = append(out.MessageIDs, m.MessageID)
+		rebuilt[m.MessageID] = msg
+		ids = append(ids, m.MessageID)
 	}
-	if req.DryRun || len(messages) == 0 {
+	if req.DryRun || len(ids) == 0 {
+		out.MessageIDs = ids
 		return out, "", nil
 	}
-	if out.WorkflowID, err = s.startResend(ctx, job, *sub.Webhook, store.TriggerRecover, messages); err != nil {
-		return nil, "", err
+	// Claimed before the resend starts: a concurrent recovery sends each
+	// message once.
+	claimed, err := s.cfg.Webhooks.ClaimWebhookRecovery(ctx, ids, s.cfg.Now())
+	if err != nil {
+		return nil, "", fmt.Errorf("job %s: claim its given-up webhook messages: %w", jobID, err)
 	}
-	if err := s.cfg.Webhooks.MarkWebhooksRecovered(ctx, out.MessageIDs, s.cfg.Now()); err != nil {
-		return nil, "", fmt.Errorf("job %s: mark its resent webhook messages: %w", jobID, err)
+	if len(claimed) == 0 {
+		return nil, "", nil // another recovery took them
+	}
+	messages := make([]workflows.ResendMessage, 0, len(claimed))
+	for _, id := range claimed {
+		messages = append(messages, rebuilt[id])
+	}
+	out.MessageIDs = claimed
+	if out.WorkflowID, err = s.startResend(ctx, job, *sub.Webhook, store.TriggerRecover, messages); err != nil {
+		if rerr := s.cfg.Webhooks.ReleaseWebhookRecovery(context.WithoutCancel(ctx), claimed); rerr != nil {
+			s.cfg.Logger.Error("give back claimed webhook messages; they wait for their next give-up", "job", jobID, "error", rerr)
+		}
+		return nil, "", err
 	}
 	return out, "", nil
 }
