@@ -22,7 +22,7 @@ const batchFileTimeout = 5 * time.Minute
 // batchFileReader is the workers' reader of file batches (docs/api.md,
 // Batches): the API's checks of each item, its jobs recorded with their
 // starts in the outbox, which the dispatchers' sweeps take.
-func batchFileReader(cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*api.BatchFiles, error) {
+func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*api.BatchFiles, error) {
 	ops, err := jobops.New(jobops.Config{
 		Jobs:                   st,
 		Tenants:                st,
@@ -35,6 +35,8 @@ func batchFileReader(cfg config, st *store.Cache, tc client.Client, registry *pr
 		Starts:                 outboxStarts{},
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
+		Backlog:                startBacklogGuard(ctx, cfg, st.Store, logger),
+		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
 		Logger:                 logger,

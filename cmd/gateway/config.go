@@ -172,6 +172,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 			"on SIGTERM, how long running activities may take to finish before they are cancelled and resume elsewhere (env GATEWAY_WORKER_STOP_TIMEOUT)")
 	}
 	if command == "worker" {
+		// Its reader of batch files records jobs as the API does.
+		c.registerBacklogFlags(fs)
+		c.registerWebhookGiveUp(fs)
 		return
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
@@ -268,7 +271,7 @@ func (c *config) validate(command string) error {
 	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
 		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")
 	}
-	if command == "dev" || command == "serve" {
+	if command == "dev" || command == "serve" || command == "worker" {
 		problems = append(problems, c.validateBacklog()...)
 	}
 	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {

@@ -457,7 +457,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 		return nil, err
 	}
 	mediaCfg.wire(&deps)
-	if deps.BatchFiles, err = batchFileReader(cfg, st, tc, registry, mediaCfg.scratch, m, logger); err != nil {
+	if deps.BatchFiles, err = batchFileReader(ctx, cfg, st, tc, registry, mediaCfg.scratch, m, logger); err != nil {
 		return nil, err
 	}
 	acts := activities.New(deps)
