@@ -275,7 +275,7 @@ func quantityNanos(q float64) int64 { return int64(math.Round(q * 1e9)) }
 // moves the estimate from reserved to what the entry bills in the
 // budget's currency or unit.
 func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
-	return s.closeReservations(tx, e.JobID, reservationSettled, func(r budgetReservation) int64 {
+	actual := func(r budgetReservation) int64 {
 		switch {
 		case r.Currency != "" && r.Currency == e.Currency:
 			return e.CostNanos
@@ -283,7 +283,36 @@ func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
 			return quantityNanos(e.Quantity)
 		}
 		return 0
-	})
+	}
+	if err := s.closeReservations(tx, e.JobID, reservationSettled, actual); err != nil {
+		return err
+	}
+	return s.settleReleased(tx, e.JobID, actual)
+}
+
+// settleReleased counts what a job billed against the budgets whose
+// reservations were released before (a job deleted or given up for
+// failed while its call ran): its money was spent all the same.
+func (s *Store) settleReleased(tx *gorm.DB, jobID string, actual func(budgetReservation) int64) error {
+	var released []budgetReservation
+	if err := s.lockForUpdate(tx).Where("job_id = ? AND state = ?", jobID, reservationReleased).
+		Order("budget_id").Find(&released).Error; err != nil {
+		return err
+	}
+	now := microsNow()
+	for _, r := range released {
+		settled := actual(r)
+		if err := tx.Model(&budgetCounter{}).
+			Where("tenant = ? AND budget_id = ? AND period_start = ?", r.Tenant, r.BudgetID, r.PeriodStart.UTC()).
+			Updates(map[string]any{"settled": gorm.Expr("settled + ?", settled), "updated_at": now}).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&budgetReservation{}).Where("job_id = ? AND budget_id = ?", r.JobID, r.BudgetID).
+			Updates(map[string]any{"state": reservationSettled, "settled": settled, "updated_at": now}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReleaseBudget releases a job's open reservations: it ended unbilled.

@@ -237,3 +237,29 @@ func TestConcurrentReservationsOfOneJobCountOnce(t *testing.T) {
 		require.Equal(t, store.BudgetUse{}, used)
 	})
 }
+
+func TestABillReleasedEarlierStillCounts(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(3)
+		now := time.Now()
+		job := newJob()
+		job.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, job))
+		out, err := s.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		// Released (the job was given up for failed), then its call's bill
+		// arrives after all.
+		require.NoError(t, s.ReleaseBudget(ctx, job.ID))
+		entry := entryOf(job, 1, 300, now)
+		entry.Quantity = 2
+		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 2e9}, used, "the money was spent")
+		rs, err := s.BudgetReservations(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, "settled", rs[0].State)
+	})
+}
