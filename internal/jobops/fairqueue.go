@@ -50,7 +50,7 @@ const (
 // tenants that hold few (a newcomer does not wait for the room a backlog
 // took).
 func newFairQueue(capacity int) *fairQueue {
-	return &fairQueue{ready: make(chan struct{}, 2*capacity), lightArrived: make(chan struct{}, 1), capacity: capacity,
+	return &fairQueue{ready: make(chan struct{}, 2*capacity), lightArrived: make(chan struct{}, lightWakes), capacity: capacity,
 		byTenant: map[string][]store.JobStart{}, served: map[string]float64{}, waiting: map[string]time.Time{}, now: time.Now}
 }
 
@@ -83,11 +83,16 @@ func (q *fairQueue) push(start store.JobStart) bool {
 	if light {
 		select {
 		case q.lightArrived <- struct{}{}:
-		default: // one is pending
+		default: // enough are pending
 		}
 	}
 	return true
 }
+
+// lightWakes is how many starters held back by the pacer light starts may
+// wake at once: each light start wakes one, so a few arriving together
+// are made side by side.
+const lightWakes = 16
 
 // lightServed is what a tenant was served lately under which its starts
 // are light: they may skip the dispatcher's pacer.
