@@ -336,7 +336,7 @@ func (s *Store) DueBatchWebhooks(ctx context.Context, now time.Time, limit int) 
 
 // RecordBatchWebhook records an attempt to deliver batch id's
 // batch.completed event.
-func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a BudgetNotificationAttempt) error {
+func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a NotificationAttempt) error {
 	updates := map[string]any{"webhook_state": a.State, "webhook_attempts": gorm.Expr("webhook_attempts + 1"),
 		"webhook_error": a.Error, "updated_at": microsNow()}
 	if a.State == NotificationPending {

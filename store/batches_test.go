@@ -144,7 +144,7 @@ func TestBatchCancelAndFinish(t *testing.T) {
 		due, err := s.DueBatchWebhooks(ctx, now.Add(4*time.Second), 10)
 		require.NoError(t, err)
 		require.Len(t, due, 1)
-		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, store.BudgetNotificationAttempt{State: store.NotificationDelivered}))
+		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, store.NotificationAttempt{State: store.NotificationDelivered}))
 		due, err = s.DueBatchWebhooks(ctx, now.Add(time.Hour), 10)
 		require.NoError(t, err)
 		require.Empty(t, due)

@@ -92,8 +92,30 @@ func (s *Store) DueBudgetNotifications(ctx context.Context, now time.Time, limit
 	return out, nil
 }
 
-// BudgetNotificationAttempt is the outcome of one delivery attempt.
-type BudgetNotificationAttempt struct {
+// The retry schedule of the events the store queues (budget.threshold,
+// batch.completed; docs/api.md, Budgets): the wait after a first failed
+// attempt doubles from notifyFirstRetry up to notifyMaxRetry, and an
+// event is given up NotificationGiveUpAfter after it was queued.
+const (
+	notifyFirstRetry        = 10 * time.Second
+	notifyMaxRetry          = time.Hour
+	NotificationGiveUpAfter = 24 * time.Hour
+)
+
+// RetryNotification is what follows a failed attempt at a queued event
+// created at created and tried attempts times before: the next attempt,
+// or none once it is due after NotificationGiveUpAfter.
+func RetryNotification(attempts int, created, now time.Time, err error) NotificationAttempt {
+	wait := min(notifyFirstRetry<<min(attempts, 10), notifyMaxRetry)
+	next := now.Add(wait)
+	if next.After(created.Add(NotificationGiveUpAfter)) {
+		return NotificationAttempt{State: NotificationFailed, Error: err.Error()}
+	}
+	return NotificationAttempt{State: NotificationPending, Next: next, Error: err.Error()}
+}
+
+// NotificationAttempt is the outcome of one delivery attempt.
+type NotificationAttempt struct {
 	// State is NotificationDelivered, NotificationFailed, or
 	// NotificationPending with the next attempt at Next.
 	State string
@@ -102,7 +124,7 @@ type BudgetNotificationAttempt struct {
 }
 
 // RecordBudgetNotification records an attempt to deliver notification id.
-func (s *Store) RecordBudgetNotification(ctx context.Context, id string, a BudgetNotificationAttempt) error {
+func (s *Store) RecordBudgetNotification(ctx context.Context, id string, a NotificationAttempt) error {
 	updates := map[string]any{"state": a.State, "attempts": gorm.Expr("attempts + 1"), "last_error": a.Error,
 		"updated_at": microsNow()}
 	if a.State == NotificationPending {

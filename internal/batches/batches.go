@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/internal/budgets"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -160,7 +159,7 @@ type NotifierStore interface {
 	Reader
 	FinishBatches(ctx context.Context, now time.Time) (int64, error)
 	DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]store.Batch, error)
-	RecordBatchWebhook(ctx context.Context, id string, a store.BudgetNotificationAttempt) error
+	RecordBatchWebhook(ctx context.Context, id string, a store.NotificationAttempt) error
 }
 
 // Notifier marks finished batches and delivers their batch.completed
@@ -209,9 +208,9 @@ func (n *Notifier) logger() *slog.Logger {
 }
 
 // attempt sends b's event once and says what comes next.
-func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) store.BudgetNotificationAttempt {
-	failed := func(err error) store.BudgetNotificationAttempt {
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) store.NotificationAttempt {
+	failed := func(err error) store.NotificationAttempt {
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
 	}
 	if n.Signer == nil {
 		return failed(errors.New("no webhook signing secret is configured"))
@@ -222,7 +221,7 @@ func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) s
 	}
 	doc, err := Show(ctx, n.Store, b)
 	if err != nil {
-		return budgets.Retry(b.WebhookAttempts, *b.CompletedAt, now, err)
+		return store.RetryNotification(b.WebhookAttempts, *b.CompletedAt, now, err)
 	}
 	body, err := json.Marshal(Event{Event: EventCompleted, Data: doc})
 	if err != nil {
@@ -235,9 +234,9 @@ func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) s
 	err = webhooksign.Post(ctx, client, n.Signer, hook.URL, "msg_batch_"+b.ID, hook.Headers, body, now)
 	switch {
 	case err == nil:
-		return store.BudgetNotificationAttempt{State: store.NotificationDelivered}
+		return store.NotificationAttempt{State: store.NotificationDelivered}
 	case errors.Is(err, netguard.ErrForbiddenAddress):
 		return failed(errors.New("the webhook URL is not a public address"))
 	}
-	return budgets.Retry(b.WebhookAttempts, *b.CompletedAt, now, err)
+	return store.RetryNotification(b.WebhookAttempts, *b.CompletedAt, now, err)
 }

@@ -14,22 +14,14 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// Delivery of budget.threshold events (docs/api.md, Budgets).
-const (
-	// notifyBatch is how many events one round sends at most.
-	notifyBatch = 100
-	// firstRetry is the wait after a first failed attempt; it doubles up
-	// to maxRetry.
-	firstRetry = 10 * time.Second
-	maxRetry   = time.Hour
-	// GiveUpAfter is how long an event is tried.
-	GiveUpAfter = 24 * time.Hour
-)
+// notifyBatch is how many budget.threshold events one round sends at most
+// (docs/api.md, Budgets).
+const notifyBatch = 100
 
 // NotifierStore is what a Notifier needs of the store.
 type NotifierStore interface {
 	DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]store.BudgetNotification, error)
-	RecordBudgetNotification(ctx context.Context, id string, a store.BudgetNotificationAttempt) error
+	RecordBudgetNotification(ctx context.Context, id string, a store.NotificationAttempt) error
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
@@ -78,49 +70,35 @@ func (n *Notifier) logger() *slog.Logger {
 }
 
 // attempt sends event once and says what comes next.
-func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, now time.Time) store.BudgetNotificationAttempt {
+func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, now time.Time) store.NotificationAttempt {
 	tenant, err := n.Store.GetTenant(ctx, event.Tenant)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the tenant no longer exists"}
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the tenant no longer exists"}
 	case err != nil:
 		return n.retry(event, now, err)
 	case tenant.NotificationURL == "":
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the tenant has no notification_url"}
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the tenant has no notification_url"}
 	case n.Signer == nil:
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "no webhook signing secret is configured"}
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: "no webhook signing secret is configured"}
 	}
 	body, err := json.Marshal(eventOf(event))
 	if err != nil {
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
 	}
 	err = n.send(ctx, tenant.NotificationURL, event.ID, body, now)
 	if err == nil {
-		return store.BudgetNotificationAttempt{State: store.NotificationDelivered}
+		return store.NotificationAttempt{State: store.NotificationDelivered}
 	}
 	if errors.Is(err, netguard.ErrForbiddenAddress) {
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: "the notification URL is not a public address"}
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the notification URL is not a public address"}
 	}
 	return n.retry(event, now, err)
 }
 
-// retry schedules the next attempt, or gives the event up after
-// GiveUpAfter.
-func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.BudgetNotificationAttempt {
-	return Retry(event.Attempts, event.CreatedAt, now, err)
-}
-
-// Retry is what follows a failed attempt at an event of the store's
-// queues, created at created and tried attempts times before: the next
-// attempt, backing off from 10 s to an hour, or none after GiveUpAfter.
-func Retry(attempts int, created, now time.Time, err error) store.BudgetNotificationAttempt {
-	wait := firstRetry << min(attempts, 10)
-	wait = min(wait, maxRetry)
-	next := now.Add(wait)
-	if next.After(created.Add(GiveUpAfter)) {
-		return store.BudgetNotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
-	}
-	return store.BudgetNotificationAttempt{State: store.NotificationPending, Next: next, Error: err.Error()}
+// retry schedules the next attempt, or gives the event up.
+func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.NotificationAttempt {
+	return store.RetryNotification(event.Attempts, event.CreatedAt, now, err)
 }
 
 // send posts body to target, signed like job webhooks.

@@ -121,12 +121,12 @@ func TestNotifierGivesUp(t *testing.T) {
 	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
 	_, err = n.Deliver(ctx, now)
 	require.NoError(t, err)
-	due, err := st.DueBudgetNotifications(ctx, now.Add(budgets.GiveUpAfter), 10)
+	due, err := st.DueBudgetNotifications(ctx, now.Add(store.NotificationGiveUpAfter), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the tenant without a notification URL has nothing to wait for")
 	require.Equal(t, down.ID, due[0].Tenant)
 
-	_, err = n.Deliver(ctx, now.Add(budgets.GiveUpAfter))
+	_, err = n.Deliver(ctx, now.Add(store.NotificationGiveUpAfter))
 	require.NoError(t, err)
 	state, _, err := st.BudgetNotificationState(ctx, due[0].ID)
 	require.NoError(t, err)
