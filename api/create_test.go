@@ -794,3 +794,23 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 		`{"data": {"type": "llm-task-job", "type": "llm-task-job", "attributes": {"input": {"type": "text", "text": "x", "prompt": "y"}}}}`)
 	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data")
 }
+
+// fixedBacklog counts the outbox as the test says.
+type fixedBacklog map[string]int64
+
+func (f fixedBacklog) JobStartBacklog(context.Context) (map[string]int64, error) { return f, nil }
+
+func TestCreatesPastTheBacklogsBoundAre429(t *testing.T) {
+	t.Parallel()
+	guard := &jobops.BacklogGuard{Store: fixedBacklog{tenantA: 5, tenantB: 1}, Limits: jobops.BacklogLimits{PerTenant: 5, Total: 100}}
+	guard.Refresh(context.Background())
+	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) { cfg.Backlog = guard }, nil)
+
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", b.writeToken(t), body(t, "llm-tasks"))
+	msg := requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "tenant acme has 5 accepted jobs waiting to start")
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", b.tokenFor(t, tenantB, userB, "llm-tasks:write"), body(t, "llm-tasks"))
+	r.requireStatus(t, http.StatusAccepted) // another tenant's bound is its own
+}
