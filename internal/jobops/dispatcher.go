@@ -126,7 +126,7 @@ type Dispatcher struct {
 // lightStartRate a second, in bursts of lightStartBurst.
 const (
 	lightStartRate  = rate.Limit(20)
-	lightStartBurst = 16
+	lightStartBurst = lightServed
 )
 
 // NewDispatcher builds a Dispatcher; Run runs it.
@@ -423,15 +423,20 @@ func (d *Dispatcher) retryDelay(attempts int) time.Duration {
 
 // waitTurn waits, holding a token of the queue, until its start may be
 // made: once the pacer lets one go, so that a tenant arriving meanwhile
-// takes its turn; at once for a tenant served little lately, up to
-// lightStarts' rate, also when it arrives while the pacer holds the
-// starter back (the queue's light signal).
+// takes its turn; or, for a tenant served little lately, once lightStarts
+// allows one, also when it arrives while the pacer holds the starter back
+// (the queue's light signal).
 func (d *Dispatcher) waitTurn(ctx context.Context) error {
 	for {
-		if d.queue.nextLight() && d.lightStarts.Allow() {
-			return nil
+		var lightIn time.Duration
+		if d.queue.nextLight() {
+			r := d.lightStarts.Reserve()
+			if lightIn = r.Delay(); lightIn == 0 {
+				return nil
+			}
+			r.Cancel() // taken again, if still light, once the wait ends
 		}
-		paced, err := d.pace.waitOr(ctx, d.queue.lightArrived)
+		paced, err := d.pace.waitOr(ctx, d.queue.lightArrived, lightIn)
 		if err != nil || paced {
 			return err
 		}

@@ -77,7 +77,7 @@ func (q *fairQueue) push(start store.JobStart) bool {
 	}
 	q.byTenant[start.Tenant] = append(q.byTenant[start.Tenant], start)
 	q.held++
-	light := q.served[start.Tenant] < lightServed
+	light := q.servedLittle(start.Tenant)
 	q.mu.Unlock()
 	q.ready <- struct{}{} // never blocks: tokens never outnumber starts held
 	if light {
@@ -96,7 +96,24 @@ const lightWakes = 16
 
 // lightServed is what a tenant was served lately under which its starts
 // are light: they may skip the dispatcher's pacer.
-const lightServed = 16
+const lightServed = 32
+
+// servedLittle reports whether tenant's starts are light: it was served
+// under lightServed lately, and less than another tenant. A tenant alone
+// (one flooding an idle gateway) is paced from its first start, and
+// leaves the light starts to those that come after it.
+func (q *fairQueue) servedLittle(tenant string) bool {
+	n := q.served[tenant]
+	if n >= lightServed {
+		return false
+	}
+	for other, m := range q.served {
+		if other != tenant && m > n {
+			return true
+		}
+	}
+	return false
+}
 
 // pop takes the start whose turn it is; call it once per token taken
 // from ready.
@@ -146,7 +163,7 @@ func (q *fairQueue) nextLight() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.decay()
-	return q.served[q.turns[q.next()]] < lightServed
+	return q.servedLittle(q.turns[q.next()])
 }
 
 // decay forgets served counts by their half-life, and tenants whose count

@@ -1,11 +1,13 @@
 package jobops
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -86,4 +88,74 @@ func TestFairQueueNeverStarvesABusyTenant(t *testing.T) {
 		order = append(order, q.pop().JobID)
 	}
 	require.Contains(t, order, "a1", "a waits at most starveAfter for its turn")
+}
+
+func TestATenantAloneIsNotLight(t *testing.T) {
+	t.Parallel()
+	q := newFairQueue(64)
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	q.now = func() time.Time { return now }
+	require.True(t, q.push(store.JobStart{JobID: "a0", Tenant: "a"}))
+	require.False(t, q.servedLittle("a"), "a tenant alone is paced from its first start")
+	<-q.ready
+	q.pop()
+	require.True(t, q.servedLittle("b"), "served less than a")
+	for i := range lightServed {
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("b%d", i), Tenant: "b"}))
+		<-q.ready
+		q.pop()
+		require.True(t, q.push(store.JobStart{JobID: fmt.Sprintf("a%d", i+1), Tenant: "a"}))
+		<-q.ready
+		q.pop()
+	}
+	require.False(t, q.servedLittle("b"), "served lightServed starts lately")
+	now = now.Add(servedHalfLife)
+	q.decay()
+	require.True(t, q.servedLittle("b"), "half of it forgotten")
+}
+
+// heldBack is a dispatcher whose pacer lets no start go for an hour, with
+// tenant heavy served 40 starts lately.
+func heldBack(t *testing.T) *Dispatcher {
+	t.Helper()
+	d := NewDispatcher(DispatcherConfig{AcceptTarget: time.Millisecond})
+	d.pace.limiter.SetLimit(rate.Every(time.Hour))
+	require.True(t, d.pace.limiter.Allow(), "its burst, spent")
+	for i := range 40 {
+		require.True(t, d.queue.push(store.JobStart{JobID: fmt.Sprintf("h%d", i), Tenant: "heavy"}))
+		<-d.queue.ready
+		d.queue.pop()
+	}
+	return d
+}
+
+func TestALightTenantsStartSkipsThePacer(t *testing.T) {
+	t.Parallel()
+	d := heldBack(t)
+	require.True(t, d.queue.push(store.JobStart{JobID: "h40", Tenant: "heavy"}))
+	<-d.queue.ready
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, d.waitTurn(ctx), context.DeadlineExceeded, "the heavy tenant's start waits for the pacer")
+
+	require.True(t, d.queue.push(store.JobStart{JobID: "l0", Tenant: "light"}))
+	require.NoError(t, d.waitTurn(t.Context()), "the light tenant's start goes at once")
+	require.Equal(t, "l0", d.queue.pop().JobID)
+}
+
+func TestLightStartsBeyondTheirBurstWaitForTheirRateNotThePacer(t *testing.T) {
+	t.Parallel()
+	d := heldBack(t)
+	d.lightStarts = rate.NewLimiter(rate.Every(20*time.Millisecond), 1)
+	for i := range 3 {
+		require.True(t, d.queue.push(store.JobStart{JobID: fmt.Sprintf("l%d", i), Tenant: "light"}))
+	}
+	began := time.Now()
+	for i := range 3 {
+		<-d.queue.ready
+		require.NoError(t, d.waitTurn(t.Context()))
+		require.Equal(t, fmt.Sprintf("l%d", i), d.queue.pop().JobID)
+	}
+	require.Less(t, time.Since(began), 5*time.Second, "two light starts' worth of the light rate, not an hour")
+	require.GreaterOrEqual(t, time.Since(began), 30*time.Millisecond, "beyond the burst the light rate holds")
 }

@@ -82,8 +82,9 @@ func (p *pacer) startedJob() {
 }
 
 // waitOr waits for the pacer to let a start go (true), or for interrupt
-// (false, the start's place given back), or for ctx to end.
-func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}) (bool, error) {
+// or, when within is positive, for within to pass (false, the start's
+// place given back), or for ctx to end.
+func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}, within time.Duration) (bool, error) {
 	r := p.limiter.Reserve()
 	delay := r.Delay()
 	if delay == 0 {
@@ -91,16 +92,23 @@ func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}) (bool, er
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
+	var giveUp <-chan time.Time
+	if within > 0 && within < delay {
+		t := time.NewTimer(within)
+		defer t.Stop()
+		giveUp = t.C
+	}
 	select {
 	case <-timer.C:
 		return true, nil
 	case <-interrupt:
-		r.Cancel()
-		return false, nil
+	case <-giveUp:
 	case <-ctx.Done():
 		r.Cancel()
 		return false, ctx.Err()
 	}
+	r.Cancel()
+	return false, nil
 }
 
 // run closes a window every paceWindow until ctx ends.
