@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // failedJob seeds a failed job of service for tenant whose workflow ran.
@@ -56,6 +57,7 @@ func (b *bundle) requireRetried(t *testing.T, job *jobs.Record, sub jobs.Submiss
 	require.Len(t, got.Retry.RoutingHistory, 1)
 	require.Equal(t, job.Revision, got.Retry.Revision)
 	require.Equal(t, "PROVIDERS_EXHAUSTED", string(got.Retry.Error.Code))
+	require.Equal(t, workflows.StampedGeneration, got.Generation, "the new run takes this release's changes without version markers")
 	got.Retry = nil
 	require.JSONEq(t, string(sub.Input), string(got.Input))
 	got.Input = sub.Input

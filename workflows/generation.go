@@ -2,23 +2,29 @@ package workflows
 
 import "go.temporal.io/sdk/workflow"
 
-// Generation is the generation of the job workflow's code. This release
-// understands generation 1 but does not stamp it on new jobs yet: an older
-// worker replaying a job without markers would take the old code paths,
-// so stamping waits for a release after every worker runs this one
-// (docs/operations.md, Replaying histories). A job started at generation
-// 1 (jobs.Submission.Generation, which the process that starts it will
-// set) takes every change listed in generationOne at its version
-// there, without a version marker: a marker costs two history events and
-// a visibility write (the SDK upserts TemporalChangeVersion with it) on
-// every job. Jobs started before generations (0) call GetVersion as they
-// always did, so their histories replay unchanged.
+// Generation is the newest generation of the job workflow's code this
+// release understands. A job started at generation 1
+// (jobs.Submission.Generation) takes every change listed in generationOne
+// at its version there, without a version marker: a marker costs two
+// history events and a visibility write (the SDK upserts
+// TemporalChangeVersion with it) on every job. Jobs started before
+// generations (0) call GetVersion as they always did, so their histories
+// replay unchanged.
 //
 // A change after generation 1 calls j.version with a change id not in
 // generationOne, which is a plain GetVersion for every job. When enough
 // such changes pile up, add generation 2 (the list then says their
 // versions) and bump Generation; keep every earlier generation's list.
 const Generation = 1
+
+// StampedGeneration is the generation the processes that start jobs
+// stamp on them. It lags Generation by a release: a worker of the
+// previous release, met during a rolling upgrade or a rollback, must
+// understand every job it may replay, so a new generation is stamped only
+// by the release after the one that introduced it (docs/operations.md,
+// Replaying histories). Generation 1 is understood by every build since
+// the first release, so it is stamped from that release on.
+const StampedGeneration = 1
 
 // generationOne is the version of each change at generation 1.
 var generationOne = map[string]workflow.Version{

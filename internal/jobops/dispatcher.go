@@ -368,6 +368,7 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 		refused = "its recorded start cannot be read"
 	} else {
 		in.SearchAttributes = d.cfg.SearchAttributes
+		in.Generation = workflows.StampedGeneration
 		sctx, cancel := context.WithTimeout(traced, startTimeout)
 		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, startOptions(in, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()

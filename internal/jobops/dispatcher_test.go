@@ -201,6 +201,7 @@ func TestOfferedStartIsMadeAndCleared(t *testing.T) {
 		require.Equal(t, start.JobID, in.JobID)
 		require.Equal(t, "acme", in.Tenant)
 		require.JSONEq(t, `{"type":"text","content":"hi"}`, string(in.Input))
+		require.Equal(t, workflows.StampedGeneration, in.Generation, "new jobs take this release's changes without version markers")
 	}
 }
 
