@@ -294,6 +294,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 		Temporal:      b.temporal,
 		SweepInterval: 10 * time.Millisecond,
 		MinRetryDelay: 10 * time.Millisecond,
+		Generation:    workflows.StampedGeneration,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ctx, stop := context.WithCancel(context.Background())
@@ -308,16 +309,17 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 	})
 
 	jobsCfg := jobops.Config{
-		Jobs:     b.store,
-		Tenants:  b.store,
-		Statuses: b.store,
-		Policies: b.store,
-		Rates:    b.store,
-		Catalog:  catalog,
-		Temporal: b.temporal,
-		Starts:   starts,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:      func() time.Time { return fixedNow },
+		Generation: workflows.StampedGeneration,
+		Jobs:       b.store,
+		Tenants:    b.store,
+		Statuses:   b.store,
+		Policies:   b.store,
+		Rates:      b.store,
+		Catalog:    catalog,
+		Temporal:   b.temporal,
+		Starts:     starts,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:        func() time.Time { return fixedNow },
 	}
 	if configureJobs != nil {
 		configureJobs(&jobsCfg)

@@ -11,11 +11,19 @@ import "go.temporal.io/sdk/workflow"
 // generations (0) call GetVersion as they always did, so their histories
 // replay unchanged.
 //
-// A change after generation 1 calls j.version with a change id not in
-// generationOne, which is a plain GetVersion for every job. When enough
-// such changes pile up, add generation 2 (the list then says their
-// versions) and bump Generation; keep every earlier generation's list.
-const Generation = 1
+// From generation 2 on, a change is taken only by the jobs stamped with
+// its generation or a later one (j.since), never through GetVersion: a
+// job's path is fixed by its input, so no marker is recorded, and older
+// jobs keep the old path. Such a change bumps Generation; the changes of
+// each generation are listed below. (A change may still call j.version
+// with a change id not in generationOne, a plain GetVersion for every
+// job, when it must reach the jobs already running.)
+//
+// Generation 2: a job whose provider call runs as a local activity in
+// the workflow task that routed it, with no webhook and no progress
+// events, is projected once, as completed or failed, instead of as
+// processing and then again (job.go, startProcessing).
+const Generation = 2
 
 // StampedGeneration is the generation the processes that start jobs
 // stamp on them. It lags Generation by a release: a worker of the
@@ -23,7 +31,9 @@ const Generation = 1
 // understand every job it may replay, so a new generation is stamped only
 // by the release after the one that introduced it (docs/operations.md,
 // Replaying histories). Generation 1 is understood by every build since
-// the first release, so it is stamped from that release on.
+// the first release, so it is stamped from that release on; generation
+// 2 by the next release, or by a deployment whose workers all run this
+// one (--job-generation).
 const StampedGeneration = 1
 
 // generationOne is the version of each change at generation 1.
@@ -48,4 +58,10 @@ func (j *job) version(ctx workflow.Context, change string, max workflow.Version)
 		}
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, max)
+}
+
+// since reports whether the job was stamped with generation or a later
+// one, and so takes that generation's changes.
+func (j *job) since(generation int) bool {
+	return j.in.Generation >= generation
 }

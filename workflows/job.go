@@ -84,6 +84,9 @@ type job struct {
 	// workflow task (processing before a short call) is not upserted on
 	// its own; pendingIndex says the last one waits (version 2).
 	coalesce, skipNextIndex, pendingIndex bool
+	// processingUnsaved: the processing state was recorded but not
+	// projected (projectsOnce); the next projection carries it.
+	processingUnsaved bool
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -287,6 +290,14 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 		}
 		j.snap.ProcessedAt = &now
 	}
+	if j.projectsOnce(route) {
+		// Generation 2: no client can tell this processing state from
+		// the outcome's projection, which carries processed_at and the
+		// routing; it is projected on its own only if the short call
+		// does not settle the job (projectProcessing).
+		j.processingUnsaved = true
+		return j.transition(ctx)
+	}
 	if err := j.save(ctx); err != nil {
 		return err
 	}
@@ -321,7 +332,13 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		local := localCallOptions
 		local.Summary = summary
 		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
-		if err == nil || !retryable(err) {
+		if err == nil {
+			return out, nil
+		}
+		if perr := j.projectProcessing(ctx); perr != nil {
+			return out, perr
+		}
+		if !retryable(err) {
 			return out, err
 		}
 		workflow.GetLogger(ctx).Warn("short provider call failed, trying again as an activity", "provider", in.ProviderID, "error", err)
@@ -438,7 +455,19 @@ func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 	return &j.snap, temporal.NewCanceledError(fmt.Sprintf("job %s cancelled", j.in.JobID))
 }
 
+// save records the job's transition to its snapshot's status and projects
+// it into the store.
 func (j *job) save(ctx workflow.Context) error {
+	if err := j.transition(ctx); err != nil {
+		return err
+	}
+	j.processingUnsaved = false // this projection carries it
+	return j.project(ctx)
+}
+
+// transition records the job's move to its snapshot's status: a new
+// revision, and its search attributes and details.
+func (j *job) transition(ctx workflow.Context) error {
 	if j.saved == "" {
 		j.saved = jobs.StatusPending // as the API recorded it
 	}
@@ -459,9 +488,36 @@ func (j *job) save(ctx workflow.Context) error {
 		j.skipNextIndex = false
 		workflow.SetCurrentDetails(ctx, currentDetails(j.snap))
 	}
+	return nil
+}
+
+// project writes the job's snapshot to the store.
+func (j *job) project(ctx workflow.Context) error {
 	options := projectionOptions
 	options.Summary = "project the job as " + string(j.snap.Status)
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), projections.SaveJob, j.snap).Get(ctx, nil)
+}
+
+// projectsOnce reports whether the job skips the projection of processing
+// before route's call (generation 2): the call runs as a local activity
+// in this workflow task, and no webhook or progress event reports the
+// processing state.
+func (j *job) projectsOnce(route activities.RouteOutput) bool {
+	if !j.since(2) || j.hooks != nil || !j.callsLocally(route) {
+		return false
+	}
+	svc, ok := jobs.ServiceOf(j.in.Service)
+	return ok && !svc.SendsProgress
+}
+
+// projectProcessing projects the processing state that projectsOnce left
+// out, once the short call did not settle the job.
+func (j *job) projectProcessing(ctx workflow.Context) error {
+	if !j.processingUnsaved {
+		return nil
+	}
+	j.processingUnsaved = false
+	return j.project(ctx)
 }
 
 // callsLocally reports whether the route's call runs first as a local

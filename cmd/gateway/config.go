@@ -19,6 +19,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/vendorcallback"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // config is the gateway's configuration: defaults, then environment
@@ -56,7 +57,11 @@ type config struct {
 	// maxOutageWaitProblem says what was wrong with its environment value.
 	MaxOutageWait outageWaits
 	// WebhookGiveUpAfter is --webhook-give-up-after (docs/webhooks.md).
-	WebhookGiveUpAfter   time.Duration
+	WebhookGiveUpAfter time.Duration
+	// JobGeneration is --job-generation: the generation of the job
+	// workflow stamped on the jobs this process starts (docs/operations.md,
+	// Replaying histories).
+	JobGeneration        int
 	maxOutageWaitProblem string
 	PublicURL            string
 	LinkTTL              time.Duration
@@ -144,6 +149,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	if command == "jobs" || command == "replay" {
 		c.registerWebhookGiveUp(fs)
+		c.registerJobGeneration(fs)
 		str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's, else gateway dev's embedded server at "+defaultLocalTemporal+")")
 		str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
 		return
@@ -171,6 +177,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		fs.DurationVar(&c.WorkerStopTimeout, "worker-stop-timeout", envOr("GATEWAY_WORKER_STOP_TIMEOUT", stop, time.ParseDuration, -1),
 			"on SIGTERM, how long running activities may take to finish before they are cancelled and resume elsewhere (env GATEWAY_WORKER_STOP_TIMEOUT)")
 	}
+	c.registerJobGeneration(fs)
 	if command == "worker" {
 		// Its reader of batch files records jobs as the API does.
 		c.registerBacklogFlags(fs)
@@ -223,6 +230,14 @@ func (c *config) registerWebhookGiveUp(fs *flag.FlagSet) {
 		"how long a webhook event is retried before it is given up; 0: 24h (env GATEWAY_WEBHOOK_GIVE_UP_AFTER)")
 }
 
+// registerJobGeneration binds --job-generation: the generation stamped on
+// the jobs started (and retried) here.
+func (c *config) registerJobGeneration(fs *flag.FlagSet) {
+	fs.IntVar(&c.JobGeneration, "job-generation", envOr("GATEWAY_JOB_GENERATION", workflows.StampedGeneration, strconv.Atoi, -1),
+		fmt.Sprintf("generation of the job workflow stamped on new jobs, 0 to %d; raise it to %d only once every worker runs this release (env GATEWAY_JOB_GENERATION)",
+			workflows.Generation, workflows.Generation))
+}
+
 // envOr is the value of the environment variable env, parsed, or def when
 // it is unset; invalid (which validate() reports) when it does not parse.
 func envOr[T any](env string, def T, parse func(string) (T, error), invalid T) T {
@@ -267,6 +282,9 @@ func (c *config) validate(command string) error {
 	}
 	if c.WebhookGiveUpAfter < 0 {
 		problems = append(problems, "--webhook-give-up-after (GATEWAY_WEBHOOK_GIVE_UP_AFTER) must be a duration of at least 0, such as 30m")
+	}
+	if c.JobGeneration < 0 || c.JobGeneration > workflows.Generation {
+		problems = append(problems, fmt.Sprintf("--job-generation (GATEWAY_JOB_GENERATION) must be a whole number from 0 to %d, the newest generation this release understands", workflows.Generation))
 	}
 	if c.TenantCreateRate < 0 && (command == "dev" || command == "serve") {
 		problems = append(problems, "--tenant-create-rate (GATEWAY_TENANT_CREATE_RATE) must be a whole number of at least 0")

@@ -23,6 +23,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/builtin"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 func parse(t *testing.T, command string, args ...string) config {
@@ -85,6 +86,22 @@ func TestStartConcurrency(t *testing.T) {
 	cfg := parse(t, "serve")
 	cfg.LogLevel = "info"
 	require.ErrorContains(t, cfg.validate("serve"), "--start-concurrency")
+}
+
+func TestJobGeneration(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	for _, command := range []string{"dev", "serve", "worker", "jobs"} {
+		require.Equal(t, workflows.StampedGeneration, parse(t, command).JobGeneration, command)
+	}
+	require.Equal(t, 2, parse(t, "serve", "--job-generation", "2").JobGeneration)
+	t.Setenv("GATEWAY_JOB_GENERATION", "0")
+	require.Zero(t, parse(t, "worker").JobGeneration, "0 stamps none, for a rollback to a build without generations")
+	for _, bad := range []string{"3", "-1", "latest"} {
+		t.Setenv("GATEWAY_JOB_GENERATION", bad)
+		cfg := parse(t, "serve")
+		cfg.LogLevel = "info"
+		require.ErrorContains(t, cfg.validate("serve"), "--job-generation (GATEWAY_JOB_GENERATION) must be a whole number from 0 to 2", bad)
+	}
 }
 
 func TestJobStarts(t *testing.T) {

@@ -40,7 +40,8 @@ func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, logger 
 		opsCfg := jobops.Config{
 			Jobs: st, Tenants: st, Statuses: st, Policies: st, Rates: st,
 			Catalog: registry.Catalog(), Temporal: tc, Logger: logger, DataConverter: cfg.temporal.DataConverter,
-			Starts: jobops.NewDispatcher(jobops.DispatcherConfig{Store: st, Temporal: tc, Logger: logger}),
+			Starts:     jobops.NewDispatcher(jobops.DispatcherConfig{Store: st, Temporal: tc, Generation: cfg.JobGeneration, Logger: logger}),
+			Generation: cfg.JobGeneration,
 		}
 		amend(&opsCfg)
 		ops, err = jobops.New(opsCfg)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
 )
 
 // recordCatalog makes failover happen: the cheapest provider always fails.
@@ -135,6 +136,13 @@ func TestRecordHistories(t *testing.T) {
 	g.waitFor("llm-tasks", delivering, 30*time.Second, func(d jobDoc) bool { return d.Data.Attributes.Status == "completed" })
 	require.NoError(t, tc.CancelWorkflow(context.Background(), delivering, ""))
 
+	writeJobHistories(t, tc, dir, jobs)
+}
+
+// writeJobHistories waits for each job's workflow to close and writes its
+// history to dir as job-<name>.json.
+func writeJobHistories(t *testing.T, tc client.Client, dir string, jobs map[string]string) {
+	t.Helper()
 	for name, id := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		_ = tc.GetWorkflow(ctx, id, "").Get(ctx, nil)
@@ -144,6 +152,33 @@ func TestRecordHistories(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "job-"+name+".json"), data, 0o644))
 	}
+}
+
+// TestRecordGenerationTwoHistories records the histories of jobs stamped
+// with generation 2 (--job-generation 2) for the replay tests in
+// workflows/, as TestRecordHistories does; it runs only when
+// GATEWAY_RECORD_HISTORIES names the directory to write to:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordGenerationTwoHistories
+//
+// Rename the new files job-vN-gen2-*.json, N one more than the newest.
+func TestRecordGenerationTwoHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	catalog := writeCatalog(t, recordCatalog)
+	temporalAddr := freeAddr(t)
+	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff},
+		"--providers", catalog, "--job-generation", "2")
+	tc := temporalClient(t, temporalAddr)
+	jobs := map[string]string{
+		// Projected once, as completed.
+		"gen2-short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+		// A long call: projected as processing, then completed.
+		"gen2-long-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-steady","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+	}
+	writeJobHistories(t, tc, dir, jobs)
 }
 
 // TestRecordDeletionHistories records DeletionWorkflow's histories for the

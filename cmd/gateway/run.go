@@ -112,6 +112,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
 		Webhooks:               st,
 		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
+		Generation:             cfg.JobGeneration,
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -180,6 +181,7 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 			Concurrency:      cfg.StartConcurrency,
 			AcceptTarget:     cfg.AcceptTarget,
 			SearchAttributes: searchAttributes,
+			Generation:       cfg.JobGeneration,
 			HandOff:          handOff(cfg, st),
 			Logger:           logger.With("component", "job-starts"),
 		}),

@@ -58,6 +58,10 @@ type DispatcherConfig struct {
 	// attributes (workflows.SearchAttributeTypes), so workflows are started
 	// with them and keep them up to date.
 	SearchAttributes bool
+	// Generation is the generation of the job workflow stamped on the
+	// jobs started (workflows.StampedGeneration, or --job-generation);
+	// 0 stamps none.
+	Generation int
 	// Lease is how long a start taken by a dispatcher is its own before
 	// another may take it (default 30 s).
 	Lease time.Duration
@@ -368,7 +372,7 @@ func (d *Dispatcher) start(ctx context.Context, start store.JobStart) error {
 		refused = "its recorded start cannot be read"
 	} else {
 		in.SearchAttributes = d.cfg.SearchAttributes
-		in.Generation = workflows.StampedGeneration
+		in.Generation = d.cfg.Generation
 		sctx, cancel := context.WithTimeout(traced, startTimeout)
 		_, err = d.cfg.Temporal.ExecuteWorkflow(sctx, startOptions(in, start.Priority, d.cfg.EagerStart), workflows.JobWorkflowName, in)
 		cancel()

@@ -57,6 +57,7 @@ func setupConfigured(t *testing.T, configure func(*jobops.DispatcherConfig)) *bu
 		SweepInterval: 10 * time.Millisecond,
 		MinRetryDelay: 20 * time.Millisecond,
 		MaxRetryDelay: 40 * time.Millisecond,
+		Generation:    workflows.StampedGeneration,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	configure(&cfg)
@@ -201,7 +202,7 @@ func TestOfferedStartIsMadeAndCleared(t *testing.T) {
 		require.Equal(t, start.JobID, in.JobID)
 		require.Equal(t, "acme", in.Tenant)
 		require.JSONEq(t, `{"type":"text","content":"hi"}`, string(in.Input))
-		require.Equal(t, workflows.StampedGeneration, in.Generation, "new jobs take this release's changes without version markers")
+		require.Equal(t, workflows.StampedGeneration, in.Generation, "the configured generation is stamped")
 	}
 }
 

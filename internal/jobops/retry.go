@@ -41,7 +41,7 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 		}
 	}
 	sub.Retry = &jobs.Retry{RoutingHistory: history, Revision: job.Revision, Error: job.Failure()}
-	sub.Generation = workflows.StampedGeneration // a new run: this release's code
+	sub.Generation = s.cfg.Generation // a new run
 	opts := startOptions(sub, priority, false)
 	// The one start of a job's workflow that follows a finished run.
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE

@@ -111,6 +111,9 @@ type Config struct {
 	// its tenant's budgets (docs/api.md, Budgets); nil: jobs are reserved
 	// by their workflow only.
 	Budgets *budgets.Reserver
+	// Generation is the generation of the job workflow stamped on retried
+	// jobs' new runs, as DispatcherConfig's.
+	Generation int
 	// Batches records and cancels batches (docs/api.md, Batches); nil
 	// takes Jobs when it is one, else batches are refused.
 	Batches BatchStore

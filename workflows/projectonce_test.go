@@ -1,0 +1,128 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// llmInput is an LLM task (a service without progress events) stamped
+// with generation.
+func llmInput(generation int) jobs.Submission {
+	in := input()
+	in.Service = jobs.LLMTasks
+	in.Input = json.RawMessage(`{"type":"text","text":"x","prompt":"y"}`)
+	in.Generation = generation
+	return in
+}
+
+// statuses are the statuses of the projections written, in order.
+func (b *bundle) statuses() []jobs.Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []jobs.Status
+	for _, s := range b.saved {
+		out = append(out, s.Status)
+	}
+	return out
+}
+
+func TestShortJobOfGenerationTwoIsProjectedOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   jobs.Submission
+		want []jobs.Status
+	}{
+		{"generation 2", llmInput(2), []jobs.Status{jobs.StatusCompleted}},
+		{"generation 1", llmInput(1), []jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted}},
+		{"a service with progress events", func() jobs.Submission { in := input(); in.Generation = 2; return in }(),
+			[]jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+			b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
+				activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-1"}, nil).Once()
+
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, tc.in)
+
+			snap := result(t, b.env)
+			require.Equal(t, jobs.StatusCompleted, snap.Status)
+			require.Equal(t, tc.want, b.statuses())
+			last := b.saved[len(b.saved)-1]
+			require.NotNil(t, last.ProcessedAt, "the outcome's projection says when processing began")
+			require.NotNil(t, last.Routing)
+			require.Len(t, last.RoutingHistory, 1)
+			require.Equal(t, 2, last.Revision, "processing took a revision, projected or not")
+		})
+	}
+}
+
+func TestShortJobWithAWebhookIsProjectedAsProcessing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
+		activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`)}, nil).Once()
+	r := &receiver{}
+	b.env.OnActivity(acts.Webhooks.DeliverWebhookEvent, mock.Anything, mock.Anything).Return(b.fromStore(t, r.deliver))
+	in := withWebhook(jobs.LLMTasks)
+	in.Input = json.RawMessage(`{"type":"text","text":"x","prompt":"y"}`)
+	in.Generation = 2
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, []jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted}, b.statuses())
+}
+
+// A short call that does not settle the job projects processing before
+// the job goes on: retried as an activity, or failed over.
+func TestShortCallThatFailsProjectsProcessingFirst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"retried as an activity", temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)},
+		{"failed over", temporal.NewNonRetryableApplicationError("401 from provider", activities.ErrTypeProviderRejected, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1, callsLocally), nil).Once()
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(2)).Return(routeTo("sandbox-fast", 2, callsLocally), nil).Maybe()
+			var calls int
+			b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, in activities.CallInput) (activities.CallOutput, error) {
+					calls++
+					if calls == 1 {
+						return activities.CallOutput{}, tc.err
+					}
+					return activities.CallOutput{Result: json.RawMessage(`{}`)}, nil
+				})
+
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(2))
+
+			require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+			statuses := b.statuses()
+			require.Equal(t, jobs.StatusProcessing, statuses[0], "projected once the short call failed")
+			require.Equal(t, jobs.StatusCompleted, statuses[len(statuses)-1])
+			b.mu.Lock()
+			first := b.saved[0]
+			b.mu.Unlock()
+			require.Equal(t, "sandbox-flaky", first.Provider)
+			require.Len(t, first.RoutingHistory, 1)
+		})
+	}
+}
