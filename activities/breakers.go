@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -19,7 +21,7 @@ import (
 // at most a TTL old).
 type BreakerStore interface {
 	Breakers(ctx context.Context) (map[store.BreakerKey]breaker.Breaker, error)
-	RecordBreakerOutcome(ctx context.Context, key store.BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error)
+	RecordBreakerOutcomes(ctx context.Context, key store.BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error)
 	TakeBreakerProbe(ctx context.Context, key store.BreakerKey, cfg breaker.Config, now time.Time) (bool, breaker.Transition, error)
 }
 
@@ -27,11 +29,29 @@ type BreakerStore interface {
 // them (docs/providers.md, Circuit breakers): provider calls record how
 // they ended, routing reads the states and takes half-open probes. A nil
 // *Breakers does nothing.
+//
+// The successes of a breaker this process last saw closed are recorded
+// together, at most successBatch after the first (one transaction for
+// many calls instead of one each); a failure, and any outcome of a
+// breaker that is not closed, is recorded at once, after the successes
+// waiting before it.
 type Breakers struct {
 	Store     BreakerStore
 	Providers *providers.Registry
 	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+
+	mu sync.Mutex
+	// seen is the state of each breaker as this process last wrote it.
+	seen map[store.BreakerKey]breaker.State
+	// waiting are the successes not recorded yet; a flush is scheduled
+	// while there are any.
+	waiting map[store.BreakerKey][]breaker.Call
 }
+
+// successBatch is how long a success of a closed breaker may wait to be
+// recorded with others.
+const successBatch = 250 * time.Millisecond
 
 func (b *Breakers) config(providerID string) breaker.Config {
 	catalog := b.Providers.Catalog()
@@ -68,20 +88,93 @@ func (b *Breakers) record(ctx context.Context, providerID string, service jobs.S
 		return
 	}
 	key := store.BreakerKey{ProviderID: providerID, Service: service}
-	_, t, err := b.Store.RecordBreakerOutcome(ctx, key, b.config(providerID), o, time.Now().UTC())
-	if err != nil {
-		activity.GetLogger(ctx).Warn("circuit breaker outcome not recorded", "provider", providerID, "service", service, "error", err)
+	call := breaker.Call{Outcome: o, At: time.Now().UTC()}
+	if o == breaker.Success && b.wait(key, call) {
 		return
 	}
-	b.transition(ctx, key, t)
+	if err := b.write(ctx, key, append(b.take(key), call)); err != nil {
+		activity.GetLogger(ctx).Warn("circuit breaker outcome not recorded", "provider", providerID, "service", service, "error", err)
+	}
+}
+
+// wait holds a success of a breaker last seen closed for the next flush.
+func (b *Breakers) wait(key store.BreakerKey, call breaker.Call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if state, ok := b.seen[key]; !ok || state != breaker.Closed {
+		return false
+	}
+	if len(b.waiting) == 0 {
+		time.AfterFunc(successBatch, b.flush)
+	}
+	if b.waiting == nil {
+		b.waiting = map[store.BreakerKey][]breaker.Call{}
+	}
+	b.waiting[key] = append(b.waiting[key], call)
+	return true
+}
+
+// take removes and returns the successes of key waiting.
+func (b *Breakers) take(key store.BreakerKey) []breaker.Call {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	calls := b.waiting[key]
+	delete(b.waiting, key)
+	return calls
+}
+
+// flush records every success waiting.
+func (b *Breakers) flush() {
+	b.mu.Lock()
+	waiting := b.waiting
+	b.waiting = nil
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for key, calls := range waiting {
+		if err := b.write(ctx, key, calls); err != nil {
+			b.logger().Warn("circuit breaker outcomes not recorded", "provider", key.ProviderID, "service", key.Service, "calls", len(calls), "error", err)
+		}
+	}
+}
+
+// write records calls of key's breaker in the store, then logs and counts
+// the transitions they made.
+func (b *Breakers) write(ctx context.Context, key store.BreakerKey, calls []breaker.Call) error {
+	br, ts, err := b.Store.RecordBreakerOutcomes(ctx, key, b.config(key.ProviderID), calls)
+	if err != nil {
+		return err
+	}
+	b.saw(key, br.Effective(time.Now()))
+	for _, t := range ts {
+		b.transition(key, t)
+	}
+	return nil
+}
+
+// saw notes key's breaker's state as this process last wrote it.
+func (b *Breakers) saw(key store.BreakerKey, state breaker.State) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[store.BreakerKey]breaker.State{}
+	}
+	b.seen[key] = state
+}
+
+func (b *Breakers) logger() *slog.Logger {
+	if b.Logger != nil {
+		return b.Logger
+	}
+	return slog.Default()
 }
 
 // transition logs and counts a change of state.
-func (b *Breakers) transition(ctx context.Context, key store.BreakerKey, t breaker.Transition) {
+func (b *Breakers) transition(key store.BreakerKey, t breaker.Transition) {
 	if !t.Changed() {
 		return
 	}
-	activity.GetLogger(ctx).Info("circuit breaker changed state", "provider", key.ProviderID, "service", key.Service,
+	b.logger().Info("circuit breaker changed state", "provider", key.ProviderID, "service", key.Service,
 		"from", t.From, "to", t.To, "reason", t.Reason)
 	b.Metrics.BreakerTransition(string(key.Service), key.ProviderID, string(t.From), string(t.To))
 }
@@ -117,6 +210,11 @@ func (b *Breakers) takeProbe(ctx context.Context, providerID string, service job
 	if err != nil {
 		return false, err
 	}
-	b.transition(ctx, key, t)
+	state := breaker.HalfOpen // routing asks only half-open breakers for probes
+	if t.Changed() {
+		state = t.To
+	}
+	b.saw(key, state)
+	b.transition(key, t)
 	return ok, nil
 }

@@ -1,6 +1,9 @@
 package activities_test
 
 import (
+	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,27 +38,36 @@ const breakerFleet = `providers:
         pricing: {unit: per_token, amount: 0.00001, currency: USD}
 `
 
-func TestCallsFeedTheBreakerAndRoutingHonoursIt(t *testing.T) {
-	t.Parallel()
-	flaky := &scriptedAdapter{}
+// breakerFixture is an activity environment over breakerFleet: flaky
+// answers the calls to "cheap", callCheap calls it, state reads its
+// breaker from the store.
+func breakerFixture(t *testing.T, cache *store.Cache, breakers activities.BreakerStore) (env *testsuite.TestActivityEnvironment, flaky *scriptedAdapter, callCheap func(), state func() breaker.Breaker) {
+	t.Helper()
+	flaky = &scriptedAdapter{}
 	registry := registryOf(t, breakerFleet, map[string]providers.Factory{
 		"flaky": answeredBy(flaky), "steady": answeredBy(&scriptedAdapter{}),
 	})
-	cache := store.NewCache(storetest.SQLite(t), store.CacheTTL)
-	set := activities.New(activities.Deps{Store: &recordingStore{}, Routing: cache, Breakers: cache, Providers: registry, WorkerID: "w"})
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Routing: cache, Breakers: breakers, Providers: registry, WorkerID: "w"})
 	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
+	env = suite.NewTestActivityEnvironment()
 	set.Register(env)
-	callCheap := func() {
+	callCheap = func() {
 		in := call()
 		in.ProviderID = "cheap"
 		_, _ = env.ExecuteActivity(acts.Calls.CallProvider, in)
 	}
-	state := func() breaker.Breaker {
+	state = func() breaker.Breaker {
 		all, err := cache.Store.Breakers(t.Context())
 		require.NoError(t, err)
 		return all[store.BreakerKey{ProviderID: "cheap", Service: jobs.LLMTasks}]
 	}
+	return env, flaky, callCheap, state
+}
+
+func TestCallsFeedTheBreakerAndRoutingHonoursIt(t *testing.T) {
+	t.Parallel()
+	cache := store.NewCache(storetest.SQLite(t), store.CacheTTL)
+	env, flaky, callCheap, state := breakerFixture(t, cache, cache)
 
 	// Refusals and the job's input errors are not the provider's failures.
 	flaky.err = providers.Permanent(jobs.CodeProviderRejected, "401", nil)
@@ -136,4 +148,53 @@ func TestRoutingWaitsOutAnOutageUpToTheMaximum(t *testing.T) {
 	require.Nil(t, out.Wait)
 	require.Equal(t, jobs.CodeProvidersExhausted, out.Error.Code)
 	require.Contains(t, out.Error.Message, "maximum wait of 1m0s")
+}
+
+// countingBreakers counts the transactions that record outcomes.
+type countingBreakers struct {
+	*store.Cache
+	mu     sync.Mutex
+	writes []int // calls recorded by each
+}
+
+func (c *countingBreakers) RecordBreakerOutcomes(ctx context.Context, key store.BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
+	c.mu.Lock()
+	c.writes = append(c.writes, len(calls))
+	c.mu.Unlock()
+	return c.Cache.RecordBreakerOutcomes(ctx, key, cfg, calls)
+}
+
+func (c *countingBreakers) recorded() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.writes...)
+}
+
+func TestSuccessesOfAClosedBreakerAreRecordedTogether(t *testing.T) {
+	t.Parallel()
+	counting := &countingBreakers{Cache: store.NewCache(storetest.SQLite(t), store.CacheTTL)}
+	_, flaky, callCheap, state := breakerFixture(t, counting.Cache, counting)
+
+	callCheap() // the first, at once: this process has not seen the breaker yet
+	require.Equal(t, []int{1}, counting.recorded())
+	for range 5 {
+		callCheap()
+	}
+	require.Equal(t, []int{1}, counting.recorded(), "the successes of a closed breaker wait")
+	require.Eventually(t, func() bool { return slices.Equal(counting.recorded(), []int{1, 5}) }, 5*time.Second, 10*time.Millisecond,
+		"recorded together, in one transaction")
+	calls, failures := state().Counts(breaker.Defaults(), time.Now())
+	require.Equal(t, 6, calls)
+	require.Zero(t, failures)
+
+	callCheap()
+	callCheap()
+	flaky.err = providers.Retryable(jobs.CodeProviderUnavailable, "503", nil)
+	callCheap()
+	require.Equal(t, []int{1, 5, 3}, counting.recorded(), "a failure goes at once, after the successes before it")
+	b := state()
+	require.Equal(t, 1, b.ConsecutiveFailures)
+	calls, failures = b.Counts(breaker.Defaults(), time.Now())
+	require.Equal(t, 9, calls)
+	require.Equal(t, 1, failures)
 }

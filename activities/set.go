@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -73,6 +74,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Breakers keeps the providers' circuit breakers; nil: none.
 	Breakers BreakerStore
+	// Logger logs what happens outside an activity (breakers' batched
+	// outcomes); nil: slog's default.
+	Logger *slog.Logger
 
 	// CallbackURLs makes the addresses vendors post results back to
 	// (docs/providers.md, Vendor callbacks); nil: this gateway takes no
@@ -129,7 +133,7 @@ func New(d Deps) *Set {
 	projections := &Projections{Store: d.Store, Metrics: d.Metrics, Providers: d.Providers}
 	var breakers *Breakers
 	if d.Breakers != nil {
-		breakers = &Breakers{Store: d.Breakers, Providers: d.Providers, Metrics: d.Metrics}
+		breakers = &Breakers{Store: d.Breakers, Providers: d.Providers, Metrics: d.Metrics, Logger: d.Logger}
 	}
 	return &Set{
 		Projections: projections,

@@ -113,12 +113,31 @@ func (s *Store) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, e
 // RecordBreakerOutcome counts how a call to a provider for a service ended
 // and returns its breaker afterwards, with the transition it made.
 func (s *Store) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error) {
+	b, ts, err := s.RecordBreakerOutcomes(ctx, key, cfg, []breaker.Call{{Outcome: o, At: now}})
 	var t breaker.Transition
+	if len(ts) > 0 {
+		t = ts[0]
+	}
+	return b, t, err
+}
+
+// RecordBreakerOutcomes counts calls to a provider for a service, in
+// order, in one transaction, and returns its breaker afterwards with the
+// transitions they made.
+func (s *Store) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
+	var ts []breaker.Transition
 	b, err := s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
-		b, t = b.Record(cfg, o, now)
+		ts = ts[:0] // a retried transaction starts over
+		for _, c := range calls {
+			var t breaker.Transition
+			b, t = b.Record(cfg, c.Outcome, c.At)
+			if t.Changed() {
+				ts = append(ts, t)
+			}
+		}
 		return b
 	})
-	return b, t, err
+	return b, ts, err
 }
 
 // TakeBreakerProbe lets one call through a provider's breaker for a
@@ -180,14 +199,14 @@ func (c *Cache) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, e
 	return maps.Clone(m), err
 }
 
-// RecordBreakerOutcome is Store.RecordBreakerOutcome; after a transition
-// the cache forgets the breakers.
-func (c *Cache) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error) {
-	b, t, err := c.Store.RecordBreakerOutcome(ctx, key, cfg, o, now)
-	if t.Changed() {
+// RecordBreakerOutcomes is Store.RecordBreakerOutcomes; after a
+// transition the cache forgets the breakers.
+func (c *Cache) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
+	b, ts, err := c.Store.RecordBreakerOutcomes(ctx, key, cfg, calls)
+	if len(ts) > 0 {
 		c.breakers.Clear()
 	}
-	return b, t, err
+	return b, ts, err
 }
 
 // TakeBreakerProbe is Store.TakeBreakerProbe; the cache forgets the

@@ -31,6 +31,12 @@ const (
 	Failure
 )
 
+// Call is the outcome of one call and when it ended.
+type Call struct {
+	Outcome Outcome
+	At      time.Time
+}
+
 // Config is a breaker's settings (the catalog's circuit_breaker blocks).
 type Config struct {
 	// Disabled turns the breaker off: it never opens.
