@@ -186,9 +186,13 @@ func (p *process) readyz() bool {
 }
 
 // cleanEnv is this process's environment without the gateway's own
-// settings, so the benchmark runs the same whatever the shell exports.
+// settings, so the benchmark runs the same whatever the shell exports;
+// with -job-generation, the gateways stamp that generation.
 func cleanEnv() []string {
 	var env []string
+	if jobGeneration >= 0 {
+		env = append(env, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", jobGeneration))
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "GATEWAY_") || strings.HasPrefix(name, "TEMPORAL_") ||
@@ -199,6 +203,10 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+// jobGeneration is -job-generation: the generation of the job workflow
+// every gateway process stamps, or -1 for the gateway's default.
+var jobGeneration = -1
 
 func (g *process) url(path string) string { return "http://" + g.listen + path }
 

@@ -152,6 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
 	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
+	fs.IntVar(&jobGeneration, "job-generation", -1, "the gateways' --job-generation (-1: their default)")
 	fs.BoolVar(&o.Verbose, "v", false, "log progress in detail")
 	if err := fs.Parse(args); err != nil {
 		return o, err
