@@ -217,6 +217,7 @@ var migrations = []*gormigrate.Migration{
 	migrationWebhookDeliveryTrigger,
 	migrationBatchFiles,
 	migrationJobStartTurns,
+	migrationJobCountShards,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
