@@ -73,12 +73,13 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, then bench-fairness (all run; fails if a gateway request or job of any failed, or bench-fairness misses its target)
+bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, bench-fairness, then bench-overload (all run; fails if a gateway request or job of any failed, or bench-fairness or bench-overload misses its target)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; \
 	$(MAKE) --no-print-directory bench-media || status=1; \
 	$(MAKE) --no-print-directory bench-events || status=1; \
-	$(MAKE) --no-print-directory bench-fairness || status=1; exit $$status
+	$(MAKE) --no-print-directory bench-fairness || status=1; \
+	$(MAKE) --no-print-directory bench-overload || status=1; exit $$status
 
 .PHONY: bench-media
 bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and by how much it raises peak RSS (makes the video once in the temp dir; about a minute)
@@ -97,6 +98,10 @@ BENCH_LOAD_FLAGS ?=
 .PHONY: bench-load
 bench-load: ## benchmarks: the gateway beside the floor and the baseline (bare Temporal), in the dev and the production shape: create, end to end, reads at BENCH_JOBS jobs, peak RSS (about 27 minutes; BENCH_LOAD_FLAGS=-quick: 15)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -json bin/bench-results.json $(BENCH_LOAD_FLAGS)
+
+.PHONY: bench-overload
+bench-overload: ## benchmark: creates beyond what the workers start, production shape, at 200/s then twice the rate jobs completed (fails unless each is accepted within 50 ms or shed with 429 within 10 ms, none timing out; about 4 minutes)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -phases overload -shapes production -json bin/bench-overload.json
 
 .PHONY: bench-fairness
 bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after tenant A's thousand, against an idle gateway (dev; fails if B's p95 is over 2× idle; about a minute)

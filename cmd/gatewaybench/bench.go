@@ -104,8 +104,10 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		{"reads", "dev", b.readsPhase},
 		{"fairness", "dev", b.fairnessPhase},
 		{"production", "production", b.productionPhases},
+		{"overload", "production", b.overloadPhase},
 	} {
-		if !b.opts.hasShape(phase.shape) || (phase.shape == "dev" && !b.opts.has(phase.name)) {
+		// The production phases choose among e2e and create themselves.
+		if !b.opts.hasShape(phase.shape) || (phase.name != "production" && !b.opts.has(phase.name)) {
 			continue
 		}
 		if ctx.Err() != nil {

@@ -186,13 +186,10 @@ func (p *process) readyz() bool {
 }
 
 // cleanEnv is this process's environment without the gateway's own
-// settings, so the benchmark runs the same whatever the shell exports;
-// with -job-generation, the gateways stamp that generation.
+// settings, so the benchmark runs the same whatever the shell exports,
+// and with gatewayEnv's.
 func cleanEnv() []string {
-	var env []string
-	if jobGeneration >= 0 {
-		env = append(env, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", jobGeneration))
-	}
+	env := append([]string(nil), gatewayEnv...)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "GATEWAY_") || strings.HasPrefix(name, "TEMPORAL_") ||
@@ -204,9 +201,9 @@ func cleanEnv() []string {
 	return env
 }
 
-// jobGeneration is -job-generation: the generation of the job workflow
-// every gateway process stamps, or -1 for the gateway's default.
-var jobGeneration = -1
+// gatewayEnv are settings of every gateway process the benchmark starts:
+// -job-generation's, and a phase's own while it starts its processes.
+var gatewayEnv []string
 
 func (g *process) url(path string) string { return "http://" + g.listen + path }
 

@@ -70,8 +70,13 @@ type options struct {
 	Verbose      bool          `json:"-"`
 
 	// The fairness phase (docs/benchmarks.md, Fairness between tenants).
-	FairnessJobs  int           `json:"fairness_jobs"`
-	FairnessDelay time.Duration `json:"fairness_latency_ns"`
+	FairnessJobs int `json:"fairness_jobs"`
+	// The overload phase (docs/benchmarks.md, Overload) and the gateways'
+	// --job-generation.
+	OverloadBacklog int           `json:"overload_backlog"`
+	OverloadFor     time.Duration `json:"overload_duration_ns"`
+	JobGeneration   int           `json:"job_generation"`
+	FairnessDelay   time.Duration `json:"fairness_latency_ns"`
 }
 
 func main() {
@@ -89,6 +94,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if opts.JobGeneration >= 0 {
+		gatewayEnv = append(gatewayEnv, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", opts.JobGeneration))
+	}
 
 	b, err := newBench(ctx, opts, stderr)
 	if err != nil {
@@ -129,7 +137,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Src, "src", "", "module directory to build the gateway from (default: the module of the working directory)")
 	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
-	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness")
+	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness, overload (production shape: creates beyond what the workers start)")
 	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads, memory and fairness run on dev")
 	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
 	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
@@ -152,7 +160,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
 	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
-	fs.IntVar(&jobGeneration, "job-generation", -1, "the gateways' --job-generation (-1: their default)")
+	fs.IntVar(&o.JobGeneration, "job-generation", -1, "the gateways' --job-generation (-1: their default)")
+	fs.IntVar(&o.OverloadBacklog, "overload-backlog", 2000, "serve's --max-backlog-per-tenant in the overload phase")
+	fs.DurationVar(&o.OverloadFor, "overload-duration", time.Minute, "length of each run of the overload phase")
 	fs.BoolVar(&o.Verbose, "v", false, "log progress in detail")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -180,13 +190,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	for _, p := range strings.Split(phases, ",") {
 		p = strings.TrimSpace(p)
 		switch p {
-		case "e2e", "create", "reads", "memory", "fairness":
+		case "e2e", "create", "reads", "memory", "fairness", "overload":
 			o.Phases = append(o.Phases, p)
 		case "load":
 			o.Phases = append(o.Phases, "e2e", "create")
 		case "":
 		default:
-			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads, memory and fairness", p)
+			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads, memory, fairness and overload", p)
 		}
 	}
 	for _, s := range strings.Split(shapes, ",") {
@@ -219,6 +229,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-fairness-jobs must be positive, -fairness-latency at least 0")
 	case o.PollInterval <= 0:
 		return o, errors.New("-poll: must be positive")
+	case o.OverloadBacklog < 1 || o.OverloadFor < time.Second:
+		return o, errors.New("-overload-backlog must be positive, -overload-duration at least 1s")
 	}
 	return o, nil
 }
