@@ -332,8 +332,8 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		local := localCallOptions
 		local.Summary = summary
 		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
-		if err == nil {
-			return out, nil
+		if err == nil || temporal.IsCanceledError(err) {
+			return out, err
 		}
 		if perr := j.projectProcessing(ctx); perr != nil {
 			return out, perr

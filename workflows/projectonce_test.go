@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,22 @@ func TestShortCallThatFailsProjectsProcessingFirst(t *testing.T) {
 			require.Len(t, first.RoutingHistory, 1)
 		})
 	}
+}
+
+func TestCancelDuringShortCallOfGenerationTwo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
+			<-ctx.Done()
+			return activities.CallOutput{}, ctx.Err()
+		}).Once()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(2))
+
+	requireCancelled(t, b)
+	require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses(), "projected once, cancelled; processing is in it")
+	require.NotNil(t, b.saved[0].ProcessedAt)
 }
