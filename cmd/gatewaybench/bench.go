@@ -26,6 +26,7 @@ type bench struct {
 	src           string // the gateway's module, for building it and Temporal's tools
 	hc            *http.Client
 	temporalTools temporalTools // built by the first production-shape phase
+	nodevBin      string        // the production build of the gateway, built by the first phase that needs it
 	started       time.Time
 	cleanups      []func()
 }

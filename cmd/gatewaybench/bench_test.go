@@ -118,3 +118,20 @@ func TestPrintTableAligns(t *testing.T) {
 	printTable(&out, [][]string{{"a", "n"}, {"HEAD"}, {"→ long", "1"}, {"b", "100"}}, 1)
 	require.Equal(t, "a         n\nHEAD\n→ long    1\nb       100\n", out.String())
 }
+
+func TestMemoryTargets(t *testing.T) {
+	r := &report{Headline: map[string]float64{}}
+	r.Rows = []row{
+		{Shape: "dev", Key: "memory/peak", System: "gateway", Bytes: 260 << 20, Latency: stats{N: 1000}},
+		{Shape: "production", Key: "memory/peak-serve", System: "gateway", Bytes: 63 << 20, Latency: stats{N: 1000}},
+		{Shape: "production", Key: "memory/peak-worker", System: "gateway", Bytes: 150 << 20, Latency: stats{N: 1000}},
+	}
+	r.evaluate()
+	require.NotNil(t, r.Rows[0].Pass)
+	require.False(t, *r.Rows[0].Pass)
+	require.Equal(t, "< 250 MiB", r.Rows[0].Target)
+	require.NotNil(t, r.Rows[1].Pass)
+	require.True(t, *r.Rows[1].Pass)
+	require.Equal(t, "< 100 MiB", r.Rows[1].Target)
+	require.Nil(t, r.Rows[2].Pass) // the worker's is read, not checked
+}

@@ -138,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
 	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness, overload (production shape: creates beyond what the workers start)")
-	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); reads, memory and fairness run on dev")
+	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); memory runs on both, reads and fairness on dev, overload on production")
 	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
 	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
 	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")

@@ -50,7 +50,12 @@ func (b *bench) productionPhases(ctx context.Context, rep *report) error {
 		l.close()
 	}
 	if b.opts.has("create") {
-		return b.createPhases(ctx, rep)
+		if err := b.createPhases(ctx, rep); err != nil {
+			return err
+		}
+	}
+	if b.opts.has("memory") {
+		return b.productionMemoryPhase(ctx, rep)
 	}
 	return nil
 }

@@ -76,7 +76,14 @@ type productionShape struct {
 // startProduction deploys the production shape with workers gateway
 // workers; the store goes into a fresh schema of the benchmark's
 // PostgreSQL, Temporal into two fresh databases of the same server.
-func (b *bench) startProduction(ctx context.Context, name string, workers int) (_ *productionShape, err error) {
+func (b *bench) startProduction(ctx context.Context, name string, workers int) (*productionShape, error) {
+	return b.startProductionWith(ctx, name, workers, catalog("bench-zero", 0), b.bin)
+}
+
+// startProductionWith is startProduction with the providers file cat and
+// serve and the workers run from bin (the identity provider and migrate
+// from the benchmark's gateway).
+func (b *bench) startProductionWith(ctx context.Context, name string, workers int, cat, bin string) (_ *productionShape, err error) {
 	if b.temporalTools.server == "" {
 		if b.temporalTools, err = buildTemporal(ctx, b.src, b.work, b.logf); err != nil {
 			return nil, err
@@ -97,7 +104,7 @@ func (b *bench) startProduction(ctx context.Context, name string, workers int) (
 		return nil, err
 	}
 	p.catalog = filepath.Join(b.work, name+"-providers.yaml")
-	if err := os.WriteFile(p.catalog, []byte(catalog("bench-zero", 0)), 0o644); err != nil {
+	if err := os.WriteFile(p.catalog, []byte(cat), 0o644); err != nil {
 		return nil, err
 	}
 	idpDir := filepath.Join(b.work, name+"-idp")
@@ -119,17 +126,17 @@ func (b *bench) startProduction(ctx context.Context, name string, workers int) (
 		return nil, fmt.Errorf("gateway migrate: %w\n%s", err, out)
 	}
 	for range workers {
-		if err := p.addWorker(ctx, b.bin); err != nil {
+		if err := p.addWorker(ctx, bin); err != nil {
 			return nil, err
 		}
 	}
 	// The benchmark's one tenant creates far above serve's default
 	// per-tenant create rate, which is a limit for clients, not a cost.
-	p.api = &process{bin: b.bin, dataDir: idpDir}
+	p.api = &process{bin: bin, dataDir: idpDir}
 	if p.api.listen, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	p.api.cmd = exec.Command(b.bin, "serve", "--listen", p.api.listen, "--providers", p.catalog, "--tenant-create-rate", "0",
+	p.api.cmd = exec.Command(bin, "serve", "--listen", p.api.listen, "--providers", p.catalog, "--tenant-create-rate", "0",
 		"--accept-latency-target", b.opts.AcceptTarget.String(), "--job-starts", b.opts.JobStarts)
 	p.api.cmd.Env = p.env
 	if err := p.api.start(ctx, b.work, name+"-serve", p.api.readyz); err != nil {
