@@ -436,10 +436,12 @@ func buildServerOptions(conf *config.Config, logger *serverLogger, frontendDial 
 // that differ from the v1.32.1 defaults in a way that matters here are set.
 func dynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
-		// Mutable-state cache: 8096 entries (as the Temporal CLI dev server)
-		// instead of 128000, to bound memory; a dev gateway never has that
-		// many workflows hot at once.
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8096,
+		// Mutable-state cache: 256 workflows instead of 128000 (the CLI dev
+		// server keeps 8096). With 1,000 jobs in flight 8096 held every
+		// running job's state, 10 to 15 MiB; past 256 running jobs an
+		// evicted one is reloaded from SQLite at its next heartbeat or its
+		// end. 128 thrashed (docs/benchmarks.md, Peak memory).
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 256,
 		// Visibility API rate limit per namespace: 100 RPS (as the CLI)
 		// instead of 10, so that the Web UI's list/count polling and the
 		// gateway's own list calls are not throttled.
