@@ -31,6 +31,8 @@ var errShed = errors.New("shed: 429 with Retry-After")
 // targetAcceptedP99) or shed with 429 and Retry-After (p99 at most
 // targetShedP99); none may fail otherwise or time out.
 func (b *bench) overloadPhase(ctx context.Context, rep *report) error {
+	rep.shape = "production"
+	defer func() { rep.shape = "dev" }()
 	rate := overloadFirstRate
 	var errs []error
 	for run := 1; run <= 2; run++ {
