@@ -73,6 +73,9 @@ type config struct {
 	MediaFetchRateWindow  time.Duration
 	MediaFetchTimeout     time.Duration
 	MediaFetchesPerTenant int
+	// WorkerConcurrency is the worker's slots and pollers
+	// (workeroptions.go).
+	WorkerConcurrency workerConcurrency
 	// PayloadKeys (GATEWAY_PAYLOAD_KEYS, never a flag) and PayloadKeyFile
 	// encrypt Temporal payloads (payloads.go).
 	PayloadKeys    string
@@ -176,6 +179,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		}
 		fs.DurationVar(&c.WorkerStopTimeout, "worker-stop-timeout", envOr("GATEWAY_WORKER_STOP_TIMEOUT", stop, time.ParseDuration, -1),
 			"on SIGTERM, how long running activities may take to finish before they are cancelled and resume elsewhere (env GATEWAY_WORKER_STOP_TIMEOUT)")
+		c.registerWorkerConcurrencyFlags(fs)
 	}
 	c.registerJobGeneration(fs)
 	if command == "worker" {
@@ -306,6 +310,9 @@ func (c *config) validate(command string) error {
 	}
 	if (command == "dev" || command == "worker") && c.WorkerStopTimeout < 0 {
 		problems = append(problems, "--worker-stop-timeout (GATEWAY_WORKER_STOP_TIMEOUT) must be a duration of at least 0, such as 90s")
+	}
+	if command == "dev" || command == "worker" {
+		problems = append(problems, c.validateWorkerConcurrency()...)
 	}
 	if command == "dev" || command == "serve" || command == "worker" {
 		problems = append(problems, c.validateMedia(command)...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -341,4 +342,42 @@ func TestWebhooksCommandArguments(t *testing.T) {
 	var stdout, stderr strings.Builder
 	require.Equal(t, 2, run([]string{"webhooks"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "gateway webhooks resend")
+}
+
+func TestWorkerConcurrency(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	cfg := parse(t, "worker")
+	require.Zero(t, cfg.WorkerConcurrency, "the SDK's defaults")
+	opts := workerOptions(cfg, "node-1")
+	require.Equal(t, "node-1", opts.Identity)
+	require.Zero(t, opts.MaxConcurrentLocalActivityExecutionSize)
+
+	t.Setenv("GATEWAY_MAX_CONCURRENT_LOCAL_ACTIVITIES", "2000")
+	t.Setenv("GATEWAY_MAX_CONCURRENT_WORKFLOW_TASKS", "1500")
+	cfg = parse(t, "dev", "--max-concurrent-activities", "300", "--max-concurrent-workflow-tasks", "2500",
+		"--activity-pollers", "4", "--workflow-task-pollers", "8", "--worker-stop-timeout", "30s")
+	require.Equal(t, workerConcurrency{Activities: 300, LocalActivities: 2000, WorkflowTasks: 2500, ActivityPollers: 4, WorkflowTaskPollers: 8},
+		cfg.WorkerConcurrency, "flag over environment over default")
+	opts = workerOptions(cfg, "node-2")
+	require.Equal(t, 300, opts.MaxConcurrentActivityExecutionSize)
+	require.Equal(t, 2000, opts.MaxConcurrentLocalActivityExecutionSize)
+	require.Equal(t, 2500, opts.MaxConcurrentWorkflowTaskExecutionSize)
+	require.Equal(t, 4, opts.MaxConcurrentActivityTaskPollers)
+	require.Equal(t, 8, opts.MaxConcurrentWorkflowTaskPollers)
+	require.Equal(t, 30*time.Second, opts.WorkerStopTimeout)
+
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	(&config{}).registerFlags(fs, "serve")
+	require.Nil(t, fs.Lookup("max-concurrent-activities"), "serve runs no worker")
+
+	t.Setenv("GATEWAY_MAX_CONCURRENT_LOCAL_ACTIVITIES", "lots")
+	cfg = parse(t, "worker", "--max-concurrent-workflow-tasks", "1", "--workflow-task-pollers", "1", "--activity-pollers", "-2")
+	cfg.LogLevel = "info"
+	err := cfg.validate("worker")
+	require.ErrorContains(t, err, "--max-concurrent-local-activities (GATEWAY_MAX_CONCURRENT_LOCAL_ACTIVITIES) must be a whole number of at least 0")
+	require.ErrorContains(t, err, "--max-concurrent-workflow-tasks (GATEWAY_MAX_CONCURRENT_WORKFLOW_TASKS) cannot be 1")
+	require.ErrorContains(t, err, "--workflow-task-pollers (GATEWAY_WORKFLOW_TASK_POLLERS) cannot be 1")
+	require.ErrorContains(t, err, "--activity-pollers (GATEWAY_ACTIVITY_POLLERS) must be a whole number of at least 0")
+	require.NotContains(t, err.Error(), "--max-concurrent-activities", "a valid value is no problem")
 }

@@ -445,7 +445,7 @@ const (
 // cancelled and resume on another worker from their last heartbeat
 // (docs/operations.md, Shutdown).
 func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Cache, registry *providers.Registry, nodeID string, network workerNetwork, mediaCfg workerMedia, m *metrics.Metrics, logger *slog.Logger) (worker.Worker, error) {
-	w := worker.New(tc, workflows.TaskQueue, worker.Options{Identity: nodeID, WorkerStopTimeout: cfg.WorkerStopTimeout})
+	w := worker.New(tc, workflows.TaskQueue, workerOptions(cfg, nodeID))
 	registerWorkflows(w)
 	deleter, err := retentionDeleter(cfg, st, tc, registry, logger.With("component", "retention"))
 	if err != nil {
