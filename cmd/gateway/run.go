@@ -169,13 +169,18 @@ type runningDispatcher struct {
 // runDispatcher starts the workflows of the jobs this process accepts, and
 // those left in the outbox. eager: the worker runs in this process.
 func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
+	return runDispatcherOn(ctx, cfg, st, st, tc, eager, searchAttributes, logger)
+}
+
+// runDispatcherOn is runDispatcher with the outbox the dispatcher reads.
+func runDispatcherOn(ctx context.Context, cfg config, st *store.Store, outbox jobops.Outbox, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
 	// Not stopped by the command's context: the API accepts jobs until its
 	// requests have drained, and the dispatcher must take those too.
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobops.NewDispatcher(jobops.DispatcherConfig{
-			Store:            st,
+			Store:            outbox,
 			Temporal:         tc,
 			EagerStart:       eager,
 			Concurrency:      cfg.StartConcurrency,
@@ -228,9 +233,12 @@ func handOff(cfg config, st *store.Store) func(context.Context) error {
 // every second.
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
 	cfg.StartConcurrency, cfg.AcceptTarget, cfg.JobStarts = workerStartConcurrency, 0, jobStartsServe
-	d := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	watch := &claimWatch{Outbox: st}
+	d := runDispatcherOn(ctx, cfg, st, watch, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	gate := newWakeGate(watch, d.Wake) // jobstartswake.go
+	go gate.run(ctx)
 	go func() {
-		if err := st.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
+		if err := st.ListenJobStarts(ctx, gate.notify); err != nil && !errors.Is(err, store.ErrNoNotifications) {
 			logger.Warn("listen for job starts", "error", err)
 		}
 	}()
