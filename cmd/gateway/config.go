@@ -186,6 +186,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		// Its reader of batch files records jobs as the API does.
 		c.registerBacklogFlags(fs)
 		c.registerWebhookGiveUp(fs)
+		fs.IntVar(&c.StartConcurrency, "start-concurrency", envOr("GATEWAY_START_CONCURRENCY", workerStartConcurrency, strconv.Atoi, -1),
+			"job workflows this worker's dispatcher starts at once, eagerly, from the outbox (env GATEWAY_START_CONCURRENCY)")
 		return
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
@@ -302,7 +304,7 @@ func (c *config) validate(command string) error {
 	if command == "serve" && c.JobStarts != jobStartsAuto && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
 		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s, %s or %s, not %q", jobStartsAuto, jobStartsServe, jobStartsWorkers, c.JobStarts))
 	}
-	if (command == "dev" || command == "serve") && c.StartConcurrency < 1 {
+	if (command == "dev" || command == "serve" || command == "worker") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
 	}
 	if c.AcceptTarget < 0 {

@@ -73,13 +73,15 @@ func TestConfigValidate(t *testing.T) {
 
 	cfg = config{LogLevel: "info", StartConcurrency: 0, LinkTTL: time.Hour}
 	require.ErrorContains(t, cfg.validate("dev"), "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
-	require.NotContains(t, cfg.validate("worker").Error(), "start-concurrency", "the worker starts no jobs")
+	require.ErrorContains(t, cfg.validate("worker"), "--start-concurrency", "a worker's dispatcher starts the jobs serve hands off")
 }
 
 func TestStartConcurrency(t *testing.T) {
 	// Not parallel: it sets environment variables.
 	require.Equal(t, 4, parse(t, "dev").StartConcurrency, "dev: few starts at a time beside the embedded server")
 	require.Equal(t, 8, parse(t, "serve").StartConcurrency)
+	require.Equal(t, 8, parse(t, "worker").StartConcurrency)
+	require.Equal(t, 32, parse(t, "worker", "--start-concurrency", "32").StartConcurrency)
 	t.Setenv("GATEWAY_START_CONCURRENCY", "3")
 	require.Equal(t, 3, parse(t, "dev").StartConcurrency)
 	require.Equal(t, 5, parse(t, "serve", "--start-concurrency", "5").StartConcurrency)

@@ -232,7 +232,7 @@ func handOff(cfg config, st *store.Store) func(context.Context) error {
 // serve's notifications on PostgreSQL; on SQLite it finds them by sweeping
 // every second.
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
-	cfg.StartConcurrency, cfg.AcceptTarget, cfg.JobStarts = workerStartConcurrency, 0, jobStartsServe
+	cfg.AcceptTarget, cfg.JobStarts = 0, jobStartsServe
 	watch := &claimWatch{Outbox: st}
 	d := runDispatcherOn(ctx, cfg, st, watch, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	gate := newWakeGate(watch, d.Wake) // jobstartswake.go
