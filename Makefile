@@ -107,6 +107,10 @@ bench-overload: ## benchmark: creates beyond what the workers start, production 
 bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after tenant A's thousand, against an idle gateway (dev; fails if B's p95 is over 2× idle; about a minute)
 	$(GO) run ./cmd/gatewaybench -phases fairness -shapes dev -json bin/bench-fairness.json
 
+.PHONY: bench-scaleout
+bench-scaleout: ## benchmark: jobs completed per second with 1 and 2 workers and their slots, 200 ms provider calls, 1,000 jobs in flight (production shape, PostgreSQL; about 4 minutes)
+	$(GO) run ./cmd/gatewaybench -phases scaleout -shapes production -json bin/bench-scaleout.json
+
 .PHONY: generate
 generate: ## regenerate the typed Go client api/client from api/openapi.yaml (oapi-codegen, a tool of go.mod; docs/api.md, Go client)
 	$(GO) generate ./api/client

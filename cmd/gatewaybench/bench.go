@@ -106,6 +106,7 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		{"fairness", "dev", b.fairnessPhase},
 		{"production", "production", b.productionPhases},
 		{"overload", "production", b.overloadPhase},
+		{"scaleout", "production", b.scaleoutPhase},
 	} {
 		// The production phases choose among e2e and create themselves.
 		if !b.opts.hasShape(phase.shape) || (phase.name != "production" && !b.opts.has(phase.name)) {

@@ -135,3 +135,25 @@ func TestMemoryTargets(t *testing.T) {
 	require.Equal(t, "< 100 MiB", r.Rows[1].Target)
 	require.Nil(t, r.Rows[2].Pass) // the worker's is read, not checked
 }
+
+func TestScaleoutConfigs(t *testing.T) {
+	t.Parallel()
+	o, err := parseFlags([]string{"-phases", "scaleout"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, o.has("scaleout"))
+	require.Equal(t, []scaleoutConfig{{Workers: 1, Slots: 4}, {Workers: 2, Slots: 4}, {Workers: 1, Slots: 16}, {Workers: 1}, {Workers: 2}}, o.ScaleoutConfigs)
+	require.Equal(t, 1000, o.ScaleoutJobs)
+	require.Equal(t, 200*time.Millisecond, o.ScaleoutLatency)
+	require.Equal(t, []string{"--worker-stop-timeout", "5s", "--max-concurrent-workflow-tasks", "16", "--max-concurrent-local-activities", "16"},
+		scaleoutConfig{Workers: 2, Slots: 16}.args())
+	require.Equal(t, "2x16", scaleoutConfig{Workers: 2, Slots: 16}.String())
+	o, err = parseFlags([]string{"-scaleout-configs", "1s32,2x16s4"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []scaleoutConfig{{Workers: 1, Starts: 32}, {Workers: 2, Slots: 16, Starts: 4}}, o.ScaleoutConfigs)
+	require.Equal(t, "2x16s4", o.ScaleoutConfigs[1].String())
+	require.Contains(t, strings.Join(o.ScaleoutConfigs[0].args(), " "), "--start-concurrency 32")
+	for _, bad := range []string{"0", "1x1", "two", "1x", "", "1s0", "1x8s"} {
+		_, err := parseFlags([]string{"-scaleout-configs", bad}, io.Discard)
+		require.ErrorContains(t, err, "-scaleout-configs", bad)
+	}
+}

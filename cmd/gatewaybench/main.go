@@ -77,6 +77,12 @@ type options struct {
 	OverloadFor     time.Duration `json:"overload_duration_ns"`
 	JobGeneration   int           `json:"job_generation"`
 	FairnessDelay   time.Duration `json:"fairness_latency_ns"`
+
+	// The scale-out phase (docs/benchmarks.md, Scale out).
+	ScaleoutJobs    int              `json:"scaleout_in_flight"`
+	ScaleoutLatency time.Duration    `json:"scaleout_latency_ns"`
+	ScaleoutWindow  time.Duration    `json:"scaleout_window_ns"`
+	ScaleoutConfigs []scaleoutConfig `json:"scaleout_configs"`
 }
 
 func main() {
@@ -132,13 +138,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	var o options
-	var phases, rates, shapes string
+	var phases, rates, shapes, scaleout string
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building one from -src")
 	fs.StringVar(&o.Src, "src", "", "module directory to build the gateway from (default: the module of the working directory)")
 	fs.StringVar(&o.JSONPath, "json", filepath.Join("bin", "bench-results.json"), "where to write the results as JSON")
 	fs.StringVar(&o.ProfileDir, "profile", "", "collect CPU, heap and block profiles of the gateway into this directory (builds the gateway with a pprof listener)")
-	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness, overload (production shape: creates beyond what the workers start)")
-	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); memory runs on both, reads and fairness on dev, overload on production")
+	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness, overload (production shape: creates beyond what the workers start), scaleout (production shape: workers and their slots)")
+	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); memory runs on both, reads and fairness on dev, overload and scaleout on production")
 	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
 	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
 	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")
@@ -157,6 +163,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.MemoryDelay, "memory-latency", time.Minute, "sandbox latency of the jobs of the peak-RSS phase")
 	fs.IntVar(&o.FairnessJobs, "fairness-jobs", 1000, "jobs tenant A submits before tenant B's ten in the fairness phase")
 	fs.DurationVar(&o.FairnessDelay, "fairness-latency", 200*time.Millisecond, "sandbox latency of the jobs of the fairness phase")
+	fs.IntVar(&o.ScaleoutJobs, "scaleout-jobs", 1000, "jobs kept in flight by the scale-out phase")
+	fs.DurationVar(&o.ScaleoutLatency, "scaleout-latency", 200*time.Millisecond, "sandbox latency of the jobs of the scale-out phase")
+	fs.DurationVar(&o.ScaleoutWindow, "scaleout-window", 20*time.Second, "how long each worker setup of the scale-out phase is measured (after a 10 s warm-up)")
+	fs.StringVar(&scaleout, "scaleout-configs", "1x4,2x4,1x16,1,2", "worker setups of the scale-out phase, in turn: <workers>[x<slots>][s<starts>], slots being each worker's workflow task and local activity slots (default: the SDK's), starts its --start-concurrency (default 8)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
 	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
@@ -190,13 +200,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	for _, p := range strings.Split(phases, ",") {
 		p = strings.TrimSpace(p)
 		switch p {
-		case "e2e", "create", "reads", "memory", "fairness", "overload":
+		case "e2e", "create", "reads", "memory", "fairness", "overload", "scaleout":
 			o.Phases = append(o.Phases, p)
 		case "load":
 			o.Phases = append(o.Phases, "e2e", "create")
 		case "":
 		default:
-			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads, memory, fairness and overload", p)
+			return o, fmt.Errorf("-phases: unknown phase %q; use e2e, create, load, reads, memory, fairness, overload and scaleout", p)
 		}
 	}
 	for _, s := range strings.Split(shapes, ",") {
@@ -231,6 +241,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-poll: must be positive")
 	case o.OverloadBacklog < 1 || o.OverloadFor < time.Second:
 		return o, errors.New("-overload-backlog must be positive, -overload-duration at least 1s")
+	case o.ScaleoutJobs < 1 || o.ScaleoutLatency < 0 || o.ScaleoutWindow < time.Second:
+		return o, errors.New("-scaleout-jobs must be positive, -scaleout-latency at least 0, -scaleout-window at least 1s")
+	}
+	if o.ScaleoutConfigs, err = parseScaleoutConfigs(scaleout); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -63,6 +64,8 @@ type productionShape struct {
 	idp      *process
 	api      *process
 	workers  []*process
+	started  int    // workers started, for their names
+	pprof    bool   // workers listen for pprof (-profile)
 	frontend string // host:port of Temporal's frontend
 	env      []string
 	storeURL string // the gateway's database
@@ -89,7 +92,7 @@ func (b *bench) startProductionWith(ctx context.Context, name string, workers in
 			return nil, err
 		}
 	}
-	p := &productionShape{work: b.work, name: name, admin: b.opts.PostgresURL}
+	p := &productionShape{work: b.work, name: name, admin: b.opts.PostgresURL, pprof: b.opts.ProfileDir != ""}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -145,21 +148,39 @@ func (b *bench) startProductionWith(ctx context.Context, name string, workers in
 	return p, nil
 }
 
-// addWorker starts one more `gateway worker`.
-func (p *productionShape) addWorker(ctx context.Context, bin string) error {
-	n := len(p.workers) + 1
+// addWorker starts one more `gateway worker`, with args added to its
+// command line.
+func (p *productionShape) addWorker(ctx context.Context, bin string, args ...string) error {
+	p.started++
+	n := p.started
 	w := &process{bin: bin, dataDir: filepath.Join(p.work, fmt.Sprintf("%s-worker-%d", p.name, n))}
 	var err error
 	if w.listen, err = freeAddr(); err != nil {
 		return err
 	}
-	w.cmd = exec.Command(bin, "worker", "--listen", w.listen, "--providers", p.catalog, "--data-dir", w.dataDir)
+	w.cmd = exec.Command(bin, append([]string{"worker", "--listen", w.listen, "--providers", p.catalog, "--data-dir", w.dataDir}, args...)...)
 	w.cmd.Env = p.env
+	if p.pprof {
+		if w.pprof, err = freeAddr(); err != nil {
+			return err
+		}
+		w.cmd.Env = append(slices.Clone(p.env), profileEnv+"="+w.pprof)
+	}
 	if err := w.start(ctx, p.work, fmt.Sprintf("%s-worker-%d", p.name, n), w.readyz); err != nil {
 		return err
 	}
 	p.workers = append(p.workers, w)
 	return nil
+}
+
+// stopWorkers stops the workers started before the newest keep, each as
+// SIGTERM does (the rest of its jobs go on elsewhere).
+func (p *productionShape) stopWorkers(keep int) {
+	old := p.workers[:len(p.workers)-keep]
+	for _, w := range old {
+		w.stop()
+	}
+	p.workers = slices.Clone(p.workers[len(old):])
 }
 
 // close kills every process and drops Temporal's databases.

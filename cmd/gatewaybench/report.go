@@ -321,7 +321,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) at the start: %s; at the end: %s.", r.LoadAverage["start"], r.LoadAverage["end"])
 	fmt.Fprintf(w, "\nTook %.0f s (", r.TotalSeconds)
 	var parts []string
-	for _, name := range []string{"e2e", "create", "memory", "reads", "fairness", "production"} {
+	for _, name := range []string{"e2e", "create", "memory", "reads", "fairness", "production", "scaleout"} {
 		if s, ok := r.PhaseSeconds[name]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.0f s", name, s))
 		}
