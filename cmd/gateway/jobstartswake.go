@@ -31,12 +31,22 @@ const wakeBusy = 4
 // starts the notification announced); two are another worker's.
 const lostAfter = 2
 
+// wakeForget is how long a losing worker stays so without a claim after a
+// notification finding nothing: a worker alone, whose few claims came
+// back empty by chance (its own sweep took the starts first), claims at
+// once again instead of pausing every start of a quiet outbox.
+const wakeForget = 2 * time.Second
+
 // claimWatch is a worker dispatcher's outbox: the store, counting the
 // claims after a notification that found nothing.
 type claimWatch struct {
 	jobops.Outbox
 	woken atomic.Bool  // the next claim answers a notification
 	empty atomic.Int32 // such claims in a row that found nothing
+	// lastEmpty is when the last of them was made (Unix nanoseconds).
+	lastEmpty atomic.Int64
+	// forget is wakeForget (tests shorten it).
+	forget time.Duration
 }
 
 func (w *claimWatch) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.JobStart, error) {
@@ -50,12 +60,19 @@ func (w *claimWatch) ClaimJobStarts(ctx context.Context, now time.Time, lease ti
 		w.empty.Store(0)
 	case woken && len(claimed) == 0:
 		w.empty.Add(1)
+		w.lastEmpty.Store(time.Now().UnixNano())
 	}
 	return claimed, nil
 }
 
 // losing reports whether other workers take the new starts.
-func (w *claimWatch) losing() bool { return w.empty.Load() >= lostAfter }
+func (w *claimWatch) losing() bool {
+	forget := w.forget
+	if forget <= 0 {
+		forget = wakeForget
+	}
+	return w.empty.Load() >= lostAfter && time.Since(time.Unix(0, w.lastEmpty.Load())) < forget
+}
 
 // wakeGate passes serve's notifications on to the dispatcher: at once,
 // or after wakePause while its claims are losing.

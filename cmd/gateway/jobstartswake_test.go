@@ -73,3 +73,16 @@ func TestWakeGateBacksOffWhileAnotherWorkerTakesTheStarts(t *testing.T) {
 	require.False(t, watch.losing())
 	require.Less(t, notifyAndClaim(), 100*time.Millisecond)
 }
+
+func TestALosingWorkerForgetsOnceItsClaimsStopComingBackEmpty(t *testing.T) {
+	t.Parallel()
+	watch := &claimWatch{Outbox: &fakeClaims{}, forget: 100 * time.Millisecond}
+	for range lostAfter {
+		watch.woken.Store(true)
+		_, err := watch.ClaimJobStarts(t.Context(), time.Now(), time.Second, 8)
+		require.NoError(t, err)
+	}
+	require.True(t, watch.losing())
+	require.Eventually(t, func() bool { return !watch.losing() }, 5*time.Second, 10*time.Millisecond,
+		"a worker alone whose claims came back empty by chance claims at once again")
+}
