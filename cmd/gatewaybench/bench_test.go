@@ -61,7 +61,7 @@ func TestQuickShortensWhatWasNotSet(t *testing.T) {
 func TestTargets(t *testing.T) {
 	t.Parallel()
 	r := newReport(options{})
-	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "gateway", Rate: 30, Latency: stats{N: 10, P50: 10, P99: 20}})
+	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "gateway", Rate: 26, Latency: stats{N: 10, P50: 10, P99: 20}})
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "floor", Rate: 40, Latency: stats{N: 10, P50: 5, P99: 10}})
 	r.add(row{Section: "end to end", Key: "e2e/sustained", System: "baseline", Rate: 20, Latency: stats{N: 10, P50: 20, P99: 20}})
 	r.add(row{Section: "create", Key: "create/200", System: "gateway", Offered: 200, Rate: 200, Latency: stats{N: 10, P99: 30}})
@@ -74,12 +74,12 @@ func TestTargets(t *testing.T) {
 	r.add(row{Section: "create", Key: "create/200/runs", System: "gateway", RunsP99: []float64{9, 9, 9}, RunsErrors: 1, info: true})
 	r.evaluate()
 
-	require.InDelta(t, 1.5, *r.Rows[0].ThrRatio, 1e-9)
-	require.InDelta(t, 0.75, *r.Rows[0].FloorThr, 1e-9)
+	require.InDelta(t, 1.3, *r.Rows[0].ThrRatio, 1e-9)
+	require.InDelta(t, 0.65, *r.Rows[0].FloorThr, 1e-9)
 	require.InDelta(t, 2.0, *r.Rows[0].FloorP50, 1e-9)
-	require.False(t, *r.Rows[0].Pass, "0.75× the floor misses 0.8×")
-	require.InDelta(t, 1.5, r.Headline["dev_throughput_vs_baseline"], 1e-9)
-	require.InDelta(t, 0.75, r.Headline["dev_throughput_vs_floor"], 1e-9)
+	require.False(t, *r.Rows[0].Pass, "0.65× the floor misses 0.7×")
+	require.InDelta(t, 1.3, r.Headline["dev_throughput_vs_baseline"], 1e-9)
+	require.InDelta(t, 0.65, r.Headline["dev_throughput_vs_floor"], 1e-9)
 	require.Nil(t, r.Rows[1].Pass, "floor rows have no target")
 	require.Nil(t, r.Rows[2].Pass, "baseline rows have no target")
 	require.False(t, *r.Rows[3].Pass, "p99 30 ms misses 25 ms")
@@ -93,7 +93,7 @@ func TestTargets(t *testing.T) {
 
 	var out strings.Builder
 	r.print(&out)
-	require.Contains(t, out.String(), "Headline (dev): the gateway completes 0.75× the jobs per second of the floor and 1.50× the baseline's")
+	require.Contains(t, out.String(), "Headline (dev): the gateway completes 0.65× the jobs per second of the floor and 1.30× the baseline's")
 	require.Contains(t, out.String(), "PRODUCTION SHAPE")
 }
 

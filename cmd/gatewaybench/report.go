@@ -162,7 +162,7 @@ func (r *report) errorCount() int {
 
 // Targets (docs/benchmarks.md): the gateway against the floor.
 const (
-	targetThroughputRatio = 0.8
+	targetThroughputRatio = 0.7
 	targetSerialP50Ratio  = 1.5
 	targetCreateP99MS     = 25
 	targetCreateRate      = 200
