@@ -39,11 +39,11 @@ func (jobCountV1) TableName() string { return "job_counts" }
 // holds only buckets with jobs. On PostgreSQL, a move decrements and
 // increments its two buckets in one statement in key order, so concurrent
 // moves between the same two buckets queue rather than deadlock (a
-// statement moving many jobs at once, which the gateway has none of, takes
-// their buckets in row order). Every job write of one bucket (e.g. a
-// tenant's new llm-tasks jobs, all pending) also queues on that bucket's
-// row until its transaction commits; job writes are single-row autocommit
-// statements, so that is one commit at a time.
+// transaction moving many jobs, a batch's, takes their buckets in row
+// order). Every job write of one bucket (e.g. a tenant's new llm-tasks
+// jobs, all pending) also queued on that bucket's row until its
+// transaction committed, one commit at a time: migrationJobCountShards
+// spreads each bucket over the writers' connections.
 //
 // The migration creates the triggers before it counts the existing jobs:
 // on PostgreSQL CREATE TRIGGER locks jobs against writes until the

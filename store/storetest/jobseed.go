@@ -108,8 +108,8 @@ func SeedJobs(ctx context.Context, databaseURL string, n int) error {
 		fmt.Sprintf(seedJobsSQL, n, SeedAnchor.Format(time.RFC3339)),
 		"ALTER TABLE jobs ENABLE TRIGGER job_counts_insert",
 		"DELETE FROM job_counts",
-		`INSERT INTO job_counts (tenant, service, provider, status, shard, n)
-			SELECT tenant, service, provider, status, hashtext(id) & 15, COUNT(*) FROM jobs GROUP BY 1, 2, 3, 4, 5`)
+		`INSERT INTO job_counts (tenant, service, provider, status, n)
+			SELECT tenant, service, provider, status, COUNT(*) FROM jobs GROUP BY tenant, service, provider, status`)
 	steps = append(steps, indexes...)
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
