@@ -41,7 +41,11 @@ type Breakers struct {
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 
-	mu sync.Mutex
+	// writing orders this process's writes of outcomes: a failure is
+	// written after the successes waiting before it, and a flush never
+	// races it.
+	writing sync.Mutex
+	mu      sync.Mutex
 	// seen is the state of each breaker as this process last wrote it.
 	seen map[store.BreakerKey]breaker.State
 	// waiting are the successes not recorded yet; a flush is scheduled
@@ -92,6 +96,8 @@ func (b *Breakers) record(ctx context.Context, providerID string, service jobs.S
 	if o == breaker.Success && b.wait(key, call) {
 		return
 	}
+	b.writing.Lock()
+	defer b.writing.Unlock()
 	if err := b.write(ctx, key, append(b.take(key), call)); err != nil {
 		activity.GetLogger(ctx).Warn("circuit breaker outcome not recorded", "provider", providerID, "service", service, "error", err)
 	}
@@ -125,6 +131,8 @@ func (b *Breakers) take(key store.BreakerKey) []breaker.Call {
 
 // flush records every success waiting.
 func (b *Breakers) flush() {
+	b.writing.Lock()
+	defer b.writing.Unlock()
 	b.mu.Lock()
 	waiting := b.waiting
 	b.waiting = nil

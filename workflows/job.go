@@ -332,8 +332,8 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		local := localCallOptions
 		local.Summary = summary
 		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
-		if err == nil || temporal.IsCanceledError(err) {
-			return out, err
+		if _, ok := inputError(err); err == nil || ok || temporal.IsCanceledError(err) {
+			return out, err // the job is settled: its outcome's projection carries processing
 		}
 		if perr := j.projectProcessing(ctx); perr != nil {
 			return out, perr

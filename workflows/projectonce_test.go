@@ -128,6 +128,22 @@ func TestShortCallThatFailsProjectsProcessingFirst(t *testing.T) {
 	}
 }
 
+func TestShortCallRefusingTheInputIsProjectedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+	invalid := temporal.NewNonRetryableApplicationError("the prompt is empty", activities.ErrTypeInvalidInput, nil,
+		jobs.Error{Code: jobs.CodeInvalidInput, Message: "the prompt is empty"})
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{}, invalid).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(2))
+
+	snap := result(t, b.env)
+	require.Equal(t, jobs.StatusFailed, snap.Status)
+	require.Equal(t, jobs.CodeInvalidInput, snap.Error.Code)
+	require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses())
+}
+
 func TestCancelDuringShortCallOfGenerationTwo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -6,7 +6,9 @@
 package breaker
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -183,27 +185,37 @@ func width(cfg Config) int64 {
 	return max(cfg.Window.Milliseconds()/buckets, 1)
 }
 
-// count adds an outcome to the window and drops the buckets it left.
+// count adds an outcome to the window and drops the buckets it left. A
+// call recorded late (successes are recorded in batches) goes to the
+// bucket of when it ended, and the newer buckets stay.
 func (b *Breaker) count(cfg Config, o Outcome, now time.Time) {
 	w := &b.Window
 	if w.WidthMS != width(cfg) {
 		*w = Window{WidthMS: width(cfg)}
 	}
-	current := now.UnixMilli() / w.WidthMS
+	at := now.UnixMilli() / w.WidthMS
+	newest := at
+	if n := len(w.Buckets); n > 0 && w.Buckets[n-1].Index > newest {
+		newest = w.Buckets[n-1].Index
+	}
 	kept := w.Buckets[:0]
 	for _, bk := range w.Buckets {
-		if bk.Index > current-buckets && bk.Index <= current {
+		if bk.Index > newest-buckets {
 			kept = append(kept, bk)
 		}
 	}
 	w.Buckets = kept
-	if n := len(w.Buckets); n == 0 || w.Buckets[n-1].Index != current {
-		w.Buckets = append(w.Buckets, Bucket{Index: current})
+	if at > newest-buckets {
+		i, found := slices.BinarySearchFunc(w.Buckets, at, func(bk Bucket, at int64) int { return cmp.Compare(bk.Index, at) })
+		if !found {
+			w.Buckets = slices.Insert(w.Buckets, i, Bucket{Index: at})
+		}
+		w.Buckets[i].Calls++
+		if o == Failure {
+			w.Buckets[i].Failures++
+		}
 	}
-	last := &w.Buckets[len(w.Buckets)-1]
-	last.Calls++
 	if o == Failure {
-		last.Failures++
 		b.ConsecutiveFailures++
 	} else {
 		b.ConsecutiveFailures = 0

@@ -174,3 +174,20 @@ func TestDisabledNeverOpens(t *testing.T) {
 	require.Empty(t, ts)
 	require.Equal(t, breaker.Closed, b.Effective(t0))
 }
+
+func TestACallRecordedLateKeepsTheNewerBuckets(t *testing.T) {
+	t.Parallel()
+	cfg := breaker.Defaults() // 6 s buckets
+	b, _ := record(breaker.Breaker{}, cfg, t0.Add(7*time.Second), breaker.Failure, breaker.Failure)
+	// A success that ended in the previous bucket, recorded after them.
+	b, _ = record(b, cfg, t0.Add(5*time.Second), breaker.Success)
+	calls, failures := b.Counts(cfg, t0.Add(8*time.Second))
+	require.Equal(t, 3, calls)
+	require.Equal(t, 2, failures, "the failures recorded first are still counted")
+	require.Len(t, b.Window.Buckets, 2)
+	require.Less(t, b.Window.Buckets[0].Index, b.Window.Buckets[1].Index, "buckets stay in order")
+	// One too old for the window counts nothing in it.
+	b, _ = record(b, cfg, t0.Add(-2*time.Minute), breaker.Success)
+	calls, _ = b.Counts(cfg, t0.Add(8*time.Second))
+	require.Equal(t, 3, calls)
+}
