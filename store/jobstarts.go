@@ -104,6 +104,24 @@ func (s *Store) GetJobStart(ctx context.Context, jobID string) (*JobStart, error
 	return take[JobStart](s.db.WithContext(ctx).Where("job_id = ?", jobID))
 }
 
+// UnstartedJobs returns which of jobIDs still have a start in the outbox:
+// their workflows were not started yet.
+func (s *Store) UnstartedJobs(ctx context.Context, jobIDs []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(jobIDs))
+	for start := 0; start < len(jobIDs); start += jobStatesChunk {
+		var ids []string
+		err := s.db.WithContext(ctx).Model(&JobStart{}).Where("job_id IN ?", jobIDs[start:min(start+jobStatesChunk, len(jobIDs))]).
+			Pluck("job_id", &ids).Error
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
 // DeleteJobStarts removes the starts of workflows that started.
 func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 	if len(jobIDs) == 0 {

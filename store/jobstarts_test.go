@@ -48,6 +48,22 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 	})
 }
 
+func TestUnstartedJobs(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		var ids []string
+		for range 3 {
+			job := newJob()
+			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
+			require.NoError(t, err)
+			ids = append(ids, job.ID)
+		}
+		require.NoError(t, s.DeleteJobStarts(ctx, ids[1:2]))
+		unstarted, err := s.UnstartedJobs(ctx, append(ids, uuid.NewString()))
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{ids[0]: true, ids[2]: true}, unstarted, "started, and unknown, jobs are absent")
+	})
+}
+
 func TestClaimJobStarts(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

@@ -45,7 +45,7 @@ func (b *bench) fairnessPhase(ctx context.Context, rep *report) error {
 	if dbURL == "" {
 		dbURL = "sqlite:" + filepath.Join(g.dataDir, "gateway.db")
 	}
-	results, closeResults, err := jobResults(ctx, dbURL)
+	results, _, closeResults, err := jobResults(ctx, dbURL)
 	if err != nil {
 		return err
 	}

@@ -267,12 +267,12 @@ func (l *loadRun) connect(ctx context.Context, issuer, api *process, temporal, d
 	if err != nil {
 		return err
 	}
-	results, closeResults, err := jobResults(ctx, databaseURL)
+	results, starts, closeResults, err := jobResults(ctx, databaseURL)
 	if err != nil {
 		return err
 	}
 	l.closeResults = closeResults
-	l.gw = &gatewaySystem{base: api.url(""), token: token, hc: l.b.hc, results: results}
+	l.gw = &gatewaySystem{base: api.url(""), token: token, hc: l.b.hc, results: results, starts: starts}
 	if l.starter, err = dial(ctx, temporal); err != nil {
 		return err
 	}

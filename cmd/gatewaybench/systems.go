@@ -43,6 +43,9 @@ type gatewaySystem struct {
 	// results decodes the jobs' results (encrypted: jobResults); nil:
 	// the SDK's default converter.
 	results converter.DataConverter
+	// starts says when a job's workflow was started; nil: ask Temporal
+	// until it exists.
+	starts *startWatch
 }
 
 func (s *gatewaySystem) name() string { return "gateway" }
@@ -229,6 +232,12 @@ func awaitClose(ctx context.Context, obs client.Client, sys system, id string) (
 		ev, err = iter.Next()
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) && ctx.Err() == nil {
+			if gw, ok := sys.(*gatewaySystem); ok && gw.starts != nil {
+				if err := gw.starts.await(ctx, id); err != nil {
+					return time.Time{}, err
+				}
+				continue
+			}
 			time.Sleep(25 * time.Millisecond)
 			continue
 		}
