@@ -201,8 +201,8 @@ func cleanEnv() []string {
 	return env
 }
 
-// gatewayEnv are settings of every gateway process the benchmark starts:
-// -job-generation's, and a phase's own while it starts its processes.
+// gatewayEnv are settings of every gateway process the benchmark starts
+// (-job-generation's), set once from the flags.
 var gatewayEnv []string
 
 func (g *process) url(path string) string { return "http://" + g.listen + path }

@@ -232,8 +232,9 @@ func (b *bench) startLoadRun(ctx context.Context, rep *report, name string) (_ *
 
 // startProductionRun deploys the production shape with workers gateway
 // workers, mints a token, and connects the floor and the baseline and the
-// observer to its Temporal server.
-func (b *bench) startProductionRun(ctx context.Context, rep *report, name string, workers int) (_ *loadRun, err error) {
+// observer to its Temporal server; env adds settings of serve and the
+// workers.
+func (b *bench) startProductionRun(ctx context.Context, rep *report, name string, workers int, env ...string) (_ *loadRun, err error) {
 	b.logf("%s: starting the production shape (%d worker(s))", name, workers)
 	l := &loadRun{b: b, rep: rep, store: "postgres"}
 	defer func() {
@@ -241,7 +242,7 @@ func (b *bench) startProductionRun(ctx context.Context, rep *report, name string
 			l.close()
 		}
 	}()
-	if l.prod, err = b.startProduction(ctx, name, workers); err != nil {
+	if l.prod, err = b.startProduction(ctx, name, workers, env...); err != nil {
 		return nil, err
 	}
 	l.setProcs()

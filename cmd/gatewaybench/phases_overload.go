@@ -51,10 +51,8 @@ func (b *bench) overloadPhase(ctx context.Context, rep *report) error {
 // overloadRun runs one rate on a fresh deployment and returns the jobs
 // per second the worker completed meanwhile.
 func (b *bench) overloadRun(ctx context.Context, rep *report, run, rate int) (float64, error) {
-	extra := fmt.Sprintf("GATEWAY_MAX_BACKLOG_PER_TENANT=%d", b.opts.OverloadBacklog)
-	gatewayEnv = append(gatewayEnv, extra)
-	l, err := b.startProductionRun(ctx, rep, fmt.Sprintf("overload-%d", run), 1)
-	gatewayEnv = gatewayEnv[:len(gatewayEnv)-1]
+	l, err := b.startProductionRun(ctx, rep, fmt.Sprintf("overload-%d", run), 1,
+		fmt.Sprintf("GATEWAY_MAX_BACKLOG_PER_TENANT=%d", b.opts.OverloadBacklog))
 	if err != nil {
 		return 0, err
 	}

@@ -79,14 +79,15 @@ type productionShape struct {
 // startProduction deploys the production shape with workers gateway
 // workers; the store goes into a fresh schema of the benchmark's
 // PostgreSQL, Temporal into two fresh databases of the same server.
-func (b *bench) startProduction(ctx context.Context, name string, workers int) (*productionShape, error) {
-	return b.startProductionWith(ctx, name, workers, catalog("bench-zero", 0), b.bin)
+func (b *bench) startProduction(ctx context.Context, name string, workers int, env ...string) (*productionShape, error) {
+	return b.startProductionWith(ctx, name, workers, catalog("bench-zero", 0), b.bin, env...)
 }
 
 // startProductionWith is startProduction with the providers file cat and
 // serve and the workers run from bin (the identity provider and migrate
-// from the benchmark's gateway).
-func (b *bench) startProductionWith(ctx context.Context, name string, workers int, cat, bin string) (_ *productionShape, err error) {
+// from the benchmark's gateway); env adds settings of serve and the
+// workers.
+func (b *bench) startProductionWith(ctx context.Context, name string, workers int, cat, bin string, env ...string) (_ *productionShape, err error) {
 	if b.temporalTools.server == "" {
 		if b.temporalTools, err = buildTemporal(ctx, b.src, b.work, b.logf); err != nil {
 			return nil, err
@@ -123,6 +124,7 @@ func (b *bench) startProductionWith(ctx context.Context, name string, workers in
 	p.storeURL = storeURL
 	p.env = append(cleanEnv(), "DATABASE_URL="+storeURL, "TEMPORAL_ADDRESS="+p.frontend,
 		"OIDC_ISSUER_URL="+p.idp.url("/dev/oidc"), payloadKeysEnv())
+	p.env = append(p.env, env...)
 	migrate := exec.CommandContext(ctx, b.bin, "migrate")
 	migrate.Env = p.env
 	if out, err := migrate.CombinedOutput(); err != nil {
