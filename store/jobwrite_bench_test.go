@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
@@ -33,10 +34,24 @@ func BenchmarkSQLiteJobWrites(b *testing.B) {
 		job.Status, job.Provider, job.Revision = jobs.StatusProcessing, "sandbox", 1
 		return s.SaveJob(ctx, job)
 	}
+	complete := func() error {
+		job := newJob()
+		if _, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt}); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		job.Status, job.Provider, job.Revision, job.Progress = jobs.StatusCompleted, "sandbox", 2, 100
+		job.Routing = `{"provider_id":"sandbox","reason":"explicit","attempt":1}`
+		job.RoutingHistory = "[" + job.Routing + "]"
+		job.Result = `{"text":"Gateway routes jobs to providers."}`
+		job.ProcessedAt, job.CompletedAt = &now, &now
+		return s.SaveJobUsage(ctx, job, &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: job.Tenant, Service: job.Service,
+			Provider: "sandbox", Unit: "tokens", Quantity: 12, Native: `{}`, Currency: "USD", CostNanos: 1200, BilledAt: now})
+	}
 	for _, c := range []struct {
 		name  string
 		write func() error
-	}{{"accept", accept}, {"project", project}} {
+	}{{"accept", accept}, {"project", project}, {"accept+complete", complete}} {
 		b.Run(c.name+"/serial", func(b *testing.B) {
 			for b.Loop() {
 				if err := c.write(); err != nil {

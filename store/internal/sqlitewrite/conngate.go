@@ -129,8 +129,9 @@ func remove(queue []chan struct{}, c chan struct{}) []chan struct{} {
 // query's rows are read after the gate passed on: the next holder then
 // waits for the connection in database/sql, alone.
 type Pool struct {
-	db   *sql.DB
-	gate *Gate
+	db    *sql.DB
+	gate  *Gate
+	stmts stmtCache
 }
 
 // NewPool puts db behind a gate of its own.
@@ -160,7 +161,21 @@ func (p *Pool) ExecContext(ctx context.Context, query string, args ...any) (sql.
 		return nil, err
 	}
 	defer p.gate.Release()
+	if stmt := p.prepared(ctx, query); stmt != nil {
+		return stmt.ExecContext(ctx, args...)
+	}
 	return p.db.ExecContext(ctx, query, args...)
+}
+
+// prepared is the statement of query prepared on the connection, which
+// the caller holding the gate may take; nil if SQLite refuses it, which
+// the statement run unprepared then reports.
+func (p *Pool) prepared(ctx context.Context, query string) *sql.Stmt {
+	if stmt := p.stmts.get(query); stmt != nil {
+		return stmt
+	}
+	p.stmts.prepareWanted(ctx, p.db)
+	return p.stmts.get(query)
 }
 
 func (p *Pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -168,6 +183,9 @@ func (p *Pool) QueryContext(ctx context.Context, query string, args ...any) (*sq
 		return nil, err
 	}
 	defer p.gate.Release()
+	if stmt := p.prepared(ctx, query); stmt != nil {
+		return stmt.QueryContext(ctx, args...)
+	}
 	return p.db.QueryContext(ctx, query, args...)
 }
 
@@ -177,6 +195,9 @@ func (p *Pool) QueryRowContext(ctx context.Context, query string, args ...any) *
 		return p.db.QueryRowContext(ctx, query, args...)
 	}
 	defer p.gate.Release()
+	if stmt := p.prepared(ctx, query); stmt != nil {
+		return stmt.QueryRowContext(ctx, args...)
+	}
 	return p.db.QueryRowContext(ctx, query, args...)
 }
 
@@ -184,12 +205,13 @@ func (p *Pool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool,
 	if err := p.gate.Acquire(ctx); err != nil {
 		return nil, err
 	}
+	p.stmts.prepareWanted(ctx, p.db)
 	tx, err := p.db.BeginTx(ctx, opts)
 	if err != nil {
 		p.gate.Release()
 		return nil, err
 	}
-	return &gatedTx{Tx: tx, db: p.db, release: sync.OnceFunc(p.gate.Release)}, nil
+	return &gatedTx{Tx: tx, db: p.db, stmts: &p.stmts, release: sync.OnceFunc(p.gate.Release)}, nil
 }
 
 func (p *Pool) GetDBConn() (*sql.DB, error) { return p.db, nil }
@@ -198,7 +220,32 @@ func (p *Pool) GetDBConn() (*sql.DB, error) { return p.db, nil }
 type gatedTx struct {
 	*sql.Tx
 	db      *sql.DB
+	stmts   *stmtCache
 	release func()
+}
+
+// The statements of a transaction run prepared when the pool has them
+// (stmtcache.go).
+
+func (t *gatedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if stmt := t.stmts.get(query); stmt != nil {
+		return t.Tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+func (t *gatedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if stmt := t.stmts.get(query); stmt != nil {
+		return t.Tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t *gatedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if stmt := t.stmts.get(query); stmt != nil {
+		return t.Tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
 func (t *gatedTx) GetDBConn() (*sql.DB, error) { return t.db, nil }
