@@ -26,15 +26,18 @@ import (
 // variables, then flags (docs/operations.md, Configuration), then
 // validate().
 type config struct {
-	Listen               string
-	DataDir              string
-	ProvidersFile        string
-	LocalEngines         bool
-	IdPIssuerURL         string
-	WorkerStopTimeout    time.Duration
-	DatabaseURL          string
-	TemporalAddress      string
-	TemporalNamespace    string
+	Listen            string
+	DataDir           string
+	ProvidersFile     string
+	LocalEngines      bool
+	IdPIssuerURL      string
+	WorkerStopTimeout time.Duration
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	// TemporalCompression is --temporal-compression
+	// (temporalcompression.go).
+	TemporalCompression  string
 	TemporalDevListen    string
 	TemporalUIListen     string
 	OIDCIssuer           string
@@ -166,6 +169,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
 	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's; dev: its embedded server)")
 	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
+	c.registerTemporalCompression(fs)
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
 	c.registerMediaFlags(fs, command)
@@ -289,6 +293,7 @@ func (c *config) validate(command string) error {
 	if c.WebhookGiveUpAfter < 0 {
 		problems = append(problems, "--webhook-give-up-after (GATEWAY_WEBHOOK_GIVE_UP_AFTER) must be a duration of at least 0, such as 30m")
 	}
+	problems = append(problems, c.validateTemporalCompression()...)
 	if c.JobGeneration < 0 || c.JobGeneration > workflows.Generation {
 		problems = append(problems, fmt.Sprintf("--job-generation (GATEWAY_JOB_GENERATION) must be a whole number from 0 to %d, the newest generation this release understands", workflows.Generation))
 	}

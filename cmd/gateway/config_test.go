@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -382,4 +383,28 @@ func TestWorkerConcurrency(t *testing.T) {
 	require.ErrorContains(t, err, "--workflow-task-pollers (GATEWAY_WORKFLOW_TASK_POLLERS) cannot be 1")
 	require.ErrorContains(t, err, "--activity-pollers (GATEWAY_ACTIVITY_POLLERS) must be a whole number of at least 0")
 	require.NotContains(t, err.Error(), "--max-concurrent-activities", "a valid value is no problem")
+}
+
+func TestTemporalCompression(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	none, gzip := &client.GrpcCompressionNone{}, &client.GrpcCompressionGzip{}
+	cfg := parse(t, "serve")
+	require.Equal(t, compressionAuto, cfg.TemporalCompression)
+	for address, want := range map[string]client.GrpcCompression{
+		"127.0.0.1:7233":              none, // dev's embedded server, or one beside the gateway
+		"localhost:7233":              none,
+		"[::1]:7233":                  none,
+		"temporal.internal:7233":      gzip,
+		"10.0.0.7:7233":               gzip,
+		"acme.a1b2c.tmprl.cloud:7233": gzip,
+	} {
+		require.IsType(t, want, cfg.grpcCompression(address), address)
+	}
+	require.IsType(t, gzip, parse(t, "worker", "--temporal-compression", "gzip").grpcCompression("127.0.0.1:7233"), "an operator's choice stands")
+	t.Setenv("GATEWAY_TEMPORAL_COMPRESSION", "none")
+	require.IsType(t, none, parse(t, "dev").grpcCompression("temporal.internal:7233"))
+	t.Setenv("GATEWAY_TEMPORAL_COMPRESSION", "zstd")
+	cfg = parse(t, "serve")
+	cfg.LogLevel = "info"
+	require.ErrorContains(t, cfg.validate("serve"), `--temporal-compression (GATEWAY_TEMPORAL_COMPRESSION) must be auto, gzip or none, not "zstd"`)
 }

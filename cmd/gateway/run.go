@@ -403,6 +403,7 @@ func dialTemporal(ctx context.Context, cfg config, logger *slog.Logger) (client.
 func dialTemporalMeasured(ctx context.Context, cfg config, m *metrics.Metrics, logger *slog.Logger, lazy bool) (client.Client, error) {
 	opts := cfg.temporal // TLS, API key, gRPC metadata (resolveTemporal)
 	opts.HostPort, opts.Namespace = cfg.TemporalAddress, cfg.TemporalNamespace
+	opts.ConnectionOptions.GrpcCompression = cfg.grpcCompression(cfg.TemporalAddress)
 	opts.Logger = sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk"))
 	if m != nil {
 		handler, err := m.TemporalHandler()
