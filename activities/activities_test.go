@@ -26,6 +26,8 @@ type recordingStore struct {
 	saved    []*jobs.Record
 	progress []int
 	ledger   []*store.UsageEntry
+	// failSaves fails every projection write with it.
+	failSaves error
 }
 
 func (s *recordingStore) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *store.UsageEntry) error {
@@ -38,6 +40,9 @@ func (s *recordingStore) SaveJobUsage(ctx context.Context, job *jobs.Record, ent
 func (s *recordingStore) SaveJob(_ context.Context, job *jobs.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failSaves != nil {
+		return s.failSaves
+	}
 	s.saved = append(s.saved, job)
 	return nil
 }

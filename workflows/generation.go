@@ -23,7 +23,11 @@ import "go.temporal.io/sdk/workflow"
 // the workflow task that routed it, with no webhook and no progress
 // events, is projected once, as completed or failed, instead of as
 // processing and then again (job.go, startProcessing).
-const Generation = 2
+//
+// Generation 3: such a job's call, when it succeeds, is projected as
+// completed by the call's own local activity (CallAndComplete) instead
+// of a SaveJob of its own (job.go, callAndComplete).
+const Generation = 3
 
 // StampedGeneration is the generation the processes that start jobs
 // stamp on them. It lags Generation by a release: a worker of the

@@ -87,6 +87,9 @@ type job struct {
 	// processingUnsaved: the processing state was recorded but not
 	// projected (projectsOnce); the next projection carries it.
 	processingUnsaved bool
+	// completedAt: the short call projected the job as completed then
+	// (generation 3, callAndComplete); finish does not project it again.
+	completedAt *time.Time
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -329,9 +332,14 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 	if route.CallLocally && !in.SignalProgress &&
 		j.version(ctx, localCallChange, 1) == 1 {
 		var out activities.CallOutput
+		var err error
 		local := localCallOptions
 		local.Summary = summary
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
+		if j.processingUnsaved && j.since(3) {
+			out, err = j.callAndComplete(ctx, local, in)
+		} else {
+			err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
+		}
 		if _, ok := inputError(err); err == nil || ok || temporal.IsCanceledError(err) {
 			return out, err // the job is settled: its outcome's projection carries processing
 		}
@@ -353,6 +361,21 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		}
 	}
 	return j.callActivity(ctx, options, in)
+}
+
+// callAndComplete runs a short call of a job projected once in the local
+// activity that also projects it as completed (generation 3): one local
+// activity and one marker less than a call and then SaveJob.
+func (j *job) callAndComplete(ctx workflow.Context, options workflow.LocalActivityOptions, in activities.CallInput) (activities.CallOutput, error) {
+	options.Summary += ", then project the job as completed"
+	var done activities.CompletedCall
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), providerCalls.CallAndComplete,
+		activities.CompleteInput{Call: in, Job: j.snap}).Get(ctx, &done)
+	if err == nil && done.Projected {
+		at := done.CompletedAt
+		j.completedAt = &at
+	}
+	return done.CallOutput, err
 }
 
 // localCallChange names the GetVersion marker of short provider calls run
@@ -400,16 +423,24 @@ func (j *job) callActivity(ctx workflow.Context, options workflow.ActivityOption
 // finish ends the job as completed (result) or failed (jobErr).
 func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.Error) (*jobs.Snapshot, error) {
 	now := workflow.Now(ctx).UTC()
-	j.snap.CompletedAt = &now
+	projected := jobErr == nil && j.completedAt != nil
+	if projected {
+		now = *j.completedAt
+	}
 	if jobErr != nil {
+		j.snap.CompletedAt = &now
 		j.snap.Status = jobs.StatusFailed
 		j.snap.Error = jobErr
 	} else {
-		j.snap.Status = jobs.StatusCompleted
-		j.snap.Progress = 100
-		j.snap.Result = result
+		j.snap.Complete(result, now)
 	}
-	if err := j.save(ctx); err != nil {
+	if projected {
+		// The call's local activity projected this very snapshot.
+		if err := j.transition(ctx); err != nil {
+			return nil, err
+		}
+		j.processingUnsaved = false
+	} else if err := j.save(ctx); err != nil {
 		return nil, err
 	}
 	j.removeMedia(ctx)

@@ -161,3 +161,67 @@ func TestCancelDuringShortCallOfGenerationTwo(t *testing.T) {
 	require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses(), "projected once, cancelled; processing is in it")
 	require.NotNil(t, b.saved[0].ProcessedAt)
 }
+
+func TestShortCallOfGenerationThreeProjectsItsOwnCompletion(t *testing.T) {
+	t.Parallel()
+	completedAt := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		projected bool
+		want      []jobs.Status // the workflow's own projections
+	}{
+		{"projected by the call", true, nil},
+		{"the call's projection failed", false, []jobs.Status{jobs.StatusCompleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+			var got activities.CompleteInput
+			b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, in activities.CompleteInput) (activities.CompletedCall, error) {
+					got = in
+					return activities.CompletedCall{CallOutput: activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-2"},
+						CompletedAt: completedAt, Projected: tc.projected}, nil
+				}).Once()
+
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(3))
+
+			snap := result(t, b.env)
+			require.Equal(t, tc.want, b.statuses())
+			require.Equal(t, jobs.StatusProcessing, got.Job.Status, "the call gets the processing state to complete")
+			require.Equal(t, 1, got.Job.Revision)
+			require.NotNil(t, got.Job.ProcessedAt)
+			require.Equal(t, "sandbox-fast", got.Call.ProviderID)
+
+			require.Equal(t, jobs.StatusCompleted, snap.Status)
+			require.Equal(t, 2, snap.Revision)
+			require.Equal(t, 100, snap.Progress)
+			require.Equal(t, "worker-2", snap.WorkerID)
+			require.JSONEq(t, `{"text":"hi"}`, string(snap.Result))
+			if tc.projected {
+				require.Equal(t, completedAt, *snap.CompletedAt, "the workflow's result is what the call projected")
+			} else {
+				require.Equal(t, *snap.CompletedAt, *b.saved[0].CompletedAt)
+				require.Equal(t, 2, b.saved[0].Revision)
+			}
+		})
+	}
+}
+
+// A short call of generation 3 that fails is generation 2's: processing
+// is projected, and the call tried again as an activity.
+func TestShortCallOfGenerationThreeThatFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-flaky", 1, callsLocally), nil).Once()
+	b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
+		activities.CompletedCall{}, temporal.NewApplicationError("503 from provider", activities.ErrTypeProviderUnavailable)).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(activities.CallOutput{Result: json.RawMessage(`{}`)}, nil).Once()
+
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(3))
+
+	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
+	require.Equal(t, []jobs.Status{jobs.StatusProcessing, jobs.StatusCompleted}, b.statuses())
+	require.Equal(t, 2, b.saved[1].Revision)
+}

@@ -181,6 +181,33 @@ func TestRecordGenerationTwoHistories(t *testing.T) {
 	writeJobHistories(t, tc, dir, jobs)
 }
 
+// TestRecordGenerationThreeHistories records the histories of jobs
+// stamped with generation 3 (--job-generation 3), as
+// TestRecordGenerationTwoHistories does generation 2's:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordGenerationThreeHistories
+//
+// Rename the new files job-vN-gen3-*.json, N one more than the newest.
+func TestRecordGenerationThreeHistories(t *testing.T) {
+	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
+	}
+	catalog := writeCatalog(t, recordCatalog+sandboxLLMProvider("sandbox-quick-broken", "Sandbox (quick, always fails)", 0, 1, "0.00001"))
+	temporalAddr := freeAddr(t)
+	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff},
+		"--providers", catalog, "--job-generation", "3")
+	tc := temporalClient(t, temporalAddr)
+	jobs := map[string]string{
+		// The call projects the completion.
+		"gen3-short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+		// The short call fails: processing is projected, the call is
+		// tried again as an activity, and the job fails.
+		"gen3-short-failed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick-broken","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+	}
+	writeJobHistories(t, tc, dir, jobs)
+}
+
 // TestRecordDeletionHistories records DeletionWorkflow's histories for the
 // replay tests in workflows/, as TestRecordHistories does the job
 // workflow's; it runs only when GATEWAY_RECORD_HISTORIES names the
