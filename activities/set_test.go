@@ -30,7 +30,7 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 	}
 	slices.Sort(names)
 	require.Equal(t, []string{
-		"CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
+		"CallAndComplete", "CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
 		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FailBatchFile", "FetchMedia", "FinishErasure",
 		"ProbeMedia", "PurgeVendorCopy", "ReadBatchFile", "ReadJobTrail", "RecordRetentionSweep", "RecordWebhookGivenUp", "RemoveJobMedia", "ReserveBudget",
 		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
