@@ -90,6 +90,9 @@ type job struct {
 	// completedAt: the short call projected the job as completed then
 	// (generation 3, callAndComplete); finish does not project it again.
 	completedAt *time.Time
+	// routedAt is the workflow time RouteAndCall made the job's
+	// processing state from (generation 4); startProcessing takes it.
+	routedAt time.Time
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -196,7 +199,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		return j.finish(ctx, nil, jobErr)
 	}
 	for attempt := j.firstAttempt; ; attempt++ {
-		route, err := j.decide(ctx, attempt)
+		route, made, err := j.route(ctx, attempt)
 		if err != nil {
 			return j.stop(ctx, err)
 		}
@@ -217,7 +220,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		if err := j.startProcessing(ctx, route); err != nil {
 			return j.stop(ctx, err)
 		}
-		out, err := j.callProvider(ctx, route)
+		out, err := j.callProvider(ctx, route, made)
 		if err == nil {
 			j.snap.WorkerID = out.WorkerID
 			j.snap.ResultFile = out.ResultFile
@@ -234,12 +237,73 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	}
 }
 
+// localCall is the outcome of a short call made with its routing
+// decision (RouteAndCall).
+type localCall struct {
+	out activities.CallOutput
+	err error
+}
+
+// route decides the provider of an attempt. A job projected once
+// (generation 4, routesAndCalls) decides in the local activity that also
+// makes a short call, whose outcome comes back as made; should that
+// activity fail, the decision is made on its own.
+func (j *job) route(ctx workflow.Context, attempt int) (activities.RouteOutput, *localCall, error) {
+	if !j.routesAndCalls() {
+		route, err := j.decide(ctx, attempt)
+		return route, nil, err
+	}
+	options := localCallOptions
+	options.Summary = fmt.Sprintf("choose a provider (attempt %d); if its calls are short, call it and project the job", attempt)
+	j.routedAt = workflow.Now(ctx).UTC()
+	in := activities.RouteAndCallInput{Route: j.routeInput(attempt), Call: j.callInput(""), Job: j.snap, Now: j.routedAt}
+	var rc activities.RoutedCall
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), providerCalls.RouteAndCall, in).Get(ctx, &rc)
+	switch {
+	case temporal.IsCanceledError(err):
+		return rc.Route, nil, err
+	case err != nil:
+		workflow.GetLogger(ctx).Warn("routing with the call failed; routing on its own", "attempt", attempt, "error", err)
+		j.routedAt = time.Time{}
+		route, err := j.decide(ctx, attempt)
+		return route, nil, err
+	case !rc.Called:
+		j.routedAt = time.Time{}
+		return rc.Route, nil, nil
+	case rc.Failure != nil:
+		return rc.Route, &localCall{err: rc.Failure.Err()}, nil
+	}
+	if rc.Done.Projected {
+		at := rc.Done.CompletedAt
+		j.completedAt = &at
+	}
+	return rc.Route, &localCall{out: rc.Done.CallOutput}, nil
+}
+
+// routesAndCalls reports whether the job routes each attempt in the
+// local activity that also makes a short call (generation 4): a job that
+// is projected once whatever its provider, being without a webhook,
+// media or progress events.
+func (j *job) routesAndCalls() bool {
+	if !j.since(4) || j.hooks != nil || j.mediaStarted || j.media != nil {
+		return false
+	}
+	svc, ok := jobs.ServiceOf(j.in.Service)
+	return ok && !svc.SendsProgress
+}
+
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
 	var out activities.RouteOutput
-	sizeMB, duration := j.mediaFacts()
 	options := projectionOptions
 	options.Summary = fmt.Sprintf("choose a provider (attempt %d)", attempt)
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), router.DecideRoute, activities.RouteInput{
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), router.DecideRoute, j.routeInput(attempt)).Get(ctx, &out)
+	return out, err
+}
+
+// routeInput asks for the provider of an attempt.
+func (j *job) routeInput(attempt int) activities.RouteInput {
+	sizeMB, duration := j.mediaFacts()
+	return activities.RouteInput{
 		MediaSizeMB:   sizeMB,
 		MediaDuration: duration,
 		JobID:         j.in.JobID,
@@ -258,8 +322,7 @@ func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput,
 		// (workflows/outage.go).
 		WaitOutOutages: true,
 		WaitingSince:   j.waitingSince,
-	}).Get(ctx, &out)
-	return out, err
+	}
 }
 
 // pinnedPolicy is the policy version of the job's first routing, which
@@ -274,25 +337,15 @@ func (j *job) pinnedPolicy() *activities.PolicyPin {
 }
 
 func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {
-	routing := route.Routing
-	j.snap.Waiting = nil
-	j.snap.Status = jobs.StatusProcessing
-	j.snap.Provider = routing.ProviderID
-	j.snap.Progress = 0
-	j.snap.Routing = &routing
-	j.snap.RoutingHistory = append(j.snap.RoutingHistory, routing)
-	j.snap.WorkerID = route.WorkerID
+	// The job moves to processing once its provider is selected.
+	now := workflow.Now(ctx).UTC()
+	if !j.routedAt.IsZero() {
+		now, j.routedAt = j.routedAt, time.Time{} // as RouteAndCall made it
+	}
+	j.snap.StartProcessing(route.Routing, route.WorkerID, now)
 	// A short call completes or fails within this workflow task: its
 	// outcome's upsert carries the processing one.
 	j.skipNextIndex = j.coalesce && j.callsLocally(route)
-	if j.snap.ProcessedAt == nil {
-		// The job moves to processing once its provider is selected.
-		now := workflow.Now(ctx).UTC()
-		if routing.DecidedAt.After(now) {
-			now = routing.DecidedAt.UTC()
-		}
-		j.snap.ProcessedAt = &now
-	}
 	if j.projectsOnce(route) {
 		// Generation 2: no client can tell this processing state from
 		// the outcome's projection, which carries processed_at and the
@@ -313,16 +366,8 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 // callProvider runs the provider call. A short call runs first as a local
 // activity; otherwise, and for the remaining tries of a short call that
 // failed, the call is a heartbeating activity.
-func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (activities.CallOutput, error) {
-	in := activities.CallInput{
-		JobID:          j.in.JobID,
-		Service:        j.in.Service,
-		ProviderID:     route.Routing.ProviderID,
-		Input:          j.in.Input,
-		Options:        j.in.Options,
-		SignalProgress: j.hooks != nil && j.hooks.progress,
-		Media:          j.media,
-	}
+func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput, made *localCall) (activities.CallOutput, error) {
+	in := j.callInput(route.Routing.ProviderID)
 	summary := fmt.Sprintf("call %s (attempt %d)", route.Routing.ProviderID, route.Routing.Attempt)
 	options := providerCallOptions
 	options.Summary = summary
@@ -335,7 +380,9 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		var err error
 		local := localCallOptions
 		local.Summary = summary
-		if j.processingUnsaved && j.since(3) {
+		if made != nil {
+			out, err = made.out, made.err // made with the routing decision
+		} else if j.processingUnsaved && j.since(3) {
 			out, err = j.callAndComplete(ctx, local, in)
 		} else {
 			err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
@@ -361,6 +408,19 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (
 		}
 	}
 	return j.callActivity(ctx, options, in)
+}
+
+// callInput is the job's call to provider.
+func (j *job) callInput(provider string) activities.CallInput {
+	return activities.CallInput{
+		JobID:          j.in.JobID,
+		Service:        j.in.Service,
+		ProviderID:     provider,
+		Input:          j.in.Input,
+		Options:        j.in.Options,
+		SignalProgress: j.hooks != nil && j.hooks.progress,
+		Media:          j.media,
+	}
 }
 
 // callAndComplete runs a short call of a job projected once in the local
