@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -304,4 +305,36 @@ func TestGenerationFourDecisionWithoutACall(t *testing.T) {
 	require.Equal(t, jobs.StatusFailed, snap.Status)
 	require.Equal(t, jobs.CodeProvidersExhausted, snap.Error.Code)
 	require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses())
+}
+
+// A cancelled job of generation 3 or 4 is projected past what its short
+// call's local activity may have projected before it stopped.
+func TestCancelDuringShortCallOfGenerationsThreeAndFour(t *testing.T) {
+	t.Parallel()
+	for _, generation := range []int{3, 4} {
+		t.Run(fmt.Sprint(generation), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Maybe()
+			b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
+				func(ctx context.Context, in activities.CompleteInput) (activities.CompletedCall, error) {
+					<-ctx.Done()
+					return activities.CompletedCall{}, ctx.Err()
+				}).Maybe()
+			b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.Anything).Return(
+				func(ctx context.Context, in activities.RouteAndCallInput) (activities.RoutedCall, error) {
+					<-ctx.Done()
+					return activities.RoutedCall{}, ctx.Err()
+				}).Maybe()
+			b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
+
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(generation))
+
+			requireCancelled(t, b)
+			require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses())
+			// Pending is revision 0: the call's activity could have
+			// projected processing and completed up to revision 2.
+			require.Greater(t, b.saved[0].Revision, 2)
+		})
+	}
 }
