@@ -209,7 +209,11 @@ func (p *productionShape) close() {
 }
 
 // temporalConfig is the server's configuration: the upstream
-// development-postgres12.yaml with free ports and without archival.
+// development-postgres12.yaml with free ports and without archival, and
+// 10 connections per service instead of 20: its four services share the
+// one PostgreSQL (max_connections 100) with serve and up to two workers
+// of 20 each, and at 20 the phase with two workers ran out of
+// connections ("too many clients", creates answered 503).
 var temporalConfig = template.Must(template.New("temporal").Parse(`log:
   stdout: true
   level: warn
@@ -226,8 +230,8 @@ persistence:
         connectProtocol: tcp
         user: "{{.User}}"
         password: "{{.Password}}"
-        maxConns: 20
-        maxIdleConns: 20
+        maxConns: 10
+        maxIdleConns: 10
         maxConnLifetime: 1h
     visibility:
       sql:
