@@ -85,8 +85,6 @@ type LatencyRecorder interface {
 // (CallProvider); AsyncCalls takes the asynchronous ones.
 type ProviderCalls struct {
 	Providers *providers.Registry
-	// Routing decides the provider of the calls RouteAndCall makes.
-	Routing *Routing
 	// Projections keeps the job's projected progress up to date.
 	Projections *Projections
 	// Files holds the media calls read and the result files they write.

@@ -135,12 +135,11 @@ func New(d Deps) *Set {
 	if d.Breakers != nil {
 		breakers = &Breakers{Store: d.Breakers, Providers: d.Providers, Metrics: d.Metrics, Logger: d.Logger}
 	}
-	routing := &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,
-		WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers, MaxOutageWait: d.MaxOutageWait}
 	return &Set{
 		Projections: projections,
-		Routing:     routing,
-		Calls: &ProviderCalls{Providers: d.Providers, Routing: routing, Projections: projections, Files: files,
+		Routing: &Routing{Store: d.Routing, Providers: d.Providers, HTTPClient: d.HTTPClient,
+			WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers, MaxOutageWait: d.MaxOutageWait},
+		Calls: &ProviderCalls{Providers: d.Providers, Projections: projections, Files: files,
 			Latencies: d.Routing, Temporal: d.Temporal, WorkerID: d.WorkerID,
 			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers},
 		AsyncCalls: &AsyncCalls{Providers: d.Providers, Projections: projections, Files: files,

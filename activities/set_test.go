@@ -33,7 +33,7 @@ func TestRegisterKeepsActivityNames(t *testing.T) {
 		"CallAndComplete", "CallProvider", "CheckProvider", "DecideRoute", "DeleteJobFiles", "DeleteJobRuns", "DeliverWebhook",
 		"DeliverWebhookEvent", "ExpireJobs", "ExpireResults", "ExtractAudio", "FailBatchFile", "FetchMedia", "FinishErasure",
 		"ProbeMedia", "PurgeVendorCopy", "ReadBatchFile", "ReadJobTrail", "RecordRetentionSweep", "RecordWebhookGivenUp", "RemoveJobMedia", "ReserveBudget",
-		"RestartErasures", "RouteAndCall", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
+		"RestartErasures", "SaveJob", "StopJobWorkflow", "SubmitToProvider",
 		"SweepProviderCallbacks", "SweepScratch", "SweepWorkFiles",
 	}, names)
 }

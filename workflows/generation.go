@@ -27,13 +27,7 @@ import "go.temporal.io/sdk/workflow"
 // Generation 3: such a job's call, when it succeeds, is projected as
 // completed by the call's own local activity (CallAndComplete) instead
 // of a SaveJob of its own (job.go, callAndComplete).
-//
-// Generation 4: such a job (no webhook, media or progress events) routes
-// each attempt in the local activity that, when the provider's calls
-// are short, also makes the call and projects its success
-// (RouteAndCall): one local activity per attempt instead of two (job.go,
-// route).
-const Generation = 4
+const Generation = 3
 
 // StampedGeneration is the generation the processes that start jobs
 // stamp on them. It lags Generation by a release: a worker of the

@@ -90,9 +90,6 @@ type job struct {
 	// completedAt: the short call projected the job as completed then
 	// (generation 3, callAndComplete); finish does not project it again.
 	completedAt *time.Time
-	// routedAt is the workflow time RouteAndCall made the job's
-	// processing state from (generation 4); startProcessing takes it.
-	routedAt time.Time
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -199,7 +196,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		return j.finish(ctx, nil, jobErr)
 	}
 	for attempt := j.firstAttempt; ; attempt++ {
-		route, made, err := j.route(ctx, attempt)
+		route, err := j.decide(ctx, attempt)
 		if err != nil {
 			return j.stop(ctx, err)
 		}
@@ -220,7 +217,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		if err := j.startProcessing(ctx, route); err != nil {
 			return j.stop(ctx, err)
 		}
-		out, err := j.callProvider(ctx, route, made)
+		out, err := j.callProvider(ctx, route)
 		if err == nil {
 			j.snap.WorkerID = out.WorkerID
 			j.snap.ResultFile = out.ResultFile
@@ -237,73 +234,12 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 	}
 }
 
-// localCall is the outcome of a short call made with its routing
-// decision (RouteAndCall).
-type localCall struct {
-	out activities.CallOutput
-	err error
-}
-
-// route decides the provider of an attempt. A job projected once
-// (generation 4, routesAndCalls) decides in the local activity that also
-// makes a short call, whose outcome comes back as made; should that
-// activity fail, the decision is made on its own.
-func (j *job) route(ctx workflow.Context, attempt int) (activities.RouteOutput, *localCall, error) {
-	if !j.routesAndCalls() {
-		route, err := j.decide(ctx, attempt)
-		return route, nil, err
-	}
-	options := localCallOptions
-	options.Summary = fmt.Sprintf("choose a provider (attempt %d); if its calls are short, call it and project the job", attempt)
-	j.routedAt = workflow.Now(ctx).UTC()
-	in := activities.RouteAndCallInput{Route: j.routeInput(attempt), Call: j.callInput(""), Job: j.snap, Now: j.routedAt}
-	var rc activities.RoutedCall
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), providerCalls.RouteAndCall, in).Get(ctx, &rc)
-	switch {
-	case temporal.IsCanceledError(err):
-		return rc.Route, nil, err
-	case err != nil:
-		workflow.GetLogger(ctx).Warn("routing with the call failed; routing on its own", "attempt", attempt, "error", err)
-		j.routedAt = time.Time{}
-		route, err := j.decide(ctx, attempt)
-		return route, nil, err
-	case !rc.Called:
-		j.routedAt = time.Time{}
-		return rc.Route, nil, nil
-	case rc.Failure != nil:
-		return rc.Route, &localCall{err: rc.Failure.Err()}, nil
-	}
-	if rc.Done.Projected {
-		at := rc.Done.CompletedAt
-		j.completedAt = &at
-	}
-	return rc.Route, &localCall{out: rc.Done.CallOutput}, nil
-}
-
-// routesAndCalls reports whether the job routes each attempt in the
-// local activity that also makes a short call (generation 4): a job that
-// is projected once whatever its provider, being without a webhook,
-// media or progress events.
-func (j *job) routesAndCalls() bool {
-	if !j.since(4) || j.hooks != nil || j.mediaStarted || j.media != nil {
-		return false
-	}
-	svc, ok := jobs.ServiceOf(j.in.Service)
-	return ok && !svc.SendsProgress
-}
-
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {
 	var out activities.RouteOutput
+	sizeMB, duration := j.mediaFacts()
 	options := projectionOptions
 	options.Summary = fmt.Sprintf("choose a provider (attempt %d)", attempt)
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), router.DecideRoute, j.routeInput(attempt)).Get(ctx, &out)
-	return out, err
-}
-
-// routeInput asks for the provider of an attempt.
-func (j *job) routeInput(attempt int) activities.RouteInput {
-	sizeMB, duration := j.mediaFacts()
-	return activities.RouteInput{
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), router.DecideRoute, activities.RouteInput{
 		MediaSizeMB:   sizeMB,
 		MediaDuration: duration,
 		JobID:         j.in.JobID,
@@ -322,7 +258,8 @@ func (j *job) routeInput(attempt int) activities.RouteInput {
 		// (workflows/outage.go).
 		WaitOutOutages: true,
 		WaitingSince:   j.waitingSince,
-	}
+	}).Get(ctx, &out)
+	return out, err
 }
 
 // pinnedPolicy is the policy version of the job's first routing, which
@@ -337,15 +274,25 @@ func (j *job) pinnedPolicy() *activities.PolicyPin {
 }
 
 func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput) error {
-	// The job moves to processing once its provider is selected.
-	now := workflow.Now(ctx).UTC()
-	if !j.routedAt.IsZero() {
-		now, j.routedAt = j.routedAt, time.Time{} // as RouteAndCall made it
-	}
-	j.snap.StartProcessing(route.Routing, route.WorkerID, now)
+	routing := route.Routing
+	j.snap.Waiting = nil
+	j.snap.Status = jobs.StatusProcessing
+	j.snap.Provider = routing.ProviderID
+	j.snap.Progress = 0
+	j.snap.Routing = &routing
+	j.snap.RoutingHistory = append(j.snap.RoutingHistory, routing)
+	j.snap.WorkerID = route.WorkerID
 	// A short call completes or fails within this workflow task: its
 	// outcome's upsert carries the processing one.
 	j.skipNextIndex = j.coalesce && j.callsLocally(route)
+	if j.snap.ProcessedAt == nil {
+		// The job moves to processing once its provider is selected.
+		now := workflow.Now(ctx).UTC()
+		if routing.DecidedAt.After(now) {
+			now = routing.DecidedAt.UTC()
+		}
+		j.snap.ProcessedAt = &now
+	}
 	if j.projectsOnce(route) {
 		// Generation 2: no client can tell this processing state from
 		// the outcome's projection, which carries processed_at and the
@@ -366,8 +313,16 @@ func (j *job) startProcessing(ctx workflow.Context, route activities.RouteOutput
 // callProvider runs the provider call. A short call runs first as a local
 // activity; otherwise, and for the remaining tries of a short call that
 // failed, the call is a heartbeating activity.
-func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput, made *localCall) (activities.CallOutput, error) {
-	in := j.callInput(route.Routing.ProviderID)
+func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput) (activities.CallOutput, error) {
+	in := activities.CallInput{
+		JobID:          j.in.JobID,
+		Service:        j.in.Service,
+		ProviderID:     route.Routing.ProviderID,
+		Input:          j.in.Input,
+		Options:        j.in.Options,
+		SignalProgress: j.hooks != nil && j.hooks.progress,
+		Media:          j.media,
+	}
 	summary := fmt.Sprintf("call %s (attempt %d)", route.Routing.ProviderID, route.Routing.Attempt)
 	options := providerCallOptions
 	options.Summary = summary
@@ -380,9 +335,7 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput, m
 		var err error
 		local := localCallOptions
 		local.Summary = summary
-		if made != nil {
-			out, err = made.out, made.err // made with the routing decision
-		} else if j.processingUnsaved && j.since(3) {
+		if j.processingUnsaved && j.since(3) {
 			out, err = j.callAndComplete(ctx, local, in)
 		} else {
 			err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), providerCalls.CallProvider, in).Get(ctx, &out)
@@ -408,19 +361,6 @@ func (j *job) callProvider(ctx workflow.Context, route activities.RouteOutput, m
 		}
 	}
 	return j.callActivity(ctx, options, in)
-}
-
-// callInput is the job's call to provider.
-func (j *job) callInput(provider string) activities.CallInput {
-	return activities.CallInput{
-		JobID:          j.in.JobID,
-		Service:        j.in.Service,
-		ProviderID:     provider,
-		Input:          j.in.Input,
-		Options:        j.in.Options,
-		SignalProgress: j.hooks != nil && j.hooks.progress,
-		Media:          j.media,
-	}
 }
 
 // callAndComplete runs a short call of a job projected once in the local
@@ -542,10 +482,10 @@ func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 	defer cancel()
 	if j.since(3) {
 		// A short call's local activity, cancelled with the job, may have
-		// projected the call's success (processing and completed, two
-		// revisions past this snapshot's) before it stopped: the
-		// cancellation's projection passes it.
-		j.snap.Revision += 2
+		// projected the call's success (one revision past this
+		// snapshot's) before it stopped: the cancellation's projection
+		// passes it.
+		j.snap.Revision++
 	}
 	if _, ferr := j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
 		return nil, ferr

@@ -3,8 +3,6 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -228,113 +226,24 @@ func TestShortCallOfGenerationThreeThatFails(t *testing.T) {
 	require.Equal(t, 2, b.saved[1].Revision)
 }
 
-func TestGenerationFourRoutesAndCallsInOneLocalActivity(t *testing.T) {
-	t.Parallel()
-	completedAt := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	b := setup(t)
-	var got activities.RouteAndCallInput
-	b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RouteAndCallInput) (activities.RoutedCall, error) {
-			got = in
-			return activities.RoutedCall{Route: routeTo("sandbox-fast", 1, callsLocally), Called: true,
-				Done: &activities.CompletedCall{CallOutput: activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`), WorkerID: "worker-1"},
-					CompletedAt: completedAt, Projected: true}}, nil
-		}).Once()
-
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(4))
-
-	snap := result(t, b.env)
-	require.Empty(t, b.statuses(), "the local activity projected the job")
-	require.Equal(t, 1, got.Route.Attempt)
-	require.Equal(t, jobs.StatusPending, got.Job.Status)
-	require.False(t, got.Now.IsZero())
-	require.Equal(t, jobs.StatusCompleted, snap.Status)
-	require.Equal(t, 2, snap.Revision)
-	require.Equal(t, completedAt, *snap.CompletedAt)
-	require.Equal(t, got.Now, *snap.ProcessedAt, "processing made from the time the activity was given")
-	require.Equal(t, "sandbox-fast", snap.Provider)
-	require.Len(t, snap.RoutingHistory, 1)
-}
-
-func TestGenerationFourCallThatFailsFailsOver(t *testing.T) {
+// A cancelled job of generation 3 is projected past what its short
+// call's local activity may have projected before it stopped.
+func TestCancelDuringShortCallOfGenerationThree(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.MatchedBy(func(in activities.RouteAndCallInput) bool { return in.Route.Attempt == 1 })).Return(
-		activities.RoutedCall{Route: routeTo("sandbox-flaky", 1, callsLocally), Called: true,
-			Failure: &activities.CallFailure{Type: activities.ErrTypeProviderRejected, Message: "401 from provider", NonRetryable: true}}, nil).Once()
-	b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.MatchedBy(func(in activities.RouteAndCallInput) bool { return in.Route.Attempt == 2 })).Return(
-		func(_ context.Context, in activities.RouteAndCallInput) (activities.RoutedCall, error) {
-			require.Equal(t, []string{"sandbox-flaky"}, in.Route.Failed)
-			require.Equal(t, jobs.StatusProcessing, in.Job.Status, "the failed attempt was projected")
-			return activities.RoutedCall{Route: routeTo("sandbox-fast", 2, callsLocally), Called: true,
-				Done: &activities.CompletedCall{CallOutput: activities.CallOutput{Result: json.RawMessage(`{}`)}, CompletedAt: time.Now(), Projected: true}}, nil
-		}).Once()
-
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(4))
-
-	snap := result(t, b.env)
-	require.Equal(t, jobs.StatusCompleted, snap.Status)
-	require.Equal(t, []jobs.Status{jobs.StatusProcessing}, b.statuses(), "processing projected once the first call failed")
-	require.Len(t, snap.RoutingHistory, 2)
-	require.Equal(t, 3, snap.Revision)
-}
-
-func TestGenerationFourRoutesOnItsOwnWhenTheActivityFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.Anything).Return(activities.RoutedCall{}, errors.New("database is away")).Once()
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
 	b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
-		activities.CompletedCall{CallOutput: activities.CallOutput{Result: json.RawMessage(`{}`)}, CompletedAt: time.Now(), Projected: true}, nil).Once()
+		func(ctx context.Context, in activities.CompleteInput) (activities.CompletedCall, error) {
+			<-ctx.Done()
+			return activities.CompletedCall{}, ctx.Err()
+		}).Once()
+	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
 
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(4))
+	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(3))
 
-	require.Equal(t, jobs.StatusCompleted, result(t, b.env).Status)
-}
-
-func TestGenerationFourDecisionWithoutACall(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	exhausted := routeTo("", 1)
-	exhausted.Error = &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: "no provider left"}
-	b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.Anything).Return(activities.RoutedCall{Route: exhausted}, nil).Once()
-
-	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(4))
-
-	snap := result(t, b.env)
-	require.Equal(t, jobs.StatusFailed, snap.Status)
-	require.Equal(t, jobs.CodeProvidersExhausted, snap.Error.Code)
+	requireCancelled(t, b)
 	require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses())
-}
-
-// A cancelled job of generation 3 or 4 is projected past what its short
-// call's local activity may have projected before it stopped.
-func TestCancelDuringShortCallOfGenerationsThreeAndFour(t *testing.T) {
-	t.Parallel()
-	for _, generation := range []int{3, 4} {
-		t.Run(fmt.Sprint(generation), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Maybe()
-			b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
-				func(ctx context.Context, in activities.CompleteInput) (activities.CompletedCall, error) {
-					<-ctx.Done()
-					return activities.CompletedCall{}, ctx.Err()
-				}).Maybe()
-			b.env.OnActivity(acts.Calls.RouteAndCall, mock.Anything, mock.Anything).Return(
-				func(ctx context.Context, in activities.RouteAndCallInput) (activities.RoutedCall, error) {
-					<-ctx.Done()
-					return activities.RoutedCall{}, ctx.Err()
-				}).Maybe()
-			b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
-
-			b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(generation))
-
-			requireCancelled(t, b)
-			require.Equal(t, []jobs.Status{jobs.StatusFailed}, b.statuses())
-			// Pending is revision 0: the call's activity could have
-			// projected processing and completed up to revision 2.
-			require.Greater(t, b.saved[0].Revision, 2)
-		})
-	}
+	// Processing took revision 1 unprojected: the call's activity could
+	// have projected the completion as 2.
+	require.Greater(t, b.saved[0].Revision, 2)
 }

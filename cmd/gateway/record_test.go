@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,15 +188,7 @@ func TestRecordGenerationTwoHistories(t *testing.T) {
 //	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordGenerationThreeHistories
 //
 // Rename the new files job-vN-gen3-*.json, N one more than the newest.
-func TestRecordGenerationThreeHistories(t *testing.T) { recordShortJobHistories(t, 3) }
-
-// TestRecordGenerationFourHistories is TestRecordGenerationThreeHistories
-// for generation 4 (job-vN-gen4-*.json).
-func TestRecordGenerationFourHistories(t *testing.T) { recordShortJobHistories(t, 4) }
-
-// recordShortJobHistories records, for jobs stamped with generation, a
-// short call that completes and one that fails.
-func recordShortJobHistories(t *testing.T, generation int) {
+func TestRecordGenerationThreeHistories(t *testing.T) {
 	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
 	if dir == "" {
 		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
@@ -206,15 +196,14 @@ func recordShortJobHistories(t *testing.T, generation int) {
 	catalog := writeCatalog(t, recordCatalog+sandboxLLMProvider("sandbox-quick-broken", "Sandbox (quick, always fails)", 0, 1, "0.00001"))
 	temporalAddr := freeAddr(t)
 	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff},
-		"--providers", catalog, "--job-generation", strconv.Itoa(generation))
+		"--providers", catalog, "--job-generation", "3")
 	tc := temporalClient(t, temporalAddr)
-	name := fmt.Sprintf("gen%d-", generation)
 	jobs := map[string]string{
 		// The call projects the completion.
-		name + "short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+		"gen3-short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
 		// The short call fails: processing is projected, the call is
 		// tried again as an activity, and the job fails.
-		name + "short-failed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick-broken","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+		"gen3-short-failed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick-broken","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
 	}
 	writeJobHistories(t, tc, dir, jobs)
 }

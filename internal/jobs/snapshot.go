@@ -40,25 +40,6 @@ type Snapshot struct {
 	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
-// StartProcessing moves the job to processing on the provider routing
-// chose, workerID deciding, at now (or when the decision was made, if
-// later); a job that processed before keeps its processed_at.
-func (s *Snapshot) StartProcessing(routing RoutingInfo, workerID string, now time.Time) {
-	s.Waiting = nil
-	s.Status = StatusProcessing
-	s.Provider = routing.ProviderID
-	s.Progress = 0
-	s.Routing = &routing
-	s.RoutingHistory = append(s.RoutingHistory, routing)
-	s.WorkerID = workerID
-	if s.ProcessedAt == nil {
-		if routing.DecidedAt.After(now) {
-			now = routing.DecidedAt.UTC()
-		}
-		s.ProcessedAt = &now
-	}
-}
-
 // Complete ends the job as completed at at, with result. The workflow
 // completes a job with it, and so does the local activity that projects
 // a short call's outcome itself (generation 3).
