@@ -234,8 +234,15 @@ func describe(lines []providerLine, line int) string {
 	}
 }
 
-var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
-var errorLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+// A key's text may hold line breaks ("0\n0", from a folded YAML key), so
+// the messages are matched across lines and printed on one.
+var unknownFieldRE = regexp.MustCompile(`(?s)^line (\d+): field (.+) not found in type (\S+)$`)
+var errorLineRE = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+
+// oneLine escapes the line breaks of a decoder's message.
+func oneLine(msg string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(msg)
+}
 
 // yamlTypes describes the decoded types for unknown-key messages.
 var yamlTypes = map[string]struct {
@@ -269,10 +276,10 @@ func explainDecodeError(err error, lines []providerLine) error {
 		}
 		if m := errorLineRE.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			errs = append(errs, fmt.Errorf("providers file: %s: %s", describe(lines, line), m[2]))
+			errs = append(errs, fmt.Errorf("providers file: %s: %s", describe(lines, line), oneLine(m[2])))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("providers file: %s", msg))
+		errs = append(errs, fmt.Errorf("providers file: %s", oneLine(msg)))
 	}
 	return errors.Join(errs...)
 }
