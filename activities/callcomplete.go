@@ -25,6 +25,10 @@ type CompletedCall struct {
 	Projected   bool      `json:"projected"`
 }
 
+// projectionMargin is how long before its local activity's deadline
+// CallAndComplete's projection must end.
+const projectionMargin = time.Second
+
 // CallAndComplete runs a short call and, when it succeeds, projects the
 // job as completed: one local activity where CallProvider and SaveJob
 // are two. A failed call is CallProvider's failure, and nothing is
@@ -37,6 +41,17 @@ func (c *ProviderCalls) CallAndComplete(ctx context.Context, in CompleteInput) (
 		return CompletedCall{}, err
 	}
 	done := CompletedCall{CallOutput: out, CompletedAt: time.Now().UTC()}
+	if deadline, ok := ctx.Deadline(); ok {
+		// Past the activity's deadline the workflow takes the call for
+		// failed and makes it again: the projection ends well before it,
+		// or is left to the workflow.
+		if time.Until(deadline) < 2*projectionMargin {
+			return done, nil
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-projectionMargin))
+		defer cancel()
+	}
 	job := in.Job
 	job.WorkerID, job.ResultFile = out.WorkerID, out.ResultFile
 	job.Complete(out.Result, done.CompletedAt)

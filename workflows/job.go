@@ -87,9 +87,12 @@ type job struct {
 	// processingUnsaved: the processing state was recorded but not
 	// projected (projectsOnce); the next projection carries it.
 	processingUnsaved bool
-	// completedAt: the short call projected the job as completed then
-	// (generation 3, callAndComplete); finish does not project it again.
-	completedAt *time.Time
+	// completedAt is when a generation-3 short call returned
+	// (callAndComplete), the job's completed_at; completionProjected: the
+	// call's local activity projected the completion, which finish does
+	// not project again.
+	completedAt         *time.Time
+	completionProjected bool
 	// firstAttempt numbers this run's first routing decision: 1, or one
 	// more than the decisions of the runs an operator's retry follows.
 	firstAttempt int
@@ -371,11 +374,16 @@ func (j *job) callAndComplete(ctx workflow.Context, options workflow.LocalActivi
 	var done activities.CompletedCall
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, options), providerCalls.CallAndComplete,
 		activities.CompleteInput{Call: in, Job: j.snap}).Get(ctx, &done)
-	if err == nil && done.Projected {
-		at := done.CompletedAt
-		j.completedAt = &at
+	if err != nil {
+		// The activity may still have projected the call's success (one
+		// revision past this snapshot's) before its deadline or a cancel
+		// passed: what the job projects next passes it.
+		j.snap.Revision += 2
+		return done.CallOutput, err
 	}
-	return done.CallOutput, err
+	at := done.CompletedAt
+	j.completedAt, j.completionProjected = &at, done.Projected
+	return done.CallOutput, nil
 }
 
 // localCallChange names the GetVersion marker of short provider calls run
@@ -423,10 +431,10 @@ func (j *job) callActivity(ctx workflow.Context, options workflow.ActivityOption
 // finish ends the job as completed (result) or failed (jobErr).
 func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.Error) (*jobs.Snapshot, error) {
 	now := workflow.Now(ctx).UTC()
-	projected := jobErr == nil && j.completedAt != nil
-	if projected {
-		now = *j.completedAt
+	if jobErr == nil && j.completedAt != nil {
+		now = *j.completedAt // the activity's projection, if any, says the same
 	}
+	projected := jobErr == nil && j.completionProjected
 	if jobErr != nil {
 		j.snap.CompletedAt = &now
 		j.snap.Status = jobs.StatusFailed
@@ -480,13 +488,6 @@ func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 	}
 	ctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	if j.since(3) {
-		// A short call's local activity, cancelled with the job, may have
-		// projected the call's success (one revision past this
-		// snapshot's) before it stopped: the cancellation's projection
-		// passes it.
-		j.snap.Revision++
-	}
 	if _, ferr := j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
 		return nil, ferr
 	}
