@@ -70,7 +70,7 @@ func (p *Projections) SaveJob(ctx context.Context, snap jobs.Snapshot) error {
 	if entry != nil {
 		p.recordUsage(ctx, entry, priced)
 	}
-	if snap.Status.Terminal() && entry == nil {
+	if snap.Status.Terminal() && entry == nil && snap.Budgeted {
 		// Ended unbilled: its budget reservations are given back.
 		if err := p.releaseBudget(ctx, snap.ID); err != nil {
 			return err

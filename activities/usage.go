@@ -45,6 +45,7 @@ func bill(prices *providers.PriceBook, snap jobs.Snapshot, row *jobs.Record) (*s
 		Service: snap.Service, Provider: snap.Provider, Unit: usage.Unit, Quantity: usage.Quantity,
 		Native: string(nativeJSON), CostNanos: usage.Cost.Nanos, Currency: usage.Cost.Currency,
 		PriceVersion: usage.PriceVersion, Estimated: usage.Estimated, BilledAt: billedAt,
+		Unbudgeted: !snap.Budgeted,
 	}, priced, nil
 }
 

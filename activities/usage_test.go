@@ -166,3 +166,17 @@ func scrapeMetrics(t *testing.T, m *metrics.Metrics) string {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
+
+// Only a budgeted job can hold budget reservations: its ledger entry is
+// settled against them, an unbudgeted one's skips reading them.
+func TestUsageSettlesBudgetsOfBudgetedJobsOnly(t *testing.T) {
+	t.Parallel()
+	for _, budgeted := range []bool{false, true} {
+		st, _ := saveCompleted(t, jobs.Snapshot{Service: jobs.LLMTasks, Provider: "priced", Budgeted: budgeted,
+			Input:  json.RawMessage(`{"type":"text","text":"t","prompt":"p"}`),
+			Result: json.RawMessage(`{"content":"answer","finish_reason":"completed"}`)})
+		require.Equal(t, !budgeted, st.ledger[0].Unbudgeted, "budgeted %v", budgeted)
+	}
+	sub := jobs.Submission{JobID: "job-1", Budgeted: true}
+	require.True(t, sub.Snapshot().Budgeted, "the workflow's snapshot carries it from the submission")
+}

@@ -29,6 +29,10 @@ type UsageEntry struct {
 	PriceVersion string
 	Estimated    bool
 	BilledAt     time.Time
+	// Unbudgeted: the job held no budget reservations (it was not
+	// budgeted), so SaveJobUsage has none to settle and skips reading
+	// them.
+	Unbudgeted bool `gorm:"-"`
 }
 
 // TableName is the table entries live in.
@@ -48,6 +52,9 @@ func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *Usage
 		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(entry).Error; err != nil {
 			return err
+		}
+		if entry.Unbudgeted {
+			return nil
 		}
 		return s.settleBudgets(tx, entry)
 	})

@@ -38,6 +38,9 @@ type Snapshot struct {
 	Revision int `json:"revision"`
 	// Waiting is set while the job waits out an outage.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Budgeted is the submission's: only such a job can hold budget
+	// reservations, which its projection settles or releases.
+	Budgeted bool `json:"budgeted,omitempty"`
 }
 
 // Complete ends the job as completed at at, with result. The workflow

@@ -92,6 +92,7 @@ func (s Submission) Snapshot() Snapshot {
 		ClientMeta:     s.ClientMeta,
 		RoutingHistory: []RoutingInfo{},
 		CreatedAt:      s.CreatedAt,
+		Budgeted:       s.Budgeted,
 	}
 }
 
