@@ -169,7 +169,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
 	str(&c.TemporalAddress, "temporal-address", "TEMPORAL_ADDRESS", "", "Temporal frontend host:port (default: the temporal.toml profile's; dev: its embedded server)")
 	str(&c.TemporalNamespace, "temporal-namespace", "TEMPORAL_NAMESPACE", "", namespaceUsage)
-	c.registerTemporalCompression(fs)
+	str(&c.TemporalCompression, "temporal-compression", "GATEWAY_TEMPORAL_COMPRESSION", compressionAuto, temporalCompressionUsage)
 	str(&c.Region, "region", "GATEWAY_REGION", "local", "region reported in meta.system")
 	c.registerNetworkFlags(fs, command)
 	c.registerMediaFlags(fs, command)

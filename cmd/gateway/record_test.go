@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,22 +165,12 @@ func writeJobHistories(t *testing.T, tc client.Client, dir string, jobs map[stri
 //
 // Rename the new files job-vN-gen2-*.json, N one more than the newest.
 func TestRecordGenerationTwoHistories(t *testing.T) {
-	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
-	if dir == "" {
-		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
-	}
-	catalog := writeCatalog(t, recordCatalog)
-	temporalAddr := freeAddr(t)
-	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff},
-		"--providers", catalog, "--job-generation", "2")
-	tc := temporalClient(t, temporalAddr)
-	jobs := map[string]string{
+	recordGenerationHistories(t, 2, map[string]string{
 		// Projected once, as completed.
-		"gen2-short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+		"short-completed": "sandbox-quick",
 		// A long call: projected as processing, then completed.
-		"gen2-long-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-steady","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
-	}
-	writeJobHistories(t, tc, dir, jobs)
+		"long-completed": "sandbox-steady",
+	})
 }
 
 // TestRecordGenerationThreeHistories records the histories of jobs
@@ -189,6 +181,19 @@ func TestRecordGenerationTwoHistories(t *testing.T) {
 //
 // Rename the new files job-vN-gen3-*.json, N one more than the newest.
 func TestRecordGenerationThreeHistories(t *testing.T) {
+	recordGenerationHistories(t, 3, map[string]string{
+		// The call projects the completion.
+		"short-completed": "sandbox-quick",
+		// The short call fails: processing is projected, the call is
+		// tried again as an activity, and the job fails.
+		"short-failed": "sandbox-quick-broken",
+	})
+}
+
+// recordGenerationHistories records, for jobs stamped with generation,
+// one LLM task on each provider of providers (by history name), as
+// job-gen<generation>-<name>.json.
+func recordGenerationHistories(t *testing.T, generation int, providers map[string]string) {
 	dir := os.Getenv("GATEWAY_RECORD_HISTORIES")
 	if dir == "" {
 		t.Skip("set GATEWAY_RECORD_HISTORIES to record workflow histories")
@@ -196,14 +201,12 @@ func TestRecordGenerationThreeHistories(t *testing.T) {
 	catalog := writeCatalog(t, recordCatalog+sandboxLLMProvider("sandbox-quick-broken", "Sandbox (quick, always fails)", 0, 1, "0.00001"))
 	temporalAddr := freeAddr(t)
 	g := newGatewayEnv(t, "", temporalAddr, []string{envPayloadKeys + "=" + payloadKeysOff},
-		"--providers", catalog, "--job-generation", "3")
+		"--providers", catalog, "--job-generation", strconv.Itoa(generation))
 	tc := temporalClient(t, temporalAddr)
-	jobs := map[string]string{
-		// The call projects the completion.
-		"gen3-short-completed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
-		// The short call fails: processing is projected, the call is
-		// tried again as an activity, and the job fails.
-		"gen3-short-failed": g.create("llm-tasks", `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-quick-broken","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID,
+	jobs := map[string]string{}
+	for name, provider := range providers {
+		jobs[fmt.Sprintf("gen%d-%s", generation, name)] = g.create("llm-tasks",
+			`{"data":{"type":"llm-task-job","attributes":{"provider":"`+provider+`","input":{"type":"text","text":"x","prompt":"y"}}}}`).Data.ID
 	}
 	writeJobHistories(t, tc, dir, jobs)
 }

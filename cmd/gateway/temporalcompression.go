@@ -1,10 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net"
-	"os"
 
 	"go.temporal.io/sdk/client"
 )
@@ -17,14 +15,8 @@ const (
 	compressionNone = "none"
 )
 
-func (c *config) registerTemporalCompression(fs *flag.FlagSet) {
-	def := compressionAuto
-	if v, ok := os.LookupEnv("GATEWAY_TEMPORAL_COMPRESSION"); ok {
-		def = v
-	}
-	fs.StringVar(&c.TemporalCompression, "temporal-compression", def,
-		"gzip or none: compression of the gRPC requests to Temporal; auto: none when Temporal is on this host (loopback, or dev's embedded server), where compressing only costs CPU, else gzip (env GATEWAY_TEMPORAL_COMPRESSION)")
-}
+// temporalCompressionUsage is --temporal-compression's help.
+const temporalCompressionUsage = "gzip or none: compression of the gRPC requests to Temporal; auto: none when Temporal's address is a loopback one (as dev's embedded server's is), where compressing only costs CPU, else gzip"
 
 func (c *config) validateTemporalCompression() []string {
 	switch c.TemporalCompression {
