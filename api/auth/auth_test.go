@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -765,4 +766,47 @@ func TestLazyDiscovery(t *testing.T) {
 	caller, err := v.Verify(ctx, token)
 	require.NoError(t, err)
 	require.Equal(t, "alice", caller.Subject)
+}
+
+// A verified token is remembered: the next request with it skips the
+// signature, never past the token's expiry, and only that exact token.
+// Not parallel: it counts the process's allocations.
+func TestVerifiedTokensAreRemembered(t *testing.T) {
+	b := setup(t)
+	claims := b.validClaims()
+	claims["exp"] = time.Now().Add(2 * time.Minute).Unix()
+	token := b.signWithDevKey(t, claims)
+	first, err := b.verifier.Verify(context.Background(), token)
+	require.NoError(t, err)
+
+	require.Less(t, verifyAllocs(t, b, token, first), uint64(10),
+		"a remembered token is not parsed or verified again (a verification allocates hundreds of objects)")
+	b.skew.Store(int64(59 * time.Second))
+	require.Less(t, verifyAllocs(t, b, token, first), uint64(10), "remembered for a minute")
+	b.skew.Store(int64(61 * time.Second))
+	require.Greater(t, verifyAllocs(t, b, token, first), uint64(100), "verified again after a minute")
+
+	// The same claims under a signature that does not verify.
+	parts := strings.Split(token, ".")
+	sig := []byte(parts[2])
+	sig[0] = map[bool]byte{true: 'B', false: 'A'}[sig[0] == 'A']
+	_, err = b.verifier.Verify(context.Background(), parts[0]+"."+parts[1]+"."+string(sig))
+	require.ErrorIs(t, err, auth.ErrSignature)
+
+	b.skew.Store(int64(2*time.Minute + time.Second))
+	_, err = b.verifier.Verify(context.Background(), token)
+	require.ErrorIs(t, err, auth.ErrExpired, "a remembered token expires at its exp")
+}
+
+// verifyAllocs verifies token once, checks it names want, and returns the
+// objects the process allocated meanwhile.
+func verifyAllocs(t *testing.T, b *bundle, token string, want auth.Caller) uint64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	caller, err := b.verifier.Verify(context.Background(), token)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, want, caller)
+	return after.Mallocs - before.Mallocs
 }

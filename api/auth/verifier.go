@@ -4,6 +4,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -77,6 +79,11 @@ type Verifier struct {
 	client   *http.Client
 	now      func() time.Time
 
+	// verified holds the callers of tokens that passed Verify, by the
+	// token's SHA-256, so that a client's next request with the same token
+	// skips the signature (docs/api.md, Authentication).
+	verified *ttlcache.Cache[[sha256.Size]byte, verifiedToken]
+
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier // nil until discovery succeeded
 	pending  *discovery            // the discovery in flight, if any
@@ -95,7 +102,22 @@ func NewVerifier(issuerURL, audience string, client *http.Client) *Verifier {
 	if client == nil {
 		client = &http.Client{Timeout: discoveryTimeout}
 	}
-	return &Verifier{issuer: issuerURL, audience: audience, client: client, now: time.Now}
+	v := &Verifier{issuer: issuerURL, audience: audience, client: client, now: time.Now}
+	v.verified = ttlcache.New[[sha256.Size]byte, verifiedToken](verifiedTTL, verifiedTokens, func() time.Time { return v.now() })
+	return v
+}
+
+// A verified token is served from the verifier's cache for at most
+// verifiedTTL, and never past its exp; at most verifiedTokens are kept.
+const (
+	verifiedTTL    = time.Minute
+	verifiedTokens = 10_000
+)
+
+// verifiedToken is a token that passed Verify: its caller and its expiry.
+type verifiedToken struct {
+	caller  Caller
+	expires time.Time
 }
 
 // Ready performs discovery if not done yet; nil once the provider is known.
@@ -168,42 +190,58 @@ func (v *Verifier) discover(d *discovery) {
 
 // Verify checks rawToken and returns its caller. A rejected token gives a
 // *TokenError; any other error means the issuer or its keys could not be
-// fetched. The claims are checked before the signature, so that a token
-// that cannot be valid costs no key lookup, and again once verified.
+// fetched. A token verified in the last minute is not verified again until
+// it expires; rejected tokens are not remembered.
 func (v *Verifier) Verify(ctx context.Context, rawToken string) (Caller, error) {
 	if rawToken == "" {
 		return Caller{}, &TokenError{Kind: ErrNoToken, Reason: "missing bearer token"}
 	}
+	tok, err := v.verified.Get(ctx, sha256.Sum256([]byte(rawToken)), func(ctx context.Context) (verifiedToken, error) {
+		return v.verify(ctx, rawToken)
+	})
+	if err != nil {
+		return Caller{}, err
+	}
+	if tok.expires.Before(v.now()) {
+		return Caller{}, &TokenError{Kind: ErrExpired, Reason: "the token has expired"}
+	}
+	return tok.caller, nil
+}
+
+// verify checks rawToken's claims, then its signature. The claims are
+// checked before the signature, so that a token that cannot be valid costs
+// no key lookup, and again once verified.
+func (v *Verifier) verify(ctx context.Context, rawToken string) (verifiedToken, error) {
 	jws, err := jose.ParseSignedCompact(rawToken, joseAlgs())
 	if err != nil {
-		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token is not a JWT signed with a supported algorithm", Cause: err}
+		return verifiedToken{}, &TokenError{Kind: ErrMalformed, Reason: "the token is not a JWT signed with a supported algorithm", Cause: err}
 	}
 	if len(jws.Signatures) > 0 {
 		if typ, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string); !accessTokenType(typ) {
-			return Caller{}, &TokenError{Kind: ErrMalformed, Reason: fmt.Sprintf("the token's typ %q is not an access token's (at+jwt or JWT)", typ)}
+			return verifiedToken{}, &TokenError{Kind: ErrMalformed, Reason: fmt.Sprintf("the token's typ %q is not an access token's (at+jwt or JWT)", typ)}
 		}
 	}
-	if _, terr := v.checkClaims(jws.UnsafePayloadWithoutVerification()); terr != nil {
-		return Caller{}, terr
+	if _, _, terr := v.checkClaims(jws.UnsafePayloadWithoutVerification()); terr != nil {
+		return verifiedToken{}, terr
 	}
 	ov, err := v.oidcVerifier(ctx)
 	if err != nil {
-		return Caller{}, err
+		return verifiedToken{}, err
 	}
 	lookup := &keyLookup{}
 	tok, err := ov.Verify(context.WithValue(ctx, keyLookupKey{}, lookup), rawToken)
 	if err != nil {
-		return Caller{}, rejection(lookup, err)
+		return verifiedToken{}, rejection(lookup, err)
 	}
 	var payload json.RawMessage
 	if err := tok.Claims(&payload); err != nil {
-		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
+		return verifiedToken{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
 	}
-	caller, terr := v.checkClaims(payload)
+	caller, expires, terr := v.checkClaims(payload)
 	if terr != nil {
-		return Caller{}, terr
+		return verifiedToken{}, terr
 	}
-	return caller, nil
+	return verifiedToken{caller: caller, expires: expires}, nil
 }
 
 // accessTokenType accepts the typ header of an access token: at+jwt
@@ -236,12 +274,12 @@ func rejection(lookup *keyLookup, err error) error {
 }
 
 // checkClaims checks the claims of payload and returns the caller they
-// name. Each claim must have its documented type: a roles string or a
+// name and the token's expiry. Each claim must have its documented type: a roles string or a
 // scope array is malformed, not read leniently.
-func (v *Verifier) checkClaims(payload []byte) (Caller, *TokenError) {
+func (v *Verifier) checkClaims(payload []byte) (Caller, time.Time, *TokenError) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &raw); err != nil {
-		return Caller{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrMalformed, Reason: "the token claims are malformed", Cause: err}
 	}
 	var (
 		iss, sub, tenant, scope string
@@ -265,7 +303,7 @@ func (v *Verifier) checkClaims(payload []byte) (Caller, *TokenError) {
 	} {
 		if m, ok := raw[c.name]; ok {
 			if err := json.Unmarshal(m, c.into); err != nil {
-				return Caller{}, malformedClaim(c.name+" must be "+c.want, err)
+				return Caller{}, time.Time{}, malformedClaim(c.name+" must be "+c.want, err)
 			}
 		}
 	}
@@ -273,27 +311,27 @@ func (v *Verifier) checkClaims(payload []byte) (Caller, *TokenError) {
 	now := v.now()
 	switch {
 	case iss != v.issuer:
-		return Caller{}, &TokenError{Kind: ErrIssuer, Reason: fmt.Sprintf("the token was not issued by %s", v.issuer)}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrIssuer, Reason: fmt.Sprintf("the token was not issued by %s", v.issuer)}
 	case !aud.Contains(v.audience):
-		return Caller{}, &TokenError{Kind: ErrAudience, Reason: fmt.Sprintf("the token audience does not include %q", v.audience)}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrAudience, Reason: fmt.Sprintf("the token audience does not include %q", v.audience)}
 	case exp == nil:
-		return Caller{}, &TokenError{Kind: ErrClaims, Reason: "the token has no expiry (exp claim)"}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrClaims, Reason: "the token has no expiry (exp claim)"}
 	case exp.Time().Before(now):
-		return Caller{}, &TokenError{Kind: ErrExpired, Reason: "the token has expired"}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrExpired, Reason: "the token has expired"}
 	// go-oidc allows 5 minutes of skew on nbf; enforce a tighter bound.
 	case nbf != nil && now.Add(clockLeeway).Before(nbf.Time()):
-		return Caller{}, notYetValid("nbf")
+		return Caller{}, time.Time{}, notYetValid("nbf")
 	case iat != nil && now.Add(clockLeeway).Before(iat.Time()):
-		return Caller{}, notYetValid("iat")
+		return Caller{}, time.Time{}, notYetValid("iat")
 	case strings.TrimSpace(sub) == "":
-		return Caller{}, &TokenError{Kind: ErrClaims, Reason: "the token has no subject (sub claim)"}
+		return Caller{}, time.Time{}, &TokenError{Kind: ErrClaims, Reason: "the token has no subject (sub claim)"}
 	}
 	if problem := subjectProblem(sub); problem != "" {
-		return Caller{}, malformedClaim("sub "+problem, nil)
+		return Caller{}, time.Time{}, malformedClaim("sub "+problem, nil)
 	}
 	if tenant != "" {
 		if problem := tenantProblem(tenant); problem != "" {
-			return Caller{}, malformedClaim("tenant_id "+problem, nil)
+			return Caller{}, time.Time{}, malformedClaim("tenant_id "+problem, nil)
 		}
 	}
 	var cleanRoles []string
@@ -302,7 +340,7 @@ func (v *Verifier) checkClaims(payload []byte) (Caller, *TokenError) {
 			cleanRoles = append(cleanRoles, r)
 		}
 	}
-	return Caller{Subject: sub, Tenant: tenant, Scopes: nilIfEmpty(strings.Fields(scope)), Roles: cleanRoles}, nil
+	return Caller{Subject: sub, Tenant: tenant, Scopes: nilIfEmpty(strings.Fields(scope)), Roles: cleanRoles}, exp.Time(), nil
 }
 
 func malformedClaim(problem string, cause error) *TokenError {
