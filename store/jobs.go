@@ -30,22 +30,41 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 	return s.write(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
 }
 
-// saveJob is SaveJob's statement, and its event when it landed.
+// saveJob is SaveJob's statement, and its event when it landed. The job's
+// row exists from its create on, so the projection is an UPDATE of the
+// columns a job's run changes; only when it matched no row (a job recorded
+// by an older version, or a newer revision landed) does it fall back to an
+// upsert that writes the whole row, or nothing when the row is newer.
 func saveJob(tx *gorm.DB, job *jobs.Record) error {
-	res := tx.Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{
-			"provider", "status", "progress", "policy_id", "routing", "routing_history",
-			"result", "result_file", "error_code", "error_message", "worker_id", "revision",
-			"processed_at", "completed_at", "updated_at", "result_expired_at", "usage", "waiting",
-		}),
-		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
-			"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
-	}).Create(job)
-	if res.Error != nil || res.RowsAffected == 0 {
+	update := tx.Model(job).Select(projectedColumns).Where("revision < ?", job.Revision)
+	if job.CompletedAt != nil {
+		// A result that expired stays expired unless the job completed again.
+		update = update.Where("(result_expired_at IS NULL OR completed_at <> ?)", *job.CompletedAt)
+	}
+	res := update.Updates(job)
+	if res.Error != nil {
 		return res.Error
 	}
+	if res.RowsAffected == 0 {
+		res = tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "id"}},
+			DoUpdates: clause.AssignmentColumns(projectedColumns),
+			Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "jobs.revision < excluded.revision AND " +
+				"(jobs.result_expired_at IS NULL OR excluded.completed_at IS NULL OR excluded.completed_at <> jobs.completed_at)"}}},
+		}).Create(job)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+	}
 	return appendJobEvent(tx, job)
+}
+
+// projectedColumns are the columns of a job that its run changes, which a
+// projection writes.
+var projectedColumns = []string{
+	"provider", "status", "progress", "policy_id", "routing", "routing_history",
+	"result", "result_file", "error_code", "error_message", "worker_id", "revision",
+	"processed_at", "completed_at", "updated_at", "result_expired_at", "usage", "waiting",
 }
 
 // UpdateProgress raises a processing job's progress; it never lowers it and
