@@ -17,6 +17,10 @@ import (
 type serverLogger struct {
 	log   *slog.Logger
 	level slog.Leveler
+	// tags are those added by With, turned into attributes only when a
+	// record is logged: the server derives loggers for every request and
+	// task, and logs few of their records.
+	tags  []tag.Tag
 	state *logState // shared with loggers derived by With
 }
 
@@ -64,11 +68,10 @@ func (l *serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelEr
 
 // With returns a logger with tags added to every record.
 func (l *serverLogger) With(tags ...tag.Tag) log.Logger {
-	args := make([]any, len(tags))
-	for i, t := range tags {
-		args[i] = slog.Any(t.Key(), t.Value())
+	if len(tags) == 0 {
+		return l
 	}
-	return &serverLogger{log: l.log.With(args...), level: l.level, state: l.state}
+	return &serverLogger{log: l.log, level: l.level, tags: append(l.tags[:len(l.tags):len(l.tags)], tags...), state: l.state}
 }
 
 func (l *serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
@@ -79,9 +82,9 @@ func (l *serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, len(tags))
-	for i, t := range tags {
-		attrs[i] = slog.Any(t.Key(), t.Value())
+	attrs := make([]slog.Attr, 0, len(l.tags)+len(tags))
+	for _, t := range append(l.tags[:len(l.tags):len(l.tags)], tags...) {
+		attrs = append(attrs, slog.Any(t.Key(), t.Value()))
 	}
 	l.log.LogAttrs(ctx, level, msg, attrs...)
 }
