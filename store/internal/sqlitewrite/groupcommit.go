@@ -24,8 +24,10 @@ import (
 // writes may be joined by a request's write while it waits at the gate,
 // and must not make that request wait in the background's line.
 //
-// Each write runs under its own savepoint: one that fails is rolled back
-// alone and its caller gets its error; the others commit. A caller returns
+// Each write after a batch's first runs under its own savepoint: one that
+// fails is rolled back alone and its caller gets its error; the others
+// commit. The first needs none: when it fails, the transaction, which holds
+// nothing else yet, is rolled back and the batch ends with it. A caller returns
 // once its batch committed, so a write reported done is as durable as a
 // transaction of its own.
 
@@ -206,10 +208,20 @@ func (g *Writer) commit() bool {
 	err := g.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for i := 0; ; i++ {
 			w := batch[i]
-			if err := w.ctx.Err(); err != nil {
+			switch err := w.ctx.Err(); {
+			case err != nil:
 				results[i] = err
-			} else if err := runSavepointed(tx, w, &results[i]); err != nil {
-				return err
+			case i == 0:
+				// Alone in the transaction so far: if it fails, rolling
+				// the transaction back rolls back just it, so it needs no
+				// savepoint of its own.
+				if results[i] = runWrite(tx, w); results[i] != nil {
+					return results[i]
+				}
+			default:
+				if err := runSavepointed(tx, w, &results[i]); err != nil {
+					return err
+				}
 			}
 			if len(batch) == maxBatch {
 				return nil

@@ -126,6 +126,24 @@ func TestAFailedWriteIsRolledBackAloneInItsBatch(t *testing.T) {
 	require.NoError(t, r.errs["after"])
 }
 
+// A batch's first write runs without a savepoint: when it fails, its
+// transaction is rolled back and the writes queued behind it commit in the
+// next.
+func TestAFailedFirstWriteEndsItsBatch(t *testing.T) {
+	t.Parallel()
+	r := newWriteRecorder(t)
+	ctx := t.Context()
+	failure := errors.New("the write's own failure")
+	r.queue(planned{ctx: ctx, name: "failing", fail: failure}, planned{ctx: ctx, name: "second"}, planned{ctx: ctx, name: "third"})()
+
+	require.Equal(t, []string{"second", "third"}, r.rows(), "the failing write's insert was rolled back, the others committed")
+	require.ErrorIs(t, r.errs["failing"], failure)
+	require.NoError(t, r.errs["second"])
+	require.NoError(t, r.errs["third"])
+	require.NotSame(t, r.txs["failing"], r.txs["second"], "the batch ended with the failed write")
+	require.Same(t, r.txs["second"], r.txs["third"])
+}
+
 func TestRequestsWritesJoinABatchFirst(t *testing.T) {
 	t.Parallel()
 	r := newWriteRecorder(t)
