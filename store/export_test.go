@@ -64,3 +64,12 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	err := s.db.WithContext(ctx).Raw("SELECT current_setting(?)", name).Scan(&v).Error
 	return v, err
 }
+
+// MaxOpenConns is the bound on the store's open connections.
+func (s *Store) MaxOpenConns() int {
+	db, err := s.db.DB()
+	if err != nil {
+		return -1
+	}
+	return db.Stats().MaxOpenConnections
+}

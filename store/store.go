@@ -40,6 +40,23 @@ type Store struct {
 	exclusive   sync.Map                  // SQLite only: TryExclusive's locks by name
 }
 
+// DefaultMaxConns is how many PostgreSQL connections a store keeps open at
+// most unless SetMaxConns says otherwise.
+const DefaultMaxConns = 20
+
+// SetMaxConns bounds the PostgreSQL connections the store keeps open to
+// n, half of them kept idle (docs/operations.md, Database connections).
+// SQLite keeps its one connection.
+func (s *Store) SetMaxConns(n int) {
+	if s.dialect != "postgres" || n < 1 {
+		return
+	}
+	if sqlDB, err := s.db.DB(); err == nil {
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(max(1, n/2))
+	}
+}
+
 // Open connects to databaseURL: a postgres:// or postgresql:// URL, or
 // sqlite:PATH (a file, created when missing).
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
@@ -70,8 +87,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		// failing with SQLITE_BUSY.
 		sqlDB.SetMaxOpenConns(1)
 	} else {
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetMaxOpenConns(DefaultMaxConns)
+		sqlDB.SetMaxIdleConns(DefaultMaxConns / 2)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	if dialect == "postgres" {

@@ -272,3 +272,20 @@ func TestPostgresSessionsEndIdleTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1min", timeout)
 }
+
+// SetMaxConns bounds PostgreSQL's connections; SQLite keeps its one.
+func TestSetMaxConns(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		want := store.DefaultMaxConns
+		if s.Dialect() == "sqlite" {
+			want = 1
+		}
+		require.Equal(t, want, s.MaxOpenConns())
+		s.SetMaxConns(4)
+		if s.Dialect() == "postgres" {
+			want = 4
+		}
+		require.Equal(t, want, s.MaxOpenConns())
+	})
+}

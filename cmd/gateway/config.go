@@ -33,6 +33,7 @@ type config struct {
 	IdPIssuerURL      string
 	WorkerStopTimeout time.Duration
 	DatabaseURL       string
+	DatabaseMaxConns  int
 	TemporalAddress   string
 	TemporalNamespace string
 	// TemporalCompression is --temporal-compression
@@ -143,6 +144,10 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		return
 	}
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "postgres://… or sqlite:path (dev default: SQLite file in the data dir)")
+	if command == "dev" || command == "serve" || command == "worker" {
+		fs.IntVar(&c.DatabaseMaxConns, "database-max-conns", envOr("GATEWAY_DATABASE_MAX_CONNS", store.DefaultMaxConns, strconv.Atoi, -1),
+			"PostgreSQL connections this process keeps open at most; size them against the server's max_connections or a pooler's (SQLite: always one) (env GATEWAY_DATABASE_MAX_CONNS)")
+	}
 	if command == "providers" {
 		str(&c.ProvidersFile, "providers", "GATEWAY_PROVIDERS_FILE", "", "provider catalog YAML file (default: built-in sandbox providers)")
 		return
@@ -308,6 +313,9 @@ func (c *config) validate(command string) error {
 	}
 	if command == "serve" && c.JobStarts != jobStartsAuto && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
 		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s, %s or %s, not %q", jobStartsAuto, jobStartsServe, jobStartsWorkers, c.JobStarts))
+	}
+	if (command == "dev" || command == "serve" || command == "worker") && c.DatabaseMaxConns < 1 {
+		problems = append(problems, "--database-max-conns (GATEWAY_DATABASE_MAX_CONNS) must be a whole number of at least 1")
 	}
 	if (command == "dev" || command == "serve" || command == "worker") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")

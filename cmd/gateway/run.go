@@ -384,6 +384,9 @@ func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DatabaseMaxConns > 0 {
+		st.SetMaxConns(cfg.DatabaseMaxConns)
+	}
 	if migrate {
 		if err := st.Migrate(ctx); err != nil {
 			_ = st.Close()
