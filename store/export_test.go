@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
 )
 
 // SetIdempotencyDeleteBatch sets how many keys one delete takes.
@@ -72,4 +73,17 @@ func (s *Store) MaxOpenConns() int {
 		return -1
 	}
 	return db.Stats().MaxOpenConnections
+}
+
+// SynchronousCommitOfUnsyncedWrites is PostgreSQL's synchronous_commit
+// inside a writeUnsynced transaction, and outside one after it.
+func (s *Store) SynchronousCommitOfUnsyncedWrites(ctx context.Context) (inside, after string, err error) {
+	err = s.writeUnsynced(ctx, func(tx *gorm.DB) error {
+		return tx.Raw("SHOW synchronous_commit").Scan(&inside).Error
+	})
+	if err != nil {
+		return "", "", err
+	}
+	err = s.db.WithContext(ctx).Raw("SHOW synchronous_commit").Scan(&after).Error
+	return inside, after, err
 }

@@ -160,7 +160,10 @@ func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID st
 	q.WriteString(" END RETURNING time_window, count")
 
 	var counted []windowCount
-	write := s.write // several windows, or a decision's record, reserve all or none
+	// Several windows, or a decision's record, reserve all or none. A
+	// reservation lost in a crash of the database is made again or
+	// undercounts a window: it need not wait for the disk.
+	write := s.writeUnsynced
 	if len(windows) == 1 && key == nil {
 		write = s.writeStatement
 	}

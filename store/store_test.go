@@ -289,3 +289,15 @@ func TestSetMaxConns(t *testing.T) {
 		require.Equal(t, want, s.MaxOpenConns())
 	})
 }
+
+// On PostgreSQL an unsynced write commits without waiting for the disk,
+// and only that transaction: the connection goes back to the pool synced.
+func TestUnsyncedWritesAreThoseTransactionsAlone(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, storetest.FreshPostgresURL(t))
+	s.SetMaxConns(1) // the next statement runs on the same connection
+	inside, after, err := s.SynchronousCommitOfUnsyncedWrites(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "off", inside)
+	require.Equal(t, "on", after)
+}
