@@ -76,9 +76,13 @@ func (s *Store) MaxOpenConns() int {
 }
 
 // SynchronousCommitOfUnsyncedWrites is PostgreSQL's synchronous_commit
-// inside a writeUnsynced transaction, and outside one after it.
+// inside a transaction that commitUnsynced relaxed, and outside one after
+// it.
 func (s *Store) SynchronousCommitOfUnsyncedWrites(ctx context.Context) (inside, after string, err error) {
-	err = s.writeUnsynced(ctx, func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.commitUnsynced(tx); err != nil {
+			return err
+		}
 		return tx.Raw("SHOW synchronous_commit").Scan(&inside).Error
 	})
 	if err != nil {

@@ -32,9 +32,12 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 
 // saveJob is SaveJob's statement, and its event when it landed. The job's
 // row exists from its create on, so the projection is an UPDATE of the
-// columns a job's run changes; only when it matched no row (a job recorded
-// by an older version, or a newer revision landed) does it fall back to an
-// upsert that writes the whole row, or nothing when the row is newer.
+// columns a job's run changes. When it matched no row (the row is missing
+// or was deleted, holds a newer revision, or holds an expired result of
+// the same completion) the upsert decides, as it did alone before: it
+// writes a missing row unless the job was deleted (the jobs_stay_deleted
+// trigger), and nothing otherwise. GORM sets UpdatedAt to now on the
+// UPDATE, as SaveJob does.
 func saveJob(tx *gorm.DB, job *jobs.Record) error {
 	update := tx.Model(job).Select(projectedColumns).Where("revision < ?", job.Revision)
 	if job.CompletedAt != nil {

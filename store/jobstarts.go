@@ -61,9 +61,12 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var claimed []JobStart
-	err := s.writeUnsynced(ctx, func(tx *gorm.DB) error { // a lost lease is claimed again
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		claimed = nil
 		if err := s.takeTurns(tx, now, limit, &claimed); err != nil || len(claimed) == 0 {
+			return err
+		}
+		if err := s.commitUnsynced(tx); err != nil { // a lost lease is claimed again
 			return err
 		}
 		locked := make([]string, len(claimed))

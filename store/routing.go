@@ -160,16 +160,18 @@ func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID st
 	q.WriteString(" END RETURNING time_window, count")
 
 	var counted []windowCount
-	// Several windows, or a decision's record, reserve all or none. A
-	// reservation lost in a crash of the database is made again or
-	// undercounts a window: it need not wait for the disk.
-	write := s.writeUnsynced
+	write := s.write // several windows, or a decision's record, reserve all or none
 	if len(windows) == 1 && key == nil {
 		write = s.writeStatement
 	}
 	err := write(ctx, func(tx *gorm.DB) error {
 		counted = nil
 		if key != nil {
+			// A decision's reservation lost in a crash of the database
+			// is made again: it need not wait for the disk.
+			if err := s.commitUnsynced(tx); err != nil {
+				return err
+			}
 			if err := holdReservation(tx, *key, providerID, now); err != nil {
 				return err
 			}

@@ -44,6 +44,12 @@ type Store struct {
 // most unless SetMaxConns says otherwise.
 const DefaultMaxConns = 20
 
+// MinMaxConns is the fewest connections a process works with: a worker
+// holds one for its notifications (ListenJobStarts) and one for a
+// housekeeping round's lock (TryExclusive) while the round's statements
+// and its jobs' need others.
+const MinMaxConns = 4
+
 // SetMaxConns bounds the PostgreSQL connections the store keeps open to
 // n, half of them kept idle (docs/operations.md, Database connections).
 // SQLite keeps its one connection.

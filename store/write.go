@@ -48,26 +48,21 @@ func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) err
 	return s.db.WithContext(ctx).Transaction(fn)
 }
 
-// writeUnsynced is write for a transaction that a crash of the database
-// server may lose at no cost but work done again: an outbox lease, which
-// another claim takes again, or a routing decision's reservation, which
-// the decision makes again unless its workflow recorded it. On PostgreSQL
-// it commits without waiting for its WAL to reach the disk
-// (synchronous_commit off for this transaction alone, about 0.5 ms less
-// per commit on a local disk); the next synchronous commit of any session
+// commitUnsynced lets tx, on PostgreSQL, commit without waiting for its
+// WAL to reach the disk (synchronous_commit off for this transaction
+// alone, about 0.5 ms less per commit on a local disk), for writes that a
+// crash of the database server may lose at no cost but work done again:
+// an outbox lease, which another claim takes again, or a routing
+// decision's reservation, which the decision makes again unless its
+// workflow recorded it. The next synchronous commit of any session
 // flushes it too, and a crash of the gateway's processes loses nothing.
-// SQLite syncs no commit to the disk (synchronous=NORMAL), so there it is
-// write (docs/operations.md, Durability).
-func (s *Store) writeUnsynced(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.writer != nil || s.dialect != "postgres" {
-		return s.write(ctx, fn)
+// SQLite syncs no commit to the disk (synchronous=NORMAL), so there it does
+// nothing (docs/operations.md, Durability).
+func (s *Store) commitUnsynced(tx *gorm.DB) error {
+	if s.dialect != "postgres" {
+		return nil
 	}
-	return s.transaction(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec("SET LOCAL synchronous_commit TO OFF").Error; err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	return tx.Exec("SET LOCAL synchronous_commit TO OFF").Error
 }
 
 // writeStatement is write for an fn of one statement: on PostgreSQL it

@@ -53,7 +53,8 @@ func subjectProblem(subject string) string {
 	return ""
 }
 
-// Caller is the verified identity of a request.
+// Caller is the verified identity of a request. Callers are read only:
+// the requests of one token share its Caller's slices.
 type Caller struct {
 	Subject string   // sub: the user or client
 	Tenant  string   // tenant_id; empty for tenant-less (super-admin tooling) tokens

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -340,7 +341,9 @@ func (v *Verifier) checkClaims(payload []byte) (Caller, time.Time, *TokenError) 
 			cleanRoles = append(cleanRoles, r)
 		}
 	}
-	return Caller{Subject: sub, Tenant: tenant, Scopes: nilIfEmpty(strings.Fields(scope)), Roles: cleanRoles}, exp.Time(), nil
+	// Clipped: the caller of a remembered token is shared by its requests,
+	// and an append to its slices must not write into another's.
+	return Caller{Subject: sub, Tenant: tenant, Scopes: slices.Clip(nilIfEmpty(strings.Fields(scope))), Roles: slices.Clip(cleanRoles)}, exp.Time(), nil
 }
 
 func malformedClaim(problem string, cause error) *TokenError {

@@ -314,8 +314,8 @@ func (c *config) validate(command string) error {
 	if command == "serve" && c.JobStarts != jobStartsAuto && c.JobStarts != jobStartsServe && c.JobStarts != jobStartsWorkers {
 		problems = append(problems, fmt.Sprintf("--job-starts (GATEWAY_JOB_STARTS) must be %s, %s or %s, not %q", jobStartsAuto, jobStartsServe, jobStartsWorkers, c.JobStarts))
 	}
-	if (command == "dev" || command == "serve" || command == "worker") && c.DatabaseMaxConns < 1 {
-		problems = append(problems, "--database-max-conns (GATEWAY_DATABASE_MAX_CONNS) must be a whole number of at least 1")
+	if (command == "dev" || command == "serve" || command == "worker") && c.DatabaseMaxConns < store.MinMaxConns {
+		problems = append(problems, fmt.Sprintf("--database-max-conns (GATEWAY_DATABASE_MAX_CONNS) must be a whole number of at least %d", store.MinMaxConns))
 	}
 	if (command == "dev" || command == "serve" || command == "worker") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")

@@ -57,7 +57,7 @@ func TestConfigPrecedence(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	cfg := config{LogLevel: "info", StartConcurrency: 1, DatabaseMaxConns: 1, LinkTTL: time.Hour}
+	cfg := config{LogLevel: "info", StartConcurrency: 1, DatabaseMaxConns: 4, LinkTTL: time.Hour}
 	err := cfg.validate("serve")
 	require.ErrorContains(t, err, "serve needs --database-url or DATABASE_URL")
 	require.ErrorContains(t, err, "--temporal-address, TEMPORAL_ADDRESS or a temporal.toml profile")
@@ -100,11 +100,11 @@ func TestDatabaseMaxConns(t *testing.T) {
 	require.Equal(t, 8, parse(t, "worker", "--database-max-conns", "8").DatabaseMaxConns)
 	t.Setenv("GATEWAY_DATABASE_MAX_CONNS", "40")
 	require.Equal(t, 40, parse(t, "serve").DatabaseMaxConns)
-	for _, bad := range []string{"0", "many"} {
+	for _, bad := range []string{"3", "0", "many"} {
 		t.Setenv("GATEWAY_DATABASE_MAX_CONNS", bad)
 		cfg := parse(t, "serve")
 		cfg.LogLevel = "info"
-		require.ErrorContains(t, cfg.validate("serve"), "--database-max-conns (GATEWAY_DATABASE_MAX_CONNS) must be a whole number of at least 1", bad)
+		require.ErrorContains(t, cfg.validate("serve"), "--database-max-conns (GATEWAY_DATABASE_MAX_CONNS) must be a whole number of at least 4", bad)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestNetworkFlags(t *testing.T) {
 
 func TestValidateSigningKey(t *testing.T) {
 	t.Parallel()
-	cfg := config{LogLevel: "info", StartConcurrency: 1, DatabaseMaxConns: 1, LinkTTL: time.Hour, WebhookSigningKey: "whsk_tooshort"}
+	cfg := config{LogLevel: "info", StartConcurrency: 1, DatabaseMaxConns: 4, LinkTTL: time.Hour, WebhookSigningKey: "whsk_tooshort"}
 	require.ErrorContains(t, cfg.validate("dev"), "--webhook-signing-key / GATEWAY_WEBHOOK_SIGNING_KEY")
 	cfg.WebhookSigningKey = webhooksign.EncodeSecretKey(make([]byte, 32))
 	require.NoError(t, cfg.validate("dev"))

@@ -11,8 +11,8 @@ import (
 // Cache is a small read-through cache, safe for concurrent use, of
 // values loaded from the database. An entry is served until it is ttl old
 // (a negative ttl: until evicted; 0: nothing is kept), and at most max
-// entries are kept: a new one first drops the expired ones, else an
-// arbitrary one. Local writes call Forget or Clear; a load that overlapped
+// entries are kept: a new one first drops the expired ones, else a tenth
+// of the entries, arbitrary ones. Local writes call Forget or Clear; a load that overlapped
 // one is returned but not kept, so the cache never holds a value older
 // than the last write through it.
 type Cache[K comparable, V any] struct {
@@ -61,19 +61,29 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context)
 	return v, nil
 }
 
-func (c *Cache[K, V]) fresh(e entry[V]) bool {
-	return c.ttl < 0 || c.now().Sub(e.loaded) < c.ttl
+func (c *Cache[K, V]) fresh(e entry[V]) bool { return c.freshAt(e, c.now()) }
+
+func (c *Cache[K, V]) freshAt(e entry[V], now time.Time) bool {
+	return c.ttl < 0 || now.Sub(e.loaded) < c.ttl
 }
 
-// evict makes room for one entry; c.mu is held.
+// evict makes room for one entry; c.mu is held. It drops the expired
+// entries and, if that made no room, a tenth of the entries (at least
+// one), so that a cache full of fresh entries is not scanned again for
+// every new one.
 func (c *Cache[K, V]) evict() {
+	now := c.now()
 	for k, e := range c.entries {
-		if !c.fresh(e) {
+		if !c.freshAt(e, now) {
 			delete(c.entries, k)
 		}
 	}
+	if len(c.entries) < c.max {
+		return
+	}
+	keep := c.max - max(1, c.max/10)
 	for k := range c.entries {
-		if len(c.entries) < c.max {
+		if len(c.entries) <= keep {
 			return
 		}
 		delete(c.entries, k)

@@ -171,3 +171,19 @@ func (c *clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// A cache full of fresh entries makes room for a tenth of them at once,
+// so that the next new ones find room without another scan.
+func TestTTLCacheFullOfFreshEntriesDropsATenth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := New[int, int](time.Minute, 20, time.Now)
+	load, _ := counting()
+	for k := range 20 {
+		_, _ = c.Get(ctx, k, load)
+	}
+	_, _ = c.Get(ctx, 20, load)
+	require.Len(t, c.entries, 19, "two dropped, the new one kept")
+	_, _ = c.Get(ctx, 21, load)
+	require.Len(t, c.entries, 20, "room without dropping")
+}

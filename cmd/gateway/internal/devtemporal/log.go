@@ -83,8 +83,10 @@ func (l *serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, len(l.tags)+len(tags))
-	for _, t := range append(l.tags[:len(l.tags):len(l.tags)], tags...) {
-		attrs = append(attrs, slog.Any(t.Key(), t.Value()))
+	for _, ts := range [][]tag.Tag{l.tags, tags} {
+		for _, t := range ts {
+			attrs = append(attrs, slog.Any(t.Key(), t.Value()))
+		}
 	}
 	l.log.LogAttrs(ctx, level, msg, attrs...)
 }
