@@ -116,14 +116,18 @@ func TestCancelDuringShortCall(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
-	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
-			<-ctx.Done() // the call runs until the cancellation reaches it
-			return activities.CallOutput{}, ctx.Err()
-		}).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(untilCancelled[activities.CallInput, activities.CallOutput]).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, input())
 
 	requireCancelled(t, b)
+}
+
+// untilCancelled is an activity that runs until the job's cancellation
+// reaches it.
+func untilCancelled[In, Out any](ctx context.Context, _ In) (Out, error) {
+	<-ctx.Done()
+	var none Out
+	return none, ctx.Err()
 }

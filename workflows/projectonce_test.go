@@ -148,11 +148,7 @@ func TestCancelDuringShortCallOfGenerationTwo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
-	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CallInput) (activities.CallOutput, error) {
-			<-ctx.Done()
-			return activities.CallOutput{}, ctx.Err()
-		}).Once()
+	b.env.OnActivity(acts.Calls.CallProvider, mock.Anything, mock.Anything).Return(untilCancelled[activities.CallInput, activities.CallOutput]).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(2))
@@ -234,11 +230,7 @@ func TestCancelDuringShortCallOfGenerationThree(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
-	b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CompleteInput) (activities.CompletedCall, error) {
-			<-ctx.Done()
-			return activities.CompletedCall{}, ctx.Err()
-		}).Once()
+	b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(untilCancelled[activities.CompleteInput, activities.CompletedCall]).Once()
 	b.env.RegisterDelayedCallback(b.env.CancelWorkflow, time.Second)
 
 	b.env.ExecuteWorkflow(workflows.JobWorkflowName, llmInput(3))

@@ -804,6 +804,7 @@ func TestVerifiedTokensAreRemembered(t *testing.T) {
 	b.skew.Store(int64(31 * time.Second))
 	_, err = b.verifier.Verify(context.Background(), short)
 	require.ErrorIs(t, err, auth.ErrExpired, "a remembered token expires at its exp")
+	requireUnauthorized(t, b.call(t, "/v1/whoami", "Bearer "+short), "expired")
 }
 
 // verifyAllocs verifies token once, checks it names want, and returns the

@@ -275,8 +275,8 @@ func rejection(lookup *keyLookup, err error) error {
 }
 
 // checkClaims checks the claims of payload and returns the caller they
-// name and the token's expiry. Each claim must have its documented type: a roles string or a
-// scope array is malformed, not read leniently.
+// name and the token's expiry. Each claim must have its documented type:
+// a roles string or a scope array is malformed, not read leniently.
 func (v *Verifier) checkClaims(payload []byte) (Caller, time.Time, *TokenError) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &raw); err != nil {

@@ -384,9 +384,7 @@ func openStore(ctx context.Context, cfg config, migrate bool) (*store.Store, err
 	if err != nil {
 		return nil, err
 	}
-	if cfg.DatabaseMaxConns > 0 {
-		st.SetMaxConns(cfg.DatabaseMaxConns)
-	}
+	st.SetMaxConns(cfg.DatabaseMaxConns) // 0 (commands without the flag): the default
 	if migrate {
 		if err := st.Migrate(ctx); err != nil {
 			_ = st.Close()

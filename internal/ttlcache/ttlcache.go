@@ -12,9 +12,9 @@ import (
 // values loaded from the database. An entry is served until it is ttl old
 // (a negative ttl: until evicted; 0: nothing is kept), and at most max
 // entries are kept: a new one first drops the expired ones, else a tenth
-// of the entries, arbitrary ones. Local writes call Forget or Clear; a load that overlapped
-// one is returned but not kept, so the cache never holds a value older
-// than the last write through it.
+// of the entries, arbitrary ones. Local writes call Forget or Clear; a
+// load that overlapped one is returned but not kept, so the cache never
+// holds a value older than the last write through it.
 type Cache[K comparable, V any] struct {
 	ttl time.Duration
 	max int

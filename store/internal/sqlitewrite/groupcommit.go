@@ -27,9 +27,9 @@ import (
 // Each write after a batch's first runs under its own savepoint: one that
 // fails is rolled back alone and its caller gets its error; the others
 // commit. The first needs none: when it fails, the transaction, which holds
-// nothing else yet, is rolled back and the batch ends with it. A caller returns
-// once its batch committed, so a write reported done is as durable as a
-// transaction of its own.
+// nothing else yet, is rolled back and the batch ends with it. A caller
+// returns once its batch committed, so a write reported done is as durable
+// as a transaction of its own.
 
 // maxBatch bounds the writes of one transaction; a request's write waits
 // for at most the batch running when it arrives (unless that batch is
