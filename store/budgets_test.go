@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -261,5 +262,44 @@ func TestABillReleasedEarlierStillCounts(t *testing.T) {
 		rs, err := s.BudgetReservations(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, "settled", rs[0].State)
+	})
+}
+
+// A cancel that lands after a short call projected its completion
+// (docs/api.md, Usage and cost): the job ends cancelled, and what its
+// provider billed stays in the ledger and in the budget.
+func TestACancelAfterTheBillKeepsIt(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		b := minuteBudget(3)
+		now := time.Now()
+		job := newJob()
+		job.Tenant = tenant
+		require.NoError(t, s.InsertJob(ctx, job))
+		out, err := s.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		entry := entryOf(job, 1, 300, now)
+		entry.Quantity = 2
+		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 2, `{"unit":"minute","quantity":2}`), entry))
+
+		cancelled := *job
+		done := time.Now().UTC()
+		cancelled.Status, cancelled.Revision, cancelled.CompletedAt = jobs.StatusFailed, 4, &done
+		cancelled.ErrorCode, cancelled.ErrorMessage = jobs.CodeCancelled, "the job was cancelled"
+		require.NoError(t, s.SaveJob(ctx, &cancelled))
+		require.NoError(t, s.ReleaseBudget(ctx, job.ID), "the cancelled job ends unbilled as far as its workflow knows")
+
+		got, err := s.GetJob(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, jobs.StatusFailed, got.Status)
+		require.Equal(t, jobs.CodeCancelled, got.ErrorCode)
+		require.Empty(t, got.Usage, "a failed job's document has no usage")
+		entries, err := s.UsageEntries(ctx, job.ID)
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "the provider was paid")
+		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 2e9}, used, "the release gives back nothing already settled")
 	})
 }
