@@ -75,6 +75,14 @@ func (s *Store) MaxOpenConns() int {
 	return db.Stats().MaxOpenConnections
 }
 
+// SynchronousCommit is PostgreSQL's synchronous_commit of the session a
+// statement runs on.
+func (s *Store) SynchronousCommit(ctx context.Context) (string, error) {
+	var setting string
+	err := s.db.WithContext(ctx).Raw("SHOW synchronous_commit").Scan(&setting).Error
+	return setting, err
+}
+
 // SynchronousCommitOfUnsyncedWrites is PostgreSQL's synchronous_commit
 // inside a transaction that commitUnsynced relaxed, and outside one after
 // it.

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -40,6 +44,9 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 	start.Tenant = job.Tenant
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
 	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
+	if s.dialect == "postgres" {
+		return s.createJobPostgres(ctx, job, start)
+	}
 	created := false
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
@@ -52,6 +59,32 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 	return created, err
 }
 
+// createJobPostgres is CreateJob in one statement, which commits alone:
+// the job's insert, as GORM makes it, and the start's, which takes the id
+// the first returns (none when the job exists already). One round trip on
+// the path of every create where a transaction takes four.
+func (s *Store) createJobPostgres(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
+	insert := s.db.Session(&gorm.Session{DryRun: true}).Clauses(clause.OnConflict{DoNothing: true}).Create(job).Statement
+	if insert.Error != nil {
+		return false, insert.Error
+	}
+	// GORM numbers the insert's parameters $1 to $n; the start's follow.
+	n := len(insert.Vars)
+	q := fmt.Sprintf("WITH job AS (%s RETURNING id) "+
+		"INSERT INTO job_starts (job_id, input, priority, tenant, attempts, next_attempt_at, created_at) "+
+		"SELECT id, CAST($%d AS TEXT), CAST($%d AS INTEGER), CAST($%d AS TEXT), CAST($%d AS INTEGER), "+
+		"CAST($%d AS TIMESTAMPTZ), CAST($%d AS TIMESTAMPTZ) FROM job",
+		insert.SQL.String(), n+1, n+2, n+3, n+4, n+5, n+6)
+	args := append(insert.Vars, start.Input, start.Priority, start.Tenant, start.Attempts, start.NextAttemptAt, start.CreatedAt)
+	var created int64
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(q, args...)
+		created = res.RowsAffected
+		return res.Error
+	})
+	return created > 0, err
+}
+
 // ClaimJobStarts takes up to limit starts that are due at now and leases
 // them until now+lease so that no other dispatcher takes them meanwhile
 // (on PostgreSQL, concurrent claims skip each other's rows). Tenants take
@@ -60,17 +93,19 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 // hold back another's jobs (docs/operations.md, Fairness between tenants).
 func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	var claimed []JobStart
+	until := now.Add(lease)
+	if s.dialect == "postgres" {
+		return s.claimJobStartsPostgres(ctx, now, until, limit)
+	}
+	var claimed []JobStart // SQLite's single writer needs no lock
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		claimed = nil
-		if err := s.takeTurns(tx, now, limit, &claimed); err != nil || len(claimed) == 0 {
-			return err
-		}
-		if err := s.commitUnsynced(tx); err != nil { // a lost lease is claimed again
+		err := tx.Raw("SELECT js.* FROM job_starts js JOIN ("+startTurns+") ranked ON ranked.job_id = js.job_id "+
+			"ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ?", now, limit).Scan(&claimed).Error
+		if err != nil || len(claimed) == 0 {
 			return err
 		}
 		locked := make([]string, len(claimed))
-		until := now.Add(lease)
 		for i := range claimed {
 			locked[i] = claimed[i].JobID
 			claimed[i].NextAttemptAt = until
@@ -88,18 +123,42 @@ func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Du
 const startTurns = "SELECT job_id, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY priority, created_at, job_id) AS turn " +
 	"FROM job_starts WHERE next_attempt_at <= ?"
 
-// takeTurns reads up to limit due starts in tenants' turns into out. On
-// PostgreSQL one statement ranks and locks them, skipping rows another
-// claim holds (FOR UPDATE cannot sit beside the window, so the ranking is
-// a CTE); SQLite's single writer needs no lock.
-func (s *Store) takeTurns(tx *gorm.DB, now time.Time, limit int, out *[]JobStart) error {
-	if s.dialect == "postgres" {
-		return tx.Raw("WITH ranked AS ("+startTurns+") SELECT js.* FROM job_starts js JOIN ranked USING (job_id) "+
+// claimedStart is a start a claim leased, and its turn.
+type claimedStart struct {
+	JobStart `gorm:"embedded"`
+	Turn     int64
+}
+
+// claimJobStartsPostgres is ClaimJobStarts in one statement, a round trip
+// on the path of every job: it ranks the due starts, locks the first
+// limit of them, skipping rows another claim holds (FOR UPDATE cannot sit
+// beside the window, so the ranking is a CTE), and leases them. Its commit
+// does not wait for the disk (synchronous_commit off for that statement's
+// transaction alone, as commitUnsynced does): a lease a crash of the
+// database loses is claimed again.
+func (s *Store) claimJobStartsPostgres(ctx context.Context, now, until time.Time, limit int) ([]JobStart, error) {
+	var claimed []claimedStart
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Raw("WITH ranked AS ("+startTurns+"), "+
+			"picked AS (SELECT js.job_id, ranked.turn FROM job_starts js JOIN ranked USING (job_id) "+
 			"WHERE js.next_attempt_at <= ? ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ? "+
-			"FOR UPDATE OF js SKIP LOCKED", now, now, limit).Scan(out).Error
+			"FOR UPDATE OF js SKIP LOCKED) "+
+			"UPDATE job_starts SET next_attempt_at = ? FROM picked "+
+			"WHERE job_starts.job_id = picked.job_id AND set_config('synchronous_commit', 'off', true) IS NOT NULL "+
+			"RETURNING job_starts.*, picked.turn", now, now, limit, until).Scan(&claimed).Error
+	})
+	if err != nil {
+		return nil, err
 	}
-	return tx.Raw("SELECT js.* FROM job_starts js JOIN ("+startTurns+") ranked ON ranked.job_id = js.job_id "+
-		"ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ?", now, limit).Scan(out).Error
+	slices.SortFunc(claimed, func(a, b claimedStart) int {
+		return cmp.Or(cmp.Compare(a.Turn, b.Turn), cmp.Compare(a.Priority, b.Priority),
+			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.JobID, b.JobID))
+	})
+	out := make([]JobStart, len(claimed))
+	for i, c := range claimed {
+		out[i] = c.JobStart
+	}
+	return out, nil
 }
 
 // GetJobStart reads a job's start; ErrNotFound once the workflow started.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // BenchmarkSQLiteJobWrites measures the writes every job makes on the
@@ -71,4 +72,53 @@ func BenchmarkSQLiteJobWrites(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkPostgresJobPath measures, one caller at a time, the statements
+// on the path of every job on PostgreSQL (production's store): accepting
+// it, a worker's claim of its start, and its routing decision's rate
+// reservation (claims first, with no backlog). On an idle server a round trip is cheap; on a loaded one
+// each costs far more, so these are counted in round trips too
+// (docs/benchmarks.md).
+func BenchmarkPostgresJobPath(b *testing.B) {
+	ctx := context.Background()
+	s := storetest.Open(b, storetest.FreshPostgresURL(b))
+	accept := func() (*jobs.Record, error) {
+		job := newJob()
+		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
+		return job, err
+	}
+	b.Run("claim", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := accept(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			claimed, err := s.ClaimJobStarts(ctx, time.Now(), time.Minute, 1)
+			if err != nil || len(claimed) != 1 {
+				b.Fatal(err, len(claimed))
+			}
+			b.StopTimer()
+			if err := s.DeleteJobStarts(ctx, []string{claimed[0].JobID}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("accept", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := accept(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reserve", func(b *testing.B) {
+		for b.Loop() {
+			key := store.DecisionKey{JobID: newJob().ID, Attempt: 1}
+			if _, err := s.ReserveRateOnce(ctx, key, "sandbox", jobs.LLMTasks, 1_000_000, 0, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -303,4 +303,15 @@ func TestUnsyncedWritesAreThoseTransactionsAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "off", inside)
 	require.Equal(t, before, after)
+
+	// A claim of starts relaxes its own statement's commit alone.
+	job := newJob()
+	_, err = s.CreateJob(t.Context(), job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
+	require.NoError(t, err)
+	claimed, err := s.ClaimJobStarts(t.Context(), time.Now(), time.Minute, 1)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	after, err = s.SynchronousCommit(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, before, after)
 }
