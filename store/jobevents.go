@@ -60,15 +60,22 @@ func appendJobEvent(tx *gorm.DB, job *jobs.Record) error {
 	if kind == "" {
 		return nil
 	}
-	snap, err := job.Snapshot()
-	if err != nil {
-		return err
-	}
-	pin, err := json.Marshal(snap.WithoutDocuments())
+	pin, err := eventSnapshot(job)
 	if err != nil {
 		return err
 	}
 	return tx.Exec("INSERT INTO job_events (job_id, seq, kind, snapshot, created_at) VALUES "+
 		"(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM job_events WHERE job_id = ?), ?, ?, ?)",
-		job.ID, job.ID, string(kind), string(pin), microsNow()).Error
+		job.ID, job.ID, string(kind), pin, microsNow()).Error
+}
+
+// eventSnapshot is what an event of job records of it: its snapshot
+// without its documents, JSON.
+func eventSnapshot(job *jobs.Record) (string, error) {
+	snap, err := job.Snapshot()
+	if err != nil {
+		return "", err
+	}
+	pin, err := json.Marshal(snap.WithoutDocuments())
+	return string(pin), err
 }

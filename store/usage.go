@@ -46,6 +46,13 @@ func (UsageEntry) TableName() string { return "usage_ledger" }
 func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *UsageEntry) error {
 	job.UpdatedAt = time.Now().UTC()
 	entry.BilledAt = entry.BilledAt.UTC()
+	if s.dialect == "postgres" && entry.Unbudgeted {
+		// No reservations to settle: the projection, its event and the
+		// entry are one statement.
+		if done, err := s.projectInOneStatement(ctx, job, entry); done || err != nil {
+			return err
+		}
+	}
 	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := saveJob(tx, job); err != nil {
 			return err

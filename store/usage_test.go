@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,15 +28,29 @@ func entryOf(job *jobs.Record, attempt int, nanos int64, at time.Time) *store.Us
 }
 
 func TestUsageLedgerIsWrittenWithTheJobOnceAnAttempt(t *testing.T) {
+	for _, budgeted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("budgeted=%v", budgeted), func(t *testing.T) {
+			testUsageLedgerIsWrittenWithTheJobOnceAnAttempt(t, budgeted)
+		})
+	}
+}
+
+// testUsageLedgerIsWrittenWithTheJobOnceAnAttempt runs the test for jobs
+// with budget reservations to settle and without (one statement on
+// PostgreSQL).
+func testUsageLedgerIsWrittenWithTheJobOnceAnAttempt(t *testing.T, budgeted bool) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		require.NoError(t, s.InsertJob(ctx, job))
 		usage := `{"unit":"minute","quantity":0.05}`
 		at := time.Now().Truncate(time.Millisecond)
-		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, usage), entryOf(job, 1, 300000, at)))
+		entry := entryOf(job, 1, 300000, at)
+		entry.Unbudgeted = !budgeted
+		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, usage), entry))
 
 		// A retried write (same revision) changes nothing, the entry neither.
 		retry := entryOf(job, 1, 999, at.Add(time.Minute))
+		retry.Unbudgeted = !budgeted
 		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, usage), retry))
 
 		got, err := s.GetJob(ctx, job.ID)
@@ -48,6 +63,10 @@ func TestUsageLedgerIsWrittenWithTheJobOnceAnAttempt(t *testing.T) {
 		require.Equal(t, int64(300000), entries[0].CostNanos)
 		require.Equal(t, `{"media_seconds":3}`, entries[0].Native)
 		require.WithinDuration(t, at, entries[0].BilledAt, time.Millisecond)
+		events, err := s.JobEvents(ctx, job.ID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, events, 1, "one completion, recorded once")
+		require.Equal(t, 1, events[0].Seq)
 
 		page, _, err := s.ListJobs(ctx, store.JobFilter{Tenant: job.Tenant}, 0, 100)
 		require.NoError(t, err)
