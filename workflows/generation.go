@@ -27,7 +27,11 @@ import "go.temporal.io/sdk/workflow"
 // Generation 3: such a job's call, when it succeeds, is projected as
 // completed by the call's own local activity (CallAndComplete) instead
 // of a SaveJob of its own (job.go, callAndComplete).
-const Generation = 3
+//
+// Generation 4: the workflow's result leaves out the job's input, options
+// and client meta, which its start event holds (job.go, result): every
+// job's history carries its input once instead of twice.
+const Generation = 4
 
 // StampedGeneration is the generation the processes that start jobs
 // stamp on them. It lags Generation by a release: a worker of the

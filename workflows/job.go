@@ -471,7 +471,19 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.
 			}
 		}
 	}
-	return &j.snap, nil
+	return j.result(), nil
+}
+
+// result is what the workflow returns: the job's snapshot, from
+// generation 4 on without the documents its start event holds already
+// (input, options and client meta).
+func (j *job) result() *jobs.Snapshot {
+	if !j.since(4) {
+		return &j.snap
+	}
+	out := j.snap
+	out.Input, out.Options, out.ClientMeta = nil, nil, nil
+	return &out
 }
 
 // drainOnCancelChange names the GetVersion marker of delivering a finished
@@ -491,7 +503,7 @@ func (j *job) stop(ctx workflow.Context, err error) (*jobs.Snapshot, error) {
 	if _, ferr := j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was cancelled"}); ferr != nil {
 		return nil, ferr
 	}
-	return &j.snap, temporal.NewCanceledError(fmt.Sprintf("job %s cancelled", j.in.JobID))
+	return j.result(), temporal.NewCanceledError(fmt.Sprintf("job %s cancelled", j.in.JobID))
 }
 
 // save records the job's transition to its snapshot's status and projects

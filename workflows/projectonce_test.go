@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -240,4 +241,40 @@ func TestCancelDuringShortCallOfGenerationThree(t *testing.T) {
 	// Processing took revision 1 unprojected: the call's activity could
 	// have projected the completion as 2.
 	require.Greater(t, b.saved[0].Revision, 2)
+}
+
+// From generation 4 the workflow's result leaves out the documents its
+// start event holds; the projections and the result's outcome are
+// generation 3's.
+func TestResultOfGenerationFourLeavesOutTheInput(t *testing.T) {
+	t.Parallel()
+	for _, generation := range []int{3, 4} {
+		t.Run(fmt.Sprintf("generation %d", generation), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.env.OnActivity(acts.Routing.DecideRoute, mock.Anything, attemptIs(1)).Return(routeTo("sandbox-fast", 1, callsLocally), nil).Once()
+			b.env.OnActivity(acts.Calls.CallAndComplete, mock.Anything, mock.Anything).Return(activities.CompletedCall{
+				CallOutput: activities.CallOutput{Result: json.RawMessage(`{"text":"hi"}`)}, CompletedAt: time.Now().UTC()}, nil).Once()
+			in := llmInput(generation)
+			in.Options = json.RawMessage(`{"temperature":0.2}`)
+			in.ClientMeta = json.RawMessage(`{"ticket":"T-1"}`)
+
+			b.env.ExecuteWorkflow(workflows.JobWorkflowName, in)
+
+			snap := result(t, b.env)
+			require.Equal(t, jobs.StatusCompleted, snap.Status)
+			require.JSONEq(t, `{"text":"hi"}`, string(snap.Result))
+			require.Equal(t, "sandbox-fast", snap.Provider)
+			if generation == 3 {
+				require.JSONEq(t, string(in.Input), string(snap.Input))
+				require.JSONEq(t, string(in.Options), string(snap.Options))
+				require.JSONEq(t, string(in.ClientMeta), string(snap.ClientMeta))
+				return
+			}
+			require.Equal(t, "null", string(snap.Input), "the document is left out")
+			require.Nil(t, snap.Options)
+			require.Nil(t, snap.ClientMeta)
+			require.JSONEq(t, string(in.Input), string(b.saved[0].Input), "the workflow's projection has the whole job")
+		})
+	}
 }

@@ -116,11 +116,11 @@ func TestJobGeneration(t *testing.T) {
 	require.Equal(t, 2, parse(t, "serve", "--job-generation", "2").JobGeneration)
 	t.Setenv("GATEWAY_JOB_GENERATION", "0")
 	require.Zero(t, parse(t, "worker").JobGeneration, "0 stamps none, for a rollback to a build without generations")
-	for _, bad := range []string{"4", "-1", "latest"} {
+	for _, bad := range []string{"5", "-1", "latest"} {
 		t.Setenv("GATEWAY_JOB_GENERATION", bad)
 		cfg := parse(t, "serve")
 		cfg.LogLevel = "info"
-		require.ErrorContains(t, cfg.validate("serve"), "--job-generation (GATEWAY_JOB_GENERATION) must be a whole number from 0 to 3", bad)
+		require.ErrorContains(t, cfg.validate("serve"), "--job-generation (GATEWAY_JOB_GENERATION) must be a whole number from 0 to 4", bad)
 	}
 }
 

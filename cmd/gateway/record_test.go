@@ -190,6 +190,17 @@ func TestRecordGenerationThreeHistories(t *testing.T) {
 	})
 }
 
+// TestRecordGenerationFourHistories records the history of a job stamped
+// with generation 4 (--job-generation 4), whose result leaves out its
+// input, as TestRecordGenerationTwoHistories does generation 2's:
+//
+//	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordGenerationFourHistories
+//
+// Rename the new file job-vN-gen4-*.json, N one more than the newest.
+func TestRecordGenerationFourHistories(t *testing.T) {
+	recordGenerationHistories(t, 4, map[string]string{"short-completed": "sandbox-quick"})
+}
+
 // recordGenerationHistories records, for jobs stamped with generation,
 // one LLM task on each provider of providers (by history name), as
 // job-gen<generation>-<name>.json.
