@@ -28,9 +28,10 @@ import "go.temporal.io/sdk/workflow"
 // completed by the call's own local activity (CallAndComplete) instead
 // of a SaveJob of its own (job.go, callAndComplete).
 //
-// Generation 4: the workflow's result leaves out the job's input, options
-// and client meta, which its start event holds (job.go, result): every
-// job's history carries its input once instead of twice.
+// Generation 4: the workflow's result leaves out the job's documents,
+// which other events of its history hold: the input, options and client
+// meta (the start event) and the result and usage (the provider call's);
+// job.go, result.
 const Generation = 4
 
 // StampedGeneration is the generation the processes that start jobs

@@ -192,7 +192,7 @@ func TestRecordGenerationThreeHistories(t *testing.T) {
 
 // TestRecordGenerationFourHistories records the history of a job stamped
 // with generation 4 (--job-generation 4), whose result leaves out its
-// input, as TestRecordGenerationTwoHistories does generation 2's:
+// documents, as TestRecordGenerationTwoHistories does generation 2's:
 //
 //	GATEWAY_RECORD_HISTORIES=$PWD/workflows/testdata go test ./cmd/gateway -run TestRecordGenerationFourHistories
 //
