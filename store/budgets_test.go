@@ -281,11 +281,15 @@ func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 		require.True(t, out.OK)
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 2
-		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 2, `{"unit":"minute","quantity":2}`), entry))
+		billed := completed(job, 2, `{"unit":"minute","quantity":2}`)
+		require.NoError(t, s.SaveJobUsage(ctx, billed, entry))
 
-		cancelled := *job
+		// The workflow's cancellation: its snapshot never had the usage
+		// nor the result the call's activity projected.
+		cancelled := *billed
 		done := time.Now().UTC()
 		cancelled.Status, cancelled.Revision, cancelled.CompletedAt = jobs.StatusFailed, 4, &done
+		cancelled.Result, cancelled.Usage = "", ""
 		cancelled.ErrorCode, cancelled.ErrorMessage = jobs.CodeCancelled, "the job was cancelled"
 		require.NoError(t, s.SaveJob(ctx, &cancelled))
 		require.NoError(t, s.ReleaseBudget(ctx, job.ID), "the cancelled job ends unbilled as far as its workflow knows")
@@ -294,7 +298,7 @@ func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, got.Status)
 		require.Equal(t, jobs.CodeCancelled, got.ErrorCode)
-		require.Empty(t, got.Usage, "a failed job's document has no usage")
+		require.Empty(t, got.Usage, "the billed usage is no longer the job's: a failed job's document has none")
 		entries, err := s.UsageEntries(ctx, job.ID)
 		require.NoError(t, err)
 		require.Len(t, entries, 1, "the provider was paid")

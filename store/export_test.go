@@ -8,6 +8,9 @@ import (
 
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // SetIdempotencyDeleteBatch sets how many keys one delete takes.
@@ -98,4 +101,40 @@ func (s *Store) SynchronousCommitOfUnsyncedWrites(ctx context.Context) (inside, 
 	}
 	err = s.db.WithContext(ctx).Raw("SHOW synchronous_commit").Scan(&after).Error
 	return inside, after, err
+}
+
+// HoldProgress raises a processing job's progress as UpdateProgress does,
+// with its event, in a transaction it leaves open, holding the job's row,
+// until commit is called.
+func (s *Store) HoldProgress(ctx context.Context, id string, progress int) (commit func() error, err error) {
+	tx := s.db.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return nil, tx.Error
+	}
+	var job jobs.Record
+	res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).Where("id = ?", id).
+		Updates(map[string]any{"progress": progress, "updated_at": time.Now().UTC()})
+	if res.Error == nil {
+		res.Error = appendJobEvent(tx, &job)
+	}
+	if res.Error != nil {
+		tx.Rollback()
+		return nil, res.Error
+	}
+	return func() error { return tx.Commit().Error }, nil
+}
+
+// StatementsWaitingForLocks counts the statements of this database that
+// wait for a lock and contain text.
+func (s *Store) StatementsWaitingForLocks(ctx context.Context, text string) (int, error) {
+	var n int
+	err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "+
+		"AND wait_event_type = 'Lock' AND strpos(query, ?) > 0", text).Scan(&n).Error
+	return n, err
+}
+
+// ProjectInOneStatement is projectInOneStatement.
+func (s *Store) ProjectInOneStatement(ctx context.Context, job *jobs.Record, entry *UsageEntry) (bool, error) {
+	job.UpdatedAt = time.Now().UTC()
+	return s.projectInOneStatement(ctx, job, entry)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -41,15 +42,13 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 
 // projectInOneStatement is, on PostgreSQL, saveJob's UPDATE with the
 // job's event and, given one, its ledger entry, in one statement that
-// commits alone: one round trip on the path of every job where a
-// transaction takes four or five (docs/benchmarks.md). It reports whether
-// the UPDATE matched; when it did not, nothing was written but the entry
-// (which the ledger keeps once a job and attempt, as SaveJobUsage's
-// transaction, which the caller then runs, would), and the upsert of
-// saveJob decides. Two writes of one job at the same time may number the
-// same event (the statement's snapshot predates the other's commit): the
-// second then fails on the events' key and is retried, as any failed
-// projection is.
+// commits alone: one round trip where a transaction takes four or five
+// (docs/benchmarks.md). It reports whether it wrote the projection; when
+// it did not, the caller's transaction decides. That is when the UPDATE
+// matched nothing (the entry may have been written: the transaction's
+// keeps it), and when another write of the job committed an event while
+// this one waited for the row: the statement's snapshot predates it, so
+// its event number is taken, and nothing was written.
 func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, entry *UsageEntry) (bool, error) {
 	dry := s.db.Session(&gorm.Session{DryRun: true})
 	update := projectionUpdate(dry, job).Updates(job).Statement
@@ -84,14 +83,21 @@ func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, ent
 	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
 		return tx.Raw(q, args...).Scan(&updated).Error
 	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+		return false, nil // an event number taken meanwhile
+	}
 	return updated > 0, err
 }
+
+// uniqueViolation is PostgreSQL's error code of a duplicate key.
+const uniqueViolation = "23505"
 
 // parameterNumber is a numbered parameter of a PostgreSQL statement.
 var parameterNumber = regexp.MustCompile(`\$([0-9]+)`)
 
-// shiftParameters renumbers a statement's parameters $1... to follow by
-// parameters of another.
+// shiftParameters renumbers a statement's parameters $1... to follow the
+// first by parameters of another statement.
 func shiftParameters(statement string, by int) string {
 	return parameterNumber.ReplaceAllStringFunc(statement, func(p string) string {
 		n, _ := strconv.Atoi(p[1:])

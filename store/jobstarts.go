@@ -150,6 +150,8 @@ func (s *Store) claimJobStartsPostgres(ctx context.Context, now, until time.Time
 	if err != nil {
 		return nil, err
 	}
+	// The statement's order; its last tie-break, job ids (UUIDs), sorts
+	// alike bytewise.
 	slices.SortFunc(claimed, func(a, b claimedStart) int {
 		return cmp.Or(cmp.Compare(a.Turn, b.Turn), cmp.Compare(a.Priority, b.Priority),
 			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.JobID, b.JobID))

@@ -137,9 +137,10 @@ func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID
 // windows, a window that fitted is rolled back when the other did not, in
 // the same transaction, so no other caller ever sees the half reservation.
 //
-// With a decision key the decision's record is written first, in the same
-// transaction: when it already holds the provider (a retry, or another
-// attempt of the decision at the same time) nothing is counted.
+// With a decision key (on SQLite; PostgreSQL's is reserveDecisionRate)
+// the decision's record is written first, in the same transaction: when
+// it already holds the provider (a retry, or another attempt of the
+// decision at the same time) nothing is counted.
 func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	if key != nil && s.dialect == "postgres" {
 		return s.reserveDecisionRate(ctx, *key, providerID, service, windows, now)
@@ -264,7 +265,7 @@ func (s *Store) reserveDecisionRate(ctx context.Context, key DecisionKey, provid
 		}
 		if len(rows) > 0 && rows[0].Decided == 0 {
 			held = true
-			return nil
+			return errHeld // rolled back: nothing to commit
 		}
 		if len(counted) < len(windows) {
 			return errRollback

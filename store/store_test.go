@@ -315,3 +315,59 @@ func TestUnsyncedWritesAreThoseTransactionsAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+// A projection with an event on PostgreSQL is one statement; one that
+// waited for another write of the job, which took the next event number
+// meanwhile, is made again by the transaction, not failed.
+func TestProjectionInOneStatement(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, storetest.FreshPostgresURL(t))
+	ctx := t.Context()
+
+	job := newJob()
+	job.Status, job.Revision = jobs.StatusProcessing, 1
+	require.NoError(t, s.InsertJob(ctx, job))
+	done := *job
+	now := time.Now().UTC()
+	done.Status, done.Revision, done.Progress, done.Result, done.CompletedAt = jobs.StatusCompleted, 2, 100, `{"text":"hi"}`, &now
+	entry := &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: job.Tenant, Service: job.Service, Provider: "sandbox",
+		Unit: "minute", Quantity: 1, Native: `{}`, Currency: "USD", CostNanos: 10, BilledAt: now, Unbudgeted: true}
+	wrote, err := s.ProjectInOneStatement(ctx, &done, entry)
+	require.NoError(t, err)
+	require.True(t, wrote, "the row matched")
+	again := done
+	wrote, err = s.ProjectInOneStatement(ctx, &again, entry)
+	require.NoError(t, err)
+	require.False(t, wrote, "the same revision again: the transaction decides")
+	events, err := s.JobEvents(ctx, job.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	entries, err := s.UsageEntries(ctx, job.ID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+
+	// Another write holds the row and numbers its event first.
+	other := newJob()
+	other.Status, other.Revision = jobs.StatusProcessing, 1
+	require.NoError(t, s.InsertJob(ctx, other))
+	commit, err := s.HoldProgress(ctx, other.ID, 50)
+	require.NoError(t, err)
+	saved := make(chan error, 1)
+	finished := *other
+	finished.Status, finished.Revision, finished.Progress, finished.CompletedAt = jobs.StatusCompleted, 2, 100, &now
+	go func() { saved <- s.SaveJob(ctx, &finished) }()
+	require.Eventually(t, func() bool {
+		n, err := s.StatementsWaitingForLocks(ctx, "WITH updated AS")
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the projection waits for the row")
+	require.NoError(t, commit())
+	require.NoError(t, <-saved)
+	events, err = s.JobEvents(ctx, other.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, events, 2)
+	require.Equal(t, jobs.EventProgress, events[0].Kind)
+	require.Equal(t, jobs.EventCompleted, events[1].Kind)
+	got, err := s.GetJob(ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCompleted, got.Status)
+}

@@ -30,8 +30,8 @@ import "go.temporal.io/sdk/workflow"
 //
 // Generation 4: the workflow's result leaves out the job's documents,
 // which other events of its history hold: the input, options and client
-// meta (the start event) and the result and usage (the provider call's);
-// job.go, result.
+// meta (the start event) and the result (the provider call's); job.go,
+// result.
 const Generation = 4
 
 // StampedGeneration is the generation the processes that start jobs

@@ -477,8 +477,7 @@ func (j *job) finish(ctx workflow.Context, result json.RawMessage, jobErr *jobs.
 // result is what the workflow returns: the job's snapshot, from
 // generation 4 on without the documents other events of its history hold
 // already (jobs.Snapshot.WithoutDocuments): the input, options and client
-// meta are in the start event, the result and usage in the provider
-// call's.
+// meta are in the start event, the result in the provider call's.
 func (j *job) result() *jobs.Snapshot {
 	if !j.since(4) {
 		return &j.snap
