@@ -239,17 +239,25 @@ func TestConcurrentReservationsOfOneJobCountOnce(t *testing.T) {
 	})
 }
 
+// reservedJob is a job of a tenant of its own that reserved a minute of
+// a budget of three a day, now.
+func reservedJob(ctx context.Context, t *testing.T, s *store.Store) (*jobs.Record, store.Budget, time.Time) {
+	t.Helper()
+	b := minuteBudget(3)
+	now := time.Now()
+	job := newJob()
+	job.Tenant = "budget-" + uuid.NewString()[:8]
+	require.NoError(t, s.InsertJob(ctx, job))
+	out, err := s.ReserveBudget(ctx, job.ID, job.Tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+	require.NoError(t, err)
+	require.True(t, out.OK)
+	return job, b, now
+}
+
 func TestABillReleasedEarlierStillCounts(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		tenant := "budget-" + uuid.NewString()[:8]
-		b := minuteBudget(3)
-		now := time.Now()
-		job := newJob()
-		job.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, job))
-		out, err := s.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
-		require.NoError(t, err)
-		require.True(t, out.OK)
+		job, b, now := reservedJob(ctx, t, s)
+		tenant := job.Tenant
 		// Released (the job was given up for failed), then its call's bill
 		// arrives after all.
 		require.NoError(t, s.ReleaseBudget(ctx, job.ID))
@@ -270,15 +278,8 @@ func TestABillReleasedEarlierStillCounts(t *testing.T) {
 // provider billed stays in the ledger and in the budget.
 func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		tenant := "budget-" + uuid.NewString()[:8]
-		b := minuteBudget(3)
-		now := time.Now()
-		job := newJob()
-		job.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, job))
-		out, err := s.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
-		require.NoError(t, err)
-		require.True(t, out.OK)
+		job, b, now := reservedJob(ctx, t, s)
+		tenant := job.Tenant
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 2
 		billed := completed(job, 2, `{"unit":"minute","quantity":2}`)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-gormigrate/gormigrate/v2"
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -86,21 +85,12 @@ func (s *Store) SynchronousCommit(ctx context.Context) (string, error) {
 	return setting, err
 }
 
-// SynchronousCommitOfUnsyncedWrites is PostgreSQL's synchronous_commit
-// inside a transaction that commitUnsynced relaxed, and outside one after
-// it.
-func (s *Store) SynchronousCommitOfUnsyncedWrites(ctx context.Context) (inside, after string, err error) {
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.commitUnsynced(tx); err != nil {
-			return err
-		}
-		return tx.Raw("SHOW synchronous_commit").Scan(&inside).Error
-	})
-	if err != nil {
-		return "", "", err
-	}
-	err = s.db.WithContext(ctx).Raw("SHOW synchronous_commit").Scan(&after).Error
-	return inside, after, err
+// SynchronousCommitWhereUnsynced is PostgreSQL's synchronous_commit
+// inside a statement whose condition is unsyncedCommit.
+func (s *Store) SynchronousCommitWhereUnsynced(ctx context.Context) (string, error) {
+	var setting string
+	err := s.db.WithContext(ctx).Raw("SELECT current_setting('synchronous_commit') WHERE " + unsyncedCommit).Scan(&setting).Error
+	return setting, err
 }
 
 // HoldProgress raises a processing job's progress as UpdateProgress does,

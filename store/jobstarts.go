@@ -1,11 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -123,44 +120,30 @@ func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Du
 const startTurns = "SELECT job_id, ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY priority, created_at, job_id) AS turn " +
 	"FROM job_starts WHERE next_attempt_at <= ?"
 
-// claimedStart is a start a claim leased, and its turn.
-type claimedStart struct {
-	JobStart `gorm:"embedded"`
-	Turn     int64
-}
-
 // claimJobStartsPostgres is ClaimJobStarts in one statement, a round trip
 // on the path of every job: it ranks the due starts, locks the first
 // limit of them, skipping rows another claim holds (FOR UPDATE cannot sit
-// beside the window, so the ranking is a CTE), and leases them. Its commit
-// does not wait for the disk (synchronous_commit off for that statement's
-// transaction alone, as commitUnsynced does): a lease a crash of the
-// database loses is claimed again.
+// beside the window, so the ranking is a CTE), leases them and returns
+// them in their turns. Its commit does not wait for the disk
+// (unsyncedCommit): a lease a crash of the database loses is claimed
+// again.
 func (s *Store) claimJobStartsPostgres(ctx context.Context, now, until time.Time, limit int) ([]JobStart, error) {
-	var claimed []claimedStart
+	var claimed []JobStart
 	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
 		return tx.Raw("WITH ranked AS ("+startTurns+"), "+
 			"picked AS (SELECT js.job_id, ranked.turn FROM job_starts js JOIN ranked USING (job_id) "+
 			"WHERE js.next_attempt_at <= ? ORDER BY ranked.turn, js.priority, js.created_at, js.job_id LIMIT ? "+
-			"FOR UPDATE OF js SKIP LOCKED) "+
-			"UPDATE job_starts SET next_attempt_at = ? FROM picked "+
-			"WHERE job_starts.job_id = picked.job_id AND set_config('synchronous_commit', 'off', true) IS NOT NULL "+
-			"RETURNING job_starts.*, picked.turn", now, now, limit, until).Scan(&claimed).Error
+			"FOR UPDATE OF js SKIP LOCKED), "+
+			"leased AS (UPDATE job_starts SET next_attempt_at = ? FROM picked "+
+			"WHERE job_starts.job_id = picked.job_id AND "+unsyncedCommit+" "+
+			"RETURNING job_starts.*, picked.turn) "+
+			"SELECT job_id, input, priority, tenant, attempts, next_attempt_at, created_at FROM leased "+
+			"ORDER BY turn, priority, created_at, job_id", now, now, limit, until).Scan(&claimed).Error
 	})
 	if err != nil {
 		return nil, err
 	}
-	// The statement's order; its last tie-break, job ids (UUIDs), sorts
-	// alike bytewise.
-	slices.SortFunc(claimed, func(a, b claimedStart) int {
-		return cmp.Or(cmp.Compare(a.Turn, b.Turn), cmp.Compare(a.Priority, b.Priority),
-			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.JobID, b.JobID))
-	})
-	out := make([]JobStart, len(claimed))
-	for i, c := range claimed {
-		out[i] = c.JobStart
-	}
-	return out, nil
+	return claimed, nil
 }
 
 // GetJobStart reads a job's start; ErrNotFound once the workflow started.

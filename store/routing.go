@@ -165,11 +165,6 @@ func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID st
 	err := write(ctx, func(tx *gorm.DB) error {
 		counted = nil
 		if key != nil {
-			// A decision's reservation lost in a crash of the database
-			// is made again: it need not wait for the disk.
-			if err := s.commitUnsynced(tx); err != nil {
-				return err
-			}
 			if err := holdReservation(tx, *key, providerID, now); err != nil {
 				return err
 			}
@@ -224,7 +219,7 @@ func windowsLeftFull(windows []rateWindow, counted []windowCount, fits bool) []r
 // upsert, the one reading what the other returned); the transaction
 // around it is rolled back when a window was full. Three round trips
 // where the statements one by one take five. Its commit does not wait for
-// the disk (commitUnsynced).
+// the disk (unsyncedCommit).
 func (s *Store) reserveDecisionRate(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	var q strings.Builder
 	args := []any{key.JobID, key.Attempt, providerID, now.UTC().Add(decisionRetention)}
@@ -241,7 +236,7 @@ func (s *Store) reserveDecisionRate(ctx context.Context, key DecisionKey, provid
 		args = append(args, providerID, service, w.name, w.expires)
 	}
 	q.WriteString(") AS w (provider_id, service, time_window, expires_at) " +
-		"WHERE EXISTS (SELECT 1 FROM decision) AND set_config('synchronous_commit', 'off', true) IS NOT NULL")
+		"WHERE EXISTS (SELECT 1 FROM decision) AND " + unsyncedCommit)
 	args = countBelowLimits(&q, windows, args)
 	q.WriteString(") SELECT (SELECT COUNT(*) FROM decision) AS decided, counted.time_window, counted.count " +
 		"FROM (SELECT 1) AS one LEFT JOIN counted ON true")

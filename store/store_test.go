@@ -295,22 +295,28 @@ func TestSetMaxConns(t *testing.T) {
 func TestUnsyncedWritesAreThoseTransactionsAlone(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t, storetest.FreshPostgresURL(t))
-	s.SetMaxConns(1) // the next statement runs on the same connection
-	_, before, err := s.SynchronousCommitOfUnsyncedWrites(t.Context())
+	s.SetMaxConns(1) // every statement runs on the same connection
+	before, err := s.SynchronousCommit(t.Context())
 	require.NoError(t, err)
 	require.NotEqual(t, "off", before, "the server's default waits for the disk")
-	inside, after, err := s.SynchronousCommitOfUnsyncedWrites(t.Context())
+	inside, err := s.SynchronousCommitWhereUnsynced(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, "off", inside)
-	require.Equal(t, before, after)
+	after, err := s.SynchronousCommit(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the statement's alone")
 
-	// A claim of starts relaxes its own statement's commit alone.
+	// A claim of starts and a decision's reservation, which carry the
+	// condition, relax their own commits alone.
 	job := newJob()
 	_, err = s.CreateJob(t.Context(), job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
 	require.NoError(t, err)
 	claimed, err := s.ClaimJobStarts(t.Context(), time.Now(), time.Minute, 1)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
+	fits, err := s.ReserveRateOnce(t.Context(), store.DecisionKey{JobID: job.ID, Attempt: 1}, "p", jobs.LLMTasks, 10, 0, time.Now())
+	require.NoError(t, err)
+	require.True(t, fits)
 	after, err = s.SynchronousCommit(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, before, after)
