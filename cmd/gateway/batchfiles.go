@@ -54,6 +54,7 @@ type outboxStarts struct{}
 
 func (outboxStarts) Lease(string) time.Time              { return time.Now() }
 func (outboxStarts) Offer(store.JobStart, time.Duration) {}
+func (outboxStarts) Shed(time.Duration)                  {}
 func (outboxStarts) StartNow(context.Context, string) error {
 	return errors.New("a batch file's reader starts no job itself")
 }

@@ -114,9 +114,16 @@ const serveTenantCreateRate = 600
 
 // devAcceptTarget is dev's default --accept-latency-target: its starts
 // share two cores with the API, so a burst of new jobs is started at
-// the pace that keeps accepting one within a few milliseconds. serve's
-// starts are a round trip to a Temporal elsewhere: it does not pace.
+// the pace that keeps accepting one within a few milliseconds.
 const devAcceptTarget = 3 * time.Millisecond
+
+// serveAcceptTarget is serve's: while creates come much faster than jobs
+// start and more than one in twenty takes longer than this, the workers
+// that start serve's jobs start them more slowly (serve's notifications
+// tell them), so that the jobs' work leaves the database, and the cores
+// serve may share with it, free to answer creates (docs/operations.md,
+// Overload).
+const serveAcceptTarget = 10 * time.Millisecond
 
 // registerFlags binds the flags a command takes; each default is the
 // environment variable's value when set.
@@ -209,7 +216,7 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		"jobs one tenant may create a minute, across every API replica; 0: no cap (env GATEWAY_TENANT_CREATE_RATE)")
 	c.registerBacklogFlags(fs)
 	str(&c.TrustedProxies, "trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "", "comma-separated addresses and CIDR prefixes of the reverse proxies whose X-Forwarded-* headers are believed (default: none)")
-	starts, target := serveStartConcurrency, time.Duration(0)
+	starts, target := serveStartConcurrency, serveAcceptTarget
 	if command == "dev" {
 		starts, target = devStartConcurrency, devAcceptTarget
 	}

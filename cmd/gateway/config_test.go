@@ -196,10 +196,10 @@ func TestExampleCatalogShowsEveryAdapter(t *testing.T) {
 func TestAcceptLatencyTarget(t *testing.T) {
 	// Not parallel: it sets environment variables.
 	require.Equal(t, 3*time.Millisecond, parse(t, "dev").AcceptTarget, "dev paces starts during a burst")
-	require.Zero(t, parse(t, "serve").AcceptTarget, "serve's starts do not share the API's CPUs")
+	require.Equal(t, 10*time.Millisecond, parse(t, "serve").AcceptTarget, "serve paces the workers' starts during a burst")
 	require.Equal(t, time.Duration(0), parse(t, "dev", "--accept-latency-target", "0").AcceptTarget)
-	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "10ms")
-	require.Equal(t, 10*time.Millisecond, parse(t, "serve").AcceptTarget)
+	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "20ms")
+	require.Equal(t, 20*time.Millisecond, parse(t, "serve").AcceptTarget)
 	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "soon")
 	cfg := parse(t, "dev")
 	cfg.LogLevel, cfg.StartConcurrency = "info", 1

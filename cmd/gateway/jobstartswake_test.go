@@ -86,3 +86,23 @@ func TestALosingWorkerForgetsOnceItsClaimsStopComingBackEmpty(t *testing.T) {
 	require.Eventually(t, func() bool { return !watch.losing() }, 5*time.Second, 10*time.Millisecond,
 		"a worker alone whose claims came back empty by chance claims at once again")
 }
+
+func TestAWorkerHearsServesReports(t *testing.T) {
+	t.Parallel()
+	var reports []jobops.PaceReport
+	wakes := 0
+	hear := func(payload string) {
+		hearServe(payload, func(r jobops.PaceReport) { reports = append(reports, r) }, func() { wakes++ })
+	}
+	hear(`{"accepted":2,"slow":1}`)
+	require.Equal(t, []jobops.PaceReport{{Accepted: 2, Slow: 1}}, reports)
+	require.Equal(t, 1, wakes, "new starts: claim them")
+
+	hear(`{"accepted":0,"shed":5}`)
+	require.Len(t, reports, 2)
+	require.Equal(t, 1, wakes, "creates shed alone add no start to claim")
+
+	hear("")
+	require.Len(t, reports, 2, "an older serve's notification reports nothing")
+	require.Equal(t, 2, wakes, "… but announces new starts")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -162,4 +163,13 @@ func (u *cpuUse) merge(v *cpuUse, jobs int) *cpuUse {
 		out.PerJobMS = out.cpuMS / float64(out.jobs)
 	}
 	return out
+}
+
+// formatCores lists cores used by process, by name: "postgres 0.41, …".
+func formatCores(cores map[string]float64) string {
+	var out []string
+	for _, name := range sortedKeys(cores) {
+		out = append(out, fmt.Sprintf("%s %.2f", name, cores[name]))
+	}
+	return strings.Join(out, ", ")
 }

@@ -73,7 +73,9 @@ func (b *bench) overloadRun(ctx context.Context, rep *report, run, rate int) (fl
 	d := b.opts.OverloadFor
 	b.logf("overload: %d creates/s offered for %s, backlog bound %d a tenant", rate, d, b.opts.OverloadBacklog)
 	before, start := completedJobs(), time.Now()
+	cpu := readCPU(l.procs)
 	samples := openLoop(ctx, rate, d, func(ctx context.Context) (string, error) { return l.gw.submitOrShed(ctx) })
+	used := cpu.since(0, l.procs)
 	completed := float64(completedJobs()-before) / time.Since(start).Seconds()
 
 	var accepted, shed []time.Duration
@@ -92,6 +94,7 @@ func (b *bench) overloadRun(ctx context.Context, rep *report, run, rate int) (fl
 			}
 		}
 	}
+	b.logOverloadSlices(samples, overloadSlice)
 	acc, sh := summarise(accepted, 0), summarise(shed, 0)
 	accPass := failures == 0 && (len(accepted) == 0 || acc.P99 <= targetAcceptedP99)
 	shedPass := failures == 0 && (len(shed) == 0 || sh.P99 <= targetShedP99)
@@ -105,11 +108,47 @@ func (b *bench) overloadRun(ctx context.Context, rep *report, run, rate int) (fl
 	rep.add(row{Section: "overload", System: "gateway", Measure: "… failed or timed out",
 		Latency: stats{N: failures, Errors: failures}, ErrorSamples: failed})
 	rep.addInfo("overload", fmt.Sprintf("run %d: jobs completed meanwhile", run), "gateway", fmt.Sprintf("%.1f/s", completed))
+	if used != nil {
+		rep.addInfo("overload", fmt.Sprintf("run %d: cores used", run), "gateway", fmt.Sprintf("%s; the load generator %.2f, other work %.2f (machine %.0f %% busy)",
+			formatCores(used.Cores), used.BenchCores, used.OtherCores, 100*used.MachineBusy))
+	}
 	if !accPass || !shedPass {
 		return completed, fmt.Errorf("overload at %d/s: accepted p99 %.1f ms, shed p99 %.1f ms, %d failed (targets %.0f ms, %.0f ms, none)",
 			rate, acc.P99, sh.P99, failures, targetAcceptedP99, targetShedP99)
 	}
 	return completed, nil
+}
+
+// overloadSlice is the span of each line of an overload run's log: when
+// in the run its slow answers came.
+const overloadSlice = 5 * time.Second
+
+// logOverloadSlices logs, for each slice of the run by when its creates
+// were due, how many were accepted and shed, and their p99s.
+func (b *bench) logOverloadSlices(samples []sample, slice time.Duration) {
+	if len(samples) == 0 {
+		return
+	}
+	first := samples[0].due
+	type part struct{ accepted, shed []time.Duration }
+	var parts []part
+	for _, s := range samples {
+		i := int(s.due.Sub(first) / slice)
+		for len(parts) <= i {
+			parts = append(parts, part{})
+		}
+		switch {
+		case s.err == nil:
+			parts[i].accepted = append(parts[i].accepted, s.lat)
+		case errors.Is(s.err, errShed):
+			parts[i].shed = append(parts[i].shed, s.lat)
+		}
+	}
+	for i, p := range parts {
+		acc, sh := summarise(p.accepted, 0), summarise(p.shed, 0)
+		b.logf("overload: %3.0f s: accepted %4d, p50 %6.1f, p99 %6.1f ms; shed %4d, p50 %5.1f, p99 %5.1f ms",
+			(time.Duration(i) * slice).Seconds(), acc.N, acc.P50, acc.P99, sh.N, sh.P50, sh.P99)
+	}
 }
 
 // submitOrShed creates a job: nil when it is accepted, errShed when it is

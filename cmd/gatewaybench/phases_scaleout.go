@@ -239,12 +239,8 @@ func (b *bench) measureScaleout(ctx context.Context, rep *report, p *productionS
 			fmt.Sprintf("%.2f scans, %.2f updates", float64(js1.IndexScans+js1.SeqScans-js0.IndexScans-js0.SeqScans)/n, float64(js1.Updated-js0.Updated)/n))
 	}
 	if use != nil {
-		var cores []string
-		for _, name := range sortedKeys(use.Cores) {
-			cores = append(cores, fmt.Sprintf("%s %.2f", name, use.Cores[name]))
-		}
 		rep.addInfo("scale out", "  CPU cores used: by process; by other work on the machine", "gateway",
-			fmt.Sprintf("%s; other %.2f", strings.Join(cores, ", "), use.OtherCores))
+			fmt.Sprintf("%s; other %.2f", formatCores(use.Cores), use.OtherCores))
 	}
 	rep.addInfo("scale out", "  jobs at the end: pending, processing", "gateway",
 		fmt.Sprintf("%d, %d", after.pending, after.processing))

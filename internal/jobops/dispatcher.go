@@ -78,11 +78,18 @@ type DispatcherConfig struct {
 	// are started). Lease then records every start due at once, Run calls
 	// HandOff after Offers (coalesced) to wake those dispatchers, and its
 	// sweep takes only starts left due for HandOffGrace (default 5 s), in
-	// case no worker takes them.
-	HandOff      func(ctx context.Context) error
+	// case no worker takes them. Each call reports the creates answered
+	// since the last one, by which those dispatchers pace their starts
+	// (Paced); creates shed alone are reported at most every
+	// paceReportEvery.
+	HandOff      func(ctx context.Context, report PaceReport) error
 	HandOffGrace time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// HearsPace paces starts by the creates other processes answered
+	// (Paced), judged against their AcceptTarget: a worker's dispatcher,
+	// which serve hands its starts off to.
+	HearsPace bool
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // ErrNotStarted is returned by StartNow for a job it failed so.
@@ -124,7 +131,25 @@ type Dispatcher struct {
 	// lightStarts bounds the starts of tenants served little lately that
 	// skip the pacer (fairqueue.go).
 	lightStarts *rate.Limiter
+	// report counts the creates answered since the last HandOff.
+	reportMu sync.Mutex
+	report   PaceReport
 }
+
+// PaceReport counts the creates an API answered: accepted, shed with 429
+// because the outbox was full, and, of both, those answered slower than
+// its AcceptTarget. Dispatchers that hear it (Paced) pace their starts by
+// it as by their own process's creates.
+type PaceReport struct {
+	Accepted int `json:"accepted"`
+	Shed     int `json:"shed,omitempty"`
+	Slow     int `json:"slow,omitempty"`
+}
+
+// paceReportEvery is how often at most a HandOff reports creates shed
+// when no new start was accepted: a notification at every shed create
+// would cost the database most when it can least afford it.
+const paceReportEvery = 100 * time.Millisecond
 
 // Starts that skip the pacer, of tenants served little lately: at most
 // lightStartRate a second, in bursts of lightStartBurst.
@@ -161,7 +186,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	return &Dispatcher{
 		cfg:      cfg,
-		pace:     newPacer(cfg.AcceptTarget),
+		pace:     newPacer(cfg.AcceptTarget, cfg.HearsPace),
 		queue:    newFairQueue(queueSize),
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
@@ -192,14 +217,11 @@ func (d *Dispatcher) Lease(tenant string) time.Time {
 // the queue runs low. Offer never waits: should the queue have filled
 // since Lease, the start is handed back to the outbox in the background.
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
+	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
-		select {
-		case d.handOffs <- struct{}{}:
-		default: // one is pending: it covers this start too
-		}
+		d.reportAnswered(1, 0, took)
 		return
 	}
-	d.pace.acceptedJob(took)
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
 		if d.queue.len() <= d.queue.capacity/4 {
@@ -215,6 +237,37 @@ func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 		d.backlog.Store(true)
 		d.poke()
 	}()
+}
+
+// Shed records a create the API shed with 429 because the outbox was
+// full, having taken took: starts are paced by creates shed as by those
+// accepted.
+func (d *Dispatcher) Shed(took time.Duration) {
+	d.pace.answered(took)
+	if d.cfg.HandOff != nil {
+		d.reportAnswered(0, 1, took)
+	}
+}
+
+// Paced records the creates another process answered (its HandOff's
+// report), for a dispatcher that HearsPace.
+func (d *Dispatcher) Paced(report PaceReport) {
+	d.pace.heard(report.Accepted+report.Shed, report.Slow)
+}
+
+// reportAnswered counts creates for the next HandOff and asks Run for it.
+func (d *Dispatcher) reportAnswered(accepted, shed int, took time.Duration) {
+	d.reportMu.Lock()
+	d.report.Accepted += accepted
+	d.report.Shed += shed
+	if d.cfg.AcceptTarget > 0 && took > d.cfg.AcceptTarget {
+		d.report.Slow++
+	}
+	d.reportMu.Unlock()
+	select {
+	case d.handOffs <- struct{}{}:
+	default: // one is pending: it covers this create too
+	}
 }
 
 // StartNow makes a job's start at once if it is still in the outbox (the
@@ -475,16 +528,39 @@ func (d *Dispatcher) release(ids ...string) {
 	}
 }
 
-// handOff wakes the other processes' dispatchers after Offers, until ctx
-// ends.
+// handOff wakes the other processes' dispatchers after Offers, and
+// reports the creates answered meanwhile, until ctx ends. A report of
+// creates shed alone waits until paceReportEvery has passed since the
+// last one.
 func (d *Dispatcher) handOff(ctx context.Context) {
+	var last time.Time
+	later := time.NewTimer(0)
+	<-later.C
 	for {
 		select {
 		case <-ctx.Done():
+			later.Stop()
 			return
 		case <-d.handOffs:
+		case <-later.C:
 		}
-		if err := d.cfg.HandOff(ctx); err != nil && ctx.Err() == nil {
+		d.reportMu.Lock()
+		report := d.report
+		if report == (PaceReport{}) {
+			d.reportMu.Unlock()
+			continue
+		}
+		if report.Accepted == 0 {
+			if wait := paceReportEvery - time.Since(last); wait > 0 {
+				d.reportMu.Unlock()
+				later.Reset(wait)
+				continue
+			}
+		}
+		d.report = PaceReport{}
+		d.reportMu.Unlock()
+		last = time.Now()
+		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("wake the workers' dispatchers; they find the new starts when they next sweep", "error", err)
 		}
 	}
@@ -532,4 +608,21 @@ func startOptions(in jobs.Submission, priority int, eager bool) client.StartWork
 		opts.TypedSearchAttributes = workflows.StartSearchAttributes(in)
 	}
 	return opts
+}
+
+// Payload is the report as a notification carries it: JSON.
+func (r PaceReport) Payload() string {
+	b, _ := json.Marshal(r) // three ints: cannot fail
+	return string(b)
+}
+
+// ParsePaceReport reads a notification's payload; false for one that
+// carries no report (an empty payload, from a serve that predates
+// reports, which says only that new starts were recorded).
+func ParsePaceReport(payload string) (PaceReport, bool) {
+	var r PaceReport
+	if payload == "" || json.Unmarshal([]byte(payload), &r) != nil {
+		return PaceReport{}, false
+	}
+	return r, true
 }

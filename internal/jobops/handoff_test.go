@@ -16,12 +16,12 @@ import (
 // grace period.
 func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	t.Parallel()
-	handOffs := make(chan struct{}, 16)
+	handOffs := make(chan jobops.PaceReport, 16)
 	var worker *bundle
 	api := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
 		cfg.HandOffGrace = 300 * time.Millisecond
-		cfg.HandOff = func(context.Context) error {
-			handOffs <- struct{}{}
+		cfg.HandOff = func(_ context.Context, report jobops.PaceReport) error {
+			handOffs <- report
 			if worker != nil {
 				worker.d.Wake()
 			}
@@ -43,7 +43,7 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	require.False(t, due.After(time.Now()), "recorded due at once, for any dispatcher")
 	start := api.record(t, 1, due)
 	api.d.Offer(start, time.Millisecond)
-	<-handOffs
+	require.Equal(t, jobops.PaceReport{Accepted: 1}, <-handOffs, "the create is reported")
 	api.waitOutboxEmpty(t)
 	require.Empty(t, api.started(), "the API made no start")
 	starts := worker.started()
@@ -59,4 +59,41 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	require.Len(t, api.started(), 1)
 	require.Equal(t, late.JobID, api.started()[0].ID)
 	require.False(t, api.started()[0].EnableEagerStart)
+}
+
+// TestHandOffReportsShedCreatesSparingly: the API reports every create to
+// the workers' dispatchers, which pace their starts by them; creates shed
+// alone are reported at most every 100 ms, a new start at once.
+func TestHandOffReportsShedCreatesSparingly(t *testing.T) {
+	t.Parallel()
+	type heard struct {
+		report jobops.PaceReport
+		at     time.Time
+	}
+	handOffs := make(chan heard, 16)
+	api := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
+		cfg.AcceptTarget = 5 * time.Millisecond
+		cfg.HandOff = func(_ context.Context, report jobops.PaceReport) error {
+			handOffs <- heard{report, time.Now()}
+			return nil
+		}
+	})
+	api.run(t)
+	start := api.record(t, 1, api.d.Lease("acme")) // offered last
+
+	api.d.Shed(time.Millisecond)
+	first := <-handOffs
+	require.Equal(t, jobops.PaceReport{Shed: 1}, first.report)
+	api.d.Shed(time.Millisecond)
+	api.d.Shed(10 * time.Millisecond)
+	api.d.Shed(time.Millisecond)
+	second := <-handOffs
+	require.Equal(t, jobops.PaceReport{Shed: 3, Slow: 1}, second.report, "coalesced, slow ones counted against the target")
+	require.GreaterOrEqual(t, second.at.Sub(first.at), 90*time.Millisecond, "not before 100 ms after the last report")
+
+	api.d.Shed(time.Millisecond)
+	api.d.Offer(start, 20*time.Millisecond)
+	third := <-handOffs
+	require.Equal(t, jobops.PaceReport{Accepted: 1, Shed: 1, Slow: 1}, third.report,
+		"a new start is announced without waiting, with the shed create that waited")
 }

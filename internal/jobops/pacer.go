@@ -23,8 +23,15 @@ import (
 // paceStep starts a second beyond the starts made. Once new jobs stop
 // coming, or come no faster than they start (a steady load), starts run
 // as fast as Concurrency allows again.
+//
+// Creates shed with 429 count as acceptances here (answered): they are
+// demand the starts do not meet, and their latency suffers as much from
+// the starts' load. A pacer may also hear of acceptances made by other
+// processes (heard): a worker's, from serve's notifications.
 type pacer struct {
-	target  time.Duration
+	target time.Duration
+	// on: the pacer paces (a target, or others' acceptances to hear).
+	on      bool
 	limiter *rate.Limiter
 
 	mu       sync.Mutex
@@ -53,13 +60,16 @@ const (
 	paceMinRate = rate.Limit(10)
 )
 
-// newPacer paces to keep accepting a job within target; 0 never paces.
-func newPacer(target time.Duration) *pacer {
-	return &pacer{target: target, limiter: rate.NewLimiter(rate.Inf, 1)}
+// newPacer paces to keep accepting a job within target; 0 never paces,
+// unless hears: the pacer then paces by the acceptances heard, which
+// others judged against their own targets.
+func newPacer(target time.Duration, hears bool) *pacer {
+	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1)}
 }
 
-// acceptedJob records that the API accepted a job, which took took.
-func (p *pacer) acceptedJob(took time.Duration) {
+// answered records that the API accepted or shed a job's create, which
+// took took.
+func (p *pacer) answered(took time.Duration) {
 	if p.target <= 0 {
 		return
 	}
@@ -71,9 +81,21 @@ func (p *pacer) acceptedJob(took time.Duration) {
 	p.mu.Unlock()
 }
 
+// heard records creates another process answered, slow of them over its
+// target.
+func (p *pacer) heard(answered, slow int) {
+	if !p.on || answered <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.accepted += answered
+	p.slow += min(max(slow, 0), answered)
+	p.mu.Unlock()
+}
+
 // startedJob records a start made.
 func (p *pacer) startedJob() {
-	if p.target <= 0 {
+	if !p.on {
 		return
 	}
 	p.mu.Lock()
@@ -113,7 +135,7 @@ func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}, within ti
 
 // run closes a window every paceWindow until ctx ends.
 func (p *pacer) run(ctx context.Context, logger *slog.Logger) {
-	if p.target <= 0 {
+	if !p.on {
 		return
 	}
 	ticker := time.NewTicker(paceWindow)

@@ -67,6 +67,9 @@ type Starter interface {
 	// Offer hands over a start recorded with a job, and how long
 	// accepting that job took.
 	Offer(start store.JobStart, took time.Duration)
+	// Shed records a create refused with 429 because the outbox of starts
+	// was full, and how long answering it took.
+	Shed(took time.Duration)
 	// StartNow makes a job's start at once unless it was made. A start
 	// that can never be made fails the job.
 	StartNow(ctx context.Context, jobID string) error

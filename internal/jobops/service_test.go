@@ -45,6 +45,7 @@ type starter struct {
 
 	mu     sync.Mutex
 	offers []offer
+	shed   int // creates shed
 }
 
 type offer struct {
@@ -60,7 +61,19 @@ func (s *starter) Offer(start store.JobStart, took time.Duration) {
 	s.offers = append(s.offers, offer{start, took})
 }
 
+func (s *starter) Shed(time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shed++
+}
+
 func (s *starter) StartNow(context.Context, string) error { return s.err }
+
+func (s *starter) sheds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shed
+}
 
 func (s *starter) offered() []offer {
 	s.mu.Lock()
@@ -275,6 +288,7 @@ func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	submit := func(tenant string) error {
 		req := llmTask(t)
 		req.Tenant = tenant
+		req.Received = time.Now()
 		_, err := b.svc.Submit(t.Context(), req)
 		return err
 	}
@@ -297,6 +311,7 @@ func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	err = submit("initech")
 	require.ErrorIs(t, err, jobops.ErrRateLimited)
 	require.ErrorContains(t, err, "the gateway has 3 accepted jobs waiting to start")
+	require.Equal(t, 2, b.starter.sheds(), "each create shed is told to the starter, which paces its starts by them")
 
 	// The backlog drains: creates go in again.
 	var ids []string

@@ -133,6 +133,9 @@ func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, 
 		return jobs.Submission{}, nil, nil, err
 	}
 	if err := s.cfg.Backlog.check(req.Tenant); err != nil {
+		if !req.Received.IsZero() {
+			s.cfg.Starts.Shed(time.Since(req.Received))
+		}
 		return jobs.Submission{}, nil, nil, err
 	}
 	in := submission(ctx, req, jobID, now)
