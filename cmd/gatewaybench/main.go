@@ -41,33 +41,33 @@ import (
 // options are the benchmark's settings (flags; BENCH_JOBS, DATABASE_URL and
 // TEST_DATABASE_URL from the environment).
 type options struct {
-	GatewayBin   string        `json:"-"`
-	Src          string        `json:"-"`
-	JSONPath     string        `json:"-"`
-	ProfileDir   string        `json:"-"`
-	Phases       []string      `json:"phases"`
-	Shapes       []string      `json:"shapes"`
-	CreateRuns   int           `json:"create_runs"`
-	AcceptTarget time.Duration `json:"production_accept_latency_target_ns"`
-	JobStarts    string        `json:"production_job_starts"`
-	Quick        bool          `json:"quick"`
-	Duration     time.Duration `json:"phase_duration_ns"`
-	Rates        []int         `json:"rates"`
-	MaxWorkers   int           `json:"max_workers"`
-	SerialJobs   int           `json:"serial_jobs"`
-	PollInterval time.Duration `json:"poll_interval_ns"`
-	Sustained    int           `json:"sustained_in_flight"`
-	SustainedFor time.Duration `json:"sustained_duration_ns"`
-	E2ERate      int           `json:"e2e_rate"`
-	Jobs         int           `json:"jobs"`
-	ReadRequests int           `json:"read_requests"`
-	MemoryJobs   int           `json:"memory_jobs"`
-	MemoryDelay  time.Duration `json:"memory_latency_ns"`
-	DrainTimeout time.Duration `json:"drain_timeout_ns"`
-	DatabaseURL  string        `json:"-"`
-	PostgresURL  string        `json:"-"`
-	Keep         bool          `json:"-"`
-	Verbose      bool          `json:"-"`
+	GatewayBin   string         `json:"-"`
+	Src          string         `json:"-"`
+	JSONPath     string         `json:"-"`
+	ProfileDir   string         `json:"-"`
+	Phases       []string       `json:"phases"`
+	Shapes       []string       `json:"shapes"`
+	CreateRuns   int            `json:"create_runs"`
+	AcceptTarget *time.Duration `json:"production_accept_latency_target_ns,omitempty"` // nil: serve's default
+	JobStarts    string         `json:"production_job_starts"`
+	Quick        bool           `json:"quick"`
+	Duration     time.Duration  `json:"phase_duration_ns"`
+	Rates        []int          `json:"rates"`
+	MaxWorkers   int            `json:"max_workers"`
+	SerialJobs   int            `json:"serial_jobs"`
+	PollInterval time.Duration  `json:"poll_interval_ns"`
+	Sustained    int            `json:"sustained_in_flight"`
+	SustainedFor time.Duration  `json:"sustained_duration_ns"`
+	E2ERate      int            `json:"e2e_rate"`
+	Jobs         int            `json:"jobs"`
+	ReadRequests int            `json:"read_requests"`
+	MemoryJobs   int            `json:"memory_jobs"`
+	MemoryDelay  time.Duration  `json:"memory_latency_ns"`
+	DrainTimeout time.Duration  `json:"drain_timeout_ns"`
+	DatabaseURL  string         `json:"-"`
+	PostgresURL  string         `json:"-"`
+	Keep         bool           `json:"-"`
+	Verbose      bool           `json:"-"`
 
 	// The fairness phase (docs/benchmarks.md, Fairness between tenants).
 	FairnessJobs int `json:"fairness_jobs"`
@@ -146,7 +146,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&phases, "phases", "load,reads,memory", "phases to run: e2e (end to end), create, load (both; with the floor and the baseline), reads, memory, fairness, overload (production shape: creates beyond what the workers start), scaleout (production shape: workers and their slots)")
 	fs.StringVar(&shapes, "shapes", "dev,production", "shapes to run the load phases on: dev (gateway dev, one process), production (Temporal on PostgreSQL, serve and worker as processes of their own); memory runs on both, reads and fairness on dev, overload and scaleout on production")
 	fs.StringVar(&o.JobStarts, "job-starts", "workers", "gateway serve's --job-starts in the production shape: workers (eager starts in the worker processes) or serve")
-	fs.DurationVar(&o.AcceptTarget, "accept-latency-target", 0, "gateway serve's --accept-latency-target in the production shape (0, serve's default: no pacing; 3ms is gateway dev's)")
+	fs.Func("accept-latency-target", "gateway serve's --accept-latency-target in the production shape (default: serve's own, 10ms; 0: no pacing; 3ms is gateway dev's)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		o.AcceptTarget = &d
+		return err
+	})
 	fs.IntVar(&o.CreateRuns, "create-runs", 5, "runs of the gateway's create phase at the target rate (200/s), each on a fresh deployment, for the spread")
 	fs.BoolVar(&o.Quick, "quick", false, "short run: 5 s phases, 100,000 jobs for reads, fewer samples")
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "length of each load phase")

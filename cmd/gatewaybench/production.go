@@ -141,8 +141,11 @@ func (b *bench) startProductionWith(ctx context.Context, name string, workers in
 	if p.api.listen, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	p.api.cmd = exec.Command(bin, "serve", "--listen", p.api.listen, "--providers", p.catalog, "--tenant-create-rate", "0",
-		"--accept-latency-target", b.opts.AcceptTarget.String(), "--job-starts", b.opts.JobStarts)
+	args := []string{"serve", "--listen", p.api.listen, "--providers", p.catalog, "--tenant-create-rate", "0", "--job-starts", b.opts.JobStarts}
+	if b.opts.AcceptTarget != nil {
+		args = append(args, "--accept-latency-target", b.opts.AcceptTarget.String())
+	}
+	p.api.cmd = exec.Command(bin, args...)
 	p.api.cmd.Env = p.env
 	if err := p.api.start(ctx, b.work, name+"-serve", p.api.readyz); err != nil {
 		return nil, err
