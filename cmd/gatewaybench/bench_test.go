@@ -58,6 +58,22 @@ func TestQuickShortensWhatWasNotSet(t *testing.T) {
 	require.ErrorContains(t, err, `unknown phase "nope"`)
 }
 
+// serve keeps its own pacing target unless the benchmark is told one:
+// passing the flag's zero value would turn serve's pacing off.
+func TestServeKeepsItsAcceptTargetUnlessGiven(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Nil(t, o.AcceptTarget)
+
+	o, err = parseFlags([]string{"-accept-latency-target", "25ms"}, io.Discard)
+	require.NoError(t, err)
+	require.NotNil(t, o.AcceptTarget)
+	require.Equal(t, 25*time.Millisecond, *o.AcceptTarget)
+
+	_, err = parseFlags([]string{"-accept-latency-target", "soon"}, io.Discard)
+	require.Error(t, err)
+}
+
 func TestTargets(t *testing.T) {
 	t.Parallel()
 	r := newReport(options{})
