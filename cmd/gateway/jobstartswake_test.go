@@ -106,3 +106,12 @@ func TestAWorkerHearsServesReports(t *testing.T) {
 	require.Len(t, reports, 2, "an older serve's notification reports nothing")
 	require.Equal(t, 2, wakes, "… but announces new starts")
 }
+
+// A serve that does not pace (--accept-latency-target 0) sends what an
+// older serve sends, so that its workers start unpaced too.
+func TestServeThatDoesNotPaceReportsNothing(t *testing.T) {
+	t.Parallel()
+	report := jobops.PaceReport{Accepted: 2, Slow: 1}
+	require.JSONEq(t, `{"accepted":2,"slow":1}`, notice(config{AcceptTarget: 10 * time.Millisecond}, report))
+	require.Empty(t, notice(config{}, report))
+}
