@@ -53,12 +53,12 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
 	cfg.JobStarts = resolveJobStarts(cfg.JobStarts, st.Dialect())
-	backlog := startBacklogGuard(ctx, cfg, st, logger)
-	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), backlog.Waiting, logger)
+	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	logger.Info("job starts", "made_by", cfg.JobStarts)
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
+	backlog := startBacklogGuard(ctx, cfg, st, logger)
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err
@@ -167,15 +167,14 @@ type runningDispatcher struct {
 }
 
 // runDispatcher starts the workflows of the jobs this process accepts, and
-// those left in the outbox. eager: the worker runs in this process;
-// waiting: the outbox's count, reported to the workers (nil: none).
-func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, waiting func() (int64, bool), logger *slog.Logger) runningDispatcher {
-	return runDispatcherOn(ctx, cfg, st, st, tc, eager, searchAttributes, false, waiting, logger)
+// those left in the outbox. eager: the worker runs in this process.
+func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
+	return runDispatcherOn(ctx, cfg, st, st, tc, eager, searchAttributes, false, logger)
 }
 
 // runDispatcherOn is runDispatcher with the outbox the dispatcher reads;
 // hearsPace: it paces its starts by serve's reports (Paced).
-func runDispatcherOn(ctx context.Context, cfg config, st *store.Store, outbox jobops.Outbox, tc client.Client, eager, searchAttributes, hearsPace bool, waiting func() (int64, bool), logger *slog.Logger) runningDispatcher {
+func runDispatcherOn(ctx context.Context, cfg config, st *store.Store, outbox jobops.Outbox, tc client.Client, eager, searchAttributes, hearsPace bool, logger *slog.Logger) runningDispatcher {
 	// Not stopped by the command's context: the API accepts jobs until its
 	// requests have drained, and the dispatcher must take those too.
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -191,7 +190,6 @@ func runDispatcherOn(ctx context.Context, cfg config, st *store.Store, outbox jo
 			Generation:       cfg.JobGeneration,
 			HandOff:          handOff(cfg, st),
 			HearsPace:        hearsPace,
-			Waiting:          waiting,
 			Logger:           logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
@@ -251,7 +249,7 @@ func notice(cfg config, report jobops.PaceReport) string {
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
 	cfg.AcceptTarget, cfg.JobStarts = 0, jobStartsServe
 	watch := &claimWatch{Outbox: st}
-	d := runDispatcherOn(ctx, cfg, st, watch, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), true, nil, logger)
+	d := runDispatcherOn(ctx, cfg, st, watch, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), true, logger)
 	gate := newWakeGate(watch, d.Wake) // jobstartswake.go
 	go gate.run(ctx)
 	heard := func(payload string) { hearServe(payload, d.Paced, gate.notify) }

@@ -82,20 +82,6 @@ func (g *BacklogGuard) Refresh(ctx context.Context) {
 	g.counts.Store(c)
 }
 
-// Waiting is the last count of starts waiting in the outbox, of every
-// tenant; false when there is none (no bound, or counting failed for
-// longer than backlogKept).
-func (g *BacklogGuard) Waiting() (int64, bool) {
-	if g == nil {
-		return 0, false
-	}
-	c := g.counts.Load()
-	if c == nil {
-		return 0, false
-	}
-	return c.total, true
-}
-
 // check refuses a create of tenant's past a bound: ErrRateLimited with a
 // Retry-After.
 func (g *BacklogGuard) check(tenant string) error {

@@ -84,10 +84,6 @@ type DispatcherConfig struct {
 	// paceReportEvery.
 	HandOff      func(ctx context.Context, report PaceReport) error
 	HandOffGrace time.Duration
-	// Waiting counts the starts waiting in the outbox (serve's
-	// BacklogGuard), for each HandOff's report: the dispatchers that hear
-	// it see a burst only while starts pile up there; nil reports none.
-	Waiting func() (int64, bool)
 	// HearsPace paces starts by the creates other processes answered
 	// (Paced), judged against their AcceptTarget: a worker's dispatcher,
 	// which serve hands its starts off to.
@@ -148,9 +144,6 @@ type PaceReport struct {
 	Accepted int `json:"accepted"`
 	Shed     int `json:"shed,omitempty"`
 	Slow     int `json:"slow,omitempty"`
-	// Waiting is the sender's last count of starts waiting in the outbox
-	// (DispatcherConfig.Waiting); nil when it has none.
-	Waiting *int64 `json:"waiting,omitempty"`
 }
 
 // paceReportEvery is how often at most a HandOff reports creates shed
@@ -259,7 +252,7 @@ func (d *Dispatcher) Shed(took time.Duration) {
 // Paced records the creates another process answered (its HandOff's
 // report), for a dispatcher that HearsPace.
 func (d *Dispatcher) Paced(report PaceReport) {
-	d.pace.heard(report.Accepted+report.Shed, report.Slow, report.Waiting)
+	d.pace.heard(report.Accepted+report.Shed, report.Slow)
 }
 
 // reportAnswered counts creates for the next HandOff and asks Run for it.
@@ -566,12 +559,6 @@ func (d *Dispatcher) handOff(ctx context.Context) {
 		}
 		d.report = PaceReport{}
 		d.reportMu.Unlock()
-		if d.cfg.Waiting != nil {
-			if n, ok := d.cfg.Waiting(); ok {
-				report.Waiting = &n
-				d.pace.sawWaiting(n) // its own sweep's starts too
-			}
-		}
 		last = time.Now()
 		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("wake the workers' dispatchers; they find the new starts when they next sweep", "error", err)

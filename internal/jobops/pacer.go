@@ -42,12 +42,6 @@ type pacer struct {
 	// unpaced is the rate starts were made at in unpaced windows
 	// (a moving average): a burst is judged against it as well.
 	unpaced rate.Limit
-	// waiting is the outbox's last count (sawWaiting: its own, or in a
-	// report heard); -1 before any. A dispatcher that hands its starts
-	// off, or hears of creates, makes only a share of their starts, so
-	// to it a burst is also starts piling up there: at least
-	// paceBurstWaiting.
-	waiting int64
 }
 
 // How the pacer reads a window and moves the rate.
@@ -58,9 +52,6 @@ const (
 	// starts made before pacing.
 	paceMinBurst    = 5
 	paceBurstFactor = 2
-	// Starts waiting in the outbox for a burst, to a dispatcher that
-	// knows their count (its queue's worth).
-	paceBurstWaiting = 64
 	// More than one acceptance in paceSlowShare over target slows starts.
 	paceSlowShare = 20
 	paceStep      = rate.Limit(2) // starts a second added per calm window
@@ -73,7 +64,7 @@ const (
 // unless hears: the pacer then paces by the acceptances heard, which
 // others judged against their own targets.
 func newPacer(target time.Duration, hears bool) *pacer {
-	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1), waiting: -1}
+	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1)}
 }
 
 // answered records that the API accepted or shed a job's create, which
@@ -91,24 +82,14 @@ func (p *pacer) answered(took time.Duration) {
 }
 
 // heard records creates another process answered, slow of them over its
-// target, and its count of starts waiting in the outbox (nil: none).
-func (p *pacer) heard(answered, slow int, waiting *int64) {
+// target.
+func (p *pacer) heard(answered, slow int) {
 	if !p.on || answered <= 0 {
 		return
-	}
-	if waiting != nil {
-		p.sawWaiting(*waiting)
 	}
 	p.mu.Lock()
 	p.accepted += answered
 	p.slow += min(max(slow, 0), answered)
-	p.mu.Unlock()
-}
-
-// sawWaiting records a count of the starts waiting in the outbox.
-func (p *pacer) sawWaiting(n int64) {
-	p.mu.Lock()
-	p.waiting = n
 	p.mu.Unlock()
 }
 
@@ -190,8 +171,7 @@ func (p *pacer) closeWindow(elapsed time.Duration) rate.Limit {
 	acceptedRate := rate.Limit(float64(accepted) / seconds)
 	made := rate.Limit(float64(started) / seconds)
 	burst := float64(accepted) >= paceMinBurst*seconds/paceWindow.Seconds() &&
-		acceptedRate > paceBurstFactor*max(made, p.unpaced) &&
-		(p.waiting < 0 || p.waiting >= paceBurstWaiting)
+		acceptedRate > paceBurstFactor*max(made, p.unpaced)
 	if !burst {
 		if p.limit == 0 {
 			p.unpaced = (3*p.unpaced + made) / 4

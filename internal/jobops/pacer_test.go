@@ -151,30 +151,6 @@ func TestHeardCreatesPaceAWorker(t *testing.T) {
 	require.Equal(t, rate.Inf, deaf.pace.closeWindow(paceWindow))
 }
 
-// One worker of several makes only its share of serve's starts: a steady
-// load's creates outrun its own starts, yet nothing piles up in the
-// outbox, and that is no burst. Reports with no count keep the rule of
-// starts alone.
-func TestAWorkerSeesNoBurstWhileTheOutboxKeepsUp(t *testing.T) {
-	t.Parallel()
-	few, many := int64(paceBurstWaiting-1), int64(paceBurstWaiting)
-	worker := NewDispatcher(DispatcherConfig{HearsPace: true})
-	heard := func(waiting *int64) rate.Limit {
-		worker.Paced(PaceReport{Accepted: 40, Slow: 10, Waiting: waiting})
-		for range 10 { // a third of 30 a second
-			worker.pace.startedJob()
-		}
-		return worker.pace.closeWindow(paceWindow)
-	}
-	require.Equal(t, rate.Inf, heard(&few), "three workers keeping up with 160 slow creates a second")
-	require.Equal(t, perWindow(10)/2, heard(&many), "starts piling up: a burst")
-	require.Equal(t, rate.Inf, heard(&few), "the outbox caught up")
-	worker.pace.mu.Lock()
-	worker.pace.waiting = -1 // as before any count
-	worker.pace.mu.Unlock()
-	require.Equal(t, perWindow(10)/2, heard(nil), "no count: starts alone judge")
-}
-
 func TestPaceReportsTravelAsJSON(t *testing.T) {
 	t.Parallel()
 	r := PaceReport{Accepted: 3, Shed: 2, Slow: 1}
@@ -182,30 +158,8 @@ func TestPaceReportsTravelAsJSON(t *testing.T) {
 	back, ok := ParsePaceReport(r.Payload())
 	require.True(t, ok)
 	require.Equal(t, r, back)
-	waiting := int64(700)
-	r.Waiting = &waiting
-	require.JSONEq(t, `{"accepted":3,"shed":2,"slow":1,"waiting":700}`, r.Payload())
-	back, ok = ParsePaceReport(r.Payload())
-	require.True(t, ok)
-	require.Equal(t, r, back)
 	_, ok = ParsePaceReport("")
 	require.False(t, ok, "an older serve's notification carries no report")
 	_, ok = ParsePaceReport("not json")
 	require.False(t, ok)
-}
-
-// serve hands its starts off and makes only those the workers leave: its
-// own pacer too sees a burst only while starts pile up in the outbox.
-func TestAHandingOffAPISeesABurstOnlyInTheOutbox(t *testing.T) {
-	t.Parallel()
-	p := newPacer(10*time.Millisecond, false)
-	window := func(waiting int64) rate.Limit {
-		p.sawWaiting(waiting)
-		for range 40 {
-			p.answered(20 * time.Millisecond)
-		}
-		return p.closeWindow(paceWindow)
-	}
-	require.Equal(t, rate.Inf, window(3), "workers keeping up: nothing to pace")
-	require.Equal(t, paceMinRate, window(500), "starts piling up while creates are slow")
 }
