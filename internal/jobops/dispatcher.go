@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,16 +135,28 @@ type Dispatcher struct {
 	// report counts the creates answered since the last HandOff.
 	reportMu sync.Mutex
 	report   PaceReport
+	// outboxRate is the last rate starts left the outbox at (OutboxLeft),
+	// which every report carries; nil before the first.
+	outboxRate *float64
+	// accepted counts the jobs accepted (Offer), for BacklogGuard to
+	// measure how fast starts leave the outbox.
+	accepted atomic.Int64
 }
 
 // PaceReport counts the creates an API answered: accepted, shed with 429
 // because the outbox was full, and, of both, those answered slower than
 // its AcceptTarget. Dispatchers that hear it (Paced) pace their starts by
 // it as by their own process's creates.
+//
+// StartsPerSecond is how fast starts left the outbox lately, every
+// process's together, by the sender's counts of it (OutboxLeft): a
+// dispatcher judges a burst against it rather than against its own
+// starts, which are a share of them when several workers make them.
 type PaceReport struct {
-	Accepted int `json:"accepted"`
-	Shed     int `json:"shed,omitempty"`
-	Slow     int `json:"slow,omitempty"`
+	Accepted        int      `json:"accepted"`
+	Shed            int      `json:"shed,omitempty"`
+	Slow            int      `json:"slow,omitempty"`
+	StartsPerSecond *float64 `json:"starts_per_second,omitempty"`
 }
 
 // paceReportEvery is how often at most a HandOff reports creates shed
@@ -217,6 +230,7 @@ func (d *Dispatcher) Lease(tenant string) time.Time {
 // the queue runs low. Offer never waits: should the queue have filled
 // since Lease, the start is handed back to the outbox in the background.
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
+	d.accepted.Add(1)
 	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
 		d.reportAnswered(1, 0, took)
@@ -252,7 +266,25 @@ func (d *Dispatcher) Shed(took time.Duration) {
 // Paced records the creates another process answered (its HandOff's
 // report), for a dispatcher that HearsPace.
 func (d *Dispatcher) Paced(report PaceReport) {
+	if report.StartsPerSecond != nil {
+		d.pace.outboxLeft(rate.Limit(*report.StartsPerSecond))
+	}
 	d.pace.heard(report.Accepted+report.Shed, report.Slow)
+}
+
+// OutboxLeft records how fast starts left the outbox lately, every
+// process's together (BacklogGuard's counts), for a dispatcher that hands
+// its starts off: its own starts are paced by it, and its reports carry
+// it to the dispatchers that hear them.
+func (d *Dispatcher) OutboxLeft(r rate.Limit) {
+	if d.cfg.HandOff == nil || d.cfg.AcceptTarget <= 0 {
+		return
+	}
+	d.pace.outboxLeft(r)
+	perSecond := math.Round(float64(r)*10) / 10
+	d.reportMu.Lock()
+	d.outboxRate = &perSecond
+	d.reportMu.Unlock()
 }
 
 // reportAnswered counts creates for the next HandOff and asks Run for it.
@@ -558,6 +590,7 @@ func (d *Dispatcher) handOff(ctx context.Context) {
 			}
 		}
 		d.report = PaceReport{}
+		report.StartsPerSecond = d.outboxRate
 		d.reportMu.Unlock()
 		last = time.Now()
 		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {

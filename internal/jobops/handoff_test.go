@@ -118,3 +118,29 @@ func TestHandOffWithoutTargetReportsNoSheds(t *testing.T) {
 	api.d.Offer(start, 20*time.Millisecond)
 	require.Equal(t, jobops.PaceReport{Accepted: 1}, <-handOffs, "no shed creates, none slow without a target")
 }
+
+// TestHandOffReportsHowFastStartsLeaveTheOutbox: once serve measured how
+// fast starts leave the outbox (BacklogGuard), every report carries it.
+func TestHandOffReportsHowFastStartsLeaveTheOutbox(t *testing.T) {
+	t.Parallel()
+	handOffs := make(chan jobops.PaceReport, 16)
+	api := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
+		cfg.AcceptTarget = 5 * time.Millisecond
+		cfg.HandOff = func(_ context.Context, report jobops.PaceReport) error {
+			handOffs <- report
+			return nil
+		}
+	})
+	api.run(t)
+	start := api.record(t, 1, api.d.Lease("acme"))
+	api.d.Offer(start, time.Millisecond)
+	require.Nil(t, (<-handOffs).StartsPerSecond, "not measured yet")
+	api.d.OutboxLeft(12.34)
+	api.d.Offer(start, time.Millisecond)
+	report := <-handOffs
+	require.NotNil(t, report.StartsPerSecond)
+	require.Equal(t, 12.3, *report.StartsPerSecond)
+	api.d.Offer(start, time.Millisecond)
+	report = <-handOffs
+	require.NotNil(t, report.StartsPerSecond, "every report carries the last rate")
+}

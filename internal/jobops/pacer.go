@@ -27,7 +27,11 @@ import (
 // Creates shed with 429 count as acceptances here (answered): they are
 // demand the starts do not meet, and their latency suffers as much from
 // the starts' load. A pacer may also hear of acceptances made by other
-// processes (heard): a worker's, from serve's notifications.
+// processes (heard): a worker's, from serve's notifications. Every worker
+// hears of all of serve's creates but makes only its share of the starts,
+// so a burst is judged against the rate starts leave the outbox, every
+// process's together, when serve measured it (outboxLeft), and against
+// the starts made here otherwise.
 type pacer struct {
 	target time.Duration
 	// on: the pacer paces (a target, or others' acceptances to hear).
@@ -42,6 +46,10 @@ type pacer struct {
 	// unpaced is the rate starts were made at in unpaced windows
 	// (a moving average): a burst is judged against it as well.
 	unpaced rate.Limit
+	// outboxRate is how fast starts left the outbox, every process's
+	// together (outboxLeft), and outboxFresh the windows it stands for.
+	outboxRate  rate.Limit
+	outboxFresh int
 }
 
 // How the pacer reads a window and moves the rate.
@@ -58,6 +66,9 @@ const (
 	// Never fewer starts a second than this: the dispatcher's full queue
 	// is then made well within a start's lease (pacer_test.go).
 	paceMinRate = rate.Limit(10)
+	// A rate starts left the outbox at stands for this many windows: two
+	// of serve's counts of the outbox (BacklogGuard).
+	outboxRateWindows = 4
 )
 
 // newPacer paces to keep accepting a job within target; 0 never paces,
@@ -90,6 +101,17 @@ func (p *pacer) heard(answered, slow int) {
 	p.mu.Lock()
 	p.accepted += answered
 	p.slow += min(max(slow, 0), answered)
+	p.mu.Unlock()
+}
+
+// outboxLeft records how fast starts left the outbox lately, every
+// process's together.
+func (p *pacer) outboxLeft(r rate.Limit) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	p.outboxRate, p.outboxFresh = max(r, 0), outboxRateWindows
 	p.mu.Unlock()
 }
 
@@ -170,11 +192,16 @@ func (p *pacer) closeWindow(elapsed time.Duration) rate.Limit {
 	seconds := max(elapsed, time.Millisecond).Seconds()
 	acceptedRate := rate.Limit(float64(accepted) / seconds)
 	made := rate.Limit(float64(started) / seconds)
+	everyones := made // the starts the creates are judged against
+	if p.outboxFresh > 0 {
+		everyones = p.outboxRate
+		p.outboxFresh--
+	}
 	burst := float64(accepted) >= paceMinBurst*seconds/paceWindow.Seconds() &&
-		acceptedRate > paceBurstFactor*max(made, p.unpaced)
+		acceptedRate > paceBurstFactor*max(everyones, p.unpaced)
 	if !burst {
 		if p.limit == 0 {
-			p.unpaced = (3*p.unpaced + made) / 4
+			p.unpaced = (3*p.unpaced + everyones) / 4
 		}
 		p.limit = 0
 		return rate.Inf

@@ -1,6 +1,9 @@
 package jobops
 
 import (
+	"context"
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,11 +154,143 @@ func TestHeardCreatesPaceAWorker(t *testing.T) {
 	require.Equal(t, rate.Inf, deaf.pace.closeWindow(paceWindow))
 }
 
+// Every worker hears of all of serve's creates and makes only its share
+// of the starts: a burst is judged against how fast starts leave the
+// outbox, every worker's together, when serve measured it.
+func TestABurstIsJudgedAgainstEveryProcesssStarts(t *testing.T) {
+	t.Parallel()
+	steady := func(measured bool) rate.Limit { // 80 slow creates a second, 32 started here
+		p := newPacer(0, true)
+		if measured {
+			p.outboxLeft(80) // the other workers made the rest
+		}
+		p.heard(20, 20)
+		for range 8 {
+			p.startedJob()
+		}
+		return p.closeWindow(paceWindow)
+	}
+	require.Equal(t, rate.Inf, steady(true), "the workers together keep up with the creates")
+	require.Equal(t, perWindow(8)/2, steady(false), "not measured: judged against this worker's starts")
+
+	p := newPacer(0, true)
+	p.outboxLeft(80)
+	p.heard(80, 20) // 320 creates a second, a quarter slow
+	for range 8 {
+		p.startedJob()
+	}
+	require.Equal(t, perWindow(8)/2, p.closeWindow(paceWindow), "a burst beyond what every worker starts: paced from the starts made here")
+
+	p.outboxLeft(80)
+	for range outboxRateWindows {
+		p.closeWindow(paceWindow)
+	}
+	p.mu.Lock()
+	require.Zero(t, p.outboxFresh, "a rate not measured again lapses")
+	p.mu.Unlock()
+
+	deaf := newPacer(0, false)
+	deaf.outboxLeft(80)
+	require.Zero(t, deaf.outboxFresh, "a pacer that does not pace keeps nothing")
+}
+
+// A worker takes the rate starts leave the outbox from serve's report; a
+// dispatcher that does not hand its starts off measures none (dev's own
+// starts are all of them).
+func TestTheOutboxRateTravelsToTheWorkers(t *testing.T) {
+	t.Parallel()
+	worker := NewDispatcher(DispatcherConfig{HearsPace: true})
+	perSecond := 42.5
+	worker.Paced(PaceReport{Accepted: 3, StartsPerSecond: &perSecond})
+	worker.pace.mu.Lock()
+	require.Equal(t, rate.Limit(42.5), worker.pace.outboxRate)
+	require.Equal(t, outboxRateWindows, worker.pace.outboxFresh)
+	worker.pace.mu.Unlock()
+
+	dev := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond})
+	dev.OutboxLeft(50)
+	require.Zero(t, dev.pace.outboxFresh)
+	require.Nil(t, dev.outboxRate)
+}
+
+// countedOutbox is an outbox of acme's starts whose count a test sets.
+type countedOutbox struct{ total atomic.Int64 }
+
+func (o *countedOutbox) JobStartBacklog(context.Context) (map[string]int64, error) {
+	return map[string]int64{"acme": o.total.Load()}, nil
+}
+
+// serve measures how fast starts leave the outbox from two counts of it
+// and the jobs it accepted between them.
+func TestServeMeasuresHowFastStartsLeaveTheOutbox(t *testing.T) {
+	t.Parallel()
+	handedOff := func(context.Context, PaceReport) error { return nil }
+	serve := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond, HandOff: handedOff})
+	outbox := &countedOutbox{}
+	outbox.total.Store(10)
+	guard := &BacklogGuard{Store: outbox, Limits: BacklogLimits{Total: 1000}, Starts: serve}
+	first := time.Now()
+	guard.Refresh(t.Context())
+	require.Nil(t, serve.outboxRate, "one count measures nothing")
+
+	for range 30 {
+		serve.Offer(store.JobStart{JobID: "j"}, time.Millisecond)
+	}
+	outbox.total.Store(15) // 10 + 30 accepted - 15 waiting: 25 left
+	time.Sleep(50 * time.Millisecond)
+	guard.Refresh(t.Context())
+	between := time.Since(first)
+	serve.reportMu.Lock()
+	require.NotNil(t, serve.outboxRate)
+	measured := *serve.outboxRate
+	serve.reportMu.Unlock()
+	require.GreaterOrEqual(t, measured, math.Floor(25/between.Seconds()*10)/10)
+	require.LessOrEqual(t, measured, 25/0.05)
+	serve.pace.mu.Lock()
+	require.Equal(t, outboxRateWindows, serve.pace.outboxFresh, "serve's own starts are judged by it too")
+	serve.pace.mu.Unlock()
+
+	outbox.total.Store(100) // more waiting than before and accepted since: nothing left
+	guard.Refresh(t.Context())
+	serve.reportMu.Lock()
+	require.Zero(t, *serve.outboxRate)
+	serve.reportMu.Unlock()
+}
+
+// A stall of the database holds the workers' deletes and then lets them
+// through at once: the rate is measured over the counts of the last two
+// seconds, not over the last interval alone.
+func TestTheOutboxRateSpansSeveralCounts(t *testing.T) {
+	t.Parallel()
+	serve := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond, HandOff: func(context.Context, PaceReport) error { return nil }})
+	outbox := &countedOutbox{}
+	outbox.total.Store(100)
+	guard := &BacklogGuard{Store: outbox, Limits: BacklogLimits{Total: 1000}, Starts: serve}
+	guard.Refresh(t.Context())
+	afterFirst := time.Now()
+	time.Sleep(200 * time.Millisecond)
+	guard.Refresh(t.Context()) // nothing left: the deletes are held
+	time.Sleep(20 * time.Millisecond)
+	outbox.total.Store(0) // all 100 deleted at once
+	beforeLast := time.Now()
+	guard.Refresh(t.Context())
+	serve.reportMu.Lock()
+	defer serve.reportMu.Unlock()
+	require.LessOrEqual(t, *serve.outboxRate, math.Ceil(100/beforeLast.Sub(afterFirst).Seconds()*10)/10,
+		"100 starts over the three counts' span, not over the last 20 ms")
+}
+
 func TestPaceReportsTravelAsJSON(t *testing.T) {
 	t.Parallel()
 	r := PaceReport{Accepted: 3, Shed: 2, Slow: 1}
 	require.JSONEq(t, `{"accepted":3,"shed":2,"slow":1}`, r.Payload())
 	back, ok := ParsePaceReport(r.Payload())
+	require.True(t, ok)
+	require.Equal(t, r, back)
+	perSecond := 12.5
+	r.StartsPerSecond = &perSecond
+	require.JSONEq(t, `{"accepted":3,"shed":2,"slow":1,"starts_per_second":12.5}`, r.Payload())
+	back, ok = ParsePaceReport(r.Payload())
 	require.True(t, ok)
 	require.Equal(t, r, back)
 	_, ok = ParsePaceReport("")
