@@ -74,6 +74,16 @@ func TestServeKeepsItsAcceptTargetUnlessGiven(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestGatewaySettingsFollowTheFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Empty(t, gatewaySettings(o), "the gateways' own defaults")
+
+	o, err = parseFlags([]string{"-job-generation", "4", "-gateway-log-level", "debug"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GATEWAY_JOB_GENERATION=4", "GATEWAY_LOG_LEVEL=debug"}, gatewaySettings(o))
+}
+
 func TestTargets(t *testing.T) {
 	t.Parallel()
 	r := newReport(options{})

@@ -76,6 +76,9 @@ type options struct {
 	OverloadBacklog int           `json:"overload_backlog"`
 	OverloadFor     time.Duration `json:"overload_duration_ns"`
 	JobGeneration   int           `json:"job_generation"`
+	// GatewayLogLevel is the gateways' --log-level ("": their default);
+	// debug logs each change of pace (docs/operations.md, Durability).
+	GatewayLogLevel string        `json:"gateway_log_level,omitempty"`
 	FairnessDelay   time.Duration `json:"fairness_latency_ns"`
 
 	// The scale-out phase (docs/benchmarks.md, Scale out).
@@ -100,9 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if opts.JobGeneration >= 0 {
-		gatewayEnv = append(gatewayEnv, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", opts.JobGeneration))
-	}
+	gatewayEnv = gatewaySettings(opts)
 
 	b, err := newBench(ctx, opts, stderr)
 	if err != nil {
@@ -128,6 +129,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// gatewaySettings are the environment settings every gateway process of
+// the run gets from the flags.
+func gatewaySettings(opts options) []string {
+	var env []string
+	if opts.JobGeneration >= 0 {
+		env = append(env, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", opts.JobGeneration))
+	}
+	if opts.GatewayLogLevel != "" {
+		env = append(env, "GATEWAY_LOG_LEVEL="+opts.GatewayLogLevel)
+	}
+	return env
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -175,6 +189,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
 	fs.IntVar(&o.JobGeneration, "job-generation", -1, "the gateways' --job-generation (-1: their default)")
+	fs.StringVar(&o.GatewayLogLevel, "gateway-log-level", "", "the gateways' --log-level (default: theirs, info); their logs are in the work dir, kept with -keep")
 	fs.IntVar(&o.OverloadBacklog, "overload-backlog", 2000, "serve's --max-backlog-per-tenant in the overload phase")
 	fs.DurationVar(&o.OverloadFor, "overload-duration", time.Minute, "length of each run of the overload phase")
 	fs.BoolVar(&o.Verbose, "v", false, "log progress in detail")

@@ -37,6 +37,7 @@ type pacer struct {
 	// on: the pacer paces (a target, or others' acceptances to hear).
 	on      bool
 	limiter *rate.Limiter
+	turn    chan struct{} // held by the starter waiting for its place
 
 	mu       sync.Mutex
 	accepted int // jobs accepted this window
@@ -75,7 +76,7 @@ const (
 // unless hears: the pacer then paces by the acceptances heard, which
 // others judged against their own targets.
 func newPacer(target time.Duration, hears bool) *pacer {
-	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1)}
+	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1), turn: make(chan struct{}, 1)}
 }
 
 // answered records that the API accepted or shed a job's create, which
@@ -128,7 +129,28 @@ func (p *pacer) startedJob() {
 // waitOr waits for the pacer to let a start go (true), or for interrupt
 // or, when within is positive, for within to pass (false, the start's
 // place given back), or for ctx to end.
+//
+// One starter at a time holds a place (turn): places taken by every
+// starter at once would keep the spacing of the rate they were taken at
+// for as many starts as there are starters, and a raised rate would reach
+// the starts made only after them, too late for the next window to see.
 func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}, within time.Duration) (bool, error) {
+	var giveUp <-chan time.Time
+	if within > 0 {
+		t := time.NewTimer(within)
+		defer t.Stop()
+		giveUp = t.C
+	}
+	select {
+	case p.turn <- struct{}{}:
+	case <-interrupt:
+		return false, nil
+	case <-giveUp:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-p.turn }()
 	r := p.limiter.Reserve()
 	delay := r.Delay()
 	if delay == 0 {
@@ -136,12 +158,6 @@ func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}, within ti
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
-	var giveUp <-chan time.Time
-	if within > 0 && within < delay {
-		t := time.NewTimer(within)
-		defer t.Stop()
-		giveUp = t.C
-	}
 	select {
 	case <-timer.C:
 		return true, nil

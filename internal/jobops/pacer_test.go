@@ -96,6 +96,34 @@ func TestABurstThatEndsStopsThePacing(t *testing.T) {
 	require.Equal(t, perWindow(8)/2, p.window(40, 10, 8), "the next burst starts from the rate starts were made at")
 }
 
+// Eight starters wait for the pacer at 2 starts a second; the rate is
+// raised to 100 after the first start. The places they wait for are taken
+// one at a time, so the raise reaches the next start, not the ninth.
+func TestARaisedRateReachesTheWaitingStarters(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3*time.Millisecond, false)
+	p.limiter.SetLimit(2)
+	const starters = 8
+	done := make(chan struct{}, starters)
+	for range starters {
+		go func() {
+			if paced, err := p.waitOr(t.Context(), nil, 0); paced && err == nil {
+				done <- struct{}{}
+			}
+		}()
+	}
+	<-done // the limiter's one token
+	require.Eventually(t, func() bool { return p.limiter.Tokens() < -0.5 }, time.Second, time.Millisecond, "the next starter waits")
+	time.Sleep(50 * time.Millisecond) // and the others, had they taken places too
+	began := time.Now()
+	p.limiter.SetLimit(100)
+	for range starters - 1 {
+		<-done
+	}
+	require.Less(t, time.Since(began), 1500*time.Millisecond,
+		"places taken at 2 a second would keep the last starter waiting 3.5 s")
+}
+
 func TestAZeroTargetNeverPaces(t *testing.T) {
 	t.Parallel()
 	p := newPacer(0, false)
