@@ -215,6 +215,16 @@ func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
+// JobStartFlow reads, in one statement and so one snapshot, how many jobs
+// there are (job_counts) and how many of their starts wait in the outbox.
+// Between two reads, the starts that left the outbox are the jobs added
+// less the starts added, whichever process added them.
+func (s *Store) JobStartFlow(ctx context.Context) (jobs, waiting int64, err error) {
+	err = s.db.WithContext(ctx).Raw("SELECT CAST(COALESCE((SELECT SUM(n) FROM job_counts), 0) AS BIGINT), " +
+		"(SELECT COUNT(*) FROM job_starts)").Row().Scan(&jobs, &waiting)
+	return jobs, waiting, err
+}
+
 // CountJobStarts is how many accepted jobs wait for their workflow to
 // start.
 func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {

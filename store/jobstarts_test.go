@@ -48,6 +48,28 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 	})
 }
 
+// Between two reads of the flow, the starts that left the outbox are the
+// jobs added less the starts added.
+func TestJobStartFlowCountsJobsAndWaitingStarts(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		jobsBefore, waitingBefore, err := s.JobStartFlow(ctx)
+		require.NoError(t, err)
+		var ids []string
+		for range 3 {
+			job := newJob()
+			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
+			require.NoError(t, err)
+			ids = append(ids, job.ID)
+		}
+		require.NoError(t, s.DeleteJobStarts(ctx, ids[:2]))
+		jobsAfter, waitingAfter, err := s.JobStartFlow(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), jobsAfter-jobsBefore)
+		require.Equal(t, int64(1), waitingAfter-waitingBefore)
+		require.Equal(t, int64(2), (jobsAfter-jobsBefore)-(waitingAfter-waitingBefore), "two starts left the outbox")
+	})
+}
+
 func TestUnstartedJobs(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		var ids []string

@@ -42,11 +42,9 @@ func (c *config) validateBacklog() []string {
 }
 
 // startBacklogGuard counts the outbox in the background until ctx ends,
-// for the API to shed creates past its bounds, and tells handedOff (serve's
-// dispatcher, which hands its starts to the workers; nil in dev) how fast
-// starts leave it, for the pacing of the workers' starts.
-func startBacklogGuard(ctx context.Context, cfg config, st *store.Store, handedOff *jobops.Dispatcher, logger *slog.Logger) *jobops.BacklogGuard {
-	g := &jobops.BacklogGuard{Store: st, Limits: cfg.Backlog, Logger: logger.With("component", "backlog"), Starts: handedOff}
+// for the API to shed creates past its bounds.
+func startBacklogGuard(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) *jobops.BacklogGuard {
+	g := &jobops.BacklogGuard{Store: st, Limits: cfg.Backlog, Logger: logger.With("component", "backlog")}
 	go g.Run(ctx)
 	return g
 }

@@ -35,7 +35,7 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 		Starts:                 outboxStarts{},
 		CheckURLs:              !cfg.AllowPrivateNetworks,
 		TenantCreatesPerMinute: cfg.TenantCreateRate,
-		Backlog:                startBacklogGuard(ctx, cfg, st.Store, nil, logger),
+		Backlog:                startBacklogGuard(ctx, cfg, st.Store, logger),
 		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),

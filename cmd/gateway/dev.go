@@ -162,7 +162,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	backlog := startBacklogGuard(ctx, cfg, st, nil, logger)
+	backlog := startBacklogGuard(ctx, cfg, st, logger)
 	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	m.Backlog(st.CountJobStarts)
 	m.Breakers(breakerSamples(st, registry))
 	defer starts.stopAndWait()
-	backlog := startBacklogGuard(ctx, cfg, st, starts.Dispatcher, logger)
+	backlog := startBacklogGuard(ctx, cfg, st, logger)
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
 	if err != nil {
 		return err

@@ -3,11 +3,8 @@ package jobops
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // BacklogStore counts the outbox of job starts by tenant.
@@ -31,34 +28,18 @@ const backlogRefresh = 500 * time.Millisecond
 // BacklogGuard sheds creates past the backlog's bounds, from a count of
 // the outbox it refreshes in the background (Run), so a create pays a map
 // lookup, never a query.
-//
-// Given the Starts of a serve that hands its starts off to the workers,
-// it also measures from consecutive counts how fast starts leave the
-// outbox, every process's together, and tells Starts (OutboxLeft), whose
-// reports carry it to the workers' pacers.
 type BacklogGuard struct {
 	Store  BacklogStore
 	Limits BacklogLimits
 	Logger *slog.Logger
-	Starts *Dispatcher
 
 	counts atomic.Pointer[backlogCounts]
-	// recent are the counts of the last outboxRateSpan, oldest first.
-	recentMu sync.Mutex
-	recent   []*backlogCounts
 }
-
-// outboxRateSpan is the span of counts a rate starts left the outbox at
-// is measured over: a few counts, so that one stall of the database (its
-// deletes held, then made at once) does not read as a spike.
-const outboxRateSpan = 2 * time.Second
 
 type backlogCounts struct {
 	byTenant map[string]int64
 	total    int64
 	at       time.Time
-	// accepted is Starts' count of jobs accepted, read before counting.
-	accepted int64
 }
 
 // backlogKept is how long a count stands when counting again fails (the
@@ -84,10 +65,6 @@ func (g *BacklogGuard) Run(ctx context.Context) {
 
 // Refresh counts the outbox now.
 func (g *BacklogGuard) Refresh(ctx context.Context) {
-	var accepted int64
-	if g.Starts != nil {
-		accepted = g.Starts.accepted.Load()
-	}
 	byTenant, err := g.Store.JobStartBacklog(ctx)
 	if err != nil {
 		if ctx.Err() == nil && g.Logger != nil {
@@ -98,32 +75,11 @@ func (g *BacklogGuard) Refresh(ctx context.Context) {
 		}
 		return
 	}
-	c := &backlogCounts{byTenant: byTenant, at: time.Now(), accepted: accepted}
+	c := &backlogCounts{byTenant: byTenant, at: time.Now()}
 	for _, n := range byTenant {
 		c.total += n
 	}
 	g.counts.Store(c)
-	if g.Starts != nil {
-		g.measureStarts(c)
-	}
-}
-
-// measureStarts tells Starts how fast starts left the outbox over the
-// counts of the last outboxRateSpan, c the newest: what was there at the
-// first, and was accepted since, less what is there now.
-func (g *BacklogGuard) measureStarts(c *backlogCounts) {
-	g.recentMu.Lock()
-	defer g.recentMu.Unlock()
-	g.recent = append(g.recent, c)
-	for len(g.recent) > 1 && c.at.Sub(g.recent[0].at) > outboxRateSpan {
-		g.recent = g.recent[1:]
-	}
-	first := g.recent[0]
-	if first == c {
-		return
-	}
-	left := first.total + (c.accepted - first.accepted) - c.total
-	g.Starts.OutboxLeft(rate.Limit(float64(max(left, 0)) / c.at.Sub(first.at).Seconds()))
 }
 
 // check refuses a create of tenant's past a bound: ErrRateLimited with a

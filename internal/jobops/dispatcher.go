@@ -32,6 +32,9 @@ type Outbox interface {
 	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
 	FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
+	// JobStartFlow reads the jobs and the starts waiting in one snapshot
+	// (outboxmeter.go).
+	JobStartFlow(ctx context.Context) (jobs, waiting int64, err error)
 }
 
 // DispatcherConfig is a Dispatcher's dependencies and settings; zero
@@ -135,12 +138,10 @@ type Dispatcher struct {
 	// report counts the creates answered since the last HandOff.
 	reportMu sync.Mutex
 	report   PaceReport
-	// outboxRate is the last rate starts left the outbox at (OutboxLeft),
-	// which every report carries; nil before the first.
-	outboxRate *float64
-	// accepted counts the jobs accepted (Offer), for BacklogGuard to
-	// measure how fast starts leave the outbox.
-	accepted atomic.Int64
+	// outboxRate is the last rate starts left the outbox at, measured at
+	// outboxRateAt (measureOutbox), which the reports carry while fresh.
+	outboxRate   float64
+	outboxRateAt time.Time
 }
 
 // PaceReport counts the creates an API answered: accepted, shed with 429
@@ -149,7 +150,7 @@ type Dispatcher struct {
 // it as by their own process's creates.
 //
 // StartsPerSecond is how fast starts left the outbox lately, every
-// process's together, by the sender's counts of it (OutboxLeft): a
+// process's together, by the sender's reads of it (measureOutbox): a
 // dispatcher judges a burst against it rather than against its own
 // starts, which are a share of them when several workers make them.
 type PaceReport struct {
@@ -230,7 +231,6 @@ func (d *Dispatcher) Lease(tenant string) time.Time {
 // the queue runs low. Offer never waits: should the queue have filled
 // since Lease, the start is handed back to the outbox in the background.
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
-	d.accepted.Add(1)
 	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
 		d.reportAnswered(1, 0, took)
@@ -272,18 +272,13 @@ func (d *Dispatcher) Paced(report PaceReport) {
 	d.pace.heard(report.Accepted+report.Shed, report.Slow)
 }
 
-// OutboxLeft records how fast starts left the outbox lately, every
-// process's together (BacklogGuard's counts), for a dispatcher that hands
-// its starts off: its own starts are paced by it, and its reports carry
-// it to the dispatchers that hear them.
-func (d *Dispatcher) OutboxLeft(r rate.Limit) {
-	if d.cfg.HandOff == nil || d.cfg.AcceptTarget <= 0 {
-		return
-	}
+// outboxLeft records how fast starts left the outbox, every process's
+// together, measured at at: this dispatcher's starts are paced by it, and
+// its reports carry it to the dispatchers that hear them.
+func (d *Dispatcher) outboxLeft(r rate.Limit, at time.Time) {
 	d.pace.outboxLeft(r)
-	perSecond := math.Round(float64(r)*10) / 10
 	d.reportMu.Lock()
-	d.outboxRate = &perSecond
+	d.outboxRate, d.outboxRateAt = math.Round(float64(r)*10)/10, at
 	d.reportMu.Unlock()
 }
 
@@ -327,6 +322,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	starters.Go(func() { d.pace.run(ctx, d.cfg.Logger) })
 	if d.cfg.HandOff != nil {
 		starters.Go(func() { d.handOff(ctx) })
+		if d.cfg.AcceptTarget > 0 { // else no report paces
+			starters.Go(func() { d.measureOutbox(ctx) })
+		}
 	}
 	for range d.cfg.Concurrency {
 		starters.Go(func() {
@@ -590,7 +588,10 @@ func (d *Dispatcher) handOff(ctx context.Context) {
 			}
 		}
 		d.report = PaceReport{}
-		report.StartsPerSecond = d.outboxRate
+		if !d.outboxRateAt.IsZero() && d.cfg.Now().Sub(d.outboxRateAt) <= outboxRateStale {
+			perSecond := d.outboxRate
+			report.StartsPerSecond = &perSecond
+		}
 		d.reportMu.Unlock()
 		last = time.Now()
 		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {
@@ -645,7 +646,7 @@ func startOptions(in jobs.Submission, priority int, eager bool) client.StartWork
 
 // Payload is the report as a notification carries it: JSON.
 func (r PaceReport) Payload() string {
-	b, _ := json.Marshal(r) // three ints: cannot fail
+	b, _ := json.Marshal(r) // ints and a finite rate: cannot fail
 	return string(b)
 }
 

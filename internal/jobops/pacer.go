@@ -57,8 +57,8 @@ type pacer struct {
 const (
 	paceWindow = 250 * time.Millisecond
 	// A burst: at least paceMinBurst jobs accepted in a window (20 a
-	// second), more than paceBurstFactor times the starts made, and the
-	// starts made before pacing.
+	// second), more than paceBurstFactor times the starts made (every
+	// process's, when measured), and the starts made before pacing.
 	paceMinBurst    = 5
 	paceBurstFactor = 2
 	// More than one acceptance in paceSlowShare over target slows starts.
@@ -67,8 +67,8 @@ const (
 	// Never fewer starts a second than this: the dispatcher's full queue
 	// is then made well within a start's lease (pacer_test.go).
 	paceMinRate = rate.Limit(10)
-	// A rate starts left the outbox at stands for this many windows: two
-	// of serve's counts of the outbox (BacklogGuard).
+	// A rate starts left the outbox at stands for this many windows after
+	// it was heard: two of serve's reads of the outbox (outboxmeter.go).
 	outboxRateWindows = 4
 )
 

@@ -2,7 +2,6 @@ package jobops
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,7 +112,7 @@ func TestARaisedRateReachesTheWaitingStarters(t *testing.T) {
 		}()
 	}
 	<-done // the limiter's one token
-	require.Eventually(t, func() bool { return p.limiter.Tokens() < -0.5 }, time.Second, time.Millisecond, "the next starter waits")
+	require.Eventually(t, func() bool { return len(p.turn) > 0 }, time.Second, time.Millisecond, "the next starter waits")
 	time.Sleep(50 * time.Millisecond) // and the others, had they taken places too
 	began := time.Now()
 	p.limiter.SetLimit(100)
@@ -122,6 +121,31 @@ func TestARaisedRateReachesTheWaitingStarters(t *testing.T) {
 	}
 	require.Less(t, time.Since(began), 1500*time.Millisecond,
 		"places taken at 2 a second would keep the last starter waiting 3.5 s")
+}
+
+// A starter waiting for its turn gives its place up when within passes,
+// as one waiting for the pacer does.
+func TestAStarterGivesUpWhileWaitingForItsTurn(t *testing.T) {
+	t.Parallel()
+	p := newPacer(3*time.Millisecond, false)
+	p.turn <- struct{}{} // another starter waits for the pacer
+	type result struct {
+		paced bool
+		err   error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		paced, err := p.waitOr(t.Context(), nil, 50*time.Millisecond)
+		waited <- result{paced, err}
+	}()
+	select {
+	case r := <-waited:
+		require.NoError(t, r.err)
+		require.False(t, r.paced)
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting for the turn after 5 s")
+	}
+	<-p.turn
 }
 
 func TestAZeroTargetNeverPaces(t *testing.T) {
@@ -222,90 +246,104 @@ func TestABurstIsJudgedAgainstEveryProcesssStarts(t *testing.T) {
 	require.Zero(t, deaf.outboxFresh, "a pacer that does not pace keeps nothing")
 }
 
-// A worker takes the rate starts leave the outbox from serve's report; a
-// dispatcher that does not hand its starts off measures none (dev's own
-// starts are all of them).
+// A worker takes the rate starts leave the outbox from serve's report.
 func TestTheOutboxRateTravelsToTheWorkers(t *testing.T) {
 	t.Parallel()
 	worker := NewDispatcher(DispatcherConfig{HearsPace: true})
 	perSecond := 42.5
 	worker.Paced(PaceReport{Accepted: 3, StartsPerSecond: &perSecond})
 	worker.pace.mu.Lock()
+	defer worker.pace.mu.Unlock()
 	require.Equal(t, rate.Limit(42.5), worker.pace.outboxRate)
 	require.Equal(t, outboxRateWindows, worker.pace.outboxFresh)
-	worker.pace.mu.Unlock()
-
-	dev := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond})
-	dev.OutboxLeft(50)
-	require.Zero(t, dev.pace.outboxFresh)
-	require.Nil(t, dev.outboxRate)
 }
 
-// countedOutbox is an outbox of acme's starts whose count a test sets.
-type countedOutbox struct{ total atomic.Int64 }
-
-func (o *countedOutbox) JobStartBacklog(context.Context) (map[string]int64, error) {
-	return map[string]int64{"acme": o.total.Load()}, nil
-}
-
-// serve measures how fast starts leave the outbox from two counts of it
-// and the jobs it accepted between them.
-func TestServeMeasuresHowFastStartsLeaveTheOutbox(t *testing.T) {
+// The usual rate of starts a burst is judged against is the outbox's
+// when it was measured, not the share of it this worker made.
+func TestTheUsualRateIsEveryProcesss(t *testing.T) {
 	t.Parallel()
-	handedOff := func(context.Context, PaceReport) error { return nil }
-	serve := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond, HandOff: handedOff})
-	outbox := &countedOutbox{}
-	outbox.total.Store(10)
-	guard := &BacklogGuard{Store: outbox, Limits: BacklogLimits{Total: 1000}, Starts: serve}
-	first := time.Now()
-	guard.Refresh(t.Context())
-	require.Nil(t, serve.outboxRate, "one count measures nothing")
-
-	for range 30 {
-		serve.Offer(store.JobStart{JobID: "j"}, time.Millisecond)
+	p := newPacer(0, true)
+	for range 8 { // 80 creates a second, 8 of them started here
+		p.outboxLeft(80)
+		p.heard(20, 0)
+		p.startedJob()
+		p.startedJob()
+		require.Equal(t, rate.Inf, p.closeWindow(paceWindow))
 	}
-	outbox.total.Store(15) // 10 + 30 accepted - 15 waiting: 25 left
-	time.Sleep(50 * time.Millisecond)
-	guard.Refresh(t.Context())
-	between := time.Since(first)
-	serve.reportMu.Lock()
-	require.NotNil(t, serve.outboxRate)
-	measured := *serve.outboxRate
-	serve.reportMu.Unlock()
-	require.GreaterOrEqual(t, measured, math.Floor(25/between.Seconds()*10)/10)
-	require.LessOrEqual(t, measured, 25/0.05)
-	serve.pace.mu.Lock()
-	require.Equal(t, outboxRateWindows, serve.pace.outboxFresh, "serve's own starts are judged by it too")
-	serve.pace.mu.Unlock()
-
-	outbox.total.Store(100) // more waiting than before and accepted since: nothing left
-	guard.Refresh(t.Context())
-	serve.reportMu.Lock()
-	require.Zero(t, *serve.outboxRate)
-	serve.reportMu.Unlock()
+	for range outboxRateWindows { // no creates: the rate lapses
+		p.closeWindow(paceWindow)
+	}
+	p.heard(25, 25) // 100 slow creates a second, not measured: against the usual rate (58 a second by now)
+	p.startedJob()
+	p.startedJob()
+	require.Equal(t, rate.Inf, p.closeWindow(paceWindow), "no more than twice the usual rate of every process's starts")
 }
 
-// A stall of the database holds the workers' deletes and then lets them
-// through at once: the rate is measured over the counts of the last two
-// seconds, not over the last interval alone.
-func TestTheOutboxRateSpansSeveralCounts(t *testing.T) {
+// Once the measured rate lapses, a burst is judged against the starts
+// made here again.
+func TestALapsedRateIsNotUsed(t *testing.T) {
 	t.Parallel()
-	serve := NewDispatcher(DispatcherConfig{AcceptTarget: 3 * time.Millisecond, HandOff: func(context.Context, PaceReport) error { return nil }})
-	outbox := &countedOutbox{}
-	outbox.total.Store(100)
-	guard := &BacklogGuard{Store: outbox, Limits: BacklogLimits{Total: 1000}, Starts: serve}
-	guard.Refresh(t.Context())
-	afterFirst := time.Now()
-	time.Sleep(200 * time.Millisecond)
-	guard.Refresh(t.Context()) // nothing left: the deletes are held
-	time.Sleep(20 * time.Millisecond)
-	outbox.total.Store(0) // all 100 deleted at once
-	beforeLast := time.Now()
-	guard.Refresh(t.Context())
-	serve.reportMu.Lock()
-	defer serve.reportMu.Unlock()
-	require.LessOrEqual(t, *serve.outboxRate, math.Ceil(100/beforeLast.Sub(afterFirst).Seconds()*10)/10,
-		"100 starts over the three counts' span, not over the last 20 ms")
+	p := newPacer(0, true)
+	p.outboxLeft(80)
+	for range outboxRateWindows {
+		p.closeWindow(paceWindow)
+	}
+	p.mu.Lock()
+	p.unpaced = 0 // the usual rate aside
+	p.mu.Unlock()
+	p.heard(20, 20) // 80 slow creates a second
+	for range 8 {   // 32 started here
+		p.startedJob()
+	}
+	require.Equal(t, perWindow(8)/2, p.closeWindow(paceWindow))
+}
+
+// serve measures how fast starts leave the outbox over the reads of the
+// last two seconds, once they span one.
+func TestTheOutboxMeterSpansSeveralReads(t *testing.T) {
+	t.Parallel()
+	var m outboxMeter
+	t0 := time.Now()
+	read := func(after time.Duration, jobs, waiting int64) (rate.Limit, bool) {
+		return m.add(outboxRead{at: t0.Add(after), jobs: jobs, waiting: waiting})
+	}
+	_, ok := read(0, 1000, 100)
+	require.False(t, ok)
+	_, ok = read(500*time.Millisecond, 1020, 110)
+	require.False(t, ok, "under a second: not yet")
+	r, ok := read(time.Second, 1040, 120)
+	require.True(t, ok)
+	require.Equal(t, rate.Limit(20), r, "40 jobs added, 20 of them still waiting")
+	r, _ = read(1500*time.Millisecond, 1040, 120) // a stall: nothing leaves
+	require.InDelta(t, 13.3, float64(r), 0.1)
+	r, _ = read(2*time.Second, 1040, 40) // the held deletes, 80 at once
+	require.Equal(t, rate.Limit(50), r, "100 over the two seconds, not 80 over the last half (160 a second)")
+	r, _ = read(2500*time.Millisecond, 1040, 40)
+	require.Equal(t, rate.Limit(45), r, "the first read dropped: 90 over the 2 s since the second")
+	r, _ = read(3*time.Second, 900, 40) // retention deleted jobs
+	require.Zero(t, r, "never below nothing")
+}
+
+// A rate measured longer ago than outboxRateStale is no longer reported.
+func TestAStaleOutboxRateIsNotReported(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	var clock atomic.Int64
+	reports := make(chan PaceReport, 4)
+	d := NewDispatcher(DispatcherConfig{
+		AcceptTarget: 3 * time.Millisecond,
+		HandOff:      func(_ context.Context, r PaceReport) error { reports <- r; return nil },
+		Now:          func() time.Time { return now.Add(time.Duration(clock.Load())) },
+	})
+	go d.handOff(t.Context())
+	d.outboxLeft(40, now)
+	d.reportAnswered(1, 0, time.Millisecond)
+	report := <-reports
+	require.NotNil(t, report.StartsPerSecond)
+	require.Equal(t, 40.0, *report.StartsPerSecond)
+	clock.Store(int64(outboxRateStale + time.Millisecond))
+	d.reportAnswered(1, 0, time.Millisecond)
+	require.Nil(t, (<-reports).StartsPerSecond, "the reads failed since: no rate")
 }
 
 func TestPaceReportsTravelAsJSON(t *testing.T) {
