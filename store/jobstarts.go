@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -215,14 +216,19 @@ func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// JobStartFlow reads, in one statement and so one snapshot, how many jobs
-// there are (job_counts) and how many of their starts wait in the outbox.
-// Between two reads, the starts that left the outbox are the jobs added
-// less the starts added, whichever process added them.
-func (s *Store) JobStartFlow(ctx context.Context) (jobs, waiting int64, err error) {
-	err = s.db.WithContext(ctx).Raw("SELECT CAST(COALESCE((SELECT SUM(n) FROM job_counts), 0) AS BIGINT), " +
-		"(SELECT COUNT(*) FROM job_starts)").Row().Scan(&jobs, &waiting)
-	return jobs, waiting, err
+// JobStartsCleared is how many starts have left the outbox since the
+// database's statistics began: PostgreSQL's cumulative count of the rows
+// deleted from job_starts, by every process (a start leaves when it is
+// made, and when its job fails to start or its batch is cancelled). Each
+// connection adds its deletes to it at most every second or so, once
+// idle. SQLite keeps no such count: errors.ErrUnsupported.
+func (s *Store) JobStartsCleared(ctx context.Context) (int64, error) {
+	if s.dialect != "postgres" {
+		return 0, fmt.Errorf("count the starts cleared from the outbox on %s: %w", s.dialect, errors.ErrUnsupported)
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Raw("SELECT pg_stat_get_tuples_deleted('job_starts'::regclass)").Row().Scan(&n)
+	return n, err
 }
 
 // CountJobStarts is how many accepted jobs wait for their workflow to

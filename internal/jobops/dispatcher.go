@@ -32,9 +32,9 @@ type Outbox interface {
 	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
 	FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
-	// JobStartFlow reads the jobs and the starts waiting in one snapshot
-	// (outboxmeter.go).
-	JobStartFlow(ctx context.Context) (jobs, waiting int64, err error)
+	// JobStartsCleared counts the starts that ever left the outbox, by
+	// every process (outboxmeter.go); errors.ErrUnsupported without one.
+	JobStartsCleared(ctx context.Context) (int64, error)
 }
 
 // DispatcherConfig is a Dispatcher's dependencies and settings; zero
@@ -588,7 +588,7 @@ func (d *Dispatcher) handOff(ctx context.Context) {
 			}
 		}
 		d.report = PaceReport{}
-		if !d.outboxRateAt.IsZero() && d.cfg.Now().Sub(d.outboxRateAt) <= outboxRateStale {
+		if !d.outboxRateAt.IsZero() && d.cfg.Now().Sub(d.outboxRateAt) < outboxRateStale {
 			perSecond := d.outboxRate
 			report.StartsPerSecond = &perSecond
 		}

@@ -2,34 +2,37 @@ package jobops
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
 // How serve measures the rate starts leave the outbox, every process's
-// together, for the pacing of the workers' starts (pacer.go): it reads
-// the jobs and the starts waiting every outboxReadEvery, and measures over
-// the reads of the last outboxSpan, once they span outboxMinSpan. A rate
-// measured longer ago than outboxRateStale is no longer reported.
+// together, for the pacing of the workers' starts (pacer.go): it reads the
+// count of starts cleared every outboxReadEvery, and measures over the
+// reads of the last outboxSpan, once they span outboxMinSpan. A rate
+// measured longer ago than outboxRateStale is no longer reported: the
+// workers then judge by their own starts.
 const (
-	outboxReadEvery = 500 * time.Millisecond
-	outboxSpan      = 2 * time.Second
-	outboxMinSpan   = time.Second
-	outboxRateStale = 2 * time.Second
+	outboxReadEvery   = 500 * time.Millisecond
+	outboxReadTimeout = 2 * time.Second
+	outboxSpan        = 2 * time.Second
+	outboxMinSpan     = time.Second
+	outboxRateStale   = time.Second
 )
 
-// outboxRead is one read of the jobs and the starts waiting.
+// outboxRead is one read of the count of starts cleared from the outbox.
 type outboxRead struct {
-	at            time.Time
-	jobs, waiting int64
+	at      time.Time
+	cleared int64
 }
 
 // outboxMeter measures how fast starts leave the outbox from successive
-// reads. A read spans the whole database: the jobs every serve added, the
-// starts every process made. A span of a few reads, not the last interval
-// alone, keeps one stall of the database (its deletes held, then made at
-// once) from reading as a spike.
+// reads of the database's count of them (every process's). A span of a
+// few reads, not the last interval alone, smooths the count's steps: each
+// connection adds its deletes to it about once a second, and a stall of
+// the database holds them and then lets them through at once.
 type outboxMeter struct {
 	reads []outboxRead // of the last outboxSpan, oldest first
 }
@@ -46,36 +49,42 @@ func (m *outboxMeter) add(read outboxRead) (rate.Limit, bool) {
 	if span < outboxMinSpan {
 		return 0, false
 	}
-	// The jobs added, less the starts added: the starts that left. Jobs
-	// deleted meanwhile (retention) make it less, never below nothing.
-	left := (read.jobs - first.jobs) - (read.waiting - first.waiting)
-	return rate.Limit(float64(max(left, 0)) / span.Seconds()), true
+	// A count that fell (its statistics were reset) measures nothing left.
+	left := max(read.cleared-first.cleared, 0)
+	return rate.Limit(float64(left) / span.Seconds()), true
 }
 
-// measureOutbox reads the outbox every outboxReadEvery until ctx ends, and
-// tells the pacer and the next reports how fast starts leave it. A read
-// that fails is skipped; the rate it would have refreshed goes stale.
+// measureOutbox reads the count of starts cleared every outboxReadEvery
+// until ctx ends, and tells the pacer and the next reports how fast starts
+// leave the outbox. A read that fails is skipped, the rate going stale; a
+// database that keeps no count (SQLite) ends the measuring.
 func (d *Dispatcher) measureOutbox(ctx context.Context) {
 	var meter outboxMeter
 	ticker := time.NewTicker(outboxReadEvery)
 	defer ticker.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		at := d.cfg.Now()
-		rctx, cancel := context.WithTimeout(ctx, outboxReadEvery)
-		jobs, waiting, err := d.cfg.Store.JobStartFlow(rctx)
+		rctx, cancel := context.WithTimeout(ctx, outboxReadTimeout)
+		cleared, err := d.cfg.Store.JobStartsCleared(rctx)
 		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				d.cfg.Logger.Debug("read the outbox's flow; the pace's rate goes stale", "error", err)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			return
+		case err != nil:
+			if ctx.Err() == nil && !failing {
+				d.cfg.Logger.Warn("count the starts cleared from the outbox; the workers pace by their own starts until it answers", "error", err)
 			}
+			failing = true
 			continue
 		}
-		if r, ok := meter.add(outboxRead{at: at, jobs: jobs, waiting: waiting}); ok {
+		failing = false
+		at := d.cfg.Now()
+		if r, ok := meter.add(outboxRead{at: at, cleared: cleared}); ok {
 			d.outboxLeft(r, at)
 		}
 	}

@@ -304,23 +304,23 @@ func TestTheOutboxMeterSpansSeveralReads(t *testing.T) {
 	t.Parallel()
 	var m outboxMeter
 	t0 := time.Now()
-	read := func(after time.Duration, jobs, waiting int64) (rate.Limit, bool) {
-		return m.add(outboxRead{at: t0.Add(after), jobs: jobs, waiting: waiting})
+	read := func(after time.Duration, cleared int64) (rate.Limit, bool) {
+		return m.add(outboxRead{at: t0.Add(after), cleared: cleared})
 	}
-	_, ok := read(0, 1000, 100)
+	_, ok := read(0, 1000)
 	require.False(t, ok)
-	_, ok = read(500*time.Millisecond, 1020, 110)
+	_, ok = read(500*time.Millisecond, 1010)
 	require.False(t, ok, "under a second: not yet")
-	r, ok := read(time.Second, 1040, 120)
+	r, ok := read(time.Second, 1020)
 	require.True(t, ok)
-	require.Equal(t, rate.Limit(20), r, "40 jobs added, 20 of them still waiting")
-	r, _ = read(1500*time.Millisecond, 1040, 120) // a stall: nothing leaves
+	require.Equal(t, rate.Limit(20), r)
+	r, _ = read(1500*time.Millisecond, 1020) // a stall: the deletes are held
 	require.InDelta(t, 13.3, float64(r), 0.1)
-	r, _ = read(2*time.Second, 1040, 40) // the held deletes, 80 at once
+	r, _ = read(2*time.Second, 1100) // and let through, 80 at once
 	require.Equal(t, rate.Limit(50), r, "100 over the two seconds, not 80 over the last half (160 a second)")
-	r, _ = read(2500*time.Millisecond, 1040, 40)
+	r, _ = read(2500*time.Millisecond, 1100)
 	require.Equal(t, rate.Limit(45), r, "the first read dropped: 90 over the 2 s since the second")
-	r, _ = read(3*time.Second, 900, 40) // retention deleted jobs
+	r, _ = read(3*time.Second, 500) // the statistics were reset
 	require.Zero(t, r, "never below nothing")
 }
 
