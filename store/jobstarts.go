@@ -176,6 +176,10 @@ func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 		return nil
 	}
 	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		if s.dialect == "postgres" { // counted for JobStartsCleared
+			return tx.Exec("WITH cleared AS (DELETE FROM job_starts WHERE job_id IN ? RETURNING 1) "+
+				"SELECT count(nextval('job_starts_cleared')) FROM cleared", jobIDs).Error
+		}
 		return tx.Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
 	})
 }
@@ -216,18 +220,16 @@ func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// JobStartsCleared is how many starts have left the outbox since the
-// database's statistics began: PostgreSQL's cumulative count of the rows
-// deleted from job_starts, by every process (a start leaves when it is
-// made, and when its job fails to start or its batch is cancelled). Each
-// connection adds its deletes to it at most every second or so, once
-// idle. SQLite keeps no such count: errors.ErrUnsupported.
+// JobStartsCleared is how many starts made have left the outbox, by every
+// process (DeleteJobStarts' draws from the job_starts_cleared sequence,
+// which every connection sees at once; a delete rolled back keeps its
+// draws). SQLite keeps no such count: errors.ErrUnsupported.
 func (s *Store) JobStartsCleared(ctx context.Context) (int64, error) {
 	if s.dialect != "postgres" {
 		return 0, fmt.Errorf("count the starts cleared from the outbox on %s: %w", s.dialect, errors.ErrUnsupported)
 	}
 	var n int64
-	err := s.db.WithContext(ctx).Raw("SELECT pg_stat_get_tuples_deleted('job_starts'::regclass)").Row().Scan(&n)
+	err := s.db.WithContext(ctx).Raw("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_starts_cleared").Row().Scan(&n)
 	return n, err
 }
 

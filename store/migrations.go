@@ -218,6 +218,7 @@ var migrations = []*gormigrate.Migration{
 	migrationBatchFiles,
 	migrationJobStartTurns,
 	migrationJobCountShards,
+	migrationJobStartsCleared,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -152,8 +152,8 @@ func TestHandOffReportsHowFastStartsLeaveTheOutbox(t *testing.T) {
 	require.LessOrEqual(t, *measured, 1000/20.0, "no more than one start every 20 ms")
 }
 
-// clearCounting counts the starts deleted from the outbox, as PostgreSQL's
-// statistics do (SQLite keeps none).
+// clearCounting counts the starts deleted from the outbox, as the store
+// does on PostgreSQL (SQLite keeps no count).
 type clearCounting struct {
 	jobops.Outbox
 	cleared atomic.Int64

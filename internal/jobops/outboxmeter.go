@@ -30,9 +30,8 @@ type outboxRead struct {
 
 // outboxMeter measures how fast starts leave the outbox from successive
 // reads of the database's count of them (every process's). A span of a
-// few reads, not the last interval alone, smooths the count's steps: each
-// connection adds its deletes to it about once a second, and a stall of
-// the database holds them and then lets them through at once.
+// few reads, not the last interval alone, keeps one stall of the database
+// (its deletes held, then made at once) from reading as a spike.
 type outboxMeter struct {
 	reads []outboxRead // of the last outboxSpan, oldest first
 }
@@ -49,7 +48,7 @@ func (m *outboxMeter) add(read outboxRead) (rate.Limit, bool) {
 	if span < outboxMinSpan {
 		return 0, false
 	}
-	// A count that fell (its statistics were reset) measures nothing left.
+	// A count that fell (its sequence was reset) measures nothing left.
 	left := max(read.cleared-first.cleared, 0)
 	return rate.Limit(float64(left) / span.Seconds()), true
 }

@@ -320,7 +320,7 @@ func TestTheOutboxMeterSpansSeveralReads(t *testing.T) {
 	require.Equal(t, rate.Limit(50), r, "100 over the two seconds, not 80 over the last half (160 a second)")
 	r, _ = read(2500*time.Millisecond, 1100)
 	require.Equal(t, rate.Limit(45), r, "the first read dropped: 90 over the 2 s since the second")
-	r, _ = read(3*time.Second, 500) // the statistics were reset
+	r, _ = read(3*time.Second, 500) // the sequence was reset
 	require.Zero(t, r, "never below nothing")
 }
 
