@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -177,12 +178,22 @@ func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 	}
 	return s.writeStatement(ctx, func(tx *gorm.DB) error {
 		if s.dialect == "postgres" { // counted for JobStartsCleared
-			return tx.Exec("WITH cleared AS (DELETE FROM job_starts WHERE job_id IN ? RETURNING 1) "+
+			err := tx.Exec("WITH cleared AS (DELETE FROM job_starts WHERE job_id IN ? RETURNING 1) "+
 				"SELECT count(nextval('job_starts_cleared')) FROM cleared", jobIDs).Error
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != undefinedTable {
+				return err
+			}
+			// A database not yet migrated has no sequence: the starts
+			// are cleared all the same, uncounted.
 		}
 		return tx.Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
 	})
 }
+
+// undefinedTable is PostgreSQL's error code of a relation (here, a
+// sequence) that does not exist.
+const undefinedTable = "42P01"
 
 // RetryJobStart counts a failed start and makes it due again at next.
 func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {

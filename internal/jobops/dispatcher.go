@@ -32,8 +32,9 @@ type Outbox interface {
 	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
 	FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
-	// JobStartsCleared counts the starts that ever left the outbox, by
-	// every process (outboxmeter.go); errors.ErrUnsupported without one.
+	// JobStartsCleared counts the starts made and cleared from the outbox
+	// (DeleteJobStarts), by every process (outboxmeter.go);
+	// errors.ErrUnsupported without such a count.
 	JobStartsCleared(ctx context.Context) (int64, error)
 }
 
