@@ -49,6 +49,20 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 	})
 }
 
+// acceptJobs records n pending jobs with their starts due now, as a create
+// does, and returns their ids.
+func acceptJobs(ctx context.Context, t *testing.T, s *store.Store, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		job := newJob()
+		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
+		require.NoError(t, err)
+		ids = append(ids, job.ID)
+	}
+	return ids
+}
+
 // The starts made and cleared from the outbox are counted on PostgreSQL,
 // whichever connection deleted them, and seen at once; SQLite has none.
 func TestJobStartsClearedCountsTheOutboxsDeletes(t *testing.T) {
@@ -59,13 +73,7 @@ func TestJobStartsClearedCountsTheOutboxsDeletes(t *testing.T) {
 			return
 		}
 		require.NoError(t, err)
-		var ids []string
-		for range 3 {
-			job := newJob()
-			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
-			require.NoError(t, err)
-			ids = append(ids, job.ID)
-		}
+		ids := acceptJobs(ctx, t, s, 3)
 		require.NoError(t, s.DeleteJobStarts(ctx, ids[:2]))
 		after, err := s.JobStartsCleared(ctx)
 		require.NoError(t, err)
@@ -89,20 +97,15 @@ func TestStartsAreClearedWithoutTheSequence(t *testing.T) {
 			t.Skip("SQLite counts no starts")
 		}
 		require.NoError(t, s.RollbackMigration(ctx, "202612021001_job_starts_cleared"))
-		job := newJob()
-		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
-		require.NoError(t, err)
-		require.NoError(t, s.DeleteJobStarts(ctx, []string{job.ID}))
-		_, err = s.GetJobStart(ctx, job.ID)
+		ids := acceptJobs(ctx, t, s, 1)
+		require.NoError(t, s.DeleteJobStarts(ctx, ids))
+		_, err := s.GetJobStart(ctx, ids[0])
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = s.JobStartsCleared(ctx)
 		require.Error(t, err, "no count to read")
 
 		require.NoError(t, s.Migrate(ctx))
-		job = newJob()
-		_, err = s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
-		require.NoError(t, err)
-		require.NoError(t, s.DeleteJobStarts(ctx, []string{job.ID}))
+		require.NoError(t, s.DeleteJobStarts(ctx, acceptJobs(ctx, t, s, 1)))
 		cleared, err := s.JobStartsCleared(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), cleared, "counted from the migration on")
@@ -111,13 +114,7 @@ func TestStartsAreClearedWithoutTheSequence(t *testing.T) {
 
 func TestUnstartedJobs(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		var ids []string
-		for range 3 {
-			job := newJob()
-			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
-			require.NoError(t, err)
-			ids = append(ids, job.ID)
-		}
+		ids := acceptJobs(ctx, t, s, 3)
 		require.NoError(t, s.DeleteJobStarts(ctx, ids[1:2]))
 		unstarted, err := s.UnstartedJobs(ctx, append(ids, uuid.NewString()))
 		require.NoError(t, err)
