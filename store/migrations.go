@@ -219,6 +219,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobStartTurns,
 	migrationJobCountShards,
 	migrationJobStartsCleared,
+	migrationPayloadKeyChecks,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
