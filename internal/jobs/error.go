@@ -28,6 +28,10 @@ const (
 	// CodeNotStarted: the job's workflow could never be started (Temporal
 	// refused the start as invalid); it never ran.
 	CodeNotStarted = "JOB_NOT_STARTED"
+	// CodeWorkflowClosed: the job's workflow ended without recording the
+	// job's outcome (terminated, timed out, or failed outside the job's
+	// code); the reconciliation sweep records it.
+	CodeWorkflowClosed = "WORKFLOW_CLOSED"
 
 	// CodeNoEligibleProvider: routing found no provider able and allowed
 	// to run the job (the first attempt).
