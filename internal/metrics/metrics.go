@@ -36,6 +36,7 @@ type Metrics struct {
 	storeWrites      *prometheus.HistogramVec
 	housekeepingRuns *prometheus.CounterVec
 	housekept        *prometheus.CounterVec
+	jobsReconciled   *prometheus.CounterVec
 	retentionSweeps  *prometheus.CounterVec
 	retained         *prometheus.CounterVec
 	usage            usageMetrics
@@ -75,7 +76,9 @@ func New() *Metrics {
 			latency, "operation", "outcome"),
 		housekeepingRuns: f.counter("gateway_housekeeping_runs_total", "Rounds of the workers' housekeeping sweeps, by sweep and outcome (ok, failed, skipped: another process ran or runs the round).",
 			"sweep", "outcome"),
-		housekept:       f.counter("gateway_housekeeping_removed_total", "Files and rows the workers' housekeeping sweeps removed, by sweep.", "sweep"),
+		housekept: f.counter("gateway_housekeeping_removed_total", "Files and rows the workers' housekeeping sweeps removed, by sweep.", "sweep"),
+		jobsReconciled: f.counter("gateway_jobs_reconciled_total", "Jobs the reconciliation sweep failed because their workflow had ended (WORKFLOW_CLOSED) or never started (JOB_NOT_STARTED) while the store held them open, by code.",
+			"code"),
 		retentionSweeps: f.counter("gateway_retention_sweeps_total", "Retention sweeps, by outcome (ok, failed).", "outcome"),
 		retained: f.counter("gateway_retention_expired_total", "What the retention sweeps expired, by kind (results: results erased; jobs: jobs deleted; erasures: unfinished erasures started again).",
 			"kind"),
@@ -200,6 +203,13 @@ func (m *Metrics) Housekeeping(sweep, outcome string, removed int) {
 	if m != nil {
 		m.housekeepingRuns.WithLabelValues(sweep, outcome).Inc()
 		m.housekept.WithLabelValues(sweep).Add(float64(removed))
+	}
+}
+
+// JobReconciled records a job the reconciliation sweep failed with code.
+func (m *Metrics) JobReconciled(code string) {
+	if m != nil {
+		m.jobsReconciled.WithLabelValues(code).Inc()
 	}
 }
 

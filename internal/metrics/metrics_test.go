@@ -39,6 +39,7 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.Housekeeping("work_files", "ok", 12)
 	m.Housekeeping("work_files", "ok", 3)
 	m.Housekeeping("routing_decisions", "skipped", 0)
+	m.JobReconciled("WORKFLOW_CLOSED")
 	m.RetentionSweep("ok")
 	m.RetentionExpired("results", 4)
 	m.RetentionExpired("jobs", 0)
@@ -61,6 +62,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`gateway_housekeeping_runs_total{outcome="ok",sweep="work_files"} 2`,
 		`gateway_housekeeping_removed_total{sweep="work_files"} 15`,
 		`gateway_housekeeping_runs_total{outcome="skipped",sweep="routing_decisions"} 1`,
+		`gateway_jobs_reconciled_total{code="WORKFLOW_CLOSED"} 1`,
 		`gateway_retention_sweeps_total{outcome="ok"} 1`,
 		`gateway_retention_expired_total{kind="results"} 4`,
 		`gateway_retention_expired_total{kind="jobs"} 2`,
@@ -88,6 +90,7 @@ func recordOneOfEach(m *metrics.Metrics) {
 	m.MediaStep("fetch", "ok", time.Millisecond)
 	m.StoreWrite("save_job", nil, time.Millisecond)
 	m.Housekeeping("work_files", "ok", 1)
+	m.JobReconciled("JOB_NOT_STARTED")
 	m.RetentionSweep("ok")
 	m.RetentionExpired("results", 1)
 	m.BreakerTransition("llm-tasks", "p", "closed", "open")
