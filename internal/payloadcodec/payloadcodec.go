@@ -56,6 +56,9 @@ var (
 	ErrNoScope       = errors.New("no scope")
 	ErrScopeMismatch = errors.New("payload of another scope")
 	ErrDecrypt       = errors.New("payload does not decrypt (tampered with, or wrong key or scope)")
+	// ErrSecretUnavailable: the scope's secret could not be read now (the
+	// store failed or timed out); unlike ErrScopeShredded, it may pass.
+	ErrSecretUnavailable = errors.New("scope secret unavailable")
 )
 
 // Defaults of Options.
@@ -218,6 +221,9 @@ func (e *Encryptor) aead(id, scope string) (cipher.AEAD, error) {
 			return nil, err
 		}
 		secret, err := e.secrets.Secret(ctx, scope)
+		if err != nil && !errors.Is(err, ErrScopeShredded) {
+			err = fmt.Errorf("%w: %w", ErrSecretUnavailable, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("secret of scope %q: %w", scope, err)
 		}
