@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -170,10 +171,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// errNoStore: no --database-url, and the data dir holds no store.
+var errNoStore = errors.New("no store")
+
 // openJobStore opens the store read as serve does (dev: the data dir's).
+// A data dir without a store is errNoStore: opening it would create an
+// empty store, and the data dir, that the commands cannot read.
 func openJobStore(ctx context.Context, cfg config) (*store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gateway.db")
+		path := filepath.Join(cfg.DataDir, "gateway.db")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s: give --database-url, or the --data-dir gateway dev ran with", errNoStore, path)
+		}
+		cfg.DatabaseURL = "sqlite:" + path
 	}
 	return openStore(ctx, cfg, false)
 }
@@ -247,7 +257,7 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 	}
 
 	// Summaries are plaintext; the converter reads any other payload too.
-	if err := encryptPayloads(&cfg, "jobs", st, logger); err != nil {
+	if err := encryptPayloads(ctx, &cfg, "jobs", st, logger); err != nil {
 		return err
 	}
 	tc, err := dialTemporal(ctx, cfg, logger)

@@ -27,7 +27,7 @@ func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slo
 // jobOperationsWith is jobOperations with the configuration amended by
 // amend.
 func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, amend func(*jobops.Config)) (*jobops.Service, func(), error) {
-	if err := encryptPayloads(&cfg, "jobs", st, logger); err != nil {
+	if err := encryptPayloads(ctx, &cfg, "jobs", st, logger); err != nil {
 		return nil, nil, err
 	}
 	tc, err := dialTemporal(ctx, cfg, logger)

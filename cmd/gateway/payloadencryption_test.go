@@ -229,7 +229,9 @@ func TestFailuresEncrypted(t *testing.T) {
 	keys, err := payloadcodec.ParseKeys(payloadcodec.FormatKey("test1", payloadcodec.GenerateKey()))
 	require.NoError(t, err)
 	st := storetest.SQLite(t)
-	fc := failureConverter(payloadConverter(payloadEncryptor(keys, st), st))
+	enc, err := payloadEncryptor(t.Context(), keys, st)
+	require.NoError(t, err)
+	fc := failureConverter(payloadConverter(enc, st))
 	secret := "customer-words-" + rand.Text()
 	failure := fc.ErrorToFailure(temporal.NewApplicationError("the vendor refused "+secret, "ProviderRejected"))
 	raw, err := proto.Marshal(failure)
@@ -239,4 +241,83 @@ func TestFailuresEncrypted(t *testing.T) {
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, fc.FailureToError(failure), &appErr)
 	require.Contains(t, appErr.Error(), secret, "read back with the keys")
+}
+
+// TestPayloadKeyMismatchRefusesToStart: a process given another key under
+// a key id the deployment recorded refuses to start, naming the id and
+// no key material, whichever command it is; a new key id is recorded and
+// rotates in.
+func TestPayloadKeyMismatchRefusesToStart(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := jobsDataDir(t)
+	st, err := openJobStore(ctx, config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, other := payloadcodec.GenerateKey(), payloadcodec.GenerateKey()
+
+	for _, command := range []string{"serve", "worker", "dev", "jobs"} {
+		cfg := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k1", first)}
+		require.NoError(t, encryptPayloads(ctx, &cfg, command, st, logger), "%s: k1 is recorded, then matches", command)
+		require.NotNil(t, cfg.temporal.DataConverter)
+	}
+
+	wrong := payloadcodec.FormatKey("k1", other)
+	requireMismatch := func(err error) {
+		t.Helper()
+		require.ErrorIs(t, err, payloadcodec.ErrKeyMismatch)
+		require.Contains(t, err.Error(), `payload key "k1" is not the key the deployment recorded under that id`)
+		require.Contains(t, err.Error(), "give the same key, or a new key id")
+		require.NotContains(t, err.Error(), wrong[len("k1:"):], "no key material")
+	}
+	for _, command := range []string{"serve", "worker", "dev", "jobs"} {
+		cfg := config{DataDir: dir, PayloadKeys: wrong}
+		err := encryptPayloads(ctx, &cfg, command, st, logger)
+		requireMismatch(err)
+		require.Nil(t, cfg.temporal.DataConverter, "%s: no converter of the wrong key", command)
+	}
+	cfg := config{DataDir: dir, PayloadKeys: wrong}
+	requireMismatch(decryptHistory(ctx, cfg, &historypb.History{}, logger))
+	requireMismatch(runReplay(ctx, cfg, replayFlags{}, []string{filepath.Join(dir, "history.json")}, io.Discard, logger))
+	// The current key right, an older one wrong: every key is checked.
+	cfg = config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", payloadcodec.GenerateKey()) + "," + wrong}
+	requireMismatch(encryptPayloads(ctx, &cfg, "worker", st, logger))
+
+	rotated := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", other) + "," + payloadcodec.FormatKey("k1", first)}
+	require.NoError(t, encryptPayloads(ctx, &rotated, "worker", st, logger), "a new key id rotates in")
+	again := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", other)}
+	require.NoError(t, encryptPayloads(ctx, &again, "serve", st, logger), "and is recorded for the next process")
+}
+
+// TestDecryptingWithoutStore: replay and jobs history with payload keys
+// but no store say the store is needed, and create no data dir.
+func TestDecryptingWithoutStore(t *testing.T) {
+	// Not parallel: it changes the working directory and the environment.
+	work := t.TempDir()
+	t.Chdir(work)
+	keys := payloadcodec.FormatKey("k1", payloadcodec.GenerateKey())
+	t.Setenv(envPayloadKeys, keys)
+	history := filepath.Join(work, "history.json")
+	require.NoError(t, os.WriteFile(history, []byte(`{"events":[]}`), 0o600))
+
+	var out, errOut bytes.Buffer
+	code := run([]string{"replay", history}, &out, &errOut)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errOut.String(), "decrypting payloads needs the gateway's store")
+	require.Contains(t, errOut.String(), "give --database-url, or the --data-dir gateway dev ran with")
+	require.NotContains(t, errOut.String(), "no such table")
+
+	var cfg config
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	cfg.registerFlags(fs, "jobs")
+	require.NoError(t, fs.Parse(nil))
+	decryptErr := decryptHistory(t.Context(), cfg, &historypb.History{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.ErrorIs(t, decryptErr, errNoStore)
+	require.Contains(t, decryptErr.Error(), "decrypting payloads needs the gateway's store")
+	require.NotContains(t, errOut.String()+decryptErr.Error(), keys[len("k1:"):])
+
+	entries, err := os.ReadDir(work)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing created beside the history file: no ./.data, no SQLite file")
 }

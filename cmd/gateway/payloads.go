@@ -119,12 +119,19 @@ func devPayloadKeys(path string, logger *slog.Logger) (*payloadcodec.Keyring, er
 
 // payloadEncryptor encrypts the command's Temporal payloads with keys and
 // the store's scope secrets; nil keys: nil. The data converter and the
-// codec server both use it.
-func payloadEncryptor(keys *payloadcodec.Keyring, st *store.Store) *payloadcodec.Encryptor {
+// codec server both use it. Every command that loads payload keys comes
+// here, so here each key is checked against the check value the store
+// recorded under its id: a process given another key under a known id
+// refuses to start, naming the id (docs/operations.md, Payload
+// encryption).
+func payloadEncryptor(ctx context.Context, keys *payloadcodec.Keyring, st *store.Store) (*payloadcodec.Encryptor, error) {
 	if keys == nil {
-		return nil
+		return nil, nil
 	}
-	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+	if err := keys.VerifyKeys(ctx, st); err != nil {
+		return nil, err
+	}
+	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}), nil
 }
 
 // payloadConverter is the data converter of the Temporal clients and
@@ -150,12 +157,15 @@ func failureConverter(dc converter.DataConverter) converter.FailureConverter {
 // encryptPayloads sets the data converter the command's Temporal clients
 // are dialled with (cfg.temporal) and the codec server the API serves
 // operators (cfg.codec; nil without keys).
-func encryptPayloads(cfg *config, command string, st *store.Store, logger *slog.Logger) error {
+func encryptPayloads(ctx context.Context, cfg *config, command string, st *store.Store, logger *slog.Logger) error {
 	keys, err := payloadKeys(*cfg, command, logger)
 	if err != nil {
 		return err
 	}
-	enc := payloadEncryptor(keys, st)
+	enc, err := payloadEncryptor(ctx, keys, st)
+	if err != nil {
+		return err
+	}
 	cfg.temporal.DataConverter = payloadConverter(enc, st)
 	cfg.temporal.FailureConverter = nil
 	cfg.codec = nil
@@ -207,16 +217,31 @@ func decryptHistory(ctx context.Context, cfg config, history *historypb.History,
 	if err != nil || keys == nil {
 		return err
 	}
-	st, err := openJobStore(ctx, cfg)
+	st, err := openSecretsStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	decoder := payloadEncryptor(keys, st).Decoder()
+	enc, err := payloadEncryptor(ctx, keys, st)
+	if err != nil {
+		return err
+	}
+	decoder := enc.Decoder()
 	return proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
 		SkipSearchAttributes: true,
 		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 			return decoder.Decode(payloads)
 		},
 	})
+}
+
+// openSecretsStore opens the store whose scope secrets decrypt histories
+// (jobs history, replay); without one it says what to give, and creates
+// nothing.
+func openSecretsStore(ctx context.Context, cfg config) (*store.Store, error) {
+	st, err := openJobStore(ctx, cfg)
+	if errors.Is(err, errNoStore) {
+		return nil, fmt.Errorf("decrypting payloads needs the gateway's store, which holds the tenants' payload secrets: %w", err)
+	}
+	return st, err
 }

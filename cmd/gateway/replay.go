@@ -72,12 +72,16 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 	}
 	var opts worker.WorkflowReplayerOptions
 	if keys != nil {
-		st, err := openJobStore(ctx, cfg)
+		st, err := openSecretsStore(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		opts.DataConverter = payloadConverter(payloadEncryptor(keys, st), st)
+		enc, err := payloadEncryptor(ctx, keys, st)
+		if err != nil {
+			return err
+		}
+		opts.DataConverter = payloadConverter(enc, st)
 		opts.FailureConverter = failureConverter(opts.DataConverter)
 	}
 	replayer, err := worker.NewWorkflowReplayerWithOptions(opts)
