@@ -8,6 +8,8 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
@@ -103,7 +105,10 @@ type JobTrail struct {
 	Runs []string `json:"runs,omitempty"`
 	// Webhook is the job's webhook; nil without one.
 	Webhook *jobs.Webhook `json:"webhook,omitempty"`
-	// Submitted is the work handed to asynchronous providers.
+	// Submitted is the work handed to providers: each asynchronous
+	// provider's with its handle, and, once per provider, without one,
+	// the calls that may have reached a provider without leaving a handle
+	// (synchronous calls, submits that did not complete).
 	Submitted []VendorWork `json:"submitted,omitempty"`
 }
 
@@ -122,11 +127,22 @@ func (e *Erasure) ReadJobTrail(ctx context.Context, jobID string) (JobTrail, err
 		return JobTrail{}, err
 	}
 	trail := JobTrail{Runs: runs}
+	var called []VendorWork
 	for _, run := range runs {
-		if err := e.readRun(ctx, jobID, run, &trail); err != nil {
+		if err := e.readRun(ctx, jobID, run, &trail, &called); err != nil {
 			return JobTrail{}, err
 		}
 		activity.RecordHeartbeat(ctx)
+	}
+	named := map[string]bool{}
+	for _, w := range trail.Submitted {
+		named[w.ProviderID] = true
+	}
+	for _, w := range called {
+		if !named[w.ProviderID] {
+			named[w.ProviderID] = true
+			trail.Submitted = append(trail.Submitted, w)
+		}
 	}
 	return trail, nil
 }
@@ -163,18 +179,39 @@ func (e *Erasure) runs(ctx context.Context, jobID string) ([]string, error) {
 	return []string{desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()}, nil
 }
 
-// readRun adds one run's webhook and vendor work to trail.
-func (e *Erasure) readRun(ctx context.Context, jobID, runID string, trail *JobTrail) error {
+// Names of the history's events readRun reads.
+const (
+	localActivityMarker    = "LocalActivity" // the SDK's marker of a local activity
+	localActivityDataKey   = "data"
+	localActivityResultKey = "result"
+)
+
+// providerCall is a provider call (CallProvider, or SubmitToProvider)
+// scheduled in a run's history, as readRun follows it.
+type providerCall struct {
+	work    VendorWork
+	submits bool
+	attempt int32 // of the try whose outcome the history holds
+}
+
+// readRun adds one run's webhook and handed-over work to trail, and to
+// called the calls that may have reached a provider without leaving a
+// handle: every provider call in the history but one refused, at its
+// first try, because the job was deleted (refuseDeleted).
+func (e *Erasure) readRun(ctx context.Context, jobID, runID string, trail *JobTrail, called *[]VendorWork) error {
 	dc := e.DataConverter
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
-	submits := map[int64]VendorWork{}
+	var service jobs.ServiceID
+	routed := "" // the provider of the run's latest routing decision
+	calls := map[int64]*providerCall{}
+	var order []int64
 	iter := e.Temporal.GetWorkflowHistory(ctx, jobID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		event, err := iter.Next()
 		if isNotFound(err) {
-			return nil
+			break
 		}
 		if err != nil {
 			return err
@@ -183,32 +220,87 @@ func (e *Erasure) readRun(ctx context.Context, jobID, runID string, trail *JobTr
 		case event.GetWorkflowExecutionStartedEventAttributes() != nil:
 			payloads := event.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
 			var sub jobs.Submission
-			if len(payloads) > 0 && dc.FromPayload(payloads[0], &sub) == nil && sub.Webhook != nil && trail.Webhook == nil {
-				trail.Webhook = sub.Webhook
+			if len(payloads) > 0 && dc.FromPayload(payloads[0], &sub) == nil {
+				service = sub.Service
+				if sub.Webhook != nil && trail.Webhook == nil {
+					trail.Webhook = sub.Webhook
+				}
 			}
+		case event.GetMarkerRecordedEventAttributes() != nil:
+			routed = e.readLocalCall(event.GetMarkerRecordedEventAttributes(), dc, routed, service, called)
 		case event.GetActivityTaskScheduledEventAttributes() != nil:
 			attrs := event.GetActivityTaskScheduledEventAttributes()
-			if attrs.GetActivityType().GetName() != "SubmitToProvider" {
+			name := attrs.GetActivityType().GetName()
+			if name != "SubmitToProvider" && name != "CallProvider" {
 				continue
 			}
 			var in CallInput
 			if payloads := attrs.GetInput().GetPayloads(); len(payloads) > 0 && dc.FromPayload(payloads[0], &in) == nil {
-				submits[event.GetEventId()] = VendorWork{ProviderID: in.ProviderID, Service: in.Service}
+				calls[event.GetEventId()] = &providerCall{work: VendorWork{ProviderID: in.ProviderID, Service: in.Service}, submits: name == "SubmitToProvider"}
+				order = append(order, event.GetEventId())
+			}
+		case event.GetActivityTaskStartedEventAttributes() != nil:
+			attrs := event.GetActivityTaskStartedEventAttributes()
+			if call, ok := calls[attrs.GetScheduledEventId()]; ok {
+				call.attempt = attrs.GetAttempt()
 			}
 		case event.GetActivityTaskCompletedEventAttributes() != nil:
 			attrs := event.GetActivityTaskCompletedEventAttributes()
-			work, ok := submits[attrs.GetScheduledEventId()]
-			if !ok {
+			call, ok := calls[attrs.GetScheduledEventId()]
+			if !ok || !call.submits {
 				continue
 			}
 			var out SubmitOutput
 			if payloads := attrs.GetResult().GetPayloads(); len(payloads) > 0 && dc.FromPayload(payloads[0], &out) == nil && out.Handle != "" {
+				work := call.work
 				work.Handle = out.Handle
 				trail.Submitted = append(trail.Submitted, work)
+				delete(calls, attrs.GetScheduledEventId())
+			}
+		case event.GetActivityTaskFailedEventAttributes() != nil:
+			attrs := event.GetActivityTaskFailedEventAttributes()
+			if call, ok := calls[attrs.GetScheduledEventId()]; ok && call.attempt == 1 && refusedDeleted(attrs.GetFailure()) {
+				delete(calls, attrs.GetScheduledEventId())
 			}
 		}
 	}
+	for _, id := range order {
+		if call, ok := calls[id]; ok {
+			*called = append(*called, call.work)
+		}
+	}
 	return nil
+}
+
+// readLocalCall reads a local activity's marker: a routing decision's
+// provider, which it returns as the run's latest, or a short provider
+// call, added to called as a call to the latest one unless refused.
+func (e *Erasure) readLocalCall(attrs *historypb.MarkerRecordedEventAttributes, dc converter.DataConverter, routed string, service jobs.ServiceID, called *[]VendorWork) string {
+	if attrs.GetMarkerName() != localActivityMarker {
+		return routed
+	}
+	var marker struct{ ActivityType string }
+	if dc.FromPayloads(attrs.GetDetails()[localActivityDataKey], &marker) != nil {
+		return routed
+	}
+	switch marker.ActivityType {
+	case "DecideRoute":
+		var route RouteOutput
+		if result := attrs.GetDetails()[localActivityResultKey]; result != nil && dc.FromPayloads(result, &route) == nil {
+			return route.Routing.ProviderID
+		}
+	case "CallProvider", "CallAndComplete":
+		if routed != "" && !refusedDeleted(attrs.GetFailure()) {
+			*called = append(*called, VendorWork{ProviderID: routed, Service: service})
+		}
+	}
+	return routed
+}
+
+// refusedDeleted reports whether a provider call failed as refuseDeleted
+// fails it: the provider was not called.
+func refusedDeleted(f *failurepb.Failure) bool {
+	return f.GetApplicationFailureInfo().GetType() == ErrTypeJobDeleted
 }
 
 // PurgeVendorCopy deletes a vendor's copy of a job's work and says what

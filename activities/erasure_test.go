@@ -335,8 +335,9 @@ func TestReadJobTrail(t *testing.T) {
 	t.Parallel()
 	hook := &jobs.Webhook{URL: "https://hooks.test/jobs"}
 	// The operator's retry (run-2) and the first run (run-1), which
-	// submitted to aai twice: one submit completed, one did not; a
-	// CallProvider (a synchronous call) leaves no vendor work.
+	// submitted to aai twice: one submit completed, one did not (aai is
+	// named once, by its handle); a CallProvider (a synchronous call)
+	// leaves work without a handle.
 	first := append([]*historypb.HistoryEvent{started(t, hook)}, submitted(t, 5, "aai", "t-1")...)
 	first = append(first, submitted(t, 9, "aai", "")...)
 	first = append(first, &historypb.HistoryEvent{EventId: 12, Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{
@@ -366,7 +367,87 @@ func TestReadJobTrail(t *testing.T) {
 	require.Equal(t, []activities.VendorWork{
 		{ProviderID: "dg", Service: jobs.Transcriptions, Handle: "req-9"},
 		{ProviderID: "aai", Service: jobs.Transcriptions, Handle: "t-1"},
+		{ProviderID: "sandbox-fast", Service: jobs.Transcriptions},
 	}, trail.Submitted)
+}
+
+// scheduledCall is a CallProvider activity to provider, scheduled as
+// event id; attempt > 0 adds its start at that try, and failure its
+// failure.
+func scheduledCall(t *testing.T, id int64, provider string, attempt int32, failure error) []*historypb.HistoryEvent {
+	t.Helper()
+	events := []*historypb.HistoryEvent{{EventId: id, Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{
+		ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+			ActivityType: &commonpb.ActivityType{Name: "CallProvider"},
+			Input:        payloads(t, activities.CallInput{JobID: erasedJob, Service: jobs.Transcriptions, ProviderID: provider}),
+		}}}}
+	if attempt > 0 {
+		events = append(events, &historypb.HistoryEvent{EventId: id + 1, Attributes: &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{
+			ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: id, Attempt: attempt}}})
+	}
+	if failure != nil {
+		events = append(events, &historypb.HistoryEvent{EventId: id + 2, Attributes: &historypb.HistoryEvent_ActivityTaskFailedEventAttributes{
+			ActivityTaskFailedEventAttributes: &historypb.ActivityTaskFailedEventAttributes{
+				ScheduledEventId: id, Failure: temporal.GetDefaultFailureConverter().ErrorToFailure(failure)}}})
+	}
+	return events
+}
+
+// localActivity is the marker of a local activity of type name, with
+// result, or failed with failure.
+func localActivity(t *testing.T, id int64, name string, result any, failure error) *historypb.HistoryEvent {
+	t.Helper()
+	details := map[string]*commonpb.Payloads{"data": payloads(t, map[string]any{"ActivityID": "1", "ActivityType": name, "Attempt": 1})}
+	if result != nil {
+		details["result"] = payloads(t, result)
+	}
+	return &historypb.HistoryEvent{EventId: id, Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{
+		MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
+			MarkerName: "LocalActivity", Details: details, Failure: temporal.GetDefaultFailureConverter().ErrorToFailure(failure)}}}
+}
+
+// Every provider call in a deleted job's history may have reached its
+// provider, and is named, but one its deletion refused at its first try
+// (docs/api.md, Deleting a job).
+func TestReadJobTrailNamesCallsUnderWay(t *testing.T) {
+	t.Parallel()
+	refused := temporal.NewNonRetryableApplicationError("job deleted", activities.ErrTypeJobDeleted, nil)
+	route := func(provider string) activities.RouteOutput {
+		return activities.RouteOutput{Routing: jobs.RoutingInfo{ProviderID: provider}}
+	}
+	events := []*historypb.HistoryEvent{started(t, nil),
+		// Short calls, local activities: the first to a provider routed
+		// to, under way when the job was deleted; the second refused.
+		localActivity(t, 2, "DecideRoute", route("local-called"), nil),
+		localActivity(t, 3, "CallProvider", activities.CallOutput{Result: []byte(`{}`)}, nil),
+		localActivity(t, 4, "DecideRoute", route("local-refused"), nil),
+		localActivity(t, 5, "CallAndComplete", nil, refused),
+	}
+	// Activities: running when the job's workflow ended; refused at
+	// its first try; refused at its second (the first called it).
+	events = append(events, scheduledCall(t, 10, "running", 1, nil)...)
+	events = append(events, scheduledCall(t, 20, "refused", 1, refused)...)
+	events = append(events, scheduledCall(t, 30, "retried", 2, refused)...)
+	// A submit that did not complete: it may have reached the vendor.
+	events = append(events, submitted(t, 40, "aai", "")...)
+
+	tc := mocks.NewClient(t)
+	tc.On("ListWorkflow", mock.Anything, mock.Anything).Return(&workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
+		{Execution: &commonpb.WorkflowExecution{WorkflowId: erasedJob, RunId: "run-1"}},
+	}}, nil).Once()
+	tc.On("GetWorkflowHistory", mock.Anything, erasedJob, "run-1", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).Return(client.HistoryEventIterator(&history{events})).Once()
+	e := &activities.Erasure{Temporal: tc, Namespace: "gateway"}
+	value, err := erasureEnv(e).ExecuteActivity(e.ReadJobTrail, erasedJob)
+	require.NoError(t, err)
+	var trail activities.JobTrail
+	require.NoError(t, value.Get(&trail))
+	var named []string
+	for _, w := range trail.Submitted {
+		require.Empty(t, w.Handle)
+		require.Equal(t, jobs.Transcriptions, w.Service)
+		named = append(named, w.ProviderID)
+	}
+	require.Equal(t, []string{"local-called", "running", "retried", "aai"}, named)
 }
 
 // A job whose workflow never started (its start still in the outbox) has

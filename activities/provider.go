@@ -16,6 +16,7 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // Error types of CallProvider failures, for the workflow to branch on.
@@ -28,6 +29,13 @@ const (
 	// ErrTypeInvalidInput is a failure of the job's input itself; the job
 	// fails at once, with the jobs.Error in the details.
 	ErrTypeInvalidInput = "InvalidInput"
+	// ErrTypeJobDeleted: the job was deleted before its provider call,
+	// which was not made; the job ends at once (docs/api.md, Deleting a
+	// job).
+	ErrTypeJobDeleted = "JobDeleted"
+	// ErrTypeCallCancelled: the call's activity was cancelled (its job
+	// was cancelled or deleted, or the worker stops).
+	ErrTypeCallCancelled = "CallCancelled"
 )
 
 // ProgressSignal is the signal a provider call sends its job's workflow
@@ -102,6 +110,15 @@ type ProviderCalls struct {
 	Metrics *metrics.Metrics
 	// Breakers counts how calls end; nil counts none.
 	Breakers *Breakers
+	// Tombstones tells a deleted job, whose call is not made; nil checks
+	// none.
+	Tombstones TombstoneReader
+}
+
+// TombstoneReader reads a deleted job's tombstone; store.ErrNotFound for a
+// job that was not deleted.
+type TombstoneReader interface {
+	GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error)
 }
 
 // CallProvider runs the job on the provider. It heartbeats its progress,
@@ -131,6 +148,9 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 	}
 	defer done()
 
+	if err := refuseDeleted(ctx, c.Tombstones, in); err != nil {
+		return CallOutput{}, err
+	}
 	started := time.Now()
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
@@ -168,7 +188,7 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 	c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
 	c.Breakers.record(ctx, in.ProviderID, in.Service, err)
 	if err != nil {
-		return CallOutput{}, classify(err)
+		return CallOutput{}, failedCall(ctx, err)
 	}
 	if c.Latencies != nil && resumeFrom == 0 {
 		// A resumed call's duration says nothing about the provider.
@@ -181,6 +201,40 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 		return CallOutput{}, err
 	}
 	return out, nil
+}
+
+// refuseDeleted fails the call of a job deleted before it is made, for
+// good: the provider is never called, and the job ends (docs/api.md,
+// Deleting a job). A call whose deletion comes after this check is under
+// way: the erasure finds it in the job's history and purges its
+// provider's copy. So does it when the tombstone cannot be read, and the
+// call goes ahead.
+func refuseDeleted(ctx context.Context, tombstones TombstoneReader, in CallInput) error {
+	if tombstones == nil {
+		return nil
+	}
+	_, err := tombstones.GetTombstone(ctx, in.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		activity.GetLogger(ctx).Warn("deletion not checked before the provider call", "job", in.JobID, "error", err)
+		return nil
+	}
+	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("job %s was deleted before its call to %s", in.JobID, in.ProviderID),
+		ErrTypeJobDeleted, temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
+}
+
+// failedCall is the error of a call that failed: classified, or, when
+// its activity was cancelled, that cancellation, as benign: the SDK logs
+// a benign failure at DEBUG where it logs any other at ERROR, and, as it
+// wraps the context's error, reports the activity cancelled.
+func failedCall(ctx context.Context, err error) error {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return classify(err)
+	}
+	return temporal.NewApplicationErrorWithOptions("provider call cancelled", ErrTypeCallCancelled,
+		temporal.ApplicationErrorOptions{Cause: ctx.Err(), Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // withCallTimeout bounds one try of a call to the provider by its

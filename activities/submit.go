@@ -40,6 +40,9 @@ type AsyncCalls struct {
 	// Breakers counts how submissions end, and checks that fail; nil
 	// counts none.
 	Breakers *Breakers
+	// Tombstones tells a deleted job, which is not submitted; nil checks
+	// none.
+	Tombstones TombstoneReader
 }
 
 // CallbackAddresses makes the callback address of a job's attempt
@@ -95,6 +98,9 @@ func (c *AsyncCalls) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	if c.CallbackURLs != nil && in.Attempt > 0 {
 		call.CallbackURL = c.CallbackURLs.URL(in.JobID, in.Attempt)
 	}
+	if err := refuseDeleted(ctx, c.Tombstones, in); err != nil {
+		return SubmitOutput{}, err
+	}
 	started := time.Now()
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
@@ -103,7 +109,7 @@ func (c *AsyncCalls) SubmitToProvider(ctx context.Context, in CallInput) (Submit
 	c.Breakers.record(ctx, in.ProviderID, in.Service, err)
 	if err != nil {
 		c.Metrics.ProviderCall(string(in.Service), in.ProviderID, outcome(ctx, err), time.Since(started))
-		return SubmitOutput{}, classify(err)
+		return SubmitOutput{}, failedCall(ctx, err)
 	}
 	return SubmitOutput{Handle: handle, WorkerID: c.WorkerID}, nil
 }
@@ -134,7 +140,7 @@ func (c *AsyncCalls) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	if err != nil {
 		c.Breakers.record(ctx, in.Call.ProviderID, in.Call.Service, err)
 		c.Metrics.ProviderCall(string(in.Call.Service), in.Call.ProviderID, outcome(ctx, err), time.Since(in.Since))
-		return CheckOutput{}, classify(err)
+		return CheckOutput{}, failedCall(ctx, err)
 	}
 	if !check.Done {
 		if check.Progress > 0 && check.Progress < 100 {

@@ -232,6 +232,11 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		if temporal.IsCanceledError(err) {
 			return j.stop(ctx, err)
 		}
+		if deletedBeforeCall(err) && j.version(ctx, deletedBeforeCallChange, 1) == 1 {
+			// Ended as the deletion ends a job it stops (docs/api.md,
+			// Deleting a job); no other provider is tried.
+			return j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeCancelled, Message: "the job was deleted"})
+		}
 		workflow.GetLogger(ctx).Warn("provider failed, failing over", "provider", route.Routing.ProviderID, "attempt", attempt, "error", err)
 		j.failed = append(j.failed, route.Routing.ProviderID)
 	}
@@ -585,6 +590,18 @@ func (j *job) upsertPendingIndex(ctx workflow.Context) error {
 	}
 	j.pendingIndex = false
 	return workflow.UpsertTypedSearchAttributes(ctx, transitionAttributes(j.snap)...)
+}
+
+// deletedBeforeCallChange names the GetVersion marker of ending a job
+// whose provider call was refused because the job was deleted. Only a
+// history where that happened holds it.
+const deletedBeforeCallChange = "deleted-before-call"
+
+// deletedBeforeCall reports whether a provider call was refused because
+// its job was deleted.
+func deletedBeforeCall(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeJobDeleted
 }
 
 // inputError reports whether a provider call failed because of the job's

@@ -1,0 +1,187 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// countingAdapter counts the calls that reach the provider; during runs
+// while a call is under way.
+type countingAdapter struct {
+	calls  atomic.Int32
+	during func(ctx context.Context)
+}
+
+func (a *countingAdapter) Services() []jobs.ServiceID { return jobs.ServiceIDs() }
+
+func (a *countingAdapter) Run(ctx context.Context, _ providers.Call) (json.RawMessage, error) {
+	a.calls.Add(1)
+	if a.during != nil {
+		a.during(ctx)
+	}
+	return json.RawMessage(`{"content":"ok","finish_reason":"completed"}`), nil
+}
+
+// pendingJob records a pending llm task in st, as the API accepts one.
+func pendingJob(t *testing.T, st *store.Store) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	require.NoError(t, st.InsertJob(t.Context(), &jobs.Record{ID: id, Tenant: "acme", Service: jobs.LLMTasks,
+		Status: jobs.StatusPending, Input: `{"type":"text","text":"t","prompt":"p"}`, CreatedAt: time.Now().UTC()}))
+	return id
+}
+
+// callsEnv is an activity environment whose provider "scripted" adapter
+// answers, checking deletions in st.
+func callsEnv(t *testing.T, adapter providers.Adapter, st *store.Store) *testsuite.TestActivityEnvironment {
+	t.Helper()
+	registry := registryOf(t, llmCatalog("scripted", "Scripted", "scripted", ""),
+		map[string]providers.Factory{"scripted": answeredBy(adapter)})
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "w", HeartbeatInterval: time.Hour, Jobs: st})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	set.Register(env)
+	return env
+}
+
+// The race of a job deleted while pending, after a dispatcher took its
+// start: its workflow runs, and its provider call finds the tombstone and
+// is not made, failing for good.
+func TestCallOfAJobDeletedBeforeItIsNotMade(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t)
+	adapter := &countingAdapter{}
+	env := callsEnv(t, adapter, st)
+
+	id := pendingJob(t, st)
+	_, _, err := st.DeleteJob(t.Context(), id, "alice", time.Now())
+	require.NoError(t, err)
+	in := call()
+	in.JobID = id
+	for _, activity := range []any{acts.Calls.CallProvider, acts.Calls.CallAndComplete} {
+		var arg any = in
+		if _, ok := activity.(func(context.Context, activities.CompleteInput) (activities.CompletedCall, error)); ok {
+			arg = activities.CompleteInput{Call: in, Job: jobs.Snapshot{ID: id, Service: jobs.LLMTasks, Status: jobs.StatusProcessing}}
+		}
+		_, err = env.ExecuteActivity(activity, arg)
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr), "%v", err)
+		require.Equal(t, activities.ErrTypeJobDeleted, appErr.Type())
+		require.True(t, appErr.NonRetryable())
+	}
+	require.Zero(t, adapter.calls.Load(), "the provider was called for a deleted job")
+
+	// A job that was not deleted is called.
+	in.JobID = pendingJob(t, st)
+	_, err = env.ExecuteActivity(acts.Calls.CallProvider, in)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, adapter.calls.Load())
+}
+
+// A job deleted while its call is under way: the call ends, and the
+// erasure finds it in the job's history (TestReadJobTrailNamesCallsUnderWay).
+func TestCallUnderWayWhenItsJobIsDeletedEnds(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t)
+	id := pendingJob(t, st)
+	adapter := &countingAdapter{during: func(ctx context.Context) {
+		_, _, err := st.DeleteJob(ctx, id, "alice", time.Now())
+		require.NoError(t, err)
+	}}
+	in := call()
+	in.JobID = id
+	_, err := callsEnv(t, adapter, st).ExecuteActivity(acts.Calls.CallProvider, in)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, adapter.calls.Load())
+}
+
+// errorLines records the ERROR lines of the SDK's logger.
+type errorLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errorLines) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *errorLines) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		l.mu.Lock()
+		l.lines = append(l.lines, r.Message)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+func (l *errorLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *errorLines) WithGroup(string) slog.Handler      { return l }
+
+func (l *errorLines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// A call cancelled with its job (a cancel, a batch's cancel, a deletion)
+// ends cancelled, and the worker logs no error for it, whether the
+// adapter returns the context's error or wraps it as providers do.
+func TestCancelledCallIsNoError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		adapter providers.Adapter
+	}{
+		{"context error", &scriptedAdapter{hold: time.Hour}},
+		{"wrapped by the adapter", wrappingAdapter{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logged := &errorLines{}
+			var suite testsuite.WorkflowTestSuite
+			suite.SetLogger(log.NewStructuredLogger(slog.New(logged)))
+			env := suite.NewTestActivityEnvironment()
+			// Temporal cancels an activity's context with a CanceledError
+			// as its cause.
+			ctx, cancel := context.WithCancelCause(context.Background())
+			env.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
+			registry := registryOf(t, llmCatalog("scripted", "Scripted", "scripted", ""),
+				map[string]providers.Factory{"scripted": answeredBy(tc.adapter)})
+			activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "w", HeartbeatInterval: time.Hour}).Register(env)
+			time.AfterFunc(100*time.Millisecond, func() { cancel(temporal.NewCanceledError()) })
+
+			_, err := env.ExecuteActivity(acts.Calls.CallProvider, call())
+			require.Error(t, err)
+			require.True(t, temporal.IsCanceledError(err), "%v", err)
+			require.Empty(t, logged.all(), "a cancelled call is not an error")
+		})
+	}
+}
+
+// wrappingAdapter waits for its context's end, then fails as an HTTP
+// adapter does: a retryable provider error wrapping it.
+type wrappingAdapter struct{}
+
+func (wrappingAdapter) Services() []jobs.ServiceID { return jobs.ServiceIDs() }
+
+func (wrappingAdapter) Run(ctx context.Context, _ providers.Call) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, providers.Retryable(jobs.CodeProviderUnavailable, "request failed", ctx.Err())
+}
