@@ -412,7 +412,10 @@ func (h batchesHandler) results(c *gin.Context) error {
 	if strings.Contains(c.GetHeader("Accept"), "application/jsonl") {
 		mediaType = "application/jsonl"
 	}
-	after := strings.ToLower(c.Query("after"))
+	after, err := afterJobID(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request.Context()
 	page, err := h.batches.BatchJobs(ctx, b.ID, true, after, batchResultsPage)
 	if err != nil {

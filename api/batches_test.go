@@ -313,3 +313,22 @@ func TestBatchOfAThousandItems(t *testing.T) {
 		t.Logf("%s: 1,000 items accepted in %s", name, took)
 	})
 }
+
+// A stream's ?after= cursor that is not one is refused, naming it, on
+// both of a batch's streams: never an empty 200 (docs/api.md, Batches).
+func TestBatchStreamCursorsAreValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	token := b.token(t, allScopes()...)
+	r := b.do(t, "POST", "/v1/batches", token, batchBody([]map[string]any{batchItem(t, "item-0", "llm-tasks")}), "Idempotency-Key", "cursors")
+	r.requireStatus(t, http.StatusAccepted)
+	path := "/v1/batches/" + decodeBatch(t, r).Data.ID
+	for _, query := range []string{"/results?after=garbage", "/results?after=12", "/results?after=0193a9d4-7c5e-7000-8000",
+		"/errors?after=-5", "/errors?after=garbage", "/errors?after=1.5"} {
+		r := b.do(t, "GET", path+query, token, nil)
+		requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "after")
+	}
+	for _, query := range []string{"/results?after=0193A9D4-7C5E-7000-8000-0000000000E1", "/results?after=", "/errors?after=0", "/errors?after="} {
+		resultLines(t, b.do(t, "GET", path+query, token, nil))
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -273,11 +272,9 @@ func (h batchesHandler) errors(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	after := -1
-	if v := c.Query("after"); v != "" {
-		if after, err = strconv.Atoi(v); err != nil || after < 0 {
-			return apierror.Validation("after", "must be the index of a refused item")
-		}
+	after, err := afterIndex(c)
+	if err != nil {
+		return err
 	}
 	var lines []refusalLine
 	if b.InputFileURL == "" && b.Refused != "" {

@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 )
@@ -44,6 +46,37 @@ func parsePage(c *gin.Context) (Page, error) {
 		page.Size = n
 	}
 	return page, nil
+}
+
+// The ?after= cursors of the streams a client resumes (docs/api.md,
+// Batches): absent or empty reads from the start; a cursor that is not
+// one is 422 naming after, never an empty stream.
+
+// afterIndex reads ?after= as the index of the last item read (a batch's
+// refused items); -1 without one.
+func afterIndex(c *gin.Context) (int, error) {
+	v := c.Query("after")
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return -1, apierror.Validation("after", "must be the index of a refused item")
+	}
+	return n, nil
+}
+
+// afterJobID reads ?after= as the id of the last job read (a batch's
+// results), lower-cased; "" without one.
+func afterJobID(c *gin.Context) (string, error) {
+	id := strings.ToLower(c.Query("after"))
+	if id == "" {
+		return "", nil
+	}
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", apierror.Validation("after", "must be the job_id of a results line")
+	}
+	return id, nil
 }
 
 // listMeta is a collection's meta (docs/api.md, Pagination).
