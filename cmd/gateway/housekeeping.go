@@ -35,8 +35,9 @@ const (
 // the database once a round in the deployment (st decides which worker),
 // the sweep of its scratch directory in every worker. A sweep with
 // nothing to sweep here is left out, so that it never takes a round from
-// a worker that has.
-func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Notifier, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+// a worker that has. rec, if set, reconciles open jobs with their
+// workflows.
+func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Notifier, rec *reconciler, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
 	var sweeps []housekeeping.Sweep
 	if acts.Files.Store != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
@@ -57,6 +58,11 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
+	if rec != nil {
+		// Jobs left open while their workflow ended (docs/operations.md,
+		// Housekeeping); "removed" counts the jobs it failed.
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "job_reconcile", Every: reconcileEvery, Shared: true, Run: rec.sweep})
+	}
 	if notifier != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "budget_notifications", Every: budgetNotificationsEvery, Shared: true, Run: notifier.Deliver})
 		// Batches that finished, and their batch.completed events, signed

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
@@ -32,7 +33,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 		}
 		return shared, local
 	}
-	shared, local := names(housekeeper(&activities.Sweeps{}, st, nil, nil, slog.Default()))
+	shared, local := names(housekeeper(&activities.Sweeps{}, st, nil, nil, nil, slog.Default()))
 	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept"}, shared, "no blob store, no vendor callbacks, no notifier")
 	require.Equal(t, []string{"scratch"}, local)
 
@@ -40,16 +41,17 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
-	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches"}, shared)
+	reconcile := newReconciler(st, mocks.NewClient(t), nil, nil, slog.Default())
+	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, nil, slog.Default()))
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "job_reconcile", "budget_notifications", "batches"}, shared)
 
 	m := metrics.New()
-	housekeeper(acts, st, &budgets.Notifier{Store: st}, m, slog.Default()).RunDue(ctx, time.Now())
+	housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, m, slog.Default()).RunDue(ctx, time.Now())
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
-	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches", "scratch"} {
+	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "job_reconcile", "budget_notifications", "batches", "scratch"} {
 		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
 	}
 }

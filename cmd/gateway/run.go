@@ -511,7 +511,9 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 		logger.Warn("the retention sweep's schedule could not be made; the next worker start tries again", "schedule", workflows.RetentionScheduleID, "error", err)
 	}
 	notifier := budgetNotifier(cfg, st.Store, network.signer, m, logger)
-	go housekeeper(acts.Sweeps, st.Store, notifier, m, logger.With("component", "housekeeping")).Run(ctx)
+	hlog := logger.With("component", "housekeeping")
+	rec := newReconciler(st.Store, tc, cfg.temporal.DataConverter, m, hlog.With("sweep", "job_reconcile"))
+	go housekeeper(acts.Sweeps, st.Store, notifier, rec, m, hlog).Run(ctx)
 	return w, nil
 }
 

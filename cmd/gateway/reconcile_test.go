@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// TestReconcileFailsJobsWhoseWorkflowEnded reproduces jobs left open for
+// ever: the store holds them pending or processing while their workflow
+// was terminated, or never started. One round of the reconciliation
+// sweep fails them (WORKFLOW_CLOSED, JOB_NOT_STARTED), releases their
+// budget reservation and sends the *.failed webhook of one that has a
+// webhook, through the gateway's worker; a job whose workflow runs is
+// left alone (docs/operations.md, Housekeeping).
+func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
+	t.Parallel()
+	databaseURL := storetest.FreshPostgresURL(t)
+	g := newGateway(t, databaseURL)
+	st := storetest.Open(t, databaseURL)
+	ctx := context.Background()
+
+	keys, _, _ := payloadKeysFor(t, "jobs", "--data-dir", g.dataDir) // dev's key
+	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
+	dc := payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
+	tc, err := client.Dial(client.Options{HostPort: g.temporal, DataConverter: dc})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+
+	events := make(chan []byte, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		events <- body
+	}))
+	t.Cleanup(receiver.Close)
+
+	budget := store.Budget{ID: "b-" + uuid.NewString()[:8], Period: store.PeriodDay, Unit: "minute", Limit: 100e9}
+	created := time.Now().Add(-5 * time.Minute)
+	// open records a job in status as the API would have, its start gone
+	// from the outbox, with a budget reservation.
+	open := func(status jobs.Status) string {
+		t.Helper()
+		job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
+			Status: status, Input: `{"type":"text","text":"x","prompt":"y"}`, Options: "{}", CreatedAt: created.UTC()}
+		require.NoError(t, st.InsertJob(ctx, job))
+		out, err := st.ReserveBudget(ctx, job.ID, "acme", []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, time.Now())
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		return job.ID
+	}
+	// started starts the job's workflow on a queue no worker polls, so it
+	// records nothing.
+	started := func(id string, webhook *jobs.Webhook) {
+		t.Helper()
+		sub := jobs.Submission{JobID: id, Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice", Webhook: webhook}
+		_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobWorkflowID(id), TaskQueue: "nobody-" + id},
+			workflows.JobWorkflowName, sub)
+		require.NoError(t, err)
+	}
+	terminated := open(jobs.StatusPending)
+	started(terminated, &jobs.Webhook{URL: receiver.URL + "/hook"})
+	require.NoError(t, tc.TerminateWorkflow(ctx, terminated, "", "test: ended outside the job's code"))
+	processing := open(jobs.StatusProcessing)
+	started(processing, nil)
+	require.NoError(t, tc.TerminateWorkflow(ctx, processing, "", "test"))
+	running := open(jobs.StatusPending)
+	started(running, nil)
+	t.Cleanup(func() { _ = tc.TerminateWorkflow(context.Background(), running, "", "test over") })
+	neverStarted := open(jobs.StatusPending)
+
+	m := metrics.New()
+	rec := newReconciler(st, tc, dc, m, slog.Default())
+	failed, err := rec.sweep(ctx, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 3, failed)
+
+	for id, code := range map[string]string{terminated: jobs.CodeWorkflowClosed, processing: jobs.CodeWorkflowClosed, neverStarted: jobs.CodeNotStarted} {
+		job, err := st.GetJob(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, jobs.StatusFailed, job.Status, id)
+		require.Equal(t, code, job.ErrorCode, id)
+		rs, err := st.BudgetReservations(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		require.Equal(t, "released", rs[0].State, "%s: its reservation is given back", id)
+	}
+	job, err := st.GetJob(ctx, terminated)
+	require.NoError(t, err)
+	require.Contains(t, job.ErrorMessage, "terminated")
+	job, err = st.GetJob(ctx, running)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusPending, job.Status, "a job whose workflow runs is left alone")
+
+	select {
+	case body := <-events:
+		var event struct {
+			Event string `json:"event"`
+			Data  struct {
+				ID         string `json:"id"`
+				Attributes struct {
+					Status string     `json:"status"`
+					Error  jobs.Error `json:"error"`
+				} `json:"attributes"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(body, &event), "%s", body)
+		require.Equal(t, "llm-task.failed", event.Event)
+		require.Equal(t, terminated, event.Data.ID)
+		require.Equal(t, "failed", event.Data.Attributes.Status)
+		require.Equal(t, jobs.CodeWorkflowClosed, event.Data.Attributes.Error.Code)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the terminated job's *.failed webhook never came")
+	}
+	deliveries, err := st.ListDeliveries(ctx, terminated)
+	require.NoError(t, err)
+	require.NotEmpty(t, deliveries)
+	require.Equal(t, terminated+"-1", deliveries[0].MessageID)
+
+	again, err := rec.sweep(ctx, time.Now())
+	require.NoError(t, err)
+	require.Zero(t, again, "nothing left to fail")
+	scraped := httptest.NewRecorder()
+	m.Handler().ServeHTTP(scraped, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := scraped.Body.String()
+	require.Contains(t, body, `gateway_jobs_reconciled_total{code="WORKFLOW_CLOSED"} 2`)
+	require.Contains(t, body, `gateway_jobs_reconciled_total{code="JOB_NOT_STARTED"} 1`)
+}
