@@ -513,6 +513,7 @@ const (
 	JobErrorCodeMEDIAUNAVAILABLE           JobErrorCode = "MEDIA_UNAVAILABLE"
 	JobErrorCodeNOELIGIBLEPROVIDER         JobErrorCode = "NO_ELIGIBLE_PROVIDER"
 	JobErrorCodePROVIDERSEXHAUSTED         JobErrorCode = "PROVIDERS_EXHAUSTED"
+	JobErrorCodeWORKFLOWCLOSED             JobErrorCode = "WORKFLOW_CLOSED"
 )
 
 // Valid indicates whether the value is a known member of the JobErrorCode enum.
@@ -543,6 +544,8 @@ func (e JobErrorCode) Valid() bool {
 	case JobErrorCodeNOELIGIBLEPROVIDER:
 		return true
 	case JobErrorCodePROVIDERSEXHAUSTED:
+		return true
+	case JobErrorCodeWORKFLOWCLOSED:
 		return true
 	default:
 		return false
