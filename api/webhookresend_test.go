@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/ai-job-gateway/gateway/workflows"
@@ -152,4 +154,80 @@ func TestWebhookRecoverAndFilter(t *testing.T) {
 	require.EqualValues(t, 1, r.object(t)["meta"].(map[string]any)["messages"], "globex's was recovered already")
 	r = b.do(t, http.MethodPost, "/v1/webhooks/recover", admin, `{"since":"`+since+`"}`)
 	require.EqualValues(t, 0, r.object(t)["meta"].(map[string]any)["messages"])
+}
+
+// encryptHistory re-encrypts the submission ran recorded for job with
+// key k1 in the job's tenant's scope, as a worker of another key would.
+func (b *bundle) encryptHistory(t *testing.T, job *jobs.Record, secrets payloadcodec.ScopeSecrets) {
+	t.Helper()
+	keys, err := payloadcodec.NewKeyring("k1", map[string][]byte{"k1": payloadcodec.GenerateKey()})
+	require.NoError(t, err)
+	codec := payloadcodec.New(keys, secrets, payloadcodec.Options{}).Codec(job.Tenant)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	input := b.histories[job.ID].GetWorkflowExecutionStartedEventAttributes().GetInput()
+	encrypted, err := codec.Encode(input.GetPayloads())
+	require.NoError(t, err)
+	input.Payloads = encrypted
+}
+
+// TestWebhookResendUndecryptable: a job whose history this server's
+// payload keys cannot decrypt answers 409 PAYLOAD_UNDECRYPTABLE, never
+// 500: another key under the same id, an unknown key id, a shredded
+// scope, or no keys at all. A recovery skips the job, saying why.
+func TestWebhookResendUndecryptable(t *testing.T) {
+	t.Parallel()
+	secrets := payloadcodec.NewMemorySecrets(true)
+	readers := map[string]converter.DataConverter{
+		"another key under k1": nil,
+		"no key k1":            nil,
+		"no keys":              converter.GetDefaultDataConverter(),
+	}
+	for name, id := range map[string]string{"another key under k1": "k1", "no key k1": "k2"} {
+		keys, err := payloadcodec.NewKeyring(id, map[string][]byte{id: payloadcodec.GenerateKey()})
+		require.NoError(t, err)
+		readers[name] = converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
+			payloadcodec.New(keys, secrets, payloadcodec.Options{}).Decoder())
+	}
+	for name, reader := range readers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store); c.DataConverter = reader },
+				func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
+			job := b.hookedJob(t, tenantA)
+			b.encryptHistory(t, job, secrets)
+			r := b.do(t, http.MethodPost, jobPath("transcriptions", job.ID, "/webhooks/resend"), b.writeToken(t), nil)
+			requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", "cannot be decrypted with this server's payload keys")
+			require.NotContains(t, string(r.Body), "payloadcodec", "the codec's own words stay in the log")
+		})
+	}
+
+	t.Run("shredded scope", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		keys, err := payloadcodec.NewKeyring("k1", map[string][]byte{"k1": payloadcodec.GenerateKey()})
+		require.NoError(t, err)
+		own := payloadcodec.NewMemorySecrets(true)
+		reader := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), payloadcodec.New(keys, own, payloadcodec.Options{}).Decoder())
+		b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store); c.DataConverter = reader },
+			func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
+		job := b.hookedJob(t, tenantA)
+		b.encryptHistory(t, job, own)
+		own.Delete(job.Tenant)
+		requireError(t, b.do(t, http.MethodPost, jobPath("transcriptions", job.ID, "/webhooks/resend"), b.writeToken(t), nil),
+			http.StatusConflict, "PAYLOAD_UNDECRYPTABLE")
+
+		snap, err := job.Snapshot()
+		require.NoError(t, err)
+		m, err := store.NewWebhookMessage(job.ID+"-3", "transcription.completed", snap)
+		require.NoError(t, err)
+		givenUp := time.Now().UTC()
+		require.NoError(t, b.store.WebhookGivenUp(ctx, m, givenUp))
+		r := b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{"since":"`+givenUp.Add(-time.Minute).Format(time.RFC3339)+`"}`)
+		r.requireStatus(t, http.StatusAccepted)
+		skipped := r.object(t)["meta"].(map[string]any)["skipped_jobs"].([]any)
+		require.Len(t, skipped, 1, "the recovery goes on, skipping the job")
+		require.Equal(t, job.ID, skipped[0].(map[string]any)["job_id"])
+		require.Contains(t, skipped[0].(map[string]any)["reason"], "cannot be decrypted")
+	})
 }

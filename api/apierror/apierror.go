@@ -77,6 +77,10 @@ const (
 	// CodeWebhookNotResendable answers a webhook resend of a job whose
 	// workflow history is gone (docs/webhooks.md).
 	CodeWebhookNotResendable = "WEBHOOK_NOT_RESENDABLE"
+	// CodePayloadUndecryptable answers a webhook resend of a job whose
+	// workflow history the server's payload keys cannot decrypt
+	// (docs/webhooks.md).
+	CodePayloadUndecryptable = "PAYLOAD_UNDECRYPTABLE"
 	// CodeJobDeleted answers every request on a deleted job but its
 	// tenant's other jobs (docs/api.md, Deleting a job).
 	CodeJobDeleted = "JOB_DELETED"

@@ -363,6 +363,7 @@ const (
 	ErrorCodeNOTACCEPTABLE        ErrorCode = "NOT_ACCEPTABLE"
 	ErrorCodeNOTFOUND             ErrorCode = "NOT_FOUND"
 	ErrorCodePAYLOADTOOLARGE      ErrorCode = "PAYLOAD_TOO_LARGE"
+	ErrorCodePAYLOADUNDECRYPTABLE ErrorCode = "PAYLOAD_UNDECRYPTABLE"
 	ErrorCodePROVIDERANDPOLICY    ErrorCode = "PROVIDER_AND_POLICY"
 	ErrorCodePROVIDERDISABLED     ErrorCode = "PROVIDER_DISABLED"
 	ErrorCodePROVIDERNOTENABLED   ErrorCode = "PROVIDER_NOT_ENABLED"
@@ -421,6 +422,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNOTFOUND:
 		return true
 	case ErrorCodePAYLOADTOOLARGE:
+		return true
+	case ErrorCodePAYLOADUNDECRYPTABLE:
 		return true
 	case ErrorCodePROVIDERANDPOLICY:
 		return true
@@ -3849,7 +3852,8 @@ type ClientInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
 	ResendLLMTaskWebhooks(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4152,7 +4156,8 @@ type ClientInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
 	ResendTranscriptionWebhooks(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4234,7 +4239,8 @@ type ClientInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
 	ResendTranslationWebhooks(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4326,7 +4332,8 @@ type ClientInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
 	ResendVideoAnalysisWebhooks(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4897,7 +4904,8 @@ func (c *Client) ListLLMTaskWebhookDeliveries(ctx context.Context, id JobID, par
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Corresponds with POST /v1/llm-tasks/{id}/webhooks/resend (the `ResendLLMTaskWebhooks` operationId).
 func (c *Client) ResendLLMTaskWebhooks(ctx context.Context, id JobID, params *ResendLLMTaskWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5630,7 +5638,8 @@ func (c *Client) ListTranscriptionWebhookDeliveries(ctx context.Context, id JobI
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Corresponds with POST /v1/transcriptions/{id}/webhooks/resend (the `ResendTranscriptionWebhooks` operationId).
 func (c *Client) ResendTranscriptionWebhooks(ctx context.Context, id JobID, params *ResendTranscriptionWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5812,7 +5821,8 @@ func (c *Client) ListTranslationWebhookDeliveries(ctx context.Context, id JobID,
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Corresponds with POST /v1/translations/{id}/webhooks/resend (the `ResendTranslationWebhooks` operationId).
 func (c *Client) ResendTranslationWebhooks(ctx context.Context, id JobID, params *ResendTranslationWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6014,7 +6024,8 @@ func (c *Client) ListVideoAnalysisWebhookDeliveries(ctx context.Context, id JobI
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Corresponds with POST /v1/video-analyses/{id}/webhooks/resend (the `ResendVideoAnalysisWebhooks` operationId).
 func (c *Client) ResendVideoAnalysisWebhooks(ctx context.Context, id JobID, params *ResendVideoAnalysisWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10828,7 +10839,8 @@ type ClientWithResponsesInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11173,7 +11185,8 @@ type ClientWithResponsesInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11271,7 +11284,8 @@ type ClientWithResponsesInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11381,7 +11395,8 @@ type ClientWithResponsesInterface interface {
 	// timestamp and signature, retried as deliveries are (docs/webhooks.md,
 	// Resending and recovering events). A job submitted without a webhook
 	// answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-	// 409 WEBHOOK_NOT_RESENDABLE.
+	// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+	// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19868,7 +19883,8 @@ func (c *ClientWithResponses) ListLLMTaskWebhookDeliveriesWithResponse(ctx conte
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20471,7 +20487,8 @@ func (c *ClientWithResponses) ListTranscriptionWebhookDeliveriesWithResponse(ctx
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20629,7 +20646,8 @@ func (c *ClientWithResponses) ListTranslationWebhookDeliveriesWithResponse(ctx c
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20805,7 +20823,8 @@ func (c *ClientWithResponses) ListVideoAnalysisWebhookDeliveriesWithResponse(ctx
 // timestamp and signature, retried as deliveries are (docs/webhooks.md,
 // Resending and recovering events). A job submitted without a webhook
 // answers 409 JOB_HAS_NO_WEBHOOK; one whose workflow history is gone
-// 409 WEBHOOK_NOT_RESENDABLE.
+// 409 WEBHOOK_NOT_RESENDABLE; one whose history the server's payload
+// keys cannot decrypt 409 PAYLOAD_UNDECRYPTABLE.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -10,8 +10,10 @@ import (
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
@@ -24,6 +26,10 @@ var (
 	// ErrNotResendable: the job's events cannot be resent (its workflow
 	// history, which holds the webhook, is gone).
 	ErrNotResendable = errors.New("the job's webhook events cannot be resent")
+	// ErrPayloadUndecryptable: the job's workflow history, which holds the
+	// webhook, does not decrypt with this process's payload keys
+	// (docs/operations.md, Payload encryption).
+	ErrPayloadUndecryptable = errors.New("the job's workflow history cannot be decrypted")
 )
 
 // WebhookStore reads jobs' webhook messages and delivery attempts.
@@ -163,8 +169,28 @@ func (s *Service) webhookSubmission(ctx context.Context, id string) (jobs.Submis
 	if !errors.Is(err, store.ErrNotFound) {
 		return jobs.Submission{}, false, err
 	}
-	sub, _, err := s.submission(ctx, id, ErrNotResendable)
+	sub, err := s.resendSubmission(ctx, id)
 	return sub, true, err
+}
+
+// resendSubmission is the job's submission from its workflow history; a
+// history this process cannot decrypt is a refusal
+// (ErrPayloadUndecryptable), not a failure of the server.
+func (s *Service) resendSubmission(ctx context.Context, id string) (jobs.Submission, error) {
+	sub, _, err := s.submission(ctx, id, ErrNotResendable)
+	if undecryptable(err) {
+		s.cfg.Logger.Warn("a job's workflow history does not decrypt with this process's payload keys", "job", id, "error", err)
+		return sub, refuse(ErrPayloadUndecryptable, "job %s: its workflow history cannot be decrypted with this server's payload keys, so its webhook events cannot be rebuilt", id)
+	}
+	return sub, err
+}
+
+// undecryptable tells payloads this process cannot decrypt (a wrong or
+// unknown key, a shredded scope, or no keys at all) from failures that
+// may pass.
+func undecryptable(err error) bool {
+	return errors.Is(err, payloadcodec.ErrDecrypt) || errors.Is(err, payloadcodec.ErrUnknownKey) ||
+		errors.Is(err, payloadcodec.ErrScopeShredded) || errors.Is(err, converter.ErrEncodingIsNotSupported)
 }
 
 // rebuild is the message id of event as first sent: from its record, or,
@@ -255,9 +281,9 @@ func (s *Service) recoverJob(ctx context.Context, req RecoverRequest, given []st
 	if len(req.Services) > 0 && !slices.Contains(req.Services, job.Service) {
 		return nil, "", nil
 	}
-	sub, _, err := s.submission(ctx, jobID, ErrNotResendable)
+	sub, err := s.resendSubmission(ctx, jobID)
 	var refusal *Error
-	if errors.As(err, &refusal) && errors.Is(refusal.Kind, ErrNotResendable) {
+	if errors.As(err, &refusal) && (errors.Is(refusal.Kind, ErrNotResendable) || errors.Is(refusal.Kind, ErrPayloadUndecryptable)) {
 		return nil, refusal.Message, nil
 	}
 	if err != nil {
