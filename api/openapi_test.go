@@ -22,6 +22,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/internal/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
@@ -151,7 +152,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	t.Parallel()
 	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) {
 		c.Metrics = metrics.New()
-		c.Codec = http.NotFoundHandler()
+		c.Codec = payloadcodec.New(codecKeys, payloadcodec.NewMemorySecrets(false), payloadcodec.Options{}).ReadOnly()
 		c.Breakers = c.Store.(*store.Store)
 		c.Watcher, c.Events = jobwatch.New(c.Store.(*store.Store), 0, nil), c.Store.(*store.Store)
 	})

@@ -129,18 +129,19 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-* headers
 	// the gateway believes; from any other peer they are dropped.
 	TrustedProxies []netip.Prefix
-	// Codec serves Temporal's remote codec protocol (payloadcodec's
-	// Handler) at /codec/encode and /codec/decode to tokens with
-	// admin:codec (docs/operations.md, Codec server); nil answers those
-	// routes 404.
-	Codec http.Handler
+	// Codec are the codecs the codec server serves Temporal's remote codec
+	// protocol with at /codec/encode and /codec/decode, to tokens with
+	// admin:codec (docs/operations.md, Codec server): a payloadcodec
+	// Encryptor's ReadOnly view. nil answers those routes 404.
+	Codec PayloadCodecs
 	// CodecOrigins are the browser origins (the Temporal UI's) allowed to
 	// call the codec routes (CORS).
 	CodecOrigins []string
-	// CodecOpenOrigins may call the codec routes without a token, from a
-	// loopback peer: gateway dev's embedded Temporal UI, which has no
-	// login. serve leaves it empty.
-	CodecOpenOrigins []string
+	// CodecDevSecret, when set, serves the codec routes under
+	// CodecDevPath/<secret> too, without a token to loopback peers:
+	// gateway dev's embedded Temporal UI, which has no login, is given
+	// that endpoint. serve leaves it empty.
+	CodecDevSecret string
 	// Batches reads batches (docs/api.md, Batches); nil takes Store when
 	// it is one. Without it, or with Jobs no BatchOps, /v1/batches
 	// answers 404.
@@ -232,6 +233,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	}
 	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
 		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
+		CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
 	}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
@@ -290,7 +292,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
-	codecServer{handler: cfg.Codec, verifier: cfg.Verifier, origins: cfg.CodecOrigins, open: cfg.CodecOpenOrigins}.routes(r)
+	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
 }
 

@@ -43,11 +43,20 @@ func (p PayloadSecrets) Secret(ctx context.Context, scope string) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
+	return p.ExistingSecret(ctx, scope)
+}
+
+// ExistingSecret is Secret without making one: a scope never used has
+// none (payloadcodec.ExistingSecrets, the codec server's).
+func (p PayloadSecrets) ExistingSecret(ctx context.Context, scope string) ([]byte, error) {
 	var row payloadSecret
-	if err := db.Where("scope = ?", scope).Take(&row).Error; err != nil {
+	err := p.s.db.WithContext(ctx).Where("scope = ?", scope).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, fmt.Errorf("scope %q has no secret: %w", scope, payloadcodec.ErrScopeShredded)
+	case err != nil:
 		return nil, err
-	}
-	if row.ShreddedAt != nil || len(row.Secret) == 0 {
+	case row.ShreddedAt != nil || len(row.Secret) == 0:
 		return nil, fmt.Errorf("scope %q is shredded: %w", scope, payloadcodec.ErrScopeShredded)
 	}
 	return row.Secret, nil

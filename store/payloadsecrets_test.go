@@ -48,3 +48,23 @@ func TestJobTenant(t *testing.T) {
 		require.Empty(t, tenant)
 	})
 }
+
+// TestExistingPayloadSecretsAreNeverMade: ExistingSecret, the codec
+// server's, reads a scope's secret and makes none.
+func TestExistingPayloadSecretsAreNeverMade(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		secrets := s.PayloadSecrets()
+		for range 2 {
+			_, err := secrets.ExistingSecret(ctx, "acme")
+			require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "asking made none")
+		}
+		made, err := secrets.Secret(ctx, "acme")
+		require.NoError(t, err)
+		got, err := secrets.ExistingSecret(ctx, "acme")
+		require.NoError(t, err)
+		require.Equal(t, made, got)
+		require.NoError(t, secrets.Shred(ctx, "acme", time.Now()))
+		_, err = secrets.ExistingSecret(ctx, "acme")
+		require.ErrorIs(t, err, payloadcodec.ErrScopeShredded)
+	})
+}

@@ -16,7 +16,8 @@ import (
 const (
 	ScopeCrossTenant = "admin:cross-tenant"
 	// ScopeCodec lets an operator use the codec server (/codec/encode and
-	// /codec/decode), which decrypts every tenant's Temporal payloads.
+	// /codec/decode): its tenant's Temporal payloads, a super-admin's every
+	// tenant's (docs/operations.md, Codec server).
 	ScopeCodec            = "admin:codec"
 	RoleSuperAdmin        = "super-admin"
 	HeaderEffectiveTenant = "X-Effective-Tenant-Id"

@@ -353,6 +353,7 @@ const (
 	ErrorCodeINCOMPLETEBODY       ErrorCode = "INCOMPLETE_BODY"
 	ErrorCodeINSUFFICIENTSCOPE    ErrorCode = "INSUFFICIENT_SCOPE"
 	ErrorCodeINTERNALERROR        ErrorCode = "INTERNAL_ERROR"
+	ErrorCodeINVALIDPAYLOADSCOPE  ErrorCode = "INVALID_PAYLOAD_SCOPE"
 	ErrorCodeJOBDELETED           ErrorCode = "JOB_DELETED"
 	ErrorCodeJOBFAILED            ErrorCode = "JOB_FAILED"
 	ErrorCodeJOBFINISHED          ErrorCode = "JOB_FINISHED"
@@ -402,6 +403,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeINSUFFICIENTSCOPE:
 		return true
 	case ErrorCodeINTERNALERROR:
+		return true
+	case ErrorCodeINVALIDPAYLOADSCOPE:
 		return true
 	case ErrorCodeJOBDELETED:
 		return true
@@ -2814,7 +2817,7 @@ type EncodePayloadsParams struct {
 	// XNamespace the Temporal namespace, as the Temporal UI sends it; ignored
 	XNamespace *XNamespace `json:"X-Namespace,omitempty"`
 
-	// XPayloadScope the scope (tenant) the payloads are encrypted in; without it, 400
+	// XPayloadScope the scope the payloads are encrypted in: a tenant slug (a token with a tenant: its own) or _system (super-admin); without it, or another form, 400
 	XPayloadScope string `json:"X-Payload-Scope"`
 }
 
@@ -3619,10 +3622,13 @@ type ClientInterface interface {
 
 	// DecodePayloadsWithBody Decrypt Temporal payloads (Temporal's remote codec protocol)
 	//
-	// Each payload's scope is read from its metadata. Only when the
-	// gateway has payload keys; without, 404. gateway dev serves its
-	// embedded Temporal UI without a token (docs/operations.md, Codec
-	// server).
+	// Each payload's scope is read from its metadata: a tenant slug or
+	// `_system`. A token with a tenant decodes its tenant's scope only;
+	// a super-admin's, every scope. One payload the token may not decode
+	// refuses the whole request (403 FORBIDDEN naming the scope). Only
+	// when the gateway has payload keys; without, 404. gateway dev
+	// serves its embedded Temporal UI without a token at a secret path
+	// of its own (docs/operations.md, Codec server).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3631,10 +3637,13 @@ type ClientInterface interface {
 
 	// DecodePayloads Decrypt Temporal payloads (Temporal's remote codec protocol)
 	//
-	// Each payload's scope is read from its metadata. Only when the
-	// gateway has payload keys; without, 404. gateway dev serves its
-	// embedded Temporal UI without a token (docs/operations.md, Codec
-	// server).
+	// Each payload's scope is read from its metadata: a tenant slug or
+	// `_system`. A token with a tenant decodes its tenant's scope only;
+	// a super-admin's, every scope. One payload the token may not decode
+	// refuses the whole request (403 FORBIDDEN naming the scope). Only
+	// when the gateway has payload keys; without, 404. gateway dev
+	// serves its embedded Temporal UI without a token at a secret path
+	// of its own (docs/operations.md, Codec server).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4391,10 +4400,13 @@ func (c *Client) PreflightDecodePayloads(ctx context.Context, reqEditors ...Requ
 
 // DecodePayloadsWithBody Decrypt Temporal payloads (Temporal's remote codec protocol)
 //
-// Each payload's scope is read from its metadata. Only when the
-// gateway has payload keys; without, 404. gateway dev serves its
-// embedded Temporal UI without a token (docs/operations.md, Codec
-// server).
+// Each payload's scope is read from its metadata: a tenant slug or
+// `_system`. A token with a tenant decodes its tenant's scope only;
+// a super-admin's, every scope. One payload the token may not decode
+// refuses the whole request (403 FORBIDDEN naming the scope). Only
+// when the gateway has payload keys; without, 404. gateway dev
+// serves its embedded Temporal UI without a token at a secret path
+// of its own (docs/operations.md, Codec server).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4413,10 +4425,13 @@ func (c *Client) DecodePayloadsWithBody(ctx context.Context, params *DecodePaylo
 
 // DecodePayloads Decrypt Temporal payloads (Temporal's remote codec protocol)
 //
-// Each payload's scope is read from its metadata. Only when the
-// gateway has payload keys; without, 404. gateway dev serves its
-// embedded Temporal UI without a token (docs/operations.md, Codec
-// server).
+// Each payload's scope is read from its metadata: a tenant slug or
+// `_system`. A token with a tenant decodes its tenant's scope only;
+// a super-admin's, every scope. One payload the token may not decode
+// refuses the whole request (403 FORBIDDEN naming the scope). Only
+// when the gateway has payload keys; without, 404. gateway dev
+// serves its embedded Temporal UI without a token at a secret path
+// of its own (docs/operations.md, Codec server).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10566,10 +10581,13 @@ type ClientWithResponsesInterface interface {
 
 	// DecodePayloadsWithBodyWithResponse Decrypt Temporal payloads (Temporal's remote codec protocol)
 	//
-	// Each payload's scope is read from its metadata. Only when the
-	// gateway has payload keys; without, 404. gateway dev serves its
-	// embedded Temporal UI without a token (docs/operations.md, Codec
-	// server).
+	// Each payload's scope is read from its metadata: a tenant slug or
+	// `_system`. A token with a tenant decodes its tenant's scope only;
+	// a super-admin's, every scope. One payload the token may not decode
+	// refuses the whole request (403 FORBIDDEN naming the scope). Only
+	// when the gateway has payload keys; without, 404. gateway dev
+	// serves its embedded Temporal UI without a token at a secret path
+	// of its own (docs/operations.md, Codec server).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10578,10 +10596,13 @@ type ClientWithResponsesInterface interface {
 
 	// DecodePayloadsWithResponse Decrypt Temporal payloads (Temporal's remote codec protocol)
 	//
-	// Each payload's scope is read from its metadata. Only when the
-	// gateway has payload keys; without, 404. gateway dev serves its
-	// embedded Temporal UI without a token (docs/operations.md, Codec
-	// server).
+	// Each payload's scope is read from its metadata: a tenant slug or
+	// `_system`. A token with a tenant decodes its tenant's scope only;
+	// a super-admin's, every scope. One payload the token may not decode
+	// refuses the whole request (403 FORBIDDEN naming the scope). Only
+	// when the gateway has payload keys; without, 404. gateway dev
+	// serves its embedded Temporal UI without a token at a secret path
+	// of its own (docs/operations.md, Codec server).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11497,6 +11518,8 @@ type DecodePayloadsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Payloads
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -11505,6 +11528,10 @@ type DecodePayloadsResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -11516,6 +11543,11 @@ type DecodePayloadsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r DecodePayloadsResponse) GetJSON200() *Payloads {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DecodePayloadsResponse) GetJSON400() *Error {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11536,6 +11568,16 @@ func (r DecodePayloadsResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r DecodePayloadsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DecodePayloadsResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DecodePayloadsResponse) GetJSON500() *Internal {
+	return r.JSON500
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -11628,6 +11670,8 @@ type EncodePayloadsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Payloads
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -11636,6 +11680,10 @@ type EncodePayloadsResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -11647,6 +11695,11 @@ type EncodePayloadsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r EncodePayloadsResponse) GetJSON200() *Payloads {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EncodePayloadsResponse) GetJSON400() *Error {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11667,6 +11720,16 @@ func (r EncodePayloadsResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EncodePayloadsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r EncodePayloadsResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EncodePayloadsResponse) GetJSON500() *Internal {
+	return r.JSON500
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -19442,10 +19505,13 @@ func (c *ClientWithResponses) PreflightDecodePayloadsWithResponse(ctx context.Co
 
 // DecodePayloadsWithBodyWithResponse Decrypt Temporal payloads (Temporal's remote codec protocol)
 //
-// Each payload's scope is read from its metadata. Only when the
-// gateway has payload keys; without, 404. gateway dev serves its
-// embedded Temporal UI without a token (docs/operations.md, Codec
-// server).
+// Each payload's scope is read from its metadata: a tenant slug or
+// `_system`. A token with a tenant decodes its tenant's scope only;
+// a super-admin's, every scope. One payload the token may not decode
+// refuses the whole request (403 FORBIDDEN naming the scope). Only
+// when the gateway has payload keys; without, 404. gateway dev
+// serves its embedded Temporal UI without a token at a secret path
+// of its own (docs/operations.md, Codec server).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19460,10 +19526,13 @@ func (c *ClientWithResponses) DecodePayloadsWithBodyWithResponse(ctx context.Con
 
 // DecodePayloadsWithResponse Decrypt Temporal payloads (Temporal's remote codec protocol)
 //
-// Each payload's scope is read from its metadata. Only when the
-// gateway has payload keys; without, 404. gateway dev serves its
-// embedded Temporal UI without a token (docs/operations.md, Codec
-// server).
+// Each payload's scope is read from its metadata: a tenant slug or
+// `_system`. A token with a tenant decodes its tenant's scope only;
+// a super-admin's, every scope. One payload the token may not decode
+// refuses the whole request (403 FORBIDDEN naming the scope). Only
+// when the gateway has payload keys; without, 404. gateway dev
+// serves its embedded Temporal UI without a token at a secret path
+// of its own (docs/operations.md, Codec server).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20942,6 +21011,13 @@ func ParseDecodePayloadsResponse(rsp *http.Response) (*DecodePayloadsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20969,6 +21045,20 @@ func ParseDecodePayloadsResponse(rsp *http.Response) (*DecodePayloadsResponse, e
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21055,6 +21145,13 @@ func ParseEncodePayloadsResponse(rsp *http.Response) (*EncodePayloadsResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21082,6 +21179,20 @@ func ParseEncodePayloadsResponse(rsp *http.Response) (*EncodePayloadsResponse, e
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -90,8 +89,9 @@ type config struct {
 	// temporal is the Temporal connection resolveTemporal read: TLS, API
 	// key and gRPC metadata beside the address and namespace above.
 	temporal client.Options
-	// codec is the codec server encryptPayloads made (nil without keys).
-	codec http.Handler
+	// codec are the codec server's codecs encryptPayloads made (nil
+	// without keys).
+	codec api.PayloadCodecs
 }
 
 // Default --start-concurrency: in dev the starts share the process with

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -100,10 +101,14 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		publicBase = base
 	}
 	var uiOrigins []string
+	codecSecret := ""
 	if cfg.TemporalAddress == "" {
 		codecEndpoint := ""
-		if cfg.codec != nil {
-			codecEndpoint = strings.TrimSuffix(publicBase, "/") + api.CodecPath
+		if cfg.codec != nil && cfg.TemporalUIListen != "" {
+			// Given to the embedded UI only, drawn afresh at each start
+			// (docs/operations.md, Codec server).
+			codecSecret = rand.Text()
+			codecEndpoint = strings.TrimSuffix(publicBase, "/") + api.CodecDevPath + "/" + codecSecret
 		}
 		start := time.Now()
 		server, err := devtemporal.Start(ctx, devtemporal.Options{
@@ -178,8 +183,9 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, true, false)
 	apiCfg.NodeID = nodeID
 	// The embedded UI has no login: the codec server serves it without a
-	// token (docs/operations.md, Codec server).
-	apiCfg.CodecOrigins, apiCfg.CodecOpenOrigins = uiOrigins, uiOrigins
+	// token at the endpoint holding codecSecret (docs/operations.md, Codec
+	// server).
+	apiCfg.CodecOrigins, apiCfg.CodecDevSecret = uiOrigins, codecSecret
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,8 +106,9 @@ func TestPayloadsEncryptedInTemporal(t *testing.T) {
 }
 
 // checkDevCodec: dev's embedded UI decodes with the gateway's codec
-// server, which answers the UI's origin without a token, and anyone else
-// only with a token granting admin:codec.
+// server at an endpoint holding a secret, which answers without a token;
+// the UI's Origin header alone opens nothing, and anyone else needs a
+// token granting admin:codec.
 func checkDevCodec(t *testing.T, g *gateway, input *commonpb.Payload, secret string) {
 	t.Helper()
 	resp, err := http.Get("http://" + g.ui + "/api/v1/settings")
@@ -114,12 +116,14 @@ func checkDevCodec(t *testing.T, g *gateway, input *commonpb.Payload, secret str
 	var settings struct{ Codec struct{ Endpoint string } }
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&settings))
 	_ = resp.Body.Close()
-	require.Equal(t, g.url("/codec"), settings.Codec.Endpoint, "the embedded UI decodes with the gateway")
+	endpoint := settings.Codec.Endpoint
+	require.True(t, strings.HasPrefix(endpoint, g.url("/codec/dev/")), "the embedded UI decodes with the gateway: %s", endpoint)
+	require.Greater(t, len(endpoint), len(g.url("/codec/dev/"))+20, "at a secret path")
 
 	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{input}})
 	require.NoError(t, err)
-	decode := func(origin, token string) (int, string, http.Header) {
-		req, err := http.NewRequest(http.MethodPost, g.url("/codec/decode"), bytes.NewReader(body))
+	decode := func(url, origin, token string) (int, string, http.Header) {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Origin", origin)
@@ -133,19 +137,23 @@ func checkDevCodec(t *testing.T, g *gateway, input *commonpb.Payload, secret str
 		require.NoError(t, err)
 		return resp.StatusCode, string(raw), resp.Header
 	}
-	status, out, header := decode("http://"+g.ui, "")
+	status, out, header := decode(endpoint+"/decode", "http://"+g.ui, "")
 	require.Equal(t, http.StatusOK, status, out)
 	var plain commonpb.Payloads
 	require.NoError(t, protojson.Unmarshal([]byte(out), &plain))
 	require.Len(t, plain.GetPayloads(), 1)
 	require.Contains(t, string(plain.GetPayloads()[0].GetData()), secret, "decoded")
 	require.Equal(t, "http://"+g.ui, header.Get("Access-Control-Allow-Origin"))
-	status, out, _ = decode("https://elsewhere.example.com", "")
-	require.Equal(t, http.StatusUnauthorized, status, out)
-	status, out, _ = decode("", g.token)
+	status, out, _ = decode(g.url("/codec/decode"), "http://"+g.ui, "")
+	require.Equal(t, http.StatusUnauthorized, status, "the UI's Origin from loopback is no key: %s", out)
+	status, out, _ = decode(g.url("/codec/dev/wrong/decode"), "http://"+g.ui, "")
+	require.Equal(t, http.StatusNotFound, status, out)
+	status, out, _ = decode(g.url("/codec/decode"), "", g.token)
 	require.Equal(t, http.StatusForbidden, status, out)
-	status, out, _ = decode("", g.mint("acme", "admin:codec"))
+	status, out, _ = decode(g.url("/codec/decode"), "", g.mint("acme", "admin:codec"))
 	require.Equal(t, http.StatusOK, status, out)
+	status, out, _ = decode(g.url("/codec/decode"), "", g.mint("globex", "admin:codec"))
+	require.Equal(t, http.StatusForbidden, status, "another tenant's token: %s", out)
 }
 
 // payloadKeysFor parses the command's flags and env and reads its keys.

@@ -171,7 +171,7 @@ func encryptPayloads(ctx context.Context, cfg *config, command string, st *store
 	cfg.codec = nil
 	if enc != nil {
 		cfg.temporal.FailureConverter = failureConverter(cfg.temporal.DataConverter)
-		cfg.codec = enc.Handler()
+		cfg.codec = enc.ReadOnly()
 	}
 	return nil
 }

@@ -119,6 +119,21 @@ func (e *Encryptor) Codec(scope string) converter.PayloadCodec { return codec{e,
 // server and operators' tools. Its Encode fails with ErrNoScope.
 func (e *Encryptor) Decoder() converter.PayloadCodec { return codec{e: e} }
 
+// ReadOnly is e reading scope secrets without making any, sharing e's
+// keys and cached data keys: the codec server's, so that no request makes
+// a scope's secret (docs/operations.md, Codec server). A scope without a
+// secret fails with ErrScopeShredded. It panics unless e's ScopeSecrets
+// are ExistingSecrets too.
+func (e *Encryptor) ReadOnly() *Encryptor {
+	existing, ok := e.secrets.(ExistingSecrets)
+	if !ok {
+		panic(fmt.Sprintf("payloadcodec: ReadOnly: %T cannot read a secret without making it", e.secrets))
+	}
+	ro := *e
+	ro.secrets = existingOnly{existing}
+	return &ro
+}
+
 // Forget drops the cached data keys of a scope; call it after deleting the
 // scope's secret so this process stops decoding the scope at once.
 func (e *Encryptor) Forget(scope string) {

@@ -23,6 +23,22 @@ type ScopeSecrets interface {
 	Secret(ctx context.Context, scope string) ([]byte, error)
 }
 
+// ExistingSecrets reads scope secrets without ever making one (see
+// Encryptor.ReadOnly).
+type ExistingSecrets interface {
+	// ExistingSecret is Secret for a scope that has a secret already; a
+	// scope that has none, shredded or never made, fails with
+	// ErrScopeShredded and still has none after.
+	ExistingSecret(ctx context.Context, scope string) ([]byte, error)
+}
+
+// existingOnly is the ScopeSecrets of a read-only Encryptor.
+type existingOnly struct{ ExistingSecrets }
+
+func (s existingOnly) Secret(ctx context.Context, scope string) ([]byte, error) {
+	return s.ExistingSecret(ctx, scope)
+}
+
 // MemorySecrets is a ScopeSecrets in memory, for tests and development: its
 // secrets die with the process, and two processes do not share them.
 type MemorySecrets struct {
@@ -50,6 +66,16 @@ func (m *MemorySecrets) Secret(_ context.Context, scope string) ([]byte, error) 
 		return nil, ErrScopeShredded
 	}
 	return slices.Clone(m.create(scope)), nil
+}
+
+// ExistingSecret implements ExistingSecrets.
+func (m *MemorySecrets) ExistingSecret(_ context.Context, scope string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.secrets[scope]; ok {
+		return slices.Clone(s), nil
+	}
+	return nil, ErrScopeShredded
 }
 
 // Create gives the scope a new secret if it has none, deleted or not.

@@ -75,8 +75,8 @@ type Options struct {
 	// picks a free port. Host handling as for FrontendAddress.
 	UIAddress string
 	// CodecEndpoint is the codec server the UI decodes payloads with (the
-	// gateway API's base URL + "/codec"), called from the browser without
-	// a token; "" leaves payloads as Temporal holds them.
+	// gateway API's base URL + "/codec/dev/<secret>"), called from the
+	// browser without a token; "" leaves payloads as Temporal holds them.
 	CodecEndpoint string
 	// Namespace is created if missing. "" means DefaultNamespace.
 	Namespace string
@@ -559,8 +559,9 @@ func (s *Server) startUI(ctx context.Context, ip string, port int, frontendDial,
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
 		HideLogs:           true,
-		// The UI has no login, so no token to pass: the gateway serves this
-		// UI's origin without one (api.Config.CodecOpenOrigins).
+		// The UI has no login, so no token to pass: the endpoint's path
+		// holds the secret the gateway serves it by
+		// (api.Config.CodecDevSecret).
 		Codec: uiconfig.Codec{Endpoint: codecEndpoint},
 	}))
 	s.ui = ui
