@@ -33,11 +33,9 @@ const CodecDevPath = CodecPath + "/dev"
 // whole.
 const CodecMaxBodyBytes = 4 << 20
 
-// The codec server's error codes besides the API's (docs/api.md, Errors).
-const (
-	codeInvalidPayloadScope  = "INVALID_PAYLOAD_SCOPE"
-	codePayloadUndecryptable = "PAYLOAD_UNDECRYPTABLE" // as a webhook resend's
-)
+// codeInvalidPayloadScope: a codec request's scope is neither a tenant
+// slug nor _system (docs/api.md, Errors).
+const codeInvalidPayloadScope = "INVALID_PAYLOAD_SCOPE"
 
 // codecCORSHeaders are the request headers a browser may send to the codec
 // routes: the Temporal UI's.
@@ -258,15 +256,15 @@ func writePayloads(c *gin.Context, payloads []*commonpb.Payload) error {
 }
 
 // codecError classifies a codec failure: a payload that cannot be
-// decrypted is a 422 naming key ids and scopes (never key material);
+// decrypted is a 409, as for a webhook resend, naming key ids and scopes (never key material);
 // anything else, such as the store out of reach, goes to renderErrors,
 // which logs it.
 func codecError(err error) error {
 	switch {
 	case errors.Is(err, payloadcodec.ErrScopeShredded):
-		return apierror.Unprocessable(codePayloadUndecryptable, "%v: the scope has no payload secret, being shredded with its tenant or never used", err)
+		return apierror.New(http.StatusConflict, apierror.CodePayloadUndecryptable, "%v: the scope has no payload secret, being shredded with its tenant or never used", err)
 	case errors.Is(err, payloadcodec.ErrUnknownKey), errors.Is(err, payloadcodec.ErrDecrypt), errors.Is(err, payloadcodec.ErrNoScope):
-		return apierror.Unprocessable(codePayloadUndecryptable, "%v", err)
+		return apierror.New(http.StatusConflict, apierror.CodePayloadUndecryptable, "%v", err)
 	}
 	return err
 }

@@ -271,7 +271,7 @@ func TestCodecRefusesBadScopes(t *testing.T) {
 }
 
 // TestCodecMakesNoSecret: decoding or encoding in a scope that has no
-// secret in the store (never used, or shredded) answers 422 and leaves
+// secret in the store (never used, or shredded) answers 409 and leaves
 // payload_secrets without a row for it.
 func TestCodecMakesNoSecret(t *testing.T) {
 	t.Parallel()
@@ -281,7 +281,7 @@ func TestCodecMakesNoSecret(t *testing.T) {
 	unknown := sealed(t, elsewhere, "initech", "words")
 
 	r := s.do(t, http.MethodPost, "/codec/decode", root, payloadsBody(t, unknown))
-	msg := requireError(t, r, http.StatusUnprocessableEntity, "PAYLOAD_UNDECRYPTABLE", `"initech"`)
+	msg := requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", `"initech"`)
 	require.Contains(t, msg, "no payload secret")
 	p, err := converter.GetDefaultDataConverter().ToPayload("a signal")
 	require.NoError(t, err)
@@ -356,11 +356,11 @@ func TestCodecErrorsAreTheEnvelope(t *testing.T) {
 	tampered := sealed(t, s.enc, tenantA, "acme's words")
 	tampered.Data[len(tampered.Data)-1] ^= 1
 	r = s.do(t, http.MethodPost, "/codec/decode", root, payloadsBody(t, tampered))
-	requireError(t, r, http.StatusUnprocessableEntity, "PAYLOAD_UNDECRYPTABLE", `"k1"`)
+	requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", `"k1"`)
 	unknownKey := sealed(t, s.enc, tenantA, "acme's words")
 	unknownKey.Metadata[payloadcodec.MetadataKeyID] = []byte("k9")
 	r = s.do(t, http.MethodPost, "/codec/decode", root, payloadsBody(t, unknownKey))
-	requireError(t, r, http.StatusUnprocessableEntity, "PAYLOAD_UNDECRYPTABLE", `"k9"`)
+	requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", `"k9"`)
 
 	broken := setupCodecWith(t, storetest.SQLite, func(*store.Store) payloadcodec.ScopeSecrets { return failingSecrets{} })
 	r = broken.do(t, http.MethodPost, "/codec/decode", broken.superAdminCodecToken(t, ""), payloadsBody(t, sealed(t, s.enc, tenantA, "acme's words")))

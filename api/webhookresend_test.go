@@ -174,7 +174,8 @@ func (b *bundle) encryptHistory(t *testing.T, job *jobs.Record, secrets payloadc
 // TestWebhookResendUndecryptable: a job whose history this server's
 // payload keys cannot decrypt answers 409 PAYLOAD_UNDECRYPTABLE, never
 // 500: another key under the same id, an unknown key id, a shredded
-// scope, or no keys at all. A recovery skips the job, saying why.
+// scope, or no keys at all; so does a retry. A recovery skips the job,
+// saying why.
 func TestWebhookResendUndecryptable(t *testing.T) {
 	t.Parallel()
 	secrets := payloadcodec.NewMemorySecrets(true)
@@ -199,6 +200,14 @@ func TestWebhookResendUndecryptable(t *testing.T) {
 			r := b.do(t, http.MethodPost, jobPath("transcriptions", job.ID, "/webhooks/resend"), b.writeToken(t), nil)
 			requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", "cannot be decrypted with this server's payload keys")
 			require.NotContains(t, string(r.Body), "payloadcodec", "the codec's own words stay in the log")
+
+			// A retry reads the same history.
+			failed := b.seed(t, jobs.Record{Service: "transcriptions", Tenant: tenantA, Status: jobs.StatusFailed,
+				ErrorCode: jobs.CodeProvidersExhausted, ErrorMessage: "every provider failed"})
+			b.ranWith(t, failed, nil)
+			b.encryptHistory(t, failed, secrets)
+			r = b.do(t, http.MethodPost, jobPath("transcriptions", failed.ID, "/retry"), b.writeToken(t), nil)
+			requireError(t, r, http.StatusConflict, "PAYLOAD_UNDECRYPTABLE", "cannot be decrypted with this server's payload keys")
 		})
 	}
 

@@ -77,9 +77,9 @@ const (
 	// CodeWebhookNotResendable answers a webhook resend of a job whose
 	// workflow history is gone (docs/webhooks.md).
 	CodeWebhookNotResendable = "WEBHOOK_NOT_RESENDABLE"
-	// CodePayloadUndecryptable answers a webhook resend of a job whose
-	// workflow history the server's payload keys cannot decrypt
-	// (docs/webhooks.md).
+	// CodePayloadUndecryptable: payloads (a job's workflow history, or a
+	// codec request's) that the server's payload keys cannot decrypt
+	// (docs/operations.md, Payload encryption).
 	CodePayloadUndecryptable = "PAYLOAD_UNDECRYPTABLE"
 	// CodeJobDeleted answers every request on a deleted job but its
 	// tenant's other jobs (docs/api.md, Deleting a job).

@@ -226,7 +226,7 @@ func decryptHistory(ctx context.Context, cfg config, history *historypb.History,
 	if err != nil {
 		return err
 	}
-	decoder := enc.Decoder()
+	decoder := enc.ReadOnly().Decoder() // reading a history makes no scope secret
 	return proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
 		SkipSearchAttributes: true,
 		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {

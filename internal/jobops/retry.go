@@ -82,6 +82,10 @@ func (s *Service) submission(ctx context.Context, id string, kind error) (jobs.S
 	}
 	var sub jobs.Submission
 	if err := s.dataConverter().FromPayload(started.GetInput().GetPayloads()[0], &sub); err != nil {
+		if undecryptable(err) {
+			s.cfg.Logger.Warn("a job's workflow history does not decrypt with this process's payload keys", "job", id, "error", err)
+			return jobs.Submission{}, 0, refuse(ErrPayloadUndecryptable, "job %s: its workflow history cannot be decrypted with this server's payload keys", id)
+		}
 		return jobs.Submission{}, 0, fmt.Errorf("job %s: read its submission: %w", id, err)
 	}
 	return sub, int(started.GetPriority().GetPriorityKey()), nil

@@ -169,20 +169,8 @@ func (s *Service) webhookSubmission(ctx context.Context, id string) (jobs.Submis
 	if !errors.Is(err, store.ErrNotFound) {
 		return jobs.Submission{}, false, err
 	}
-	sub, err := s.resendSubmission(ctx, id)
-	return sub, true, err
-}
-
-// resendSubmission is the job's submission from its workflow history; a
-// history this process cannot decrypt is a refusal
-// (ErrPayloadUndecryptable), not a failure of the server.
-func (s *Service) resendSubmission(ctx context.Context, id string) (jobs.Submission, error) {
 	sub, _, err := s.submission(ctx, id, ErrNotResendable)
-	if undecryptable(err) {
-		s.cfg.Logger.Warn("a job's workflow history does not decrypt with this process's payload keys", "job", id, "error", err)
-		return sub, refuse(ErrPayloadUndecryptable, "job %s: its workflow history cannot be decrypted with this server's payload keys, so its webhook events cannot be rebuilt", id)
-	}
-	return sub, err
+	return sub, true, err
 }
 
 // undecryptable tells payloads this process cannot decrypt (a wrong or
@@ -281,7 +269,7 @@ func (s *Service) recoverJob(ctx context.Context, req RecoverRequest, given []st
 	if len(req.Services) > 0 && !slices.Contains(req.Services, job.Service) {
 		return nil, "", nil
 	}
-	sub, err := s.resendSubmission(ctx, jobID)
+	sub, _, err := s.submission(ctx, jobID, ErrNotResendable)
 	var refusal *Error
 	if errors.As(err, &refusal) && (errors.Is(refusal.Kind, ErrNotResendable) || errors.Is(refusal.Kind, ErrPayloadUndecryptable)) {
 		return nil, refusal.Message, nil
