@@ -49,6 +49,12 @@ test: test-tools ## run every test: unit, workflow, API, and integration on Post
 test-tools: ## install what the media and engine tests run (ffmpeg, tesseract, Apertium APy) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
 	@scripts/install-engines --if-possible
 
+BUSY_LOOPS ?= 2
+
+.PHONY: test-busy
+test-busy: ## run every test (make test) beside BUSY_LOOPS busy loops (default 2) at normal priority: the suite must pass on a busy machine (docs/reliability.md, Busy machines)
+	@scripts/test-busy $(BUSY_LOOPS) $(MAKE) --no-print-directory test
+
 .PHONY: test-short
 test-short: ## the fast tests only (no embedded Temporal server)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
