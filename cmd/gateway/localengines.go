@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/providers/apertium"
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
+	"github.com/ai-job-gateway/gateway/providers/sphinx"
 )
 
 // Local engines in dev (docs/providers.md, Local engines in dev):
@@ -32,6 +34,7 @@ import (
 const (
 	apertiumLocalID = "apertium-local"
 	mediaLocalID    = "media-local"
+	sphinxLocalID   = "sphinx-local"
 )
 
 // apertiumModes is where Debian's Apertium packages install their modes.
@@ -57,14 +60,15 @@ func startLocalEngines(ctx context.Context, dataDir string, logger *slog.Logger)
 		}
 		e.providers = append(e.providers, p)
 	}
-	note(mediaEngine())
+	speech := sphinxEngine()
+	note(speech)
+	note(mediaEngine(speech.Status == providers.StatusActive))
 	apy, err := e.startApertium(ctx, dataDir, logger)
 	if err != nil {
 		return nil, err
 	}
 	note(apy)
-	logger.Info("local engines", "found", strings.Join(found, ", "), "missing", strings.Join(missing, "; "),
-		"transcription", "no local engine: none good enough can be installed from the package registries (docs/providers.md, Local engines in dev)")
+	logger.Info("local engines", "found", strings.Join(found, ", "), "missing", strings.Join(missing, "; "))
 	return e, nil
 }
 
@@ -93,17 +97,43 @@ func (e *localEngines) stop() {
 	}
 }
 
+// sphinxEngine is the sphinx-local provider: English transcriptions with
+// PocketSphinx, one recognizer process per chunk of audio.
+func sphinxEngine() *providers.Provider {
+	p := &providers.Provider{ID: sphinxLocalID, Name: "PocketSphinx (local, English)", Adapter: "sphinx", Quality: 0.4,
+		Status: providers.StatusActive,
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
+			Features:  []string{"timestamps"},
+			Languages: []string{"en"},
+			Limits:    providers.Limits{RequestsPerMinute: 60, RequestsPerDay: 10000, MaxFileSizeMB: 500, MaxDurationSeconds: 7200},
+			Pricing:   providers.Pricing{Unit: providers.PerMinute, Amount: 0, Currency: "USD"},
+			Status:    providers.StatusActive,
+		}}}
+	if _, err := sphinx.Find(sphinx.DefaultModelDir); err != nil {
+		p.Status, p.StatusReason = providers.StatusDisabled, err.Error()
+	}
+	return p
+}
+
 // mediaEngine is the media-local provider: scenes and OCR with ffmpeg and
-// tesseract.
-func mediaEngine() *providers.Provider {
+// tesseract, and speech_to_text by sphinx-local when it runs here.
+func mediaEngine(speech bool) *providers.Provider {
+	features := mediaengine.Features
+	if speech {
+		features = append(slices.Clone(features), mediaengine.SpeechToText)
+	}
 	p := &providers.Provider{ID: mediaLocalID, Name: "Local media engine (ffmpeg, tesseract)", Adapter: "media", Quality: 0.6,
 		Status: providers.StatusActive,
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.VideoAnalyses: {
-			Features: mediaengine.Features,
+			Features: features,
 			Limits:   providers.Limits{RequestsPerMinute: 60, RequestsPerDay: 10000, MaxFileSizeMB: 2000, MaxDurationSeconds: 7200},
 			Pricing:  providers.Pricing{Unit: providers.PerMinute, Amount: 0, Currency: "USD"},
 			Status:   providers.StatusActive,
 		}}}
+	if speech {
+		p.Name = "Local media engine (ffmpeg, tesseract, PocketSphinx)"
+		p.Settings = map[string]any{"speech_provider": sphinxLocalID}
+	}
 	if _, _, err := mediaengine.Find(); err != nil {
 		p.Status, p.StatusReason = providers.StatusDisabled, err.Error()
 	}

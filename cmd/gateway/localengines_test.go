@@ -18,7 +18,7 @@ import (
 // not installed, unless GATEWAY_REQUIRE_ENGINES=1 (CI, after make engines).
 func requireEngines(t *testing.T) {
 	t.Helper()
-	for _, bin := range []string{"apertium-apy", "ffmpeg", "ffprobe", "tesseract"} {
+	for _, bin := range []string{"apertium-apy", "ffmpeg", "ffprobe", "tesseract", "pocketsphinx_continuous"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
 				t.Fatalf("%s is not installed (make engines)", bin)
@@ -102,7 +102,8 @@ func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 	require.Contains(t, apy.SourceLanguages, "en", "from the server's pairs")
 	require.Contains(t, apy.TargetLanguages, "es")
 	require.Equal(t, "active", listed["media-local"].Attributes.Status)
-	require.ElementsMatch(t, []string{"scenes", "ocr"}, listed["media-local"].Attributes.Services["video-analyses"].Features)
+	require.ElementsMatch(t, []string{"scenes", "ocr", "speech_to_text"}, listed["media-local"].Attributes.Services["video-analyses"].Features,
+		"speech_to_text by sphinx-local")
 	require.Contains(t, g.logs.String(), "local engines")
 
 	g.createPolicy(`{
@@ -163,11 +164,15 @@ func TestMissingLocalEnginesAreListedDisabled(t *testing.T) {
 	t.Parallel()
 	g := newGatewayEnv(t, "", "", []string{"PATH=" + t.TempDir()}, "--local-engines")
 	listed := g.providers()
-	for id, missing := range map[string]string{"apertium-local": "apertium-apy not found", "media-local": "not found on PATH"} {
+	for id, missing := range map[string]string{
+		"apertium-local": "apertium-apy not found", "media-local": "not found on PATH", "sphinx-local": "pocketsphinx_continuous not found",
+	} {
 		require.Equal(t, "disabled", listed[id].Attributes.Status, id)
 		require.Contains(t, listed[id].Attributes.StatusReason, missing, id)
 		require.Contains(t, listed[id].Attributes.StatusReason, "make engines", id)
 	}
+	require.NotContains(t, listed["media-local"].Attributes.Services["video-analyses"].Features, "speech_to_text",
+		"no speech_to_text without sphinx-local")
 	require.Equal(t, "active", listed["sandbox-fast"].Attributes.Status, "the built-in catalog is still there")
 	require.Empty(t, listed["sandbox-fast"].Attributes.StatusReason)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ai-job-gateway/gateway/providers/mediaengine"
 	"github.com/ai-job-gateway/gateway/providers/openai"
 	"github.com/ai-job-gateway/gateway/providers/sandbox"
+	"github.com/ai-job-gateway/gateway/providers/sphinx"
 )
 
 // Factories returns the built-in adapter factories keyed by adapter name;
@@ -31,6 +32,7 @@ func Factories(opts ...providers.Option) map[string]providers.Factory {
 		"deepl":      factory(deepl.New, opts),
 		"media":      factory(mediaengine.New, opts),
 		"openai":     factory(openai.New, opts),
+		"sphinx":     factory(sphinx.New, opts),
 	}
 }
 
