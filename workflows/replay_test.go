@@ -17,9 +17,10 @@ import (
 // (non-determinism) fails here. Histories are recorded by cmd/gateway's
 // TestRecordHistories (job-*.json), TestRecordDeletionHistories
 // (deletion-*.json), TestWebhookResendAndRecovery
-// (job-v14-webhook-given-up.json, webhook-resend-*.json) and
-// TestRecordBatchFileHistories (batchfile-*.json), each with
-// GATEWAY_RECORD_HISTORIES set; keep old ones when adding new.
+// (job-v14-webhook-given-up.json, webhook-resend-*.json),
+// TestRecordBatchFileHistories (batchfile-*.json) and, in this package,
+// TestRecordDeletedBeforeCallHistories (job-v18-deleted-before-*.json),
+// each with GATEWAY_RECORD_HISTORIES set; keep old ones when adding new.
 func TestReplayRecordedHistories(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
