@@ -11,8 +11,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -97,9 +105,12 @@ func TestCallOfAJobDeletedBeforeItIsNotMade(t *testing.T) {
 	require.EqualValues(t, 1, adapter.calls.Load())
 }
 
-// A job deleted while its call is under way: the call ends, and the
-// erasure finds it in the job's history (TestReadJobTrailNamesCallsUnderWay).
-func TestCallUnderWayWhenItsJobIsDeletedEnds(t *testing.T) {
+// A job deleted while its call is under way: the call is made and ends
+// as it would have, and the erasure's reading of the history that call
+// leaves names its provider, whose copy vendor_copies then lists
+// (docs/api.md, Deleting a job), whether the call ran as an activity or,
+// a short one, as a local activity.
+func TestCallUnderWayWhenItsJobIsDeletedIsNamed(t *testing.T) {
 	t.Parallel()
 	st := storetest.SQLite(t)
 	id := pendingJob(t, st)
@@ -109,9 +120,49 @@ func TestCallUnderWayWhenItsJobIsDeletedEnds(t *testing.T) {
 	}}
 	in := call()
 	in.JobID = id
-	_, err := callsEnv(t, adapter, st).ExecuteActivity(acts.Calls.CallProvider, in)
-	require.NoError(t, err)
+	value, callErr := callsEnv(t, adapter, st).ExecuteActivity(acts.Calls.CallProvider, in)
 	require.EqualValues(t, 1, adapter.calls.Load())
+	_, err := st.GetTombstone(t.Context(), id)
+	require.NoError(t, err, "the job was deleted during its call")
+	var out *activities.CallOutput
+	if callErr == nil {
+		out = &activities.CallOutput{}
+		require.NoError(t, value.Get(out))
+	}
+	// The history holds the error the activity returned, not the
+	// environment's wrapping of it.
+	var appErr *temporal.ApplicationError
+	if errors.As(callErr, &appErr) {
+		callErr = appErr
+	}
+
+	// The call's outcome, as the job's history holds it.
+	activityCall := append([]*historypb.HistoryEvent{started(t, nil)}, scheduledCall(t, 5, "scripted", 1, callErr)...)
+	var result any // the local activity's: none when the call failed
+	if out != nil {
+		activityCall = append(activityCall, &historypb.HistoryEvent{EventId: 7, Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{
+			ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 5, Result: payloads(t, out)}}})
+		result = out
+	}
+	shortCall := []*historypb.HistoryEvent{started(t, nil),
+		localActivity(t, 2, "DecideRoute", activities.RouteOutput{Routing: jobs.RoutingInfo{ProviderID: "scripted"}}, nil),
+		localActivity(t, 3, "CallProvider", result, callErr),
+	}
+	for name, events := range map[string][]*historypb.HistoryEvent{"activity": activityCall, "short call": shortCall} {
+		t.Run(name, func(t *testing.T) {
+			tc := mocks.NewClient(t)
+			tc.On("ListWorkflow", mock.Anything, mock.Anything).Return(&workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
+				{Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: "run-1"}},
+			}}, nil).Once()
+			tc.On("GetWorkflowHistory", mock.Anything, id, "run-1", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).Return(client.HistoryEventIterator(&history{events})).Once()
+			e := &activities.Erasure{Temporal: tc}
+			value, err := erasureEnv(e).ExecuteActivity(e.ReadJobTrail, id)
+			require.NoError(t, err)
+			var trail activities.JobTrail
+			require.NoError(t, value.Get(&trail))
+			require.Equal(t, []activities.VendorWork{{ProviderID: "scripted", Service: jobs.Transcriptions}}, trail.Submitted)
+		})
+	}
 }
 
 // errorLines records the ERROR lines of the SDK's logger.
