@@ -16,7 +16,7 @@ run: build media-tools ## run the whole stack (API, worker, embedded Temporal + 
 	$(BIN) dev --data-dir $(DATA_DIR) --local-engines
 
 .PHONY: engines
-engines: ## install the programs media jobs and local engines use (ffmpeg, tesseract, Apertium APy) with apt-get; Debian or Ubuntu, as root
+engines: ## install the programs media jobs and local engines use (ffmpeg, tesseract, Apertium APy, PocketSphinx and its English model, flite for the tests) with apt-get; Debian or Ubuntu, as root
 	scripts/install-engines
 
 .PHONY: media-tools
@@ -46,7 +46,7 @@ test: test-tools ## run every test: unit, workflow, API, and integration on Post
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-tools
-test-tools: ## install what the media and engine tests run (ffmpeg, tesseract, Apertium APy) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
+test-tools: ## install what the media and engine tests run (ffmpeg, tesseract, Apertium APy, PocketSphinx, flite) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
 	@scripts/install-engines --if-possible
 
 BUSY_LOOPS ?= 2

@@ -132,7 +132,7 @@ func mediaEngine(speech bool) *providers.Provider {
 		}}}
 	if speech {
 		p.Name = "Local media engine (ffmpeg, tesseract, PocketSphinx)"
-		p.Settings = map[string]any{"speech_provider": sphinxLocalID}
+		p.Settings = map[string]any{"speech_provider": sphinxLocalID, "speech_provider_keeps_nothing": true}
 	}
 	if _, _, err := mediaengine.Find(); err != nil {
 		p.Status, p.StatusReason = providers.StatusDisabled, err.Error()

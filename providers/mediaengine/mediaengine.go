@@ -43,6 +43,10 @@ type Settings struct {
 	// catalog that speech_to_text hands the video's audio to; empty: no
 	// speech_to_text.
 	SpeechProvider string `json:"speech_provider"`
+	// SpeechProviderKeepsNothing says the speech provider keeps nothing of
+	// a call (a local engine such as sphinx), so a job has nothing left
+	// with it to delete.
+	SpeechProviderKeepsNothing bool `json:"speech_provider_keeps_nothing"`
 }
 
 // Adapter analyses videos with local programs.
@@ -104,11 +108,12 @@ func New(p *providers.Provider, _ ...providers.Option) (*Adapter, error) {
 func (a *Adapter) Services() []jobs.ServiceID { return []jobs.ServiceID{jobs.VideoAnalyses} }
 
 // VendorRetention is PurgeNotRetained: the worker's programs keep nothing
-// of a call. With a speech_provider it is PurgeNoAPI: that provider may
-// keep the audio it was handed, under a handle the job does not keep, so
-// nothing can delete it (docs/providers.md, Deleting a job's vendor copy).
+// of a call. With a speech_provider it is PurgeNoAPI, unless that provider
+// keeps nothing: it may keep the audio it was handed, under a handle the
+// job does not keep, so nothing can delete it (docs/providers.md, Deleting
+// a job's vendor copy).
 func (a *Adapter) VendorRetention() providers.PurgeOutcome {
-	if a.settings.SpeechProvider != "" {
+	if a.settings.SpeechProvider != "" && !a.settings.SpeechProviderKeepsNothing {
 		return providers.PurgeNoAPI
 	}
 	return providers.PurgeNotRetained

@@ -137,6 +137,10 @@ func TestSpeechIsHandedToATranscriptionProvider(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, providers.PurgeNoAPI, a.VendorRetention(), "the speech provider may keep the audio, and the job has no handle of it")
 	require.Equal(t, providers.PurgeNotRetained, newAdapter(t).VendorRetention(), "ffmpeg and tesseract keep nothing")
+	local, err := mediaengine.New(&providers.Provider{ID: "m", Settings: map[string]any{"speech_provider": "sphinx-local", "speech_provider_keeps_nothing": true},
+		Services: map[jobs.ServiceID]*providers.Capability{jobs.VideoAnalyses: {Features: []string{"scenes", "speech_to_text"}}}})
+	require.NoError(t, err)
+	require.Equal(t, providers.PurgeNotRetained, local.VendorRetention(), "a local speech engine keeps nothing either")
 	var handed []providers.Call
 	delegate := func(_ context.Context, id string, call providers.Call) (json.RawMessage, error) {
 		require.Equal(t, "whisper", id)
