@@ -220,6 +220,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobCountShards,
 	migrationJobStartsCleared,
 	migrationPayloadKeyChecks,
+	migrationReconciledJobs,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

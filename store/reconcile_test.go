@@ -79,9 +79,10 @@ func TestFailOpenJobReleasesItsReservation(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, out.OK)
 
-			failed, err := s.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "its workflow was terminated", now)
+			failed, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "its workflow was terminated", now, "")
 			require.NoError(t, err)
 			require.NotNil(t, failed, status)
+			require.Nil(t, sent, "no webhook event, no message")
 			require.Equal(t, jobs.StatusFailed, failed.Status)
 			require.Equal(t, jobs.CodeWorkflowClosed, failed.ErrorCode)
 			require.Equal(t, job.Service, failed.Service, "returned with its columns")
@@ -102,12 +103,71 @@ func TestFailOpenJobReleasesItsReservation(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "failed", string(last.Status), "the failure is the job's last event")
 
-			again, err := s.FailOpenJob(ctx, job.ID, jobs.CodeNotStarted, "again", now)
+			again, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeNotStarted, "again", now, "transcription.failed")
 			require.NoError(t, err)
 			require.Nil(t, again, "an ended job is left alone")
+			require.Nil(t, sent)
 			got, err = s.GetJob(ctx, job.ID)
 			require.NoError(t, err)
 			require.Equal(t, jobs.CodeWorkflowClosed, got.ErrorCode)
 		}
+	})
+}
+
+// FailOpenJob with a webhook event records the failure's message in its
+// transaction, numbered after the job's messages recorded or attempted;
+// UnsentReconciledWebhooks lists it until a delivery of it is attempted,
+// never the job's own messages, a job failed before since, or a job
+// failed otherwise.
+func TestFailOpenJobRecordsItsWebhookMessageUntilSent(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		job := newJob()
+		job.Status = jobs.StatusProcessing
+		require.NoError(t, s.InsertJob(ctx, job))
+		own, err := store.NewWebhookMessage(job.ID+"-1", "transcription.processing", jobs.Snapshot{ID: job.ID})
+		require.NoError(t, err)
+		require.NoError(t, s.RecordWebhookMessage(ctx, own))
+		// An attempt of a message the workflow numbered 2, not recorded.
+		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.processing",
+			MessageID: job.ID + "-2", Attempt: 1, AttemptedAt: now}))
+
+		failed, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "terminated", now, "transcription.failed")
+		require.NoError(t, err)
+		require.NotNil(t, failed)
+		require.NotNil(t, sent)
+		require.Equal(t, job.ID+"-3", sent.MessageID, "after the last message recorded or attempted")
+		messages, err := s.WebhookMessages(ctx, job.ID)
+		require.NoError(t, err)
+		require.Len(t, messages, 2)
+		require.Equal(t, "transcription.failed", messages[1].Event)
+		snap, err := messages[1].Job()
+		require.NoError(t, err)
+		require.Equal(t, jobs.StatusFailed, snap.Status)
+
+		// Another job failed so, long ago, and one failed otherwise.
+		old := newJob()
+		require.NoError(t, s.InsertJob(ctx, old))
+		_, _, err = s.FailOpenJob(ctx, old.ID, jobs.CodeWorkflowClosed, "terminated", now.Add(-48*time.Hour), "transcription.failed")
+		require.NoError(t, err)
+		notStarted := newJob()
+		require.NoError(t, s.InsertJob(ctx, notStarted))
+		_, _, err = s.FailOpenJob(ctx, notStarted.ID, jobs.CodeNotStarted, "never started", now, "transcription.failed")
+		require.NoError(t, err)
+
+		unsent, err := s.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
+		require.NoError(t, err)
+		var ids []string
+		for _, m := range unsent {
+			ids = append(ids, m.MessageID)
+		}
+		require.Equal(t, []string{job.ID + "-3"}, ids, "not the job's own message, nor the old, nor the not-started job's")
+		require.Equal(t, "transcription.failed", unsent[0].Event)
+
+		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.failed",
+			MessageID: job.ID + "-3", Attempt: 1, AttemptedAt: now, StatusCode: 500}))
+		unsent, err = s.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
+		require.NoError(t, err)
+		require.Empty(t, unsent, "its send began: its workflow retries it")
 	})
 }

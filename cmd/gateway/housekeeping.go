@@ -58,17 +58,18 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
-	if rec != nil {
-		// Jobs left open while their workflow ended (docs/operations.md,
-		// Housekeeping); "removed" counts the jobs it failed.
-		sweeps = append(sweeps, housekeeping.Sweep{Name: "job_reconcile", Every: reconcileEvery, Shared: true, Run: rec.sweep})
-	}
 	if notifier != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "budget_notifications", Every: budgetNotificationsEvery, Shared: true, Run: notifier.Deliver})
 		// Batches that finished, and their batch.completed events, signed
 		// and sent as budget.threshold events are (docs/api.md, Batches).
 		batchNotifier := &batches.Notifier{Store: st, Signer: notifier.Signer, Client: notifier.Client, Logger: logger}
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "batches", Every: budgetNotificationsEvery, Shared: true, Run: batchNotifier.Deliver})
+	}
+	if rec != nil {
+		// Jobs left open while their workflow ended (docs/operations.md,
+		// Housekeeping); "removed" counts the jobs it failed. Last: its
+		// round, which calls Temporal, delays the sweeps after it.
+		sweeps = append(sweeps, housekeeping.Sweep{Name: "job_reconcile", Every: reconcileEvery, Shared: true, Run: rec.sweep})
 	}
 	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
 }

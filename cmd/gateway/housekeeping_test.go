@@ -43,7 +43,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
 	reconcile := newReconciler(st, mocks.NewClient(t), nil, nil, slog.Default())
 	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "job_reconcile", "budget_notifications", "batches"}, shared)
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches", "job_reconcile"}, shared, "job_reconcile last: it calls Temporal")
 
 	m := metrics.New()
 	housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, m, slog.Default()).RunDue(ctx, time.Now())

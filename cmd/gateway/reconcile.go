@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -20,11 +21,15 @@ import (
 
 // The reconciliation sweep (docs/operations.md, Housekeeping).
 const (
-	// reconcileEvery is how often a batch of open jobs is checked.
+	// reconcileEvery is how often a round runs.
 	reconcileEvery = 3 * time.Minute
-	// reconcileBatch bounds the jobs one round checks (one
-	// DescribeWorkflowExecution each); the next round goes on after them.
-	reconcileBatch = 200
+	// reconcileBudget bounds a round: it walks on through the open jobs,
+	// a page at a time, until it reaches the newest or this runs out, and
+	// the next round goes on from where it stopped. The other sweeps of
+	// the worker wait meanwhile.
+	reconcileBudget = 30 * time.Second
+	// reconcilePage is how many open jobs are read at a time.
+	reconcilePage = 200
 	// reconcileMinAge keeps the sweep off jobs created just now, whose
 	// workflow may be starting.
 	reconcileMinAge = time.Minute
@@ -35,6 +40,10 @@ const (
 	neverStartedAge = 30*time.Second + time.Minute
 	// reconcileCallTimeout bounds each call to Temporal.
 	reconcileCallTimeout = 10 * time.Second
+	// unsentWindow and unsentBatch bound the *.failed messages whose send
+	// a round starts again: recorded within the window, that many a round.
+	unsentWindow = 24 * time.Hour
+	unsentBatch  = 50
 )
 
 // closedStatuses name the statuses of a closed workflow; continued as new
@@ -59,38 +68,73 @@ type reconciler struct {
 	metrics       *metrics.Metrics
 	logger        *slog.Logger
 
-	cursor store.OpenJobCursor // where the last round left off
+	budget time.Duration       // reconcileBudget
+	page   int                 // reconcilePage
+	cursor store.OpenJobCursor // the last job checked
 }
 
 func newReconciler(st *store.Store, tc client.Client, dc converter.DataConverter, m *metrics.Metrics, logger *slog.Logger) *reconciler {
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
-	return &reconciler{store: st, temporal: tc, dataConverter: dc, metrics: m, logger: logger}
+	return &reconciler{store: st, temporal: tc, dataConverter: dc, metrics: m, logger: logger, budget: reconcileBudget, page: reconcilePage}
 }
 
-// sweep checks the next batch of open jobs created over reconcileMinAge
-// before now and fails those whose workflow ended or never started; it
-// returns how many it failed.
+// temporalUnreachable says that err is Temporal's being away or slow, or
+// the round's end: the round stops there, as the next calls would fare
+// alike.
+func temporalUnreachable(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// sweep runs a round within the reconciler's budget: it starts again the
+// sends of *.failed messages recorded and not sent, then checks the open
+// jobs created over reconcileMinAge before now from where the last round
+// stopped, and fails those whose workflow ended or never started. It
+// returns how many it failed. It stops at the first sign that Temporal is
+// unreachable, leaving the job it was checking to the next round.
 func (r *reconciler) sweep(ctx context.Context, now time.Time) (int, error) {
-	open, next, err := r.store.OpenJobs(ctx, now.Add(-reconcileMinAge), r.cursor, reconcileBatch)
-	if err != nil {
-		return 0, err
+	ctx, cancel := context.WithTimeout(ctx, r.budget)
+	defer cancel()
+	if err := r.sendUnsent(ctx, now); err != nil {
+		return 0, outOfTime(ctx, err)
 	}
-	r.cursor = next
 	failed := 0
 	var errs []error
-	for _, job := range open {
-		if ctx.Err() != nil {
-			break
+	for {
+		open, next, err := r.store.OpenJobs(ctx, now.Add(-reconcileMinAge), r.cursor, r.page)
+		if err != nil {
+			return failed, outOfTime(ctx, errors.Join(append(errs, err)...))
 		}
-		n, err := r.reconcile(ctx, job, now)
-		failed += n
-		if err != nil && len(errs) < 3 { // a few say enough; the rest are alike
-			errs = append(errs, err)
+		for _, job := range open {
+			n, err := r.reconcile(ctx, job, now)
+			failed += n
+			if temporalUnreachable(err) || ctx.Err() != nil {
+				return failed, outOfTime(ctx, errors.Join(append(errs, err)...))
+			}
+			if err != nil && len(errs) < 3 { // a few say enough; the rest are alike
+				errs = append(errs, err)
+			}
+			r.cursor = store.OpenJobCursor{CreatedAt: job.CreatedAt, ID: job.ID}
+		}
+		if next == (store.OpenJobCursor{}) {
+			r.cursor = next // the newest reached: the next round starts over
+			return failed, errors.Join(errs...)
 		}
 	}
-	return failed, errors.Join(errs...)
+}
+
+// outOfTime is err, or nil when the round's budget ran out: a round that
+// used its time is not a failed one.
+func outOfTime(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return err
 }
 
 // reconcile checks one job against its workflow and fails it if the
@@ -100,7 +144,26 @@ func (r *reconciler) reconcile(ctx context.Context, open store.OpenJob, now time
 	if err != nil || code == "" {
 		return 0, err
 	}
-	failed, err := r.store.FailOpenJob(ctx, open.ID, code, message, now)
+	log := r.logger.With("job", open.ID)
+	var sub jobs.Submission
+	event := ""
+	if code == jobs.CodeWorkflowClosed {
+		// Read before the job fails, so that its *.failed message is
+		// recorded with the failure, or the job is left to a later round.
+		sub, err = r.submission(ctx, open.ID)
+		svc, known := jobs.ServiceOf(open.Service)
+		switch {
+		case temporalUnreachable(err):
+			return 0, fmt.Errorf("job %s: read its submission: %w", open.ID, err)
+		case err != nil:
+			log.Warn("the failed job's webhook is not sent: its submission cannot be read", "error", err)
+		case sub.Webhook != nil && !known:
+			log.Warn("the failed job's webhook is not sent: its service is not known", "service", open.Service)
+		case sub.Webhook != nil:
+			event = jobs.EventName(svc, jobs.EventFailed)
+		}
+	}
+	failed, sent, err := r.store.FailOpenJob(ctx, open.ID, code, message, now, event)
 	if err != nil {
 		return 0, fmt.Errorf("job %s: fail it: %w", open.ID, err)
 	}
@@ -108,10 +171,17 @@ func (r *reconciler) reconcile(ctx context.Context, open store.OpenJob, now time
 		return 0, nil // it ended meanwhile
 	}
 	r.metrics.JobReconciled(code)
-	r.logger.Warn("job failed: its workflow ended without recording its outcome, or never started",
-		"job", open.ID, "was", open.Status, "workflow", workflowStatus, "code", code)
-	if code == jobs.CodeWorkflowClosed {
-		r.sendFailed(ctx, failed)
+	log.Warn("job failed: its workflow ended without recording its outcome, or never started",
+		"was", open.Status, "workflow", workflowStatus, "code", code)
+	if sent == nil {
+		return 1, nil
+	}
+	if err := r.send(ctx, *sent, sub); err != nil {
+		// Recorded: the next rounds start it again (sendUnsent).
+		log.Error("the failed job's webhook is not sent yet: its workflow did not start", "error", err)
+		if temporalUnreachable(err) {
+			return 1, err
+		}
 	}
 	return 1, nil
 }
@@ -142,48 +212,72 @@ func (r *reconciler) verdict(ctx context.Context, open store.OpenJob, now time.T
 	return "", "", "", nil
 }
 
-// sendFailed sends the failed job's *.failed webhook, if its submission
-// named one, through a WebhookResendWorkflow with one message: signed,
-// retried and logged as the job's own events are. The message is numbered
-// after the job's last one. A job whose submission cannot be read gets
-// none, and the log says so.
-func (r *reconciler) sendFailed(ctx context.Context, failed *jobs.Record) {
-	log := r.logger.With("job", failed.ID)
-	sub, err := r.submission(ctx, failed.ID)
+// send starts the WebhookResendWorkflow that sends message m of a failed
+// job to sub's webhook: signed, retried and logged as the job's own
+// events are. The workflow is named after the message and a closed one
+// is not run again, so that a start made twice sends it once: a start
+// that finds it started is done.
+func (r *reconciler) send(ctx context.Context, m store.WebhookMessage, sub jobs.Submission) error {
+	snap, err := m.Job()
 	if err != nil {
-		log.Warn("the failed job's webhook is not sent: its submission cannot be read", "error", err)
-		return
-	}
-	if sub.Webhook == nil {
-		return
-	}
-	seq, err := r.lastMessage(ctx, failed.ID)
-	if err != nil {
-		log.Warn("the failed job's webhook is not sent: its messages cannot be read", "error", err)
-		return
-	}
-	svc, ok := jobs.ServiceOf(failed.Service)
-	snap, serr := failed.Snapshot()
-	if !ok || serr != nil {
-		log.Warn("the failed job's webhook is not sent: the job cannot be rendered", "error", serr)
-		return
+		return fmt.Errorf("read message %s: %w", m.MessageID, err)
 	}
 	in := workflows.WebhookResend{
-		JobID: failed.ID, Service: failed.Service, Target: *sub.Webhook, GiveUpAfter: sub.WebhookGiveUpAfter,
+		JobID: m.JobID, Service: sub.Service, Target: *sub.Webhook, GiveUpAfter: sub.WebhookGiveUpAfter,
 		// No trigger: the message is the job's own, as its workflow would
 		// have sent it, so resends and recoveries take it.
-		Messages: []workflows.ResendMessage{{
-			MessageID: fmt.Sprintf("%s-%d", failed.ID, seq+1),
-			Event:     jobs.EventName(svc, jobs.EventFailed),
-			Job:       snap.WithoutDocuments(),
-		}},
+		Messages: []workflows.ResendMessage{{MessageID: m.MessageID, Event: m.Event, Job: snap}},
 	}
 	sctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
 	defer cancel()
-	opts := client.StartWorkflowOptions{ID: workflows.WebhookResendWorkflowID(failed.ID, "reconciled"), TaskQueue: workflows.TaskQueue}
-	if _, err := r.temporal.ExecuteWorkflow(sctx, opts, workflows.WebhookResendWorkflowName, in); err != nil {
-		log.Error("the failed job's webhook is not sent: its workflow did not start", "error", err)
+	opts := client.StartWorkflowOptions{
+		ID:        reconciledSendID(m),
+		TaskQueue: workflows.TaskQueue,
+		// A send that ended (delivered or given up) is not made again
+		// (the namespace's retention outlasts unsentWindow).
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
+	_, err = r.temporal.ExecuteWorkflow(sctx, opts, workflows.WebhookResendWorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	return err
+}
+
+// reconciledSendID is the id of the workflow sending message m of a job
+// the sweep failed.
+func reconciledSendID(m store.WebhookMessage) string {
+	return workflows.WebhookResendWorkflowID(m.JobID, "reconciled-"+strconv.Itoa(m.Seq))
+}
+
+// sendUnsent starts again the sends of the *.failed messages recorded in
+// the last unsentWindow that no delivery was attempted of: their start
+// failed, or the process stopped before it. It stops at the first sign
+// that Temporal is unreachable.
+func (r *reconciler) sendUnsent(ctx context.Context, now time.Time) error {
+	unsent, err := r.store.UnsentReconciledWebhooks(ctx, now.Add(-unsentWindow), unsentBatch)
+	if err != nil {
+		return fmt.Errorf("read the unsent *.failed messages: %w", err)
+	}
+	for _, m := range unsent {
+		log := r.logger.With("job", m.JobID, "message", m.MessageID)
+		sub, err := r.submission(ctx, m.JobID)
+		if err == nil && sub.Webhook == nil {
+			err = errors.New("its submission names no webhook")
+		}
+		if err == nil {
+			err = r.send(ctx, m, sub)
+		}
+		if temporalUnreachable(err) {
+			return fmt.Errorf("job %s: send message %s: %w", m.JobID, m.MessageID, err)
+		}
+		if err != nil {
+			log.Warn("the failed job's webhook is not sent yet; the next round tries again", "error", err)
+		}
+	}
+	return nil
 }
 
 // submission is the job's submission, the input its workflow started
@@ -206,27 +300,4 @@ func (r *reconciler) submission(ctx context.Context, id string) (jobs.Submission
 	var sub jobs.Submission
 	err = r.dataConverter.FromPayload(input[0], &sub)
 	return sub, err
-}
-
-// lastMessage is the number of the job's last webhook message, recorded
-// or attempted; 0 when it has none.
-func (r *reconciler) lastMessage(ctx context.Context, id string) (int, error) {
-	messages, err := r.store.WebhookMessages(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	attempts, err := r.store.ListDeliveries(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	last := 0
-	for _, m := range messages {
-		last = max(last, m.Seq)
-	}
-	for _, a := range attempts {
-		if seq, err := store.MessageSeq(a.MessageID); err == nil {
-			last = max(last, seq)
-		}
-	}
-	return last, nil
 }

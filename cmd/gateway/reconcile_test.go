@@ -37,6 +37,10 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	st := storetest.Open(t, databaseURL)
 	ctx := context.Background()
 
+	// The gateway's own job_reconcile rounds must not fail this test's
+	// jobs first: the test holds the lock each round takes, so they skip.
+	holdReconcileRounds(t, st)
+
 	keys, _, _ := payloadKeysFor(t, "jobs", "--data-dir", g.dataDir) // dev's key
 	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
 	dc := payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
@@ -141,4 +145,32 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	body := scraped.Body.String()
 	require.Contains(t, body, `gateway_jobs_reconciled_total{code="WORKFLOW_CLOSED"} 2`)
 	require.Contains(t, body, `gateway_jobs_reconciled_total{code="JOB_NOT_STARTED"} 1`)
+}
+
+// holdReconcileRounds holds the lock of the job_reconcile rounds
+// (housekeeping.Runner) until the test ends, waiting out a round that
+// holds it now.
+func holdReconcileRounds(t *testing.T, st *store.Store) {
+	t.Helper()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		held := make(chan bool, 1)
+		go func() {
+			ran, _ := st.TryExclusive(context.Background(), "housekeeping:job_reconcile", func(context.Context) error {
+				held <- true
+				<-release
+				return nil
+			})
+			if !ran {
+				held <- false
+			}
+		}()
+		if <-held {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "a job_reconcile round of the gateway held its lock for a minute")
+		time.Sleep(100 * time.Millisecond)
+	}
 }
