@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -24,11 +29,39 @@ func (s *Store) RecordKeyCheck(ctx context.Context, id string, check []byte) ([]
 	err := db.Clauses(clause.OnConflict{DoNothing: true}).
 		Create(&payloadKeyCheck{KeyID: id, CheckValue: check, CreatedAt: time.Now().UTC()}).Error
 	if err != nil {
-		return nil, err
+		return nil, keyChecksError(err)
 	}
 	var row payloadKeyCheck
 	if err := db.Where("key_id = ?", id).Take(&row).Error; err != nil {
-		return nil, err
+		return nil, keyChecksError(err)
 	}
 	return row.CheckValue, nil
+}
+
+// RecordedKeyCheck is the check value recorded under payload key id, nil
+// when none is (payloadcodec.RecordedKeyChecks).
+func (s *Store) RecordedKeyCheck(ctx context.Context, id string) ([]byte, error) {
+	var row payloadKeyCheck
+	err := s.db.WithContext(ctx).Where("key_id = ?", id).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, keyChecksError(err)
+	}
+	return row.CheckValue, nil
+}
+
+// ErrNotMigrated: the database lacks a table this binary needs; it was
+// last migrated by an older version.
+var ErrNotMigrated = errors.New("the database schema is older than this binary")
+
+// keyChecksError classifies err: a database without payload_key_checks
+// is ErrNotMigrated.
+func keyChecksError(err error) error {
+	var pgErr *pgconn.PgError
+	if (errors.As(err, &pgErr) && pgErr.Code == undefinedTable) || strings.Contains(err.Error(), "no such table: payload_key_checks") {
+		return fmt.Errorf("%w: it has no payload_key_checks table: %w", ErrNotMigrated, err)
+	}
+	return err
 }

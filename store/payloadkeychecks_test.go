@@ -58,3 +58,36 @@ func TestPayloadKeyChecksRacingRecordersAgree(t *testing.T) {
 		}
 	})
 }
+
+// TestPayloadKeyChecksReadOnly: RecordedKeyCheck reads a recorded value,
+// nil for an id never recorded, and records nothing.
+func TestPayloadKeyChecksReadOnly(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		got, err := s.RecordedKeyCheck(ctx, "k1")
+		require.NoError(t, err)
+		require.Nil(t, got)
+		got, err = s.RecordedKeyCheck(ctx, "k1")
+		require.NoError(t, err)
+		require.Nil(t, got, "reading recorded nothing")
+		_, err = s.RecordKeyCheck(ctx, "k1", []byte("check"))
+		require.NoError(t, err)
+		got, err = s.RecordedKeyCheck(ctx, "k1")
+		require.NoError(t, err)
+		require.Equal(t, []byte("check"), got)
+	})
+}
+
+// TestPayloadKeyChecksNotMigrated: a database an older version migrated,
+// without payload_key_checks, is ErrNotMigrated, not a raw missing
+// relation.
+func TestPayloadKeyChecksNotMigrated(t *testing.T) {
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
+		_, err := db.ExecContext(ctx, "DROP TABLE payload_key_checks")
+		require.NoError(t, err)
+		_, err = s.RecordKeyCheck(ctx, "k1", []byte("check"))
+		require.ErrorIs(t, err, store.ErrNotMigrated)
+		require.ErrorContains(t, err, "no payload_key_checks table")
+		_, err = s.RecordedKeyCheck(ctx, "k1")
+		require.ErrorIs(t, err, store.ErrNotMigrated)
+	})
+}

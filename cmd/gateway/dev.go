@@ -84,7 +84,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := encryptPayloads(ctx, &cfg, "dev", st, logger); err != nil {
+	if err := encryptPayloads(ctx, &cfg, "dev", encrypting, st, logger); err != nil {
 		return err
 	}
 

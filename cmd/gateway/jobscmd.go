@@ -257,7 +257,7 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 	}
 
 	// Summaries are plaintext; the converter reads any other payload too.
-	if err := encryptPayloads(ctx, &cfg, "jobs", st, logger); err != nil {
+	if err := encryptPayloads(ctx, &cfg, "jobs", decryptingOnly, st, logger); err != nil {
 		return err
 	}
 	tc, err := dialTemporal(ctx, cfg, logger)

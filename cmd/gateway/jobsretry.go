@@ -19,15 +19,15 @@ import (
 
 // jobOperations builds the job operations of the CLI on st: Temporal of
 // serve, and a dispatcher that starts pending jobs on demand. Payloads
-// are encrypted as serve's are.
+// are encrypted as serve's are: retry and cancel start workflows.
 func jobOperations(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (*jobops.Service, func(), error) {
-	return jobOperationsWith(ctx, cfg, st, logger, func(*jobops.Config) {})
+	return jobOperationsWith(ctx, cfg, st, encrypting, logger, func(*jobops.Config) {})
 }
 
 // jobOperationsWith is jobOperations with the configuration amended by
-// amend.
-func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, amend func(*jobops.Config)) (*jobops.Service, func(), error) {
-	if err := encryptPayloads(ctx, &cfg, "jobs", st, logger); err != nil {
+// amend, using the payload keys as use says.
+func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, use keyUse, logger *slog.Logger, amend func(*jobops.Config)) (*jobops.Service, func(), error) {
+	if err := encryptPayloads(ctx, &cfg, "jobs", use, st, logger); err != nil {
 		return nil, nil, err
 	}
 	tc, err := dialTemporal(ctx, cfg, logger)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -19,7 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -27,7 +30,9 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
 )
 
 // testPayloadKeys is a GATEWAY_PAYLOAD_KEYS setting with a new key, for
@@ -237,7 +242,7 @@ func TestFailuresEncrypted(t *testing.T) {
 	keys, err := payloadcodec.ParseKeys(payloadcodec.FormatKey("test1", payloadcodec.GenerateKey()))
 	require.NoError(t, err)
 	st := storetest.SQLite(t)
-	enc, err := payloadEncryptor(t.Context(), keys, st)
+	enc, err := payloadEncryptor(t.Context(), keys, st, encrypting, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	fc := failureConverter(payloadConverter(enc, st))
 	secret := "customer-words-" + rand.Text()
@@ -267,7 +272,7 @@ func TestPayloadKeyMismatchRefusesToStart(t *testing.T) {
 
 	for _, command := range []string{"serve", "worker", "dev", "jobs"} {
 		cfg := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k1", first)}
-		require.NoError(t, encryptPayloads(ctx, &cfg, command, st, logger), "%s: k1 is recorded, then matches", command)
+		require.NoError(t, encryptPayloads(ctx, &cfg, command, encrypting, st, logger), "%s: k1 is recorded, then matches", command)
 		require.NotNil(t, cfg.temporal.DataConverter)
 	}
 
@@ -281,21 +286,23 @@ func TestPayloadKeyMismatchRefusesToStart(t *testing.T) {
 	}
 	for _, command := range []string{"serve", "worker", "dev", "jobs"} {
 		cfg := config{DataDir: dir, PayloadKeys: wrong}
-		err := encryptPayloads(ctx, &cfg, command, st, logger)
-		requireMismatch(err)
-		require.Nil(t, cfg.temporal.DataConverter, "%s: no converter of the wrong key", command)
+		for _, use := range []keyUse{encrypting, decryptingOnly} {
+			err := encryptPayloads(ctx, &cfg, command, use, st, logger)
+			requireMismatch(err)
+			require.Nil(t, cfg.temporal.DataConverter, "%s: no converter of the wrong key", command)
+		}
 	}
 	cfg := config{DataDir: dir, PayloadKeys: wrong}
 	requireMismatch(decryptHistory(ctx, cfg, &historypb.History{}, logger))
 	requireMismatch(runReplay(ctx, cfg, replayFlags{}, []string{filepath.Join(dir, "history.json")}, io.Discard, logger))
 	// The current key right, an older one wrong: every key is checked.
 	cfg = config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", payloadcodec.GenerateKey()) + "," + wrong}
-	requireMismatch(encryptPayloads(ctx, &cfg, "worker", st, logger))
+	requireMismatch(encryptPayloads(ctx, &cfg, "worker", encrypting, st, logger))
 
 	rotated := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", other) + "," + payloadcodec.FormatKey("k1", first)}
-	require.NoError(t, encryptPayloads(ctx, &rotated, "worker", st, logger), "a new key id rotates in")
+	require.NoError(t, encryptPayloads(ctx, &rotated, "worker", encrypting, st, logger), "a new key id rotates in")
 	again := config{DataDir: dir, PayloadKeys: payloadcodec.FormatKey("k2", other)}
-	require.NoError(t, encryptPayloads(ctx, &again, "serve", st, logger), "and is recorded for the next process")
+	require.NoError(t, encryptPayloads(ctx, &again, "serve", encrypting, st, logger), "and is recorded for the next process")
 }
 
 // TestDecryptingWithoutStore: replay and jobs history with payload keys
@@ -328,4 +335,124 @@ func TestDecryptingWithoutStore(t *testing.T) {
 	entries, err := os.ReadDir(work)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "nothing created beside the history file: no ./.data, no SQLite file")
+}
+
+// TestReplayMakesNoScopeSecret: replaying a history whose payloads are of
+// a scope the store has no secret for fails saying so, and leaves the
+// store without a secret for it (replay used to make one, then fail as
+// "tampered with, or wrong key").
+func TestReplayMakesNoScopeSecret(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := jobsDataDir(t)
+	keys := payloadcodec.FormatKey("k1", payloadcodec.GenerateKey())
+	ring, err := payloadcodec.ParseKeys(keys)
+	require.NoError(t, err)
+	elsewhere := payloadcodec.New(ring, payloadcodec.NewMemorySecrets(true), payloadcodec.Options{})
+	input, err := converter.GetDefaultDataConverter().ToPayload(map[string]string{"text": "customer words"})
+	require.NoError(t, err)
+	sealedInput, err := elsewhere.Codec("acme").Encode([]*commonpb.Payload{input})
+	require.NoError(t, err)
+	history := &historypb.History{Events: []*historypb.HistoryEvent{
+		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
+				WorkflowType: &commonpb.WorkflowType{Name: workflows.JobWorkflowName},
+				TaskQueue:    &taskqueuepb.TaskQueue{Name: "jobs"},
+				Input:        &commonpb.Payloads{Payloads: sealedInput},
+			}}},
+		{EventId: 2, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, Attributes: &historypb.HistoryEvent_WorkflowTaskScheduledEventAttributes{
+			WorkflowTaskScheduledEventAttributes: &historypb.WorkflowTaskScheduledEventAttributes{TaskQueue: &taskqueuepb.TaskQueue{Name: "jobs"}}}},
+		{EventId: 3, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, Attributes: &historypb.HistoryEvent_WorkflowTaskStartedEventAttributes{
+			WorkflowTaskStartedEventAttributes: &historypb.WorkflowTaskStartedEventAttributes{ScheduledEventId: 2}}},
+		{EventId: 4, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, Attributes: &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{
+			WorkflowTaskCompletedEventAttributes: &historypb.WorkflowTaskCompletedEventAttributes{ScheduledEventId: 2, StartedEventId: 3}}},
+	}}
+	path := filepath.Join(dir, "history.json")
+	var file bytes.Buffer
+	require.NoError(t, writeHistory(&file, history))
+	require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+
+	err = runReplay(ctx, config{DataDir: dir, PayloadKeys: keys}, replayFlags{}, []string{path}, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.Error(t, err)
+	require.ErrorContains(t, err, `scope "acme" has no secret`)
+	require.NotContains(t, err.Error(), "tampered with")
+
+	st, err := openJobStore(ctx, config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.PayloadSecrets().ExistingSecret(ctx, "acme")
+	require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "no payload_secrets row made for the scope")
+	_, err = st.PayloadSecrets().ExistingSecret(ctx, payloadcodec.SystemScope)
+	require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "nor for _system, where the replayed workflow encodes")
+}
+
+// TestDecryptingCommandsRecordNoKeyID: a command that only decrypts
+// (jobs show and history, replay, webhooks) compares its keys with the
+// recorded ones but records none: a key id an operator merely tried is
+// not bound to that key, and the worker given the real one starts.
+func TestDecryptingCommandsRecordNoKeyID(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := jobsDataDir(t)
+	st, err := openJobStore(ctx, config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	k1 := payloadcodec.FormatKey("k1", payloadcodec.GenerateKey())
+	serve := config{DataDir: dir, PayloadKeys: k1}
+	require.NoError(t, encryptPayloads(ctx, &serve, "serve", encrypting, st, logger))
+
+	tried := payloadcodec.FormatKey("k2", payloadcodec.GenerateKey()) + "," + k1
+	cfg := config{DataDir: dir, PayloadKeys: tried}
+	require.NoError(t, encryptPayloads(ctx, &cfg, "jobs", decryptingOnly, st, logger), "an unknown key id is no error")
+	require.NotNil(t, cfg.temporal.DataConverter)
+	require.NoError(t, decryptHistory(ctx, config{DataDir: dir, PayloadKeys: tried}, &historypb.History{}, logger))
+	require.Contains(t, logs.String(), "key_id=k2")
+	recorded, err := st.RecordedKeyCheck(ctx, "k2")
+	require.NoError(t, err)
+	require.Nil(t, recorded, "k2 is not recorded by a command that only decrypts")
+
+	realK2 := payloadcodec.FormatKey("k2", payloadcodec.GenerateKey()) + "," + k1
+	worker := config{DataDir: dir, PayloadKeys: realK2}
+	require.NoError(t, encryptPayloads(ctx, &worker, "worker", encrypting, st, logger), "the worker given the real k2 starts, and records it")
+	recorded, err = st.RecordedKeyCheck(ctx, "k2")
+	require.NoError(t, err)
+	require.NotNil(t, recorded)
+
+	cfg = config{DataDir: dir, PayloadKeys: tried}
+	err = encryptPayloads(ctx, &cfg, "jobs", decryptingOnly, st, logger)
+	require.ErrorIs(t, err, payloadcodec.ErrKeyMismatch, "once recorded, a decrypting command compares with it")
+	require.Contains(t, err.Error(), `"k2"`)
+}
+
+// TestPayloadKeysNeedMigratedStore: a store an older version migrated,
+// without payload_key_checks, makes serve and jobs history say to run
+// gateway migrate, not fail on a missing relation.
+func TestPayloadKeysNeedMigratedStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := jobsDataDir(t)
+	db, err := sql.Open("sqlite", filepath.Join(dir, "gateway.db")+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, "DROP TABLE payload_key_checks")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	st, err := openJobStore(ctx, config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	keys := payloadcodec.FormatKey("k1", payloadcodec.GenerateKey())
+
+	requireMigrateFirst := func(err error) {
+		t.Helper()
+		require.ErrorIs(t, err, store.ErrNotMigrated)
+		require.ErrorContains(t, err, "run `gateway migrate` first?")
+		require.ErrorContains(t, err, "no payload_key_checks table")
+	}
+	for _, use := range []keyUse{encrypting, decryptingOnly} {
+		cfg := config{DataDir: dir, PayloadKeys: keys}
+		requireMigrateFirst(encryptPayloads(ctx, &cfg, "serve", use, st, logger))
+	}
+	requireMigrateFirst(decryptHistory(ctx, config{DataDir: dir, PayloadKeys: keys}, &historypb.History{}, logger))
 }

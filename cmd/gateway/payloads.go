@@ -117,21 +117,56 @@ func devPayloadKeys(path string, logger *slog.Logger) (*payloadcodec.Keyring, er
 	return payloadcodec.LoadKeyFile(path)
 }
 
+// keyUse is what a command does with its payload keys; it decides whether
+// the command may record a key id the store has never seen
+// (docs/operations.md, Payload encryption).
+type keyUse int
+
+const (
+	// encrypting: serve, worker, dev, and jobs retry and cancel (which
+	// start workflows) encrypt payloads, so they record new key ids.
+	encrypting keyUse = iota
+	// decryptingOnly: jobs show and history, replay and webhooks only
+	// read payloads; they record nothing, neither a key id an operator
+	// merely tried nor a scope secret.
+	decryptingOnly
+)
+
 // payloadEncryptor encrypts the command's Temporal payloads with keys and
 // the store's scope secrets; nil keys: nil. The data converter and the
 // codec server both use it. Every command that loads payload keys comes
 // here, so here each key is checked against the check value the store
 // recorded under its id: a process given another key under a known id
 // refuses to start, naming the id (docs/operations.md, Payload
-// encryption).
-func payloadEncryptor(ctx context.Context, keys *payloadcodec.Keyring, st *store.Store) (*payloadcodec.Encryptor, error) {
+// encryption). A decryptingOnly command compares without recording and
+// gets a ReadOnly encryptor, which makes no scope secret.
+func payloadEncryptor(ctx context.Context, keys *payloadcodec.Keyring, st *store.Store, use keyUse, logger *slog.Logger) (*payloadcodec.Encryptor, error) {
 	if keys == nil {
 		return nil, nil
 	}
-	if err := keys.VerifyKeys(ctx, st); err != nil {
-		return nil, err
+	if use == encrypting {
+		if err := keys.VerifyKeys(ctx, st); err != nil {
+			return nil, keyCheckError(err)
+		}
+		return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}), nil
 	}
-	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}), nil
+	unrecorded, err := keys.CheckKeys(ctx, st)
+	if err != nil {
+		return nil, keyCheckError(err)
+	}
+	for _, id := range unrecorded {
+		logger.Info("payload key id not recorded by this command: the store has no check value for it yet; serve, worker or dev records it when it first encrypts with it", "key_id", id)
+	}
+	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}).ReadOnly(), nil
+}
+
+// keyCheckError says what to do about a store not migrated to hold key
+// check values.
+func keyCheckError(err error) error {
+	if errors.Is(err, store.ErrNotMigrated) {
+		return fmt.Errorf("payload key check values: %w (run `gateway migrate` first? a `gateway dev` data dir is migrated by starting gateway dev)", err)
+	}
+	return err
 }
 
 // payloadConverter is the data converter of the Temporal clients and
@@ -157,12 +192,12 @@ func failureConverter(dc converter.DataConverter) converter.FailureConverter {
 // encryptPayloads sets the data converter the command's Temporal clients
 // are dialled with (cfg.temporal) and the codec server the API serves
 // operators (cfg.codec; nil without keys).
-func encryptPayloads(ctx context.Context, cfg *config, command string, st *store.Store, logger *slog.Logger) error {
+func encryptPayloads(ctx context.Context, cfg *config, command string, use keyUse, st *store.Store, logger *slog.Logger) error {
 	keys, err := payloadKeys(*cfg, command, logger)
 	if err != nil {
 		return err
 	}
-	enc, err := payloadEncryptor(ctx, keys, st)
+	enc, err := payloadEncryptor(ctx, keys, st, use, logger)
 	if err != nil {
 		return err
 	}
@@ -222,11 +257,11 @@ func decryptHistory(ctx context.Context, cfg config, history *historypb.History,
 		return err
 	}
 	defer st.Close()
-	enc, err := payloadEncryptor(ctx, keys, st)
+	enc, err := payloadEncryptor(ctx, keys, st, decryptingOnly, logger)
 	if err != nil {
 		return err
 	}
-	decoder := enc.ReadOnly().Decoder() // reading a history makes no scope secret
+	decoder := enc.Decoder()
 	return proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
 		SkipSearchAttributes: true,
 		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {

@@ -9,15 +9,19 @@ import (
 	"os"
 	"strings"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -64,24 +68,27 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 			return nil
 		}
 	}
-	// Encrypted payloads are decrypted, and re-encrypted as the worker
-	// would, with the payload keys and the store's scope secrets.
+	// Encrypted payloads are decrypted with the payload keys and the
+	// store's scope secrets, read-only: replaying records no key id and
+	// makes no scope secret.
 	keys, err := payloadKeys(cfg, "replay", logger)
 	if err != nil {
 		return err
 	}
 	var opts worker.WorkflowReplayerOptions
+	var decoder converter.PayloadCodec
 	if keys != nil {
 		st, err := openSecretsStore(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		enc, err := payloadEncryptor(ctx, keys, st)
+		enc, err := payloadEncryptor(ctx, keys, st, decryptingOnly, logger)
 		if err != nil {
 			return err
 		}
-		opts.DataConverter = payloadConverter(enc, st)
+		decoder = enc.Decoder()
+		opts.DataConverter = payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), replayCodec{decoder}))
 		opts.FailureConverter = failureConverter(opts.DataConverter)
 	}
 	replayer, err := worker.NewWorkflowReplayerWithOptions(opts)
@@ -101,6 +108,9 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 				history, err = jobHistory(ctx, c, target)
 			}
 		}
+		if err == nil && decoder != nil {
+			err = checkDecrypts(ctx, history, decoder)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", target, err)
 		}
@@ -109,6 +119,39 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 		}
 	}
 	fmt.Fprintf(stdout, "%d job histories replay on this binary\n", len(targets))
+	return nil
+}
+
+// replayCodec decrypts a history's payloads in the scopes they name,
+// making no scope secret (a scope without one fails as shredded). What
+// the replayed workflow encodes stays plaintext: the replayer compares
+// its commands with the history, not their payloads, and they never
+// leave the process.
+type replayCodec struct{ decoder converter.PayloadCodec }
+
+func (replayCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return payloads, nil
+}
+
+func (c replayCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return c.decoder.Decode(payloads)
+}
+
+// checkDecrypts fails unless every payload of history decrypts, leaving
+// it as it is: a replayed workflow whose input does not decode fails its
+// execution, which a history cut short does not tell from a replay that
+// matches.
+func checkDecrypts(ctx context.Context, history *historypb.History, decoder converter.PayloadCodec) error {
+	err := proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
+		SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			_, err := decoder.Decode(payloads)
+			return payloads, err
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("its history does not decrypt with these payload keys and the store's scope secrets: %w", err)
+	}
 	return nil
 }
 

@@ -306,7 +306,7 @@ func connect(ctx context.Context, cfg *config, m *metrics.Metrics, logger *slog.
 		_ = st.Close()
 		return nil, err
 	}
-	if err := encryptPayloads(ctx, cfg, "serve", st, logger); err != nil {
+	if err := encryptPayloads(ctx, cfg, "serve", encrypting, st, logger); err != nil {
 		_ = st.Close()
 		return nil, err
 	}

@@ -141,9 +141,10 @@ func printResend(w io.Writer, r jobops.WebhookResend, verb string) {
 	}
 }
 
-// webhookOperations is jobOperations with the store's webhook messages.
+// webhookOperations is jobOperations with the store's webhook messages;
+// it only decrypts histories.
 func webhookOperations(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (*jobops.Service, func(), error) {
-	return jobOperationsWith(ctx, cfg, st, logger, func(c *jobops.Config) {
+	return jobOperationsWith(ctx, cfg, st, decryptingOnly, logger, func(c *jobops.Config) {
 		c.Webhooks = st
 		c.WebhookGiveUpAfter = cfg.WebhookGiveUpAfter
 	})

@@ -49,8 +49,40 @@ type KeyChecks interface {
 	RecordKeyCheck(ctx context.Context, id string, check []byte) ([]byte, error)
 }
 
+// RecordedKeyChecks reads the check values a deployment recorded.
+type RecordedKeyChecks interface {
+	// RecordedKeyCheck is the value recorded under id; nil when none is.
+	RecordedKeyCheck(ctx context.Context, id string) ([]byte, error)
+}
+
+// CheckKeys is VerifyKeys that records nothing, for processes that only
+// decrypt (jobs show, replay, webhooks): a key id could otherwise be
+// bound for good to a key an operator merely tried. It returns the ids
+// the deployment has not recorded, which it cannot check.
+func (k *Keyring) CheckKeys(ctx context.Context, checks RecordedKeyChecks) (unrecorded []string, err error) {
+	for _, id := range k.IDs() {
+		mine, err := k.KeyCheck(id)
+		if err != nil {
+			return nil, err
+		}
+		recorded, err := checks.RecordedKeyCheck(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("payload key %q: read its check value: %w", id, err)
+		}
+		if recorded == nil {
+			unrecorded = append(unrecorded, id)
+			continue
+		}
+		if !hmac.Equal(mine, recorded) {
+			return nil, &KeyMismatchError{ID: id}
+		}
+	}
+	return unrecorded, nil
+}
+
 // VerifyKeys checks every key of the keyring against the deployment's
-// recorded check values, recording those of ids never seen; it fails
+// recorded check values, recording those of ids never seen (only the
+// processes that encrypt should: see CheckKeys); it fails
 // with ErrKeyMismatch, naming the first key id whose key differs. A
 // process that passes encrypts and decrypts as every other does.
 func (k *Keyring) VerifyKeys(ctx context.Context, checks KeyChecks) error {

@@ -57,6 +57,37 @@ func (m *memoryKeyChecks) RecordKeyCheck(_ context.Context, id string, check []b
 	return m.checks[id], nil
 }
 
+func (m *memoryKeyChecks) RecordedKeyCheck(_ context.Context, id string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.checks[id], nil
+}
+
+// TestCheckKeysRecordsNothing: CheckKeys compares with the recorded
+// values, refuses another key under a recorded id, and records no id,
+// returning those it could not check.
+func TestCheckKeysRecordsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	checks := &memoryKeyChecks{checks: map[string][]byte{}}
+	require.NoError(t, ring(t, "k1", map[string][]byte{"k1": key1}).VerifyKeys(ctx, checks))
+
+	unrecorded, err := ring(t, "k2", map[string][]byte{"k1": key1, "k2": key2}).CheckKeys(ctx, checks)
+	require.NoError(t, err, "an id never recorded is no error")
+	require.Equal(t, []string{"k2"}, unrecorded)
+	require.Len(t, checks.checks, 1, "and is not recorded")
+
+	_, err = ring(t, "k2", map[string][]byte{"k1": key2, "k2": key2}).CheckKeys(ctx, checks)
+	var mismatch *payloadcodec.KeyMismatchError
+	require.ErrorAs(t, err, &mismatch)
+	require.Equal(t, "k1", mismatch.ID)
+
+	require.NoError(t, ring(t, "k2", map[string][]byte{"k1": key1, "k2": key1}).VerifyKeys(ctx, checks), "k2 is still free for the first process that encrypts")
+	unrecorded, err = ring(t, "k2", map[string][]byte{"k1": key1, "k2": key1}).CheckKeys(ctx, checks)
+	require.NoError(t, err)
+	require.Empty(t, unrecorded)
+}
+
 func TestVerifyKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
