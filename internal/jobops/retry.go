@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -82,6 +83,10 @@ func (s *Service) submission(ctx context.Context, id string, kind error) (jobs.S
 	}
 	var sub jobs.Submission
 	if err := s.dataConverter().FromPayload(started.GetInput().GetPayloads()[0], &sub); err != nil {
+		if errors.Is(err, payloadcodec.ErrSecretUnavailable) {
+			s.cfg.Logger.Error("read the payload secret of a job's workflow history", "job", id, "error", err)
+			return jobs.Submission{}, 0, refuse(ErrUnavailable, "job %s: its workflow history cannot be decrypted now; try again", id)
+		}
 		if undecryptable(err) {
 			s.cfg.Logger.Warn("a job's workflow history does not decrypt with this process's payload keys", "job", id, "error", err)
 			return jobs.Submission{}, 0, refuse(ErrPayloadUndecryptable, "job %s: its workflow history cannot be decrypted with this server's payload keys", id)
