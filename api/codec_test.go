@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -420,5 +423,41 @@ func TestCodecWithoutKeysIsNotFound(t *testing.T) {
 	for _, path := range []string{"/codec/decode", "/codec/encode"} {
 		requireError(t, b.do(t, http.MethodPost, path, token, `{"payloads":[]}`), http.StatusNotFound, "NOT_FOUND")
 		requireError(t, b.do(t, http.MethodOptions, path, "", nil, "Origin", uiOrigin), http.StatusNotFound, "NOT_FOUND")
+	}
+}
+
+// TestCodecDevSecretNotTraced: with tracing on, no span holds the dev
+// secret, which the path of gateway dev's codec requests carries; the
+// other routes are traced. Not parallel: it sets the global tracer
+// provider otelgin uses.
+func TestCodecDevSecretNotTraced(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	previous := otel.GetTracerProvider()
+	otel.SetTracerProvider(provider)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(previous)
+		_ = provider.Shutdown(context.Background())
+	})
+	secrets := payloadcodec.NewMemorySecrets(true)
+	s := setupCodecWith(t, storetest.SQLite, func(*store.Store) payloadcodec.ScopeSecrets { return secrets }, func(c *api.Config) {
+		c.Tracing = true
+	})
+	body := payloadsBody(t, sealed(t, s.enc, tenantB, "dev payload"))
+	r := s.do(t, http.MethodPost, api.CodecDevPath+"/"+devSecret+"/decode", "", body, "Origin", devOrigin)
+	require.Equal(t, "dev payload", decoded(t, r))
+	r = s.do(t, http.MethodPost, api.CodecDevPath+"/"+devSecret+"/nothing-here", "", body)
+	requireError(t, r, http.StatusNotFound, "NOT_FOUND")
+	r = s.do(t, http.MethodPost, "/codec/decode", s.superAdminCodecToken(t, ""), body)
+	require.Equal(t, "dev payload", decoded(t, r))
+
+	require.NoError(t, provider.ForceFlush(context.Background()))
+	recorded := spans.GetSpans()
+	require.NotEmpty(t, recorded, "the token route is traced")
+	for _, span := range recorded {
+		require.NotContains(t, span.Name, devSecret)
+		for _, attr := range span.Attributes {
+			require.NotContains(t, attr.Value.String(), devSecret, "span %q, attribute %s", span.Name, attr.Key)
+		}
 	}
 }

@@ -229,7 +229,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	if cfg.Tracing {
 		// A span per request, continuing a caller's traceparent
 		// (docs/operations.md, Traces).
-		r.Use(otelgin.Middleware("ai-job-gateway"))
+		r.Use(otelgin.Middleware("ai-job-gateway", otelgin.WithGinFilter(notDevCodec)))
 	}
 	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
 		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
