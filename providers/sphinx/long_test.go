@@ -41,11 +41,12 @@ func TestTenMinutesInChunksWithFlatMemory(t *testing.T) {
 
 	a := newAdapter(t, nil)
 	var mu sync.Mutex
-	processes, peakRSS := 0, int64(0)
+	processes, peakRSS, cpu := 0, int64(0), time.Duration(0)
 	a.observe = func(s *os.ProcessState) {
 		mu.Lock()
 		defer mu.Unlock()
 		processes++
+		cpu += s.UserTime() + s.SystemTime()
 		peakRSS = max(peakRSS, s.SysUsage().(*syscall.Rusage).Maxrss) // KiB on Linux
 	}
 	stopHeap, peakHeap := sampleHeap()
@@ -65,8 +66,8 @@ func TestTenMinutesInChunksWithFlatMemory(t *testing.T) {
 	reference := strings.Repeat(strings.Join(sentences, " ")+" ", rounds)
 	errs, words := wordErrors(reference, res.Text)
 	minutes := media.Duration / 60
-	t.Logf("per chunk: %.1f min of audio in %s (%.1f s per audio minute), %d recognizer processes, peak RSS %d MiB each, adapter heap peak %d MiB, WER %.1f%%, %d segments",
-		minutes, elapsed.Round(time.Second), elapsed.Seconds()/minutes, processes, peakRSS>>10, *peakHeap>>20, 100*float64(errs)/float64(words), len(res.Segments))
+	t.Logf("per chunk: %.1f min of audio in %s (%.1f s per audio minute), recognizers' CPU %s, %d recognizer processes, peak RSS %d MiB each, adapter heap peak %d MiB, WER %.1f%%, %d segments",
+		minutes, elapsed.Round(time.Second), elapsed.Seconds()/minutes, cpu.Round(time.Second), processes, peakRSS>>10, *peakHeap>>20, 100*float64(errs)/float64(words), len(res.Segments))
 	require.Less(t, float64(errs)/float64(words), 0.25)
 	require.GreaterOrEqual(t, processes, 20, "30-second chunks")
 	require.Less(t, peakRSS>>10, int64(200), "a recognizer holds its model and one chunk, MiB")
@@ -78,7 +79,7 @@ func TestTenMinutesInChunksWithFlatMemory(t *testing.T) {
 		audio, err := openPCM(path)
 		require.NoError(t, err)
 		defer audio.Close()
-		peakRSS, processes = 0, 0
+		peakRSS, processes, cpu = 0, 0, 0
 		started := time.Now()
 		utterances, _, err := a.recognize(context.Background(), audio.section(0, audio.samples), 0, "")
 		require.NoError(t, err)
@@ -88,8 +89,8 @@ func TestTenMinutesInChunksWithFlatMemory(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 		errs, _ := wordErrors(reference, strings.Join(texts, " "))
-		t.Logf("one process: %s (%.1f s per audio minute), peak RSS %d MiB, WER %.1f%%",
-			elapsed.Round(time.Second), elapsed.Seconds()/minutes, peakRSS>>10, 100*float64(errs)/float64(words))
+		t.Logf("one process: %s (%.1f s per audio minute), CPU %s, peak RSS %d MiB, WER %.1f%%",
+			elapsed.Round(time.Second), elapsed.Seconds()/minutes, cpu.Round(time.Second), peakRSS>>10, 100*float64(errs)/float64(words))
 	}
 }
 
