@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -272,6 +273,11 @@ func codecError(err error) error {
 		return apierror.New(http.StatusConflict, apierror.CodePayloadUndecryptable, "%v: the scope has no payload secret, being shredded with its tenant or never used", err)
 	case errors.Is(err, payloadcodec.ErrUnknownKey), errors.Is(err, payloadcodec.ErrDecrypt), errors.Is(err, payloadcodec.ErrNoScope):
 		return apierror.New(http.StatusConflict, apierror.CodePayloadUndecryptable, "%v", err)
+	case errors.Is(err, payloadcodec.ErrSecretUnavailable):
+		// The store out of reach: as for any 503, without its words.
+		return apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
+			"the payload secrets cannot be read now; retry after Retry-After seconds").
+			WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
 	}
 	return err
 }

@@ -348,7 +348,7 @@ func TestCodecDevSecret(t *testing.T) {
 
 // TestCodecErrorsAreTheEnvelope: the codec's refusals and failures answer
 // the API's error body with the request's id; a failure of the secrets'
-// store says nothing of it.
+// store is a 503 that says nothing of it.
 func TestCodecErrorsAreTheEnvelope(t *testing.T) {
 	t.Parallel()
 	s := setupCodec(t)
@@ -367,7 +367,8 @@ func TestCodecErrorsAreTheEnvelope(t *testing.T) {
 
 	broken := setupCodecWith(t, storetest.SQLite, func(*store.Store) payloadcodec.ScopeSecrets { return failingSecrets{} })
 	r = broken.do(t, http.MethodPost, "/codec/decode", broken.superAdminCodecToken(t, ""), payloadsBody(t, sealed(t, s.enc, tenantA, "acme's words")))
-	requireError(t, r, http.StatusInternalServerError, "INTERNAL_ERROR")
+	requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+	require.Equal(t, "5", r.Header.Get("Retry-After"))
 	require.NotContains(t, string(r.Body), "10.0.0.5")
 }
 
