@@ -175,7 +175,7 @@ func TestTokenNeedsADevIssuer(t *testing.T) {
 
 func TestExampleCatalogShowsEveryAdapter(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	mediatest.Require(t, "tesseract") // the media adapter's OCR
+	mediatest.Require(t, "tesseract", "pocketsphinx_continuous") // the media adapter's OCR, the sphinx adapter's recognizer
 	catalog, err := providers.LoadCatalog(filepath.Join("..", "..", "deploy", "providers.example.yaml"))
 	require.NoError(t, err)
 	used := map[string]bool{}

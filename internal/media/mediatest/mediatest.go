@@ -22,9 +22,10 @@ func RequireTools(t testing.TB) {
 
 // installHints say how to get each tool a test may need.
 var installHints = map[string]string{
-	"ffmpeg":    "apt-get install ffmpeg",
-	"ffprobe":   "apt-get install ffmpeg",
-	"tesseract": "apt-get install tesseract-ocr tesseract-ocr-eng",
+	"ffmpeg":                  "apt-get install ffmpeg",
+	"ffprobe":                 "apt-get install ffmpeg",
+	"tesseract":               "apt-get install tesseract-ocr tesseract-ocr-eng",
+	"pocketsphinx_continuous": "apt-get install pocketsphinx pocketsphinx-en-us",
 }
 
 // Require skips the test when one of tools is missing, saying how to
