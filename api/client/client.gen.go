@@ -2420,6 +2420,19 @@ type TranscriptionResult struct {
 		Speaker *string `json:"speaker,omitempty"`
 		Start   float32 `json:"start"`
 		Text    string  `json:"text"`
+
+		// Words the segment's words with their times, when timestamps are on and the provider gives them (extension; absent otherwise)
+		Words *[]struct {
+			// Confidence when the provider gives one
+			Confidence *float32 `json:"confidence,omitempty"`
+
+			// End seconds from the start of the audio, within the segment
+			End float32 `json:"end"`
+
+			// Start seconds from the start of the audio, within the segment
+			Start float32 `json:"start"`
+			Text  string  `json:"text"`
+		} `json:"words,omitempty"`
 	} `json:"segments,omitempty"`
 
 	// Text the whole transcript (extension)

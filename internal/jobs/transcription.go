@@ -147,4 +147,17 @@ type Segment struct {
 	// Speaker is set when diarization was requested (an extension,
 	// docs/api.md, Extensions; SRT and WebVTT render it as a voice).
 	Speaker string `json:"speaker,omitempty"`
+	// Words are the segment's words with their times, when timestamps
+	// were asked and the provider gives them (an extension, docs/api.md,
+	// Extensions); SRT and WebVTT do not render them.
+	Words []Word `json:"words,omitempty"`
+}
+
+// Word is one word of a segment, timed in seconds from the start of the
+// audio, within its segment.
+type Word struct {
+	Start      float64  `json:"start"`
+	End        float64  `json:"end"`
+	Text       string   `json:"text"`
+	Confidence *float64 `json:"confidence,omitempty"`
 }
