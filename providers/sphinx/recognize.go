@@ -128,15 +128,21 @@ func segments(utterances [][]word) []jobs.Segment {
 	return out
 }
 
+// segment is a run of words as one segment, with its words timed
+// (docs/api.md, Extensions: words).
 func segment(words []word) jobs.Segment {
 	texts := make([]string, len(words))
+	timed := make([]jobs.Word, len(words))
 	sum := 0.0
 	for i, w := range words {
 		texts[i] = w.text
 		sum += w.confidence
+		confidence := round(w.confidence)
+		timed[i] = jobs.Word{Start: w.start, End: w.end, Text: w.text, Confidence: &confidence}
 	}
 	confidence := round(sum / float64(len(words)))
-	return jobs.Segment{Start: words[0].start, End: words[len(words)-1].end, Text: strings.Join(texts, " "), Confidence: &confidence}
+	return jobs.Segment{Start: words[0].start, End: words[len(words)-1].end, Text: strings.Join(texts, " "),
+		Confidence: &confidence, Words: timed}
 }
 
 func round(s float64) float64 { return math.Round(s*1000) / 1000 }

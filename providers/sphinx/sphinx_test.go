@@ -175,12 +175,15 @@ func TestTranscribesFliteSentencesWordForWord(t *testing.T) {
 		require.Equal(t, "en", res.Language)
 		require.Equal(t, "json", res.Format)
 		require.NotEmpty(t, res.Segments, "timestamps by default")
+		previousEnd := 0.0
 		for _, seg := range res.Segments {
 			require.Less(t, seg.Start, seg.End)
 			require.LessOrEqual(t, seg.End, res.Duration+0.1)
 			require.NotNil(t, seg.Confidence)
 			require.Greater(t, *seg.Confidence, 0.0)
 			require.LessOrEqual(t, *seg.Confidence, 1.0)
+			requireTimedWords(t, seg, previousEnd)
+			previousEnd = seg.End
 		}
 		require.NotNil(t, res.Usage)
 		require.InDelta(t, 0.006*res.Duration/60, *res.Usage.Cost, 1e-6, "priced by the second of audio")
@@ -188,6 +191,29 @@ func TestTranscribesFliteSentencesWordForWord(t *testing.T) {
 	wer := float64(errs) / float64(words)
 	t.Logf("word error rate %.1f%% (%d of %d words)", 100*wer, errs, words)
 	require.Less(t, wer, 0.25)
+}
+
+// requireTimedWords: seg's words are its text, word for word, in order,
+// each after the one before (and after notBefore), within the segment,
+// with a confidence.
+func requireTimedWords(t *testing.T, seg jobs.Segment, notBefore float64) {
+	t.Helper()
+	require.NotEmpty(t, seg.Words, "%+v", seg)
+	texts := make([]string, len(seg.Words))
+	for i, w := range seg.Words {
+		texts[i] = w.Text
+		require.GreaterOrEqual(t, w.Start, notBefore, "%+v", seg.Words)
+		require.LessOrEqual(t, w.Start, w.End, "%+v", seg.Words)
+		require.GreaterOrEqual(t, w.Start, seg.Start, "%+v", seg)
+		require.LessOrEqual(t, w.End, seg.End, "%+v", seg)
+		require.NotNil(t, w.Confidence)
+		require.GreaterOrEqual(t, *w.Confidence, 0.0)
+		require.LessOrEqual(t, *w.Confidence, 1.0)
+		notBefore = w.End
+	}
+	require.Equal(t, seg.Text, strings.Join(texts, " "), "no fillers, no pronunciation variants")
+	require.NotContains(t, seg.Text, "<")
+	require.NotContains(t, seg.Text, "(")
 }
 
 func TestTwoSentencesWithAPauseAreTwoSegments(t *testing.T) {
@@ -200,6 +226,8 @@ func TestTwoSentencesWithAPauseAreTwoSegments(t *testing.T) {
 	require.Equal(t, "srt", res.Format)
 	require.Len(t, res.Segments, 2, "%+v", res.Segments)
 	require.GreaterOrEqual(t, res.Segments[1].Start-res.Segments[0].End, 1.0, "the pause lies between them")
+	requireTimedWords(t, res.Segments[0], 0)
+	requireTimedWords(t, res.Segments[1], res.Segments[0].End)
 	e1, n1 := wordErrors(first, res.Segments[0].Text)
 	e2, n2 := wordErrors(second, res.Segments[1].Text)
 	require.Less(t, float64(e1+e2)/float64(n1+n2), 0.25, "%+v", res.Segments)
@@ -216,6 +244,7 @@ func TestTwoSentencesWithAPauseAreTwoSegments(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Segments)
 	require.Contains(t, res.Text, "help")
+	require.NotContains(t, string(mustJSON(t, res)), `"words"`)
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -347,6 +376,12 @@ brown 4.190 4.500 0.902116
 	require.Equal(t, "the quick", segs[0].Text)
 	require.InDelta(t, 0.498, *segs[0].Confidence, 0.001)
 	require.Equal(t, 34.19, segs[1].Start)
+	confidences := []float64{0.665, 0.332, 0.902}
+	require.Equal(t, []jobs.Word{
+		{Start: 30.24, End: 30.31, Text: "the", Confidence: &confidences[0]},
+		{Start: 30.41, End: 30.62, Text: "quick", Confidence: &confidences[1]},
+	}, segs[0].Words, "fillers left out, quick(2) is quick")
+	require.Equal(t, []jobs.Word{{Start: 34.19, End: 34.5, Text: "brown", Confidence: &confidences[2]}}, segs[1].Words)
 }
 
 func TestLongUtterancesAreSplitIntoSubtitleSizedSegments(t *testing.T) {
