@@ -88,6 +88,7 @@ func TestCallbackModeSubmitsWithTheCallbackAndMapsWhatIsPosted(t *testing.T) {
 	require.Equal(t, "en", res.Language)
 	require.Len(t, res.Segments, 2)
 	require.Equal(t, "speaker_2", res.Segments[1].Speaker)
+	require.Len(t, res.Segments[0].Words, 7, "the words of what is posted")
 	require.InDelta(t, 0.0043*25.933313/60, *res.Usage.Cost, 1e-9)
 }
 

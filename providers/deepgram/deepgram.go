@@ -94,6 +94,13 @@ type listenResponse struct {
 			Confidence float64 `json:"confidence"`
 			Transcript string  `json:"transcript"`
 			Speaker    *int    `json:"speaker"`
+			Words      []struct {
+				Word           string  `json:"word"`
+				PunctuatedWord string  `json:"punctuated_word"`
+				Start          float64 `json:"start"`
+				End            float64 `json:"end"`
+				Confidence     float64 `json:"confidence"`
+			} `json:"words"`
 		} `json:"utterances"`
 	} `json:"results"`
 }
@@ -182,6 +189,16 @@ func (a *Adapter) result(data []byte, call providers.Call, opts jobs.Transcripti
 			seg := jobs.Segment{Start: u.Start, End: u.End, Text: strings.TrimSpace(u.Transcript), Confidence: &confidence}
 			if u.Speaker != nil && opts.WantsDiarization() {
 				seg.Speaker = fmt.Sprintf("speaker_%d", *u.Speaker+1)
+			}
+			if opts.WantsTimestamps() {
+				for _, w := range u.Words {
+					text := w.PunctuatedWord // smart_format's, as in the transcript
+					if text == "" {
+						text = w.Word
+					}
+					confidence := w.Confidence
+					seg.Words = append(seg.Words, jobs.Word{Start: w.Start, End: w.End, Text: text, Confidence: &confidence})
+				}
 			}
 			res.Segments = append(res.Segments, seg)
 		}

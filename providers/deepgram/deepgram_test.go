@@ -28,7 +28,14 @@ const listen = `{"metadata":{"transaction_key":"deprecated","request_id":"a847f4
 "results":{"channels":[{"detected_language":"en","language_confidence":0.99,"alternatives":[{
 "transcript":"Yeah. As much as it's worth celebrating the first spacewalk with an all female team, I think many of us are looking forward to it just being normal.",
 "confidence":0.99902344,"words":[{"word":"yeah","start":0.08,"end":0.32,"confidence":0.9975586,"punctuated_word":"Yeah.","speaker":0}]}]}],
-"utterances":[{"start":0.08,"end":3.3,"confidence":0.97,"channel":0,"transcript":"Yeah. As much as it's worth celebrating","words":[],"speaker":0,"id":"u1"},
+"utterances":[{"start":0.08,"end":3.3,"confidence":0.97,"channel":0,"transcript":"Yeah. As much as it's worth celebrating","words":[
+{"word":"yeah","start":0.08,"end":0.32,"confidence":0.9975586,"punctuated_word":"Yeah.","speaker":0,"speaker_confidence":0.9},
+{"word":"as","start":0.32,"end":0.8,"confidence":0.9921875,"punctuated_word":"As","speaker":0,"speaker_confidence":0.9},
+{"word":"much","start":0.8,"end":1.04,"confidence":0.9995117,"punctuated_word":"much","speaker":0,"speaker_confidence":0.9},
+{"word":"as","start":1.04,"end":1.2,"confidence":0.9980469,"punctuated_word":"as","speaker":0,"speaker_confidence":0.9},
+{"word":"it's","start":1.2,"end":1.36,"confidence":0.9975586,"punctuated_word":"it's","speaker":0,"speaker_confidence":0.9},
+{"word":"worth","start":1.36,"end":1.6,"confidence":0.9995117,"punctuated_word":"worth","speaker":0,"speaker_confidence":0.9},
+{"word":"celebrating","start":1.6,"end":3.3,"confidence":0.96,"speaker":0,"speaker_confidence":0.9}],"speaker":0,"id":"u1"},
 {"start":3.5,"end":9.1,"confidence":0.95,"channel":0,"transcript":"the first spacewalk with an all female team, I think many of us are looking forward to it just being normal.","words":[],"speaker":1,"id":"u2"}]}}`
 
 // fake records what the adapter sends to a fake Deepgram.
@@ -94,6 +101,13 @@ func TestTranscribes(t *testing.T) {
 	require.Equal(t, 0.08, res.Segments[0].Start)
 	require.Equal(t, "Yeah. As much as it's worth celebrating", res.Segments[0].Text)
 	require.Empty(t, res.Segments[0].Speaker, "no diarization asked")
+	require.Len(t, res.Segments[0].Words, 7)
+	first, last := res.Segments[0].Words[0], res.Segments[0].Words[6]
+	require.Equal(t, jobs.Word{Start: 0.08, End: 0.32, Text: "Yeah.", Confidence: first.Confidence}, first, "smart_format's punctuated word")
+	require.InDelta(t, 0.9975586, *first.Confidence, 1e-9)
+	require.Equal(t, "celebrating", last.Text, "the word, where no punctuated word is given")
+	require.Equal(t, 3.3, last.End)
+	require.Empty(t, res.Segments[1].Words, "an utterance without words")
 	require.InDelta(t, 0.0043*25.933313/60, *res.Usage.Cost, 1e-9)
 
 	res, err = run(t, a, call, `{"diarization":true,"language":"en-us","timestamps":false}`)
@@ -103,6 +117,7 @@ func TestTranscribes(t *testing.T) {
 	require.False(t, f.queries[1].Has("detect_language"))
 	require.Equal(t, "en-us", res.Language, "the job's language")
 	require.Equal(t, []string{"speaker_1", "speaker_2"}, []string{res.Segments[0].Speaker, res.Segments[1].Speaker})
+	require.Empty(t, res.Segments[0].Words, "words only with timestamps")
 
 	res, err = run(t, a, call, `{"timestamps":false}`)
 	require.NoError(t, err)
