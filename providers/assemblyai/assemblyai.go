@@ -182,12 +182,19 @@ type transcript struct {
 	Utterances    []utterance `json:"utterances"`
 }
 
+// utterance is an utterance or a sentence, with its words.
 type utterance struct {
 	Text       string   `json:"text"`
 	Start      float64  `json:"start"`
 	End        float64  `json:"end"`
 	Confidence *float64 `json:"confidence"`
 	Speaker    *string  `json:"speaker"`
+	Words      []struct {
+		Text       string   `json:"text"`
+		Start      float64  `json:"start"`
+		End        float64  `json:"end"`
+		Confidence *float64 `json:"confidence"`
+	} `json:"words"`
 }
 
 // Check reads the transcript. When it is completed, the segments come
@@ -235,6 +242,11 @@ func (a *Adapter) Check(ctx context.Context, call providers.Call, handle string)
 			seg := jobs.Segment{Start: u.Start / 1000, End: u.End / 1000, Text: strings.TrimSpace(u.Text), Confidence: u.Confidence}
 			if u.Speaker != nil && opts.WantsDiarization() {
 				seg.Speaker = speakerName(*u.Speaker)
+			}
+			if opts.WantsTimestamps() {
+				for _, w := range u.Words {
+					seg.Words = append(seg.Words, jobs.Word{Start: w.Start / 1000, End: w.End / 1000, Text: w.Text, Confidence: w.Confidence})
+				}
 			}
 			res.Segments = append(res.Segments, seg)
 		}

@@ -30,10 +30,13 @@ const (
 "language_code":"en_us","status":"completed","audio_url":"` + uploadURL + `",
 "text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US. Skylines from Maine to Maryland to Minnesota are gray and smoggy.",
 "words":[{"text":"Smoke","start":250,"end":650,"confidence":0.97465,"speaker":null}],
-"utterances":[{"confidence":0.9359,"end":6350,"speaker":"A","start":250,"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US."},
+"utterances":[{"confidence":0.9359,"end":6350,"speaker":"A","start":250,"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.",
+"words":[{"text":"Smoke","start":250,"end":650,"confidence":0.97465,"speaker":"A"},{"text":"from","start":730,"end":1022,"confidence":0.99999,"speaker":"A"}]},
 {"confidence":0.9462,"end":11200,"speaker":"B","start":6500,"text":"Skylines from Maine to Maryland to Minnesota are gray and smoggy."}],
 "confidence":0.9578,"audio_duration":281,"punctuate":true,"format_text":true,"speaker_labels":true,"error":null}`
-	sentences = `{"sentences":[{"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.","start":250,"end":6350,"confidence":0.72412,"words":[],"speaker":null},
+	sentences = `{"sentences":[{"text":"Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.","start":250,"end":6350,"confidence":0.72412,
+"words":[{"text":"Smoke","start":250,"end":650,"confidence":0.97465,"speaker":null},{"text":"from","start":730,"end":1022,"confidence":0.99999,"speaker":null},
+{"text":"US.","start":5990,"end":6350,"confidence":0.99,"speaker":null}],"speaker":null},
 {"text":"Skylines from Maine to Maryland to Minnesota are gray and smoggy.","start":6500,"end":11200,"confidence":0.9,"words":[],"speaker":null}],
 "id":"` + transcriptID + `","confidence":0.9579,"audio_duration":281}`
 	failed = `{"id":"` + transcriptID + `","status":"error","error":"Transcoding failed. File does not appear to contain audio.","text":null}`
@@ -164,7 +167,12 @@ func TestSubmitsThenReadsTheTranscript(t *testing.T) {
 	require.InDelta(t, 281, res.Duration, 0)
 	require.Len(t, res.Segments, 2, "the sentences, without diarization")
 	require.Equal(t, jobs.Segment{Start: 0.25, End: 6.35, Text: "Smoke from hundreds of wildfires in Canada is triggering air quality alerts throughout the US.",
-		Confidence: ptr(0.72412)}, res.Segments[0])
+		Confidence: ptr(0.72412), Words: []jobs.Word{
+			{Start: 0.25, End: 0.65, Text: "Smoke", Confidence: ptr(0.97465)},
+			{Start: 0.73, End: 1.022, Text: "from", Confidence: ptr(0.99999)},
+			{Start: 5.99, End: 6.35, Text: "US.", Confidence: ptr(0.99)},
+		}}, res.Segments[0], "the sentence's words, in seconds")
+	require.Empty(t, res.Segments[1].Words, "a sentence without words")
 	require.Contains(t, res.Text, "Skylines from Maine")
 	require.InDelta(t, 0.0065*281/60, *res.Usage.Cost, 1e-9)
 }
@@ -186,7 +194,13 @@ func TestDiarizationAndDetection(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &res))
 	require.Equal(t, "en-US", res.Language, "detected: en_us")
 	require.Equal(t, []string{"speaker_1", "speaker_2"}, []string{res.Segments[0].Speaker, res.Segments[1].Speaker})
+	require.Equal(t, []string{"Smoke", "from"}, []string{res.Segments[0].Words[0].Text, res.Segments[0].Words[1].Text}, "the utterance's words")
 	require.Nil(t, res.Usage)
+
+	out, err = a.Run(context.Background(), withOptions(call, `{"diarization":true,"timestamps":false}`))
+	require.NoError(t, err)
+	require.NotContains(t, string(out), `"words"`, "words only with timestamps")
+	require.Contains(t, string(out), `"speaker_1"`)
 
 	for lang, code := range map[string]string{"en-GB": "en_uk", "de-AT": "de", "fr": "fr", "pt-BR": "pt"} {
 		_, err := a.Submit(context.Background(), withOptions(call, `{"language":"`+lang+`"}`))
