@@ -265,6 +265,14 @@ func transcriptionServer(t *testing.T, b *bundle, wantLanguage string) {
 			assert.Equal(t, "gpt-test", r.FormValue("model"))
 			assert.Equal(t, "verbose_json", r.FormValue("response_format"))
 			assert.Equal(t, wantLanguage, r.FormValue("language"))
+			granularities := r.MultipartForm.Value["timestamp_granularities[]"]
+			words := ""
+			if granularities != nil {
+				assert.Equal(t, []string{"segment", "word"}, granularities, "words, and segments still")
+				// As the API does: words only when asked for.
+				words = `,"words":[{"word":"Hello","start":0,"end":0.6},{"word":"there.","start":0.6,"end":1.52},
+					{"word":"General","start":1.52,"end":2.1},{"word":"Kenobi.","start":2.1,"end":3.3}]`
+			}
 			f, hdr, err := r.FormFile("file")
 			if !assert.NoError(t, err) {
 				return
@@ -276,7 +284,7 @@ func transcriptionServer(t *testing.T, b *bundle, wantLanguage string) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"task":"transcribe","language":"english","duration":120,"text":" Hello there. General Kenobi.",
 				"segments":[{"id":0,"start":0,"end":1.5,"text":" Hello there.","avg_logprob":-0.1},
-				            {"id":1,"start":1.5,"end":3.2,"text":" General Kenobi.","avg_logprob":-0.3}]}`)
+				            {"id":1,"start":1.5,"end":3.2,"text":" General Kenobi.","avg_logprob":-0.3}]`+words+`}`)
 		default:
 			t.Errorf("unexpected request %s %s", r.Method, r.URL)
 		}
@@ -300,6 +308,14 @@ func TestTranscribe(t *testing.T) {
 			require.Equal(t, "Hello there.", first["text"])
 			require.Equal(t, 1.5, first["end"])
 			require.InDelta(t, math.Exp(-0.1), first["confidence"], 0.001)
+			require.Equal(t, []any{
+				map[string]any{"start": 0.0, "end": 0.6, "text": "Hello"},
+				map[string]any{"start": 0.6, "end": 1.5, "text": "there."},
+			}, first["words"], "each word in its segment, kept within it, no confidence")
+			require.Equal(t, []any{
+				map[string]any{"start": 1.52, "end": 2.1, "text": "General"},
+				map[string]any{"start": 2.1, "end": 3.2, "text": "Kenobi."},
+			}, segs[1].(map[string]any)["words"])
 			require.NotContains(t, res, "usage")
 		}},
 		{"language, vtt, no timestamps, usage", `{"language":"pt-BR","format":"vtt","timestamps":false,"include_usage":true}`, "pt", func(t *testing.T, res map[string]any) {

@@ -38,6 +38,12 @@ type verboseTranscript struct {
 		Text       string   `json:"text"`
 		AvgLogprob *float64 `json:"avg_logprob"`
 	} `json:"segments"`
+	// Words come with timestamp_granularities[]=word, for the whole audio.
+	Words []struct {
+		Word  string  `json:"word"`
+		Start float64 `json:"start"`
+		End   float64 `json:"end"`
+	} `json:"words"`
 	Usage *struct {
 		InputTokens  *int `json:"input_tokens"`
 		OutputTokens *int `json:"output_tokens"`
@@ -86,6 +92,10 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		}
 		fields = append(fields, [2]string{"language", lang})
 	}
+	if opts.WantsTimestamps() {
+		// Asking for words alone would drop the segments.
+		fields = append(fields, [2]string{"timestamp_granularities[]", "segment"}, [2]string{"timestamp_granularities[]", "word"})
+	}
 	for _, f := range fields {
 		if err := w.WriteField(f[0], f[1]); err != nil {
 			return nil, fmt.Errorf("openai: build request: %w", err)
@@ -126,6 +136,7 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 			// Servers that return no segments still transcribed something.
 			res.Segments = []jobs.Segment{{Start: 0, End: vt.Duration, Text: strings.TrimSpace(vt.Text)}}
 		}
+		vt.placeWords(res.Segments)
 	}
 	if opts.IncludeUsage {
 		u := &jobs.Usage{}
@@ -143,6 +154,27 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		res.Usage = u
 	}
 	return res, nil
+}
+
+// placeWords gives each word to the segment its middle falls in (or the
+// nearest before it), its times kept within that segment: Whisper times
+// words and segments apart, and they may disagree by a few hundredths
+// (docs/api.md, Extensions: words).
+func (vt *verboseTranscript) placeWords(segs []jobs.Segment) {
+	i := 0
+	for _, w := range vt.Words {
+		text := strings.TrimSpace(w.Word)
+		if len(segs) == 0 || text == "" {
+			continue
+		}
+		middle := (w.Start + w.End) / 2
+		for i+1 < len(segs) && middle >= segs[i+1].Start {
+			i++
+		}
+		s := &segs[i]
+		start := min(max(w.Start, s.Start), s.End)
+		s.Words = append(s.Words, jobs.Word{Start: start, End: min(max(w.End, start), s.End), Text: text})
+	}
 }
 
 // fetch downloads the job's media, at most limit bytes, and picks a file
