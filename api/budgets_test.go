@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/api"
-	"github.com/ai-job-gateway/gateway/internal/budgets"
-	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/app/budgets"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"

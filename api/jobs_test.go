@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ai-job-gateway/gateway/api"
-	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/store/storetest"

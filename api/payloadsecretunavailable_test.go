@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ai-job-gateway/gateway/api"
-	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"

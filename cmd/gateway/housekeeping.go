@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/activities"
-	"github.com/ai-job-gateway/gateway/internal/batches"
-	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/app/batches"
+	"github.com/ai-job-gateway/gateway/app/budgets"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/housekeeping"
-	"github.com/ai-job-gateway/gateway/internal/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/store"
 )

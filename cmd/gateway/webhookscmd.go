@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/internal/jobops"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/store"
 )
 

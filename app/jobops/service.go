@@ -6,7 +6,8 @@
 // jobs' workflows from the store's outbox. API handlers and the CLI parse
 // a request, call the Service and render its answer; a refusal is an
 // *Error (or ErrIdempotencyKeyReused) whose kind the API maps to a status
-// and an error code.
+// and an error code. It is of the application layer (app/), above store
+// and workflows (docs/architecture.md, The layers).
 package jobops
 
 import (
@@ -19,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ai-job-gateway/gateway/internal/budgets"
+	"github.com/ai-job-gateway/gateway/app/budgets"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"

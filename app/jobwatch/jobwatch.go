@@ -1,7 +1,8 @@
 // Package jobwatch wakes those waiting on jobs when the jobs' stored
 // state changes (docs/api.md, Waiting for a job). A process has one
 // Watcher; while anyone watches, it reads the state of every watched job
-// in one query a tick, so waiters hold no database connection.
+// in one query a tick, so waiters hold no database connection. It is of
+// the application layer (app/), above store.
 package jobwatch
 
 import (

@@ -1,6 +1,8 @@
 // Package budgets reserves jobs' estimated usage against their tenant's
 // budgets and notifies the thresholds reservations cross (docs/api.md,
-// Budgets).
+// Budgets). It is of the application layer (app/), above store and
+// activities: the budget activity reaches it through an interface the
+// activities declare.
 package budgets
 
 import (

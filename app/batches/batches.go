@@ -1,7 +1,8 @@
 // Package batches shows batches of jobs (docs/api.md, Batches) and
 // delivers their batch.completed events: a housekeeping sweep marks the
 // batches whose jobs all finished, and sends the event of each that has a
-// webhook, signed like job webhooks.
+// webhook, signed like job webhooks. It is of the application layer
+// (app/), above store.
 package batches
 
 import (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/internal/batches"
+	"github.com/ai-job-gateway/gateway/app/batches"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 )
 
