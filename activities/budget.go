@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/app/budgets"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -16,11 +15,18 @@ type TenantReader interface {
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
+// BudgetReserver reserves a job's estimate against its tenant's budgets;
+// an error matching jobs.ErrBudgetExceeded is a budget it does not fit.
+// cmd/gateway wires in the application layer's *budgets.Reserver.
+type BudgetReserver interface {
+	Reserve(ctx context.Context, t *store.Tenant, j jobs.Reservation, now time.Time) error
+}
+
 // Budgets reserve jobs against their tenant's budgets before their
 // provider is called (docs/api.md, Budgets).
 type Budgets struct {
 	Tenants  TenantReader
-	Reserver *budgets.Reserver
+	Reserver BudgetReserver
 }
 
 // BudgetInput is a job to reserve, with its media's duration once probed.
@@ -54,10 +60,10 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	if err != nil {
 		return BudgetOutput{}, err
 	}
-	usage, known := budgets.Estimate(in.Service, in.Input, in.MediaSeconds)
-	err = b.Reserver.Reserve(ctx, budgets.Job{ID: in.JobID, Tenant: t, Application: in.Application, Service: in.Service,
+	usage, known := jobs.EstimateUsage(in.Service, in.Input, in.MediaSeconds)
+	err = b.Reserver.Reserve(ctx, t, jobs.Reservation{JobID: in.JobID, Application: in.Application, Service: in.Service,
 		Provider: in.Provider, Usage: usage, Known: known}, time.Now())
-	if budgets.IsExceeded(err) {
+	if errors.Is(err, jobs.ErrBudgetExceeded) {
 		return BudgetOutput{Error: &jobs.Error{Code: jobs.CodeBudgetExceeded, Message: err.Error()}}, nil
 	}
 	return BudgetOutput{}, err

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ai-job-gateway/gateway/app/budgets"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/media"
@@ -101,7 +100,7 @@ type Deps struct {
 	// Tenants and Budgets reserve jobs against their tenant's budgets
 	// (docs/api.md, Budgets); nil Budgets: none are.
 	Tenants TenantReader
-	Budgets *budgets.Reserver
+	Budgets BudgetReserver
 
 	// MaxOutageWait is each service's maximum wait for an outage
 	// (Routing.MaxOutageWait).

@@ -8,7 +8,6 @@ package budgets
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -20,38 +19,6 @@ import (
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
-
-// DefaultOutputTokens is the answer an llm-task's estimate allows for.
-const DefaultOutputTokens = 1024
-
-// Estimate is a job's usage as far as it is known before it runs: known
-// is false when it depends on media not probed yet (mediaSeconds nil) or
-// on a document not read yet.
-func Estimate(service jobs.ServiceID, input json.RawMessage, mediaSeconds *float64) (n jobs.NativeUsage, known bool) {
-	// What the input alone measures, as a finished job is measured:
-	// characters of a text, a prompt at four characters a token.
-	n, _ = jobs.MeasureUsage(service, input, nil)
-	svc, _ := jobs.ServiceOf(service)
-	switch svc.Usage {
-	case jobs.UsageAudioSeconds, jobs.UsageVideoSeconds:
-		if mediaSeconds == nil {
-			return jobs.NativeUsage{}, false
-		}
-		s := *mediaSeconds
-		n.MediaSeconds = &s
-	case jobs.UsageCharacters:
-		if n.Characters == nil {
-			return n, false // a document, not read yet
-		}
-	case jobs.UsageTokens:
-		// No max_tokens in the contract: a default answer.
-		output := int64(DefaultOutputTokens)
-		n.OutputTokens = &output
-	default:
-		return n, false
-	}
-	return n, true
-}
 
 // Store is what reservations need of the store.
 type Store interface {
@@ -67,25 +34,14 @@ type Reserver struct {
 	Logger  *slog.Logger
 }
 
-// Job is a job to reserve.
-type Job struct {
-	ID          string
-	Tenant      *store.Tenant
-	Application string
-	Service     jobs.ServiceID
-	// Provider is the provider the job names, if any.
-	Provider string
-	Usage    jobs.NativeUsage
-	// Known says Usage is an estimate; else the job reserves nothing and
-	// is only refused by a budget already used up.
-	Known bool
-}
-
 // Exceeded is a reservation refused: the budget the estimate does not fit.
 type Exceeded struct {
 	Budget store.Budget
 	Spent  int64
 }
+
+// Is matches jobs.ErrBudgetExceeded, what the budget activity looks for.
+func (e *Exceeded) Is(target error) bool { return target == jobs.ErrBudgetExceeded }
 
 func (e *Exceeded) Error() string {
 	return fmt.Sprintf("budget %s (%s) of tenant has used %s of %s %s; the job's estimate does not fit",
@@ -116,15 +72,15 @@ func Applies(t *store.Tenant, application string) bool {
 	return false
 }
 
-// Charges are a job's estimates against each budget that covers it, at
-// the highest price of the providers that may run it.
-func (r *Reserver) Charges(j Job) []store.BudgetCharge {
+// Charges are a job's estimates against each of its tenant's budgets that
+// covers it, at the highest price of the providers that may run it.
+func (r *Reserver) Charges(t *store.Tenant, j jobs.Reservation) []store.BudgetCharge {
 	var usages []jobs.JobUsage
 	if j.Known {
 		usages = r.Prices.Estimates(j.Provider, j.Service, j.Usage)
 	}
 	var out []store.BudgetCharge
-	for _, b := range j.Tenant.Budgets {
+	for _, b := range t.Budgets {
 		if !b.Applies(j.Application) {
 			continue
 		}
@@ -142,20 +98,20 @@ func (r *Reserver) Charges(j Job) []store.BudgetCharge {
 	return out
 }
 
-// Reserve reserves j's estimate; *Exceeded when it does not fit. The
-// thresholds it crosses are logged and counted, and their events queued
-// in the store for a Notifier.
-func (r *Reserver) Reserve(ctx context.Context, j Job, now time.Time) error {
-	charges := r.Charges(j)
+// Reserve reserves j's estimate against t's budgets; *Exceeded when it
+// does not fit. The thresholds it crosses are logged and counted, and
+// their events queued in the store for a Notifier.
+func (r *Reserver) Reserve(ctx context.Context, t *store.Tenant, j jobs.Reservation, now time.Time) error {
+	charges := r.Charges(t, j)
 	if len(charges) == 0 {
 		return nil
 	}
-	out, err := r.Store.ReserveBudget(ctx, j.ID, j.Tenant.ID, charges, now)
+	out, err := r.Store.ReserveBudget(ctx, j.JobID, t.ID, charges, now)
 	if err != nil {
 		return err
 	}
 	for _, c := range out.Crossed {
-		r.crossed(j.Tenant, c)
+		r.crossed(t, c)
 	}
 	if !out.OK {
 		return &Exceeded{Budget: *out.Exceeded, Spent: out.Spent}
@@ -166,12 +122,6 @@ func (r *Reserver) Reserve(ctx context.Context, j Job, now time.Time) error {
 // Release gives back a job's open reservations.
 func (r *Reserver) Release(ctx context.Context, jobID string) error {
 	return r.Store.ReleaseBudget(ctx, jobID)
-}
-
-// IsExceeded reports whether err is a refused reservation.
-func IsExceeded(err error) bool {
-	var e *Exceeded
-	return errors.As(err, &e)
 }
 
 // Event is the body of a budget.threshold event.

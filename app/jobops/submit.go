@@ -182,13 +182,13 @@ func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *
 	if !in.Budgeted || s.cfg.Budgets == nil {
 		return nil
 	}
-	usage, known := budgets.Estimate(req.Service.ID, req.Input, nil)
+	usage, known := jobs.EstimateUsage(req.Service.ID, req.Input, nil)
 	if !known {
 		return nil
 	}
-	err := s.cfg.Budgets.Reserve(ctx, budgets.Job{ID: in.JobID, Tenant: tenant, Application: req.Application,
+	err := s.cfg.Budgets.Reserve(ctx, tenant, jobs.Reservation{JobID: in.JobID, Application: req.Application,
 		Service: req.Service.ID, Provider: req.Provider, Usage: usage, Known: true}, s.cfg.Now())
-	if budgets.IsExceeded(err) {
+	if errors.Is(err, jobs.ErrBudgetExceeded) {
 		return refuse(ErrBudgetExceeded, "%v", err)
 	}
 	return err

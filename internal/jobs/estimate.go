@@ -1,0 +1,57 @@
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// DefaultOutputTokens is the answer an llm-task's estimate allows for.
+const DefaultOutputTokens = 1024
+
+// EstimateUsage is a job's usage as far as it is known before it runs
+// (docs/api.md, Budgets): known is false when it depends on media not
+// probed yet (mediaSeconds nil) or on a document not read yet.
+func EstimateUsage(service ServiceID, input json.RawMessage, mediaSeconds *float64) (n NativeUsage, known bool) {
+	// What the input alone measures, as a finished job is measured:
+	// characters of a text, a prompt at four characters a token.
+	n, _ = MeasureUsage(service, input, nil)
+	svc, _ := ServiceOf(service)
+	switch svc.Usage {
+	case UsageAudioSeconds, UsageVideoSeconds:
+		if mediaSeconds == nil {
+			return NativeUsage{}, false
+		}
+		s := *mediaSeconds
+		n.MediaSeconds = &s
+	case UsageCharacters:
+		if n.Characters == nil {
+			return n, false // a document, not read yet
+		}
+	case UsageTokens:
+		// No max_tokens in the contract: a default answer.
+		output := int64(DefaultOutputTokens)
+		n.OutputTokens = &output
+	default:
+		return n, false
+	}
+	return n, true
+}
+
+// Reservation is a job's estimate to hold against its tenant's budgets
+// that cover its application (docs/api.md, Budgets).
+type Reservation struct {
+	JobID       string
+	Application string
+	Service     ServiceID
+	// Provider is the provider the job names, if any.
+	Provider string
+	Usage    NativeUsage
+	// Known says Usage is an estimate; else the job reserves nothing and
+	// is only refused by a budget already used up.
+	Known bool
+}
+
+// ErrBudgetExceeded is a reservation one of the tenant's budgets refuses;
+// the budgets' own error, which says which budget, matches it with
+// errors.Is.
+var ErrBudgetExceeded = errors.New("the job's estimate does not fit a budget")
