@@ -2405,7 +2405,7 @@ type TranscriptionOptionsFormat string
 
 // TranscriptionResult defines model for TranscriptionResult.
 type TranscriptionResult struct {
-	// DownloadUrl the transcript file in options.format
+	// DownloadUrl the transcript file in options.format, valid for --download-url-ttl
 	DownloadUrl *string `json:"download_url,omitempty"`
 
 	// Duration seconds
