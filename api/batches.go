@@ -181,8 +181,8 @@ func itemErrors(items []jobops.BatchItem, errs []error) ([]itemError, error) {
 		if err == nil {
 			continue
 		}
-		var apiErr *apierror.Error
-		if !errors.As(jobopsError(err), &apiErr) {
+		apiErr := asAPIError(jobopsError(err))
+		if apiErr == nil {
 			return nil, err
 		}
 		out = append(out, itemError{Index: i, CustomID: items[i].CustomID, Status: apiErr.Status,
@@ -216,7 +216,7 @@ func parseBatchRequest(c *gin.Context, body []byte) (*jobops.BatchRequest, strin
 			return nil, "", apierror.Validation(ptrAttributes+"/atomic", "must be a boolean")
 		}
 	}
-	if req.Webhook, err = parseWebhook(attrs["webhook"]); err != nil {
+	if req.Webhook, err = jobs.ParseWebhook(attrs["webhook"]); err != nil {
 		return nil, "", err
 	}
 	const ptrItems = ptrAttributes + "/items"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,54 +12,34 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 )
 
-// object decodes a JSON object into its members, so each can be checked
-// and reported under its own JSON pointer. A null or absent value gives a
-// nil map.
+// object, onlyKeys, decodeStrict and stringMember are strictjson's
+// checks with its errors as the API's 422 (docs/api.md, Validation).
 func object(raw json.RawMessage, pointer string) (map[string]json.RawMessage, error) {
-	if strictjson.Absent(raw) {
-		return nil, nil
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
-		return nil, apierror.Validation(strictjson.OrRoot(pointer), "must be an object")
-	}
-	if members == nil {
-		members = map[string]json.RawMessage{}
-	}
-	return members, nil
+	members, err := strictjson.Object(raw, pointer)
+	return members, validation(err)
 }
 
-// onlyKeys rejects members other than the allowed ones.
 func onlyKeys(members map[string]json.RawMessage, pointer string, allowed ...string) error {
-	for key := range members {
-		if !slices.Contains(allowed, key) {
-			return apierror.Validation(pointer+"/"+strictjson.EscapeName(key), "is not a known field (known: %s)", strings.Join(allowed, ", "))
-		}
-	}
-	return nil
+	return validation(strictjson.OnlyKeys(members, pointer, allowed...))
 }
 
-// decodeStrict decodes a JSON object into v, rejecting unknown fields and
-// values of the wrong type with the offending field's pointer.
 func decodeStrict(raw json.RawMessage, pointer string, v any) error {
-	var err *strictjson.Error
-	if errors.As(strictjson.Decode(raw, pointer, v), &err) {
-		return apierror.Validation(err.Pointer, "%s", err.Message)
-	}
-	return nil
+	return validation(strictjson.Decode(raw, pointer, v))
 }
 
-// stringMember decodes an optional string member; null counts as absent.
 func stringMember(members map[string]json.RawMessage, key, pointer string) (string, bool, error) {
-	raw, ok := members[key]
-	if !ok || strictjson.Absent(raw) {
-		return "", false, nil
+	s, ok, err := strictjson.String(members, key, pointer)
+	return s, ok, validation(err)
+}
+
+// validation is a strictjson error as the API's 422; other errors as
+// they are.
+func validation(err error) error {
+	var e *strictjson.Error
+	if errors.As(err, &e) {
+		return apierror.Validation(e.Pointer, "%s", e.Message)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false, apierror.Validation(pointer+"/"+key, "must be a string")
-	}
-	return s, true, nil
+	return err
 }
 
 // checkUnicode rejects a body (already valid JSON) whose strings are not

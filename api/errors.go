@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -41,8 +42,8 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		err := c.Errors.Last().Err
-		var apiErr *apierror.Error
-		if !errors.As(err, &apiErr) {
+		apiErr := asAPIError(err)
+		if apiErr == nil {
 			var maxErr *http.MaxBytesError
 			var bodyErr *bodyReadError
 			switch {
@@ -79,6 +80,21 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		}
 		c.JSON(apiErr.Status, gin.H{"error": body})
 	}
+}
+
+// asAPIError is err as the API answers it, if it is an API error or a
+// create request the job model refused (422 with the refusal's code,
+// docs/api.md, Errors); nil for any other error.
+func asAPIError(err error) *apierror.Error {
+	var apiErr *apierror.Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var reqErr *jobs.RequestError
+	if errors.As(err, &reqErr) {
+		return apierror.Unprocessable(reqErr.Code, "%s", reqErr.Error())
+	}
+	return nil
 }
 
 // unavailableRetryAfter is the Retry-After, in seconds, of a request
