@@ -25,20 +25,39 @@ type word struct {
 	confidence float64
 }
 
-// recognize runs one recognizer process on raw samples and returns its
-// utterances (each a run of speech between pauses), their times shifted
-// by offset seconds. The process reads the samples from its stdin; it is
-// killed with its process group when ctx ends. cmn is where the
-// recognizer's cepstral mean starts (empty: the model's); the one it
-// ends with is returned, for the next chunk to start from, as a single
-// process over the whole audio would.
-func (a *Adapter) recognize(ctx context.Context, samples io.Reader, offset float64, cmn string) ([][]word, string, error) {
+// defaultTimeoutFloor is the least time a chunk's recognizer is given;
+// a chunk of more than 12 s of audio is given 5 times its length (it
+// takes about 0.1 of it: docs/benchmarks.md, Local transcription).
+const defaultTimeoutFloor = time.Minute
+
+// chunkTimeout bounds one recognizer process on audio seconds of audio,
+// so a hung one fails the call long before the activity's limit.
+func (a *Adapter) chunkTimeout(audio float64) time.Duration {
+	floor := a.timeoutFloor
+	if floor == 0 {
+		floor = defaultTimeoutFloor
+	}
+	return max(floor, time.Duration(5*audio*float64(time.Second)))
+}
+
+// recognize runs one recognizer process on length seconds of raw samples
+// and returns its utterances (each a run of speech between pauses), their
+// times shifted by offset seconds. The process reads the samples from its
+// stdin; it is killed with its process group when ctx ends or it runs
+// past its chunkTimeout. cmn is where the recognizer's cepstral mean
+// starts (empty: the model's); the one it ends with is returned (empty
+// when it heard no speech), for the next chunk to start from, as a
+// single process over the whole audio would.
+func (a *Adapter) recognize(ctx context.Context, samples io.Reader, offset, length float64, cmn string) ([][]word, string, error) {
 	args := []string{"-infile", "/dev/stdin", // not *.wav: raw samples, no header
 		"-hmm", a.model.hmm, "-lm", a.model.lm, "-dict", a.model.dict, "-samprate", strconv.Itoa(sampleRate), "-time", "yes"}
 	if cmn != "" {
 		args = append(args, "-cmninit", cmn)
 	}
-	cmd := exec.CommandContext(ctx, a.bin, args...)
+	timeout := a.chunkTimeout(length)
+	chunkCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(chunkCtx, a.bin, args...)
 	cmd.Stdin = samples
 	var stdout bytes.Buffer
 	log := &recognizerLog{}
@@ -49,10 +68,15 @@ func (a *Adapter) recognize(ctx context.Context, samples io.Reader, offset float
 	if ctx.Err() != nil {
 		return nil, "", ctx.Err()
 	}
+	if chunkCtx.Err() != nil {
+		return nil, "", providers.Retryable(jobs.CodeProviderUnavailable,
+			fmt.Sprintf("provider %q: %s gave no result within %s for %.1f s of audio (the chunk's timeout), and was stopped",
+				a.provider.ID, a.bin, timeout, length), chunkCtx.Err())
+	}
 	if err != nil {
 		var missing *exec.Error
 		if errors.As(err, &missing) {
-			return nil, "", a.gone(err)
+			return nil, "", a.gone(a.bin, err)
 		}
 		return nil, "", providers.Retryable(jobs.CodeProviderUnavailable,
 			fmt.Sprintf("provider %q: %s failed: %s", a.provider.ID, a.bin, log.failure()), err)

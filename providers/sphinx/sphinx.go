@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/text/language"
 
@@ -40,10 +41,14 @@ type Settings struct {
 	// DefaultModelDir.
 	ModelDir string `json:"model_dir"`
 	// MaxChunkSeconds is the longest audio one recognizer process is
-	// given (default 30); a chunk ends at the quietest point of its second
-	// half.
+	// given (default 30, at most maxChunkSeconds); a chunk ends at the
+	// quietest point of its second half.
 	MaxChunkSeconds float64 `json:"max_chunk_seconds"`
 }
+
+// maxChunkSeconds bounds max_chunk_seconds: the cut-point search reads
+// half a chunk into memory (docs/providers.md, sphinx).
+const maxChunkSeconds = 120
 
 // model is the files of an acoustic and language model.
 type model struct{ hmm, lm, dict string }
@@ -54,6 +59,9 @@ type Adapter struct {
 	bin      string
 	model    model
 	maxChunk int64 // samples
+	// timeoutFloor is the least time a chunk's recognizer is given
+	// (zero: defaultTimeoutFloor); tests make it small.
+	timeoutFloor time.Duration
 	// observe, when set (tests), sees each finished recognizer process.
 	observe func(*os.ProcessState)
 }
@@ -90,8 +98,8 @@ func New(p *providers.Provider, _ ...providers.Option) (*Adapter, error) {
 	if err := settings.Decode(p.Settings, &s); err != nil {
 		return nil, err
 	}
-	if s.MaxChunkSeconds < 2 {
-		return nil, fmt.Errorf("settings: max_chunk_seconds %g must be 2 or more", s.MaxChunkSeconds)
+	if s.MaxChunkSeconds < 2 || s.MaxChunkSeconds > maxChunkSeconds {
+		return nil, fmt.Errorf("settings: max_chunk_seconds %g must be from 2 to %d (the default, 30, suits any length of audio)", s.MaxChunkSeconds, maxChunkSeconds)
 	}
 	bin, err := Find(s.ModelDir)
 	if err != nil {
@@ -126,14 +134,22 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
 			"the sphinx adapter reads the audio the gateway's media stage extracted, and this job has none", nil)
 	}
-	if _, err := os.Stat(a.bin); err != nil {
-		return nil, a.gone(err)
+	for _, f := range []string{a.bin, a.model.hmm, a.model.lm, a.model.dict} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, a.gone(f, err)
+		}
 	}
 	audio, err := openPCM(call.Media.Path)
-	if err != nil {
-		if errors.Is(err, errNotPCM) {
-			return nil, providers.InputError(jobs.CodeAudioUnreadable, "the audio cannot be read: "+err.Error(), err)
-		}
+	switch {
+	case errors.Is(err, errNotWAV):
+		return nil, providers.InputError(jobs.CodeAudioUnreadable, "the audio cannot be read: "+err.Error(), err)
+	case errors.Is(err, errNotPCM):
+		// The media stage writes 16 kHz mono: another format is the
+		// gateway's mismatch, not the job's, and another provider may
+		// read it.
+		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
+			fmt.Sprintf("provider %q reads the 16 kHz mono audio the media stage writes: %v", a.provider.ID, err), err)
+	case err != nil:
 		return nil, fmt.Errorf("sphinx: %w", err)
 	}
 	defer audio.Close()
@@ -146,10 +162,12 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		if err != nil {
 			return nil, fmt.Errorf("sphinx: read the audio: %w", err)
 		}
-		var chunk [][]word
-		chunk, cmn, err = a.recognize(ctx, audio.section(start, end), seconds(start), cmn)
+		chunk, chunkCMN, err := a.recognize(ctx, audio.section(start, end), seconds(start), seconds(end-start), cmn)
 		if err != nil {
 			return nil, err
+		}
+		if chunkCMN != "" { // a chunk with no speech reports none: keep the one before
+			cmn = chunkCMN
 		}
 		utterances = append(utterances, chunk...)
 		start = end
@@ -189,9 +207,10 @@ func english(code string) bool {
 	return base.String() == "en"
 }
 
-// gone is the error of a call that finds the recognizer uninstalled
-// since the worker started: another provider may do the job.
-func (a *Adapter) gone(err error) error {
+// gone is the error of a call that finds the recognizer or its model
+// (missing) uninstalled since the worker started: another provider may
+// do the job.
+func (a *Adapter) gone(missing string, err error) error {
 	return providers.Permanent(jobs.CodeProviderRejected,
-		fmt.Sprintf("provider %q cannot run: %s is no longer installed (%s)", a.provider.ID, a.bin, install), err)
+		fmt.Sprintf("provider %q cannot run: %s is no longer installed (%s)", a.provider.ID, missing, install), err)
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sphinx
 
 import (
@@ -19,28 +21,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 	"github.com/ai-job-gateway/gateway/providers"
 )
 
-// requireEngine skips a test that needs the recognizer, flite and ffmpeg
-// when they are not installed, unless GATEWAY_REQUIRE_ENGINES=1 (CI,
-// after make engines).
+// requireEngine skips a test that needs the recognizer and its model,
+// flite and ffmpeg when they are not installed (or fails it:
+// mediatest.Installed).
 func requireEngine(t *testing.T) {
 	t.Helper()
-	for _, bin := range []string{Recognizer, "flite", "ffmpeg"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
-				t.Fatalf("%s is not installed (make engines)", bin)
-			}
-			t.Skipf("%s is not installed (make engines)", bin)
-		}
-	}
-	if _, err := Find(DefaultModelDir); err != nil {
-		if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	mediatest.Require(t, "flite", "ffmpeg")
+	_, err := Find(DefaultModelDir)
+	mediatest.Installed(t, err)
 }
 
 func newAdapter(t *testing.T, settings map[string]any) *Adapter {
@@ -48,6 +40,18 @@ func newAdapter(t *testing.T, settings map[string]any) *Adapter {
 	a, err := New(testProvider(settings))
 	require.NoError(t, err)
 	return a
+}
+
+// fakeAdapter is an adapter that runs bin (a fake recognizer script) with
+// a model of empty files, in chunks of 30 s at most.
+func fakeAdapter(t *testing.T, bin string) *Adapter {
+	t.Helper()
+	dir := t.TempDir()
+	m := modelIn(dir)
+	require.NoError(t, os.Mkdir(m.hmm, 0o700))
+	require.NoError(t, os.WriteFile(m.lm, nil, 0o600))
+	require.NoError(t, os.WriteFile(m.dict, nil, 0o600))
+	return &Adapter{provider: testProvider(nil), bin: bin, model: m, maxChunk: 30 * sampleRate}
 }
 
 func testProvider(settings map[string]any) *providers.Provider {
@@ -265,26 +269,33 @@ func TestSilenceIsAnEmptyTranscript(t *testing.T) {
 	require.InDelta(t, 5, res.Duration, 0.1)
 }
 
-func TestUnreadableAudioIsTheJobsInputError(t *testing.T) {
+// A file that is no WAV is the job's input error; a WAV that is not
+// 16 kHz mono is the gateway's mismatch (its media stage writes 16 kHz
+// mono), permanent for this provider: another may read it.
+func TestUnreadableAudioIsTheJobsInputErrorAndAnotherFormatFailsOver(t *testing.T) {
 	t.Parallel()
-	a := &Adapter{provider: testProvider(nil), bin: "/bin/true", maxChunk: 30 * sampleRate}
+	a := fakeAdapter(t, "/bin/true")
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.wav")
 	require.NoError(t, os.WriteFile(text, []byte("these are not samples"), 0o600))
+	_, err := transcribe(t, a, text, `{"language":"en"}`)
+	var pe *providers.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, providers.KindInput, pe.Kind)
+	require.Equal(t, jobs.CodeAudioUnreadable, pe.Code)
+
 	stereo := filepath.Join(dir, "stereo.wav")
 	require.NoError(t, os.WriteFile(stereo, wavBytes(44100, 2, make([]int16, 100)), 0o600))
-	for _, path := range []string{text, stereo} {
-		_, err := transcribe(t, a, path, `{"language":"en"}`)
-		var pe *providers.Error
-		require.ErrorAs(t, err, &pe, path)
-		require.Equal(t, providers.KindInput, pe.Kind, path)
-		require.Equal(t, jobs.CodeAudioUnreadable, pe.Code, path)
-	}
+	_, err = transcribe(t, a, stereo, `{"language":"en"}`)
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, providers.KindPermanent, pe.Kind)
+	require.Equal(t, jobs.CodeUnsupportedInput, pe.Code)
+	require.Contains(t, pe.Message, "2 channels, 44100 Hz")
 }
 
 func TestOtherLanguagesAndDiarizationAreRefused(t *testing.T) {
 	t.Parallel()
-	a := &Adapter{provider: testProvider(nil), bin: "/bin/true", maxChunk: 30 * sampleRate}
+	a := fakeAdapter(t, "/bin/true")
 	path := filepath.Join(t.TempDir(), "a.wav")
 	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 100)), 0o600))
 	for _, options := range []string{`{"language":"de"}`, `{"language":"en","diarization":true}`} {
@@ -296,23 +307,44 @@ func TestOtherLanguagesAndDiarizationAreRefused(t *testing.T) {
 	}
 }
 
-func TestARecognizerGoneIsAClassifiedProviderError(t *testing.T) {
+// A recognizer or a model uninstalled since start-up is a permanent
+// provider error saying what is gone: the job fails over.
+func TestARecognizerOrModelGoneIsAClassifiedProviderError(t *testing.T) {
 	t.Parallel()
-	a := &Adapter{provider: testProvider(nil), bin: filepath.Join(t.TempDir(), Recognizer), maxChunk: 30 * sampleRate}
 	path := filepath.Join(t.TempDir(), "a.wav")
 	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 100)), 0o600))
-	_, err := transcribe(t, a, path, `{"language":"en"}`)
-	var pe *providers.Error
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, providers.KindPermanent, pe.Kind)
-	require.Equal(t, jobs.CodeProviderRejected, pe.Code)
-	require.Contains(t, pe.Message, "no longer installed")
-	require.Contains(t, pe.Message, "make engines")
+	noBinary := fakeAdapter(t, filepath.Join(t.TempDir(), Recognizer))
+	noModel := fakeAdapter(t, "/bin/true")
+	require.NoError(t, os.Remove(noModel.model.lm))
+	for _, c := range []struct {
+		a    *Adapter
+		gone string
+	}{{noBinary, noBinary.bin}, {noModel, noModel.model.lm}} {
+		_, err := transcribe(t, c.a, path, `{"language":"en"}`)
+		var pe *providers.Error
+		require.ErrorAs(t, err, &pe, c.gone)
+		require.Equal(t, providers.KindPermanent, pe.Kind)
+		require.Equal(t, jobs.CodeProviderRejected, pe.Code)
+		require.Contains(t, pe.Message, c.gone+" is no longer installed")
+		require.Contains(t, pe.Message, "make engines")
+	}
 
 	// New says what is missing.
-	_, err = New(testProvider(map[string]any{"model_dir": t.TempDir()}))
+	_, err := New(testProvider(map[string]any{"model_dir": t.TempDir()}))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "make engines")
+}
+
+// max_chunk_seconds is bounded at start-up: the cut-point search reads
+// half a chunk into memory.
+func TestMaxChunkSecondsIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, seconds := range []float64{1, 121, 3600} {
+		_, err := New(testProvider(map[string]any{"max_chunk_seconds": seconds}))
+		require.Error(t, err, seconds)
+		require.Contains(t, err.Error(), "max_chunk_seconds")
+		require.Contains(t, err.Error(), "from 2 to 120")
+	}
 }
 
 // Cancel kills the recognizer's whole process group: a fake recognizer
@@ -323,7 +355,7 @@ func TestCancelKillsTheRecognizerAndItsChildren(t *testing.T) {
 	pidFile := filepath.Join(dir, "child.pid")
 	fake := filepath.Join(dir, Recognizer)
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nsleep 300 &\necho $! > "+pidFile+"\nwait\n"), 0o700))
-	a := &Adapter{provider: testProvider(nil), bin: fake, maxChunk: 30 * sampleRate}
+	a := fakeAdapter(t, fake)
 	path := filepath.Join(dir, "a.wav")
 	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, sampleRate)), 0o600))
 
@@ -474,7 +506,7 @@ echo "<s> 0.100 0.200 1.0"
 echo "hello 0.210 0.600 0.9"
 echo "</s> 0.610 0.700 1.0"
 `), 0o700))
-	a := &Adapter{provider: testProvider(nil), bin: fake, maxChunk: 30 * sampleRate}
+	a := fakeAdapter(t, fake)
 	path := filepath.Join(dir, "a.wav")
 	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 70*sampleRate)), 0o600))
 	res, err := transcribe(t, a, path, `{"language":"en"}`)
@@ -497,4 +529,57 @@ echo "</s> 0.610 0.700 1.0"
 	require.Equal(t, providers.KindRetryable, pe.Kind)
 	require.Equal(t, jobs.CodeProviderUnavailable, pe.Code)
 	require.Contains(t, pe.Message, "Acoustic model definition is not specified")
+}
+
+// A chunk with no speech reports no cepstral mean: the next chunk starts
+// from the last one reported, not from the model's.
+func TestASilentChunkKeepsTheCepstralMean(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := filepath.Join(dir, Recognizer)
+	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
+cat > /dev/null
+echo "$*" >> `+calls+`
+n=$(wc -l < `+calls+`)
+if [ "$n" -ne 2 ]; then
+  echo "INFO: cmn_live.c(138): Update to   < 5$n.00 1.50 >" >&2
+fi
+`), 0o700))
+	a := fakeAdapter(t, fake)
+	path := filepath.Join(dir, "a.wav")
+	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 70*sampleRate)), 0o600))
+	_, err := transcribe(t, a, path, `{"language":"en"}`)
+	require.NoError(t, err)
+	b, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 3)
+	require.NotContains(t, lines[0], "-cmninit")
+	require.Contains(t, lines[1], "-cmninit 51.00,1.50")
+	require.Contains(t, lines[2], "-cmninit 51.00,1.50", "the second chunk heard no speech")
+}
+
+// A recognizer that hangs is stopped after its chunk's timeout, a
+// retryable provider error that says so, long before the activity's
+// limit.
+func TestAHungRecognizerTimesOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := filepath.Join(dir, Recognizer)
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\ncat > /dev/null\nsleep 300\n"), 0o700))
+	a := fakeAdapter(t, fake)
+	a.timeoutFloor = 300 * time.Millisecond
+	path := filepath.Join(dir, "a.wav")
+	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, sampleRate/100)), 0o600))
+	started := time.Now()
+	_, err := transcribe(t, a, path, `{"language":"en"}`)
+	require.Less(t, time.Since(started), 10*time.Second, "the process group is killed, sleep and all")
+	var pe *providers.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, providers.KindRetryable, pe.Kind)
+	require.Equal(t, jobs.CodeProviderUnavailable, pe.Code)
+	require.Contains(t, pe.Message, "no result within 300ms")
+	require.Equal(t, time.Minute, (&Adapter{}).chunkTimeout(1), "a minute at least")
+	require.Equal(t, 150*time.Second, (&Adapter{}).chunkTimeout(30), "5 times a chunk's audio")
 }

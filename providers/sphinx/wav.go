@@ -21,11 +21,16 @@ type pcm struct {
 	samples int64
 }
 
-// errNotPCM is a file that is not the WAV the media stage writes.
-var errNotPCM = errors.New("not 16 kHz mono 16-bit PCM WAV")
+// errNotWAV is a file that is not a readable WAV file.
+var errNotWAV = errors.New("not a WAV file")
 
-// openPCM opens a WAV file and finds its samples. A file that is not
-// 16 kHz mono 16-bit PCM fails with errNotPCM (wrapped).
+// errNotPCM is a WAV file in another format than the one the media stage
+// writes.
+var errNotPCM = errors.New("not 16 kHz mono 16-bit PCM")
+
+// openPCM opens a WAV file and finds its samples. A file that is no WAV
+// fails with errNotWAV, a WAV that is not 16 kHz mono 16-bit PCM with
+// errNotPCM (both wrapped).
 func openPCM(path string) (*pcm, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -46,14 +51,14 @@ func readHeader(f *os.File) (*pcm, error) {
 	}
 	var riff [12]byte
 	if _, err := io.ReadFull(f, riff[:]); err != nil || string(riff[0:4]) != "RIFF" || string(riff[8:12]) != "WAVE" {
-		return nil, fmt.Errorf("%w: no RIFF/WAVE header", errNotPCM)
+		return nil, fmt.Errorf("%w: no RIFF/WAVE header", errNotWAV)
 	}
 	pos := int64(12)
 	sawFormat := false
 	for {
 		var head [8]byte
 		if _, err := f.ReadAt(head[:], pos); err != nil {
-			return nil, fmt.Errorf("%w: no data chunk", errNotPCM)
+			return nil, fmt.Errorf("%w: no data chunk", errNotWAV)
 		}
 		id, size := string(head[0:4]), int64(binary.LittleEndian.Uint32(head[4:8]))
 		pos += 8
@@ -61,10 +66,10 @@ func readHeader(f *os.File) (*pcm, error) {
 		case "fmt ":
 			var fmtChunk [16]byte
 			if size < 16 {
-				return nil, fmt.Errorf("%w: short fmt chunk", errNotPCM)
+				return nil, fmt.Errorf("%w: short fmt chunk", errNotWAV)
 			}
 			if _, err := f.ReadAt(fmtChunk[:], pos); err != nil {
-				return nil, fmt.Errorf("%w: short fmt chunk", errNotPCM)
+				return nil, fmt.Errorf("%w: short fmt chunk", errNotWAV)
 			}
 			tag := binary.LittleEndian.Uint16(fmtChunk[0:2])
 			channels := binary.LittleEndian.Uint16(fmtChunk[2:4])
@@ -76,7 +81,7 @@ func readHeader(f *os.File) (*pcm, error) {
 			sawFormat = true
 		case "data":
 			if !sawFormat {
-				return nil, fmt.Errorf("%w: data before fmt", errNotPCM)
+				return nil, fmt.Errorf("%w: data before fmt", errNotWAV)
 			}
 			// A WAV written to a pipe has no size (0 or 0xFFFFFFFF): the
 			// samples run to the end of the file.

@@ -13,8 +13,7 @@ import (
 )
 
 // RequireTools skips the test when ffmpeg or ffprobe is missing, saying
-// how to install them, unless GATEWAY_REQUIRE_MEDIA_TOOLS=1 (set by CI),
-// in which case the test fails.
+// how to install them (or fails it: Installed).
 func RequireTools(t testing.TB) {
 	t.Helper()
 	Require(t, "ffmpeg", "ffprobe")
@@ -26,23 +25,35 @@ var installHints = map[string]string{
 	"ffprobe":                 "apt-get install ffmpeg",
 	"tesseract":               "apt-get install tesseract-ocr tesseract-ocr-eng",
 	"pocketsphinx_continuous": "apt-get install pocketsphinx pocketsphinx-en-us",
+	"flite":                   "apt-get install flite",
+	"apertium-apy":            "apt-get install apertium-apy apertium-eng-spa",
 }
 
 // Require skips the test when one of tools is missing, saying how to
 // install it (make test installs them all when it can: root on Debian or
-// Ubuntu), unless GATEWAY_REQUIRE_MEDIA_TOOLS=1, in which case the test
-// fails.
+// Ubuntu); see Installed for when it fails instead.
 func Require(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("%s is not installed: %s (or make engines) to run this test", tool, installHints[tool])
-			if os.Getenv("GATEWAY_REQUIRE_MEDIA_TOOLS") == "1" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			Installed(t, fmt.Errorf("%s is not installed: %s (or make engines) to run this test", tool, installHints[tool]))
 		}
 	}
+}
+
+// Installed skips the test when err, a check for something a test needs
+// (such as an engine's model), says it is missing, unless
+// GATEWAY_REQUIRE_MEDIA_TOOLS=1 or GATEWAY_REQUIRE_ENGINES=1 (a machine
+// after make engines), in which case the test fails.
+func Installed(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("GATEWAY_REQUIRE_MEDIA_TOOLS") == "1" || os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
 }
 
 // ffmpeg runs ffmpeg with args and fails the test with its output when it
