@@ -34,22 +34,13 @@ func validApplication(app string) *apierror.Error {
 		"header X-Application: must be 2 to 63 characters of lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (pattern %s)", auth.SlugPattern)
 }
 
-// parseJobRequest checks a create request's envelope for service and
-// parses its job (jobs.ParseCreate): the request to submit.
+// parseJobRequest parses a create request's body for service
+// (jobs.ParseCreateBody): the request to submit.
 func parseJobRequest(service jobs.Service, body []byte) (*jobops.SubmitRequest, error) {
-	env, err := parseEnvelope(body, envelopeSpec{
-		Type:    service.JobType,
-		Members: []string{"type", "attributes", "meta"},
-		WrongType: func(got string) error {
-			return apierror.Validation(ptrData+"/type", "must be %q for %s, not %q", service.JobType, service.Endpoint(), got)
-		},
-		Attributes:         jobs.CreateAttributes,
-		AttributesRequired: true,
-	})
-	if err != nil {
+	if err := malformed(body); err != nil {
 		return nil, err
 	}
-	job, err := jobs.ParseCreate(service.ID, env.Attributes, env.Meta)
+	job, err := jobs.ParseCreateBody(service, body)
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,26 @@ type CreateRequest struct {
 	ClientMeta json.RawMessage
 }
 
+// ParseCreateBody parses the body of a create request for service: its
+// envelope, {"data": {type, attributes, meta}} (strictjson.ParseEnvelope),
+// then its job (ParseCreate). Its errors are *RequestError; a body that
+// is not JSON is one too, which the API refuses before, with a 400.
+func ParseCreateBody(service Service, body []byte) (*CreateRequest, error) {
+	env, err := strictjson.ParseEnvelope(body, strictjson.EnvelopeSpec{
+		Type:    service.JobType,
+		Members: []string{"type", "attributes", "meta"},
+		WrongType: func(got string) error {
+			return invalidRequest(PtrData+"/type", "must be %q for %s, not %q", service.JobType, service.Endpoint(), got)
+		},
+		Attributes:         CreateAttributes,
+		AttributesRequired: true,
+	})
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return ParseCreate(service.ID, env.Attributes, env.Meta)
+}
+
 // ParseCreate parses and validates the data.attributes (members checked
 // against CreateAttributes) and data.meta of a create request for
 // service. Its errors are *RequestError.

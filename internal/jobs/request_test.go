@@ -51,3 +51,35 @@ func TestParseCreateRefusesWithRequestErrors(t *testing.T) {
 		require.NotEmpty(t, reqErr.Message, tc.name)
 	}
 }
+
+// A create request's whole body parses in the job model too, envelope
+// and all, so a batch file's reader needs no HTTP package; its refusals
+// are *RequestError, down to a wrong data.type or a member named twice.
+func TestParseCreateBodyChecksTheEnvelope(t *testing.T) {
+	t.Parallel()
+	svc, ok := jobs.ServiceOf(jobs.LLMTasks)
+	require.True(t, ok)
+	const input = `"input": {"type": "text", "text": "hi", "prompt": "Say hi"}`
+	req, err := jobs.ParseCreateBody(svc, []byte(`{"data": {"type": "`+svc.JobType+`", "attributes": {`+input+`}, "meta": {"client": {"a": 1}}}}`))
+	require.NoError(t, err)
+	require.Equal(t, `{"a":1}`, string(req.ClientMeta))
+
+	cases := []struct{ name, body, message string }{
+		{"wrong type", `{"data": {"type": "translation-job", "attributes": {` + input + `}}}`,
+			`/data/type: must be "` + svc.JobType + `" for /v1/llm-tasks, not "translation-job"`},
+		{"no attributes", `{"data": {"type": "` + svc.JobType + `"}}`, "/data/attributes: is required"},
+		{"unknown data member", `{"data": {"type": "` + svc.JobType + `", "id": "x", "attributes": {` + input + `}}}`,
+			"/data/id: is not a known field (known: type, attributes, meta)"},
+		{"member twice", `{"data": {"type": "` + svc.JobType + `", "attributes": {` + input + `, "provider": "a", "provider": "b"}}}`,
+			`/data/attributes: has the member "provider" more than once`},
+		{"NUL", `{"data": {"type": "` + svc.JobType + `", "attributes": {"input": {"type": "text", "text": "a\u0000", "prompt": "p"}}}}`,
+			`/data/attributes/input/text: holds a NUL character (\u0000)`},
+	}
+	for _, tc := range cases {
+		_, err := jobs.ParseCreateBody(svc, []byte(tc.body))
+		var reqErr *jobs.RequestError
+		require.True(t, errors.As(err, &reqErr), "%s: %v", tc.name, err)
+		require.Equal(t, jobs.RequestInvalid, reqErr.Code, tc.name)
+		require.Equal(t, tc.message, reqErr.Error(), tc.name)
+	}
+}

@@ -1,23 +1,20 @@
-package api
+package strictjson
 
 import (
 	"encoding/json"
 	"strconv"
-
-	"github.com/ai-job-gateway/gateway/api/apierror"
-	"github.com/ai-job-gateway/gateway/internal/strictjson"
 )
 
-// checkDuplicateMembers rejects a body (already valid JSON) with an object
+// CheckDuplicateMembers rejects a body (already valid JSON) with an object
 // that names a member twice. Decoding keeps the last value while input,
 // options and meta.client are stored as sent, so the gateway and its
-// providers would read different jobs. The error names the object.
-func checkDuplicateMembers(body []byte) error {
+// providers would read different jobs. The *Error names the object.
+func CheckDuplicateMembers(body []byte) error {
 	pointer, name, found := duplicateMember(body)
 	if !found {
 		return nil
 	}
-	return apierror.Validation(strictjson.OrRoot(pointer), "has the member %q more than once", name)
+	return errorf(pointer, "has the member %q more than once", name)
 }
 
 // jsonFrame is an object or array being scanned.
@@ -43,7 +40,7 @@ func duplicateMember(b []byte) (pointer, name string, found bool) {
 			if len(stack) > 0 {
 				top := stack[len(stack)-1]
 				if top.object {
-					p = top.pointer + "/" + strictjson.EscapeName(top.name)
+					p = top.pointer + "/" + EscapeName(top.name)
 				} else {
 					p = top.pointer + "/" + strconv.Itoa(top.index)
 				}

@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func FuzzDuplicateMember(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		// Bodies reach the scanner valid and as UTF-8 (checkUnicode).
+		// Bodies reach the scanner valid and as UTF-8 (CheckUnicode).
 		if !json.Valid(body) || !utf8.Valid(body) {
 			return
 		}
