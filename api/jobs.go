@@ -124,33 +124,6 @@ func creatorOf(c *gin.Context) (jobops.Requester, error) {
 	return jobops.Requester{Tenant: tenant, User: user, Application: application, IdempotencyKey: idempotencyKey}, nil
 }
 
-// refusals are the statuses and codes of jobops' refusals (docs/api.md,
-// Errors).
-var refusals = map[error]struct {
-	status int
-	code   string
-}{
-	jobops.ErrServiceNotEnabled:    {http.StatusForbidden, apierror.CodeServiceNotEnabled},
-	jobops.ErrProviderNotEnabled:   {http.StatusForbidden, apierror.CodeProviderNotEnabled},
-	jobops.ErrServiceDisabled:      {http.StatusUnprocessableEntity, apierror.CodeServiceDisabled},
-	jobops.ErrUnknownProvider:      {http.StatusUnprocessableEntity, apierror.CodeUnknownProvider},
-	jobops.ErrUnsupportedOption:    {http.StatusUnprocessableEntity, apierror.CodeUnsupportedOption},
-	jobops.ErrProviderDisabled:     {http.StatusUnprocessableEntity, apierror.CodeProviderDisabled},
-	jobops.ErrUnknownPolicy:        {http.StatusUnprocessableEntity, apierror.CodeUnknownPolicy},
-	jobops.ErrInvalid:              {http.StatusUnprocessableEntity, apierror.CodeValidation},
-	jobops.ErrRateLimited:          {http.StatusTooManyRequests, apierror.CodeRateLimited},
-	jobops.ErrBudgetExceeded:       {http.StatusPaymentRequired, apierror.CodeBudgetExceeded},
-	jobops.ErrJobFinished:          {http.StatusConflict, apierror.CodeJobFinished},
-	jobops.ErrNotRetryable:         {http.StatusConflict, apierror.CodeJobNotRetryable},
-	jobops.ErrNoWebhook:            {http.StatusConflict, apierror.CodeJobHasNoWebhook},
-	jobops.ErrNotResendable:        {http.StatusConflict, apierror.CodeWebhookNotResendable},
-	jobops.ErrPayloadUndecryptable: {http.StatusConflict, apierror.CodePayloadUndecryptable},
-	jobops.ErrUnknownJob:           {http.StatusNotFound, apierror.CodeNotFound},
-	jobops.ErrJobDeleted:           {http.StatusGone, apierror.CodeJobDeleted},
-	jobops.ErrCallbackToken:        {http.StatusForbidden, apierror.CodeForbidden},
-	jobops.ErrUnavailable:          {http.StatusServiceUnavailable, apierror.CodeServiceUnavailable},
-}
-
 // jobopsError is the API error of a refusal by jobops; other errors are
 // returned as they are.
 func jobopsError(err error) error {
@@ -162,15 +135,10 @@ func jobopsError(err error) error {
 	if !errors.As(err, &refusal) {
 		return err
 	}
-	r, ok := refusals[refusal.Kind]
-	if !ok {
+	if refusal.Status() == 0 {
 		return err
 	}
-	message := refusal.Message
-	if refusal.Pointer != "" {
-		message = ptrAttributes + refusal.Pointer + ": " + message
-	}
-	apiErr := apierror.New(r.status, r.code, "%s", message)
+	apiErr := apierror.New(refusal.Status(), refusal.Code(), "%s", refusal.ClientMessage())
 	switch {
 	case refusal.RetryAfter > 0:
 		apiErr.WithHeader("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))

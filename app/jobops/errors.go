@@ -3,7 +3,10 @@ package jobops
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // Why an operation refused a job. Submit, Cancel and Retry return them wrapped in
@@ -76,6 +79,50 @@ func (e *Error) Error() string {
 
 // Unwrap returns Kind, so that errors.Is matches it.
 func (e *Error) Unwrap() error { return e.Kind }
+
+// refusals are the HTTP status and error code of each kind of refusal
+// (docs/api.md, Errors), the API's and a batch's refused items' alike.
+var refusals = map[error]struct {
+	status int
+	code   string
+}{
+	ErrServiceNotEnabled:    {http.StatusForbidden, "SERVICE_NOT_ENABLED"},
+	ErrProviderNotEnabled:   {http.StatusForbidden, "PROVIDER_NOT_ENABLED"},
+	ErrServiceDisabled:      {http.StatusUnprocessableEntity, "SERVICE_DISABLED"},
+	ErrUnknownProvider:      {http.StatusUnprocessableEntity, "UNKNOWN_PROVIDER"},
+	ErrUnsupportedOption:    {http.StatusUnprocessableEntity, "UNSUPPORTED_OPTION"},
+	ErrProviderDisabled:     {http.StatusUnprocessableEntity, "PROVIDER_DISABLED"},
+	ErrUnknownPolicy:        {http.StatusUnprocessableEntity, "UNKNOWN_POLICY"},
+	ErrInvalid:              {http.StatusUnprocessableEntity, jobs.RequestInvalid},
+	ErrRateLimited:          {http.StatusTooManyRequests, "RATE_LIMITED"},
+	ErrBudgetExceeded:       {http.StatusPaymentRequired, "BUDGET_EXCEEDED"},
+	ErrJobFinished:          {http.StatusConflict, "JOB_FINISHED"},
+	ErrNotRetryable:         {http.StatusConflict, "JOB_NOT_RETRYABLE"},
+	ErrNoWebhook:            {http.StatusConflict, "JOB_HAS_NO_WEBHOOK"},
+	ErrNotResendable:        {http.StatusConflict, "WEBHOOK_NOT_RESENDABLE"},
+	ErrPayloadUndecryptable: {http.StatusConflict, "PAYLOAD_UNDECRYPTABLE"},
+	ErrUnknownJob:           {http.StatusNotFound, "NOT_FOUND"},
+	ErrJobDeleted:           {http.StatusGone, "JOB_DELETED"},
+	ErrCallbackToken:        {http.StatusForbidden, "FORBIDDEN"},
+	ErrUnavailable:          {http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE"},
+}
+
+// Status is the HTTP status the refusal is answered with (docs/api.md,
+// Errors); 0 for a Kind that is none of the Err values above.
+func (e *Error) Status() int { return refusals[e.Kind].status }
+
+// Code is the error code the refusal is answered with (docs/api.md,
+// Errors); "" when Status is 0.
+func (e *Error) Code() string { return refusals[e.Kind].code }
+
+// ClientMessage is the message as the client reads it: Pointer, when
+// set, within the request's document (/data/attributes/provider).
+func (e *Error) ClientMessage() string {
+	if e.Pointer != "" {
+		return jobs.PtrAttributes + e.Pointer + ": " + e.Message
+	}
+	return e.Message
+}
 
 func refuse(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
