@@ -122,39 +122,6 @@ func transcribe(t *testing.T, a *Adapter, path, options string) (jobs.Transcript
 	return res, err
 }
 
-// normalWords lowercases text and drops its punctuation.
-func normalWords(text string) []string {
-	return strings.Fields(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '\'' || r == ' ' {
-			return r
-		}
-		return ' '
-	}, strings.ToLower(text)))
-}
-
-// wordErrors is the word-level edit distance between a reference and a
-// hypothesis, and the reference's length.
-func wordErrors(reference, hypothesis string) (errs, words int) {
-	ref, hyp := normalWords(reference), normalWords(hypothesis)
-	prev := make([]int, len(hyp)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ref); i++ {
-		cur := make([]int, len(hyp)+1)
-		cur[0] = i
-		for j := 1; j <= len(hyp); j++ {
-			sub := prev[j-1]
-			if ref[i-1] != hyp[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev = cur
-	}
-	return prev[len(hyp)], len(ref)
-}
-
 // sentences are what flite says in the tests.
 var sentences = []string{
 	"The quick brown fox jumps over the lazy dog.",
@@ -173,7 +140,7 @@ func TestTranscribesFliteSentencesWordForWord(t *testing.T) {
 	for _, s := range sentences {
 		res, err := transcribe(t, a, speak(t, 0.5, s), `{"language":"en","include_usage":true}`)
 		require.NoError(t, err)
-		e, n := wordErrors(s, res.Text)
+		e, n := mediatest.WordErrors(s, res.Text)
 		t.Logf("%q -> %q (%d/%d)", s, res.Text, e, n)
 		errs, words = errs+e, words+n
 		require.Equal(t, "en", res.Language)
@@ -232,8 +199,8 @@ func TestTwoSentencesWithAPauseAreTwoSegments(t *testing.T) {
 	require.GreaterOrEqual(t, res.Segments[1].Start-res.Segments[0].End, 1.0, "the pause lies between them")
 	requireTimedWords(t, res.Segments[0], 0)
 	requireTimedWords(t, res.Segments[1], res.Segments[0].End)
-	e1, n1 := wordErrors(first, res.Segments[0].Text)
-	e2, n2 := wordErrors(second, res.Segments[1].Text)
+	e1, n1 := mediatest.WordErrors(first, res.Segments[0].Text)
+	e2, n2 := mediatest.WordErrors(second, res.Segments[1].Text)
 	require.Less(t, float64(e1+e2)/float64(n1+n2), 0.25, "%+v", res.Segments)
 
 	// The SubRip rendering comes out of the same segments.

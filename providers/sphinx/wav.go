@@ -13,7 +13,7 @@ import (
 const sampleRate = 16000
 
 // pcm is a 16 kHz mono 16-bit PCM WAV file, read in place: the adapter
-// never holds more of it than one search window or one chunk's pipe
+// never holds more of it than a second of samples and a chunk's pipe
 // buffer, so memory stays flat whatever the length.
 type pcm struct {
 	f       *os.File
@@ -125,18 +125,26 @@ func (p *pcm) nextCut(start, maxLen int64) (int64, error) {
 	if frames < quietFrames {
 		return start + maxLen, nil
 	}
-	buf := make([]byte, frames*frameSamples*2)
-	if _, err := io.ReadFull(p.section(from, from+int64(frames*frameSamples)), buf); err != nil {
-		return 0, err
-	}
+	// The energies are read a block of frames at a time: the search
+	// holds 8 bytes a frame, not the samples.
 	energy := make([]int64, frames)
-	for i := range energy {
-		var e int64
-		for j := 0; j < frameSamples; j++ {
-			s := int64(int16(binary.LittleEndian.Uint16(buf[2*(i*frameSamples+j):])))
-			e += s * s
+	section := p.section(from, from+int64(frames*frameSamples))
+	buf := make([]byte, 100*frameSamples*2)
+	for i := 0; i < frames; {
+		n := min(frames-i, 100)
+		block := buf[:n*frameSamples*2]
+		if _, err := io.ReadFull(section, block); err != nil {
+			return 0, err
 		}
-		energy[i] = e
+		for k := range n {
+			var e int64
+			for j := range frameSamples {
+				s := int64(int16(binary.LittleEndian.Uint16(block[2*(k*frameSamples+j):])))
+				e += s * s
+			}
+			energy[i+k] = e
+		}
+		i += n
 	}
 	var sum int64
 	for i := 0; i < quietFrames; i++ {
