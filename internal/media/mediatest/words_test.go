@@ -10,7 +10,7 @@ func TestWordErrors(t *testing.T) {
 	}{
 		{"The quick brown fox.", "the quick brown fox", 0, 4},
 		{"Thank you very much for your help.", "thank you much for the help", 2, 7}, // a deletion, a substitution
-		{"Please call me.", "please please call me now", 2, 3},                     // two insertions
+		{"Please call me.", "please please call me now", 2, 3},                      // two insertions
 		{"Hello", "", 1, 1},
 	} {
 		errs, words := WordErrors(c.reference, c.hypothesis)
