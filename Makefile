@@ -12,7 +12,7 @@ help: ## list the tasks
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: build media-tools ## run the whole stack (API, worker, embedded Temporal + UI, and the local engines installed) with `gateway dev --local-engines`
+run: build media-tools ## run the whole stack (API, worker, embedded Temporal + UI, and the local engines: Apertium, PocketSphinx, ffmpeg and tesseract) with `gateway dev --local-engines`, installing the engines first when it can
 	$(BIN) dev --data-dir $(DATA_DIR) --local-engines
 
 .PHONY: engines
@@ -20,8 +20,8 @@ engines: ## install the programs media jobs and local engines use (ffmpeg, tesse
 	scripts/install-engines
 
 .PHONY: media-tools
-media-tools: ## install ffmpeg when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how
-	@scripts/install-engines --if-possible ffmpeg ffprobe
+media-tools: ## make run's tool step: install ffmpeg and the local engines (as make engines) when they are missing and apt-get can (root on Debian or Ubuntu); otherwise say how, and run without them
+	@scripts/install-engines --if-possible
 
 .PHONY: build
 build: ## build bin/gateway
@@ -90,6 +90,10 @@ bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, be
 .PHONY: bench-media
 bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and by how much it raises peak RSS (makes the video once in the temp dir; about a minute)
 	$(GO) test -run '^$$' -bench MediaStageOneGiB -benchtime 1x -count=1 -timeout 20m ./activities/
+
+.PHONY: bench-transcription
+bench-transcription: ## benchmark: sphinx-local recognizes a 10-minute file of flite sentences for real (time and memory per audio minute, word error rate: docs/benchmarks.md, Local transcription; about 80 s)
+	SPHINX_LONG=1 $(GO) test -run 'TestTenMinutesInChunksWithFlatMemory' -count=1 -v -timeout 20m ./providers/sphinx/
 
 .PHONY: bench-events
 bench-events: ## benchmark: 2,000 clients following 100 jobs' event streams on one API (time to open them all, and for an event to reach them all; under a minute)
