@@ -12,8 +12,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
@@ -89,13 +92,40 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	t.Cleanup(func() { _ = tc.TerminateWorkflow(context.Background(), running, "", "test over") })
 	neverStarted := open(jobs.StatusPending)
 
+	// The case the sweep is for: a worker given another key under the
+	// same id, decoding as before a decode failure failed the task (a
+	// codec converter without payloadcodec.DataConverter), failed the
+	// workflow at its first task, and the job stayed pending.
+	undecodable := open(jobs.StatusPending)
+	wrongKeys, err := payloadcodec.NewKeyring(keys.Current(), map[string][]byte{keys.Current(): payloadcodec.GenerateKey()})
+	require.NoError(t, err)
+	wrongEnc := payloadcodec.New(wrongKeys, st.PayloadSecrets(), payloadcodec.Options{})
+	wrongClient, err := client.Dial(client.Options{HostPort: g.temporal,
+		DataConverter: converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), wrongEnc.WorkflowCodec(st.JobTenant))})
+	require.NoError(t, err)
+	t.Cleanup(wrongClient.Close)
+	wrongQueue := "wrong-key-" + undecodable
+	wrongWorker := worker.New(wrongClient, wrongQueue, worker.Options{})
+	wrongWorker.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
+	require.NoError(t, wrongWorker.Start())
+	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobWorkflowID(undecodable), TaskQueue: wrongQueue},
+		workflows.JobWorkflowName, jobs.Submission{JobID: undecodable, Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
+			Webhook: &jobs.Webhook{URL: receiver.URL + "/hook"}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		desc, err := tc.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(undecodable), "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+	}, 2*time.Minute, 100*time.Millisecond, "the wrong key's worker fails the workflow (as before the fix)")
+	wrongWorker.Stop()
+
 	m := metrics.New()
 	rec := newReconciler(st, tc, dc, m, slog.Default())
 	failed, err := rec.sweep(ctx, time.Now())
 	require.NoError(t, err)
-	require.Equal(t, 3, failed)
+	require.Equal(t, 4, failed)
 
-	for id, code := range map[string]string{terminated: jobs.CodeWorkflowClosed, processing: jobs.CodeWorkflowClosed, neverStarted: jobs.CodeNotStarted} {
+	for id, code := range map[string]string{terminated: jobs.CodeWorkflowClosed, processing: jobs.CodeWorkflowClosed,
+		undecodable: jobs.CodeWorkflowClosed, neverStarted: jobs.CodeNotStarted} {
 		job, err := st.GetJob(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, job.Status, id)
@@ -112,30 +142,41 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, job.Status, "a job whose workflow runs is left alone")
 
-	select {
-	case body := <-events:
-		var event struct {
-			Event string `json:"event"`
-			Data  struct {
-				ID         string `json:"id"`
-				Attributes struct {
-					Status string     `json:"status"`
-					Error  jobs.Error `json:"error"`
-				} `json:"attributes"`
-			} `json:"data"`
+	// Each job with a webhook gets its *.failed event, once.
+	webhooked := map[string]bool{}
+	for len(webhooked) < 2 {
+		select {
+		case body := <-events:
+			var event struct {
+				Event string `json:"event"`
+				Data  struct {
+					ID         string `json:"id"`
+					Attributes struct {
+						Status string     `json:"status"`
+						Error  jobs.Error `json:"error"`
+					} `json:"attributes"`
+				} `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal(body, &event), "%s", body)
+			require.Equal(t, "llm-task.failed", event.Event)
+			require.Contains(t, []string{terminated, undecodable}, event.Data.ID)
+			require.False(t, webhooked[event.Data.ID], "one event a job: %s", body)
+			webhooked[event.Data.ID] = true
+			require.Equal(t, "failed", event.Data.Attributes.Status)
+			require.Equal(t, jobs.CodeWorkflowClosed, event.Data.Attributes.Error.Code)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the *.failed webhooks never came: %v of the terminated and the undecodable job", webhooked)
 		}
-		require.NoError(t, json.Unmarshal(body, &event), "%s", body)
-		require.Equal(t, "llm-task.failed", event.Event)
-		require.Equal(t, terminated, event.Data.ID)
-		require.Equal(t, "failed", event.Data.Attributes.Status)
-		require.Equal(t, jobs.CodeWorkflowClosed, event.Data.Attributes.Error.Code)
-	case <-time.After(60 * time.Second):
-		t.Fatal("the terminated job's *.failed webhook never came")
 	}
-	deliveries, err := st.ListDeliveries(ctx, terminated)
-	require.NoError(t, err)
-	require.NotEmpty(t, deliveries)
-	require.Equal(t, terminated+"-1", deliveries[0].MessageID)
+	for _, id := range []string{terminated, undecodable} {
+		// The attempt is recorded once the receiver has answered.
+		var deliveries []store.WebhookDelivery
+		require.Eventually(t, func() bool {
+			deliveries, err = st.ListDeliveries(ctx, id)
+			return err == nil && len(deliveries) > 0
+		}, 60*time.Second, 50*time.Millisecond, "the delivery of %s is recorded", id)
+		require.Equal(t, id+"-1", deliveries[0].MessageID)
+	}
 
 	again, err := rec.sweep(ctx, time.Now())
 	require.NoError(t, err)
@@ -143,7 +184,7 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	scraped := httptest.NewRecorder()
 	m.Handler().ServeHTTP(scraped, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body := scraped.Body.String()
-	require.Contains(t, body, `gateway_jobs_reconciled_total{code="WORKFLOW_CLOSED"} 2`)
+	require.Contains(t, body, `gateway_jobs_reconciled_total{code="WORKFLOW_CLOSED"} 3`)
 	require.Contains(t, body, `gateway_jobs_reconciled_total{code="JOB_NOT_STARTED"} 1`)
 }
 
