@@ -7,25 +7,25 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
+	"github.com/ai-job-gateway/gateway/providers/sphinx"
 )
 
-// requireEngines skips a test that needs the local engines when they are
-// not installed, unless GATEWAY_REQUIRE_ENGINES=1 (CI, after make engines).
-func requireEngines(t *testing.T) {
+// requireEngines skips a test that needs tools and sphinx-local's
+// recognizer and model when they are not installed (or fails it:
+// mediatest.Installed).
+func requireEngines(t *testing.T, tools ...string) {
 	t.Helper()
-	for _, bin := range []string{"apertium-apy", "ffmpeg", "ffprobe", "tesseract", "pocketsphinx_continuous"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
-				t.Fatalf("%s is not installed (make engines)", bin)
-			}
-			t.Skipf("%s is not installed (make engines)", bin)
-		}
-	}
+	mediatest.Require(t, tools...)
+	_, err := sphinx.Find(sphinx.DefaultModelDir)
+	mediatest.Installed(t, err)
 }
 
 type providerDoc struct {
@@ -60,7 +60,7 @@ func (g *gateway) providers() map[string]providerDoc {
 // job fails over to Apertium, which really translates.
 func TestLocalEnginesAndFailoverFromAVendor(t *testing.T) {
 	t.Parallel()
-	requireEngines(t)
+	requireEngines(t, "apertium-apy", "ffmpeg", "ffprobe", "tesseract")
 	deepl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
@@ -180,4 +180,28 @@ func TestMissingLocalEnginesAreListedDisabled(t *testing.T) {
 		"input":{"type":"text","content":"Hello","target_language":"es"},"options":{"source_language":"en"}}}}`)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", body)
 	require.Contains(t, string(body), "PROVIDER_DISABLED")
+}
+
+// scripts/install-engines (make run's and make test's tool step) checks
+// again after apt-get and says what is still missing, rather than
+// trusting that the packages brought it.
+func TestInstallEnginesSaysWhatIsStillMissing(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir() // nothing on PATH but an apt-get that installs nothing, as root
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "apt-get"), []byte("#!/bin/sh\nexit 0\n"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "id"), []byte("#!/bin/sh\necho 0\n"), 0o700))
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command("/bin/bash", append([]string{filepath.Join("..", "..", "scripts", "install-engines")}, args...)...)
+		cmd.Env = []string{"PATH=" + bin}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("flite")
+	require.Error(t, err, out)
+	require.Contains(t, out, "installing flite")
+	require.Contains(t, out, "error: still missing after apt-get: flite (from flite)")
+
+	out, err = run("--if-possible", "pocketsphinx_continuous")
+	require.NoError(t, err, out, "make run goes on")
+	require.Contains(t, out, "note: still missing after apt-get: pocketsphinx_continuous")
 }

@@ -3,60 +3,23 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 )
-
-// requireSpeechEngines skips a test that needs the local recognizer and
-// the voice that speaks to it, unless GATEWAY_REQUIRE_ENGINES=1 (CI,
-// after make engines).
-func requireSpeechEngines(t *testing.T) {
-	t.Helper()
-	for _, bin := range []string{"pocketsphinx_continuous", "flite", "ffmpeg", "ffprobe", "tesseract"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("GATEWAY_REQUIRE_ENGINES") == "1" {
-				t.Fatalf("%s is not installed (make engines)", bin)
-			}
-			t.Skipf("%s is not installed (make engines)", bin)
-		}
-	}
-}
-
-// heardWords is the share of the reference's words found in text.
-func heardWords(reference, text string) float64 {
-	clean := func(s string) []string {
-		return strings.Fields(strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r == ' ' {
-				return r
-			}
-			return ' '
-		}, strings.ToLower(s)))
-	}
-	heard := clean(text)
-	ref := clean(reference)
-	found := 0
-	for _, w := range ref {
-		if i := slices.Index(heard, w); i >= 0 {
-			found++
-			heard = slices.Delete(heard, i, i+1)
-		}
-	}
-	return float64(found) / float64(len(ref))
-}
 
 // `gateway dev --local-engines` (make run) transcribes a flite sentence
 // served over HTTP with sphinx-local, and a local video analysis has its
 // transcript beside its scenes.
 func TestLocalTranscriptionOfSpokenSentences(t *testing.T) {
 	t.Parallel()
-	requireSpeechEngines(t)
+	requireEngines(t, "flite", "ffmpeg", "ffprobe", "tesseract")
 	const sentence = "Thank you very much for your help. Please call me tomorrow morning."
 	dir := t.TempDir()
 	spoken := filepath.Join(dir, "spoken.wav")
@@ -103,7 +66,7 @@ func TestLocalTranscriptionOfSpokenSentences(t *testing.T) {
 	require.NotEmpty(t, transcript.Segments, "%s", raw)
 	require.NotNil(t, transcript.Segments[0].Confidence)
 	require.NotNil(t, transcript.Usage, "%s", raw)
-	require.GreaterOrEqual(t, heardWords(sentence, transcript.Text), 0.75, "%s", raw)
+	requireHeard(t, sentence, transcript.Text, raw)
 
 	// The SubRip and WebVTT renderings come out of the same segments.
 	status, srt, _ := g.do(http.MethodGet, "/v1/transcriptions/"+job.Data.ID+"/result", "", "Accept", "text/srt")
@@ -117,7 +80,7 @@ func TestLocalTranscriptionOfSpokenSentences(t *testing.T) {
 
 	// The local media engine hands the video's audio to sphinx-local.
 	video := g.create("video-analyses", `{"data":{"type":"video-analysis-job","attributes":{"provider":"media-local",
-		"input":{"url":"`+media.URL+`/spoken.mp4","features":["scenes","speech_to_text"]},"options":{"confidence_threshold":0}}}}`)
+		"input":{"url":"`+media.URL+`/spoken.mp4","features":["scenes","speech_to_text"]}}}}`)
 	analysed := g.waitEnded("video-analyses", video.Data.ID, 2*time.Minute, "completed")
 	var analysis struct {
 		Scenes       []map[string]any `json:"scenes"`
@@ -135,5 +98,13 @@ func TestLocalTranscriptionOfSpokenSentences(t *testing.T) {
 		require.Equal(t, "en", s.Language)
 		heard = append(heard, s.Text)
 	}
-	require.GreaterOrEqual(t, heardWords(sentence, strings.Join(heard, " ")), 0.75, "%s", raw)
+	requireHeard(t, sentence, strings.Join(heard, " "), raw)
+}
+
+// requireHeard: text is the reference with at most a quarter of its
+// words wrong.
+func requireHeard(t *testing.T, reference, text string, raw []byte) {
+	t.Helper()
+	errs, words := mediatest.WordErrors(reference, text)
+	require.LessOrEqual(t, float64(errs)/float64(words), 0.25, "%q in %s", text, raw)
 }

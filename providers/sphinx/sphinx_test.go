@@ -54,6 +54,29 @@ func fakeAdapter(t *testing.T, bin string) *Adapter {
 	return &Adapter{provider: testProvider(nil), bin: bin, model: m, maxChunk: 30 * sampleRate}
 }
 
+// fakeRecognizer is an adapter whose recognizer is a shell script that
+// reads its chunk, appends its arguments as a line to a file, then runs
+// body; calls reads those lines.
+func fakeRecognizer(t *testing.T, body string) (a *Adapter, calls func() []string) {
+	t.Helper()
+	dir := t.TempDir()
+	log, fake := filepath.Join(dir, "calls"), filepath.Join(dir, Recognizer)
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\ncat > /dev/null\necho \"$*\" >> "+log+"\n"+body), 0o700))
+	return fakeAdapter(t, fake), func() []string {
+		b, err := os.ReadFile(log)
+		require.NoError(t, err)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+}
+
+// silentWAV is seconds of silence as the media stage's WAV.
+func silentWAV(t *testing.T, seconds int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "silent.wav")
+	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, seconds*sampleRate)), 0o600))
+	return path
+}
+
 func testProvider(settings map[string]any) *providers.Provider {
 	return &providers.Provider{ID: "sphinx-local", Adapter: "sphinx", Settings: settings,
 		Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: {
@@ -460,27 +483,17 @@ func wavBytes(rate, channels int, samples []int16) []byte {
 // that fails is a retryable provider error quoting its log.
 func TestChunksCarryTheCepstralMeanAndFailuresQuoteTheLog(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	calls := filepath.Join(dir, "calls")
-	fake := filepath.Join(dir, Recognizer)
-	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
-cat > /dev/null
-echo "$*" >> `+calls+`
-echo "INFO: cmn_live.c(120): Update from < 41.00 -5.29 >" >&2
+	a, calls := fakeRecognizer(t, `echo "INFO: cmn_live.c(120): Update from < 41.00 -5.29 >" >&2
 echo "INFO: cmn_live.c(138): Update to   < 54.16 15.36 >" >&2
 echo "hello"
 echo "<s> 0.100 0.200 1.0"
 echo "hello 0.210 0.600 0.9"
 echo "</s> 0.610 0.700 1.0"
-`), 0o700))
-	a := fakeAdapter(t, fake)
-	path := filepath.Join(dir, "a.wav")
-	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 70*sampleRate)), 0o600))
+`)
+	path := silentWAV(t, 70)
 	res, err := transcribe(t, a, path, `{"language":"en"}`)
 	require.NoError(t, err)
-	b, err := os.ReadFile(calls)
-	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := calls()
 	require.Len(t, lines, 3, "70 s in chunks of at most 30 s")
 	require.NotContains(t, lines[0], "-cmninit")
 	require.Contains(t, lines[1], "-cmninit 54.16,15.36")
@@ -489,7 +502,7 @@ echo "</s> 0.610 0.700 1.0"
 	require.Greater(t, res.Segments[1].Start, 15.0, "shifted by the chunk's start")
 	require.Equal(t, "hello hello hello", res.Text)
 
-	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'INFO: starting' >&2\necho 'FATAL: \"acmod.c\", line 83: Acoustic model definition is not specified' >&2\necho 'INFO: bye' >&2\nexit 1\n"), 0o700))
+	require.NoError(t, os.WriteFile(a.bin, []byte("#!/bin/sh\necho 'INFO: starting' >&2\necho 'FATAL: \"acmod.c\", line 83: Acoustic model definition is not specified' >&2\necho 'INFO: bye' >&2\nexit 1\n"), 0o700))
 	_, err = transcribe(t, a, path, `{"language":"en"}`)
 	var pe *providers.Error
 	require.ErrorAs(t, err, &pe)
@@ -502,25 +515,14 @@ echo "</s> 0.610 0.700 1.0"
 // from the last one reported, not from the model's.
 func TestASilentChunkKeepsTheCepstralMean(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	calls := filepath.Join(dir, "calls")
-	fake := filepath.Join(dir, Recognizer)
-	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
-cat > /dev/null
-echo "$*" >> `+calls+`
-n=$(wc -l < `+calls+`)
+	a, calls := fakeRecognizer(t, `n=$(grep -c . "$(dirname "$0")/calls")
 if [ "$n" -ne 2 ]; then
   echo "INFO: cmn_live.c(138): Update to   < 5$n.00 1.50 >" >&2
 fi
-`), 0o700))
-	a := fakeAdapter(t, fake)
-	path := filepath.Join(dir, "a.wav")
-	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, 70*sampleRate)), 0o600))
-	_, err := transcribe(t, a, path, `{"language":"en"}`)
+`)
+	_, err := transcribe(t, a, silentWAV(t, 70), `{"language":"en"}`)
 	require.NoError(t, err)
-	b, err := os.ReadFile(calls)
-	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := calls()
 	require.Len(t, lines, 3)
 	require.NotContains(t, lines[0], "-cmninit")
 	require.Contains(t, lines[1], "-cmninit 51.00,1.50")
@@ -532,12 +534,9 @@ fi
 // limit.
 func TestAHungRecognizerTimesOut(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	fake := filepath.Join(dir, Recognizer)
-	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\ncat > /dev/null\nsleep 300\n"), 0o700))
-	a := fakeAdapter(t, fake)
+	a, _ := fakeRecognizer(t, "sleep 300\n")
 	a.timeoutFloor = 300 * time.Millisecond
-	path := filepath.Join(dir, "a.wav")
+	path := filepath.Join(t.TempDir(), "a.wav")
 	require.NoError(t, os.WriteFile(path, wavBytes(sampleRate, 1, make([]int16, sampleRate/100)), 0o600))
 	started := time.Now()
 	_, err := transcribe(t, a, path, `{"language":"en"}`)
