@@ -30,16 +30,9 @@ import (
 // Batches).
 const BatchMaxBodyBytes = 32 << 20
 
-// maxCustomIDLength bounds an item's custom_id, in characters.
-const maxCustomIDLength = 64
-
 // batchResultsPage is how many results one read of GET
 // /v1/batches/{id}/results takes from the store.
 const batchResultsPage = 500
-
-// CodeBatchRefused answers a batch none of whose items is created
-// (docs/api.md, Batches).
-const CodeBatchRefused = "BATCH_REFUSED"
 
 // BatchOps plans, records and cancels batches (jobops.Service).
 type BatchOps interface {
@@ -73,20 +66,6 @@ func (h batchesHandler) routes(v1 gin.IRouter) {
 	v1.GET("/batches/:id/results", handle(h.results))
 	v1.GET("/batches/:id/errors", handle(h.errors))
 	v1.POST("/batches/:id/cancel", handle(h.cancel))
-}
-
-// itemError is a refused item as the batch lists it: the error a single
-// create of the item would have answered, with its status.
-type itemError struct {
-	Index    int            `json:"index"`
-	CustomID string         `json:"custom_id"`
-	Status   int            `json:"status"`
-	Error    itemErrorError `json:"error"`
-}
-
-type itemErrorError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 // create handles POST /v1/batches.
@@ -126,7 +105,7 @@ func (h batchesHandler) create(c *gin.Context) error {
 	if plan.Existing != nil {
 		return h.answer(c, http.StatusAccepted, plan.Existing)
 	}
-	refused, err := itemErrors(req.Items, plan.Errors)
+	refused, err := batches.Refusals(req.Items, plan.Errors)
 	if err != nil {
 		h.ops.AbandonBatch(c.Request.Context(), plan)
 		return err
@@ -137,7 +116,7 @@ func (h batchesHandler) create(c *gin.Context) error {
 		if !req.Atomic {
 			message = fmt.Sprintf("all %d items were refused", len(req.Items))
 		}
-		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": gin.H{"code": CodeBatchRefused, "message": message,
+		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": gin.H{"code": batches.CodeRefused, "message": message,
 			"items": refused, "request_id": RequestID(c.Request.Context())}})
 		return nil
 	}
@@ -172,27 +151,8 @@ func (h batchesHandler) createFromFile(c *gin.Context, by jobops.Requester, body
 	return h.answer(c, http.StatusAccepted, b)
 }
 
-// itemErrors lists the refused items with the error a single create
-// would answer; an error that is no refusal (the store failed) is
-// returned instead.
-func itemErrors(items []jobops.BatchItem, errs []error) ([]itemError, error) {
-	out := []itemError{}
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		apiErr := asAPIError(jobopsError(err))
-		if apiErr == nil {
-			return nil, err
-		}
-		out = append(out, itemError{Index: i, CustomID: items[i].CustomID, Status: apiErr.Status,
-			Error: itemErrorError{Code: apiErr.Code, Message: apiErr.Message}})
-	}
-	return out, nil
-}
-
 // parseBatchRequest reads a batch's body: its items, each parsed as a
-// single create of its type is (parseJobRequest), and atomic and webhook.
+// single create of its type is (batches.ParseItem), and atomic and webhook.
 // A malformed batch, or an item without a valid and unique custom_id, is
 // refused as a whole; an item that breaks a create's rules is refused on
 // its own.
@@ -245,8 +205,8 @@ func parseBatchRequest(c *gin.Context, body []byte) (*jobops.BatchRequest, strin
 		if err != nil {
 			return nil, "", err
 		}
-		if n := utf8.RuneCountInString(customID); n < 1 || n > maxCustomIDLength {
-			return nil, "", apierror.Validation(pointer+"/custom_id", "is required: 1 to %d characters", maxCustomIDLength)
+		if n := utf8.RuneCountInString(customID); n < 1 || n > batches.MaxCustomIDLength {
+			return nil, "", apierror.Validation(pointer+"/custom_id", "is required: 1 to %d characters", batches.MaxCustomIDLength)
 		}
 		if first, dup := seen[customID]; dup {
 			return nil, "", apierror.Validation(pointer+"/custom_id", "repeats the custom_id of item %d; each item's is unique in its batch", first)
@@ -254,38 +214,10 @@ func parseBatchRequest(c *gin.Context, body []byte) (*jobops.BatchRequest, strin
 		seen[customID] = i
 		delete(item, "custom_id")
 		next := jobops.BatchItem{CustomID: customID}
-		next.Request, next.Err = parseBatchItem(auth.CallerFrom(c).HasScope, item)
+		next.Request, next.Err = batches.ParseItem(auth.CallerFrom(c).HasScope, item)
 		req.Items = append(req.Items, next)
 	}
 	return req, "", nil
-}
-
-// parseBatchItem parses an item, custom_id left out, as the body
-// {"data": item} of a create of its type, by a caller who needs that
-// service's write scope.
-func parseBatchItem(mayWrite func(scope string) bool, item map[string]json.RawMessage) (*jobops.SubmitRequest, error) {
-	typ, _, err := stringMember(item, "type", ptrData)
-	if err != nil {
-		return nil, err
-	}
-	svc, ok := serviceOfType(typ)
-	if !ok {
-		return nil, apierror.Validation(ptrData+"/type", "must be the type of a job: %s", jobTypes())
-	}
-	scope := string(svc.ID) + ":write"
-	if !mayWrite(scope) {
-		return nil, apierror.InsufficientScope(scope)
-	}
-	body, err := json.Marshal(map[string]any{"data": item})
-	if err != nil {
-		return nil, err
-	}
-	req, err := parseJobRequest(svc, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Service, req.Body = svc, body
-	return req, nil
 }
 
 // parseFileURL reads input_file_url: an absolute http or https URL.
@@ -303,25 +235,6 @@ func parseFileURL(raw json.RawMessage) (string, error) {
 		return "", apierror.Validation(pointer, "must be an absolute http or https URL")
 	}
 	return s, nil
-}
-
-// serviceOfType is the service whose jobs are of data.type typ.
-func serviceOfType(typ string) (jobs.Service, bool) {
-	for _, svc := range jobs.Services() {
-		if svc.JobType == typ {
-			return svc, true
-		}
-	}
-	return jobs.Service{}, false
-}
-
-// jobTypes names the job types for an error message.
-func jobTypes() string {
-	var names []string
-	for _, svc := range jobs.Services() {
-		names = append(names, svc.JobType)
-	}
-	return strings.Join(names, ", ")
 }
 
 // get handles GET /v1/batches/{id}.

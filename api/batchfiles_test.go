@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/app/batches"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/store"
@@ -64,7 +64,7 @@ func fileBatchBody(url any, attrs ...any) map[string]any {
 // flakyOps fails the recording of a file's items once, after failAfter
 // chunks were recorded.
 type flakyOps struct {
-	api.BatchFileOps
+	batches.FileOps
 	failAfter int
 }
 
@@ -74,16 +74,16 @@ func (f *flakyOps) RecordFileItems(ctx context.Context, plan *jobops.BatchPlan, 
 		return false, nil, errors.New("the database went away")
 	}
 	f.failAfter--
-	return f.BatchFileOps.RecordFileItems(ctx, plan, from, to, services, refused)
+	return f.FileOps.RecordFileItems(ctx, plan, from, to, services, refused)
 }
 
 // readFile plays the workers' batch file workflow.
-func (b *bundle) readFile(t *testing.T, id string, ops api.BatchFileOps) error {
+func (b *bundle) readFile(t *testing.T, id string, ops batches.FileOps) error {
 	t.Helper()
 	if ops == nil {
 		ops = b.ops
 	}
-	reader := &api.BatchFiles{Ops: ops, Store: b.store, Client: netguard.NewMediaClient(true, 10*time.Second), ScratchDir: t.TempDir()}
+	reader := &batches.FileReader{Ops: ops, Store: b.store, Client: netguard.NewMediaClient(true, 10*time.Second), ScratchDir: t.TempDir()}
 	return reader.ReadBatchFile(context.Background(), id, func(int) {})
 }
 
@@ -125,7 +125,7 @@ func TestBatchFileIsReadInChunksAndResumes(t *testing.T) {
 
 		// The second chunk fails to record: the first stands, and the next
 		// reading goes on from there.
-		require.Error(t, b.readFile(t, id, &flakyOps{BatchFileOps: b.ops, failAfter: 1}))
+		require.Error(t, b.readFile(t, id, &flakyOps{FileOps: b.ops, failAfter: 1}))
 		doc = decodeBatch(t, b.do(t, "GET", "/v1/batches/"+id, token, nil))
 		require.Equal(t, "validating", doc.Data.Attributes.Status)
 		require.Equal(t, 1000, doc.Data.Attributes.Counts["read"])

@@ -44,6 +44,5 @@ func parseJobRequest(service jobs.Service, body []byte) (*jobops.SubmitRequest, 
 	if err != nil {
 		return nil, err
 	}
-	return &jobops.SubmitRequest{Input: job.Input, Options: job.Options, Parsed: job.Parsed, Webhook: job.Webhook,
-		Provider: job.Provider, PolicyID: job.PolicyID, ClientMeta: job.ClientMeta}, nil
+	return jobops.NewSubmitRequest(service, job), nil
 }

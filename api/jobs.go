@@ -95,7 +95,7 @@ func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, err
 	if err != nil {
 		return nil, err
 	}
-	req.Service, req.Requester = svc, by
+	req.Requester = by
 	req.Body, req.Received = body, received
 	return req, nil
 }

@@ -1,8 +1,10 @@
-// Package batches shows batches of jobs (docs/api.md, Batches) and
-// delivers their batch.completed events: a housekeeping sweep marks the
-// batches whose jobs all finished, and sends the event of each that has a
-// webhook, signed like job webhooks. It is of the application layer
-// (app/), above store.
+// Package batches shows batches of jobs (docs/api.md, Batches), parses
+// their items and lists the refused ones, reads file batches' items in
+// the workers (FileReader), and delivers their batch.completed events: a
+// housekeeping sweep marks the batches whose jobs all finished, and sends
+// the event of each that has a webhook, signed like job webhooks. It is
+// of the application layer (app/), above store, and uses jobops to check
+// and record items.
 package batches
 
 import (
@@ -54,7 +56,7 @@ type Attributes struct {
 	Refused json.RawMessage `json:"refused"`
 	// InputFileURL is a file batch's file.
 	InputFileURL string `json:"input_file_url,omitempty"`
-	// Error is why a file batch failed.
+	// Error is why a file batch failed, or an item was refused.
 	Error             *Error     `json:"error,omitempty"`
 	Webhook           bool       `json:"webhook"`
 	CreatedAt         time.Time  `json:"created_at"`
@@ -62,7 +64,7 @@ type Attributes struct {
 	CompletedAt       *time.Time `json:"completed_at"`
 }
 
-// Error is why a file batch failed.
+// Error is why a file batch failed, or an item was refused.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`

@@ -76,6 +76,13 @@ type SubmitRequest struct {
 	ClientMeta json.RawMessage
 }
 
+// NewSubmitRequest is the request to submit a job the job model parsed
+// (jobs.ParseCreateBody) of service; who asks is the caller's to add.
+func NewSubmitRequest(service jobs.Service, job *jobs.CreateRequest) *SubmitRequest {
+	return &SubmitRequest{Service: service, Input: job.Input, Options: job.Options, Parsed: job.Parsed,
+		Webhook: job.Webhook, Provider: job.Provider, PolicyID: job.PolicyID, ClientMeta: job.ClientMeta}
+}
+
 // Submit accepts a job. It checks its URLs, the tenant's access, the
 // service's status and the job's provider or policy, then records the job
 // and its start in one transaction and offers the start to the Starter;

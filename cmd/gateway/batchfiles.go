@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/app/batches"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/netguard"
@@ -20,9 +20,9 @@ import (
 const batchFileTimeout = 5 * time.Minute
 
 // batchFileReader is the workers' reader of file batches (docs/api.md,
-// Batches): the API's checks of each item, its jobs recorded with their
-// starts in the outbox, which the dispatchers' sweeps take.
-func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*api.BatchFiles, error) {
+// Batches): each item checked as an inline item is, its jobs recorded
+// with their starts in the outbox, which the dispatchers' sweeps take.
+func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*batches.FileReader, error) {
 	ops, err := jobops.New(jobops.Config{
 		Jobs:                   st,
 		Tenants:                st,
@@ -44,7 +44,7 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 	if err != nil {
 		return nil, err
 	}
-	return &api.BatchFiles{Ops: ops, Store: st.Store, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
+	return &batches.FileReader{Ops: ops, Store: st.Store, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
 		ScratchDir: scratch, Logger: logger.With("component", "batch-files")}, nil
 }
 
