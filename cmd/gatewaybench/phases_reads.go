@@ -139,7 +139,9 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	gw := &gatewaySystem{base: g.url(""), token: token, hc: b.hc}
+	// The results are checked after the last reading: decoding them reads
+	// the tenant's payload secret from the database being measured.
+	gw := &keptResults{system: &gatewaySystem{base: g.url(""), token: token, hc: b.hc}}
 	for range jobs {
 		id, err := gw.submit(ctx)
 		if err != nil {
@@ -155,7 +157,12 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 		return err
 	}
 	rep.PerJob.Database = perJob(before, after, jobs)
-	return nil
+	dc, st, err := openResultDecoder(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return checkResults(dc, gw.results)
 }
 
 // readCase runs one case: 10 unmeasured requests, then ReadRequests

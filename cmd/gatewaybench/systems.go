@@ -40,8 +40,8 @@ type gatewaySystem struct {
 	base  string
 	token string
 	hc    *http.Client
-	// results decodes the jobs' results (encrypted: jobResults); nil:
-	// the SDK's default converter.
+	// results decodes the jobs' results, which the gateway encrypts
+	// (resultDecoder); without it succeeded fails.
 	results converter.DataConverter
 	// starts says when a job's workflow was started; nil: ask Temporal
 	// until it exists.
@@ -67,6 +67,9 @@ func (s *gatewaySystem) submit(ctx context.Context) (string, error) {
 }
 
 func (s *gatewaySystem) succeeded(result *commonpb.Payloads) error {
+	if s.results == nil {
+		return errors.New("job result not checked: the gateway encrypts it and this gateway system has no payload keys (resultDecoder)")
+	}
 	return endedCompletedWith(s.results, result, "job")
 }
 
