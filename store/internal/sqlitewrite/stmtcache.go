@@ -9,7 +9,7 @@ import (
 
 // SQLite compiles every statement it runs, triggers included: for the
 // store's job writes that is about a quarter of their CPU
-// (docs/benchmarks.md, Store writes). The pool keeps its most used
+// (docs/benchmarks-results.md, 2026-11-28, morning). The pool keeps its most used
 // statements prepared on its one connection instead. A statement is
 // prepared on the connection while it is free: a transaction runs a
 // statement not prepared yet as it is, and the next BeginTx, which

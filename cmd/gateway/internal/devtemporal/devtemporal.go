@@ -440,7 +440,7 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// server keeps 8096). With 1,000 jobs in flight 8096 held every
 		// running job's state, 10 to 15 MiB; past 256 running jobs an
 		// evicted one is reloaded from SQLite at its next heartbeat or its
-		// end. 128 thrashed (docs/benchmarks.md, Peak memory).
+		// end. 128 thrashed (docs/benchmarks-results.md, 2026-11-26, peak memory).
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 256,
 		// Visibility API rate limit per namespace: 100 RPS (as the CLI)
 		// instead of 10, so that the Web UI's list/count polling and the
