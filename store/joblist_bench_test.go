@@ -9,6 +9,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
@@ -21,13 +22,13 @@ type listBenchCase struct {
 }
 
 // BenchmarkListJobs measures ListJobs on PostgreSQL with BENCH_JOBS jobs
-// (default one million; see storetest.SeedJobs for their shape), seeded
+// (default one million; see benchdb.SeedJobs for their shape), seeded
 // once into a fresh schema that is dropped when the benchmark ends. Each
 // case reports ns/op and the p50 and p99 latency of its iterations, and
 // "matches", the mean number of jobs its filter selects (meta.total),
 // which comes from job_counts unless the filter has a user.
 func BenchmarkListJobs(b *testing.B) {
-	n, err := storetest.BenchJobs()
+	n, err := benchdb.Jobs()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func BenchmarkListJobs(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	if err := storetest.SeedJobs(ctx, url, n); err != nil {
+	if err := benchdb.SeedJobs(ctx, url, n); err != nil {
 		b.Fatal(err)
 	}
 	// Printed, not logged: a parent benchmark's log shows only with -v.
@@ -52,25 +53,25 @@ func BenchmarkListJobs(b *testing.B) {
 	}
 
 	statuses := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed}
-	tenant := func(i int) string { return storetest.SeedTenant(i % storetest.SeedTenants) }
-	largest := storetest.SeedTenant(0)
+	tenant := func(i int) string { return benchdb.SeedTenant(i % benchdb.SeedTenants) }
+	largest := benchdb.SeedTenant(0)
 	cases := []listBenchCase{
 		// A regular caller: confined to its tenant, over all 100 tenants.
 		{"tenant", func(i int) store.JobFilter { return store.JobFilter{Tenant: tenant(i)} }, 1},
 		{"tenant+user", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
+			return store.JobFilter{Tenant: tenant(i), UserID: benchdb.SeedUser(i%benchdb.SeedTenants, i%5)}
 		}, 1},
 		{"tenant+service", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(storetest.SeedServices[i%4])}
+			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(benchdb.SeedServices[i%4])}
 		}, 1},
 		{"tenant+provider", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), Provider: storetest.SeedProviders[i%4]}
+			return store.JobFilter{Tenant: tenant(i), Provider: benchdb.SeedProviders[i%4]}
 		}, 1},
 		{"tenant+status", func(i int) store.JobFilter {
 			return store.JobFilter{Tenant: tenant(i), Status: statuses[i%4]}
 		}, 1},
 		{"tenant+service+status", func(i int) store.JobFilter {
-			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(storetest.SeedServices[i%4]), Status: statuses[(i/4)%4]}
+			return store.JobFilter{Tenant: tenant(i), Service: jobs.ServiceID(benchdb.SeedServices[i%4]), Status: statuses[(i/4)%4]}
 		}, 1},
 		// The largest tenant (about 10 % of all jobs): first and deep page.
 		{"largest-tenant", func(int) store.JobFilter { return store.JobFilter{Tenant: largest} }, 1},
@@ -79,16 +80,16 @@ func BenchmarkListJobs(b *testing.B) {
 		{"admin", func(int) store.JobFilter { return store.JobFilter{} }, 1},
 		{"admin,page-500", func(int) store.JobFilter { return store.JobFilter{} }, 500},
 		{"admin+user", func(i int) store.JobFilter {
-			return store.JobFilter{UserID: storetest.SeedUser(i%storetest.SeedTenants, i%5)}
+			return store.JobFilter{UserID: benchdb.SeedUser(i%benchdb.SeedTenants, i%5)}
 		}, 1},
 		{"admin+service", func(i int) store.JobFilter {
-			return store.JobFilter{Service: jobs.ServiceID(storetest.SeedServices[i%4])}
+			return store.JobFilter{Service: jobs.ServiceID(benchdb.SeedServices[i%4])}
 		}, 1},
-		{"admin+provider", func(i int) store.JobFilter { return store.JobFilter{Provider: storetest.SeedProviders[i%4]} }, 1},
+		{"admin+provider", func(i int) store.JobFilter { return store.JobFilter{Provider: benchdb.SeedProviders[i%4]} }, 1},
 		{"admin+status", func(i int) store.JobFilter { return store.JobFilter{Status: statuses[i%4]} }, 1},
 		{"admin+status,page-500", func(int) store.JobFilter { return store.JobFilter{Status: jobs.StatusFailed} }, 500},
 		{"admin+provider+status", func(i int) store.JobFilter {
-			return store.JobFilter{Provider: storetest.SeedProviders[i%4], Status: statuses[2+(i/4)%2]}
+			return store.JobFilter{Provider: benchdb.SeedProviders[i%4], Status: statuses[2+(i/4)%2]}
 		}, 1},
 	}
 	const size = 20

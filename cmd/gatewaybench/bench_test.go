@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // These tests cover the arithmetic and the flags only; the benchmark
@@ -182,4 +185,14 @@ func TestScaleoutConfigs(t *testing.T) {
 		_, err := parseFlags([]string{"-scaleout-configs", bad}, io.Discard)
 		require.ErrorContains(t, err, "-scaleout-configs", bad)
 	}
+}
+
+func TestCatalogIsValidAndCoversEveryService(t *testing.T) {
+	t.Parallel()
+	c, err := providers.ParseCatalog([]byte(catalog("s", 250*time.Millisecond)))
+	require.NoError(t, err)
+	p, ok := c.Lookup("s")
+	require.True(t, ok)
+	require.Len(t, p.Services, len(jobs.Services()))
+	require.EqualValues(t, 250, p.Settings["latency_ms"])
 }

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -35,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 )
 
 // options are the benchmark's settings (flags; BENCH_JOBS, DATABASE_URL and
@@ -147,7 +148,7 @@ func gatewaySettings(opts options) []string {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("gatewaybench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	defJobs, err := storetest.BenchJobs()
+	defJobs, err := benchdb.Jobs()
 	if err != nil {
 		return options{}, err
 	}
@@ -186,7 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ScaleoutWindow, "scaleout-window", 20*time.Second, "how long each worker setup of the scale-out phase is measured (after a 10 s warm-up)")
 	fs.StringVar(&scaleout, "scaleout-configs", "1x4,2x4,1x16,1,2", "worker setups of the scale-out phase, in turn: <workers>[x<slots>][s<starts>], slots being each worker's workflow task and local activity slots (default: the SDK's), starts its --start-concurrency (default 8)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "how long to wait for a phase's jobs to complete")
-	fs.StringVar(&o.PostgresURL, "postgres", storetest.PostgresURL(), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
+	fs.StringVar(&o.PostgresURL, "postgres", cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL for the reads phase (a fresh schema is created in it; env TEST_DATABASE_URL)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data dirs and PostgreSQL schemas")
 	fs.IntVar(&o.JobGeneration, "job-generation", -1, "the gateways' --job-generation (-1: their default)")
 	fs.StringVar(&o.GatewayLogLevel, "gateway-log-level", "", "the gateways' --log-level (default: theirs, info); their logs are in the work dir, kept with -keep")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 )
 
 // freshSchema creates an empty schema in the database at base and returns
@@ -20,7 +20,7 @@ import (
 // -keep.
 func (b *bench) freshSchema(ctx context.Context, base, tag string) (string, error) {
 	schema := "gatewaybench_" + tag + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	u, drop, err := storetest.NewSchema(ctx, base, schema)
+	u, drop, err := benchdb.NewSchema(ctx, base, schema)
 	if err != nil {
 		return "", err
 	}
@@ -39,7 +39,7 @@ type readCase struct {
 }
 
 // readsPhase seeds a fresh PostgreSQL schema with Jobs jobs (a bulk
-// insert, storetest.SeedJobs), starts a gateway on it and measures reads
+// insert, benchdb.SeedJobs), starts a gateway on it and measures reads
 // one request at a time, then what one job costs the database.
 func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 	dbURL, err := b.freshSchema(ctx, b.opts.PostgresURL, "reads")
@@ -53,7 +53,7 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 	}
 	b.logf("reads: seeding %d jobs into PostgreSQL", b.opts.Jobs)
 	start := time.Now()
-	if err := storetest.SeedJobs(ctx, dbURL, b.opts.Jobs); err != nil {
+	if err := benchdb.SeedJobs(ctx, dbURL, b.opts.Jobs); err != nil {
 		return err
 	}
 	rep.Reads = &readsResult{Jobs: b.opts.Jobs, SeedSeconds: time.Since(start).Seconds()}
@@ -65,7 +65,7 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 		return err
 	}
 	defer g.stop()
-	tenant := storetest.SeedTenant(0)
+	tenant := benchdb.SeedTenant(0)
 	token, err := g.token(tenant, benchScopes)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (b *bench) readsPhase(ctx context.Context, rep *report) error {
 		{"reads/get", "GET /v1/llm-tasks/{id}", func(i int) string { return "/v1/llm-tasks/" + ids[i%len(ids)] }, false, 10},
 		{"reads/list", "GET /v1/jobs (largest tenant), page 1", fixed("/v1/jobs"), false, 30},
 		{"reads/list-status", "… filter[status]=failed, page 1", fixed("/v1/jobs?filter[status]=failed"), false, 30},
-		{"reads/list-user", "… filter[user_id], page 1", fixed("/v1/jobs?filter[user_id]=" + storetest.SeedUser(0, 0)), false, 30},
+		{"reads/list-user", "… filter[user_id], page 1", fixed("/v1/jobs?filter[user_id]=" + benchdb.SeedUser(0, 0)), false, 30},
 		{"reads/list-2", "… filter[service]+filter[status], page 1", fixed("/v1/jobs?filter[service]=translations&filter[status]=completed"), false, 30},
 		{"reads/list-p500", "GET /v1/jobs (largest tenant), page 500", fixed("/v1/jobs?page[number]=500"), false, 0},
 		{"reads/list-last", fmt.Sprintf("GET /v1/jobs (largest tenant), last page (%d)", last), fixed(fmt.Sprintf("/v1/jobs?page[number]=%d", last)), false, 0},

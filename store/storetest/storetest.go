@@ -6,7 +6,6 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/faultnet"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 )
 
 // DefaultPostgresURL is the database tests use unless TEST_DATABASE_URL is set.
@@ -36,42 +36,12 @@ func PostgresURL() string {
 func FreshPostgresURL(t testing.TB) string {
 	t.Helper()
 	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
-	u, drop, err := NewSchema(context.Background(), PostgresURL(), schema)
+	u, drop, err := benchdb.NewSchema(context.Background(), PostgresURL(), schema)
 	if err != nil {
 		t.Fatalf("storetest: %v (make test needs PostgreSQL: on Debian or Ubuntu, apt-get install postgresql, then pg_ctlcluster $(ls /etc/postgresql) main start; or set TEST_DATABASE_URL)", err)
 	}
 	t.Cleanup(drop)
 	return u
-}
-
-// NewSchema creates schema in the PostgreSQL database at base and returns
-// a URL whose connections use it, and drop, which removes the schema and
-// everything in it.
-func NewSchema(ctx context.Context, base, schema string) (schemaURL string, drop func(), err error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, err
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		return "", nil, err
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", nil, fmt.Errorf("create schema (is PostgreSQL running at %s?): %w", base, err)
-	}
-	drop = func() {
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer admin.Close()
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
 }
 
 // Postgres opens a migrated store on a fresh PostgreSQL schema.

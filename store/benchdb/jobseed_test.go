@@ -1,4 +1,4 @@
-package storetest_test
+package benchdb_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
@@ -27,7 +28,7 @@ func TestSeedJobs(t *testing.T) {
 	first := &jobs.Record{ID: "00000000-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "tenant-000",
 		UserID: "u", Status: jobs.StatusPending, Input: "{}", Options: "{}", CreatedAt: time.Now().UTC()}
 	require.NoError(t, s.InsertJob(ctx, first))
-	require.NoError(t, storetest.SeedJobs(ctx, url, 5000))
+	require.NoError(t, benchdb.SeedJobs(ctx, url, 5000))
 	later := *first
 	later.ID = "00000000-0000-7000-8000-000000000002"
 	require.NoError(t, s.InsertJob(ctx, &later))

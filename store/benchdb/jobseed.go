@@ -1,4 +1,4 @@
-package storetest
+package benchdb
 
 import (
 	"context"
@@ -33,9 +33,9 @@ func SeedUser(i, u int) string { return fmt.Sprintf("%s-user-%02d", SeedTenant(i
 // back 90 days from it, one every 90 days / n.
 var SeedAnchor = time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 
-// BenchJobs is the number of jobs benchmarks seed: BENCH_JOBS, default one
+// Jobs is the number of jobs benchmarks seed: BENCH_JOBS, default one
 // million.
-func BenchJobs() (int, error) {
+func Jobs() (int, error) {
 	v := os.Getenv("BENCH_JOBS")
 	if v == "" {
 		return 1_000_000, nil
