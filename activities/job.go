@@ -1,8 +1,10 @@
 // Package activities holds the Temporal activities of the job workflow:
 // projection writes, routing decisions, provider calls (synchronous, and
 // submit then check for asynchronous providers), the media stage
-// (docs/media.md), webhook deliveries (docs/webhooks.md), and the sweeps
-// housekeeping runs (docs/operations.md, Housekeeping).
+// (docs/media.md), webhook deliveries (docs/webhooks.md), budget
+// reservations, and the steps of the deletion, retention and batch-file
+// workflows and of the sweeps housekeeping runs (docs/operations.md,
+// Housekeeping).
 //
 // Activities are methods of a few receivers grouped by what they do, each
 // holding only the dependencies it uses; New builds them all from Deps,

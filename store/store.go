@@ -1,6 +1,9 @@
 // Package store keeps the gateway's queryable state in PostgreSQL or SQLite
-// through GORM: projections of job state (Temporal stays the source of truth
-// for execution) and idempotency keys.
+// through GORM, with versioned migrations: projections of job state
+// (Temporal stays the source of truth for execution), the outbox of job
+// starts, idempotency keys, tenants and routing policies, usage and
+// budgets, webhook deliveries, batches, circuit breakers, retention and
+// the open jobs the reconciliation sweep checks against Temporal.
 package store
 
 import (

@@ -1,5 +1,8 @@
 // Package workflows holds the gateway's Temporal workflows: one JobWorkflow
-// per job, whose workflow id is the job id.
+// per job, whose workflow id is the job id, and the DeletionWorkflow,
+// RetentionWorkflow, WebhookResendWorkflow and BatchFileWorkflow around it.
+// Changes that running jobs could notice are guarded by a change id or a
+// generation (docs/workflow-versions.md).
 package workflows
 
 // TaskQueue is the task queue of the gateway's workers.

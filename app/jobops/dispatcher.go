@@ -612,10 +612,6 @@ func (d *Dispatcher) poke() {
 	}
 }
 
-// startOptions are the options of a job's workflow start: the job id is
-// the workflow id, a second start of a running job joins it, and a
-// finished job is never run again. A job whose workflow keeps search
-// attributes starts with them, and with its summary for the Temporal UI.
 // jobPriority is the Temporal priority of a job's workflow, which its
 // activities inherit: the job's priority key, and its tenant as fairness
 // key with the tenant's weight, so that one tenant's backlog does not hold
@@ -629,6 +625,10 @@ func jobPriority(in jobs.Submission, priority int) temporal.Priority {
 	return temporal.Priority{PriorityKey: priority, FairnessKey: in.Tenant, FairnessWeight: float32(weight)}
 }
 
+// startOptions are the options of a job's workflow start: the job id is
+// the workflow id, a second start of a running job joins it, and a
+// finished job is never run again. A job whose workflow keeps search
+// attributes starts with them, and with its summary for the Temporal UI.
 func startOptions(in jobs.Submission, priority int, eager bool) client.StartWorkflowOptions {
 	opts := client.StartWorkflowOptions{
 		ID:                       workflows.JobWorkflowID(in.JobID),

@@ -244,9 +244,6 @@ func (s *Service) claim(ctx context.Context, req SubmitRequest, jobID string, no
 	return existing, claimedID, nil
 }
 
-// record records the job and its start in one transaction: once it
-// commits the job is accepted, and its workflow is started from the
-// outbox.
 // MaxSubmissionBytes bounds a job's workflow input as encoded, well under
 // Temporal's 2 MiB payload limit, so that an accepted job can always start.
 const MaxSubmissionBytes = 1536 << 10
@@ -285,6 +282,9 @@ func encode(in jobs.Submission) ([]byte, error) {
 	return input, nil
 }
 
+// record records the job and its start in one transaction: once it
+// commits the job is accepted, and its workflow is started from the
+// outbox.
 func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte) (*jobs.Record, error) {
 	jobID := in.JobID
 	job := in.Record()

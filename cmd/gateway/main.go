@@ -1,15 +1,18 @@
 // Command gateway runs the asynchronous AI job gateway.
 //
-//	gateway dev      everything in one process, with an embedded Temporal
-//	gateway serve    the API against an external Temporal and PostgreSQL
-//	gateway worker   the Temporal worker
-//	gateway migrate  apply the database schema and exit
-//	gateway token    mint a token from the dev identity provider
-//	gateway jobs     list, show and download jobs' histories (SREs)
-//	gateway webhooks resend and recover jobs' webhook events
-//	gateway usage    sum the usage ledger
-//	gateway replay   replay job histories against this binary
-//	gateway version  print the version, VCS revision and Go version
+//	gateway dev         everything in one process, with an embedded Temporal
+//	gateway serve       the API against an external Temporal and PostgreSQL
+//	gateway worker      the Temporal worker
+//	gateway migrate     apply the database schema and exit
+//	gateway token       mint a token from the dev identity provider
+//	gateway idp         the dev identity provider on its own
+//	gateway jobs        list, show and retry jobs, download their histories (SREs)
+//	gateway webhooks    resend and recover jobs' webhook events
+//	gateway providers   the catalog's providers, statuses and circuit breakers
+//	gateway usage       sum the usage ledger
+//	gateway replay      replay job histories against this binary
+//	gateway healthcheck ask serve's or worker's /healthz (container health checks)
+//	gateway version     print the version, VCS revision and Go version
 package main
 
 import (

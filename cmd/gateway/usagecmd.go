@@ -37,7 +37,7 @@ func (f *usageFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "output", "text", "the same as -o")
 }
 
-// usageQuery turns the flags into a store query, now being the clock.
+// query turns the flags into a store query, now being the clock.
 func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 	q := store.UsageQuery{Tenant: f.tenant, Provider: f.provider}
 	if f.service != "" {

@@ -4,9 +4,11 @@
 // job asks of a provider (Requirements), its routing record, the
 // submission, the workflow's snapshot of a job, the record the store
 // persists, the document clients and webhook receivers see, and the names
-// of lifecycle events. It does no I/O and imports only the standard
-// library, internal/strictjson and golang.org/x/text/language: policy/,
-// providers/, store/ and workflows/ import it, never the reverse.
+// of lifecycle events. It also parses a create request's body
+// (ParseCreateBody, ParseCreate, ParseWebhook), refusing with a
+// *RequestError. It does no I/O and imports only the standard library,
+// internal/strictjson, golang.org/x/text/language, golang.org/x/net's
+// httpguts and google/uuid: every layer above imports it, never the reverse.
 //
 // Each service is one file: a request type holding the service's typed
 // input and options (strict parsing and validation, capability

@@ -43,10 +43,10 @@ type Submission struct {
 	FairnessWeight float64 `json:"fairness_weight,omitempty"`
 	// Generation is the generation of the job workflow's code the job was
 	// started at (workflows.Generation): the workflow takes every change
-	// of that generation without a version marker. No process stamps it
-	// yet (docs/operations.md, Replaying histories), so new jobs carry 0,
-	// as histories recorded before generations do, and take every change
-	// through GetVersion.
+	// of that generation without a version marker. Processes stamp
+	// --job-generation, by default workflows.StampedGeneration; 0 (as
+	// histories recorded before generations) takes every change through
+	// GetVersion (docs/workflow-versions.md).
 	Generation int `json:"generation,omitempty"`
 	// Budgeted says budgets of the tenant cover the job: the workflow
 	// reserves it before its provider is called (docs/api.md, Budgets).
