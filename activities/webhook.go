@@ -1,14 +1,11 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -17,7 +14,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/metrics"
-	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -36,20 +32,13 @@ const (
 	ErrTypeWebhookForbidden = "WebhookForbidden"
 )
 
-// Limits of one delivery attempt.
+// Limits of one delivery attempt: those of every webhook post.
 const (
 	// WebhookTimeout bounds a whole exchange: connect, send, answer.
-	WebhookTimeout = 10 * time.Second
-	// webhookMaxResponse is how much of a response body is read (and
-	// discarded) so the connection can be reused.
-	webhookMaxResponse = 64 << 10
+	WebhookTimeout = webhooksign.Timeout
 	// WebhookUserAgent identifies the gateway to receivers.
-	WebhookUserAgent = "ai-job-gateway-webhooks/1"
+	WebhookUserAgent = webhooksign.UserAgent
 )
-
-// defaultWebhookClient delivers webhooks when Webhooks.Client is nil:
-// public addresses only.
-var defaultWebhookClient = netguard.NewClient(false, WebhookTimeout)
 
 // Webhooks deliver jobs' events to their webhooks (docs/webhooks.md).
 type Webhooks struct {
@@ -217,7 +206,8 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 		w.recordMessage(ctx, d)
 	}
 	started := time.Now()
-	status, sendErr := w.postWebhook(ctx, u, d, body, started)
+	answer := webhooksign.Post(ctx, w.Client, w.Signer, webhooksign.Message{URL: u.String(), ID: d.MessageID, Headers: d.Target.Headers, Body: body}, started)
+	status := answer.Status
 	rec := &store.WebhookDelivery{
 		Trigger:     d.Trigger,
 		JobID:       d.Job.ID,
@@ -231,23 +221,23 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 
 	var result error
 	switch {
-	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbiddenAddress):
-		rec.Error = "refused: " + sendErr.Error() + "; webhooks go to public addresses only"
+	case answer.Outcome == webhooksign.Refused:
+		rec.Error = "refused: " + answer.Err.Error() + "; webhooks go to public addresses only"
 		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookForbidden, nil)
-	case sendErr != nil && ctx.Err() != nil:
+	case status == 0 && answer.Err != nil && ctx.Err() != nil:
 		// The activity itself ended (worker shutdown, workflow gone).
 		rec.Error = "interrupted: " + ctx.Err().Error()
 		result = ctx.Err()
-	case sendErr != nil:
-		rec.Error = sendErr.Error()
+	case status == 0 && answer.Err != nil:
+		rec.Error = answer.Err.Error()
 		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
-	case status >= 200 && status < 300:
+	case answer.Outcome == webhooksign.Delivered:
 		if d.Trigger != "" && w.Messages != nil {
 			if err := w.Messages.WebhookDelivered(ctx, d.MessageID); err != nil {
 				logger.Warn("resent webhook message not marked delivered", "job", d.Job.ID, "message", d.MessageID, "error", err)
 			}
 		}
-	case status == http.StatusGone:
+	case answer.Outcome == webhooksign.Gone:
 		rec.Error = "receiver answered 410 Gone: no more events for this job"
 		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookGone, nil)
 	default:
@@ -305,56 +295,6 @@ func deliveryOutcome(result error) string {
 		return "refused"
 	}
 	return "failed"
-}
-
-// postWebhook sends the request and reads (a bounded part of) the answer.
-// It returns the status code, or an error that names no URL: URLs may
-// carry the client's secrets.
-func (w *Webhooks) postWebhook(ctx context.Context, u *url.URL, d WebhookDelivery, body []byte, now time.Time) (int, error) {
-	client := w.Client
-	if client == nil {
-		client = defaultWebhookClient
-	}
-	limit := WebhookTimeout
-	if client.Timeout > 0 && client.Timeout < limit {
-		limit = client.Timeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	for name, value := range d.Target.Headers {
-		req.Header.Set(name, value)
-	}
-	// Set after the client's headers: these are the gateway's.
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", WebhookUserAgent)
-	req.Header.Set("webhook-id", d.MessageID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", w.Signer.Sign(d.MessageID, now, body))
-
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, describe(ctx, err, limit)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, webhookMaxResponse))
-	return resp.StatusCode, nil
-}
-
-// describe turns a client error into one that names no URL.
-func describe(ctx context.Context, err error, limit time.Duration) error {
-	var urlErr *url.Error
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &urlErr) && urlErr.Timeout()) {
-		return fmt.Errorf("no answer within %s", limit)
-	}
-	if urlErr != nil {
-		return urlErr.Err
-	}
-	return err
 }
 
 // DefaultLinkTTL is how long a download_url stays valid by default.

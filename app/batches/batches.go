@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -230,16 +229,15 @@ func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) s
 	if err != nil {
 		return failed(err)
 	}
-	client := n.Client
-	if client == nil {
-		client = netguard.NewClient(false, 10*time.Second)
-	}
-	err = webhooksign.Post(ctx, client, n.Signer, hook.URL, "msg_batch_"+b.ID, hook.Headers, body, now)
-	switch {
-	case err == nil:
+	answer := webhooksign.Post(ctx, n.Client, n.Signer, webhooksign.Message{URL: hook.URL, ID: "msg_batch_" + b.ID, Headers: hook.Headers, Body: body}, now)
+	switch answer.Outcome {
+	case webhooksign.Delivered:
 		return store.NotificationAttempt{State: store.NotificationDelivered}
-	case errors.Is(err, netguard.ErrForbiddenAddress):
+	case webhooksign.Refused:
 		return failed(errors.New("the webhook URL is not a public address"))
+	case webhooksign.Gone:
+		return failed(answer.Err)
 	}
+	err = answer.Err
 	return store.RetryNotification(b.WebhookAttempts, *b.CompletedAt, now, err)
 }

@@ -82,6 +82,7 @@ func TestNotifierSendsBatchCompletedOnceWhenEveryJobFinished(t *testing.T) {
 	require.Len(t, got, 2)
 	last := got[1]
 	require.Equal(t, "s3", last.Header.Get("X-Secret"))
+	require.Equal(t, "ai-job-gateway-webhooks/1", last.Header.Get("User-Agent"))
 	require.Equal(t, got[0].Header.Get("webhook-id"), last.Header.Get("webhook-id"), "the same id on every attempt")
 	ts, err := strconv.ParseInt(last.Header.Get("webhook-timestamp"), 10, 64)
 	require.NoError(t, err)

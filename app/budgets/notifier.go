@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/metrics"
-	"github.com/ai-job-gateway/gateway/internal/netguard"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -86,28 +85,21 @@ func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, 
 	if err != nil {
 		return store.NotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
 	}
-	err = n.send(ctx, tenant.NotificationURL, event.ID, body, now)
-	if err == nil {
+	answer := webhooksign.Post(ctx, n.Client, n.Signer, webhooksign.Message{URL: tenant.NotificationURL, ID: event.ID, Body: body}, now)
+	switch answer.Outcome {
+	case webhooksign.Delivered:
 		return store.NotificationAttempt{State: store.NotificationDelivered}
-	}
-	if errors.Is(err, netguard.ErrForbiddenAddress) {
+	case webhooksign.Refused:
 		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the notification URL is not a public address"}
+	case webhooksign.Gone:
+		return store.NotificationAttempt{State: store.NotificationFailed, Error: answer.Err.Error()}
 	}
-	return n.retry(event, now, err)
+	return n.retry(event, now, answer.Err)
 }
 
 // retry schedules the next attempt, or gives the event up.
 func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.NotificationAttempt {
 	return store.RetryNotification(event.Attempts, event.CreatedAt, now, err)
-}
-
-// send posts body to target, signed like job webhooks.
-func (n *Notifier) send(ctx context.Context, target, id string, body []byte, now time.Time) error {
-	client := n.Client
-	if client == nil {
-		client = netguard.NewClient(false, 10*time.Second)
-	}
-	return webhooksign.Post(ctx, client, n.Signer, target, id, nil, body, now)
 }
 
 // eventOf is the body of a queued event.

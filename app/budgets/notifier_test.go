@@ -90,6 +90,7 @@ func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	first, second := rcv.got[0], rcv.got[1]
 	require.Equal(t, due[0].ID, first.Header.Get("webhook-id"))
 	require.Equal(t, first.Header.Get("webhook-id"), second.Header.Get("webhook-id"), "the same id on every attempt")
+	require.Equal(t, "ai-job-gateway-webhooks/1", second.Header.Get("User-Agent"))
 	require.NoError(t, webhooksign.Verify(signer.PublicKey(), second.Header.Get("webhook-id"), second.Header.Get("webhook-timestamp"),
 		rcv.bodies[1], second.Header.Get("webhook-signature"), now.Add(10*time.Second), 0))
 	var event budgets.Event
@@ -97,6 +98,36 @@ func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	require.Equal(t, "budget.threshold", event.Event)
 	require.Equal(t, budgets.EventData{Tenant: tenant.ID, Budget: "day-minute", PeriodStart: budget.PeriodStart(now), Threshold: 50,
 		Spent: "6", Limit: "10", Unit: "minute", Period: "day"}, event.Data)
+}
+
+func TestNotifierStopsWhenTheReceiverAnswers410(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	rcv := &receiver{statuses: []int{http.StatusGone}}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	tenant := &store.Tenant{ID: "gone-" + uuid.NewString()[:6], NotificationURL: srv.URL}
+	require.NoError(t, st.CreateTenant(ctx, tenant))
+	budget := store.Budget{ID: "day-usd", Period: store.PeriodDay, Currency: "USD", Limit: 1e9, Thresholds: []int{100}}
+	now := time.Now().UTC()
+	_, err = st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
+	require.NoError(t, err)
+	due, err := st.DueBudgetNotifications(ctx, now, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+
+	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	delivered, err := n.Deliver(ctx, now)
+	require.NoError(t, err)
+	require.Zero(t, delivered)
+	state, attempts, err := st.BudgetNotificationState(ctx, due[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.NotificationFailed, state, "410 Gone is not retried")
+	require.Equal(t, 1, attempts)
 }
 
 func TestNotifierGivesUp(t *testing.T) {
