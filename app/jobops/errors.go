@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -105,6 +106,16 @@ var refusals = map[error]struct {
 	ErrJobDeleted:           {http.StatusGone, "JOB_DELETED"},
 	ErrCallbackToken:        {http.StatusForbidden, "FORBIDDEN"},
 	ErrUnavailable:          {http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE"},
+}
+
+// RefusalCodes are the error codes of every kind of refusal, sorted (api's tests check them against openapi.yaml).
+func RefusalCodes() []string {
+	codes := make([]string, 0, len(refusals))
+	for _, r := range refusals {
+		codes = append(codes, r.code)
+	}
+	slices.Sort(codes)
+	return slices.Compact(codes)
 }
 
 // Status is the HTTP status the refusal is answered with (docs/api.md,

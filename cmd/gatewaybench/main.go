@@ -68,7 +68,6 @@ type options struct {
 	DatabaseURL  string         `json:"-"`
 	PostgresURL  string         `json:"-"`
 	Keep         bool           `json:"-"`
-	Verbose      bool           `json:"-"`
 
 	// The fairness phase (docs/benchmarks.md, Fairness between tenants).
 	FairnessJobs int `json:"fairness_jobs"`
@@ -193,7 +192,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.GatewayLogLevel, "gateway-log-level", "", "the gateways' --log-level (default: theirs, info); their logs are in the work dir, kept with -keep")
 	fs.IntVar(&o.OverloadBacklog, "overload-backlog", 2000, "serve's --max-backlog-per-tenant in the overload phase")
 	fs.DurationVar(&o.OverloadFor, "overload-duration", time.Minute, "length of each run of the overload phase")
-	fs.BoolVar(&o.Verbose, "v", false, "log progress in detail")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
