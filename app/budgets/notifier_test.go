@@ -41,16 +41,23 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(status)
 }
 
+// newSigner is a signer of a new key.
+func newSigner(t *testing.T) *webhooksign.Signer {
+	t.Helper()
+	seed, err := webhooksign.GenerateSeed()
+	require.NoError(t, err)
+	signer, err := webhooksign.NewSigner(seed)
+	require.NoError(t, err)
+	return signer
+}
+
 func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
 	rcv := &receiver{statuses: []int{http.StatusServiceUnavailable}}
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
-	seed, err := webhooksign.GenerateSeed()
-	require.NoError(t, err)
-	signer, err := webhooksign.NewSigner(seed)
-	require.NoError(t, err)
+	signer := newSigner(t)
 
 	tenant := &store.Tenant{ID: "acme-" + uuid.NewString()[:6], NotificationURL: srv.URL + "/budgets"}
 	require.NoError(t, st.CreateTenant(ctx, tenant))
@@ -106,15 +113,12 @@ func TestNotifierStopsWhenTheReceiverAnswers410(t *testing.T) {
 	rcv := &receiver{statuses: []int{http.StatusGone}}
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
-	seed, err := webhooksign.GenerateSeed()
-	require.NoError(t, err)
-	signer, err := webhooksign.NewSigner(seed)
-	require.NoError(t, err)
+	signer := newSigner(t)
 	tenant := &store.Tenant{ID: "gone-" + uuid.NewString()[:6], NotificationURL: srv.URL}
 	require.NoError(t, st.CreateTenant(ctx, tenant))
 	budget := store.Budget{ID: "day-usd", Period: store.PeriodDay, Currency: "USD", Limit: 1e9, Thresholds: []int{100}}
 	now := time.Now().UTC()
-	_, err = st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
+	_, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
 	require.NoError(t, err)
 	due, err := st.DueBudgetNotifications(ctx, now, 10)
 	require.NoError(t, err)
@@ -135,10 +139,7 @@ func TestNotifierGivesUp(t *testing.T) {
 	st := storetest.SQLite(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	t.Cleanup(srv.Close)
-	seed, err := webhooksign.GenerateSeed()
-	require.NoError(t, err)
-	signer, err := webhooksign.NewSigner(seed)
-	require.NoError(t, err)
+	signer := newSigner(t)
 	budget := store.Budget{ID: "day-usd", Period: store.PeriodDay, Currency: "USD", Limit: 1e9, Thresholds: []int{100}}
 	now := time.Now().UTC()
 
@@ -150,7 +151,7 @@ func TestNotifierGivesUp(t *testing.T) {
 		require.NoError(t, err)
 	}
 	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
-	_, err = n.Deliver(ctx, now)
+	_, err := n.Deliver(ctx, now)
 	require.NoError(t, err)
 	due, err := st.DueBudgetNotifications(ctx, now.Add(store.NotificationGiveUpAfter), 10)
 	require.NoError(t, err)
