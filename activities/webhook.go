@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -222,15 +221,12 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 	var result error
 	switch {
 	case answer.Outcome == webhooksign.Refused:
-		rec.Error = "refused: " + answer.Err.Error() + "; webhooks go to public addresses only"
+		rec.Error = answer.LogError()
 		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookForbidden, nil)
 	case status == 0 && answer.Err != nil && ctx.Err() != nil:
 		// The activity itself ended (worker shutdown, workflow gone).
 		rec.Error = "interrupted: " + ctx.Err().Error()
 		result = ctx.Err()
-	case status == 0 && answer.Err != nil:
-		rec.Error = answer.Err.Error()
-		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
 	case answer.Outcome == webhooksign.Delivered:
 		if d.Trigger != "" && w.Messages != nil {
 			if err := w.Messages.WebhookDelivered(ctx, d.MessageID); err != nil {
@@ -238,10 +234,10 @@ func (w *Webhooks) DeliverWebhook(ctx context.Context, d WebhookDelivery) error 
 			}
 		}
 	case answer.Outcome == webhooksign.Gone:
-		rec.Error = "receiver answered 410 Gone: no more events for this job"
+		rec.Error = answer.LogError() + ": no more events for this job"
 		result = temporal.NewNonRetryableApplicationError("webhook "+rec.Error, ErrTypeWebhookGone, nil)
 	default:
-		rec.Error = fmt.Sprintf("receiver answered %d %s", status, http.StatusText(status))
+		rec.Error = answer.LogError()
 		result = temporal.NewApplicationError("webhook delivery failed: "+rec.Error, ErrTypeWebhookFailed)
 	}
 

@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 )
 
 // Webhook delivery: the job's events go through one queue, delivered by one
@@ -18,10 +18,11 @@ import (
 // until the previous one was accepted (2xx) or given up.
 const (
 	// webhookRetryWindow is how long an event is retried unless the
-	// submission says otherwise (jobs.Submission.WebhookGiveUpAfter).
-	webhookRetryWindow = 24 * time.Hour
+	// submission says otherwise (jobs.Submission.WebhookGiveUpAfter): the
+	// retry schedule every webhook sender shares (webhooksign.RetryWindow).
+	webhookRetryWindow = webhooksign.RetryWindow
 	// webhookMaxBackoff caps the wait between two attempts.
-	webhookMaxBackoff = time.Hour
+	webhookMaxBackoff = webhooksign.MaxBackoff
 	// progressStep is how far progress must advance for another
 	// *.progress event.
 	progressStep = 10
@@ -61,10 +62,7 @@ type webhookQueue struct {
 // webhookWindow is the retry window a submission or resend asks for, or
 // the default 24 h.
 func webhookWindow(giveUpAfter time.Duration) time.Duration {
-	if giveUpAfter > 0 {
-		return giveUpAfter
-	}
-	return webhookRetryWindow
+	return webhooksign.Window(giveUpAfter)
 }
 
 func newWebhookQueue(target jobs.Webhook, service jobs.ServiceID, stored bool) *webhookQueue {
@@ -152,8 +150,8 @@ func (q *webhookQueue) deliver(ctx workflow.Context, d activities.WebhookDeliver
 			q.pending = nil
 			return stopped
 		}
-		wait := webhookBackoff(attempt, d.MessageID)
-		if workflow.Now(ctx).Add(wait).After(giveUpAt) {
+		wait, retry := webhooksign.RetryAfter(d.MessageID, attempt, workflow.Now(ctx), giveUpAt)
+		if !retry {
 			workflow.GetLogger(ctx).Warn("webhook event given up", "event", d.Event, "attempts", attempt, "window", q.window)
 			if q.onGiveUp != nil {
 				q.onGiveUp(ctx, d)
@@ -182,15 +180,8 @@ func recordGivenUp(ctx workflow.Context, d activities.WebhookDelivery) {
 	}
 }
 
-// webhookBackoff is the wait after a failed attempt: 1 s doubling per
-// attempt up to an hour, with ±20 % jitter. The jitter is derived from the
-// message id and attempt, so it is deterministic on replay and still
-// spreads the retries of different jobs.
+// webhookBackoff is the wait after failed attempt number attempt of a
+// message: the schedule every webhook sender shares (webhooksign.Backoff).
 func webhookBackoff(attempt int, messageID string) time.Duration {
-	base := time.Second << min(attempt-1, 12)
-	base = min(base, webhookMaxBackoff)
-	h := fnv.New64a()
-	_, _ = fmt.Fprintf(h, "%s/%d", messageID, attempt)
-	jitter := float64(h.Sum64()%4001)/10000 - 0.2 // -0.2 .. +0.2
-	return time.Duration(float64(base) * (1 + jitter))
+	return webhooksign.Backoff(attempt, messageID)
 }

@@ -62,6 +62,21 @@ type Answer struct {
 	Err error
 }
 
+// LogError is the answer as delivery logs record it (docs/webhooks.md,
+// Delivery log): "" when delivered, "refused: …" for a refused address,
+// else why it failed.
+func (a Answer) LogError() string {
+	switch {
+	case a.Outcome == Delivered:
+		return ""
+	case a.Outcome == Refused:
+		return "refused: " + a.Err.Error() + "; webhooks go to public addresses only"
+	case a.Err == nil:
+		return string(a.Outcome)
+	}
+	return a.Err.Error()
+}
+
 // Post sends m to its URL once, signed by signer as of now, with client
 // (the netguard-ed client of its caller; nil: public addresses only) and
 // at most Timeout (less when the client's own timeout is shorter).
@@ -104,9 +119,9 @@ func Post(ctx context.Context, client *http.Client, signer *Signer, m Message, n
 	case status >= 200 && status < 300:
 		return Answer{Outcome: Delivered, Status: status}
 	case status == http.StatusGone:
-		return Answer{Outcome: Gone, Status: status, Err: errors.New("the receiver answered 410 Gone")}
+		return Answer{Outcome: Gone, Status: status, Err: errors.New("receiver answered 410 Gone")}
 	default:
-		return Answer{Outcome: Failed, Status: status, Err: fmt.Errorf("the receiver answered %d %s", status, http.StatusText(status))}
+		return Answer{Outcome: Failed, Status: status, Err: fmt.Errorf("receiver answered %d %s", status, http.StatusText(status))}
 	}
 }
 

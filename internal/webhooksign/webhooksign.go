@@ -5,6 +5,12 @@
 //
 // Keys use the Standard Webhooks text forms: "whsk_" + base64 of the 32-byte
 // seed for the secret key, "whpk_" + base64 of the 32-byte public key.
+//
+// It is also the one webhook sender's foundation (docs/webhooks.md): Post
+// sends every webhook the gateway sends (job events, budget.threshold,
+// batch.completed) with the same headers, limits and network guard;
+// RetryAfter is the one retry schedule, which a job's workflow and the
+// housekeeping sweeps (Send) follow alike.
 package webhooksign
 
 import (
