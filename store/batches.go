@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 )
 
 // Batch is a batch of jobs one request created (docs/api.md, Batches).
@@ -36,11 +37,11 @@ type Batch struct {
 	CompletedAt *time.Time
 	// WebhookState is "" without a webhook or before the batch finished,
 	// then a NotificationPending, NotificationDelivered or
-	// NotificationFailed.
+	// NotificationFailed; its attempts are in the batch's delivery log
+	// (BatchDeliveries).
 	WebhookState         string
 	WebhookAttempts      int
 	WebhookNextAttemptAt *time.Time
-	WebhookError         string
 	UpdatedAt            time.Time
 
 	// State is BatchValidating while a file batch's items are read,
@@ -334,14 +335,24 @@ func (s *Store) DueBatchWebhooks(ctx context.Context, now time.Time, limit int) 
 	return out, err
 }
 
-// RecordBatchWebhook records an attempt to deliver batch id's
-// batch.completed event.
-func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a NotificationAttempt) error {
-	updates := map[string]any{"webhook_state": a.State, "webhook_attempts": gorm.Expr("webhook_attempts + 1"),
-		"webhook_error": a.Error, "updated_at": microsNow()}
-	if a.State == NotificationPending {
+// BatchCompletedEvent is the event of a batch whose jobs all finished.
+const BatchCompletedEvent = "batch.completed"
+
+// RecordBatchWebhook records attempt a at batch id's batch.completed
+// event: what state it leaves the event in, and a's row in the batch's
+// delivery log (BatchDeliveries), in one transaction.
+func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a webhooksign.Attempt) error {
+	state := NotificationState(a)
+	updates := map[string]any{"webhook_state": state, "webhook_attempts": gorm.Expr("webhook_attempts + 1"),
+		"updated_at": microsNow()}
+	if state == NotificationPending {
 		updates["webhook_next_attempt_at"] = a.Next.UTC()
 	}
-	return s.db.WithContext(ctx).Model(&Batch{}).Where("id = ? AND webhook_state = ?", id, NotificationPending).
-		Updates(updates).Error
+	return s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Batch{}).Where("id = ? AND webhook_state = ?", id, NotificationPending).Updates(updates)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return recordSweepAttempt(tx, BatchDeliveries(id), BatchCompletedEvent, a)
+	})
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -144,13 +146,44 @@ func TestBatchCancelAndFinish(t *testing.T) {
 		due, err := s.DueBatchWebhooks(ctx, now.Add(4*time.Second), 10)
 		require.NoError(t, err)
 		require.Len(t, due, 1)
-		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, store.NotificationAttempt{State: store.NotificationDelivered}))
+		badGateway := webhooksign.Attempt{MessageID: "msg_batch_" + b.ID, Number: 1, At: now.Add(4 * time.Second), Sent: true,
+			Answer: webhooksign.Answer{Outcome: webhooksign.Failed, Status: 502, Err: errors.New("receiver answered 502 Bad Gateway")},
+			Next:   now.Add(5 * time.Second)}
+		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, badGateway))
+		due, err = s.DueBatchWebhooks(ctx, now.Add(4*time.Second), 10)
+		require.NoError(t, err)
+		require.Empty(t, due, "the next attempt waits")
+		due, err = s.DueBatchWebhooks(ctx, now.Add(5*time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, due, 1)
+		delivered := webhooksign.Attempt{MessageID: "msg_batch_" + b.ID, Number: 2, At: now.Add(5 * time.Second), Sent: true,
+			Duration: 7 * time.Millisecond, Answer: webhooksign.Answer{Outcome: webhooksign.Delivered, Status: 204}}
+		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, delivered))
+		require.NoError(t, s.RecordBatchWebhook(ctx, b.ID, delivered), "an event no longer pending records nothing")
 		due, err = s.DueBatchWebhooks(ctx, now.Add(time.Hour), 10)
 		require.NoError(t, err)
 		require.Empty(t, due)
 		got, err = s.GetBatch(ctx, b.ID)
 		require.NoError(t, err)
 		require.Equal(t, store.NotificationDelivered, got.WebhookState)
-		require.Equal(t, 1, got.WebhookAttempts)
+		require.Equal(t, 2, got.WebhookAttempts)
+
+		log, err := s.WebhookDeliveries(ctx, store.BatchDeliveries(b.ID))
+		require.NoError(t, err)
+		require.Len(t, log, 2)
+		for i, want := range []webhooksign.Attempt{badGateway, delivered} {
+			require.Equal(t, store.SubjectBatch, log[i].Subject)
+			require.Equal(t, b.ID, log[i].JobID)
+			require.Equal(t, "batch.completed", log[i].Event)
+			require.Equal(t, want.MessageID, log[i].MessageID)
+			require.Equal(t, want.Number, log[i].Attempt)
+			require.True(t, log[i].AttemptedAt.Equal(want.At))
+			require.Equal(t, want.Status, log[i].StatusCode)
+			require.Equal(t, want.LogError(), log[i].Error)
+			require.Equal(t, want.Duration.Milliseconds(), log[i].DurationMS)
+		}
+		jobsLog, err := s.ListDeliveries(ctx, b.ID)
+		require.NoError(t, err)
+		require.Empty(t, jobsLog, "a batch's attempts are not a job's")
 	})
 }

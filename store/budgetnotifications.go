@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+
+	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 )
 
 // Budget notification states.
@@ -46,7 +48,6 @@ type budgetNotification struct {
 	State         string
 	Attempts      int
 	NextAttemptAt time.Time
-	LastError     string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
@@ -92,58 +93,80 @@ func (s *Store) DueBudgetNotifications(ctx context.Context, now time.Time, limit
 	return out, nil
 }
 
-// The retry schedule of the events the store queues (budget.threshold,
-// batch.completed; docs/api.md, Budgets): the wait after a first failed
-// attempt doubles from notifyFirstRetry up to notifyMaxRetry, and an
-// event is given up NotificationGiveUpAfter after it was queued.
-const (
-	notifyFirstRetry        = 10 * time.Second
-	notifyMaxRetry          = time.Hour
-	NotificationGiveUpAfter = 24 * time.Hour
-)
+// BudgetThresholdEvent is the event of a budget notification.
+const BudgetThresholdEvent = "budget.threshold"
 
-// RetryNotification is what follows a failed attempt at a queued event
-// created at created and tried attempts times before: the next attempt,
-// or none once it is due after NotificationGiveUpAfter.
-func RetryNotification(attempts int, created, now time.Time, err error) NotificationAttempt {
-	wait := min(notifyFirstRetry<<min(attempts, 10), notifyMaxRetry)
-	next := now.Add(wait)
-	if next.After(created.Add(NotificationGiveUpAfter)) {
-		return NotificationAttempt{State: NotificationFailed, Error: err.Error()}
+// NotificationState is the state attempt a leaves its event in:
+// NotificationDelivered, NotificationFailed (given up) or
+// NotificationPending (tried again at a.Next).
+func NotificationState(a webhooksign.Attempt) string {
+	switch {
+	case a.Outcome == webhooksign.Delivered:
+		return NotificationDelivered
+	case a.GivenUp():
+		return NotificationFailed
 	}
-	return NotificationAttempt{State: NotificationPending, Next: next, Error: err.Error()}
+	return NotificationPending
 }
 
-// NotificationAttempt is the outcome of one delivery attempt.
-type NotificationAttempt struct {
-	// State is NotificationDelivered, NotificationFailed, or
-	// NotificationPending with the next attempt at Next.
-	State string
-	Next  time.Time
-	Error string
-}
-
-// RecordBudgetNotification records an attempt to deliver notification id.
-func (s *Store) RecordBudgetNotification(ctx context.Context, id string, a NotificationAttempt) error {
-	updates := map[string]any{"state": a.State, "attempts": gorm.Expr("attempts + 1"), "last_error": a.Error,
-		"updated_at": microsNow()}
-	if a.State == NotificationPending {
+// RecordBudgetNotification records attempt a at notification n: what
+// state it leaves n in, and a's row in the budget's delivery log
+// (BudgetDeliveries), in one transaction.
+func (s *Store) RecordBudgetNotification(ctx context.Context, n BudgetNotification, a webhooksign.Attempt) error {
+	state := NotificationState(a)
+	updates := map[string]any{"state": state, "attempts": gorm.Expr("attempts + 1"), "updated_at": microsNow()}
+	if state == NotificationPending {
 		updates["next_attempt_at"] = a.Next.UTC()
 	}
-	return s.db.WithContext(ctx).Model(&budgetNotification{}).Where("id = ?", id).Updates(updates).Error
+	return s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&budgetNotification{}).Where("id = ? AND state = ?", n.ID, NotificationPending).Updates(updates)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return recordSweepAttempt(tx, BudgetDeliveries(n.Tenant, n.Budget.ID), BudgetThresholdEvent, a)
+	})
 }
 
 // BudgetNotificationState reads notification id's state and attempts.
+// ErrNotFound when there is none.
 func (s *Store) BudgetNotificationState(ctx context.Context, id string) (state string, attempts int, err error) {
-	var r budgetNotification
-	err = s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error
-	return r.State, r.Attempts, err
+	r, err := take[budgetNotification](s.db.WithContext(ctx).Where("id = ?", id))
+	if err != nil {
+		return "", 0, err
+	}
+	return r.State, r.Attempts, nil
 }
 
 // DeleteBudgetNotificationsBefore deletes notifications no longer pending
-// that were created before t.
+// that were created before t, with their budgets' delivery attempts made
+// before t.
 func (s *Store) DeleteBudgetNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Where("state <> ? AND created_at < ?", NotificationPending, t.UTC()).
-		Delete(&budgetNotification{})
-	return res.RowsAffected, res.Error
+	t = t.UTC()
+	var deleted int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var rows []budgetNotification
+		err := tx.Select("tenant", "budget").Where("state <> ? AND created_at < ?", NotificationPending, t).Find(&rows).Error
+		if err != nil {
+			return err
+		}
+		logs := map[string]bool{}
+		for _, r := range rows {
+			var b Budget
+			if err := json.Unmarshal([]byte(r.Budget), &b); err != nil {
+				return err
+			}
+			logs[BudgetDeliveries(r.Tenant, b.ID).ID] = true
+		}
+		for id := range logs {
+			err := tx.Where("job_id = ? AND subject_kind = ? AND attempted_at < ?", id, SubjectBudget, t).
+				Delete(&WebhookDelivery{}).Error
+			if err != nil {
+				return err
+			}
+		}
+		res := tx.Where("state <> ? AND created_at < ?", NotificationPending, t).Delete(&budgetNotification{})
+		deleted = res.RowsAffected
+		return res.Error
+	})
+	return deleted, err
 }

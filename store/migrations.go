@@ -221,6 +221,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobStartsCleared,
 	migrationPayloadKeyChecks,
 	migrationReconciledJobs,
+	migrationWebhookDeliverySubjects,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -91,3 +91,26 @@ func TestSigningKeyGenerateFails(t *testing.T) {
 	_, err := s.SigningKey(context.Background(), func() ([]byte, error) { return nil, errors.New("no entropy") })
 	require.ErrorContains(t, err, "no entropy")
 }
+
+// The delivery subjects migration rolls back, dropping the attempts of
+// batches' and budgets' events, and applies again; jobs' attempts stay.
+func TestWebhookDeliverySubjectsMigration(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		at := time.Now().UTC()
+		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: jobID, Event: "llm-task.completed",
+			MessageID: jobID + "-1", Attempt: 1, AttemptedAt: at, StatusCode: 200}))
+		budget := store.BudgetDeliveries("a-tenant-whose-slug-is-longer-than-a-job-id", "month-usd")
+		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{Subject: budget.Kind, JobID: budget.ID,
+			Event: "budget.threshold", MessageID: "msg_1", Attempt: 1, AttemptedAt: at, StatusCode: 204}))
+
+		require.NoError(t, s.RollbackMigration(ctx, "202612071001_webhook_delivery_subjects"))
+		require.NoError(t, s.Migrate(ctx))
+		got, err := s.ListDeliveries(ctx, jobID)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, store.SubjectJob, got[0].Subject)
+		gone, err := s.WebhookDeliveries(ctx, budget)
+		require.NoError(t, err)
+		require.Empty(t, gone)
+	})
+}

@@ -10,13 +10,13 @@ package batches
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/internal/metrics"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -34,7 +34,7 @@ const (
 )
 
 // EventCompleted is the event sent once every job of a batch finished.
-const EventCompleted = "batch.completed"
+const EventCompleted = store.BatchCompletedEvent
 
 // Document is a batch as responses and its event show it.
 type Document struct {
@@ -161,19 +161,30 @@ type NotifierStore interface {
 	Reader
 	FinishBatches(ctx context.Context, now time.Time) (int64, error)
 	DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]store.Batch, error)
-	RecordBatchWebhook(ctx context.Context, id string, a store.NotificationAttempt) error
+	RecordBatchWebhook(ctx context.Context, id string, a webhooksign.Attempt) error
 }
 
 // Notifier marks finished batches and delivers their batch.completed
-// events, with the same webhook-id on every attempt.
+// events, signed and posted as job webhooks are (webhooksign.Send), with
+// the same webhook-id on every attempt, retried on the schedule of job
+// webhooks, each attempt recorded in the batch's delivery log
+// (docs/webhooks.md).
 type Notifier struct {
 	Store NotifierStore
-	// Signer signs the events; nil gives every event up.
+	// Signer signs the events; without one they wait, as after a failed
+	// attempt.
 	Signer *webhooksign.Signer
 	// Client sends them (default: public addresses only).
 	Client *http.Client
-	Logger *slog.Logger
+	// GiveUpAfter is the retry window (0: webhooksign.RetryWindow), from
+	// when the batch completed: the --webhook-give-up-after of jobs.
+	GiveUpAfter time.Duration
+	Metrics     *metrics.Metrics
+	Logger      *slog.Logger
 }
+
+// messageID is the webhook-id of batch id's batch.completed event.
+func messageID(id string) string { return "msg_batch_" + id }
 
 // Deliver marks the batches that finished by now and makes one attempt
 // at every event due; it returns how many events were delivered.
@@ -191,12 +202,15 @@ func (n *Notifier) Deliver(ctx context.Context, now time.Time) (int, error) {
 		if err := n.Store.RecordBatchWebhook(ctx, due[i].ID, attempt); err != nil {
 			return delivered, err
 		}
-		switch attempt.State {
-		case store.NotificationDelivered:
+		if attempt.Sent {
+			n.Metrics.WebhookDelivery(string(attempt.Outcome), attempt.Duration)
+		}
+		switch {
+		case attempt.Outcome == webhooksign.Delivered:
 			delivered++
-		case store.NotificationFailed:
+		case attempt.GivenUp():
 			n.logger().Warn("batch.completed event given up", "batch", due[i].ID, "tenant", due[i].Tenant,
-				"attempts", due[i].WebhookAttempts+1, "error", attempt.Error)
+				"attempts", attempt.Number, "error", attempt.LogError())
 		}
 	}
 	return delivered, nil
@@ -209,35 +223,22 @@ func (n *Notifier) logger() *slog.Logger {
 	return n.Logger
 }
 
-// attempt sends b's event once and says what comes next.
-func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) store.NotificationAttempt {
-	failed := func(err error) store.NotificationAttempt {
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
-	}
-	if n.Signer == nil {
-		return failed(errors.New("no webhook signing secret is configured"))
-	}
+// attempt sends b's event once, as its next attempt.
+func (n *Notifier) attempt(ctx context.Context, b *store.Batch, now time.Time) webhooksign.Attempt {
+	number := b.WebhookAttempts + 1
+	id := messageID(b.ID)
+	giveUpAt := b.CompletedAt.Add(webhooksign.Window(n.GiveUpAfter))
 	var hook jobs.Webhook
 	if err := json.Unmarshal([]byte(b.Webhook), &hook); err != nil {
-		return failed(err)
+		return webhooksign.NotSent(id, number, now, giveUpAt, err, false)
 	}
 	doc, err := Show(ctx, n.Store, b)
 	if err != nil {
-		return store.RetryNotification(b.WebhookAttempts, *b.CompletedAt, now, err)
+		return webhooksign.NotSent(id, number, now, giveUpAt, err, true)
 	}
 	body, err := json.Marshal(Event{Event: EventCompleted, Data: doc})
 	if err != nil {
-		return failed(err)
+		return webhooksign.NotSent(id, number, now, giveUpAt, err, false)
 	}
-	answer := webhooksign.Post(ctx, n.Client, n.Signer, webhooksign.Message{URL: hook.URL, ID: "msg_batch_" + b.ID, Headers: hook.Headers, Body: body}, now)
-	switch answer.Outcome {
-	case webhooksign.Delivered:
-		return store.NotificationAttempt{State: store.NotificationDelivered}
-	case webhooksign.Refused:
-		return failed(errors.New("the webhook URL is not a public address"))
-	case webhooksign.Gone:
-		return failed(answer.Err)
-	}
-	err = answer.Err
-	return store.RetryNotification(b.WebhookAttempts, *b.CompletedAt, now, err)
+	return webhooksign.Send(ctx, n.Client, n.Signer, webhooksign.Message{URL: hook.URL, ID: id, Headers: hook.Headers, Body: body}, number, now, giveUpAt)
 }

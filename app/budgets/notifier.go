@@ -20,20 +20,26 @@ const notifyBatch = 100
 // NotifierStore is what a Notifier needs of the store.
 type NotifierStore interface {
 	DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]store.BudgetNotification, error)
-	RecordBudgetNotification(ctx context.Context, id string, a store.NotificationAttempt) error
+	RecordBudgetNotification(ctx context.Context, n store.BudgetNotification, a webhooksign.Attempt) error
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
 // Notifier delivers the budget.threshold events the store queued, signed
-// like job webhooks, with the same webhook-id on every attempt.
+// and posted as job webhooks are (webhooksign.Send), with the same
+// webhook-id on every attempt, retried on the schedule of job webhooks,
+// each attempt recorded in the budget's delivery log (docs/webhooks.md).
 type Notifier struct {
 	Store NotifierStore
-	// Signer signs the events; nil gives every event up.
+	// Signer signs the events; without one they wait, as after a failed
+	// attempt.
 	Signer *webhooksign.Signer
 	// Client sends them (default: public addresses only).
-	Client  *http.Client
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	Client *http.Client
+	// GiveUpAfter is the retry window (0: webhooksign.RetryWindow), from
+	// when the event was queued: the --webhook-give-up-after of jobs.
+	GiveUpAfter time.Duration
+	Metrics     *metrics.Metrics
+	Logger      *slog.Logger
 }
 
 // Deliver makes one attempt at every event due at now and returns how
@@ -46,16 +52,19 @@ func (n *Notifier) Deliver(ctx context.Context, now time.Time) (int, error) {
 	delivered := 0
 	for _, event := range due {
 		attempt := n.attempt(ctx, event, now)
-		if err := n.Store.RecordBudgetNotification(ctx, event.ID, attempt); err != nil {
+		if err := n.Store.RecordBudgetNotification(ctx, event, attempt); err != nil {
 			return delivered, err
 		}
-		n.Metrics.BudgetNotification(attempt.State)
-		switch attempt.State {
-		case store.NotificationDelivered:
+		n.Metrics.BudgetNotification(store.NotificationState(attempt))
+		if attempt.Sent {
+			n.Metrics.WebhookDelivery(string(attempt.Outcome), attempt.Duration)
+		}
+		switch {
+		case attempt.Outcome == webhooksign.Delivered:
 			delivered++
-		case store.NotificationFailed:
+		case attempt.GivenUp():
 			n.logger().Warn("budget.threshold event given up", "tenant", event.Tenant, "budget", event.Budget.ID,
-				"threshold", event.Threshold, "attempts", event.Attempts+1, "error", attempt.Error)
+				"threshold", event.Threshold, "attempts", attempt.Number, "error", attempt.LogError())
 		}
 	}
 	return delivered, nil
@@ -68,44 +77,33 @@ func (n *Notifier) logger() *slog.Logger {
 	return n.Logger
 }
 
-// attempt sends event once and says what comes next.
-func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, now time.Time) store.NotificationAttempt {
+// attempt sends event once, as its next attempt.
+func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, now time.Time) webhooksign.Attempt {
+	number := event.Attempts + 1
+	giveUpAt := event.CreatedAt.Add(webhooksign.Window(n.GiveUpAfter))
+	notSent := func(err error, retry bool) webhooksign.Attempt {
+		return webhooksign.NotSent(event.ID, number, now, giveUpAt, err, retry)
+	}
 	tenant, err := n.Store.GetTenant(ctx, event.Tenant)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the tenant no longer exists"}
+		return notSent(errors.New("the tenant no longer exists"), false)
 	case err != nil:
-		return n.retry(event, now, err)
+		return notSent(err, true)
 	case tenant.NotificationURL == "":
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the tenant has no notification_url"}
-	case n.Signer == nil:
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: "no webhook signing secret is configured"}
+		return notSent(errors.New("the tenant has no notification_url"), false)
 	}
 	body, err := json.Marshal(eventOf(event))
 	if err != nil {
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: err.Error()}
+		return notSent(err, false)
 	}
-	answer := webhooksign.Post(ctx, n.Client, n.Signer, webhooksign.Message{URL: tenant.NotificationURL, ID: event.ID, Body: body}, now)
-	switch answer.Outcome {
-	case webhooksign.Delivered:
-		return store.NotificationAttempt{State: store.NotificationDelivered}
-	case webhooksign.Refused:
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: "the notification URL is not a public address"}
-	case webhooksign.Gone:
-		return store.NotificationAttempt{State: store.NotificationFailed, Error: answer.Err.Error()}
-	}
-	return n.retry(event, now, answer.Err)
-}
-
-// retry schedules the next attempt, or gives the event up.
-func (n *Notifier) retry(event store.BudgetNotification, now time.Time, err error) store.NotificationAttempt {
-	return store.RetryNotification(event.Attempts, event.CreatedAt, now, err)
+	return webhooksign.Send(ctx, n.Client, n.Signer, webhooksign.Message{URL: tenant.NotificationURL, ID: event.ID, Body: body}, number, now, giveUpAt)
 }
 
 // eventOf is the body of a queued event.
 func eventOf(n store.BudgetNotification) Event {
 	b := n.Budget
-	return Event{Event: "budget.threshold", Data: EventData{
+	return Event{Event: store.BudgetThresholdEvent, Data: EventData{
 		Tenant: n.Tenant, Budget: b.ID, Application: b.Application, PeriodStart: n.PeriodStart,
 		Threshold: n.Threshold, Spent: json.Number(decimal(n.Spent)), Limit: json.Number(decimal(b.Limit)),
 		Currency: b.Currency, Unit: b.Unit, Period: b.Period,

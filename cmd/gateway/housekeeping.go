@@ -60,9 +60,11 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 	)
 	if notifier != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "budget_notifications", Every: budgetNotificationsEvery, Shared: true, Run: notifier.Deliver})
-		// Batches that finished, and their batch.completed events, signed
-		// and sent as budget.threshold events are (docs/api.md, Batches).
-		batchNotifier := &batches.Notifier{Store: st, Signer: notifier.Signer, Client: notifier.Client, Logger: logger}
+		// Batches that finished, and their batch.completed events, sent
+		// by the same sender, on the same schedule, as budget.threshold
+		// events (docs/webhooks.md).
+		batchNotifier := &batches.Notifier{Store: st, Signer: notifier.Signer, Client: notifier.Client,
+			GiveUpAfter: notifier.GiveUpAfter, Metrics: notifier.Metrics, Logger: logger}
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "batches", Every: budgetNotificationsEvery, Shared: true, Run: batchNotifier.Deliver})
 	}
 	if rec != nil {
