@@ -43,13 +43,15 @@ type BatchOps interface {
 	CancelBatch(ctx context.Context, id string) (*store.Batch, error)
 }
 
-// BatchReader reads batches and their jobs (*store.Store).
+// BatchReader reads batches, their jobs and their delivery logs
+// (*store.Store).
 type BatchReader interface {
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 	BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error)
 	LastBatchCompletion(ctx context.Context, id string) (*time.Time, error)
 	BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error)
 	BatchRefusals(ctx context.Context, id string, after, limit int) ([]store.BatchRefusal, error)
+	DeliveryStore
 }
 
 // batchesHandler serves /v1/batches (docs/api.md, Batches).
@@ -66,6 +68,7 @@ func (h batchesHandler) routes(v1 gin.IRouter) {
 	v1.GET("/batches/:id/results", handle(h.results))
 	v1.GET("/batches/:id/errors", handle(h.errors))
 	v1.POST("/batches/:id/cancel", handle(h.cancel))
+	v1.GET("/batches/:id/webhook-deliveries", handle(h.batchDeliveries))
 }
 
 // create handles POST /v1/batches.
@@ -82,7 +85,6 @@ func (h batchesHandler) create(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	received := time.Now()
 	req, fileURL, err := parseBatchRequest(c, body)
 	if err != nil {
 		return err
@@ -91,11 +93,11 @@ func (h batchesHandler) create(c *gin.Context) error {
 		return h.createFromFile(c, by, body, req, fileURL)
 	}
 	req.Requester = by
-	req.Body, req.Received = body, received
+	req.Body = body
 	for i := range req.Items {
 		if r := req.Items[i].Request; r != nil {
 			// Its own body stands for it; the batch's key names its job.
-			r.Tenant, r.User, r.Application, r.Received = by.Tenant, by.User, by.Application, received
+			r.Tenant, r.User, r.Application = by.Tenant, by.User, by.Application
 		}
 	}
 	plan, err := h.ops.PlanBatch(c.Request.Context(), *req)

@@ -88,15 +88,12 @@ func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, err
 	if err != nil {
 		return nil, err
 	}
-	// Timed from here for the dispatcher's pacing: the client's upload
-	// is not this process's to speed up.
-	received := time.Now()
 	req, err := parseJobRequest(svc, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Requester = by
-	req.Body, req.Received = body, received
+	req.Body = body
 	return req, nil
 }
 

@@ -128,3 +128,10 @@ func (s *Store) ProjectInOneStatement(ctx context.Context, job *jobs.Record, ent
 	job.UpdatedAt = time.Now().UTC()
 	return s.projectInOneStatement(ctx, job, entry)
 }
+
+// SequenceExists reports whether the PostgreSQL schema has the sequence.
+func (s *Store) SequenceExists(ctx context.Context, name string) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Raw("SELECT count(*) FROM pg_class WHERE relkind = 'S' AND relname = ? AND relnamespace = current_schema()::regnamespace", name).Scan(&n).Error
+	return n > 0, err
+}

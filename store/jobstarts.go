@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -177,23 +175,9 @@ func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 		return nil
 	}
 	return s.writeStatement(ctx, func(tx *gorm.DB) error {
-		if s.dialect == "postgres" { // counted for JobStartsCleared
-			err := tx.Exec("WITH cleared AS (DELETE FROM job_starts WHERE job_id IN ? RETURNING 1) "+
-				"SELECT count(nextval('job_starts_cleared')) FROM cleared", jobIDs).Error
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || pgErr.Code != undefinedTable {
-				return err
-			}
-			// A database not yet migrated has no sequence: the starts
-			// are cleared all the same, uncounted.
-		}
 		return tx.Where("job_id IN ?", jobIDs).Delete(&JobStart{}).Error
 	})
 }
-
-// undefinedTable is PostgreSQL's error code of a relation (here, a
-// sequence) that does not exist.
-const undefinedTable = "42P01"
 
 // RetryJobStart counts a failed start and makes it due again at next.
 func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {
@@ -229,19 +213,6 @@ func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 		out[r.Tenant] = r.N
 	}
 	return out, nil
-}
-
-// JobStartsCleared is how many starts made have left the outbox, by every
-// process (DeleteJobStarts' draws from the job_starts_cleared sequence,
-// which every connection sees at once; a delete rolled back keeps its
-// draws). SQLite keeps no such count: errors.ErrUnsupported.
-func (s *Store) JobStartsCleared(ctx context.Context) (int64, error) {
-	if s.dialect != "postgres" {
-		return 0, fmt.Errorf("count the starts cleared from the outbox on %s: %w", s.dialect, errors.ErrUnsupported)
-	}
-	var n int64
-	err := s.db.WithContext(ctx).Raw("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_starts_cleared").Row().Scan(&n)
-	return n, err
 }
 
 // CountJobStarts is how many accepted jobs wait for their workflow to

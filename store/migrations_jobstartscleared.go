@@ -27,3 +27,23 @@ var migrationJobStartsCleared = &gormigrate.Migration{
 		return tx.Exec("DROP SEQUENCE job_starts_cleared").Error
 	},
 }
+
+// migrationDropJobStartsCleared drops that sequence: starts are no longer
+// paced by how fast the outbox empties (docs/operations.md, Where jobs
+// are started). A serve of the version before tolerates its absence (it
+// clears starts uncounted and paces nothing).
+var migrationDropJobStartsCleared = &gormigrate.Migration{
+	ID: "202612061002_drop_job_starts_cleared",
+	Migrate: func(tx *gorm.DB) error {
+		if tx.Dialector.Name() != "postgres" {
+			return nil
+		}
+		return tx.Exec("DROP SEQUENCE IF EXISTS job_starts_cleared").Error
+	},
+	Rollback: func(tx *gorm.DB) error {
+		if tx.Dialector.Name() != "postgres" {
+			return nil
+		}
+		return tx.Exec("CREATE SEQUENCE IF NOT EXISTS job_starts_cleared").Error
+	},
+}

@@ -56,6 +56,10 @@ func (s *Store) RecordedKeyCheck(ctx context.Context, id string) ([]byte, error)
 // last migrated by an older version.
 var ErrNotMigrated = errors.New("the database schema is older than this binary")
 
+// undefinedTable is PostgreSQL's error code of a relation that does not
+// exist.
+const undefinedTable = "42P01"
+
 // keyChecksError classifies err: a database without payload_key_checks
 // is ErrNotMigrated.
 func keyChecksError(err error) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"golang.org/x/time/rate"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -32,10 +30,6 @@ type Outbox interface {
 	RetryJobStart(ctx context.Context, jobID string, next time.Time) error
 	FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error
 	ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error
-	// JobStartsCleared counts the starts made and cleared from the outbox
-	// (DeleteJobStarts), by every process (outboxmeter.go);
-	// errors.ErrUnsupported without such a count.
-	JobStartsCleared(ctx context.Context) (int64, error)
 }
 
 // DispatcherConfig is a Dispatcher's dependencies and settings; zero
@@ -47,18 +41,11 @@ type DispatcherConfig struct {
 	// process's worker (only when the worker runs in the same process).
 	EagerStart bool
 	// Concurrency is how many starts are in flight at once (default 1).
-	// It paces how fast new jobs reach the workers, at most Concurrency
+	// It bounds how fast new jobs reach the workers, at most Concurrency
 	// over a start's latency per second: few keep an all-in-one process
 	// responsive under a burst; against a remote Temporal, where a start
 	// is a network round trip, use more.
 	Concurrency int
-	// AcceptTarget paces starts during a burst of new jobs: while jobs are
-	// accepted much faster than they start, starts slow down whenever more
-	// than one acceptance in 20 (Offer's took) takes longer than this
-	// (pacer.go).
-	// Zero never paces: for an API whose starts do not share its CPUs
-	// with the workers and the Temporal server.
-	AcceptTarget time.Duration
 	// SearchAttributes: the namespace has the job workflows' search
 	// attributes (workflows.SearchAttributeTypes), so workflows are started
 	// with them and keep them up to date.
@@ -83,18 +70,11 @@ type DispatcherConfig struct {
 	// are started). Lease then records every start due at once, Run calls
 	// HandOff after Offers (coalesced) to wake those dispatchers, and its
 	// sweep takes only starts left due for HandOffGrace (default 5 s), in
-	// case no worker takes them. Each call reports the creates answered
-	// since the last one, by which those dispatchers pace their starts
-	// (Paced); creates shed alone are reported at most every
-	// paceReportEvery.
-	HandOff      func(ctx context.Context, report PaceReport) error
+	// case no worker takes them.
+	HandOff      func(ctx context.Context) error
 	HandOffGrace time.Duration
-	// HearsPace paces starts by the creates other processes answered
-	// (Paced), judged against their AcceptTarget: a worker's dispatcher,
-	// which serve hands its starts off to.
-	HearsPace bool
-	Logger    *slog.Logger
-	Now       func() time.Time
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // ErrNotStarted is returned by StartNow for a job it failed so.
@@ -122,9 +102,12 @@ const startTimeout = 10 * time.Second
 // dispatcher makes it once its lease runs out. A start that can never be
 // made (Temporal refuses it as invalid) fails its job instead.
 type Dispatcher struct {
-	cfg   DispatcherConfig
-	pace  *pacer
-	queue *fairQueue
+	cfg DispatcherConfig
+	// queue holds the starts taken, in the order they were offered or
+	// claimed: a sweep claims them in tenants' turns (ClaimJobStarts), and
+	// Temporal's fairness keys share the workers between tenants
+	// (jobPriority).
+	queue chan store.JobStart
 	wake  chan struct{}
 	made  chan string // starts made, to clear from the outbox in batches
 	// backlog is set while due starts may wait in the outbox beyond what
@@ -133,45 +116,7 @@ type Dispatcher struct {
 	backlog atomic.Bool
 	// handOffs asks Run to call HandOff.
 	handOffs chan struct{}
-	// lightStarts bounds the starts of tenants served little lately that
-	// skip the pacer (fairqueue.go).
-	lightStarts *rate.Limiter
-	// report counts the creates answered since the last HandOff.
-	reportMu sync.Mutex
-	report   PaceReport
-	// outboxRate is the last rate starts left the outbox at, measured at
-	// outboxRateAt (measureOutbox), which the reports carry while fresh.
-	outboxRate   float64
-	outboxRateAt time.Time
 }
-
-// PaceReport counts the creates an API answered: accepted, shed with 429
-// because the outbox was full, and, of both, those answered slower than
-// its AcceptTarget. Dispatchers that hear it (Paced) pace their starts by
-// it as by their own process's creates.
-//
-// StartsPerSecond is how fast starts left the outbox lately, every
-// process's together, by the sender's reads of it (measureOutbox): a
-// dispatcher judges a burst against it rather than against its own
-// starts, which are a share of them when several workers make them.
-type PaceReport struct {
-	Accepted        int      `json:"accepted"`
-	Shed            int      `json:"shed,omitempty"`
-	Slow            int      `json:"slow,omitempty"`
-	StartsPerSecond *float64 `json:"starts_per_second,omitempty"`
-}
-
-// paceReportEvery is how often at most a HandOff reports creates shed
-// when no new start was accepted: a notification at every shed create
-// would cost the database most when it can least afford it.
-const paceReportEvery = 100 * time.Millisecond
-
-// Starts that skip the pacer, of tenants served little lately: at most
-// lightStartRate a second, in bursts of lightStartBurst.
-const (
-	lightStartRate  = rate.Limit(20)
-	lightStartBurst = lightServed
-)
 
 // NewDispatcher builds a Dispatcher; Run runs it.
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
@@ -201,50 +146,48 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	return &Dispatcher{
 		cfg:      cfg,
-		pace:     newPacer(cfg.AcceptTarget, cfg.HearsPace),
-		queue:    newFairQueue(queueSize),
+		queue:    make(chan store.JobStart, queueSize),
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
 		handOffs: make(chan struct{}, 1),
-
-		lightStarts: rate.NewLimiter(lightStartRate, lightStartBurst),
 	}
 }
 
-// Lease is when a start of tenant's that the API records now falls due
-// for any dispatcher. While the queue is less than half full, or holds
-// few of the tenant's starts, the start is leased to this process, which
-// Offer then queues; beyond that it is due at once and a sweep takes it,
-// in tenants' turns, when the queue has room.
+// Lease is when a start that the API records now falls due for any
+// dispatcher. While the queue is less than half full the start is leased
+// to this process, which Offer then queues; beyond that it is due at once
+// and a sweep takes it, in tenants' turns, when the queue has room.
 // Either way accepting a job costs its request one transaction, however
 // long the backlog.
-func (d *Dispatcher) Lease(tenant string) time.Time {
+func (d *Dispatcher) Lease() time.Time {
 	now := d.cfg.Now()
-	if d.cfg.HandOff == nil && (d.queue.len() < d.queue.capacity/2 || d.queue.admitsLight(tenant)) {
+	if d.cfg.HandOff == nil && len(d.queue) < cap(d.queue)/2 {
 		return now.Add(d.cfg.Lease)
 	}
 	return now
 }
 
-// Offer hands over a start the API just recorded, accepting its job
-// having taken took. A start leased to this process is queued; one
-// recorded due is left in the outbox for a sweep, which Offer wakes if
-// the queue runs low. Offer never waits: should the queue have filled
-// since Lease, the start is handed back to the outbox in the background.
-func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
-	d.pace.answered(took)
+// Offer hands over a start the API just recorded. A start leased to this
+// process is queued; one recorded due is left in the outbox for a sweep,
+// which Offer wakes if the queue runs low. Offer never waits: should the
+// queue have filled since Lease, the start is handed back to the outbox
+// in the background.
+func (d *Dispatcher) Offer(start store.JobStart) {
 	if d.cfg.HandOff != nil {
-		d.reportAnswered(1, 0, took)
+		select {
+		case d.handOffs <- struct{}{}:
+		default: // one is pending: it covers this start too
+		}
 		return
 	}
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
-		if d.queue.len() <= d.queue.capacity/4 {
+		if len(d.queue) <= cap(d.queue)/4 {
 			d.poke()
 		}
 		return
 	}
-	if d.queue.push(start) {
+	if d.push(start) {
 		return
 	}
 	go func() {
@@ -252,50 +195,6 @@ func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 		d.backlog.Store(true)
 		d.poke()
 	}()
-}
-
-// Shed records a create the API shed with 429 because the outbox was
-// full, having taken took: starts are paced by creates shed as by those
-// accepted.
-func (d *Dispatcher) Shed(took time.Duration) {
-	d.pace.answered(took)
-	if d.cfg.HandOff != nil && d.cfg.AcceptTarget > 0 { // else no report paces
-		d.reportAnswered(0, 1, took)
-	}
-}
-
-// Paced records the creates another process answered (its HandOff's
-// report), for a dispatcher that HearsPace.
-func (d *Dispatcher) Paced(report PaceReport) {
-	if report.StartsPerSecond != nil {
-		d.pace.outboxLeft(rate.Limit(*report.StartsPerSecond))
-	}
-	d.pace.heard(report.Accepted+report.Shed, report.Slow)
-}
-
-// outboxLeft records how fast starts left the outbox, every process's
-// together, measured at at: this dispatcher's starts are paced by it, and
-// its reports carry it to the dispatchers that hear them.
-func (d *Dispatcher) outboxLeft(r rate.Limit, at time.Time) {
-	d.pace.outboxLeft(r)
-	d.reportMu.Lock()
-	d.outboxRate, d.outboxRateAt = math.Round(float64(r)*10)/10, at
-	d.reportMu.Unlock()
-}
-
-// reportAnswered counts creates for the next HandOff and asks Run for it.
-func (d *Dispatcher) reportAnswered(accepted, shed int, took time.Duration) {
-	d.reportMu.Lock()
-	d.report.Accepted += accepted
-	d.report.Shed += shed
-	if d.cfg.AcceptTarget > 0 && took > d.cfg.AcceptTarget {
-		d.report.Slow++
-	}
-	d.reportMu.Unlock()
-	select {
-	case d.handOffs <- struct{}{}:
-	default: // one is pending: it covers this create too
-	}
 }
 
 // StartNow makes a job's start at once if it is still in the outbox (the
@@ -320,12 +219,8 @@ func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
 // holds back to the outbox.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var starters sync.WaitGroup
-	starters.Go(func() { d.pace.run(ctx, d.cfg.Logger) })
 	if d.cfg.HandOff != nil {
 		starters.Go(func() { d.handOff(ctx) })
-		if d.cfg.AcceptTarget > 0 { // else no report paces
-			starters.Go(func() { d.measureOutbox(ctx) })
-		}
 	}
 	for range d.cfg.Concurrency {
 		starters.Go(func() {
@@ -333,17 +228,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					return
-				case <-d.queue.ready:
-					if err := d.waitTurn(ctx); err != nil {
-						d.release(d.queue.pop().JobID)
-						return
-					}
-					start := d.queue.pop()
-					if d.queue.len() <= d.queue.capacity/4 && d.backlog.Load() {
+				case start := <-d.queue:
+					if len(d.queue) <= cap(d.queue)/4 && d.backlog.Load() {
 						d.poke() // refill before the queue runs dry
 					}
 					if d.start(ctx, start) == nil {
-						d.pace.startedJob()
 						d.made <- start.JobID
 					}
 				}
@@ -398,7 +287,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
-		room := d.queue.capacity - d.queue.len()
+		room := cap(d.queue) - len(d.queue)
 		if room > 0 {
 			// Cleared before the read: a start recorded due meanwhile
 			// sets it again (Offer).
@@ -413,7 +302,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			}
 			var full []string // Offers filled the room meanwhile
 			for _, start := range claimed {
-				if ctx.Err() != nil || !d.queue.push(start) {
+				if ctx.Err() != nil || !d.push(start) {
 					full = append(full, start.JobID)
 				}
 			}
@@ -510,25 +399,13 @@ func (d *Dispatcher) retryDelay(attempts int) time.Duration {
 	return delay
 }
 
-// waitTurn waits, holding a token of the queue, until its start may be
-// made: once the pacer lets one go, so that a tenant arriving meanwhile
-// takes its turn; or, for a tenant served little lately, once lightStarts
-// allows one, also when it arrives while the pacer holds the starter back
-// (the queue's light signal).
-func (d *Dispatcher) waitTurn(ctx context.Context) error {
-	for {
-		var lightIn time.Duration
-		if d.queue.nextLight() {
-			r := d.lightStarts.Reserve()
-			if lightIn = r.Delay(); lightIn == 0 {
-				return nil
-			}
-			r.Cancel() // taken again, if still light, once the wait ends
-		}
-		paced, err := d.pace.waitOr(ctx, d.queue.lightArrived, lightIn)
-		if err != nil || paced {
-			return err
-		}
+// push queues a start unless the queue is full.
+func (d *Dispatcher) push(start store.JobStart) bool {
+	select {
+	case d.queue <- start:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -538,8 +415,8 @@ func (d *Dispatcher) handBack() {
 	var ids []string
 	for {
 		select {
-		case <-d.queue.ready:
-			ids = append(ids, d.queue.pop().JobID)
+		case start := <-d.queue:
+			ids = append(ids, start.JobID)
 			continue
 		default:
 		}
@@ -559,43 +436,16 @@ func (d *Dispatcher) release(ids ...string) {
 	}
 }
 
-// handOff wakes the other processes' dispatchers after Offers, and
-// reports the creates answered meanwhile, until ctx ends. A report of
-// creates shed alone waits until paceReportEvery has passed since the
-// last one.
+// handOff wakes the other processes' dispatchers after Offers, one call
+// for the Offers made while the last one ran, until ctx ends.
 func (d *Dispatcher) handOff(ctx context.Context) {
-	var last time.Time
-	later := time.NewTimer(0)
-	<-later.C
 	for {
 		select {
 		case <-ctx.Done():
-			later.Stop()
 			return
 		case <-d.handOffs:
-		case <-later.C:
 		}
-		d.reportMu.Lock()
-		report := d.report
-		if report == (PaceReport{}) {
-			d.reportMu.Unlock()
-			continue
-		}
-		if report.Accepted == 0 {
-			if wait := paceReportEvery - time.Since(last); wait > 0 {
-				d.reportMu.Unlock()
-				later.Reset(wait)
-				continue
-			}
-		}
-		d.report = PaceReport{}
-		if !d.outboxRateAt.IsZero() && d.cfg.Now().Sub(d.outboxRateAt) < outboxRateStale {
-			perSecond := d.outboxRate
-			report.StartsPerSecond = &perSecond
-		}
-		d.reportMu.Unlock()
-		last = time.Now()
-		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {
+		if err := d.cfg.HandOff(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("wake the workers' dispatchers; they find the new starts when they next sweep", "error", err)
 		}
 	}
@@ -643,21 +493,4 @@ func startOptions(in jobs.Submission, priority int, eager bool) client.StartWork
 		opts.TypedSearchAttributes = workflows.StartSearchAttributes(in)
 	}
 	return opts
-}
-
-// Payload is the report as a notification carries it: JSON.
-func (r PaceReport) Payload() string {
-	b, _ := json.Marshal(r) // ints and a finite rate: cannot fail
-	return string(b)
-}
-
-// ParsePaceReport reads a notification's payload; false for one that
-// carries no report (an empty payload, from a serve that predates
-// reports, which says only that new starts were recorded).
-func ParsePaceReport(payload string) (PaceReport, bool) {
-	var r PaceReport
-	if payload == "" || json.Unmarshal([]byte(payload), &r) != nil {
-		return PaceReport{}, false
-	}
-	return r, true
 }

@@ -163,9 +163,9 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 // dispatcher and offered to it while it has room, due at once otherwise.
 func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, leased bool) {
 	t.Helper()
-	due := b.d.Lease("acme") // record's tenant
+	due := b.d.Lease()
 	start = b.record(t, priority, due)
-	b.d.Offer(start, time.Millisecond)
+	b.d.Offer(start)
 	return start, due.After(time.Now())
 }
 
@@ -399,7 +399,7 @@ func TestOfferWhenTheQueueFilledMeanwhile(t *testing.T) {
 	// the queue cannot hold is handed back to the outbox.
 	const n = 150
 	for range n {
-		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)), time.Millisecond)
+		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)))
 	}
 	b.openGate(t)
 	require.Len(t, b.started(), n)

@@ -64,13 +64,9 @@ type RateStore interface {
 type Starter interface {
 	// Lease is the due time of a start recorded now: until then it is
 	// this process's to make.
-	Lease(tenant string) time.Time
-	// Offer hands over a start recorded with a job, and how long
-	// accepting that job took.
-	Offer(start store.JobStart, took time.Duration)
-	// Shed records a create refused with 429 because the outbox of starts
-	// was full, and how long answering it took.
-	Shed(took time.Duration)
+	Lease() time.Time
+	// Offer hands over a start recorded with a job.
+	Offer(start store.JobStart)
 	// StartNow makes a job's start at once unless it was made. A start
 	// that can never be made fails the job.
 	StartNow(ctx context.Context, jobID string) error

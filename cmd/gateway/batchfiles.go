@@ -52,9 +52,8 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 // due at once, for the dispatchers to take.
 type outboxStarts struct{}
 
-func (outboxStarts) Lease(string) time.Time              { return time.Now() }
-func (outboxStarts) Offer(store.JobStart, time.Duration) {}
-func (outboxStarts) Shed(time.Duration)                  {}
+func (outboxStarts) Lease() time.Time     { return time.Now() }
+func (outboxStarts) Offer(store.JobStart) {}
 func (outboxStarts) StartNow(context.Context, string) error {
 	return errors.New("a batch file's reader starts no job itself")
 }

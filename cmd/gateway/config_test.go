@@ -193,21 +193,17 @@ func TestExampleCatalogShowsEveryAdapter(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestAcceptLatencyTarget(t *testing.T) {
+// --accept-latency-target paced starts until the pacer was removed: a
+// deployment that still sets it starts, warned (main.go).
+func TestAcceptLatencyTargetIsIgnored(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	require.Equal(t, 3*time.Millisecond, parse(t, "dev").AcceptTarget, "dev paces starts during a burst")
-	require.Equal(t, 10*time.Millisecond, parse(t, "serve").AcceptTarget, "serve paces the workers' starts during a burst")
-	require.Equal(t, time.Duration(0), parse(t, "dev", "--accept-latency-target", "0").AcceptTarget)
-	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "20ms")
-	require.Equal(t, 20*time.Millisecond, parse(t, "serve").AcceptTarget)
+	require.Empty(t, parse(t, "dev").IgnoredAcceptTarget)
+	cfg := parse(t, "serve", "--accept-latency-target", "10ms")
+	require.Equal(t, "10ms", cfg.IgnoredAcceptTarget)
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.NoError(t, cfg.validate("dev"), "any value is accepted")
 	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "soon")
-	cfg := parse(t, "dev")
-	cfg.LogLevel, cfg.StartConcurrency = "info", 1
-	require.ErrorContains(t, cfg.validate("dev"), "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration")
-	cfg = parse(t, "dev", "--accept-latency-target", "4ms")
-	require.Equal(t, 4*time.Millisecond, cfg.AcceptTarget)
-	cfg.LogLevel, cfg.StartConcurrency = "info", 1
-	require.NoError(t, cfg.validate("dev"), "the flag overrides the environment")
+	require.Equal(t, "soon", parse(t, "dev").IgnoredAcceptTarget)
 }
 
 func TestMediaSettings(t *testing.T) {

@@ -169,27 +169,19 @@ type runningDispatcher struct {
 // runDispatcher starts the workflows of the jobs this process accepts, and
 // those left in the outbox. eager: the worker runs in this process.
 func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
-	return runDispatcherOn(ctx, cfg, st, st, tc, eager, searchAttributes, false, logger)
-}
-
-// runDispatcherOn is runDispatcher with the outbox the dispatcher reads;
-// hearsPace: it paces its starts by serve's reports (Paced).
-func runDispatcherOn(ctx context.Context, cfg config, st *store.Store, outbox jobops.Outbox, tc client.Client, eager, searchAttributes, hearsPace bool, logger *slog.Logger) runningDispatcher {
 	// Not stopped by the command's context: the API accepts jobs until its
 	// requests have drained, and the dispatcher must take those too.
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobops.NewDispatcher(jobops.DispatcherConfig{
-			Store:            outbox,
+			Store:            st,
 			Temporal:         tc,
 			EagerStart:       eager,
 			Concurrency:      cfg.StartConcurrency,
-			AcceptTarget:     cfg.AcceptTarget,
 			SearchAttributes: searchAttributes,
 			Generation:       cfg.JobGeneration,
 			HandOff:          handOff(cfg, st),
-			HearsPace:        hearsPace,
 			Logger:           logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
@@ -221,25 +213,12 @@ func resolveJobStarts(mode, dialect string) string {
 }
 
 // handOff is how serve wakes the workers' dispatchers with --job-starts
-// workers, and tells them how its creates fare; nil otherwise (serve
-// starts jobs itself).
-func handOff(cfg config, st *store.Store) func(context.Context, jobops.PaceReport) error {
+// workers; nil otherwise (serve starts jobs itself).
+func handOff(cfg config, st *store.Store) func(context.Context) error {
 	if cfg.JobStarts != jobStartsWorkers || st.Dialect() != "postgres" {
 		return nil // SQLite cannot notify: serve starts the jobs itself
 	}
-	return func(ctx context.Context, report jobops.PaceReport) error {
-		return st.NotifyJobStarts(ctx, notice(cfg, report))
-	}
-}
-
-// notice is the payload of serve's notification of new starts: its
-// report, or nothing when serve does not pace (--accept-latency-target 0),
-// which has the workers start unpaced, as an older serve's does.
-func notice(cfg config, report jobops.PaceReport) string {
-	if cfg.AcceptTarget <= 0 {
-		return ""
-	}
-	return report.Payload()
+	return st.NotifyJobStarts
 }
 
 // runWorkerDispatcher starts, eagerly, the jobs serve hands off
@@ -247,31 +226,14 @@ func notice(cfg config, report jobops.PaceReport) string {
 // serve's notifications on PostgreSQL; on SQLite it finds them by sweeping
 // every second.
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
-	cfg.AcceptTarget, cfg.JobStarts = 0, jobStartsServe
-	watch := &claimWatch{Outbox: st}
-	d := runDispatcherOn(ctx, cfg, st, watch, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), true, logger)
-	gate := newWakeGate(watch, d.Wake) // jobstartswake.go
-	go gate.run(ctx)
-	heard := func(payload string) { hearServe(payload, d.Paced, gate.notify) }
+	cfg.JobStarts = jobStartsServe
+	d := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	go func() {
-		if err := st.ListenJobStarts(ctx, heard); err != nil && !errors.Is(err, store.ErrNoNotifications) {
+		if err := st.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
 			logger.Warn("listen for job starts", "error", err)
 		}
 	}()
 	return d
-}
-
-// hearServe takes a notification of serve's: its report of creates paces
-// the worker's starts, and a claim follows when it accepted new jobs or
-// says nothing (an older serve's, or a lost connection's).
-func hearServe(payload string, paced func(jobops.PaceReport), wake func()) {
-	report, ok := jobops.ParsePaceReport(payload)
-	if ok {
-		paced(report)
-	}
-	if !ok || report.Accepted > 0 {
-		wake()
-	}
 }
 
 // stopAndWait stops the dispatcher and waits until it has handed back the
