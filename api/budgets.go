@@ -276,33 +276,11 @@ type budgetCurrent struct {
 // budgets handles GET /v1/budgets: the tenant's budgets and what each has
 // used this period (docs/api.md, Budgets).
 func (h usageHandler) budgets(c *gin.Context) error {
-	values := map[string]string{}
-	for name, v := range c.Request.URL.Query() {
-		if strings.HasPrefix(name, "filter[") && name != "filter[tenant]" {
-			return invalidQuery(name, "unknown filter; the only filter is filter[tenant]")
-		}
-		if name == "filter[tenant]" {
-			if len(v) > 1 || v[0] == "" {
-				return invalidQuery(name, "must be given once, not empty")
-			}
-			values[name] = v[0]
-		}
-	}
-	tenantID, every, err := usageTenant(c, values)
+	tenant, err := h.budgetTenant(c)
 	if err != nil {
 		return err
-	}
-	if every {
-		return invalidQuery("filter[tenant]", "is required of a super-admin: budgets belong to one tenant")
 	}
 	ctx := c.Request.Context()
-	tenant, err := h.tenants.GetTenant(ctx, tenantID)
-	if errors.Is(err, store.ErrNotFound) {
-		tenant, err = &store.Tenant{ID: tenantID}, nil // no record: no budgets
-	}
-	if err != nil {
-		return err
-	}
 	now := h.now().UTC()
 	views := budgetViews(tenant.Budgets)
 	out := make([]gin.H, len(views))
@@ -321,4 +299,33 @@ func (h usageHandler) budgets(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, gin.H{"data": out, "meta": gin.H{"tenant": tenant.ID, "at": now}})
 	return nil
+}
+
+// budgetTenant is the tenant whose budgets a request reads: the caller's,
+// or the one a super-admin names with filter[tenant], required of one.
+func (h usageHandler) budgetTenant(c *gin.Context) (*store.Tenant, error) {
+	values := map[string]string{}
+	for name, v := range c.Request.URL.Query() {
+		if strings.HasPrefix(name, "filter[") && name != "filter[tenant]" {
+			return nil, invalidQuery(name, "unknown filter; the only filter is filter[tenant]")
+		}
+		if name == "filter[tenant]" {
+			if len(v) > 1 || v[0] == "" {
+				return nil, invalidQuery(name, "must be given once, not empty")
+			}
+			values[name] = v[0]
+		}
+	}
+	tenantID, every, err := usageTenant(c, values)
+	if err != nil {
+		return nil, err
+	}
+	if every {
+		return nil, invalidQuery("filter[tenant]", "is required of a super-admin: budgets belong to one tenant")
+	}
+	tenant, err := h.tenants.GetTenant(c.Request.Context(), tenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return &store.Tenant{ID: tenantID}, nil // no record: no budgets
+	}
+	return tenant, err
 }

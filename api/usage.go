@@ -22,10 +22,12 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// UsageStore sums the usage ledger.
+// UsageStore sums the usage ledger, and reads budgets' use and delivery
+// logs.
 type UsageStore interface {
 	UsageReport(ctx context.Context, q store.UsageQuery) (*store.UsageReport, error)
 	budgetUseReader
+	DeliveryStore
 }
 
 // ScopeUsageRead lets a token read usage reports (docs/api.md, Usage
@@ -41,7 +43,8 @@ const (
 // usageFilterNames are the filter[…] query parameters of GET /v1/usage.
 var usageFilterNames = []string{"tenant", "service", "provider", "application"}
 
-// usageHandler serves GET /v1/usage and GET /v1/budgets.
+// usageHandler serves GET /v1/usage, GET /v1/budgets and the budgets'
+// delivery logs.
 type usageHandler struct {
 	usage   UsageStore
 	tenants TenantStore
@@ -51,6 +54,7 @@ type usageHandler struct {
 func (h usageHandler) routes(v1 *gin.RouterGroup) {
 	v1.GET("/usage", auth.RequireScope(ScopeUsageRead), handle(h.report))
 	v1.GET("/budgets", auth.RequireScope(ScopeUsageRead), handle(h.budgets))
+	v1.GET("/budgets/:id/webhook-deliveries", auth.RequireScope(ScopeUsageRead), handle(h.budgetDeliveries))
 }
 
 // report handles GET /v1/usage: the ledger's sums for the caller's tenant,

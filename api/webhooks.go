@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,9 +24,10 @@ type PublicKeySource interface {
 	KeyID() string
 }
 
-// DeliveryStore reads the record of webhook delivery attempts.
+// DeliveryStore reads the record of webhook delivery attempts: of a job,
+// a batch or a budget (store.DeliverySubject), all in one shape.
 type DeliveryStore interface {
-	ListDeliveries(ctx context.Context, jobID string) ([]store.WebhookDelivery, error)
+	WebhookDeliveries(ctx context.Context, subject store.DeliverySubject) ([]store.WebhookDelivery, error)
 }
 
 // webhooksHandler serves the webhook signing key and jobs' delivery
@@ -97,30 +99,62 @@ func (h webhooksHandler) listDeliveries(svc jobs.Service) gin.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		rows, err := h.deliveries.ListDeliveries(c.Request.Context(), job.ID)
-		if err != nil {
-			return err
-		}
-		out := make([]deliveryResource, 0, len(rows))
-		for _, d := range rows {
-			out = append(out, deliveryResource{
-				ID:   strconv.FormatInt(d.ID, 10),
-				Type: "webhook-delivery",
-				Attributes: deliveryAttributes{
-					Event:       d.Event,
-					MessageID:   d.MessageID,
-					Attempt:     d.Attempt,
-					AttemptedAt: d.AttemptedAt.UTC(),
-					StatusCode:  d.StatusCode,
-					Error:       d.Error,
-					DurationMS:  d.DurationMS,
-					Trigger:     deliveryTrigger(d.Trigger),
-				},
-			})
-		}
-		c.JSON(http.StatusOK, gin.H{"data": out})
-		return nil
+		return answerDeliveries(c, h.deliveries, store.JobDeliveries(job.ID))
 	})
+}
+
+// answerDeliveries answers with subject's delivery log, oldest first
+// (docs/webhooks.md, Delivery log): the same list for a job, a batch and
+// a budget.
+func answerDeliveries(c *gin.Context, deliveries DeliveryStore, subject store.DeliverySubject) error {
+	rows, err := deliveries.WebhookDeliveries(c.Request.Context(), subject)
+	if err != nil {
+		return err
+	}
+	out := make([]deliveryResource, 0, len(rows))
+	for _, d := range rows {
+		out = append(out, deliveryResource{
+			ID:   strconv.FormatInt(d.ID, 10),
+			Type: "webhook-delivery",
+			Attributes: deliveryAttributes{
+				Event:       d.Event,
+				MessageID:   d.MessageID,
+				Attempt:     d.Attempt,
+				AttemptedAt: d.AttemptedAt.UTC(),
+				StatusCode:  d.StatusCode,
+				Error:       d.Error,
+				DurationMS:  d.DurationMS,
+				Trigger:     deliveryTrigger(d.Trigger),
+			},
+		})
+	}
+	c.JSON(http.StatusOK, gin.H{"data": out})
+	return nil
+}
+
+// batchDeliveries handles GET /v1/batches/{id}/webhook-deliveries: every
+// delivery attempt of the batch's batch.completed event, oldest first.
+func (h batchesHandler) batchDeliveries(c *gin.Context) error {
+	b, err := h.visible(c, "read")
+	if err != nil {
+		return err
+	}
+	return answerDeliveries(c, h.batches, store.BatchDeliveries(b.ID))
+}
+
+// budgetDeliveries handles GET /v1/budgets/{id}/webhook-deliveries: every
+// delivery attempt of the budget's budget.threshold events, oldest first.
+// The budget is one of the tenant's now.
+func (h usageHandler) budgetDeliveries(c *gin.Context) error {
+	tenant, err := h.budgetTenant(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("id")
+	if !slices.ContainsFunc(tenant.Budgets, func(b store.Budget) bool { return b.ID == id }) {
+		return apierror.NotFound("tenant %s has no budget %s", tenant.ID, id)
+	}
+	return answerDeliveries(c, h.usage, store.BudgetDeliveries(tenant.ID, id))
 }
 
 // deliveryTrigger names what sent an attempt (docs/webhooks.md).

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
@@ -128,6 +129,93 @@ func TestListWebhookDeliveriesVisibility(t *testing.T) {
 	requireError(t, b.do(t, http.MethodGet, "/v1/transcriptions/not-a-uuid/webhook-deliveries", b.readToken(t), nil), http.StatusNotFound, "NOT_FOUND")
 	crossTenant := b.tokenFor(t, tenantB, userB, "transcriptions:read", "admin:cross-tenant")
 	b.do(t, http.MethodGet, path, crossTenant, nil).requireStatus(t, http.StatusOK)
+}
+
+// deliveryAttributes reads the attributes of a webhook-deliveries answer.
+func deliveryAttributes(t *testing.T, r *response) []map[string]any {
+	t.Helper()
+	r.requireStatus(t, http.StatusOK)
+	var doc struct {
+		Data []struct {
+			Type       string         `json:"type"`
+			Attributes map[string]any `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &doc))
+	out := make([]map[string]any, 0, len(doc.Data))
+	for _, d := range doc.Data {
+		require.Equal(t, "webhook-delivery", d.Type)
+		out = append(out, d.Attributes)
+	}
+	return out
+}
+
+func TestListBatchWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setupWebhookAPI(t, func(*api.Config) {})
+	ctx := context.Background()
+	now := time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
+	batch := &store.Batch{ID: uuid.NewString(), Tenant: tenantA, UserID: userA, Fingerprint: "f", Services: "llm-tasks",
+		Refused: "[]", Webhook: `{"url":"https://hooks.example.com/batches"}`, CreatedAt: now}
+	created, err := b.store.CreateBatch(ctx, batch, nil, nil)
+	require.NoError(t, err)
+	require.True(t, created)
+	log := store.BatchDeliveries(batch.ID)
+	for _, d := range []store.WebhookDelivery{
+		{Subject: log.Kind, JobID: log.ID, Event: "batch.completed", MessageID: "msg_batch_" + batch.ID, Attempt: 1, AttemptedAt: now, StatusCode: 502, Error: "receiver answered 502 Bad Gateway", DurationMS: 4},
+		{Subject: log.Kind, JobID: log.ID, Event: "batch.completed", MessageID: "msg_batch_" + batch.ID, Attempt: 2, AttemptedAt: now.Add(time.Second), StatusCode: 204, DurationMS: 3},
+		// A job's log with the batch's id is not the batch's.
+		{JobID: batch.ID, Event: "llm-task.completed", MessageID: batch.ID + "-1", Attempt: 1, AttemptedAt: now, StatusCode: 200},
+	} {
+		require.NoError(t, b.store.RecordDelivery(ctx, &d))
+	}
+	path := "/v1/batches/" + batch.ID + "/webhook-deliveries"
+
+	got := deliveryAttributes(t, b.do(t, http.MethodGet, path, b.token(t, "llm-tasks:read"), nil))
+	require.Equal(t, []map[string]any{
+		{"event": "batch.completed", "message_id": "msg_batch_" + batch.ID, "attempt": 1.0, "attempted_at": "2025-03-04T05:06:00Z",
+			"status_code": 502.0, "error": "receiver answered 502 Bad Gateway", "duration_ms": 4.0, "trigger": "delivery"},
+		{"event": "batch.completed", "message_id": "msg_batch_" + batch.ID, "attempt": 2.0, "attempted_at": "2025-03-04T05:06:01Z",
+			"status_code": 204.0, "duration_ms": 3.0, "trigger": "delivery"},
+	}, got, "the shape of a job's delivery log")
+
+	// Visible as the batch is.
+	requireError(t, b.do(t, http.MethodGet, path, b.token(t, "transcriptions:read"), nil), http.StatusForbidden, "INSUFFICIENT_SCOPE", "llm-tasks:read")
+	requireError(t, b.do(t, http.MethodGet, path, b.tokenFor(t, tenantB, userB, "llm-tasks:read"), nil), http.StatusNotFound, "NOT_FOUND")
+	requireError(t, b.do(t, http.MethodGet, "/v1/batches/"+uuid.NewString()+"/webhook-deliveries", b.token(t, "llm-tasks:read"), nil), http.StatusNotFound, "NOT_FOUND")
+}
+
+func TestListBudgetWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setupWebhookAPI(t, func(*api.Config) {})
+	ctx := context.Background()
+	admin := superAdminToken(t, b, api.ScopeUsageRead)
+	createTenantOK(t, b, tenantA, map[string]any{"budgets": []any{
+		map[string]any{"id": "chars", "period": "day", "limit": map[string]any{"quantity": 25, "unit": "character"}, "thresholds": []int{50}},
+	}, "notification_url": "https://hooks.example.com/budgets"})
+	at := time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
+	for _, d := range []struct {
+		log store.DeliverySubject
+		msg string
+	}{
+		{store.BudgetDeliveries(tenantA, "chars"), "msg_1"},
+		{store.BudgetDeliveries(tenantB, "chars"), "msg_2"},
+		{store.BudgetDeliveries(tenantA, "other"), "msg_3"},
+	} {
+		require.NoError(t, b.store.RecordDelivery(ctx, &store.WebhookDelivery{Subject: d.log.Kind, JobID: d.log.ID,
+			Event: "budget.threshold", MessageID: d.msg, Attempt: 1, AttemptedAt: at, StatusCode: 204, DurationMS: 2}))
+	}
+	path := "/v1/budgets/chars/webhook-deliveries"
+	want := []map[string]any{{"event": "budget.threshold", "message_id": "msg_1", "attempt": 1.0,
+		"attempted_at": "2025-03-04T05:06:00Z", "status_code": 204.0, "duration_ms": 2.0, "trigger": "delivery"}}
+
+	require.Equal(t, want, deliveryAttributes(t, b.do(t, http.MethodGet, path, b.token(t, api.ScopeUsageRead), nil)), "the tenant's budget only")
+	require.Equal(t, want, deliveryAttributes(t, b.do(t, http.MethodGet, path+"?filter[tenant]="+tenantA, admin, nil)))
+	requireError(t, b.do(t, http.MethodGet, path, admin, nil), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "filter[tenant]")
+	b.do(t, http.MethodGet, path, b.token(t, "transcriptions:read"), nil).requireStatus(t, http.StatusForbidden)
+	requireError(t, b.do(t, http.MethodGet, "/v1/budgets/other/webhook-deliveries", b.token(t, api.ScopeUsageRead), nil),
+		http.StatusNotFound, "NOT_FOUND")
+	requireError(t, b.do(t, http.MethodGet, path, b.tokenFor(t, tenantB, userB, api.ScopeUsageRead), nil), http.StatusNotFound, "NOT_FOUND")
 }
 
 func TestCreateRefusesPrivateURLsWhenChecking(t *testing.T) {

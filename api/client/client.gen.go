@@ -2650,7 +2650,7 @@ type WebhookDeliveries struct {
 			MessageId   string    `json:"message_id"`
 			StatusCode  *int      `json:"status_code,omitempty"`
 
-			// Trigger what sent the attempt, the job's own delivery or a resend or recovery (docs/webhooks.md)
+			// Trigger what sent the attempt, the event's own delivery or a resend or recovery of a job's event (docs/webhooks.md)
 			Trigger *WebhookDeliveriesDataAttributesTrigger `json:"trigger,omitempty"`
 		} `json:"attributes"`
 		Id   string                    `json:"id"`
@@ -2658,7 +2658,7 @@ type WebhookDeliveries struct {
 	} `json:"data"`
 }
 
-// WebhookDeliveriesDataAttributesTrigger what sent the attempt, the job's own delivery or a resend or recovery (docs/webhooks.md)
+// WebhookDeliveriesDataAttributesTrigger what sent the attempt, the event's own delivery or a resend or recovery of a job's event (docs/webhooks.md)
 type WebhookDeliveriesDataAttributesTrigger string
 
 // WebhookDeliveriesDataType defines model for WebhookDeliveries.Data.Type.
@@ -2734,6 +2734,9 @@ type BatchID = string
 
 // BatchIdempotencyKey defines model for BatchIdempotencyKey.
 type BatchIdempotencyKey = string
+
+// BudgetID defines model for BudgetID.
+type BudgetID = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -2887,8 +2890,23 @@ type GetBatchResultsParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// ListBatchWebhookDeliveriesParams defines parameters for ListBatchWebhookDeliveries.
+type ListBatchWebhookDeliveriesParams struct {
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
 // ListBudgetsParams defines parameters for ListBudgets.
 type ListBudgetsParams struct {
+	// FilterTenant super-admin only, and required of one
+	FilterTenant *string `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
+
+	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
+	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
+}
+
+// ListBudgetWebhookDeliveriesParams defines parameters for ListBudgetWebhookDeliveries.
+type ListBudgetWebhookDeliveriesParams struct {
 	// FilterTenant super-admin only, and required of one
 	FilterTenant *string `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
 
@@ -3766,6 +3784,15 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
 	GetBatchResults(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBatchWebhookDeliveries Every delivery attempt of the batch's batch.completed event, oldest first
+	//
+	// The batch's delivery log, in the shape of a job's (docs/webhooks.md,
+	// Delivery log); empty until every job finished. Needs the read scope
+	// of each service the batch's jobs are of.
+	//
+	// Corresponds with GET /v1/batches/{id}/webhook-deliveries (the `ListBatchWebhookDeliveries` operationId).
+	ListBatchWebhookDeliveries(ctx context.Context, id BatchID, params *ListBatchWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListBudgets List the tenant's budgets with what each used this period
 	//
 	// The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -3774,6 +3801,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
 	ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListBudgetWebhookDeliveries Every delivery attempt of the budget's budget.threshold events, oldest first
+	//
+	// The budget's delivery log, in the shape of a job's (docs/webhooks.md,
+	// Delivery log): the attempts of the last 30 days' events, of every
+	// period and threshold. The budget is one of the tenant's budgets now;
+	// a super-admin names the tenant with filter[tenant].
+	//
+	// Corresponds with GET /v1/budgets/{id}/webhook-deliveries (the `ListBudgetWebhookDeliveries` operationId).
+	ListBudgetWebhookDeliveries(ctx context.Context, id BudgetID, params *ListBudgetWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobs List jobs of every service, newest first, without input, options and result
 	//
@@ -4694,6 +4731,25 @@ func (c *Client) GetBatchResults(ctx context.Context, id BatchID, params *GetBat
 	return c.Client.Do(req)
 }
 
+// ListBatchWebhookDeliveries Every delivery attempt of the batch's batch.completed event, oldest first
+//
+// The batch's delivery log, in the shape of a job's (docs/webhooks.md,
+// Delivery log); empty until every job finished. Needs the read scope
+// of each service the batch's jobs are of.
+//
+// Corresponds with GET /v1/batches/{id}/webhook-deliveries (the `ListBatchWebhookDeliveries` operationId).
+func (c *Client) ListBatchWebhookDeliveries(ctx context.Context, id BatchID, params *ListBatchWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchWebhookDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListBudgets List the tenant's budgets with what each used this period
 //
 // The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -4703,6 +4759,26 @@ func (c *Client) GetBatchResults(ctx context.Context, id BatchID, params *GetBat
 // Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
 func (c *Client) ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListBudgetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBudgetWebhookDeliveries Every delivery attempt of the budget's budget.threshold events, oldest first
+//
+// The budget's delivery log, in the shape of a job's (docs/webhooks.md,
+// Delivery log): the attempts of the last 30 days' events, of every
+// period and threshold. The budget is one of the tenant's budgets now;
+// a super-admin names the tenant with filter[tenant].
+//
+// Corresponds with GET /v1/budgets/{id}/webhook-deliveries (the `ListBudgetWebhookDeliveries` operationId).
+func (c *Client) ListBudgetWebhookDeliveries(ctx context.Context, id BudgetID, params *ListBudgetWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBudgetWebhookDeliveriesRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6750,6 +6826,55 @@ func NewGetBatchResultsRequest(server string, id BatchID, params *GetBatchResult
 	return req, nil
 }
 
+// NewListBatchWebhookDeliveriesRequest constructs an http.Request for the ListBatchWebhookDeliveries method
+func NewListBatchWebhookDeliveriesRequest(server string, id BatchID, params *ListBatchWebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batches/%s/webhook-deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListBudgetsRequest constructs an http.Request for the ListBudgets method
 func NewListBudgetsRequest(server string, params *ListBudgetsParams) (*http.Request, error) {
 	var err error
@@ -6760,6 +6885,82 @@ func NewListBudgetsRequest(server string, params *ListBudgetsParams) (*http.Requ
 	}
 
 	operationPath := fmt.Sprintf("/v1/budgets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.FilterTenant != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[tenant]", *params.FilterTenant, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEffectiveTenantId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Effective-Tenant-Id", *params.XEffectiveTenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListBudgetWebhookDeliveriesRequest constructs an http.Request for the ListBudgetWebhookDeliveries method
+func NewListBudgetWebhookDeliveriesRequest(server string, id BudgetID, params *ListBudgetWebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/budgets/%s/webhook-deliveries", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -10743,6 +10944,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/batches/{id}/results (the `GetBatchResults` operationId).
 	GetBatchResultsWithResponse(ctx context.Context, id BatchID, params *GetBatchResultsParams, reqEditors ...RequestEditorFn) (*GetBatchResultsResponse, error)
 
+	// ListBatchWebhookDeliveriesWithResponse Every delivery attempt of the batch's batch.completed event, oldest first
+	//
+	// The batch's delivery log, in the shape of a job's (docs/webhooks.md,
+	// Delivery log); empty until every job finished. Needs the read scope
+	// of each service the batch's jobs are of.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/batches/{id}/webhook-deliveries (the `ListBatchWebhookDeliveries` operationId).
+	ListBatchWebhookDeliveriesWithResponse(ctx context.Context, id BatchID, params *ListBatchWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListBatchWebhookDeliveriesResponse, error)
+
 	// ListBudgetsWithResponse List the tenant's budgets with what each used this period
 	//
 	// The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -10753,6 +10965,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
 	ListBudgetsWithResponse(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*ListBudgetsResponse, error)
+
+	// ListBudgetWebhookDeliveriesWithResponse Every delivery attempt of the budget's budget.threshold events, oldest first
+	//
+	// The budget's delivery log, in the shape of a job's (docs/webhooks.md,
+	// Delivery log): the attempts of the last 30 days' events, of every
+	// period and threshold. The budget is one of the tenant's budgets now;
+	// a super-admin names the tenant with filter[tenant].
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/budgets/{id}/webhook-deliveries (the `ListBudgetWebhookDeliveries` operationId).
+	ListBudgetWebhookDeliveriesWithResponse(ctx context.Context, id BudgetID, params *ListBudgetWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListBudgetWebhookDeliveriesResponse, error)
 
 	// ListJobsWithResponse List jobs of every service, newest first, without input, options and result
 	//
@@ -12446,6 +12670,96 @@ func (r GetBatchResultsResponse) ContentType() string {
 	return ""
 }
 
+// ListBatchWebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListBatchWebhookDeliveries
+type ListBatchWebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBatchWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListBatchWebhookDeliveries
+type ListBatchWebhookDeliveriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListBatchWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDeliveries
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBatchWebhookDeliveriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBatchWebhookDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON200() *WebhookDeliveries {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBatchWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBatchWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBatchWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBatchWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListBudgetsResponse401Headers the declared response headers of an HTTP 401 response for ListBudgets
 type ListBudgetsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -12542,6 +12856,103 @@ func (r ListBudgetsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListBudgetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBudgetWebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListBudgetWebhookDeliveries
+type ListBudgetWebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBudgetWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListBudgetWebhookDeliveries
+type ListBudgetWebhookDeliveriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListBudgetWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDeliveries
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBudgetWebhookDeliveriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBudgetWebhookDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON200() *WebhookDeliveries {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBudgetWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBudgetWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBudgetWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBudgetWebhookDeliveriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19771,6 +20182,23 @@ func (c *ClientWithResponses) GetBatchResultsWithResponse(ctx context.Context, i
 	return ParseGetBatchResultsResponse(rsp)
 }
 
+// ListBatchWebhookDeliveriesWithResponse Every delivery attempt of the batch's batch.completed event, oldest first
+//
+// The batch's delivery log, in the shape of a job's (docs/webhooks.md,
+// Delivery log); empty until every job finished. Needs the read scope
+// of each service the batch's jobs are of.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/batches/{id}/webhook-deliveries (the `ListBatchWebhookDeliveries` operationId).
+func (c *ClientWithResponses) ListBatchWebhookDeliveriesWithResponse(ctx context.Context, id BatchID, params *ListBatchWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListBatchWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListBatchWebhookDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchWebhookDeliveriesResponse(rsp)
+}
+
 // ListBudgetsWithResponse List the tenant's budgets with what each used this period
 //
 // The budgets of the token's tenant (docs/api.md, Budgets), each with
@@ -19786,6 +20214,24 @@ func (c *ClientWithResponses) ListBudgetsWithResponse(ctx context.Context, param
 		return nil, err
 	}
 	return ParseListBudgetsResponse(rsp)
+}
+
+// ListBudgetWebhookDeliveriesWithResponse Every delivery attempt of the budget's budget.threshold events, oldest first
+//
+// The budget's delivery log, in the shape of a job's (docs/webhooks.md,
+// Delivery log): the attempts of the last 30 days' events, of every
+// period and threshold. The budget is one of the tenant's budgets now;
+// a super-admin names the tenant with filter[tenant].
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/budgets/{id}/webhook-deliveries (the `ListBudgetWebhookDeliveries` operationId).
+func (c *ClientWithResponses) ListBudgetWebhookDeliveriesWithResponse(ctx context.Context, id BudgetID, params *ListBudgetWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListBudgetWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListBudgetWebhookDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBudgetWebhookDeliveriesResponse(rsp)
 }
 
 // ListJobsWithResponse List jobs of every service, newest first, without input, options and result
@@ -21831,6 +22277,90 @@ func ParseGetBatchResultsResponse(rsp *http.Response) (*GetBatchResultsResponse,
 	return response, nil
 }
 
+// ParseListBatchWebhookDeliveriesResponse parses an HTTP response from a ListBatchWebhookDeliveriesWithResponse call
+func ParseListBatchWebhookDeliveriesResponse(rsp *http.Response) (*ListBatchWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBatchWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDeliveries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBatchWebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBatchWebhookDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListBudgetsResponse parses an HTTP response from a ListBudgetsWithResponse call
 func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21908,6 +22438,97 @@ func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListBudgetsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListBudgetWebhookDeliveriesResponse parses an HTTP response from a ListBudgetWebhookDeliveriesWithResponse call
+func ParseListBudgetWebhookDeliveriesResponse(rsp *http.Response) (*ListBudgetWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBudgetWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDeliveries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBudgetWebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBudgetWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
