@@ -138,33 +138,35 @@ func (s *Store) BudgetNotificationState(ctx context.Context, id string) (state s
 }
 
 // DeleteBudgetNotificationsBefore deletes notifications no longer pending
-// that were created before t, with their budgets' delivery attempts made
-// before t.
+// that were created before t, with their attempts in their budgets'
+// delivery logs.
 func (s *Store) DeleteBudgetNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
-	t = t.UTC()
 	var deleted int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var rows []budgetNotification
-		err := tx.Select("tenant", "budget").Where("state <> ? AND created_at < ?", NotificationPending, t).Find(&rows).Error
-		if err != nil {
+		err := tx.Select("id", "tenant", "budget").Where("state <> ? AND created_at < ?", NotificationPending, t.UTC()).
+			Find(&rows).Error
+		if err != nil || len(rows) == 0 {
 			return err
 		}
+		ids := make([]string, len(rows))
 		logs := map[string]bool{}
-		for _, r := range rows {
+		for i, r := range rows {
 			var b Budget
 			if err := json.Unmarshal([]byte(r.Budget), &b); err != nil {
 				return err
 			}
-			logs[BudgetDeliveries(r.Tenant, b.ID).ID] = true
+			ids[i], logs[BudgetDeliveries(r.Tenant, b.ID).ID] = r.ID, true
 		}
-		for id := range logs {
-			err := tx.Where("job_id = ? AND subject_kind = ? AND attempted_at < ?", id, SubjectBudget, t).
+		for log := range logs {
+			// By the log first: the index on job_id finds its rows.
+			err := tx.Where("job_id = ? AND subject_kind = ? AND message_id IN ?", log, SubjectBudget, ids).
 				Delete(&WebhookDelivery{}).Error
 			if err != nil {
 				return err
 			}
 		}
-		res := tx.Where("state <> ? AND created_at < ?", NotificationPending, t).Delete(&budgetNotification{})
+		res := tx.Where("id IN ?", ids).Delete(&budgetNotification{})
 		deleted = res.RowsAffected
 		return res.Error
 	})
