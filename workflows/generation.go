@@ -35,20 +35,19 @@ import "go.temporal.io/sdk/workflow"
 const Generation = 4
 
 // StampedGeneration is the generation the processes that start jobs
-// stamp on them. It lags Generation by a release: a worker of the
-// previous release, met during a rolling upgrade or a rollback, must
-// understand every job it may replay, so a new generation is stamped only
-// by the release after the one that introduced it (docs/operations.md,
-// Replaying histories). Generation 1 is understood by every build since
-// the first release, so it is stamped from that release on; generation
-// 2 by the next release, or by a deployment whose workers all run this
-// one (--job-generation).
-const StampedGeneration = 1
+// stamp on them (--job-generation's default). It lags Generation by a
+// release: a worker of the previous release, met during a rolling
+// upgrade or a rollback, must understand every job it may replay, so a
+// generation is stamped by default only by the release after the one
+// that introduced it (docs/operations.md, Replaying histories). No
+// release came before the first, which understands generations 1 to 4,
+// so the first release stamps 4; a generation 5 would be stamped by the
+// release after the one that adds it.
+const StampedGeneration = 4
 
 // generationOne is the version of each change at generation 1.
 var generationOne = map[string]workflow.Version{
 	searchAttributesChange: 2,
-	webhooksChange:         1,
 	webhookDocumentsChange: 1,
 	asyncCallChange:        1,
 	localCallChange:        1,

@@ -139,8 +139,6 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 		j.coalesce = version >= 2
 	}
 	if in.Webhook != nil {
-		// Version 1 introduced webhook delivery.
-		j.version(ctx, webhooksChange, 1)
 		// Version 1 leaves the job's documents out of delivery attempts.
 		stored := j.version(ctx, webhookDocumentsChange, 1) == 1
 		j.hooks = newWebhookQueue(*in.Webhook, in.Service, stored)
@@ -154,10 +152,10 @@ func (j *job) setup(ctx workflow.Context, in jobs.Submission) error {
 	})
 }
 
-// GetVersion markers of webhook delivery.
+// GetVersion markers of webhook delivery. The first, "webhooks", was a
+// marker no branch read; its call is gone, and the SDK skips the markers
+// older histories hold (docs/workflow-versions.md).
 const (
-	// webhooksChange: webhook delivery.
-	webhooksChange = "webhooks"
 	// webhookDocumentsChange: deliveries read the job's documents from the
 	// store (DeliverWebhookEvent) instead of carrying them.
 	webhookDocumentsChange = "webhook-stored-documents"
