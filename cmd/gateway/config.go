@@ -245,8 +245,8 @@ func (c *config) registerWebhookGiveUp(fs *flag.FlagSet) {
 // the jobs started (and retried) here.
 func (c *config) registerJobGeneration(fs *flag.FlagSet) {
 	fs.IntVar(&c.JobGeneration, "job-generation", envOr("GATEWAY_JOB_GENERATION", workflows.StampedGeneration, strconv.Atoi, -1),
-		fmt.Sprintf("generation of the job workflow stamped on new jobs, 0 to %d; raise it to %d only once every worker runs this release (env GATEWAY_JOB_GENERATION)",
-			workflows.Generation, workflows.Generation))
+		fmt.Sprintf("generation of the job workflow stamped on new jobs, 0 to %d; while workers of an older build run, no higher than they understand (env GATEWAY_JOB_GENERATION)",
+			workflows.Generation))
 }
 
 // envOr is the value of the environment variable env, parsed, or def when
