@@ -221,6 +221,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobStartsCleared,
 	migrationPayloadKeyChecks,
 	migrationReconciledJobs,
+	migrationDropJobStartsCleared,
 	migrationWebhookDeliverySubjects,
 }
 
