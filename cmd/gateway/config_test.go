@@ -420,3 +420,11 @@ func TestTemporalCompression(t *testing.T) {
 	cfg.LogLevel = "info"
 	require.ErrorContains(t, cfg.validate("serve"), `--temporal-compression (GATEWAY_TEMPORAL_COMPRESSION) must be auto, gzip or none, not "zstd"`)
 }
+
+// --webhook-give-up-after bounds budget and batch events as it bounds
+// job events: the budget notifier carries it, and housekeeping hands it
+// to the batch notifier (docs/webhooks.md, Budget and batch events).
+func TestWebhookGiveUpAfterReachesTheBudgetNotifier(t *testing.T) {
+	cfg := parse(t, "worker", "--webhook-give-up-after", "2h")
+	require.Equal(t, 2*time.Hour, budgetNotifier(cfg, nil, nil, nil, slog.Default()).GiveUpAfter)
+}

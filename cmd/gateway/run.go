@@ -566,5 +566,5 @@ func budgetReserver(st *store.Store, registry *providers.Registry, m *metrics.Me
 // from the workers' housekeeping (docs/api.md, Budgets).
 func budgetNotifier(cfg config, st *store.Store, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) *budgets.Notifier {
 	return &budgets.Notifier{Store: st, Signer: signer, Metrics: m, Logger: logger.With("component", "budgets"),
-		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout)}
+		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout), GiveUpAfter: cfg.WebhookGiveUpAfter}
 }
