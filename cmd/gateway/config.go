@@ -54,8 +54,8 @@ type config struct {
 	// starts are no longer paced (docs/operations.md, Where jobs are
 	// started), so it is only warned about.
 	IgnoredAcceptTarget string
-	TrustedProxies       string
-	TenantCreateRate     int
+	TrustedProxies      string
+	TenantCreateRate    int
 	// Backlog bounds the outbox of accepted jobs (backlog.go).
 	Backlog jobops.BacklogLimits
 	BlobURL string
