@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -49,6 +49,10 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 // keeps it), and when another write of the job committed an event while
 // this one waited for the row: the statement's snapshot predates it, so
 // its event number is taken, and nothing was written.
+//
+// The UPDATE is GORM's own (a DryRun of saveJob's Updates, so the two
+// paths write the same columns the same way); the event and the ledger
+// entry are plain SQL whose numbered parameters follow the UPDATE's.
 func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, entry *UsageEntry) (bool, error) {
 	dry := s.db.Session(&gorm.Session{DryRun: true})
 	update := projectionUpdate(dry, job).Updates(job).Statement
@@ -71,12 +75,9 @@ func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, ent
 		args = append(args, string(kind), pin, microsNow())
 	}
 	if entry != nil {
-		insert := dry.Clauses(clause.OnConflict{DoNothing: true}).Create(entry).Statement
-		if insert.Error != nil {
-			return false, insert.Error
-		}
-		q += ", entry AS (" + shiftParameters(insert.SQL.String(), len(args)) + ")"
-		args = append(args, insert.Vars...)
+		q += ", entry AS (" + usageInsert(len(args)) + ")"
+		args = append(args, entry.JobID, entry.Attempt, entry.Tenant, entry.Application, string(entry.Service), entry.Provider,
+			entry.Unit, entry.Quantity, entry.Native, entry.CostNanos, entry.Currency, entry.PriceVersion, entry.Estimated, entry.BilledAt)
 	}
 	q += " SELECT COUNT(*) FROM updated"
 	var updated int64
@@ -93,16 +94,18 @@ func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, ent
 // uniqueViolation is PostgreSQL's error code of a duplicate key.
 const uniqueViolation = "23505"
 
-// parameterNumber is a numbered parameter of a PostgreSQL statement.
-var parameterNumber = regexp.MustCompile(`\$([0-9]+)`)
-
-// shiftParameters renumbers a statement's parameters $1... to follow the
-// first by parameters of another statement.
-func shiftParameters(statement string, by int) string {
-	return parameterNumber.ReplaceAllStringFunc(statement, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		return "$" + strconv.Itoa(n+by)
-	})
+// usageInsert is the ledger entry's INSERT, written out in plain SQL so
+// that its parameters can follow the UPDATE's: GORM numbers each
+// statement's from $1. Its arguments are those projectInOneStatement
+// appends, in this order.
+func usageInsert(after int) string {
+	columns := []string{"job_id", "attempt", "tenant", "application", "service", "provider",
+		"unit", "quantity", "native", "cost_nanos", "currency", "price_version", "estimated", "billed_at"}
+	values := make([]string, len(columns))
+	for i := range columns {
+		values[i] = "$" + strconv.Itoa(after+i+1)
+	}
+	return "INSERT INTO usage_ledger (" + strings.Join(columns, ", ") + ") VALUES (" + strings.Join(values, ", ") + ") ON CONFLICT DO NOTHING"
 }
 
 // saveJob is SaveJob's statement, and its event when it landed. The job's
