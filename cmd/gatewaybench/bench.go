@@ -1,152 +1,163 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"runtime"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
+	"github.com/google/uuid"
+
+	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store/benchdb"
 )
 
-// bench is one benchmark run: the gateway binary, a work dir and the
-// report being filled in.
+// bench is one run: the binaries, a work dir and the report.
 type bench struct {
-	opts          options
-	log           io.Writer
-	work          string
-	bin           string
-	src           string // the gateway's module, for building it and Temporal's tools
-	hc            *http.Client
-	temporalTools temporalTools // built by the first production-shape phase
-	nodevBin      string        // the production build of the gateway, built by the first phase that needs it
-	started       time.Time
-	cleanups      []func()
+	opts     options
+	log      io.Writer
+	rep      *report
+	work     string
+	src      string // the gateway's module, where the gateway and Temporal's tools are built
+	bin      string
+	nodevBin string        // the production build, made by the first phase that needs it
+	tools    temporalTools // made by the first production deployment
+	hc       *http.Client
+	started  time.Time
+	undo
 }
 
-func newBench(ctx context.Context, opts options, log io.Writer) (*bench, error) {
-	if opts.ProfileDir != "" && opts.GatewayBin != "" {
-		return nil, errors.New("-profile builds the gateway with a pprof listener; it cannot be combined with -gateway")
-	}
-	work, err := os.MkdirTemp("", "gatewaybench-")
-	if err != nil {
+func newBench(ctx context.Context, opts options, log io.Writer) (b *bench, err error) {
+	b = &bench{opts: opts, log: log, rep: newReport(opts), started: time.Now(),
+		hc: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight, DisableCompression: true}}}
+	if b.work, err = os.MkdirTemp("", "gatewaybench-"); err != nil {
 		return nil, err
 	}
-	b := &bench{opts: opts, log: log, work: work, started: time.Now()}
 	if !opts.Keep {
-		b.cleanups = append(b.cleanups, func() { _ = os.RemoveAll(work) })
+		b.undo = append(b.undo, func() { _ = os.RemoveAll(b.work) })
 	}
-	b.bin = opts.GatewayBin
-	if b.src, err = moduleDir(ctx, opts.Src); err != nil && (b.bin == "" || opts.hasShape("production")) {
+	if b.src, err = filepath.Abs(cmp.Or(opts.Src, ".")); err == nil {
+		b.bin = filepath.Join(b.work, "gateway")
+		err = b.goBuild(ctx, "the gateway", "-o", b.bin, "./cmd/gateway")
+	}
+	if err != nil {
 		b.close()
 		return nil, err
-	}
-	if b.bin == "" {
-		if b.bin, err = buildGateway(ctx, b.src, work, opts.ProfileDir != "", log); err != nil {
-			b.close()
-			return nil, err
-		}
-	}
-	if opts.ProfileDir != "" {
-		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
-			b.close()
-			return nil, err
-		}
-	}
-	b.hc = &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns:        maxInFlight,
-			MaxIdleConnsPerHost: maxInFlight,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		},
 	}
 	return b, nil
 }
 
-// close undoes what the run set up, newest first.
-func (b *bench) close() {
-	for _, f := range slices.Backward(b.cleanups) {
+// undo is what to undo when closing, newest first.
+type undo []func()
+
+func (u *undo) close() {
+	for _, f := range slices.Backward(*u) {
 		f()
 	}
-	b.cleanups = nil
+	*u = nil
 }
 
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.log, "[%6.1fs] %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// run runs the selected phases; a phase that fails is reported and the
-// others still run.
-func (b *bench) run(ctx context.Context) (*report, error) {
-	rep := newReport(b.opts)
-	if la := rep.LoadAverage["start"]; la != "?" {
-		var one float64
-		if _, err := fmt.Sscan(la, &one); err == nil && one > 0.5*float64(runtime.NumCPU()) {
-			b.logf("warning: load average %s on %d CPUs: other work on this machine will skew the results", la, runtime.NumCPU())
-		}
-	}
+// run runs the selected phases in the order of docs/benchmarks.md
+// (Running them); a phase that fails is reported and the others run.
+func (b *bench) run(ctx context.Context) error {
 	var errs []error
-	for _, phase := range []struct {
-		name, shape string
-		run         func(context.Context, *report) error
+	for _, p := range []struct {
+		shape, phase string
+		run          func(context.Context, string) error
 	}{
-		{"e2e", "dev", b.e2ePhases},
-		{"create", "dev", b.createPhases},
-		{"memory", "dev", b.memoryPhase},
-		{"reads", "dev", b.readsPhase},
-		{"fairness", "dev", b.fairnessPhase},
-		{"production", "production", b.productionPhases},
-		{"overload", "production", b.overloadPhase},
-		{"scaleout", "production", b.scaleoutPhase},
+		{"dev", "e2e", b.e2e}, {"dev", "create", b.create}, {"dev", "memory", b.memory}, {"dev", "reads", b.reads},
+		{"dev", "fairness", b.fairness}, {"production", "e2e", b.e2e}, {"production", "create", b.create},
+		{"production", "memory", b.memory}, {"production", "overload", b.overload}, {"production", "scaleout", b.scaleout},
 	} {
-		// The production phases choose among e2e and create themselves.
-		if !b.opts.hasShape(phase.shape) || (phase.name != "production" && !b.opts.has(phase.name)) {
+		if !b.opts.has(p.shape, p.phase) || ctx.Err() != nil {
 			continue
 		}
-		if ctx.Err() != nil {
-			break
+		b.rep.shape = p.shape
+		if err := p.run(ctx, p.shape); err != nil {
+			b.logf("%s %s phase failed: %v", p.shape, p.phase, err)
+			b.rep.Failures = append(b.rep.Failures, fmt.Sprintf("%s %s: %v", p.shape, p.phase, err))
+			errs = append(errs, fmt.Errorf("%s %s phase: %w", p.shape, p.phase, err))
 		}
-		start := time.Now()
-		if err := phase.run(ctx, rep); err != nil {
-			b.logf("%s phase failed: %v", phase.name, err)
-			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", phase.name, err))
-			errs = append(errs, fmt.Errorf("%s phase: %w", phase.name, err))
-		}
-		rep.PhaseSeconds[phase.name] = time.Since(start).Seconds()
 	}
-	rep.TotalSeconds = time.Since(b.started).Seconds()
-	rep.LoadAverage["end"] = loadAverage()
-	rep.evaluate()
-	return rep, errors.Join(errs...)
+	b.rep.TotalSeconds = time.Since(b.started).Seconds()
+	b.rep.evaluate()
+	return errors.Join(errs...)
 }
 
-// dial connects an SDK client to a gateway's embedded frontend with the
-// options the gateway itself uses.
-func dial(ctx context.Context, hostPort string) (client.Client, error) {
-	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	return client.DialContext(ctx, client.Options{
-		HostPort:  hostPort,
-		Namespace: "default",
-		Logger:    sdklog.NewStructuredLogger(quiet),
-	})
+// goBuild runs `go build args…` in the gateway's module.
+func (b *bench) goBuild(ctx context.Context, what string, args ...string) error {
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)
+	cmd.Dir = b.src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s in %s: %w\n%s", what, b.src, err, out)
+	}
+	b.logf("built %s in %s", what, time.Since(start).Round(100*time.Millisecond))
+	return nil
 }
 
-// storeURL is the database of a phase's gateway: DATABASE_URL's server in
-// a fresh schema when it is set, otherwise "" (the SQLite file in the data
-// dir).
-func (b *bench) storeURL(ctx context.Context, tag string) (string, string, error) {
-	if b.opts.DatabaseURL == "" {
-		return "", "sqlite", nil
+// nodevBinary is the gateway built as deploy/Dockerfile builds it (-tags
+// nodev: without the embedded Temporal server), built once.
+func (b *bench) nodevBinary(ctx context.Context) (string, error) {
+	if b.nodevBin == "" {
+		bin := filepath.Join(b.work, "gateway-nodev")
+		if err := b.goBuild(ctx, "the production gateway (-tags nodev)", "-tags", "nodev", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/gateway"); err != nil {
+			return "", err
+		}
+		b.nodevBin = bin
 	}
-	url, err := b.freshSchema(ctx, b.opts.DatabaseURL, tag)
-	return url, "postgres", err
+	return b.nodevBin, nil
+}
+
+// freshSchema creates an empty schema in the database at base and returns
+// a URL whose connections use it; it is dropped at the end unless -keep.
+func (b *bench) freshSchema(ctx context.Context, base, tag string) (string, error) {
+	schema := "gatewaybench_" + strings.ReplaceAll(tag, "-", "_") + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	u, drop, err := benchdb.NewSchema(ctx, base, schema)
+	if err == nil && !b.opts.Keep {
+		b.undo = append(b.undo, drop)
+	}
+	return u, err
+}
+
+// benchPayloadKeys is the GATEWAY_PAYLOAD_KEYS of every gateway process
+// the benchmark starts: payloads are encrypted as in production.
+var benchPayloadKeys = payloadcodec.FormatKey("bench1", payloadcodec.GenerateKey())
+
+// env is the environment of every process the benchmark starts: its own
+// without the gateway's and Temporal's settings, so that the shell's
+// exports change nothing, plus the payload keys and -job-generation.
+func (b *bench) env() []string {
+	env := []string{"GATEWAY_PAYLOAD_KEYS=" + benchPayloadKeys}
+	if b.opts.JobGeneration >= 0 {
+		env = append(env, fmt.Sprintf("GATEWAY_JOB_GENERATION=%d", b.opts.JobGeneration))
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "GATEWAY_") && !strings.HasPrefix(name, "TEMPORAL_") &&
+			!strings.HasPrefix(name, "OIDC_") && name != "DATABASE_URL" {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func truncate(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
 }
