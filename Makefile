@@ -114,7 +114,7 @@ bench-overload: ## benchmark: creates beyond what the workers start, production 
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./cmd/gatewaybench -phases overload -shapes production -json bin/bench-overload.json
 
 .PHONY: bench-fairness
-bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after tenant A's thousand, against an idle gateway (dev; fails if B's p95 is over 2× idle; about a minute)
+bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after tenant A's thousand, against an idle gateway, five runs on fresh deployments (dev; fails if the median of B's p95 over idle is over 2×; about two minutes)
 	$(GO) run ./cmd/gatewaybench -phases fairness -shapes dev -json bin/bench-fairness.json
 
 .PHONY: bench-scaleout

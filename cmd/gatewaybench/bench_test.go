@@ -57,7 +57,8 @@ func TestQuickShortensWhatWasNotSet(t *testing.T) {
 	require.Equal(t, []string{"e2e", "create", "reads", "memory"}, o.Phases)
 	require.Equal(t, []string{"dev", "production"}, o.Shapes)
 	require.Equal(t, 5, o.CreateRuns)
-	require.Equal(t, 50, o.FairnessBJobs)
+	require.Equal(t, 10, o.FairnessBJobs)
+	require.Equal(t, 5, o.FairnessRuns)
 
 	_, err = parseFlags([]string{"-phases", "load,nope"}, io.Discard)
 	require.ErrorContains(t, err, `unknown phase "nope"`)
@@ -71,7 +72,7 @@ func TestEnvFollowsTheFlags(t *testing.T) {
 	b := &bench{opts: options{JobGeneration: -1}}
 	require.Contains(t, b.env(), "GATEWAY_PAYLOAD_KEYS="+benchPayloadKeys)
 	require.NotContains(t, strings.Join(b.env(), "\n"), "GATEWAY_JOB_GENERATION", "the gateways' own default")
-	require.NotContains(t, strings.Join(b.env(), "\n"), "DATABASE_URL", "the shell's settings are not the benchmark's")
+	require.NotContains(t, "\n"+strings.Join(b.env(), "\n"), "\nDATABASE_URL=", "the shell's settings are not the benchmark's")
 	b.opts.JobGeneration = 4
 	require.Contains(t, b.env(), "GATEWAY_JOB_GENERATION=4")
 }

@@ -48,6 +48,7 @@ type options struct {
 	MemoryDelay     time.Duration    `json:"memory_latency_ns"`
 	FairnessJobs    int              `json:"fairness_jobs"`
 	FairnessBJobs   int              `json:"fairness_b_jobs"`
+	FairnessRuns    int              `json:"fairness_runs"`
 	FairnessDelay   time.Duration    `json:"fairness_latency_ns"`
 	OverloadBacklog int              `json:"overload_backlog"`
 	OverloadFor     time.Duration    `json:"overload_duration_ns"`
@@ -123,7 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.MemoryJobs, "memory-jobs", 1000, "jobs in flight for peak RSS")
 	fs.DurationVar(&o.MemoryDelay, "memory-latency", time.Minute, "sandbox latency of the memory phase's jobs")
 	fs.IntVar(&o.FairnessJobs, "fairness-jobs", 1000, "jobs tenant A submits in the fairness phase")
-	fs.IntVar(&o.FairnessBJobs, "fairness-b-jobs", 50, "jobs tenant B submits at once, idle and again behind A")
+	fs.IntVar(&o.FairnessBJobs, "fairness-b-jobs", 10, "jobs tenant B submits at once, idle and again behind A")
+	fs.IntVar(&o.FairnessRuns, "fairness-runs", 5, "runs of the fairness phase, each on a fresh deployment; the target holds their median")
 	fs.DurationVar(&o.FairnessDelay, "fairness-latency", 200*time.Millisecond, "sandbox latency of the fairness phase's jobs")
 	fs.IntVar(&o.OverloadBacklog, "overload-backlog", 2000, "serve's --max-backlog-per-tenant in the overload phase")
 	fs.DurationVar(&o.OverloadFor, "overload-duration", time.Minute, "length of each run of the overload phase")
@@ -175,7 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.Rates = append(o.Rates, n)
 	}
 	if min(o.Duration, o.SustainedFor, o.OverloadFor, o.ScaleoutWindow) < time.Second || o.MaxWorkers < 0 ||
-		min(o.Sustained, o.SerialJobs, o.MemoryJobs, o.CreateRuns, o.Jobs, o.FairnessJobs, o.FairnessBJobs, o.OverloadBacklog, o.ScaleoutJobs) < 1 {
+		min(o.Sustained, o.SerialJobs, o.MemoryJobs, o.CreateRuns, o.Jobs, o.FairnessJobs, o.FairnessBJobs, o.FairnessRuns, o.OverloadBacklog, o.ScaleoutJobs) < 1 {
 		return o, errors.New("durations must be at least 1s, counts at least 1 (-max-workers at least 0)")
 	}
 	o.ScaleoutConfigs, err = parseScaleoutConfigs(list(scaleout))

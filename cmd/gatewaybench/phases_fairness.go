@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 )
 
@@ -10,62 +12,93 @@ import (
 // over its idle p95 (docs/benchmarks.md, Fairness between tenants).
 const targetFairnessP95 = 2.0
 
-// fairness: tenant B submits FairnessBJobs jobs at once on an idle
-// gateway, then tenant A FairnessJobs (16 clients) and B as many again; a
-// job's time to start is created_at → processed_at of its document.
+// fairness runs fairnessOnce FairnessRuns times, each on a fresh
+// deployment, and judges the median of their ratios: one run's p95 of ten
+// jobs is noisy.
 func (b *bench) fairness(ctx context.Context, shape string) error {
+	var ratios []float64
+	for run := 1; run <= b.opts.FairnessRuns; run++ {
+		ratio, err := b.fairnessOnce(ctx, shape, run)
+		if err != nil {
+			return err
+		}
+		ratios = append(ratios, ratio)
+	}
+	slices.Sort(ratios)
+	median := ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		median = (ratios[len(ratios)/2-1] + median) / 2
+	}
+	x := row{Section: "fairness", Key: "fairness/flooded", System: "gateway",
+		Measure: fmt.Sprintf("tenant B's p95 behind A over idle, median of %d runs", len(ratios)), Value: fmt.Sprintf("%.2f× idle", median)}
+	for _, r := range ratios {
+		x.RunsP99 = append(x.RunsP99, math.Round(r*100)/100)
+	}
+	x.judge(median <= targetFairnessP95, fmt.Sprintf("median ≤ %.0f× idle", targetFairnessP95))
+	b.rep.add(x)
+	if !*x.Pass {
+		return fmt.Errorf("tenant B's p95 time to start behind tenant A's %d jobs is %.2f× its idle p95, the median of %d runs %v (target ≤ %.0f×)",
+			b.opts.FairnessJobs, median, len(ratios), x.RunsP99, targetFairnessP95)
+	}
+	return nil
+}
+
+// fairnessOnce: tenant B submits FairnessBJobs jobs at once on an idle
+// gateway, then tenant A FairnessJobs (16 clients) and B as many again; a
+// job's time to start is created_at → processed_at of its document. It
+// returns B's p95 behind A over its idle p95.
+func (b *bench) fairnessOnce(ctx context.Context, shape string, run int) (float64, error) {
 	o := b.opts
 	d, err := b.deploy(ctx, shape, "fairness", deploySpec{latency: o.FairnessDelay})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer d.close()
 	a, err := d.gateway(ctx, "bench-a", true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tb, err := d.gateway(ctx, "bench-b", true)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	b.logf("fairness: tenant B submits %d jobs on the idle gateway", o.FairnessBJobs)
+	b.logf("fairness run %d: tenant B submits %d jobs on the idle gateway", run, o.FairnessBJobs)
 	idle, _ := d.timesToStart(ctx, tb)
-	b.logf("fairness: tenant A submits %d jobs (16 clients), then tenant B %d", o.FairnessJobs, o.FairnessBJobs)
+	b.logf("fairness run %d: tenant A submits %d jobs (16 clients), then tenant B %d", run, o.FairnessJobs, o.FairnessBJobs)
 	start := time.Now()
 	aJobs := closedLoop(ctx, 16, time.Hour, o.FairnessJobs, a.submit)
 	submitted := time.Since(start)
 	behind, toWorkflow := d.timesToStart(ctx, tb)
-	b.logf("fairness: waiting for tenant A's jobs to complete")
+	b.logf("fairness run %d: waiting for tenant A's jobs to complete", run)
 	aCreated, _ := split(aJobs)
 	aDone := d.drain(ctx, a, aCreated)
 
+	section := fmt.Sprintf("fairness run %d", run)
 	idleStats, idleErrs := summary(idle)
-	x := row{Section: "fairness", Key: "fairness/flooded", System: "gateway", Measure: fmt.Sprintf("… right after tenant A's %d", o.FairnessJobs)}
+	x := row{Section: section, System: "gateway", Measure: fmt.Sprintf("… right after tenant A's %d", o.FairnessJobs)}
 	x.Latency, x.ErrorSamples = summary(behind)
 	ratio := x.Latency.P95 / max(idleStats.P95, 1e-9)
 	x.Value = fmt.Sprintf("p95 %.2f× idle", ratio)
-	x.judge(ratio <= targetFairnessP95 && idleStats.N > 0 && idleStats.Errors == 0, fmt.Sprintf("p95 ≤ %.0f× idle", targetFairnessP95))
-	b.rep.add(row{Section: "fairness", Key: "fairness/idle", System: "gateway", Latency: idleStats, ErrorSamples: idleErrs,
+	b.rep.add(row{Section: section, System: "gateway", Latency: idleStats, ErrorSamples: idleErrs,
 		Measure: fmt.Sprintf("tenant B: %d jobs' created_at → processed_at, idle gateway", o.FairnessBJobs)})
 	b.rep.add(x)
 	workflowStats, _ := summary(toWorkflow)
-	b.rep.add(row{Section: "fairness", System: "gateway", Measure: "… of which created_at → workflow started", Latency: workflowStats})
-	create := row{Section: "fairness", Key: "fairness/a-create", System: "gateway", Rate: float64(len(aCreated)) / submitted.Seconds(),
+	b.rep.add(row{Section: section, System: "gateway", Measure: "… of which created_at → workflow started", Latency: workflowStats})
+	create := row{Section: section, System: "gateway", Rate: float64(len(aCreated)) / submitted.Seconds(),
 		Measure: fmt.Sprintf("tenant A: create %d jobs (16 clients)", o.FairnessJobs)}
 	create.Latency, create.ErrorSamples = summary(aJobs)
 	b.rep.add(create)
-	done := row{Section: "fairness", Key: "fairness/a-completed", System: "gateway", Measure: "tenant A: jobs completed (rate: first create → last completed)"}
+	done := row{Section: section, System: "gateway", Measure: "tenant A: jobs completed (rate: first create → last completed)"}
 	done.Latency, done.ErrorSamples = summary(aDone)
 	if last := lastEnd(aDone); last.After(start) {
 		done.Rate = float64(done.Latency.N) / last.Sub(start).Seconds()
 	}
 	b.rep.add(done)
-	b.rep.note("fairness", "gateway", "sandbox latency of the provider calls", "%s", o.FairnessDelay)
-	if !*x.Pass {
-		return fmt.Errorf("tenant B's p95 time to start behind tenant A's %d jobs is %.1f ms, %.2f× its idle %.1f ms (target ≤ %.0f×)",
-			o.FairnessJobs, x.Latency.P95, ratio, idleStats.P95, targetFairnessP95)
+	if idleStats.N == 0 || idleStats.Errors > 0 || x.Latency.Errors > 0 {
+		return 0, fmt.Errorf("fairness run %d: tenant B's jobs failed (%d of %d idle, %d of %d behind A)",
+			run, idleStats.Errors, idleStats.N, x.Latency.Errors, x.Latency.N)
 	}
-	return nil
+	return ratio, nil
 }
 
 // timesToStart submits FairnessBJobs jobs at once and returns, once they
