@@ -57,7 +57,7 @@ func breakerFixture(t *testing.T, cache *store.Cache, breakers activities.Breake
 		_, _ = env.ExecuteActivity(acts.Calls.CallProvider, in)
 	}
 	state = func() breaker.Breaker {
-		all, err := cache.Store.Breakers(t.Context())
+		all, err := cache.Store.Breakers.Breakers(t.Context())
 		require.NoError(t, err)
 		return all[store.BreakerKey{ProviderID: "cheap", Service: jobs.LLMTasks}]
 	}

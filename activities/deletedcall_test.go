@@ -53,7 +53,7 @@ func (a *countingAdapter) Run(ctx context.Context, _ providers.Call) (json.RawMe
 func pendingJob(t *testing.T, st *store.Store) string {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	require.NoError(t, st.InsertJob(t.Context(), &jobs.Record{ID: id, Tenant: "acme", Service: jobs.LLMTasks,
+	require.NoError(t, st.Jobs.InsertJob(t.Context(), &jobs.Record{ID: id, Tenant: "acme", Service: jobs.LLMTasks,
 		Status: jobs.StatusPending, Input: `{"type":"text","text":"t","prompt":"p"}`, CreatedAt: time.Now().UTC()}))
 	return id
 }
@@ -64,7 +64,7 @@ func callsEnv(t *testing.T, adapter providers.Adapter, st *store.Store) *testsui
 	t.Helper()
 	registry := registryOf(t, llmCatalog("scripted", "Scripted", "scripted", ""),
 		map[string]providers.Factory{"scripted": answeredBy(adapter)})
-	set := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "w", HeartbeatInterval: time.Hour, Jobs: st})
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, WorkerID: "w", HeartbeatInterval: time.Hour, Jobs: st.Jobs})
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	set.Register(env)
@@ -81,7 +81,7 @@ func TestCallOfAJobDeletedBeforeItIsNotMade(t *testing.T) {
 	env := callsEnv(t, adapter, st)
 
 	id := pendingJob(t, st)
-	_, _, err := st.DeleteJob(t.Context(), id, "alice", time.Now())
+	_, _, err := st.Jobs.DeleteJob(t.Context(), id, "alice", time.Now())
 	require.NoError(t, err)
 	in := call()
 	in.JobID = id
@@ -115,14 +115,14 @@ func TestCallUnderWayWhenItsJobIsDeletedIsNamed(t *testing.T) {
 	st := storetest.SQLite(t)
 	id := pendingJob(t, st)
 	adapter := &countingAdapter{during: func(ctx context.Context) {
-		_, _, err := st.DeleteJob(ctx, id, "alice", time.Now())
+		_, _, err := st.Jobs.DeleteJob(ctx, id, "alice", time.Now())
 		require.NoError(t, err)
 	}}
 	in := call()
 	in.JobID = id
 	value, callErr := callsEnv(t, adapter, st).ExecuteActivity(acts.Calls.CallProvider, in)
 	require.EqualValues(t, 1, adapter.calls.Load())
-	_, err := st.GetTombstone(t.Context(), id)
+	_, err := st.Jobs.GetTombstone(t.Context(), id)
 	require.NoError(t, err, "the job was deleted during its call")
 	var out *activities.CallOutput
 	if callErr == nil {

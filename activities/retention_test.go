@@ -39,7 +39,7 @@ func (d *fakeDeleter) Delete(ctx context.Context, job *jobs.Record, by string) (
 	if d.fail != nil {
 		return nil, d.fail
 	}
-	_, tomb, err := d.st.DeleteJob(ctx, job.ID, by, time.Now())
+	_, tomb, err := d.st.Jobs.DeleteJob(ctx, job.ID, by, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func retentionJob(t *testing.T, ctx context.Context, st *store.Store, files *blo
 	job := &jobs.Record{ID: id, Service: "transcriptions", Tenant: tenant, UserID: "u", Status: jobs.StatusCompleted,
 		Input: `{}`, Options: `{}`, Result: `{"text":"hi"}`, ResultFile: activities.ResultPrefix(id) + "transcript.srt",
 		Revision: 4, CreatedAt: at, CompletedAt: &at}
-	require.NoError(t, st.InsertJob(ctx, job))
+	require.NoError(t, st.Jobs.InsertJob(ctx, job))
 	for _, key := range []string{job.ResultFile, activities.WorkPrefix(id) + "media.wav"} {
 		_, err := files.Put(ctx, key, "text/plain", strings.NewReader("x"))
 		require.NoError(t, err)
@@ -95,13 +95,13 @@ func TestRetentionExpiresResultsThenJobs(t *testing.T) {
 		files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://files.test"})
 		require.NoError(t, err)
 		minute, twoMinutes := time.Minute, 2*time.Minute
-		require.NoError(t, st.CreateTenant(ctx, &store.Tenant{ID: "short", Retention: store.Retention{Results: &minute, Jobs: &twoMinutes}}))
+		require.NoError(t, st.Routing.CreateTenant(ctx, &store.Tenant{ID: "short", Retention: store.Retention{Results: &minute, Jobs: &twoMinutes}}))
 		now := time.Now().UTC()
 		short := retentionJob(t, ctx, st, files, "short", now)
 		plain := retentionJob(t, ctx, st, files, "plain", now) // the default: results for an hour
 		m := metrics.New()
 		deleter := &fakeDeleter{st: st}
-		r := &activities.Retention{Store: st, Deleter: deleter, Files: files, Defaults: store.RetentionDefaults{Results: time.Hour}, Metrics: m}
+		r := &activities.Retention{Store: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, Files: files, Defaults: store.RetentionDefaults{Results: time.Hour}, Metrics: m}
 
 		// 90 s on: short's result expired, its job not yet; plain keeps all.
 		out, err := r.ExpireJobs(ctx, activities.RetentionBatch{Now: now.Add(90 * time.Second), Limit: 10})
@@ -110,14 +110,14 @@ func TestRetentionExpiresResultsThenJobs(t *testing.T) {
 		out, err = r.ExpireResults(ctx, activities.RetentionBatch{Now: now.Add(90 * time.Second), Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, activities.RetentionBatchResult{Selected: 1, Expired: 1}, out)
-		got, err := st.GetJob(ctx, short.ID)
+		got, err := st.Jobs.GetJob(ctx, short.ID)
 		require.NoError(t, err)
 		require.Empty(t, got.Result)
 		require.NotNil(t, got.ResultExpiredAt)
 		require.False(t, exists(t, ctx, files, short.ResultFile), "the result file is gone")
 		require.True(t, exists(t, ctx, files, activities.WorkPrefix(short.ID)+"media.wav"), "the media stage's files go with their job, not here")
 		require.True(t, exists(t, ctx, files, plain.ResultFile))
-		got, err = st.GetJob(ctx, plain.ID)
+		got, err = st.Jobs.GetJob(ctx, plain.ID)
 		require.NoError(t, err)
 		require.Equal(t, plain.Result, got.Result)
 		out, err = r.ExpireResults(ctx, activities.RetentionBatch{Now: now.Add(90 * time.Second), Limit: 10})
@@ -130,7 +130,7 @@ func TestRetentionExpiresResultsThenJobs(t *testing.T) {
 		require.Equal(t, activities.RetentionBatchResult{Selected: 1, Expired: 1}, out)
 		require.Equal(t, []string{short.ID}, deleter.deleted)
 		require.Equal(t, []string{jobs.DeletedByRetention}, deleter.by)
-		_, err = st.GetJob(ctx, short.ID)
+		_, err = st.Jobs.GetJob(ctx, short.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		// 2 h on: plain's result expires, in batches of one.
@@ -163,12 +163,12 @@ func TestRetentionJobsDeleteFailures(t *testing.T) {
 	require.NoError(t, err)
 	job := retentionJob(t, ctx, st, files, "acme", time.Now().Add(-time.Hour))
 	deleter := &fakeDeleter{st: st, fail: errors.New("temporal is away")}
-	r := &activities.Retention{Store: st, Deleter: deleter, Defaults: store.RetentionDefaults{Jobs: time.Minute}}
+	r := &activities.Retention{Store: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, Defaults: store.RetentionDefaults{Jobs: time.Minute}}
 	_, err = r.ExpireJobs(ctx, activities.RetentionBatch{Now: time.Now(), Limit: 10})
 	require.ErrorContains(t, err, "temporal is away", "retried by the workflow")
 
 	// Deleted meanwhile (by its owner): skipped.
-	_, _, err = st.DeleteJob(ctx, job.ID, "alice", time.Now())
+	_, _, err = st.Jobs.DeleteJob(ctx, job.ID, "alice", time.Now())
 	require.NoError(t, err)
 	other := retentionJob(t, ctx, st, files, "acme", time.Now().Add(-time.Hour))
 	racing := &racingDeleter{st: st, id: other.ID}
@@ -185,10 +185,17 @@ type racingDeleter struct {
 }
 
 func (d *racingDeleter) Delete(ctx context.Context, job *jobs.Record, _ string) (*jobs.Tombstone, error) {
-	if _, _, err := d.st.DeleteJob(ctx, d.id, "alice", time.Now()); err != nil {
+	if _, _, err := d.st.Jobs.DeleteJob(ctx, d.id, "alice", time.Now()); err != nil {
 		return nil, err
 	}
 	return nil, errors.New("job was deleted")
 }
 
 func (d *racingDeleter) StartErasure(context.Context, *jobs.Tombstone, bool) error { return nil }
+
+// retentionStore is the RetentionStore gateway worker wires: the
+// housekeeping store and the jobs it expires.
+type retentionStore struct {
+	*store.HousekeepingStore
+	*store.JobStore
+}

@@ -113,7 +113,7 @@ func TestDecideRouteAcrossWorkers(t *testing.T) {
 			require.Equal(t, "good", out.Routing.ProviderID, "the first worker took the last request of the day")
 			require.Equal(t, jobs.EvalRateLimited, reasonOf(out, "cheap"))
 		}
-		counts, err := st.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
+		counts, err := st.Routing.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 2, counts["cheap"].Day, "refused reservations are not counted")
 	})
@@ -207,7 +207,7 @@ func TestDecideRouteRetriedCountsOnce(t *testing.T) {
 		env, _ := routingEnv(t, st)
 		dayCount := func() int {
 			t.Helper()
-			counts, err := st.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
+			counts, err := st.Routing.RateCounts(context.Background(), jobs.LLMTasks, []string{"cheap"}, time.Now())
 			require.NoError(t, err)
 			return counts["cheap"].Day
 		}
@@ -246,10 +246,10 @@ func TestDecideRouteRetriedTakesItsTurnOnce(t *testing.T) {
 		}
 		next := route(t, env, llmJob()).Routing.ProviderID
 		require.NotEqual(t, decided, next, "the next job is spread to the other provider")
-		turn, err := s.NextTurn(ctx, "policy:"+p.ID)
+		turn, err := s.Routing.NextTurn(ctx, "policy:"+p.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), turn, "four tries of two decisions took two turns")
-		counts, err := s.RateCounts(ctx, jobs.LLMTasks, []string{"cheap"}, time.Now())
+		counts, err := s.Routing.RateCounts(ctx, jobs.LLMTasks, []string{"cheap"}, time.Now())
 		require.NoError(t, err)
 		require.Equal(t, 1, counts["cheap"].Day, "one of the two decisions reserved with cheap, once")
 	})

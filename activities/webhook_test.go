@@ -464,7 +464,7 @@ func TestDeliverWebhookEventSendsWhatTheWholeJobSends(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		b := setupHooksReading(t, nil, st)
+		b := setupHooksReading(t, nil, st.Jobs)
 		recv := newReceiver(t, status(http.StatusServiceUnavailable))
 
 		completed := delivery(recv.URL)
@@ -481,7 +481,7 @@ func TestDeliverWebhookEventSendsWhatTheWholeJobSends(t *testing.T) {
 		for _, snap := range []jobs.Snapshot{progress.Job, completed.Job} {
 			rec, err := snap.Record()
 			require.NoError(t, err)
-			require.NoError(t, st.SaveJob(ctx, rec))
+			require.NoError(t, st.Jobs.SaveJob(ctx, rec))
 		}
 
 		for _, d := range []activities.WebhookDelivery{progress, completed} {
@@ -511,14 +511,14 @@ func TestDeliverWebhookEventSendsWhatTheWholeJobSends(t *testing.T) {
 func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 	t.Parallel()
 	st := storetest.SQLite(t)
-	b := setupHooksReading(t, nil, st)
+	b := setupHooksReading(t, nil, st.Jobs)
 	recv := newReceiver(t, status(http.StatusOK))
 	d := delivery(recv.URL)
 	processing := d.Job
 	processing.Status, processing.Result, processing.Revision = jobs.StatusProcessing, nil, 2
 	rec, err := processing.Record()
 	require.NoError(t, err)
-	require.NoError(t, st.SaveJob(context.Background(), rec))
+	require.NoError(t, st.Jobs.SaveJob(context.Background(), rec))
 
 	d.Job = d.Job.WithoutDocuments()
 	_, err = b.env.ExecuteActivity(acts.Webhooks.DeliverWebhookEvent, d)
@@ -547,13 +547,13 @@ func TestDeliverWebhookEventWaitsForTheCompletedRecord(t *testing.T) {
 func TestDeliverWebhookEventOfADeletedJob(t *testing.T) {
 	t.Parallel()
 	st := storetest.SQLite(t)
-	b := setupHooksReading(t, nil, st)
+	b := setupHooksReading(t, nil, st.Jobs)
 	recv := newReceiver(t, status(http.StatusOK))
 	d := delivery(recv.URL)
 	rec, err := d.Job.Record()
 	require.NoError(t, err)
-	require.NoError(t, st.SaveJob(context.Background(), rec))
-	_, _, err = st.DeleteJob(context.Background(), d.Job.ID, "alice", time.Now())
+	require.NoError(t, st.Jobs.SaveJob(context.Background(), rec))
+	_, _, err = st.Jobs.DeleteJob(context.Background(), d.Job.ID, "alice", time.Now())
 	require.NoError(t, err)
 
 	d.Job = d.Job.WithoutDocuments()
@@ -600,7 +600,7 @@ func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
 	var answer atomic.Int32
 	answer.Store(http.StatusInternalServerError)
 	recv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(answer.Load())) })
-	b := setupHooksWith(t, nil, func(a *activities.Webhooks) { a.Messages = st })
+	b := setupHooksWith(t, nil, func(a *activities.Webhooks) { a.Messages = st.Webhooks })
 	d := delivery(recv.URL)
 
 	// An attempt records what the message carries, once.
@@ -608,7 +608,7 @@ func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
 	requireAppError(t, b.deliver(d), activities.ErrTypeWebhookFailed, true)
 	d.Attempt = 2
 	requireAppError(t, b.deliver(d), activities.ErrTypeWebhookFailed, true)
-	messages, err := st.WebhookMessages(ctx, d.Job.ID)
+	messages, err := st.Webhooks.WebhookMessages(ctx, d.Job.ID)
 	require.NoError(t, err)
 	require.Len(t, messages, 1)
 	require.Equal(t, d.MessageID, messages[0].MessageID)
@@ -620,7 +620,7 @@ func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
 	// Given up: recorded.
 	_, err = b.env.ExecuteActivity(acts.Webhooks.RecordWebhookGivenUp, d)
 	require.NoError(t, err)
-	messages, err = st.WebhookMessages(ctx, d.Job.ID)
+	messages, err = st.Webhooks.WebhookMessages(ctx, d.Job.ID)
 	require.NoError(t, err)
 	require.NotNil(t, messages[0].GivenUpAt)
 
@@ -629,7 +629,7 @@ func TestDeliverWebhookRecordsMessagesAndGiveUps(t *testing.T) {
 	answer.Store(http.StatusOK)
 	d.Attempt, d.Trigger = 1, store.TriggerRecover
 	require.NoError(t, b.deliver(d))
-	messages, err = st.WebhookMessages(ctx, d.Job.ID)
+	messages, err = st.Webhooks.WebhookMessages(ctx, d.Job.ID)
 	require.NoError(t, err)
 	require.Len(t, messages, 1)
 	require.Nil(t, messages[0].GivenUpAt)

@@ -206,7 +206,7 @@ func TestCrossTenantAdminCreatesForEffectiveIdentity(t *testing.T) {
 		in := b.startedFor(t, id).Input
 		require.Equal(t, tenantB, in.Tenant)
 		require.Equal(t, userB, in.UserID)
-		stored, err := b.store.GetJob(t.Context(), id)
+		stored, err := b.store.Jobs.GetJob(t.Context(), id)
 		require.NoError(t, err)
 		require.Equal(t, tenantB, stored.Tenant)
 		require.Equal(t, userB, stored.UserID)

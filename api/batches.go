@@ -51,15 +51,15 @@ type BatchReader interface {
 	LastBatchCompletion(ctx context.Context, id string) (*time.Time, error)
 	BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error)
 	BatchRefusals(ctx context.Context, id string, after, limit int) ([]store.BatchRefusal, error)
-	DeliveryStore
 }
 
 // batchesHandler serves /v1/batches (docs/api.md, Batches).
 type batchesHandler struct {
-	ops     BatchOps
-	batches BatchReader
-	views   jobViews
-	logger  *slog.Logger
+	ops        BatchOps
+	batches    BatchReader
+	deliveries DeliveryStore
+	views      jobViews
+	logger     *slog.Logger
 }
 
 func (h batchesHandler) routes(v1 gin.IRouter) {
@@ -85,6 +85,7 @@ func (h batchesHandler) create(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	received := time.Now()
 	req, fileURL, err := parseBatchRequest(c, body)
 	if err != nil {
 		return err
@@ -93,11 +94,11 @@ func (h batchesHandler) create(c *gin.Context) error {
 		return h.createFromFile(c, by, body, req, fileURL)
 	}
 	req.Requester = by
-	req.Body = body
+	req.Body, req.Received = body, received
 	for i := range req.Items {
 		if r := req.Items[i].Request; r != nil {
 			// Its own body stands for it; the batch's key names its job.
-			r.Tenant, r.User, r.Application = by.Tenant, by.User, by.Application
+			r.Tenant, r.User, r.Application, r.Received = by.Tenant, by.User, by.Application, received
 		}
 	}
 	plan, err := h.ops.PlanBatch(c.Request.Context(), *req)

@@ -252,13 +252,13 @@ func TestBatchResultsAndCancel(t *testing.T) {
 	require.Empty(t, resultLines(t, b.do(t, "GET", path+"/results", token, nil)), "nothing finished yet")
 
 	// One finishes.
-	page, _, err := b.store.ListJobs(ctx, store.JobFilter{Batch: id}, 0, 10)
+	page, _, err := b.store.Jobs.ListJobs(ctx, store.JobFilter{Batch: id}, 0, 10)
 	require.NoError(t, err)
-	done, err := b.store.GetJob(ctx, page[0].ID)
+	done, err := b.store.Jobs.GetJob(ctx, page[0].ID)
 	require.NoError(t, err)
 	completed := fixedNow.Add(time.Second)
 	done.Status, done.Result, done.CompletedAt, done.Revision = jobs.StatusCompleted, `{"text":"done","model":"model-a"}`, &completed, 2
-	require.NoError(t, b.store.SaveJob(ctx, done))
+	require.NoError(t, b.store.Jobs.SaveJob(ctx, done))
 	r = b.do(t, "GET", path+"/results", token, nil, "Accept", "application/jsonl")
 	require.Equal(t, "application/jsonl", r.Header.Get("Content-Type"))
 	lines := resultLines(t, r)

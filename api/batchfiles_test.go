@@ -83,7 +83,7 @@ func (b *bundle) readFile(t *testing.T, id string, ops batches.FileOps) error {
 	if ops == nil {
 		ops = b.ops
 	}
-	reader := &batches.FileReader{Ops: ops, Store: b.store, Client: netguard.NewMediaClient(true, 10*time.Second), ScratchDir: t.TempDir()}
+	reader := &batches.FileReader{Ops: ops, Store: b.store.Batches, Client: netguard.NewMediaClient(true, 10*time.Second), ScratchDir: t.TempDir()}
 	return reader.ReadBatchFile(context.Background(), id, func(int) {})
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/breaker"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 type healthDoc struct {
@@ -48,9 +47,8 @@ func providerHealth(t *testing.T, b *bundle, id, service, token string) healthDo
 func TestProviderHealthShowsTheBreaker(t *testing.T) {
 	t.Parallel()
 	var st *store.Store
-	b := setupConfigured(t, storetest.SQLite, func(cfg *api.Config) {
-		st = cfg.Store.(*store.Store)
-		cfg.Breakers = st
+	b := setupConfigured(t, sqliteInto(&st), func(cfg *api.Config) {
+		cfg.Breakers = st.Breakers
 	})
 	token := b.token(t)
 
@@ -60,7 +58,7 @@ func TestProviderHealthShowsTheBreaker(t *testing.T) {
 	key := store.BreakerKey{ProviderID: "llm-only", Service: jobs.LLMTasks}
 	now := time.Now().UTC()
 	for i := range 20 {
-		_, _, err := st.RecordBreakerOutcome(t.Context(), key, breaker.Defaults(), breaker.Failure, now.Add(time.Duration(i)*time.Millisecond))
+		_, _, err := st.Breakers.RecordBreakerOutcome(t.Context(), key, breaker.Defaults(), breaker.Failure, now.Add(time.Duration(i)*time.Millisecond))
 		require.NoError(t, err)
 	}
 	h = providerHealth(t, b, "llm-only", "llm-tasks", token)

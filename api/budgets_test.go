@@ -11,7 +11,6 @@ import (
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -77,9 +76,10 @@ func TestTenantBudgets(t *testing.T) {
 func TestBudgetsRefuseAtCreateAndShowWhatTheyUsed(t *testing.T) {
 	t.Parallel()
 	var catalog *providers.Catalog
-	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
+	var opened *store.Store
+	b := setupJobOps(t, sqliteInto(&opened), func(cfg *jobops.Config) {
 		catalog = cfg.Catalog
-		cfg.Budgets = &budgets.Reserver{Store: cfg.Jobs.(*store.Store), Prices: providers.NewPriceBook(catalog)}
+		cfg.Budgets = &budgets.Reserver{Store: opened.Usage, Prices: providers.NewPriceBook(catalog)}
 	}, nil)
 	admin := superAdminToken(t, b, api.ScopeUsageRead)
 	createTenantOK(t, b, tenantA, map[string]any{"budgets": []any{
@@ -98,7 +98,7 @@ func TestBudgetsRefuseAtCreateAndShowWhatTheyUsed(t *testing.T) {
 	b.do(t, http.MethodPost, "/v1/translations", write, body(t, "translations", edit{pointer: "/data/attributes/input/content", value: "Hi"})).
 		requireStatus(t, http.StatusAccepted)
 
-	due, err := b.store.DueBudgetNotifications(context.Background(), time.Now().Add(time.Minute), 10)
+	due, err := b.store.Usage.DueBudgetNotifications(context.Background(), time.Now().Add(time.Minute), 10)
 	require.NoError(t, err)
 	var crossed []int
 	for _, n := range due {

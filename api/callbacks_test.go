@@ -42,7 +42,7 @@ func TestProviderCallbacks(t *testing.T) {
 		resp := b.do(t, http.MethodPost, path(running.ID, 2), "", body)
 		require.Equal(t, http.StatusNoContent, resp.Status, string(resp.Body))
 		require.Equal(t, 2, <-signals)
-		kept, ok, err := b.store.ProviderCallback(context.Background(), running.ID, 2)
+		kept, ok, err := b.store.Jobs.ProviderCallback(context.Background(), running.ID, 2)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.JSONEq(t, body, string(kept))
@@ -74,7 +74,7 @@ func TestProviderCallbacks(t *testing.T) {
 				require.Contains(t, string(resp.Body), `"`+tc.code+`"`)
 			})
 		}
-		_, ok, err := b.store.ProviderCallback(context.Background(), running.ID, 1)
+		_, ok, err := b.store.Jobs.ProviderCallback(context.Background(), running.ID, 1)
 		require.NoError(t, err)
 		require.False(t, ok, "nothing refused was kept")
 		require.Empty(t, signals, "nothing refused was signalled")

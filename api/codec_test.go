@@ -278,7 +278,7 @@ func TestCodecRefusesBadScopes(t *testing.T) {
 // payload_secrets without a row for it.
 func TestCodecMakesNoSecret(t *testing.T) {
 	t.Parallel()
-	s := setupCodecWith(t, storetest.SQLite, func(st *store.Store) payloadcodec.ScopeSecrets { return st.PayloadSecrets() })
+	s := setupCodecWith(t, storetest.SQLite, func(st *store.Store) payloadcodec.ScopeSecrets { return st.Keys.PayloadSecrets() })
 	root := s.superAdminCodecToken(t, "")
 	elsewhere := payloadcodec.New(codecKeys, payloadcodec.NewMemorySecrets(true), payloadcodec.Options{})
 	unknown := sealed(t, elsewhere, "initech", "words")
@@ -291,7 +291,7 @@ func TestCodecMakesNoSecret(t *testing.T) {
 	r = s.do(t, http.MethodPost, "/codec/encode", root, payloadsBody(t, p), payloadcodec.ScopeHeader, "hooli")
 	requireError(t, r, http.StatusUnprocessableEntity, "VALIDATION_ERROR", "header "+payloadcodec.ScopeHeader, `"hooli"`)
 	for _, scope := range []string{"initech", "hooli"} {
-		_, err := s.store.PayloadSecrets().ExistingSecret(context.Background(), scope)
+		_, err := s.store.Keys.PayloadSecrets().ExistingSecret(context.Background(), scope)
 		require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "no row for %s", scope)
 	}
 }

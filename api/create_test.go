@@ -129,7 +129,7 @@ func TestCreateJob(t *testing.T) {
 		require.True(t, fixedNow.Equal(in.CreatedAt), "created at %s", in.CreatedAt)
 
 		// The job is in the store, as accepted.
-		job, err := b.store.GetJob(t.Context(), raw.Data.ID)
+		job, err := b.store.Jobs.GetJob(t.Context(), raw.Data.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.ServiceID(res.id), job.Service)
 		require.Equal(t, jobs.StatusPending, job.Status)
@@ -317,9 +317,9 @@ func TestCreateWorkflowStartFailure(t *testing.T) {
 		require.Equal(t, id, s.Options.ID)
 		require.Equal(t, id, s.Input.JobID)
 	}
-	_, err := b.store.GetJob(t.Context(), id)
+	_, err := b.store.Jobs.GetJob(t.Context(), id)
 	require.NoError(t, err)
-	_, err = b.store.GetJobStart(t.Context(), id)
+	_, err = b.store.Jobs.GetJobStart(t.Context(), id)
 	require.ErrorIs(t, err, store.ErrNotFound, "a made start leaves the outbox")
 }
 
@@ -419,7 +419,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Parallel()
 		var late *lateJobStore
 		b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
-			late = &lateJobStore{Store: cfg.Jobs.(*store.Store)}
+			late = &lateJobStore{JobStore: cfg.Jobs.(*store.JobStore)}
 			cfg.Jobs = late
 		}, nil)
 		first := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"), "Idempotency-Key", "race")
@@ -439,7 +439,7 @@ func TestIdempotencyKey(t *testing.T) {
 		raw, err := json.Marshal(body(t, "llm-tasks"))
 		require.NoError(t, err)
 		claimedID := uuid.Must(uuid.NewV7()).String()
-		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "llm-tasks", Key: "retry-me",
+		_, claimed, err := b.store.Jobs.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "llm-tasks", Key: "retry-me",
 			Fingerprint: jobops.Fingerprint(userA, "", raw), JobID: claimedID, CreatedAt: fixedNow}, jobops.IdempotencyTTL)
 		require.NoError(t, err)
 		require.True(t, claimed)
@@ -447,7 +447,7 @@ func TestIdempotencyKey(t *testing.T) {
 		data := b.create(t, "llm-tasks", b.writeToken(t), raw, "Idempotency-Key", "retry-me")
 		require.Equal(t, claimedID, data["id"])
 		require.Equal(t, claimedID, b.startedFor(t, claimedID).Options.ID)
-		_, err = b.store.GetJob(t.Context(), claimedID)
+		_, err = b.store.Jobs.GetJob(t.Context(), claimedID)
 		require.NoError(t, err)
 	})
 
@@ -455,7 +455,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		first := b.seed(t, jobs.Record{Service: "translations", Status: jobs.StatusPending})
-		_, claimed, err := b.store.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "translations", Key: "upgrade",
+		_, claimed, err := b.store.Jobs.ClaimIdempotencyKey(t.Context(), store.IdempotencyKey{Tenant: tenantA, Service: "translations", Key: "upgrade",
 			JobID: first.ID, CreatedAt: fixedNow}, jobops.IdempotencyTTL)
 		require.NoError(t, err)
 		require.True(t, claimed)
@@ -511,7 +511,7 @@ func TestIdempotencyKey(t *testing.T) {
 // lateJobStore is a store whose next GetJob, once armed, misses: the job
 // of a concurrent request is recorded just after it was looked for.
 type lateJobStore struct {
-	*store.Store
+	*store.JobStore
 	missNext atomic.Bool
 }
 
@@ -519,7 +519,7 @@ func (s *lateJobStore) GetJob(ctx context.Context, id string) (*jobs.Record, err
 	if s.missNext.CompareAndSwap(true, false) {
 		return nil, store.ErrNotFound
 	}
-	return s.Store.GetJob(ctx, id)
+	return s.JobStore.GetJob(ctx, id)
 }
 
 // keys lists a map's keys.
@@ -571,7 +571,7 @@ func TestCreateWithPolicyID(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	mk := func(tenant string, services ...jobs.ServiceID) string {
-		p, err := b.store.CreatePolicy(ctx, policy.Policy{Tenant: tenant, Name: "p", Strategy: policy.StrategyPrice, Services: services,
+		p, err := b.store.Routing.CreatePolicy(ctx, policy.Policy{Tenant: tenant, Name: "p", Strategy: policy.StrategyPrice, Services: services,
 			Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
 		require.NoError(t, err)
 		return p.ID
@@ -688,7 +688,7 @@ func TestExplicitProviderAtItsLimitIs429(t *testing.T) {
 	token := b.writeToken(t)
 	// alpha publishes 60 video-analysis requests a minute; routing used them.
 	for range 60 {
-		ok, err := b.store.ReserveRate(ctx, "alpha", "video-analyses", 60, 5000, fixedNow)
+		ok, err := b.store.Routing.ReserveRate(ctx, "alpha", "video-analyses", 60, 5000, fixedNow)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

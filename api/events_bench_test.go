@@ -35,7 +35,7 @@ func BenchmarkEventStreamSubscribers(b *testing.B) {
 			job.CompletedAt, job.Result = &now, sampleResults["transcriptions"]
 		}
 		saved := *job
-		require.NoError(b, bd.store.SaveJob(ctx, &saved))
+		require.NoError(b, bd.store.Jobs.SaveJob(ctx, &saved))
 	}
 	for i := range records {
 		records[i] = jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: "transcriptions", Status: jobs.StatusPending}

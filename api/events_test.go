@@ -27,7 +27,7 @@ import (
 func setupStreaming(t testing.TB, configure ...func(*api.Config)) *bundle {
 	t.Helper()
 	return setupWatching(t, func(cfg *api.Config, w *jobwatch.Watcher, st *store.Store) {
-		cfg.Watcher, cfg.Events = w, st
+		cfg.Watcher, cfg.Events = w, st.Jobs
 	}, configure...)
 }
 
@@ -137,12 +137,12 @@ func (p *projector) save(status jobs.Status, progress int) {
 		p.job.CompletedAt, p.job.ErrorCode, p.job.ErrorMessage = &now, jobs.CodeProvidersExhausted, "every eligible provider failed"
 	}
 	job := p.job
-	require.NoError(p.t, p.b.store.SaveJob(context.Background(), &job))
+	require.NoError(p.t, p.b.store.Jobs.SaveJob(context.Background(), &job))
 }
 
 func (p *projector) progress(n int) {
 	p.t.Helper()
-	require.NoError(p.t, p.b.store.UpdateProgress(context.Background(), p.job.ID, n))
+	require.NoError(p.t, p.b.store.Jobs.UpdateProgress(context.Background(), p.job.ID, n))
 	p.job.Progress = n
 }
 
@@ -196,7 +196,7 @@ func TestEventStreamReplaysAFinishedJob(t *testing.T) {
 	}
 
 	// The same events as the job's webhooks: WebhookBody of the snapshot.
-	rec, err := b.store.GetJob(t.Context(), p.job.ID)
+	rec, err := b.store.Jobs.GetJob(t.Context(), p.job.ID)
 	require.NoError(t, err)
 	snap, err := rec.Snapshot()
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestEventStreamEndsWhenTheJobIsDeleted(t *testing.T) {
 	s := openEvents(t, b.server.URL, jobPath("transcriptions", p.job.ID, "/events"), b.readToken(t))
 	_, ok := s.next(t)
 	require.True(t, ok)
-	_, _, err := b.store.DeleteJob(t.Context(), p.job.ID, userA, time.Now())
+	_, _, err := b.store.Jobs.DeleteJob(t.Context(), p.job.ID, userA, time.Now())
 	require.NoError(t, err)
 	require.Empty(t, s.rest(t))
 }
@@ -316,7 +316,7 @@ func TestEventStreamRefusals(t *testing.T) {
 	requireError(t, sse(path, b.tokenFor(t, tenantB, userB, "transcriptions:read")), http.StatusNotFound, "NOT_FOUND")
 	requireError(t, sse(jobPath("translations", p.job.ID, "/events"), read), http.StatusNotFound, "NOT_FOUND")
 	requireError(t, sse(path, b.token(t, "translations:read")), http.StatusForbidden, "INSUFFICIENT_SCOPE")
-	_, _, err := b.store.DeleteJob(t.Context(), p.job.ID, userA, time.Now())
+	_, _, err := b.store.Jobs.DeleteJob(t.Context(), p.job.ID, userA, time.Now())
 	require.NoError(t, err)
 	requireError(t, sse(path, read), http.StatusGone, "JOB_DELETED")
 }
@@ -348,7 +348,7 @@ func TestEventStreamEndsWhenTheWatcherCloses(t *testing.T) {
 	t.Parallel()
 	var watcher *jobwatch.Watcher
 	b := setupWatching(t, func(cfg *api.Config, w *jobwatch.Watcher, st *store.Store) {
-		watcher, cfg.Watcher, cfg.Events = w, w, st
+		watcher, cfg.Watcher, cfg.Events = w, w, st.Jobs
 	})
 	p := b.pendingJob(t, "transcriptions")
 	p.save(jobs.StatusProcessing, 0)

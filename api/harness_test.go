@@ -290,7 +290,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 
 	// A real dispatcher of job starts, quick to retry, on the mock.
 	starts := jobops.NewDispatcher(jobops.DispatcherConfig{
-		Store:         b.store,
+		Store:         b.store.Jobs,
 		Temporal:      b.temporal,
 		SweepInterval: 10 * time.Millisecond,
 		MinRetryDelay: 10 * time.Millisecond,
@@ -310,11 +310,12 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 
 	jobsCfg := jobops.Config{
 		Generation: workflows.StampedGeneration,
-		Jobs:       b.store,
-		Tenants:    b.store,
-		Statuses:   b.store,
-		Policies:   b.store,
-		Rates:      b.store,
+		Jobs:       b.store.Jobs,
+		Tenants:    b.store.Routing,
+		Statuses:   b.store.Routing,
+		Policies:   b.store.Routing,
+		Rates:      b.store.Routing,
+		Batches:    b.store.Batches,
 		Catalog:    catalog,
 		Temporal:   b.temporal,
 		Starts:     starts,
@@ -329,15 +330,16 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 	b.ops = ops
 
 	cfg := api.Config{
-		Store:      b.store,
+		Store:      b.store.Jobs,
+		Batches:    b.store.Batches,
 		Jobs:       ops,
 		Catalog:    catalog,
 		Verifier:   auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
-		Tenants:    b.store,
-		Statuses:   b.store,
-		Policies:   b.store,
-		Deliveries: b.store,
-		Usage:      b.store,
+		Tenants:    b.store.Routing,
+		Statuses:   b.store.Routing,
+		Policies:   b.store.Routing,
+		Deliveries: b.store.Webhooks,
+		Usage:      b.store.Usage,
 		Routes:     []func(gin.IRouter){b.issuer.Routes},
 		Region:     testRegion,
 		NodeID:     testNodeID,
@@ -406,7 +408,7 @@ func (b *bundle) cancelWorkflow(_ context.Context, workflowID, _ string) error {
 func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.WorkflowRun {
 	run := &mocks.WorkflowRun{}
 	run.On("Get", mock.Anything, mock.Anything).Return(func(ctx context.Context, _ any) error {
-		job, err := b.store.GetJob(ctx, workflowID)
+		job, err := b.store.Jobs.GetJob(ctx, workflowID)
 		if err != nil {
 			return err
 		}
@@ -419,7 +421,7 @@ func (b *bundle) getWorkflow(_ context.Context, workflowID, _ string) client.Wor
 		job.ErrorMessage = "the job was cancelled"
 		job.CompletedAt = &completed
 		job.Revision++
-		if err := b.store.SaveJob(ctx, job); err != nil {
+		if err := b.store.Jobs.SaveJob(ctx, job); err != nil {
 			return err
 		}
 		return errors.New("workflow cancelled")
@@ -497,7 +499,7 @@ func (it *historyIterator) Next() (*historypb.HistoryEvent, error) {
 // starts the mock saw, failed ones included.
 func (b *bundle) started() []startedWorkflow {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if n, err := b.store.CountJobStarts(context.Background()); err == nil && n == 0 {
+		if n, err := b.store.Jobs.CountJobStarts(context.Background()); err == nil && n == 0 {
 			break
 		}
 	}
@@ -848,7 +850,7 @@ func applyEdit(t *testing.T, doc map[string]any, e edit) {
 func (b *bundle) seed(t *testing.T, job jobs.Record) *jobs.Record {
 	t.Helper()
 	fillSeed(&job)
-	require.NoError(t, b.store.InsertJob(context.Background(), &job))
+	require.NoError(t, b.store.Jobs.InsertJob(context.Background(), &job))
 	return &job
 }
 
@@ -906,7 +908,7 @@ func (b *bundle) seedUnstarted(t *testing.T, service string) string {
 	input, err := json.Marshal(jobs.Submission{JobID: job.ID, Service: job.Service, Tenant: job.Tenant, UserID: job.UserID,
 		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt})
 	require.NoError(t, err)
-	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})
+	created, err := b.store.Jobs.CreateJob(t.Context(), job, &store.JobStart{Input: string(input), Priority: 3, NextAttemptAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.True(t, created)
 	return job.ID
@@ -934,4 +936,14 @@ var sampleResults = map[string]string{
 	"translations":   `{"source_language":"en","target_language":"de","content":"fertig","character_count":6}`,
 	"video-analyses": `{"summary":"done"}`,
 	"llm-tasks":      `{"content":"done","finish_reason":"completed"}`,
+}
+
+// sqliteInto opens a SQLite store as storetest.SQLite does and keeps it in
+// *st, for configure functions that need more of it than the harness
+// wires.
+func sqliteInto(st **store.Store) func(testing.TB) *store.Store {
+	return func(t testing.TB) *store.Store {
+		*st = storetest.SQLite(t)
+		return *st
+	}
 }

@@ -88,12 +88,15 @@ func submitRequest(c *gin.Context, svc jobs.Service) (*jobops.SubmitRequest, err
 	if err != nil {
 		return nil, err
 	}
+	// Timed from here for the dispatcher's pacing: the client's upload
+	// is not this process's to speed up.
+	received := time.Now()
 	req, err := parseJobRequest(svc, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Requester = by
-	req.Body = body
+	req.Body, req.Received = body, received
 	return req, nil
 }
 

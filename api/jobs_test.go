@@ -202,7 +202,7 @@ func (b *bundle) seedRaw(t *testing.T, job jobs.Record) *jobs.Record {
 		job.Input = seedInputs[string(job.Service)]
 	}
 	job.CreatedAt = fixedNow
-	require.NoError(t, b.store.InsertJob(t.Context(), &job))
+	require.NoError(t, b.store.Jobs.InsertJob(t.Context(), &job))
 	return &job
 }
 
@@ -386,7 +386,7 @@ func TestCancelJob(t *testing.T) {
 				job := b.seed(t, jobs.Record{Service: jobs.ServiceID(res.id), Status: status, Result: `{"content":"x"}`, ErrorCode: "PROVIDERS_EXHAUSTED"})
 				r := b.do(t, http.MethodPost, jobPath(res.id, job.ID, "/cancel"), b.writeToken(t), nil)
 				requireError(t, r, http.StatusConflict, "JOB_FINISHED", job.ID)
-				stored, err := b.store.GetJob(t.Context(), job.ID)
+				stored, err := b.store.Jobs.GetJob(t.Context(), job.ID)
 				require.NoError(t, err)
 				require.Equal(t, status, stored.Status, "a finished job stays as it was")
 			}
@@ -444,7 +444,7 @@ func TestCancelJob(t *testing.T) {
 		require.Equal(t, id, b.startedFor(t, id).Options.ID, "the workflow is started so that it can end the job")
 		require.Equal(t, []string{id}, b.cancelled())
 		require.Equal(t, "CANCELLED", r.data(t)["attributes"].(map[string]any)["error"].(map[string]any)["code"])
-		_, err := b.store.GetJobStart(t.Context(), id)
+		_, err := b.store.Jobs.GetJobStart(t.Context(), id)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
@@ -456,7 +456,7 @@ func TestCancelJob(t *testing.T) {
 		r := b.do(t, http.MethodPost, jobPath("llm-tasks", id, "/cancel"), b.writeToken(t), nil)
 		requireError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
 		require.Empty(t, b.cancelled())
-		job, err := b.store.GetJob(t.Context(), id)
+		job, err := b.store.Jobs.GetJob(t.Context(), id)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusPending, job.Status)
 		require.Len(t, b.started(), 2, "the failed start is retried from the outbox")
@@ -512,25 +512,25 @@ func TestCancelJob(t *testing.T) {
 // ordering itself is tested in the store (write_test.go, and
 // store/internal/sqlitewrite).
 type interactiveStore struct {
-	*store.Store
+	*store.JobStore
 	created, read atomic.Bool
 }
 
 func (s *interactiveStore) CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error) {
 	s.created.Store(store.IsInteractive(ctx))
-	return s.Store.CreateJob(ctx, job, start)
+	return s.JobStore.CreateJob(ctx, job, start)
 }
 
 func (s *interactiveStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
 	s.read.Store(store.IsInteractive(ctx))
-	return s.Store.GetJob(ctx, id)
+	return s.JobStore.GetJob(ctx, id)
 }
 
 func TestRequestsAreMarkedInteractiveForTheStore(t *testing.T) {
 	t.Parallel()
 	var recorder *interactiveStore
 	b := setupJobOps(t, storetest.SQLite, func(cfg *jobops.Config) {
-		recorder = &interactiveStore{Store: cfg.Jobs.(*store.Store)}
+		recorder = &interactiveStore{JobStore: cfg.Jobs.(*store.JobStore)}
 		cfg.Jobs = recorder
 	}, func(cfg *api.Config) { cfg.Store = recorder })
 	data := b.create(t, "llm-tasks", b.writeToken(t), body(t, "llm-tasks"))

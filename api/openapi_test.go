@@ -150,11 +150,12 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 // /dev/ aside).
 func TestEveryRouteIsDocumented(t *testing.T) {
 	t.Parallel()
-	b := setupConfigured(t, storetest.SQLite, func(c *api.Config) {
+	var opened *store.Store
+	b := setupConfigured(t, sqliteInto(&opened), func(c *api.Config) {
 		c.Metrics = metrics.New()
 		c.Codec = payloadcodec.New(codecKeys, payloadcodec.NewMemorySecrets(false), payloadcodec.Options{}).ReadOnly()
-		c.Breakers = c.Store.(*store.Store)
-		c.Watcher, c.Events = jobwatch.New(c.Store.(*store.Store), 0, nil), c.Store.(*store.Store)
+		c.Breakers = opened.Breakers
+		c.Watcher, c.Events = jobwatch.New(opened.Jobs, 0, nil), opened.Jobs
 	})
 	engine, ok := b.handler.(*gin.Engine)
 	require.True(t, ok, "Handler returns the gin engine")

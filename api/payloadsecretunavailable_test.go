@@ -12,7 +12,6 @@ import (
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 )
 
 // TestJobHistorySecretUnavailable: a job's history whose scope secret
@@ -26,7 +25,8 @@ func TestJobHistorySecretUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	reader := payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
 		payloadcodec.New(keys, failingSecrets{}, payloadcodec.Options{}).Decoder()))
-	b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store); c.DataConverter = reader },
+	var opened *store.Store
+	b := setupJobOps(t, sqliteInto(&opened), func(c *jobops.Config) { c.Webhooks = opened.Webhooks; c.DataConverter = reader },
 		func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
 	written := payloadcodec.NewMemorySecrets(true)
 

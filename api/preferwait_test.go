@@ -38,7 +38,7 @@ func setupWatching(t testing.TB, watch func(*api.Config, *jobwatch.Watcher, *sto
 		return st
 	}
 	return setupConfigured(t, open, func(cfg *api.Config) {
-		w := jobwatch.New(st, 10*time.Millisecond, nil)
+		w := jobwatch.New(st.Jobs, 10*time.Millisecond, nil)
 		t.Cleanup(w.Close)
 		watch(cfg, w, st)
 		for _, f := range configure {
@@ -65,7 +65,7 @@ func (b *bundle) finishAfter(t *testing.T, id string, status jobs.Status, d time
 		}
 		time.Sleep(d)
 		ctx := context.Background()
-		job, err := b.store.GetJob(ctx, id)
+		job, err := b.store.Jobs.GetJob(ctx, id)
 		if !assert.NoError(t, err) {
 			return
 		}
@@ -79,7 +79,7 @@ func (b *bundle) finishAfter(t *testing.T, id string, status jobs.Status, d time
 		} else {
 			job.ErrorCode, job.ErrorMessage = jobs.CodeProvidersExhausted, "every eligible provider failed"
 		}
-		assert.NoError(t, b.store.SaveJob(ctx, job))
+		assert.NoError(t, b.store.Jobs.SaveJob(ctx, job))
 	}()
 }
 

@@ -22,7 +22,7 @@ func TestRetentionResultExpiry(t *testing.T) {
 		cfg.RetentionDefaults = store.RetentionDefaults{Results: 24 * time.Hour}
 	})
 	hour := time.Hour
-	require.NoError(t, b.store.CreateTenant(t.Context(), &store.Tenant{ID: tenantA, Retention: store.Retention{Results: &hour}}))
+	require.NoError(t, b.store.Routing.CreateTenant(t.Context(), &store.Tenant{ID: tenantA, Retention: store.Retention{Results: &hour}}))
 	result := `{"text":"Hallo","source_language":"en","target_language":"de","character_count":5}`
 	seedDone := func(completed time.Time) *jobs.Record {
 		at := completed
@@ -50,7 +50,7 @@ func TestRetentionResultExpiry(t *testing.T) {
 	requireError(t, r, http.StatusGone, "RESULT_EXPIRED", old.ID, fixedNow.Add(-time.Hour).Format(time.RFC3339))
 
 	// Erased by the sweep: the time it was erased.
-	erased, err := b.store.ExpireResult(t.Context(), old.ID, old.Revision, fixedNow.Add(-time.Minute))
+	erased, err := b.store.Housekeeping.ExpireResult(t.Context(), old.ID, old.Revision, fixedNow.Add(-time.Minute))
 	require.NoError(t, err)
 	require.True(t, erased)
 	got = attrs(old.ID)
@@ -73,7 +73,7 @@ func TestRetentionResultExpiry(t *testing.T) {
 
 	// Kept forever: none.
 	zero := time.Duration(0)
-	_, err = b.store.UpdateTenant(t.Context(), tenantA, func(tn *store.Tenant) error {
+	_, err = b.store.Routing.UpdateTenant(t.Context(), tenantA, func(tn *store.Tenant) error {
 		tn.Retention = store.Retention{Results: &zero, Jobs: &zero}
 		return nil
 	})

@@ -37,7 +37,7 @@ func (b *bundle) requireNotRetried(t *testing.T, path, token string, job *jobs.R
 	t.Helper()
 	message := requireError(t, b.do(t, http.MethodPost, path, token, nil), status, code, job.ID)
 	require.Contains(t, message, reason)
-	stored, err := b.store.GetJob(t.Context(), job.ID)
+	stored, err := b.store.Jobs.GetJob(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, job.Status, stored.Status, "the job stays as it was")
 }

@@ -142,9 +142,8 @@ type Config struct {
 	// gateway dev's embedded Temporal UI, which has no login, is given
 	// that endpoint. serve leaves it empty.
 	CodecDevSecret string
-	// Batches reads batches (docs/api.md, Batches); nil takes Store when
-	// it is one. Without it, or with Jobs no BatchOps, /v1/batches
-	// answers 404.
+	// Batches reads batches (docs/api.md, Batches). Without it, or with
+	// Jobs no BatchOps, /v1/batches answers 404.
 	Batches BatchReader
 	// RetentionDefaults is the deployment's retention, for tenants that set
 	// none (docs/api.md, Tenants).
@@ -277,15 +276,11 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	if cfg.Breakers != nil {
 		breakersHandler{catalog: cfg.Catalog, breakers: cfg.Breakers}.routes(v1)
 	}
-	batches := cfg.Batches
-	if batches == nil {
-		batches, _ = cfg.Store.(BatchReader)
-	}
-	if ops, ok := cfg.Jobs.(BatchOps); ok && batches != nil {
-		batchesHandler{ops: ops, batches: batches, views: views, logger: cfg.Logger}.routes(v1)
+	if ops, ok := cfg.Jobs.(BatchOps); ok && cfg.Batches != nil {
+		batchesHandler{ops: ops, batches: cfg.Batches, deliveries: cfg.Deliveries, views: views, logger: cfg.Logger}.routes(v1)
 	}
 	v1.GET("/jobs", handle(jobListing{jobs: cfg.Store, views: views}.list))
-	usageHandler{usage: cfg.Usage, tenants: cfg.Tenants, now: cfg.Now}.routes(v1)
+	usageHandler{usage: cfg.Usage, deliveries: cfg.Deliveries, tenants: cfg.Tenants, now: cfg.Now}.routes(v1)
 	statusesHandler{catalog: cfg.Catalog, statuses: cfg.Statuses}.routes(v1)
 	tenantsHandler{tenants: cfg.Tenants, policies: cfg.Policies, catalog: cfg.Catalog, retention: cfg.RetentionDefaults, now: cfg.Now}.routes(v1)
 	codec := policyCodec{catalog: cfg.Catalog}

@@ -63,7 +63,7 @@ const somePolicy = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 // may name it as its default.
 func seedPolicy(t *testing.T, b *bundle, id string) {
 	t.Helper()
-	_, err := b.store.CreatePolicy(context.Background(), policy.Policy{ID: id, Name: "default", Strategy: policy.StrategyPrice,
+	_, err := b.store.Routing.CreatePolicy(context.Background(), policy.Policy{ID: id, Name: "default", Strategy: policy.StrategyPrice,
 		Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
 	require.NoError(t, err)
 }
@@ -418,7 +418,7 @@ func TestTenantDefaultPolicyMustExist(t *testing.T) {
 	r := b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{"default_policy_id": somePolicy}))
 	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", "/data/attributes/default_policy_id")
 
-	other, err := b.store.CreatePolicy(context.Background(), policy.Policy{Tenant: "globex", Name: "theirs", Strategy: policy.StrategyPrice})
+	other, err := b.store.Routing.CreatePolicy(context.Background(), policy.Policy{Tenant: "globex", Name: "theirs", Strategy: policy.StrategyPrice})
 	require.NoError(t, err)
 	r = b.do(t, http.MethodPost, "/v1/tenants", admin, tenantDoc("acme", map[string]any{"default_policy_id": other.ID}))
 	requireError(t, r, http.StatusUnprocessableEntity, "UNKNOWN_POLICY", "/data/attributes/default_policy_id")

@@ -22,12 +22,10 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// UsageStore sums the usage ledger, and reads budgets' use and delivery
-// logs.
+// UsageStore sums the usage ledger, and reads budgets' use.
 type UsageStore interface {
 	UsageReport(ctx context.Context, q store.UsageQuery) (*store.UsageReport, error)
 	budgetUseReader
-	DeliveryStore
 }
 
 // ScopeUsageRead lets a token read usage reports (docs/api.md, Usage
@@ -46,9 +44,10 @@ var usageFilterNames = []string{"tenant", "service", "provider", "application"}
 // usageHandler serves GET /v1/usage, GET /v1/budgets and the budgets'
 // delivery logs.
 type usageHandler struct {
-	usage   UsageStore
-	tenants TenantStore
-	now     func() time.Time
+	usage      UsageStore
+	deliveries DeliveryStore
+	tenants    TenantStore
+	now        func() time.Time
 }
 
 func (h usageHandler) routes(v1 *gin.RouterGroup) {

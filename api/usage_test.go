@@ -25,11 +25,11 @@ func seedUsage(t *testing.T, b *bundle, tenant, app string, service jobs.Service
 	ctx := context.Background()
 	job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: service, Tenant: tenant, UserID: "u", Application: app,
 		Status: jobs.StatusPending, Input: `{}`, Options: `{}`, CreatedAt: at}
-	require.NoError(t, b.store.InsertJob(ctx, job))
+	require.NoError(t, b.store.Jobs.InsertJob(ctx, job))
 	for i, n := range nanos {
 		done := *job
 		done.Status, done.Revision, done.Result, done.Usage = jobs.StatusCompleted, 3+i, `{}`, `{}`
-		require.NoError(t, b.store.SaveJobUsage(ctx, &done, &store.UsageEntry{JobID: job.ID, Attempt: i + 1, Tenant: tenant,
+		require.NoError(t, b.store.Jobs.SaveJobUsage(ctx, &done, &store.UsageEntry{JobID: job.ID, Attempt: i + 1, Tenant: tenant,
 			Application: app, Service: service, Provider: "alpha", Unit: "minute", Quantity: 0.5, Native: `{}`,
 			CostNanos: n, Currency: currency, PriceVersion: "v1", BilledAt: at.Add(time.Duration(i) * time.Minute)}))
 	}

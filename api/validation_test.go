@@ -359,7 +359,7 @@ func TestCreateRejectsInvalidLLMTask(t *testing.T) {
 func TestCreateRefusesAModelNoProviderOffers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pol, err := b.store.CreatePolicy(context.Background(), policy.Policy{Tenant: tenantA, Name: "llm", Strategy: policy.StrategyPrice,
+	pol, err := b.store.Routing.CreatePolicy(context.Background(), policy.Policy{Tenant: tenantA, Name: "llm", Strategy: policy.StrategyPrice,
 		Services: []jobs.ServiceID{jobs.LLMTasks}, Providers: []policy.Entry{{ProviderID: "alpha", Priority: 1, Weight: 1}}})
 	require.NoError(t, err)
 	model := ptrOptions + "/model"

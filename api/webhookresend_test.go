@@ -32,14 +32,14 @@ func (b *bundle) hookedJob(t *testing.T, tenant string) *jobs.Record {
 	b.ranWith(t, job, func(s *jobs.Submission) { s.Webhook = &jobs.Webhook{URL: "https://hooks.example/in"} })
 	for i, event := range []string{"transcription.progress", "transcription.progress", "transcription.completed"} {
 		id := job.ID + "-" + string(rune('1'+i))
-		require.NoError(t, b.store.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: event, MessageID: id,
+		require.NoError(t, b.store.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: event, MessageID: id,
 			Attempt: 1, AttemptedAt: fixedNow.Add(time.Duration(i) * time.Second), StatusCode: 200}))
 	}
 	snap, err := job.Snapshot()
 	require.NoError(t, err)
 	m, err := store.NewWebhookMessage(job.ID+"-1", "transcription.progress", snap)
 	require.NoError(t, err)
-	require.NoError(t, b.store.RecordWebhookMessage(ctx, m))
+	require.NoError(t, b.store.Webhooks.RecordWebhookMessage(ctx, m))
 	return job
 }
 
@@ -63,7 +63,8 @@ func TestWebhookResend(t *testing.T) {
 	requireError(t, b.do(t, http.MethodPost, jobPath("transcriptions", job.ID, "/webhooks/resend"), b.writeToken(t), nil),
 		http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
 
-	b = setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store) },
+	var opened *store.Store
+	b = setupJobOps(t, sqliteInto(&opened), func(c *jobops.Config) { c.Webhooks = opened.Webhooks },
 		func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
 	job = b.hookedJob(t, tenantA)
 	path := jobPath("transcriptions", job.ID, "/webhooks/resend")
@@ -100,7 +101,8 @@ func TestWebhookResend(t *testing.T) {
 func TestWebhookRecoverAndFilter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store) },
+	var opened *store.Store
+	b := setupJobOps(t, sqliteInto(&opened), func(c *jobops.Config) { c.Webhooks = opened.Webhooks },
 		func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
 	own := b.hookedJob(t, tenantA)
 	other := b.hookedJob(t, tenantB)
@@ -110,7 +112,7 @@ func TestWebhookRecoverAndFilter(t *testing.T) {
 		require.NoError(t, err)
 		m, err := store.NewWebhookMessage(j.ID+"-3", "transcription.completed", snap)
 		require.NoError(t, err)
-		require.NoError(t, b.store.WebhookGivenUp(ctx, m, givenUp))
+		require.NoError(t, b.store.Webhooks.WebhookGivenUp(ctx, m, givenUp))
 	}
 
 	listed := func(token, query string) []string {
@@ -193,7 +195,8 @@ func TestWebhookResendUndecryptable(t *testing.T) {
 	for name, reader := range readers {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store); c.DataConverter = reader },
+			var opened *store.Store
+			b := setupJobOps(t, sqliteInto(&opened), func(c *jobops.Config) { c.Webhooks = opened.Webhooks; c.DataConverter = reader },
 				func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
 			job := b.hookedJob(t, tenantA)
 			b.encryptHistory(t, job, secrets)
@@ -218,7 +221,8 @@ func TestWebhookResendUndecryptable(t *testing.T) {
 		require.NoError(t, err)
 		own := payloadcodec.NewMemorySecrets(true)
 		reader := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), payloadcodec.New(keys, own, payloadcodec.Options{}).Decoder())
-		b := setupJobOps(t, storetest.SQLite, func(c *jobops.Config) { c.Webhooks = c.Jobs.(*store.Store); c.DataConverter = reader },
+		var opened *store.Store
+		b := setupJobOps(t, sqliteInto(&opened), func(c *jobops.Config) { c.Webhooks = opened.Webhooks; c.DataConverter = reader },
 			func(c *api.Config) { c.Webhooks = c.Jobs.(api.WebhookOps) })
 		job := b.hookedJob(t, tenantA)
 		b.encryptHistory(t, job, own)
@@ -231,7 +235,7 @@ func TestWebhookResendUndecryptable(t *testing.T) {
 		m, err := store.NewWebhookMessage(job.ID+"-3", "transcription.completed", snap)
 		require.NoError(t, err)
 		givenUp := time.Now().UTC()
-		require.NoError(t, b.store.WebhookGivenUp(ctx, m, givenUp))
+		require.NoError(t, b.store.Webhooks.WebhookGivenUp(ctx, m, givenUp))
 		r := b.do(t, http.MethodPost, "/v1/webhooks/recover", b.writeToken(t), `{"since":"`+givenUp.Add(-time.Minute).Format(time.RFC3339)+`"}`)
 		r.requireStatus(t, http.StatusAccepted)
 		skipped := r.object(t)["meta"].(map[string]any)["skipped_jobs"].([]any)

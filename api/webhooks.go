@@ -139,7 +139,7 @@ func (h batchesHandler) batchDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerDeliveries(c, h.batches, store.BatchDeliveries(b.ID))
+	return answerDeliveries(c, h.deliveries, store.BatchDeliveries(b.ID))
 }
 
 // budgetDeliveries handles GET /v1/budgets/{id}/webhook-deliveries: every
@@ -154,7 +154,7 @@ func (h usageHandler) budgetDeliveries(c *gin.Context) error {
 	if !slices.ContainsFunc(tenant.Budgets, func(b store.Budget) bool { return b.ID == id }) {
 		return apierror.NotFound("tenant %s has no budget %s", tenant.ID, id)
 	}
-	return answerDeliveries(c, h.usage, store.BudgetDeliveries(tenant.ID, id))
+	return answerDeliveries(c, h.deliveries, store.BudgetDeliveries(tenant.ID, id))
 }
 
 // deliveryTrigger names what sent an attempt (docs/webhooks.md).

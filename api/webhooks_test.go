@@ -78,7 +78,7 @@ func TestListWebhookDeliveries(t *testing.T) {
 		{JobID: job.ID, Event: "transcription.progress", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: at.Add(5 * time.Second), StatusCode: 204, DurationMS: 3, Trigger: store.TriggerResend},
 		{JobID: "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f", Event: "transcription.completed", MessageID: "other", Attempt: 1, AttemptedAt: at, StatusCode: 200},
 	} {
-		require.NoError(t, b.store.RecordDelivery(ctx, &d))
+		require.NoError(t, b.store.Webhooks.RecordDelivery(ctx, &d))
 	}
 
 	r := b.do(t, http.MethodGet, "/v1/transcriptions/"+job.ID+"/webhook-deliveries", b.readToken(t), nil)
@@ -157,7 +157,7 @@ func TestListBatchWebhookDeliveries(t *testing.T) {
 	now := time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
 	batch := &store.Batch{ID: uuid.NewString(), Tenant: tenantA, UserID: userA, Fingerprint: "f", Services: "llm-tasks",
 		Refused: "[]", Webhook: `{"url":"https://hooks.example.com/batches"}`, CreatedAt: now}
-	created, err := b.store.CreateBatch(ctx, batch, nil, nil)
+	created, err := b.store.Batches.CreateBatch(ctx, batch, nil, nil)
 	require.NoError(t, err)
 	require.True(t, created)
 	log := store.BatchDeliveries(batch.ID)
@@ -167,7 +167,7 @@ func TestListBatchWebhookDeliveries(t *testing.T) {
 		// A job's log with the batch's id is not the batch's.
 		{JobID: batch.ID, Event: "llm-task.completed", MessageID: batch.ID + "-1", Attempt: 1, AttemptedAt: now, StatusCode: 200},
 	} {
-		require.NoError(t, b.store.RecordDelivery(ctx, &d))
+		require.NoError(t, b.store.Webhooks.RecordDelivery(ctx, &d))
 	}
 	path := "/v1/batches/" + batch.ID + "/webhook-deliveries"
 
@@ -202,7 +202,7 @@ func TestListBudgetWebhookDeliveries(t *testing.T) {
 		{store.BudgetDeliveries(tenantB, "chars"), "msg_2"},
 		{store.BudgetDeliveries(tenantA, "other"), "msg_3"},
 	} {
-		require.NoError(t, b.store.RecordDelivery(ctx, &store.WebhookDelivery{Subject: d.log.Kind, JobID: d.log.ID,
+		require.NoError(t, b.store.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{Subject: d.log.Kind, JobID: d.log.ID,
 			Event: "budget.threshold", MessageID: d.msg, Attempt: 1, AttemptedAt: at, StatusCode: 204, DurationMS: 2}))
 	}
 	path := "/v1/budgets/chars/webhook-deliveries"

@@ -97,7 +97,7 @@ const batchInsertSize = 250
 // CreateBatch records a batch with its jobs and their starts in one
 // transaction. It returns false, and writes nothing, when a batch with its
 // id exists already (the same Idempotency-Key).
-func (s *Store) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Record, starts []*JobStart) (bool, error) {
+func (s *BatchStore) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Record, starts []*JobStart) (bool, error) {
 	b.CreatedAt = b.CreatedAt.UTC().Truncate(time.Microsecond)
 	b.UpdatedAt = b.CreatedAt
 	for i, job := range records {
@@ -134,7 +134,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Recor
 // from (another run of the reading went on), the batch is no longer
 // validating, or its cancel was asked for. A job recorded before is
 // skipped.
-func (s *Store) RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*JobStart, refused []BatchRefusal) (bool, error) {
+func (s *BatchStore) RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*JobStart, refused []BatchRefusal) (bool, error) {
 	now := microsNow()
 	for i, job := range records {
 		job.BatchID = id
@@ -177,7 +177,7 @@ func (s *Store) RecordBatchItems(ctx context.Context, id string, from, to int, s
 // EndBatchFile ends the reading of file batch id: with code "" its jobs
 // run as any batch's, else it failed with code and message, refused being
 // its refused items (none of its items was recorded then).
-func (s *Store) EndBatchFile(ctx context.Context, id, code, message string, refused []BatchRefusal) error {
+func (s *BatchStore) EndBatchFile(ctx context.Context, id, code, message string, refused []BatchRefusal) error {
 	state := ""
 	if code != "" {
 		state = BatchFailed
@@ -199,19 +199,19 @@ func (s *Store) EndBatchFile(ctx context.Context, id, code, message string, refu
 
 // BatchRefusals reads up to limit of a file batch's refused items after
 // item after, in order.
-func (s *Store) BatchRefusals(ctx context.Context, id string, after, limit int) ([]BatchRefusal, error) {
+func (s *BatchStore) BatchRefusals(ctx context.Context, id string, after, limit int) ([]BatchRefusal, error) {
 	var out []BatchRefusal
 	err := s.db.WithContext(ctx).Where("batch_id = ? AND item > ?", id, after).Order("item").Limit(limit).Find(&out).Error
 	return out, err
 }
 
 // GetBatch reads one batch.
-func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
+func (s *BatchStore) GetBatch(ctx context.Context, id string) (*Batch, error) {
 	return take[Batch](s.db.WithContext(ctx).Where("id = ?", id))
 }
 
 // BatchCounts counts a batch's jobs by status.
-func (s *Store) BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error) {
+func (s *BatchStore) BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error) {
 	var rows []struct {
 		Status jobs.Status
 		N      int
@@ -230,7 +230,7 @@ func (s *Store) BatchCounts(ctx context.Context, id string) (map[jobs.Status]int
 
 // LastBatchCompletion is when the last of a batch's jobs finished; nil
 // when none did.
-func (s *Store) LastBatchCompletion(ctx context.Context, id string) (*time.Time, error) {
+func (s *BatchStore) LastBatchCompletion(ctx context.Context, id string) (*time.Time, error) {
 	var rows []jobs.Record
 	err := s.db.WithContext(ctx).Select("completed_at").Where("batch_id = ? AND completed_at IS NOT NULL", id).
 		Order("completed_at DESC").Limit(1).Find(&rows).Error
@@ -242,7 +242,7 @@ func (s *Store) LastBatchCompletion(ctx context.Context, id string) (*time.Time,
 
 // BatchJobs reads up to limit of a batch's jobs with an id after after,
 // in id order: the finished ones, or those not finished.
-func (s *Store) BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error) {
+func (s *BatchStore) BatchJobs(ctx context.Context, id string, finished bool, after string, limit int) ([]jobs.Record, error) {
 	statuses := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing}
 	if finished {
 		statuses = []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed}
@@ -255,7 +255,7 @@ func (s *Store) BatchJobs(ctx context.Context, id string, finished bool, after s
 
 // RequestBatchCancel records that a batch's cancellation was asked for, at
 // now unless it was before, and returns the batch.
-func (s *Store) RequestBatchCancel(ctx context.Context, id string, now time.Time) (*Batch, error) {
+func (s *BatchStore) RequestBatchCancel(ctx context.Context, id string, now time.Time) (*Batch, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	err := s.db.WithContext(ctx).Model(&Batch{}).Where("id = ? AND cancel_requested_at IS NULL", id).
 		Updates(map[string]any{"cancel_requested_at": now, "updated_at": now}).Error
@@ -269,7 +269,7 @@ func (s *Store) RequestBatchCancel(ctx context.Context, id string, now time.Time
 // whose workflow no dispatcher has taken: pending, with a start in the
 // outbox that is due (a start being made holds a lease). Each start leaves
 // the outbox in the same transaction. It returns how many jobs it failed.
-func (s *Store) FailUnstartedBatchJobs(ctx context.Context, id, code, message string, now time.Time) (int, error) {
+func (s *BatchStore) FailUnstartedBatchJobs(ctx context.Context, id, code, message string, now time.Time) (int, error) {
 	failed := 0
 	for {
 		// A chunk a transaction: a large batch's cancel stays within a
@@ -313,7 +313,7 @@ const cancelChunk = 200
 // completed, at their last job's completion, and queues the batch.completed
 // event of those with a webhook, due at now (webhook_state pending; the
 // due time of the others is never read). It returns how many it marked.
-func (s *Store) FinishBatches(ctx context.Context, now time.Time) (int64, error) {
+func (s *BatchStore) FinishBatches(ctx context.Context, now time.Time) (int64, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	res := s.db.WithContext(ctx).Exec(`UPDATE batches SET
 		completed_at = COALESCE((SELECT MAX(jobs.completed_at) FROM jobs WHERE jobs.batch_id = batches.id), ?),
@@ -328,7 +328,7 @@ func (s *Store) FinishBatches(ctx context.Context, now time.Time) (int64, error)
 
 // DueBatchWebhooks lists up to limit batches whose batch.completed event
 // is due at now, oldest first.
-func (s *Store) DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]Batch, error) {
+func (s *BatchStore) DueBatchWebhooks(ctx context.Context, now time.Time, limit int) ([]Batch, error) {
 	var out []Batch
 	err := s.db.WithContext(ctx).Where("webhook_state = ? AND webhook_next_attempt_at <= ?", NotificationPending, now.UTC()).
 		Order("webhook_next_attempt_at").Limit(limit).Find(&out).Error
@@ -341,7 +341,7 @@ const BatchCompletedEvent = "batch.completed"
 // RecordBatchWebhook records attempt a at batch id's batch.completed
 // event: what state it leaves the event in, and a's row in the batch's
 // delivery log (BatchDeliveries), in one transaction.
-func (s *Store) RecordBatchWebhook(ctx context.Context, id string, a webhooksign.Attempt) error {
+func (s *BatchStore) RecordBatchWebhook(ctx context.Context, id string, a webhooksign.Attempt) error {
 	state := NotificationState(a)
 	updates := map[string]any{"webhook_state": state, "webhook_attempts": gorm.Expr("webhook_attempts + 1"),
 		"updated_at": microsNow()}

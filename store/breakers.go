@@ -94,7 +94,7 @@ func (r *providerBreaker) set(b breaker.Breaker) error {
 
 // Breakers reads every provider's breakers; a provider and service
 // without a row has a closed breaker that saw no call.
-func (s *Store) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, error) {
+func (s *BreakerStore) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, error) {
 	var rows []providerBreaker
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func (s *Store) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, e
 
 // RecordBreakerOutcome counts how a call to a provider for a service ended
 // and returns its breaker afterwards, with the transition it made.
-func (s *Store) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error) {
+func (s *BreakerStore) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error) {
 	b, ts, err := s.RecordBreakerOutcomes(ctx, key, cfg, []breaker.Call{{Outcome: o, At: now}})
 	var t breaker.Transition
 	if len(ts) > 0 {
@@ -124,7 +124,7 @@ func (s *Store) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg br
 // RecordBreakerOutcomes counts calls to a provider for a service, in
 // order, in one transaction, and returns its breaker afterwards with the
 // transitions they made.
-func (s *Store) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
+func (s *BreakerStore) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
 	var ts []breaker.Transition
 	b, err := s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
 		ts = ts[:0] // a retried transaction starts over
@@ -142,7 +142,7 @@ func (s *Store) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg b
 
 // TakeBreakerProbe lets one call through a provider's breaker for a
 // service if it may (breaker.Breaker.TakeProbe).
-func (s *Store) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg breaker.Config, now time.Time) (bool, breaker.Transition, error) {
+func (s *BreakerStore) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg breaker.Config, now time.Time) (bool, breaker.Transition, error) {
 	var ok bool
 	var t breaker.Transition
 	_, err := s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
@@ -154,7 +154,7 @@ func (s *Store) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg breake
 
 // ForceBreaker records an operator's forced state of a breaker (Open,
 // Closed, or "" for automatic), by whom at now.
-func (s *Store) ForceBreaker(ctx context.Context, key BreakerKey, state breaker.State, by string, now time.Time) (breaker.Breaker, error) {
+func (s *BreakerStore) ForceBreaker(ctx context.Context, key BreakerKey, state breaker.State, by string, now time.Time) (breaker.Breaker, error) {
 	return s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
 		return b.Force(state, by, now)
 	})
@@ -162,7 +162,7 @@ func (s *Store) ForceBreaker(ctx context.Context, key BreakerKey, state breaker.
 
 // changeBreaker applies change to a breaker under its row lock, in one
 // transaction: concurrent workers never lose each other's outcomes.
-func (s *Store) changeBreaker(ctx context.Context, key BreakerKey, change func(breaker.Breaker) breaker.Breaker) (breaker.Breaker, error) {
+func (s *BreakerStore) changeBreaker(ctx context.Context, key BreakerKey, change func(breaker.Breaker) breaker.Breaker) (breaker.Breaker, error) {
 	var out breaker.Breaker
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		seed := providerBreaker{ProviderID: key.ProviderID, Service: string(key.Service), State: string(breaker.Closed), UpdatedAt: microsNow()}
@@ -195,14 +195,14 @@ func (s *Store) changeBreaker(ctx context.Context, key BreakerKey, change func(b
 
 // Breakers is Store.Breakers, at most TTL old.
 func (c *Cache) Breakers(ctx context.Context) (map[BreakerKey]breaker.Breaker, error) {
-	m, err := c.breakers.Get(ctx, struct{}{}, c.Store.Breakers)
+	m, err := c.breakers.Get(ctx, struct{}{}, c.Store.Breakers.Breakers)
 	return maps.Clone(m), err
 }
 
 // RecordBreakerOutcomes is Store.RecordBreakerOutcomes; after a
 // transition the cache forgets the breakers.
 func (c *Cache) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
-	b, ts, err := c.Store.RecordBreakerOutcomes(ctx, key, cfg, calls)
+	b, ts, err := c.Store.Breakers.RecordBreakerOutcomes(ctx, key, cfg, calls)
 	if len(ts) > 0 {
 		c.breakers.Clear()
 	}
@@ -213,11 +213,11 @@ func (c *Cache) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg b
 // breakers.
 func (c *Cache) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg breaker.Config, now time.Time) (bool, breaker.Transition, error) {
 	defer c.breakers.Clear()
-	return c.Store.TakeBreakerProbe(ctx, key, cfg, now)
+	return c.Store.Breakers.TakeBreakerProbe(ctx, key, cfg, now)
 }
 
 // ForceBreaker is Store.ForceBreaker; the cache forgets the breakers.
 func (c *Cache) ForceBreaker(ctx context.Context, key BreakerKey, state breaker.State, by string, now time.Time) (breaker.Breaker, error) {
 	defer c.breakers.Clear()
-	return c.Store.ForceBreaker(ctx, key, state, by, now)
+	return c.Store.Breakers.ForceBreaker(ctx, key, state, by, now)
 }

@@ -20,7 +20,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		cfg.MinCalls, cfg.Window, cfg.OpenFor = 5, 2*time.Second, time.Second
 		now := time.Now().UTC()
 
-		got, err := s.Breakers(ctx)
+		got, err := s.Breakers.Breakers(ctx)
 		require.NoError(t, err)
 		require.Empty(t, got, "no call seen: no row")
 
@@ -30,7 +30,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 			if i%2 == 1 {
 				o = breaker.Success
 			}
-			_, tr, err := s.RecordBreakerOutcome(ctx, key, cfg, o, now.Add(time.Duration(i)*10*time.Millisecond))
+			_, tr, err := s.Breakers.RecordBreakerOutcome(ctx, key, cfg, o, now.Add(time.Duration(i)*10*time.Millisecond))
 			require.NoError(t, err)
 			if tr.Changed() {
 				opened = append(opened, tr)
@@ -38,7 +38,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		}
 		require.Equal(t, []breaker.Transition{{From: breaker.Closed, To: breaker.Open, Reason: "failure rate"}}, opened, "3 of 5 failed")
 
-		got, err = s.Breakers(ctx)
+		got, err = s.Breakers.Breakers(ctx)
 		require.NoError(t, err)
 		b := got[key]
 		require.Equal(t, breaker.Open, b.Effective(now.Add(100*time.Millisecond)))
@@ -47,18 +47,18 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		require.Equal(t, 1, b.Opens)
 		require.WithinDuration(t, now.Add(40*time.Millisecond+time.Second), b.OpenUntil, time.Millisecond)
 
-		ok, _, err := s.TakeBreakerProbe(ctx, key, cfg, now.Add(500*time.Millisecond))
+		ok, _, err := s.Breakers.TakeBreakerProbe(ctx, key, cfg, now.Add(500*time.Millisecond))
 		require.NoError(t, err)
 		require.False(t, ok, "still open")
 		later := now.Add(2 * time.Second)
-		ok, tr, err := s.TakeBreakerProbe(ctx, key, cfg, later)
+		ok, tr, err := s.Breakers.TakeBreakerProbe(ctx, key, cfg, later)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, breaker.HalfOpen, tr.To)
 
-		b, err = s.ForceBreaker(ctx, key, breaker.Open, "ops@example.com", later)
+		b, err = s.Breakers.ForceBreaker(ctx, key, breaker.Open, "ops@example.com", later)
 		require.NoError(t, err)
-		got, err = s.Breakers(ctx)
+		got, err = s.Breakers.Breakers(ctx)
 		require.NoError(t, err)
 		require.Equal(t, breaker.Open, got[key].Effective(later.Add(time.Hour)))
 		require.Equal(t, "ops@example.com", got[key].ForcedBy)
@@ -83,13 +83,13 @@ func TestBreakerCountsConcurrentOutcomes(t *testing.T) {
 					if w == 0 {
 						o = breaker.Failure
 					}
-					_, _, err := s.RecordBreakerOutcome(ctx, key, cfg, o, now.Add(time.Duration(i)*time.Millisecond))
+					_, _, err := s.Breakers.RecordBreakerOutcome(ctx, key, cfg, o, now.Add(time.Duration(i)*time.Millisecond))
 					require.NoError(t, err)
 				}
 			})
 		}
 		wg.Wait()
-		got, err := s.Breakers(ctx)
+		got, err := s.Breakers.Breakers(ctx)
 		require.NoError(t, err)
 		calls, failures := got[key].Counts(cfg, now.Add(time.Second))
 		require.Equal(t, 80, calls)

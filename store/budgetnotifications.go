@@ -74,7 +74,7 @@ func queueNotifications(tx *gorm.DB, crossed []BudgetCrossing, now time.Time) er
 
 // DueBudgetNotifications lists up to limit pending notifications due at
 // now, oldest first.
-func (s *Store) DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]BudgetNotification, error) {
+func (s *UsageStore) DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]BudgetNotification, error) {
 	var rows []budgetNotification
 	err := s.db.WithContext(ctx).Where("state = ? AND next_attempt_at <= ?", NotificationPending, now.UTC()).
 		Order("created_at").Limit(limit).Find(&rows).Error
@@ -112,7 +112,7 @@ func NotificationState(a webhooksign.Attempt) string {
 // RecordBudgetNotification records attempt a at notification n: what
 // state it leaves n in, and a's row in the budget's delivery log
 // (BudgetDeliveries), in one transaction.
-func (s *Store) RecordBudgetNotification(ctx context.Context, n BudgetNotification, a webhooksign.Attempt) error {
+func (s *UsageStore) RecordBudgetNotification(ctx context.Context, n BudgetNotification, a webhooksign.Attempt) error {
 	state := NotificationState(a)
 	updates := map[string]any{"state": state, "attempts": gorm.Expr("attempts + 1"), "updated_at": microsNow()}
 	if state == NotificationPending {
@@ -129,7 +129,7 @@ func (s *Store) RecordBudgetNotification(ctx context.Context, n BudgetNotificati
 
 // BudgetNotificationState reads notification id's state and attempts.
 // ErrNotFound when there is none.
-func (s *Store) BudgetNotificationState(ctx context.Context, id string) (state string, attempts int, err error) {
+func (s *UsageStore) BudgetNotificationState(ctx context.Context, id string) (state string, attempts int, err error) {
 	r, err := take[budgetNotification](s.db.WithContext(ctx).Where("id = ?", id))
 	if err != nil {
 		return "", 0, err
@@ -140,7 +140,7 @@ func (s *Store) BudgetNotificationState(ctx context.Context, id string) (state s
 // DeleteBudgetNotificationsBefore deletes notifications no longer pending
 // that were created before t, with their attempts in their budgets'
 // delivery logs.
-func (s *Store) DeleteBudgetNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
+func (s *UsageStore) DeleteBudgetNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
 	var deleted int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var rows []budgetNotification

@@ -144,7 +144,7 @@ func (budgetReservation) TableName() string { return "budget_reservations" }
 // with open reservations keeps them: a repeat, also a concurrent one, is
 // OK and crosses nothing; a deleted job reserves nothing. A period's
 // counter starts from the ledger's sum of the period.
-func (s *Store) ReserveBudget(ctx context.Context, jobID, tenant string, charges []BudgetCharge, now time.Time) (BudgetOutcome, error) {
+func (s *UsageStore) ReserveBudget(ctx context.Context, jobID, tenant string, charges []BudgetCharge, now time.Time) (BudgetOutcome, error) {
 	charges = slices.Clone(charges)
 	// One lock order for every transaction: no deadlocks.
 	sort.Slice(charges, func(i, k int) bool { return charges[i].Budget.ID < charges[k].Budget.ID })
@@ -228,7 +228,7 @@ func reached(used, limit int64, percent int) bool {
 // lockCounter reads and locks a budget's counter of the period starting
 // at start, creating it from the ledger's sum of the period when it is
 // the period's first.
-func (s *Store) lockCounter(tx *gorm.DB, tenant string, b Budget, start, now time.Time) (budgetCounter, error) {
+func (s *conn) lockCounter(tx *gorm.DB, tenant string, b Budget, start, now time.Time) (budgetCounter, error) {
 	var c budgetCounter
 	where := "tenant = ? AND budget_id = ? AND period_start = ?"
 	err := s.lockForUpdate(tx).Where(where, tenant, b.ID, start).Take(&c).Error
@@ -274,7 +274,7 @@ func quantityNanos(q float64) int64 { return int64(math.Round(q * 1e9)) }
 // entry, in the transaction that writes the entry: each budget's counter
 // moves the estimate from reserved to what the entry bills in the
 // budget's currency or unit.
-func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
+func (s *conn) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
 	actual := func(r budgetReservation) int64 {
 		switch {
 		case r.Currency != "" && r.Currency == e.Currency:
@@ -293,7 +293,7 @@ func (s *Store) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
 // settleReleased counts what a job billed against the budgets whose
 // reservations were released before (a job deleted or given up for
 // failed while its call ran): its money was spent all the same.
-func (s *Store) settleReleased(tx *gorm.DB, jobID string, actual func(budgetReservation) int64) error {
+func (s *conn) settleReleased(tx *gorm.DB, jobID string, actual func(budgetReservation) int64) error {
 	var released []budgetReservation
 	if err := s.lockForUpdate(tx).Where("job_id = ? AND state = ?", jobID, reservationReleased).
 		Order("budget_id").Find(&released).Error; err != nil {
@@ -317,7 +317,7 @@ func (s *Store) settleReleased(tx *gorm.DB, jobID string, actual func(budgetRese
 
 // ReleaseBudget releases a job's open reservations: it ended unbilled.
 // Releasing again changes nothing.
-func (s *Store) ReleaseBudget(ctx context.Context, jobID string) error {
+func (s *UsageStore) ReleaseBudget(ctx context.Context, jobID string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		return s.closeReservations(tx, jobID, reservationReleased, releasedAmount)
 	})
@@ -328,7 +328,7 @@ func releasedAmount(budgetReservation) int64 { return 0 }
 
 // closeReservations moves a job's open reservations to state, with
 // actual(r) settled in their counters.
-func (s *Store) closeReservations(tx *gorm.DB, jobID, state string, actual func(budgetReservation) int64) error {
+func (s *conn) closeReservations(tx *gorm.DB, jobID, state string, actual func(budgetReservation) int64) error {
 	var open []budgetReservation
 	if err := s.lockForUpdate(tx).Where("job_id = ? AND state = ?", jobID, reservationReserved).
 		Order("budget_id").Find(&open).Error; err != nil {
@@ -359,7 +359,7 @@ type BudgetUse struct {
 
 // BudgetUsed reads what b has used in the period holding now; a period
 // without a counter yet counts the ledger.
-func (s *Store) BudgetUsed(ctx context.Context, tenant string, b Budget, now time.Time) (BudgetUse, error) {
+func (s *UsageStore) BudgetUsed(ctx context.Context, tenant string, b Budget, now time.Time) (BudgetUse, error) {
 	start := b.PeriodStart(now)
 	var c budgetCounter
 	db := s.db.WithContext(ctx)
@@ -385,7 +385,7 @@ type JobReservation struct {
 }
 
 // BudgetReservations lists a job's reservations by budget id.
-func (s *Store) BudgetReservations(ctx context.Context, jobID string) ([]JobReservation, error) {
+func (s *UsageStore) BudgetReservations(ctx context.Context, jobID string) ([]JobReservation, error) {
 	var rows []budgetReservation
 	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("budget_id").Find(&rows).Error; err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+				out, err := s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
 				require.NoError(t, err)
 				mu.Lock()
 				defer mu.Unlock()
@@ -51,7 +51,7 @@ func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, 10, ok)
 		require.ElementsMatch(t, []int{50, 80, 100}, crossed, "each threshold once")
-		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		used, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Reserved: 10e9}, used)
 	})
@@ -70,24 +70,24 @@ func TestBudgetSettlementAndRelease(t *testing.T) {
 		// A billed job settles to the ledger's count, not the estimate.
 		job := newJob()
 		job.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, job))
-		out, err := s.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		out, err := s.Usage.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
 		// A repeat (an activity retried, a reservation made at create) keeps it.
-		out, err = s.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
+		out, err = s.Usage.ReserveBudget(ctx, job.ID, tenant, charges(1), now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 1.5
-		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
-		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		used, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Settled: 1.5e9}, used)
-		cost, err := s.BudgetUsed(ctx, tenant, usd, now)
+		cost, err := s.Usage.BudgetUsed(ctx, tenant, usd, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Settled: 300}, cost)
-		rs, err := s.BudgetReservations(ctx, job.ID)
+		rs, err := s.Usage.BudgetReservations(ctx, job.ID)
 		require.NoError(t, err)
 		require.Len(t, rs, 2)
 		require.Equal(t, "settled", rs[0].State)
@@ -95,25 +95,25 @@ func TestBudgetSettlementAndRelease(t *testing.T) {
 
 		// A job that fails unbilled gives its reservation back.
 		failed := uuid.NewString()
-		out, err = s.ReserveBudget(ctx, failed, tenant, charges(1), now)
+		out, err = s.Usage.ReserveBudget(ctx, failed, tenant, charges(1), now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
-		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
+		out, err = s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
 		require.NoError(t, err)
 		require.False(t, out.OK, "1.5 settled + 1 reserved + 1 is over 3")
 		require.Equal(t, b.ID, out.Exceeded.ID)
 		require.Equal(t, int64(2.5e9), out.Spent)
-		require.NoError(t, s.ReleaseBudget(ctx, failed))
-		require.NoError(t, s.ReleaseBudget(ctx, failed))
-		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, s.Usage.ReleaseBudget(ctx, failed))
+		require.NoError(t, s.Usage.ReleaseBudget(ctx, failed))
+		used, err = s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Settled: 1.5e9}, used)
-		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
+		out, err = s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, charges(1), now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
 
 		// The next period starts from zero.
-		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, charges(3), now.Add(24*time.Hour))
+		out, err = s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, charges(3), now.Add(24*time.Hour))
 		require.NoError(t, err)
 		require.True(t, out.OK)
 	})
@@ -125,16 +125,16 @@ func TestBudgetCounterStartsFromTheLedger(t *testing.T) {
 		now := time.Now()
 		job := newJob()
 		job.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 2
-		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
 
 		b := minuteBudget(3)
-		out, err := s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
+		out, err := s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
 		require.NoError(t, err)
 		require.False(t, out.OK, "the 2 minutes billed before the budget count")
-		out, err = s.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		out, err = s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
 	})
@@ -146,15 +146,15 @@ func TestTenantBudgetsRoundTrip(t *testing.T) {
 		b := minuteBudget(10, 50, 100)
 		b.Application = &app
 		tenant := &store.Tenant{ID: "budget-" + uuid.NewString()[:8], Budgets: []store.Budget{b}, NotificationURL: "https://hooks.example/b"}
-		require.NoError(t, s.CreateTenant(ctx, tenant))
-		got, err := s.GetTenant(ctx, tenant.ID)
+		require.NoError(t, s.Routing.CreateTenant(ctx, tenant))
+		got, err := s.Routing.GetTenant(ctx, tenant.ID)
 		require.NoError(t, err)
 		require.Equal(t, tenant.Budgets, got.Budgets)
 		require.Equal(t, "https://hooks.example/b", got.NotificationURL)
-		got, err = s.UpdateTenant(ctx, tenant.ID, func(t *store.Tenant) error { t.Budgets = nil; return nil })
+		got, err = s.Routing.UpdateTenant(ctx, tenant.ID, func(t *store.Tenant) error { t.Budgets = nil; return nil })
 		require.NoError(t, err)
 		require.Empty(t, got.Budgets)
-		got, err = s.GetTenant(ctx, tenant.ID)
+		got, err = s.Routing.GetTenant(ctx, tenant.ID)
 		require.NoError(t, err)
 		require.Empty(t, got.Budgets)
 	})
@@ -167,13 +167,13 @@ func TestJobsThatNeverRunGiveTheirReservationsBack(t *testing.T) {
 		now := time.Now()
 		reserve := func(jobID string) {
 			t.Helper()
-			out, err := s.ReserveBudget(ctx, jobID, tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
+			out, err := s.Usage.ReserveBudget(ctx, jobID, tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
 			require.NoError(t, err)
 			require.True(t, out.OK)
 		}
 		used := func() store.BudgetUse {
 			t.Helper()
-			u, err := s.BudgetUsed(ctx, tenant, b, now)
+			u, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 			require.NoError(t, err)
 			return u
 		}
@@ -181,20 +181,20 @@ func TestJobsThatNeverRunGiveTheirReservationsBack(t *testing.T) {
 		// A job whose workflow could never be started.
 		refused := newJob()
 		refused.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, refused))
+		require.NoError(t, s.Jobs.InsertJob(ctx, refused))
 		reserve(refused.ID)
-		require.NoError(t, s.FailJobStart(ctx, refused.ID, "JOB_NOT_STARTED", "refused", now))
+		require.NoError(t, s.Jobs.FailJobStart(ctx, refused.ID, "JOB_NOT_STARTED", "refused", now))
 		require.Equal(t, store.BudgetUse{}, used())
 
 		// A job deleted before it ran.
 		deleted := newJob()
 		deleted.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, deleted))
+		require.NoError(t, s.Jobs.InsertJob(ctx, deleted))
 		reserve(deleted.ID)
-		_, _, err := s.DeleteJob(ctx, deleted.ID, "tester", now)
+		_, _, err := s.Jobs.DeleteJob(ctx, deleted.ID, "tester", now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{}, used())
-		rs, err := s.BudgetReservations(ctx, deleted.ID)
+		rs, err := s.Usage.BudgetReservations(ctx, deleted.ID)
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, "released", rs[0].State)
@@ -210,30 +210,30 @@ func TestConcurrentReservationsOfOneJobCountOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 6 {
 			wg.Go(func() {
-				out, err := s.ReserveBudget(ctx, job, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+				out, err := s.Usage.ReserveBudget(ctx, job, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
 				assert.NoError(t, err)
 				assert.True(t, out.OK)
 			})
 		}
 		wg.Wait()
-		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		used, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Reserved: 1e9}, used, "one job, one reservation")
-		require.NoError(t, s.ReleaseBudget(ctx, job))
-		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, s.Usage.ReleaseBudget(ctx, job))
+		used, err = s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{}, used, "released in full")
 
 		// A deleted job reserves nothing.
 		deleted := newJob()
 		deleted.Tenant = tenant
-		require.NoError(t, s.InsertJob(ctx, deleted))
-		_, _, err = s.DeleteJob(ctx, deleted.ID, "tester", now)
+		require.NoError(t, s.Jobs.InsertJob(ctx, deleted))
+		_, _, err = s.Jobs.DeleteJob(ctx, deleted.ID, "tester", now)
 		require.NoError(t, err)
-		out, err := s.ReserveBudget(ctx, deleted.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+		out, err := s.Usage.ReserveBudget(ctx, deleted.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
 		require.NoError(t, err)
 		require.True(t, out.OK)
-		used, err = s.BudgetUsed(ctx, tenant, b, now)
+		used, err = s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{}, used)
 	})
@@ -247,8 +247,8 @@ func reservedJob(ctx context.Context, t *testing.T, s *store.Store) (*jobs.Recor
 	now := time.Now()
 	job := newJob()
 	job.Tenant = "budget-" + uuid.NewString()[:8]
-	require.NoError(t, s.InsertJob(ctx, job))
-	out, err := s.ReserveBudget(ctx, job.ID, job.Tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
+	require.NoError(t, s.Jobs.InsertJob(ctx, job))
+	out, err := s.Usage.ReserveBudget(ctx, job.ID, job.Tenant, []store.BudgetCharge{{Budget: b, Amount: 1e9}}, now)
 	require.NoError(t, err)
 	require.True(t, out.OK)
 	return job, b, now
@@ -260,14 +260,14 @@ func TestABillReleasedEarlierStillCounts(t *testing.T) {
 		tenant := job.Tenant
 		// Released (the job was given up for failed), then its call's bill
 		// arrives after all.
-		require.NoError(t, s.ReleaseBudget(ctx, job.ID))
+		require.NoError(t, s.Usage.ReleaseBudget(ctx, job.ID))
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 2
-		require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
-		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		used, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Settled: 2e9}, used, "the money was spent")
-		rs, err := s.BudgetReservations(ctx, job.ID)
+		rs, err := s.Usage.BudgetReservations(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, "settled", rs[0].State)
 	})
@@ -283,7 +283,7 @@ func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 		entry := entryOf(job, 1, 300, now)
 		entry.Quantity = 2
 		billed := completed(job, 2, `{"unit":"minute","quantity":2}`)
-		require.NoError(t, s.SaveJobUsage(ctx, billed, entry))
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, billed, entry))
 
 		// The workflow's cancellation: its snapshot never had the usage
 		// nor the result the call's activity projected.
@@ -292,18 +292,18 @@ func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 		cancelled.Status, cancelled.Revision, cancelled.CompletedAt = jobs.StatusFailed, 4, &done
 		cancelled.Result, cancelled.Usage = "", ""
 		cancelled.ErrorCode, cancelled.ErrorMessage = jobs.CodeCancelled, "the job was cancelled"
-		require.NoError(t, s.SaveJob(ctx, &cancelled))
-		require.NoError(t, s.ReleaseBudget(ctx, job.ID), "the cancelled job ends unbilled as far as its workflow knows")
+		require.NoError(t, s.Jobs.SaveJob(ctx, &cancelled))
+		require.NoError(t, s.Usage.ReleaseBudget(ctx, job.ID), "the cancelled job ends unbilled as far as its workflow knows")
 
-		got, err := s.GetJob(ctx, job.ID)
+		got, err := s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, got.Status)
 		require.Equal(t, jobs.CodeCancelled, got.ErrorCode)
 		require.Empty(t, got.Usage, "the billed usage is no longer the job's: a failed job's document has none")
-		entries, err := s.UsageEntries(ctx, job.ID)
+		entries, err := s.Usage.UsageEntries(ctx, job.ID)
 		require.NoError(t, err)
 		require.Len(t, entries, 1, "the provider was paid")
-		used, err := s.BudgetUsed(ctx, tenant, b, now)
+		used, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 		require.NoError(t, err)
 		require.Equal(t, store.BudgetUse{Settled: 2e9}, used, "the release gives back nothing already settled")
 	})

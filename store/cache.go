@@ -32,6 +32,9 @@ const cacheEntries = 10_000
 // cost (the lists of a policy.Policy): callers must not modify them.
 type Cache struct {
 	*Store
+	// RoutingStore's methods are the Cache's, cached where the Cache
+	// defines them.
+	*RoutingStore
 	ttl time.Duration
 	now func() time.Time
 
@@ -63,29 +66,30 @@ func newCache(s *Store, ttl time.Duration, now func() time.Time) *Cache {
 		immutable = 0
 	}
 	return &Cache{
-		Store:     s,
-		ttl:       ttl,
-		now:       now,
-		services:  ttlcache.New[struct{}, map[string]string](ttl, 1, now),
-		providers: ttlcache.New[struct{}, map[string]ProviderStatus](ttl, 1, now),
-		tenants:   ttlcache.New[string, *Tenant](ttl, cacheEntries, now),
-		policies:  ttlcache.New[string, []policy.Policy](ttl, cacheEntries, now),
-		current:   ttlcache.New[string, *policy.Policy](ttl, cacheEntries, now),
-		versions:  ttlcache.New[policyVersionKey, policy.Policy](immutable, cacheEntries, now),
-		latencies: ttlcache.New[string, map[string]float64](ttl, cacheEntries, now),
-		breakers:  ttlcache.New[struct{}, map[BreakerKey]breaker.Breaker](ttl, 1, now),
+		Store:        s,
+		RoutingStore: s.Routing,
+		ttl:          ttl,
+		now:          now,
+		services:     ttlcache.New[struct{}, map[string]string](ttl, 1, now),
+		providers:    ttlcache.New[struct{}, map[string]ProviderStatus](ttl, 1, now),
+		tenants:      ttlcache.New[string, *Tenant](ttl, cacheEntries, now),
+		policies:     ttlcache.New[string, []policy.Policy](ttl, cacheEntries, now),
+		current:      ttlcache.New[string, *policy.Policy](ttl, cacheEntries, now),
+		versions:     ttlcache.New[policyVersionKey, policy.Policy](immutable, cacheEntries, now),
+		latencies:    ttlcache.New[string, map[string]float64](ttl, cacheEntries, now),
+		breakers:     ttlcache.New[struct{}, map[BreakerKey]breaker.Breaker](ttl, 1, now),
 	}
 }
 
 // ServiceStatuses is Store.ServiceStatuses, at most TTL old.
 func (c *Cache) ServiceStatuses(ctx context.Context) (map[string]string, error) {
-	m, err := c.services.Get(ctx, struct{}{}, c.Store.ServiceStatuses)
+	m, err := c.services.Get(ctx, struct{}{}, c.Store.Routing.ServiceStatuses)
 	return maps.Clone(m), err
 }
 
 // ProviderStatuses is Store.ProviderStatuses, at most TTL old.
 func (c *Cache) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus, error) {
-	m, err := c.providers.Get(ctx, struct{}{}, c.Store.ProviderStatuses)
+	m, err := c.providers.Get(ctx, struct{}{}, c.Store.Routing.ProviderStatuses)
 	if err != nil {
 		return nil, err
 	}
@@ -100,21 +104,21 @@ func (c *Cache) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus
 // service statuses.
 func (c *Cache) SetServiceStatus(ctx context.Context, id, status string) error {
 	defer c.services.Clear()
-	return c.Store.SetServiceStatus(ctx, id, status)
+	return c.Store.Routing.SetServiceStatus(ctx, id, status)
 }
 
 // SetProviderStatus is Store.SetProviderStatus; the cache forgets the
 // provider statuses.
 func (c *Cache) SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (ProviderStatus, error) {
 	defer c.providers.Clear()
-	return c.Store.SetProviderStatus(ctx, id, status, services)
+	return c.Store.Routing.SetProviderStatus(ctx, id, status, services)
 }
 
 // GetTenant is Store.GetTenant, at most TTL old; that a tenant has no
 // record is cached too (most tenants have none).
 func (c *Cache) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 	t, err := c.tenants.Get(ctx, id, func(ctx context.Context) (*Tenant, error) {
-		t, err := c.Store.GetTenant(ctx, id)
+		t, err := c.Store.Routing.GetTenant(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil
 		}
@@ -132,19 +136,19 @@ func (c *Cache) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 // CreateTenant is Store.CreateTenant; the cache forgets the tenant.
 func (c *Cache) CreateTenant(ctx context.Context, t *Tenant) error {
 	defer c.tenants.Forget(t.ID)
-	return c.Store.CreateTenant(ctx, t)
+	return c.Store.Routing.CreateTenant(ctx, t)
 }
 
 // UpdateTenant is Store.UpdateTenant; the cache forgets the tenant.
 func (c *Cache) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
 	defer c.tenants.Forget(id)
-	return c.Store.UpdateTenant(ctx, id, update)
+	return c.Store.Routing.UpdateTenant(ctx, id, update)
 }
 
 // RoutingPolicies is Store.RoutingPolicies, at most TTL old.
 func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
 	all, err := c.policies.Get(ctx, tenant, func(ctx context.Context) ([]policy.Policy, error) {
-		return c.Store.tenantPolicies(ctx, tenant)
+		return c.Store.Routing.tenantPolicies(ctx, tenant)
 	})
 	if err != nil {
 		return nil, err
@@ -155,7 +159,7 @@ func (c *Cache) RoutingPolicies(ctx context.Context, tenant string, service jobs
 // GetPolicy is Store.GetPolicy, at most TTL old.
 func (c *Cache) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
 	p, err := c.current.Get(ctx, id, func(ctx context.Context) (*policy.Policy, error) {
-		p, err := c.Store.GetPolicy(ctx, id)
+		p, err := c.Store.Routing.GetPolicy(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil
 		}
@@ -177,26 +181,26 @@ func (c *Cache) GetPolicy(ctx context.Context, id string) (policy.Policy, error)
 // it is kept until evicted.
 func (c *Cache) GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error) {
 	return c.versions.Get(ctx, policyVersionKey{id, version}, func(ctx context.Context) (policy.Policy, error) {
-		return c.Store.GetPolicyVersion(ctx, id, version)
+		return c.Store.Routing.GetPolicyVersion(ctx, id, version)
 	})
 }
 
 // CreatePolicy is Store.CreatePolicy; the cache forgets the policies.
 func (c *Cache) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Policy, error) {
 	defer c.forgetPolicies()
-	return c.Store.CreatePolicy(ctx, p)
+	return c.Store.Routing.CreatePolicy(ctx, p)
 }
 
 // UpdatePolicy is Store.UpdatePolicy; the cache forgets the policies.
 func (c *Cache) UpdatePolicy(ctx context.Context, id string, change func(current policy.Policy) (policy.Policy, error)) (policy.Policy, error) {
 	defer c.forgetPolicies()
-	return c.Store.UpdatePolicy(ctx, id, change)
+	return c.Store.Routing.UpdatePolicy(ctx, id, change)
 }
 
 // DeletePolicy is Store.DeletePolicy; the cache forgets the policies.
 func (c *Cache) DeletePolicy(ctx context.Context, id string) error {
 	defer c.forgetPolicies()
-	return c.Store.DeletePolicy(ctx, id)
+	return c.Store.Routing.DeletePolicy(ctx, id)
 }
 
 // forgetPolicies drops the current policies; one policy can be a candidate
@@ -209,7 +213,7 @@ func (c *Cache) forgetPolicies() {
 // Latencies is Store.Latencies, at most TTL old.
 func (c *Cache) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
 	m, err := c.latencies.Get(ctx, string(service), func(ctx context.Context) (map[string]float64, error) {
-		return c.Store.Latencies(ctx, service)
+		return c.Store.Routing.Latencies(ctx, service)
 	})
 	return maps.Clone(m), err
 }

@@ -35,8 +35,8 @@ func TestCacheStatuses(t *testing.T) {
 		require.Empty(t, providerStatuses)
 
 		// Another process's write is not seen within the TTL...
-		require.NoError(t, s.SetServiceStatus(ctx, "transcriptions", "disabled"))
-		_, err = s.SetProviderStatus(ctx, "alpha", pointerTo("disabled"), nil)
+		require.NoError(t, s.Routing.SetServiceStatus(ctx, "transcriptions", "disabled"))
+		_, err = s.Routing.SetProviderStatus(ctx, "alpha", pointerTo("disabled"), nil)
 		require.NoError(t, err)
 		clock.Advance(999 * time.Millisecond)
 		services, err = cache.ServiceStatuses(ctx)
@@ -86,7 +86,7 @@ func TestCacheTenants(t *testing.T) {
 		// A tenant without a record: that is cached too.
 		_, err := cache.GetTenant(ctx, "acme")
 		require.ErrorIs(t, err, store.ErrNotFound)
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Providers: map[string]store.Access{"alpha": {Enabled: false}}}))
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme", Providers: map[string]store.Access{"alpha": {Enabled: false}}}))
 		_, err = cache.GetTenant(ctx, "acme")
 		require.ErrorIs(t, err, store.ErrNotFound, "served from the cache")
 		clock.Advance(time.Second)
@@ -95,7 +95,7 @@ func TestCacheTenants(t *testing.T) {
 		require.False(t, got.ProviderEnabled("alpha"))
 
 		// Another process's update shows after the TTL.
-		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		_, err = s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Providers["alpha"] = store.Access{Enabled: true}
 			return nil
 		})
@@ -165,7 +165,7 @@ func TestCachePolicies(t *testing.T) {
 		missing := "0195a3c4-0000-7000-8000-000000000000"
 		_, err = cache.GetPolicy(ctx, missing)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		require.NoError(t, s.DeletePolicy(ctx, acmeTr.ID))
+		require.NoError(t, s.Routing.DeletePolicy(ctx, acmeTr.ID))
 		got, err = cache.GetPolicy(ctx, acmeTr.ID)
 		require.NoError(t, err, "served from the cache")
 		require.Equal(t, acmeTr, got)
@@ -215,13 +215,13 @@ func TestCachePolicies(t *testing.T) {
 func TestCacheLatencies(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		cache, clock := clockedCache(s)
-		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
+		require.NoError(t, s.Routing.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
 		got, err := cache.Latencies(ctx, "llm-tasks")
 		require.NoError(t, err)
 		require.InDelta(t, 100.0, got["p"], 0.001)
 		got["q"] = 1 // a copy
 
-		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
+		require.NoError(t, s.Routing.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
 		got, err = cache.Latencies(ctx, "llm-tasks")
 		require.NoError(t, err)
 		require.Equal(t, map[string]float64{"p": 100}, got, "served from the cache")
@@ -237,7 +237,7 @@ func TestCacheWithoutTTLReadsEveryTime(t *testing.T) {
 		cache := store.NewCache(s, 0)
 		_, err := cache.GetTenant(ctx, "acme")
 		require.ErrorIs(t, err, store.ErrNotFound)
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
 		_, err = cache.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 
@@ -246,7 +246,7 @@ func TestCacheWithoutTTLReadsEveryTime(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
 		require.NoError(t, cache.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
-		got, err := s.Latencies(ctx, "llm-tasks")
+		got, err := s.Routing.Latencies(ctx, "llm-tasks")
 		require.NoError(t, err)
 		require.InDelta(t, 120.0, got["p"], 0.001, "every observation written at once")
 	})

@@ -29,7 +29,7 @@ const advisoryKey = "('x' || substr(md5(coalesce(current_schema(), '') || ':' ||
 // It needs a session per connection: a pooler in transaction mode
 // (PgBouncer's pool_mode=transaction) breaks it. On SQLite, which one
 // process uses, the lock is the Store's own.
-func (s *Store) TryExclusive(ctx context.Context, name string, fn func(ctx context.Context) error) (bool, error) {
+func (s *HousekeepingStore) TryExclusive(ctx context.Context, name string, fn func(ctx context.Context) error) (bool, error) {
 	if s.dialect != "postgres" {
 		mu := s.localLock(name)
 		if !mu.TryLock() {
@@ -48,7 +48,7 @@ func (s *Store) TryExclusive(ctx context.Context, name string, fn func(ctx conte
 
 // tryAdvisoryLock takes name's advisory lock on a connection of the pool,
 // which it returns; nil when another session holds the lock.
-func (s *Store) tryAdvisoryLock(ctx context.Context, name string) (*sql.Conn, error) {
+func (s *HousekeepingStore) tryAdvisoryLock(ctx context.Context, name string) (*sql.Conn, error) {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func discard(conn *sql.Conn) {
 }
 
 // localLock is the lock TryExclusive takes on SQLite.
-func (s *Store) localLock(name string) *sync.Mutex {
+func (s *HousekeepingStore) localLock(name string) *sync.Mutex {
 	mu, _ := s.exclusive.LoadOrStore(name, &sync.Mutex{})
 	return mu.(*sync.Mutex)
 }
@@ -102,7 +102,7 @@ func (s *Store) localLock(name string) *sync.Mutex {
 // and last is when that round started. One caller wins a round however
 // many processes ask at once, and a process that dies in its round costs
 // that round only. Rounds are timed by the callers' clocks.
-func (s *Store) ClaimRound(ctx context.Context, name string, every time.Duration, now time.Time) (claimed bool, last time.Time, err error) {
+func (s *HousekeepingStore) ClaimRound(ctx context.Context, name string, every time.Duration, now time.Time) (claimed bool, last time.Time, err error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	err = s.writeStatement(ctx, func(tx *gorm.DB) error {
 		var taken []string

@@ -22,7 +22,7 @@ func hold(t *testing.T, s *store.Store, name string) (release func(), result <-c
 	t.Helper()
 	held, done, out := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		ran, err := s.TryExclusive(context.Background(), name, func(context.Context) error {
+		ran, err := s.Housekeeping.TryExclusive(context.Background(), name, func(context.Context) error {
 			close(held)
 			<-done
 			return nil
@@ -54,13 +54,13 @@ func TestTryExclusiveSkipsWhileHeldAndReleasesAfter(t *testing.T) {
 		require.True(t, tryExclusive(t, s, "sweep", noop), "released once fn returned")
 
 		boom := errors.New("boom")
-		ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error { return boom })
+		ran, err := s.Housekeeping.TryExclusive(ctx, "sweep", func(context.Context) error { return boom })
 		require.True(t, ran)
 		require.ErrorIs(t, err, boom)
 		require.True(t, tryExclusive(t, s, "sweep", noop), "released after fn failed")
 
 		require.PanicsWithValue(t, "boom", func() {
-			_, _ = s.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
+			_, _ = s.Housekeeping.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
 		})
 		require.True(t, tryExclusive(t, s, "sweep", noop), "released after fn panicked")
 	})
@@ -70,7 +70,7 @@ func TestTryExclusiveSkipsWhileHeldAndReleasesAfter(t *testing.T) {
 // says whether fn ran.
 func tryExclusive(t *testing.T, s *store.Store, name string, fn func(context.Context) error) bool {
 	t.Helper()
-	ran, err := s.TryExclusive(context.Background(), name, fn)
+	ran, err := s.Housekeeping.TryExclusive(context.Background(), name, fn)
 	require.NoError(t, err)
 	return ran
 }
@@ -91,7 +91,7 @@ func TestTryExclusiveAcrossProcesses(t *testing.T) {
 	require.True(t, tryExclusive(t, b, "sweep", noop), "released")
 
 	require.Panics(t, func() {
-		_, _ = a.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
+		_, _ = a.Housekeeping.TryExclusive(ctx, "sweep", func(context.Context) error { panic("boom") })
 	})
 	require.True(t, tryExclusive(t, b, "sweep", noop), "released after a panic")
 
@@ -102,7 +102,7 @@ func TestTryExclusiveAcrossProcesses(t *testing.T) {
 		s := []*store.Store{a, b}[i%2]
 		wg.Go(func() {
 			for range 20 {
-				ran, err := s.TryExclusive(ctx, "sweep", func(context.Context) error {
+				ran, err := s.Housekeeping.TryExclusive(ctx, "sweep", func(context.Context) error {
 					if inside.Add(1) > 1 {
 						overlaps.Add(1)
 					}
@@ -144,7 +144,7 @@ func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
 		"sweep").Scan(&ended))
 	require.Equal(t, 1, ended, "the session holding the lock")
 	require.Eventually(t, func() bool {
-		ran, err := b.TryExclusive(ctx, "sweep", noop)
+		ran, err := b.Housekeeping.TryExclusive(ctx, "sweep", noop)
 		return err == nil && ran
 	}, 5*time.Second, 10*time.Millisecond, "PostgreSQL released the lock with the session")
 	release()
@@ -155,19 +155,19 @@ func TestTryExclusiveIsReleasedWhenItsSessionDies(t *testing.T) {
 func TestClaimRoundTakesOneRoundPerInterval(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-		claimed, _, err := s.ClaimRound(ctx, "work_files", time.Hour, start)
+		claimed, _, err := s.Housekeeping.ClaimRound(ctx, "work_files", time.Hour, start)
 		require.NoError(t, err)
 		require.True(t, claimed, "the first round")
 
-		claimed, last, err := s.ClaimRound(ctx, "work_files", time.Hour, start.Add(30*time.Minute))
+		claimed, last, err := s.Housekeeping.ClaimRound(ctx, "work_files", time.Hour, start.Add(30*time.Minute))
 		require.NoError(t, err)
 		require.False(t, claimed, "another process ran it half an hour ago")
 		require.True(t, start.Equal(last), "last: %v", last)
-		claimed, _, err = s.ClaimRound(ctx, "result_files", time.Hour, start.Add(30*time.Minute))
+		claimed, _, err = s.Housekeeping.ClaimRound(ctx, "result_files", time.Hour, start.Add(30*time.Minute))
 		require.NoError(t, err)
 		require.True(t, claimed, "rounds are per sweep")
 
-		claimed, _, err = s.ClaimRound(ctx, "work_files", time.Hour, start.Add(time.Hour))
+		claimed, _, err = s.Housekeeping.ClaimRound(ctx, "work_files", time.Hour, start.Add(time.Hour))
 		require.NoError(t, err)
 		require.True(t, claimed, "the next round")
 
@@ -176,7 +176,7 @@ func TestClaimRoundTakesOneRoundPerInterval(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				claimed, _, err := s.ClaimRound(ctx, "work_files", time.Hour, start.Add(2*time.Hour))
+				claimed, _, err := s.Housekeeping.ClaimRound(ctx, "work_files", time.Hour, start.Add(2*time.Hour))
 				if err != nil {
 					t.Error(err)
 				}

@@ -34,7 +34,7 @@ var idempotencyDeleteBatch = 5000
 // longer stand for their job (docs/api.md, Cancel and idempotency), a
 // batch at a time, and returns how many it deleted. A worker's
 // housekeeping runs it.
-func (s *Store) DeleteIdempotencyKeysBefore(ctx context.Context, t time.Time) (int64, error) {
+func (s *JobStore) DeleteIdempotencyKeysBefore(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	for {
 		db := s.db.WithContext(ctx)
@@ -53,7 +53,7 @@ func (s *Store) DeleteIdempotencyKeysBefore(ctx context.Context, t time.Time) (i
 // job id the key stands for and whether this call claimed it. A live
 // binding with another, non-empty fingerprint is ErrIdempotencyKeyReused.
 // An expired binding is taken over. k.CreatedAt is the time of the claim.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, ttl time.Duration) (string, bool, error) {
+func (s *JobStore) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, ttl time.Duration) (string, bool, error) {
 	db := s.db.WithContext(ctx)
 	now := k.CreatedAt.UTC()
 	record := k

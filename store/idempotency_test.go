@@ -16,7 +16,7 @@ func TestDeleteIdempotencyKeysBeforeKeepsLiveKeys(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		claim := func(key string, at time.Time) {
-			_, claimed, err := s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: "llm-tasks", Key: key,
+			_, claimed, err := s.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: "llm-tasks", Key: key,
 				Fingerprint: "f", JobID: "job-" + key, CreatedAt: at}, 24*time.Hour)
 			require.NoError(t, err)
 			require.True(t, claimed)
@@ -26,17 +26,17 @@ func TestDeleteIdempotencyKeysBeforeKeepsLiveKeys(t *testing.T) {
 		}
 		claim("fresh", now.Add(-time.Hour))
 
-		n, err := s.DeleteIdempotencyKeysBefore(ctx, now.Add(-24*time.Hour))
+		n, err := s.Jobs.DeleteIdempotencyKeysBefore(ctx, now.Add(-24*time.Hour))
 		require.NoError(t, err)
 		require.EqualValues(t, 7, n)
 
 		// The live key still stands for its job; an expired one is free.
-		id, claimed, err := s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: "llm-tasks", Key: "fresh",
+		id, claimed, err := s.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: "llm-tasks", Key: "fresh",
 			Fingerprint: "f", JobID: "job-other", CreatedAt: now}, 24*time.Hour)
 		require.NoError(t, err)
 		require.False(t, claimed)
 		require.Equal(t, "job-fresh", id)
-		n, err = s.DeleteIdempotencyKeysBefore(ctx, now.Add(-24*time.Hour))
+		n, err = s.Jobs.DeleteIdempotencyKeysBefore(ctx, now.Add(-24*time.Hour))
 		require.NoError(t, err)
 		require.Zero(t, n)
 	})

@@ -84,7 +84,7 @@ func TestJobCountsFollowWrites(t *testing.T) {
 
 		a, b, c := countedJob("acme", "transcriptions"), countedJob("acme", "transcriptions"), countedJob("globex", "translations")
 		for _, job := range []jobs.Record{a, b, c} {
-			require.NoError(t, s.InsertJob(ctx, &job))
+			require.NoError(t, s.Jobs.InsertJob(ctx, &job))
 		}
 		want := buckets{"acme/transcriptions//pending": 2, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "inserted")
@@ -92,29 +92,29 @@ func TestJobCountsFollowWrites(t *testing.T) {
 		// A repeated insert (ON CONFLICT DO NOTHING) counts nothing.
 		dup := a
 		dup.Status = jobs.StatusCompleted
-		require.NoError(t, s.InsertJob(ctx, &dup))
+		require.NoError(t, s.Jobs.InsertJob(ctx, &dup))
 		requireCounts(t, db, want, "repeated insert")
 
 		// pending → processing: the job moves from one bucket to another.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 1, jobs.StatusProcessing, "alpha")))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(a, 1, jobs.StatusProcessing, "alpha")))
 		want = buckets{"acme/transcriptions//pending": 1, "acme/transcriptions/alpha/processing": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "processing")
 
 		// Progress changes no counted column.
-		require.NoError(t, s.UpdateProgress(ctx, a.ID, 50))
-		got, err := s.GetJob(ctx, a.ID)
+		require.NoError(t, s.Jobs.UpdateProgress(ctx, a.ID, 50))
+		got, err := s.Jobs.GetJob(ctx, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, 50, got.Progress)
 		requireCounts(t, db, want, "progress")
 
 		// Failover: same status, another provider. The emptied bucket goes.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 2, jobs.StatusProcessing, "beta")))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(a, 2, jobs.StatusProcessing, "beta")))
 		want = buckets{"acme/transcriptions//pending": 1, "acme/transcriptions/beta/processing": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "failover")
 
 		// A write the revision guard skips (same revision) counts nothing.
-		require.NoError(t, s.SaveJob(ctx, saved(a, 2, jobs.StatusCompleted, "alpha")))
-		got, err = s.GetJob(ctx, a.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(a, 2, jobs.StatusCompleted, "alpha")))
+		got, err = s.Jobs.GetJob(ctx, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusProcessing, got.Status)
 		require.Equal(t, "beta", got.Provider)
@@ -123,22 +123,22 @@ func TestJobCountsFollowWrites(t *testing.T) {
 		// A newer revision that changes no counted column counts nothing.
 		stillProcessing := saved(a, 3, jobs.StatusProcessing, "beta")
 		stillProcessing.Progress = 80
-		require.NoError(t, s.SaveJob(ctx, stillProcessing))
-		got, err = s.GetJob(ctx, a.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, stillProcessing))
+		got, err = s.Jobs.GetJob(ctx, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, 80, got.Progress)
 		requireCounts(t, db, want, "same bucket")
 
-		require.NoError(t, s.SaveJob(ctx, saved(a, 4, jobs.StatusCompleted, "beta")))
-		require.NoError(t, s.SaveJob(ctx, saved(b, 1, jobs.StatusFailed, "")))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(a, 4, jobs.StatusCompleted, "beta")))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(b, 1, jobs.StatusFailed, "")))
 		want = buckets{"acme/transcriptions/beta/completed": 1, "acme/transcriptions//failed": 1, "globex/translations//pending": 1}
 		requireCounts(t, db, want, "completed and failed")
 
 		// The workflow's write can come first: SaveJob inserts the record
 		// and the API's InsertJob afterwards is a no-op.
 		d := countedJob("acme", "llm-tasks")
-		require.NoError(t, s.SaveJob(ctx, saved(d, 1, jobs.StatusProcessing, "gamma")))
-		require.NoError(t, s.InsertJob(ctx, &d))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(d, 1, jobs.StatusProcessing, "gamma")))
+		require.NoError(t, s.Jobs.InsertJob(ctx, &d))
 		want["acme/llm-tasks/gamma/processing"] = 1
 		requireCounts(t, db, want, "created by SaveJob")
 
@@ -184,11 +184,11 @@ func TestJobCountsBackfill(t *testing.T) {
 		var seeded []jobs.Record
 		for i := range 12 {
 			job := countedJob([]string{"acme", "globex"}[i%2], []string{"transcriptions", "translations", "llm-tasks"}[i%3])
-			require.NoError(t, s.InsertJob(ctx, &job))
+			require.NoError(t, s.Jobs.InsertJob(ctx, &job))
 			seeded = append(seeded, job)
 		}
 		for i, job := range seeded[:5] {
-			require.NoError(t, s.SaveJob(ctx, saved(job, 1, jobs.StatusCompleted, []string{"alpha", "beta"}[i%2])))
+			require.NoError(t, s.Jobs.SaveJob(ctx, saved(job, 1, jobs.StatusCompleted, []string{"alpha", "beta"}[i%2])))
 		}
 		before := buckets{"globex/llm-tasks//pending": 2}
 		for _, key := range []string{
@@ -205,11 +205,11 @@ func TestJobCountsBackfill(t *testing.T) {
 		require.NoError(t, s.Migrate(ctx))
 		requireCounts(t, db, before, "backfilled")
 
-		require.NoError(t, s.SaveJob(ctx, saved(seeded[11], 1, jobs.StatusFailed, "")))
+		require.NoError(t, s.Jobs.SaveJob(ctx, saved(seeded[11], 1, jobs.StatusFailed, "")))
 		before["globex/llm-tasks//pending"] = 1
 		before["globex/llm-tasks//failed"] = 1
 		requireCounts(t, db, before, "after the backfill")
-		_, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "globex"}, 0, 1)
+		_, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "globex"}, 0, 1)
 		require.NoError(t, err)
 		require.Equal(t, int64(6), total)
 	})
@@ -225,8 +225,8 @@ func TestJobCountsConcurrentMoves(t *testing.T) {
 	s, db := freshPostgres(t)
 
 	x, y := countedJob("acme", "transcriptions"), countedJob("acme", "transcriptions")
-	require.NoError(t, s.InsertJob(ctx, &x))
-	require.NoError(t, s.SaveJob(ctx, saved(y, 1, jobs.StatusProcessing, "")))
+	require.NoError(t, s.Jobs.InsertJob(ctx, &x))
+	require.NoError(t, s.Jobs.SaveJob(ctx, saved(y, 1, jobs.StatusProcessing, "")))
 
 	// Every shard of both buckets has a row, so that each move meets the
 	// lock whatever its connection's shard.
@@ -285,13 +285,13 @@ func TestJobCountsConcurrentWrites(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range 15 {
 				job := countedJob("acme", "transcriptions")
-				if err := s.InsertJob(ctx, &job); err != nil {
+				if err := s.Jobs.InsertJob(ctx, &job); err != nil {
 					errs <- err
 					return
 				}
 				for rev := 1; rev <= 4; rev++ {
 					next := saved(job, rev, statuses[r.IntN(3)], providers[r.IntN(3)])
-					if err := s.SaveJob(ctx, next); err != nil {
+					if err := s.Jobs.SaveJob(ctx, next); err != nil {
 						errs <- err
 						return
 					}
@@ -337,7 +337,7 @@ func TestJobCountsConcurrentBatches(t *testing.T) {
 		wg.Go(func() {
 			for range 10 {
 				b, records, starts := newBatch(100, time.Now().UTC().Truncate(time.Millisecond), "")
-				if _, err := s.CreateBatch(ctx, b, records, starts); err != nil {
+				if _, err := s.Batches.CreateBatch(ctx, b, records, starts); err != nil {
 					errs <- err
 				}
 			}

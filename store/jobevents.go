@@ -36,7 +36,7 @@ func (e JobEvent) Job() (jobs.Snapshot, error) {
 
 // JobEvents reads up to limit events of job id after seq after, oldest
 // first.
-func (s *Store) JobEvents(ctx context.Context, id string, after, limit int) ([]JobEvent, error) {
+func (s *JobStore) JobEvents(ctx context.Context, id string, after, limit int) ([]JobEvent, error) {
 	var out []JobEvent
 	err := s.db.WithContext(ctx).Where("job_id = ? AND seq > ?", id, after).Order("seq").Limit(limit).Find(&out).Error
 	return out, err

@@ -42,7 +42,7 @@ const jobListOrder = "jobs.created_at DESC, jobs.id DESC"
 
 // ListJobs returns one page of the jobs that match f, newest first, without
 // input, options and result, and the exact number of matching jobs.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([]jobs.Record, int64, error) {
+func (s *JobStore) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([]jobs.Record, int64, error) {
 	if offset < 0 || limit < 1 {
 		return nil, 0, errors.New("list jobs: offset must be at least 0 and limit at least 1")
 	}
@@ -77,7 +77,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, offset, limit int) ([
 // job_counts (migrationJobCounts) that match, or, with a user, a count of
 // that user's range of idx_jobs_user_tenant_created (with an error code, a
 // count of the jobs that match; likewise with WebhookFailed).
-func (s *Store) countJobs(ctx context.Context, f JobFilter) (int64, error) {
+func (s *JobStore) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 	db := s.db.WithContext(ctx)
 	var total int64
 	if f.UserID != "" || f.ErrorCode != "" || f.Batch != "" || f.WebhookFailed {

@@ -48,7 +48,7 @@ func BenchmarkListJobs(b *testing.B) {
 	}
 	// Printed, not logged: a parent benchmark's log shows only with -v.
 	fmt.Printf("seeded %d jobs in %s\n", n, time.Since(start).Round(100*time.Millisecond))
-	if _, total, err := s.ListJobs(ctx, store.JobFilter{}, 0, 1); err != nil || total != int64(n) {
+	if _, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{}, 0, 1); err != nil || total != int64(n) {
 		b.Fatalf("after the seed: job_counts says %d jobs, want %d (%v)", total, n, err)
 	}
 
@@ -100,7 +100,7 @@ func BenchmarkListJobs(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				t0 := time.Now()
-				jobs, total, err := s.ListJobs(ctx, bc.filter(i), (bc.page-1)*size, size)
+				jobs, total, err := s.Jobs.ListJobs(ctx, bc.filter(i), (bc.page-1)*size, size)
 				samples = append(samples, time.Since(t0))
 				if err != nil {
 					b.Fatal(err)

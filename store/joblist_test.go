@@ -67,10 +67,10 @@ func listFixture(t *testing.T, s *store.Store) []jobs.Record {
 	// Insert in shuffled order: the listing's order must come from the
 	// query, not from the table.
 	for _, i := range []int{7, 3, 59, 0, 12, 45} {
-		require.NoError(t, s.InsertJob(ctx, &seeded[i]))
+		require.NoError(t, s.Jobs.InsertJob(ctx, &seeded[i]))
 	}
 	for i := range seeded {
-		require.NoError(t, s.InsertJob(ctx, &seeded[i])) // repeats are no-ops
+		require.NoError(t, s.Jobs.InsertJob(ctx, &seeded[i])) // repeats are no-ops
 	}
 	return seeded
 }
@@ -128,7 +128,7 @@ func TestListJobsFilters(t *testing.T) {
 		}
 		for _, f := range filters {
 			want := expectedList(seeded, f)
-			got, total, err := s.ListJobs(ctx, f, 0, 100)
+			got, total, err := s.Jobs.ListJobs(ctx, f, 0, 100)
 			require.NoError(t, err, "%+v", f)
 			require.Equal(t, want, jobIDs(got), "filter %+v", f)
 			require.Equal(t, int64(len(want)), total, "filter %+v", f)
@@ -153,17 +153,17 @@ func TestListJobsByErrorCode(t *testing.T) {
 			if i < 3 { // the oldest three, newest first
 				code, wanted = "NO_ELIGIBLE_PROVIDER", append([]string{id}, wanted...)
 			}
-			require.NoError(t, s.InsertJob(ctx, &jobs.Record{
+			require.NoError(t, s.Jobs.InsertJob(ctx, &jobs.Record{
 				ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusFailed,
 				ErrorCode: code, CreatedAt: base.Add(time.Duration(i) * time.Second),
 			}))
 		}
 		f := store.JobFilter{Status: jobs.StatusFailed, ErrorCode: "NO_ELIGIBLE_PROVIDER"}
-		page, total, err := s.ListJobs(ctx, f, 0, 2)
+		page, total, err := s.Jobs.ListJobs(ctx, f, 0, 2)
 		require.NoError(t, err)
 		require.Equal(t, wanted[:2], jobIDs(page), "the newest two with the code, past the newer jobs without it")
 		require.Equal(t, int64(3), total)
-		page, total, err = s.ListJobs(ctx, store.JobFilter{Tenant: "acme", ErrorCode: "NO_ELIGIBLE_PROVIDER"}, 0, 10)
+		page, total, err = s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "acme", ErrorCode: "NO_ELIGIBLE_PROVIDER"}, 0, 10)
 		require.NoError(t, err)
 		require.Equal(t, wanted, jobIDs(page))
 		require.Equal(t, int64(3), total)
@@ -179,7 +179,7 @@ func TestListJobsPagination(t *testing.T) {
 		// partial one alike.
 		var walked []string
 		for offset := 0; offset < 60; offset += 7 {
-			page, total, err := s.ListJobs(ctx, store.JobFilter{}, offset, 7)
+			page, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{}, offset, 7)
 			require.NoError(t, err)
 			require.Equal(t, int64(60), total, "offset %d", offset)
 			require.Equal(t, all[offset:min(offset+7, 60)], jobIDs(page), "offset %d", offset)
@@ -200,24 +200,24 @@ func TestListJobsPagination(t *testing.T) {
 			{"one job", 19, 1, acme[19:]},
 			{"page from the middle", 3, 4, acme[3:7]},
 		} {
-			page, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, tc.offset, tc.limit)
+			page, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, tc.offset, tc.limit)
 			require.NoError(t, err, tc.name)
 			require.Equal(t, int64(20), total, tc.name)
 			require.Equal(t, tc.want, jobIDs(page), tc.name)
 		}
 
-		page, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 0, 20)
+		page, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 0, 20)
 		require.NoError(t, err)
 		require.Empty(t, page)
 		require.Zero(t, total)
-		page, total, err = s.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 40, 20)
+		page, total, err = s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "nobody"}, 40, 20)
 		require.NoError(t, err)
 		require.Empty(t, page)
 		require.Zero(t, total)
 
-		_, _, err = s.ListJobs(ctx, store.JobFilter{}, 0, 0)
+		_, _, err = s.Jobs.ListJobs(ctx, store.JobFilter{}, 0, 0)
 		require.Error(t, err)
-		_, _, err = s.ListJobs(ctx, store.JobFilter{}, -1, 20)
+		_, _, err = s.Jobs.ListJobs(ctx, store.JobFilter{}, -1, 20)
 		require.Error(t, err)
 	})
 }
@@ -225,7 +225,7 @@ func TestListJobsPagination(t *testing.T) {
 func TestListJobsColumns(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		seeded := listFixture(t, s)
-		page, _, err := s.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, 0, 1)
+		page, _, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "acme"}, 0, 1)
 		require.NoError(t, err)
 		require.Len(t, page, 1)
 		got := page[0]
@@ -269,7 +269,7 @@ func TestListJobsTotals(t *testing.T) {
 				continue
 			}
 			seeded[i].Revision = 4
-			require.NoError(t, s.SaveJob(ctx, &seeded[i]))
+			require.NoError(t, s.Jobs.SaveJob(ctx, &seeded[i]))
 		}
 		checked := 0
 		for _, tenant := range []string{"", "acme", "globex", "initech", "nobody"} {
@@ -279,7 +279,7 @@ func TestListJobsTotals(t *testing.T) {
 						for _, status := range []jobs.Status{"", jobs.StatusPending, jobs.StatusProcessing, jobs.StatusCompleted, jobs.StatusFailed} {
 							f := store.JobFilter{Tenant: tenant, UserID: user, Service: jobs.ServiceID(service), Provider: provider, Status: status}
 							want := expectedList(seeded, f)
-							page, total, err := s.ListJobs(ctx, f, 0, 1)
+							page, total, err := s.Jobs.ListJobs(ctx, f, 0, 1)
 							require.NoError(t, err, "%+v", f)
 							require.Equal(t, int64(len(want)), total, "filter %+v", f)
 							require.Equal(t, want[:min(1, len(want))], jobIDs(page), "filter %+v", f)
@@ -325,7 +325,7 @@ func TestListJobsTotalSources(t *testing.T) {
 			{store.JobFilter{Tenant: "acme", UserID: seeded[0].UserID}, 1, int64(len(expectedList(seeded, store.JobFilter{Tenant: "acme", UserID: seeded[0].UserID})))},
 			{store.JobFilter{Tenant: "acme"}, 100, 20}, // the last page
 		} {
-			_, total, err := s.ListJobs(ctx, tc.f, 0, tc.limit)
+			_, total, err := s.Jobs.ListJobs(ctx, tc.f, 0, tc.limit)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, total, "filter %+v, limit %d", tc.f, tc.limit)
 		}

@@ -17,7 +17,7 @@ import (
 
 // InsertJob records a job without a start unless a record with its id
 // exists already. The API uses CreateJob; this seeds tests and tools.
-func (s *Store) InsertJob(ctx context.Context, job *jobs.Record) error {
+func (s *JobStore) InsertJob(ctx context.Context, job *jobs.Record) error {
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(job).Error
 }
 
@@ -27,7 +27,7 @@ func (s *Store) InsertJob(ctx context.Context, job *jobs.Record) error {
 // back; a later run's finish, after a retry, lands). A write that lands
 // and reports an event records it in the same transaction (docs/api.md,
 // Following a job live).
-func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
+func (s *JobStore) SaveJob(ctx context.Context, job *jobs.Record) error {
 	job.UpdatedAt = time.Now().UTC()
 	if jobs.EventOf(job) == "" {
 		return s.writeStatement(ctx, func(tx *gorm.DB) error { return saveJob(tx, job) })
@@ -53,7 +53,7 @@ func (s *Store) SaveJob(ctx context.Context, job *jobs.Record) error {
 // The UPDATE is GORM's own (a DryRun of saveJob's Updates, so the two
 // paths write the same columns the same way); the event and the ledger
 // entry are plain SQL whose numbered parameters follow the UPDATE's.
-func (s *Store) projectInOneStatement(ctx context.Context, job *jobs.Record, entry *UsageEntry) (bool, error) {
+func (s *conn) projectInOneStatement(ctx context.Context, job *jobs.Record, entry *UsageEntry) (bool, error) {
 	dry := s.db.Session(&gorm.Session{DryRun: true})
 	update := projectionUpdate(dry, job).Updates(job).Statement
 	if update.Error != nil {
@@ -158,7 +158,7 @@ var projectedColumns = []string{
 // UpdateProgress raises a processing job's progress; it never lowers it and
 // never touches a job that left processing. A raise records a progress
 // event in the same transaction (docs/api.md, Following a job live).
-func (s *Store) UpdateProgress(ctx context.Context, id string, progress int) error {
+func (s *JobStore) UpdateProgress(ctx context.Context, id string, progress int) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		var job jobs.Record
 		res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).
@@ -172,7 +172,7 @@ func (s *Store) UpdateProgress(ctx context.Context, id string, progress int) err
 }
 
 // GetJob reads one job.
-func (s *Store) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
+func (s *JobStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {
 	return take[jobs.Record](s.db.WithContext(ctx).Where("id = ?", id))
 }
 
@@ -204,7 +204,7 @@ const jobStatesChunk = 10_000
 
 // JobStates reads the state of each of ids the store holds, in one query
 // (one per 10,000 ids); ids it holds no job of are absent from the map.
-func (s *Store) JobStates(ctx context.Context, ids []string) (map[string]JobState, error) {
+func (s *JobStore) JobStates(ctx context.Context, ids []string) (map[string]JobState, error) {
 	out := make(map[string]JobState, len(ids))
 	for start := 0; start < len(ids); start += jobStatesChunk {
 		chunk := ids[start:min(start+jobStatesChunk, len(ids))]

@@ -36,7 +36,7 @@ func (JobStart) TableName() string { return "job_starts" }
 // CreateJob records a new job and its start in one transaction. It returns
 // false, and writes nothing, when a job with that id exists already (an
 // earlier request with the same Idempotency-Key recorded it).
-func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
+func (s *JobStore) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
 	start.JobID = job.ID
 	start.Tenant = job.Tenant
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
@@ -60,7 +60,7 @@ func (s *Store) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart
 // the job's insert, as GORM makes it, and the start's, which takes the id
 // the first returns (none when the job exists already). One round trip on
 // the path of every create where a transaction takes four.
-func (s *Store) createJobPostgres(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
+func (s *JobStore) createJobPostgres(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
 	insert := s.db.Session(&gorm.Session{DryRun: true}).Clauses(clause.OnConflict{DoNothing: true}).Create(job).Statement
 	if insert.Error != nil {
 		return false, insert.Error
@@ -88,7 +88,7 @@ func (s *Store) createJobPostgres(ctx context.Context, job *jobs.Record, start *
 // turns: each tenant's first start (most urgent priority, then oldest),
 // then each one's second, and so on, so that one tenant's backlog does not
 // hold back another's jobs (docs/operations.md, Fairness between tenants).
-func (s *Store) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
+func (s *JobStore) ClaimJobStarts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]JobStart, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	until := now.Add(lease)
 	if s.dialect == "postgres" {
@@ -127,7 +127,7 @@ const startTurns = "SELECT job_id, ROW_NUMBER() OVER (PARTITION BY tenant ORDER 
 // them in their turns. Its commit does not wait for the disk
 // (unsyncedCommit): a lease a crash of the database loses is claimed
 // again.
-func (s *Store) claimJobStartsPostgres(ctx context.Context, now, until time.Time, limit int) ([]JobStart, error) {
+func (s *JobStore) claimJobStartsPostgres(ctx context.Context, now, until time.Time, limit int) ([]JobStart, error) {
 	var claimed []JobStart
 	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
 		return tx.Raw("WITH ranked AS ("+startTurns+"), "+
@@ -147,13 +147,13 @@ func (s *Store) claimJobStartsPostgres(ctx context.Context, now, until time.Time
 }
 
 // GetJobStart reads a job's start; ErrNotFound once the workflow started.
-func (s *Store) GetJobStart(ctx context.Context, jobID string) (*JobStart, error) {
+func (s *JobStore) GetJobStart(ctx context.Context, jobID string) (*JobStart, error) {
 	return take[JobStart](s.db.WithContext(ctx).Where("job_id = ?", jobID))
 }
 
 // UnstartedJobs returns which of jobIDs still have a start in the outbox:
 // their workflows were not started yet.
-func (s *Store) UnstartedJobs(ctx context.Context, jobIDs []string) (map[string]bool, error) {
+func (s *JobStore) UnstartedJobs(ctx context.Context, jobIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(jobIDs))
 	for start := 0; start < len(jobIDs); start += jobStatesChunk {
 		var ids []string
@@ -170,7 +170,7 @@ func (s *Store) UnstartedJobs(ctx context.Context, jobIDs []string) (map[string]
 }
 
 // DeleteJobStarts removes the starts of workflows that started.
-func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
+func (s *JobStore) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 	if len(jobIDs) == 0 {
 		return nil
 	}
@@ -180,7 +180,7 @@ func (s *Store) DeleteJobStarts(ctx context.Context, jobIDs []string) error {
 }
 
 // RetryJobStart counts a failed start and makes it due again at next.
-func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {
+func (s *JobStore) RetryJobStart(ctx context.Context, jobID string, next time.Time) error {
 	return s.writeStatement(ctx, func(tx *gorm.DB) error {
 		return tx.Model(&JobStart{}).Where("job_id = ?", jobID).
 			Updates(map[string]any{"attempts": gorm.Expr("attempts + 1"), "next_attempt_at": next.UTC().Truncate(time.Microsecond)}).Error
@@ -189,7 +189,7 @@ func (s *Store) RetryJobStart(ctx context.Context, jobID string, next time.Time)
 
 // ReleaseJobStarts makes leased starts due at now, for any dispatcher to
 // take: a dispatcher hands back what it took and will not start.
-func (s *Store) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error {
+func (s *JobStore) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error {
 	if len(jobIDs) == 0 {
 		return nil
 	}
@@ -200,7 +200,7 @@ func (s *Store) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.
 }
 
 // JobStartBacklog counts the outbox of job starts by tenant.
-func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
+func (s *JobStore) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 	var rows []struct {
 		Tenant string
 		N      int64
@@ -217,7 +217,7 @@ func (s *Store) JobStartBacklog(ctx context.Context) (map[string]int64, error) {
 
 // CountJobStarts is how many accepted jobs wait for their workflow to
 // start.
-func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
+func (s *JobStore) CountJobStarts(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.WithContext(ctx).Model(&JobStart{}).Count(&n).Error
 	return n, err
@@ -227,7 +227,7 @@ func (s *Store) CountJobStarts(ctx context.Context) (int64, error) {
 // pending becomes failed with code and message, completed at at, and its
 // start leaves the outbox, in one transaction. A job that left pending (its
 // workflow runs) keeps its state; its start goes all the same.
-func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
+func (s *JobStore) FailJobStart(ctx context.Context, jobID, code, message string, at time.Time) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := s.failPending(tx, jobID, code, message, at); err != nil {
 			return err
@@ -239,7 +239,7 @@ func (s *Store) FailJobStart(ctx context.Context, jobID, code, message string, a
 // failPending fails job jobID, in tx, if it is still pending: with code
 // and message, completed at at, its budget reservations released and its
 // event recorded.
-func (s *Store) failPending(tx *gorm.DB, jobID, code, message string, at time.Time) error {
+func (s *conn) failPending(tx *gorm.DB, jobID, code, message string, at time.Time) error {
 	var job jobs.Record
 	res := tx.Model(&job).Clauses(clause.Returning{Columns: eventColumns}).Where("id = ? AND status = ?", jobID, jobs.StatusPending).Updates(map[string]any{
 		"status":        jobs.StatusFailed,

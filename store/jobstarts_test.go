@@ -19,14 +19,14 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		due := job.CreatedAt.Add(30 * time.Second)
-		created, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{"JobID":"x"}`, Priority: 3, NextAttemptAt: due})
+		created, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: `{"JobID":"x"}`, Priority: 3, NextAttemptAt: due})
 		require.NoError(t, err)
 		require.True(t, created)
 
-		got, err := s.GetJob(ctx, job.ID)
+		got, err := s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusPending, got.Status)
-		start, err := s.GetJobStart(ctx, job.ID)
+		start, err := s.Jobs.GetJobStart(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, `{"JobID":"x"}`, start.Input)
 		require.Equal(t, 3, start.Priority)
@@ -34,16 +34,16 @@ func TestCreateJobWritesTheJobAndItsStart(t *testing.T) {
 		require.True(t, start.NextAttemptAt.Equal(due), "next_attempt_at %v, want %v", start.NextAttemptAt, due)
 
 		// The same id again (a retried Idempotency-Key) writes nothing.
-		require.NoError(t, s.DeleteJobStarts(ctx, []string{job.ID}))
+		require.NoError(t, s.Jobs.DeleteJobStarts(ctx, []string{job.ID}))
 		dup := *job
 		dup.Input = `{"other":true}`
-		created, err = s.CreateJob(ctx, &dup, &store.JobStart{Input: `{"JobID":"y"}`, NextAttemptAt: due})
+		created, err = s.Jobs.CreateJob(ctx, &dup, &store.JobStart{Input: `{"JobID":"y"}`, NextAttemptAt: due})
 		require.NoError(t, err)
 		require.False(t, created)
-		got, err = s.GetJob(ctx, job.ID)
+		got, err = s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, job.Input, got.Input)
-		_, err = s.GetJobStart(ctx, job.ID)
+		_, err = s.Jobs.GetJobStart(ctx, job.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "no second start for an existing job")
 	})
 }
@@ -55,7 +55,7 @@ func acceptJobs(ctx context.Context, t *testing.T, s *store.Store, n int) []stri
 	var ids []string
 	for range n {
 		job := newJob()
-		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
+		_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
 		require.NoError(t, err)
 		ids = append(ids, job.ID)
 	}
@@ -67,12 +67,12 @@ func acceptJobs(ctx context.Context, t *testing.T, s *store.Store, n int) []stri
 func TestDeleteJobStartsClearsThoseAsked(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		ids := acceptJobs(ctx, t, s, 3)
-		require.NoError(t, s.DeleteJobStarts(ctx, ids[:2]))
-		_, err := s.GetJobStart(ctx, ids[0])
+		require.NoError(t, s.Jobs.DeleteJobStarts(ctx, ids[:2]))
+		_, err := s.Jobs.GetJobStart(ctx, ids[0])
 		require.ErrorIs(t, err, store.ErrNotFound, "deleted")
-		_, err = s.GetJobStart(ctx, ids[2])
+		_, err = s.Jobs.GetJobStart(ctx, ids[2])
 		require.NoError(t, err, "not asked for: kept")
-		require.NoError(t, s.DeleteJobStarts(ctx, ids[:2]), "deleting again is no error")
+		require.NoError(t, s.Jobs.DeleteJobStarts(ctx, ids[:2]), "deleting again is no error")
 		if s.Dialect() == "postgres" {
 			exists, err := s.SequenceExists(ctx, "job_starts_cleared")
 			require.NoError(t, err)
@@ -84,8 +84,8 @@ func TestDeleteJobStartsClearsThoseAsked(t *testing.T) {
 func TestUnstartedJobs(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		ids := acceptJobs(ctx, t, s, 3)
-		require.NoError(t, s.DeleteJobStarts(ctx, ids[1:2]))
-		unstarted, err := s.UnstartedJobs(ctx, append(ids, uuid.NewString()))
+		require.NoError(t, s.Jobs.DeleteJobStarts(ctx, ids[1:2]))
+		unstarted, err := s.Jobs.UnstartedJobs(ctx, append(ids, uuid.NewString()))
 		require.NoError(t, err)
 		require.Equal(t, map[string]bool{ids[0]: true, ids[2]: true}, unstarted, "started, and unknown, jobs are absent")
 	})
@@ -96,7 +96,7 @@ func TestClaimJobStarts(t *testing.T) {
 		now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 		add := func(priority int, due time.Time) string {
 			job := newJob()
-			created, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: due})
+			created, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: due})
 			require.NoError(t, err)
 			require.True(t, created)
 			return job.ID
@@ -107,39 +107,39 @@ func TestClaimJobStarts(t *testing.T) {
 		newNormal := add(3, now.Add(-time.Second))
 		leased := add(1, now.Add(time.Second)) // another dispatcher holds it
 
-		claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 3)
+		claimed, err := s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 3)
 		require.NoError(t, err)
 		require.Equal(t, []string{high, oldNormal, newNormal}, startIDs(claimed), "priority first, then the longest due")
 		for _, c := range claimed {
 			require.True(t, c.NextAttemptAt.Equal(now.Add(time.Minute)))
 		}
 
-		claimed, err = s.ClaimJobStarts(ctx, now, time.Minute, 10)
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{oldLow}, startIDs(claimed), "leased starts are not taken again")
 
 		// A lease runs out: the start is due again.
-		claimed, err = s.ClaimJobStarts(ctx, now.Add(2*time.Second), time.Minute, 10)
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now.Add(2*time.Second), time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{leased}, startIDs(claimed))
-		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Minute), time.Minute, 10)
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now.Add(time.Minute), time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{high, oldNormal, newNormal, oldLow}, startIDs(claimed))
 
 		// Released starts are due at once; retried ones when they say.
-		require.NoError(t, s.ReleaseJobStarts(ctx, []string{newNormal}, now.Add(time.Minute)))
-		require.NoError(t, s.RetryJobStart(ctx, oldLow, now.Add(time.Minute+10*time.Second)))
-		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Minute+5*time.Second), time.Minute, 10)
+		require.NoError(t, s.Jobs.ReleaseJobStarts(ctx, []string{newNormal}, now.Add(time.Minute)))
+		require.NoError(t, s.Jobs.RetryJobStart(ctx, oldLow, now.Add(time.Minute+10*time.Second)))
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now.Add(time.Minute+5*time.Second), time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{leased, newNormal}, startIDs(claimed), "leased's second lease ran out too")
-		retried, err := s.GetJobStart(ctx, oldLow)
+		retried, err := s.Jobs.GetJobStart(ctx, oldLow)
 		require.NoError(t, err)
 		require.Equal(t, 1, retried.Attempts)
 
-		require.NoError(t, s.DeleteJobStarts(ctx, []string{high, oldNormal}))
-		_, err = s.GetJobStart(ctx, high)
+		require.NoError(t, s.Jobs.DeleteJobStarts(ctx, []string{high, oldNormal}))
+		_, err = s.Jobs.GetJobStart(ctx, high)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		claimed, err = s.ClaimJobStarts(ctx, now.Add(time.Hour), time.Minute, 10)
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now.Add(time.Hour), time.Minute, 10)
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{leased, newNormal, oldLow}, startIDs(claimed))
 	})
@@ -151,7 +151,7 @@ func TestConcurrentClaimsTakeEachStartOnce(t *testing.T) {
 		const starts = 60
 		for range starts {
 			job := newJob()
-			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
+			_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
 			require.NoError(t, err)
 		}
 		var (
@@ -162,7 +162,7 @@ func TestConcurrentClaimsTakeEachStartOnce(t *testing.T) {
 		for range 6 {
 			wg.Go(func() {
 				for {
-					claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 4)
+					claimed, err := s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 4)
 					if !assertNoError(t, err) || len(claimed) == 0 {
 						return
 					}
@@ -203,11 +203,11 @@ func TestFailJobStart(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		at := time.Date(2026, 11, 21, 12, 0, 0, 123456000, time.UTC)
 		pending := newJob()
-		_, err := s.CreateJob(ctx, pending, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
+		_, err := s.Jobs.CreateJob(ctx, pending, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
 		require.NoError(t, err)
-		require.NoError(t, s.FailJobStart(ctx, pending.ID, "JOB_NOT_STARTED", "refused", at))
+		require.NoError(t, s.Jobs.FailJobStart(ctx, pending.ID, "JOB_NOT_STARTED", "refused", at))
 
-		got, err := s.GetJob(ctx, pending.ID)
+		got, err := s.Jobs.GetJob(ctx, pending.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, got.Status)
 		require.Equal(t, "JOB_NOT_STARTED", got.ErrorCode)
@@ -216,33 +216,33 @@ func TestFailJobStart(t *testing.T) {
 		require.True(t, got.CompletedAt.Equal(at), "completed_at %v, want %v", got.CompletedAt, at)
 		require.Nil(t, got.ProcessedAt)
 		require.Equal(t, 1, got.Revision, "a write of its own: an older one cannot roll it back")
-		_, err = s.GetJobStart(ctx, pending.ID)
+		_, err = s.Jobs.GetJobStart(ctx, pending.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "the start is gone")
 		// A stale projection write (the revision the job had) is ignored.
 		stale := *pending
 		stale.Status = jobs.StatusPending
-		require.NoError(t, s.SaveJob(ctx, &stale))
-		got, err = s.GetJob(ctx, pending.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, &stale))
+		got, err = s.Jobs.GetJob(ctx, pending.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, got.Status)
 
 		// A job its workflow has taken over is left alone; its start goes.
 		running := newJob()
-		_, err = s.CreateJob(ctx, running, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
+		_, err = s.Jobs.CreateJob(ctx, running, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: at})
 		require.NoError(t, err)
 		processing := *running
 		processing.Status, processing.Provider, processing.Revision = jobs.StatusProcessing, "alpha", 1
-		require.NoError(t, s.SaveJob(ctx, &processing))
-		require.NoError(t, s.FailJobStart(ctx, running.ID, "JOB_NOT_STARTED", "refused", at))
-		got, err = s.GetJob(ctx, running.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, &processing))
+		require.NoError(t, s.Jobs.FailJobStart(ctx, running.ID, "JOB_NOT_STARTED", "refused", at))
+		got, err = s.Jobs.GetJob(ctx, running.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusProcessing, got.Status)
 		require.Empty(t, got.ErrorCode)
 		require.Nil(t, got.CompletedAt)
-		_, err = s.GetJobStart(ctx, running.ID)
+		_, err = s.Jobs.GetJobStart(ctx, running.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
-		n, err := s.CountJobStarts(ctx)
+		n, err := s.Jobs.CountJobStarts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
 	})
@@ -254,7 +254,7 @@ func TestClaimJobStartsTakesTenantsInTurns(t *testing.T) {
 		add := func(tenant string, priority int) string {
 			job := newJob()
 			job.Tenant = tenant
-			created, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: now.Add(-time.Second)})
+			created, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: priority, NextAttemptAt: now.Add(-time.Second)})
 			require.NoError(t, err)
 			require.True(t, created)
 			return job.ID
@@ -266,11 +266,11 @@ func TestClaimJobStartsTakesTenantsInTurns(t *testing.T) {
 		}
 		b1, b2 := add(few, 3), add(few, 1)
 
-		claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 4)
+		claimed, err := s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 4)
 		require.NoError(t, err)
 		require.Equal(t, []string{b2, a[0], a[1], b1}, startIDs(claimed),
 			"each tenant's most urgent first, then each one's second: the later tenant does not wait behind the backlog")
-		claimed, err = s.ClaimJobStarts(ctx, now, time.Minute, 10)
+		claimed, err = s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 10)
 		require.NoError(t, err)
 		require.Equal(t, a[2:], startIDs(claimed))
 	})
@@ -282,7 +282,7 @@ func TestConcurrentClaimsTakeDifferentStarts(t *testing.T) {
 		for i := range 200 {
 			job := newJob()
 			job.Tenant = fmt.Sprintf("tenant-%d", i%3)
-			_, err := s.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
+			_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", Priority: 3, NextAttemptAt: now.Add(-time.Second)})
 			require.NoError(t, err)
 		}
 		var (
@@ -292,7 +292,7 @@ func TestConcurrentClaimsTakeDifferentStarts(t *testing.T) {
 		)
 		for range 4 {
 			wg.Go(func() {
-				claimed, err := s.ClaimJobStarts(ctx, now, time.Minute, 20)
+				claimed, err := s.Jobs.ClaimJobStarts(ctx, now, time.Minute, 20)
 				assert.NoError(t, err)
 				assert.Len(t, claimed, 20, "a concurrent claim takes the next starts, not nothing")
 				mu.Lock()

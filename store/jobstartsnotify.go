@@ -20,7 +20,7 @@ var ErrNoNotifications = errors.New("store: the database has no notifications")
 
 // NotifyJobStarts wakes the dispatchers listening with ListenJobStarts:
 // starts recorded due may be waiting in the outbox.
-func (s *Store) NotifyJobStarts(ctx context.Context) error {
+func (s *JobStore) NotifyJobStarts(ctx context.Context) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}
@@ -31,7 +31,7 @@ func (s *Store) NotifyJobStarts(ctx context.Context) error {
 // after a lost connection, until ctx ends; it holds one connection of the pool meanwhile, and takes a new
 // one when it loses it. wake must not block. On SQLite it returns
 // ErrNoNotifications at once.
-func (s *Store) ListenJobStarts(ctx context.Context, wake func()) error {
+func (s *JobStore) ListenJobStarts(ctx context.Context, wake func()) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}

@@ -25,7 +25,7 @@ func TestJobStartNotificationsReachListenersOfOtherProcesses(t *testing.T) {
 	woken := make(chan struct{}, 16)
 	listening := make(chan error, 1)
 	go func() {
-		listening <- worker.ListenJobStarts(ctx, func() {
+		listening <- worker.Jobs.ListenJobStarts(ctx, func() {
 			select {
 			case woken <- struct{}{}:
 			default:
@@ -35,7 +35,7 @@ func TestJobStartNotificationsReachListenersOfOtherProcesses(t *testing.T) {
 	// LISTEN takes effect a moment after the goroutine starts: notify
 	// until a wake arrives.
 	require.Eventually(t, func() bool {
-		require.NoError(t, api.NotifyJobStarts(context.Background()))
+		require.NoError(t, api.Jobs.NotifyJobStarts(context.Background()))
 		select {
 		case <-woken:
 			return true
@@ -56,6 +56,6 @@ func TestJobStartNotificationsReachListenersOfOtherProcesses(t *testing.T) {
 func TestJobStartNotificationsNeedPostgres(t *testing.T) {
 	t.Parallel()
 	s := storetest.SQLite(t)
-	require.ErrorIs(t, s.NotifyJobStarts(context.Background()), store.ErrNoNotifications)
-	require.ErrorIs(t, s.ListenJobStarts(context.Background(), func() {}), store.ErrNoNotifications)
+	require.ErrorIs(t, s.Jobs.NotifyJobStarts(context.Background()), store.ErrNoNotifications)
+	require.ErrorIs(t, s.Jobs.ListenJobStarts(context.Background(), func() {}), store.ErrNoNotifications)
 }

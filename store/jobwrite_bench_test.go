@@ -27,17 +27,17 @@ func BenchmarkSQLiteJobWrites(b *testing.B) {
 	}
 	accept := func() error {
 		job := newJob()
-		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
+		_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
 		return err
 	}
 	project := func() error {
 		job := newJob()
 		job.Status, job.Provider, job.Revision = jobs.StatusProcessing, "sandbox", 1
-		return s.SaveJob(ctx, job)
+		return s.Jobs.SaveJob(ctx, job)
 	}
 	complete := func() error {
 		job := newJob()
-		if _, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt}); err != nil {
+		if _, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt}); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -46,7 +46,7 @@ func BenchmarkSQLiteJobWrites(b *testing.B) {
 		job.RoutingHistory = "[" + job.Routing + "]"
 		job.Result = `{"text":"Gateway routes jobs to providers."}`
 		job.ProcessedAt, job.CompletedAt = &now, &now
-		return s.SaveJobUsage(ctx, job, &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: job.Tenant, Service: job.Service,
+		return s.Jobs.SaveJobUsage(ctx, job, &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: job.Tenant, Service: job.Service,
 			Provider: "sandbox", Unit: "tokens", Quantity: 12, Native: `{}`, Currency: "USD", CostNanos: 1200, BilledAt: now})
 	}
 	for _, c := range []struct {
@@ -85,7 +85,7 @@ func BenchmarkPostgresJobPath(b *testing.B) {
 	s := storetest.Open(b, storetest.FreshPostgresURL(b))
 	accept := func() (*jobs.Record, error) {
 		job := newJob()
-		_, err := s.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
+		_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
 		return job, err
 	}
 	b.Run("claim", func(b *testing.B) {
@@ -95,12 +95,12 @@ func BenchmarkPostgresJobPath(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			claimed, err := s.ClaimJobStarts(ctx, time.Now(), time.Minute, 1)
+			claimed, err := s.Jobs.ClaimJobStarts(ctx, time.Now(), time.Minute, 1)
 			if err != nil || len(claimed) != 1 {
 				b.Fatal(err, len(claimed))
 			}
 			b.StopTimer()
-			if err := s.DeleteJobStarts(ctx, []string{claimed[0].JobID}); err != nil {
+			if err := s.Jobs.DeleteJobStarts(ctx, []string{claimed[0].JobID}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -126,7 +126,7 @@ func BenchmarkPostgresJobPath(b *testing.B) {
 			entry := &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: job.Tenant, Service: job.Service,
 				Provider: "sandbox", Unit: "tokens", Quantity: 12, Native: `{}`, Currency: "USD", CostNanos: 1200, BilledAt: now, Unbudgeted: true}
 			b.StartTimer()
-			if err := s.SaveJobUsage(ctx, job, entry); err != nil {
+			if err := s.Jobs.SaveJobUsage(ctx, job, entry); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -134,7 +134,7 @@ func BenchmarkPostgresJobPath(b *testing.B) {
 	b.Run("reserve", func(b *testing.B) {
 		for b.Loop() {
 			key := store.DecisionKey{JobID: newJob().ID, Attempt: 1}
-			if _, err := s.ReserveRateOnce(ctx, key, "sandbox", jobs.LLMTasks, 1_000_000, 0, time.Now()); err != nil {
+			if _, err := s.Routing.ReserveRateOnce(ctx, key, "sandbox", jobs.LLMTasks, 1_000_000, 0, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -24,7 +24,7 @@ func (payloadKeyCheck) TableName() string { return "payload_key_checks" }
 // RecordKeyCheck records check as the check value of payload key id
 // unless id has one, and returns the one recorded: of two processes
 // racing on a new id, both read the first one's (payloadcodec.KeyChecks).
-func (s *Store) RecordKeyCheck(ctx context.Context, id string, check []byte) ([]byte, error) {
+func (s *KeyStore) RecordKeyCheck(ctx context.Context, id string, check []byte) ([]byte, error) {
 	db := s.db.WithContext(ctx)
 	err := db.Clauses(clause.OnConflict{DoNothing: true}).
 		Create(&payloadKeyCheck{KeyID: id, CheckValue: check, CreatedAt: time.Now().UTC()}).Error
@@ -40,7 +40,7 @@ func (s *Store) RecordKeyCheck(ctx context.Context, id string, check []byte) ([]
 
 // RecordedKeyCheck is the check value recorded under payload key id, nil
 // when none is (payloadcodec.RecordedKeyChecks).
-func (s *Store) RecordedKeyCheck(ctx context.Context, id string) ([]byte, error) {
+func (s *KeyStore) RecordedKeyCheck(ctx context.Context, id string) ([]byte, error) {
 	var row payloadKeyCheck
 	err := s.db.WithContext(ctx).Where("key_id = ?", id).Take(&row).Error
 	switch {

@@ -18,8 +18,8 @@ func TestPayloadKeyChecksRecordThenCompare(t *testing.T) {
 		key := payloadcodec.GenerateKey()
 		keys, err := payloadcodec.NewKeyring("k1", map[string][]byte{"k1": key})
 		require.NoError(t, err)
-		require.NoError(t, keys.VerifyKeys(ctx, s), "a key id never seen is recorded")
-		require.NoError(t, keys.VerifyKeys(ctx, s), "and matches itself")
+		require.NoError(t, keys.VerifyKeys(ctx, s.Keys), "a key id never seen is recorded")
+		require.NoError(t, keys.VerifyKeys(ctx, s.Keys), "and matches itself")
 
 		var stored []byte
 		require.NoError(t, db.QueryRowContext(ctx, "SELECT check_value FROM payload_key_checks WHERE key_id = 'k1'").Scan(&stored))
@@ -30,13 +30,13 @@ func TestPayloadKeyChecksRecordThenCompare(t *testing.T) {
 
 		other, err := payloadcodec.NewKeyring("k1", map[string][]byte{"k1": payloadcodec.GenerateKey()})
 		require.NoError(t, err)
-		err = other.VerifyKeys(ctx, s)
+		err = other.VerifyKeys(ctx, s.Keys)
 		require.ErrorIs(t, err, payloadcodec.ErrKeyMismatch, "another key under k1")
 		require.Contains(t, err.Error(), `"k1"`)
 
 		rotated, err := payloadcodec.NewKeyring("k2", map[string][]byte{"k1": key, "k2": payloadcodec.GenerateKey()})
 		require.NoError(t, err)
-		require.NoError(t, rotated.VerifyKeys(ctx, s), "a new key id rotates in")
+		require.NoError(t, rotated.VerifyKeys(ctx, s.Keys), "a new key id rotates in")
 	})
 }
 
@@ -47,7 +47,7 @@ func TestPayloadKeyChecksRacingRecordersAgree(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range racers {
 			wg.Go(func() {
-				recorded, err := s.RecordKeyCheck(ctx, "k1", []byte{byte(i)})
+				recorded, err := s.Keys.RecordKeyCheck(ctx, "k1", []byte{byte(i)})
 				require.NoError(t, err)
 				got[i] = recorded
 			})
@@ -63,15 +63,15 @@ func TestPayloadKeyChecksRacingRecordersAgree(t *testing.T) {
 // nil for an id never recorded, and records nothing.
 func TestPayloadKeyChecksReadOnly(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		got, err := s.RecordedKeyCheck(ctx, "k1")
+		got, err := s.Keys.RecordedKeyCheck(ctx, "k1")
 		require.NoError(t, err)
 		require.Nil(t, got)
-		got, err = s.RecordedKeyCheck(ctx, "k1")
+		got, err = s.Keys.RecordedKeyCheck(ctx, "k1")
 		require.NoError(t, err)
 		require.Nil(t, got, "reading recorded nothing")
-		_, err = s.RecordKeyCheck(ctx, "k1", []byte("check"))
+		_, err = s.Keys.RecordKeyCheck(ctx, "k1", []byte("check"))
 		require.NoError(t, err)
-		got, err = s.RecordedKeyCheck(ctx, "k1")
+		got, err = s.Keys.RecordedKeyCheck(ctx, "k1")
 		require.NoError(t, err)
 		require.Equal(t, []byte("check"), got)
 	})
@@ -84,10 +84,10 @@ func TestPayloadKeyChecksNotMigrated(t *testing.T) {
 	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		_, err := db.ExecContext(ctx, "DROP TABLE payload_key_checks")
 		require.NoError(t, err)
-		_, err = s.RecordKeyCheck(ctx, "k1", []byte("check"))
+		_, err = s.Keys.RecordKeyCheck(ctx, "k1", []byte("check"))
 		require.ErrorIs(t, err, store.ErrNotMigrated)
 		require.ErrorContains(t, err, "no payload_key_checks table")
-		_, err = s.RecordedKeyCheck(ctx, "k1")
+		_, err = s.Keys.RecordedKeyCheck(ctx, "k1")
 		require.ErrorIs(t, err, store.ErrNotMigrated)
 	})
 }

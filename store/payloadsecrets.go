@@ -25,10 +25,10 @@ func (payloadSecret) TableName() string { return "payload_secrets" }
 
 // PayloadSecrets are the scopes' payload secrets in the store, shared by
 // every process of the deployment (payloadcodec.ScopeSecrets).
-type PayloadSecrets struct{ s *Store }
+type PayloadSecrets struct{ s *KeyStore }
 
 // PayloadSecrets returns the store's payload secrets.
-func (s *Store) PayloadSecrets() PayloadSecrets { return PayloadSecrets{s} }
+func (s *KeyStore) PayloadSecrets() PayloadSecrets { return PayloadSecrets{s} }
 
 // Secret returns the scope's secret, creating it on the scope's first
 // payload; a shredded scope has none (payloadcodec.ErrScopeShredded).
@@ -74,7 +74,7 @@ func (p PayloadSecrets) Shred(ctx context.Context, scope string, at time.Time) e
 
 // JobTenant is the tenant of a job, deleted or not, "" for a job the
 // store does not hold.
-func (s *Store) JobTenant(ctx context.Context, id string) (string, error) {
+func (s *KeyStore) JobTenant(ctx context.Context, id string) (string, error) {
 	var tenant string
 	err := s.db.WithContext(ctx).Table("jobs").Select("tenant").Where("id = ?", id).Take(&tenant).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -13,7 +13,7 @@ import (
 
 func TestPayloadSecretsAreMadeOnceAndShreddedForGood(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		secrets := s.PayloadSecrets()
+		secrets := s.Keys.PayloadSecrets()
 		first, err := secrets.Secret(ctx, "acme")
 		require.NoError(t, err)
 		require.Len(t, first, payloadcodec.MinSecretSize)
@@ -39,11 +39,11 @@ func TestPayloadSecretsAreMadeOnceAndShreddedForGood(t *testing.T) {
 func TestJobTenant(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
-		require.NoError(t, s.InsertJob(ctx, job))
-		tenant, err := s.JobTenant(ctx, job.ID)
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		tenant, err := s.Keys.JobTenant(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, job.Tenant, tenant)
-		tenant, err = s.JobTenant(ctx, "no-such-job")
+		tenant, err = s.Keys.JobTenant(ctx, "no-such-job")
 		require.NoError(t, err)
 		require.Empty(t, tenant)
 	})
@@ -53,7 +53,7 @@ func TestJobTenant(t *testing.T) {
 // server's, reads a scope's secret and makes none.
 func TestExistingPayloadSecretsAreNeverMade(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		secrets := s.PayloadSecrets()
+		secrets := s.Keys.PayloadSecrets()
 		for range 2 {
 			_, err := secrets.ExistingSecret(ctx, "acme")
 			require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "asking made none")

@@ -61,7 +61,7 @@ type PolicyFilter struct {
 // UUIDv7; a zero CreatedAt gets the current time, and UpdatedAt equals
 // CreatedAt. A policy id used before (also by a deleted policy, whose
 // versions remain) is ErrConflict.
-func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Policy, error) {
+func (s *RoutingStore) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Policy, error) {
 	if p.ID == "" {
 		p.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -98,7 +98,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) (policy.Polic
 // with the current time (never earlier than the previous version's). An
 // error from change aborts the update and is returned as is. A missing
 // policy is ErrNotFound.
-func (s *Store) UpdatePolicy(ctx context.Context, id string, change func(current policy.Policy) (policy.Policy, error)) (policy.Policy, error) {
+func (s *RoutingStore) UpdatePolicy(ctx context.Context, id string, change func(current policy.Policy) (policy.Policy, error)) (policy.Policy, error) {
 	var next policy.Policy
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		q := tx
@@ -159,7 +159,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, id string, change func(current
 
 // GetPolicy reads the current version of a policy; ErrNotFound when it does
 // not exist (or was deleted).
-func (s *Store) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
+func (s *RoutingStore) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
 	row, err := take[policyRow](s.db.WithContext(ctx).Where("id = ?", id))
 	if err != nil {
 		return policy.Policy{}, err
@@ -170,7 +170,7 @@ func (s *Store) GetPolicy(ctx context.Context, id string) (policy.Policy, error)
 // GetPolicyVersion reads one version of a policy, also after the policy
 // was deleted (jobs pinned to it keep routing with it); ErrNotFound when
 // there is no such version.
-func (s *Store) GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error) {
+func (s *RoutingStore) GetPolicyVersion(ctx context.Context, id string, version int) (policy.Policy, error) {
 	row, err := take[policyVersionRow](s.db.WithContext(ctx).Where("policy_id = ? AND version = ?", id, version))
 	if err != nil {
 		return policy.Policy{}, err
@@ -180,7 +180,7 @@ func (s *Store) GetPolicyVersion(ctx context.Context, id string, version int) (p
 
 // ListPolicyVersions returns every version of a policy, oldest first, also
 // after the policy was deleted; ErrNotFound when it never existed.
-func (s *Store) ListPolicyVersions(ctx context.Context, id string) ([]policy.Policy, error) {
+func (s *RoutingStore) ListPolicyVersions(ctx context.Context, id string) ([]policy.Policy, error) {
 	var rows []policyVersionRow
 	if err := s.db.WithContext(ctx).Where("policy_id = ?", id).Order("version").Find(&rows).Error; err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func (s *Store) ListPolicyVersions(ctx context.Context, id string) ([]policy.Pol
 
 // ListPolicies returns a page of the current versions of the policies f
 // selects, most recently updated first, and how many there are in all.
-func (s *Store) ListPolicies(ctx context.Context, f PolicyFilter, offset, limit int) ([]policy.Policy, int64, error) {
+func (s *RoutingStore) ListPolicies(ctx context.Context, f PolicyFilter, offset, limit int) ([]policy.Policy, int64, error) {
 	scoped := func() *gorm.DB {
 		q := s.db.WithContext(ctx).Model(&policyRow{})
 		switch {
@@ -229,7 +229,7 @@ func (s *Store) ListPolicies(ctx context.Context, f PolicyFilter, offset, limit 
 
 // DeletePolicy removes the current version of a policy; its versions stay
 // readable through GetPolicyVersion. ErrNotFound when it does not exist.
-func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+func (s *RoutingStore) DeletePolicy(ctx context.Context, id string) error {
 	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&policyRow{})
 	if res.Error != nil {
 		return res.Error
@@ -247,7 +247,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 // which services a policy covers is a JSON column, so that filter runs
 // here rather than in SQL, the same on both databases (a tenant has few
 // policies). An empty tenant gets only the gateway-wide ones.
-func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
+func (s *RoutingStore) RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error) {
 	all, err := s.tenantPolicies(ctx, tenant)
 	if err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (s *Store) RoutingPolicies(ctx context.Context, tenant string, service jobs
 }
 
 // tenantPolicies is RoutingPolicies for every service.
-func (s *Store) tenantPolicies(ctx context.Context, tenant string) ([]policy.Policy, error) {
+func (s *RoutingStore) tenantPolicies(ctx context.Context, tenant string) ([]policy.Policy, error) {
 	q := s.db.WithContext(ctx)
 	if tenant == "" {
 		q = q.Where("tenant IS NULL")

@@ -39,7 +39,7 @@ func newPolicy(tenant, application string, services ...jobs.ServiceID) policy.Po
 func createAt(t *testing.T, s *store.Store, p policy.Policy, minutes int) policy.Policy {
 	t.Helper()
 	p.CreatedAt = policyEpoch.Add(time.Duration(minutes) * time.Minute)
-	created, err := s.CreatePolicy(context.Background(), p)
+	created, err := s.Routing.CreatePolicy(context.Background(), p)
 	require.NoError(t, err)
 	return created
 }
@@ -54,7 +54,7 @@ func ids(policies []policy.Policy) []string {
 
 func TestPolicyVersions(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		created, err := s.CreatePolicy(ctx, newPolicy("acme", "mobile", jobs.Transcriptions))
+		created, err := s.Routing.CreatePolicy(ctx, newPolicy("acme", "mobile", jobs.Transcriptions))
 		require.NoError(t, err)
 		require.Equal(t, 1, created.Version)
 		_, err = uuid.Parse(created.ID)
@@ -62,16 +62,16 @@ func TestPolicyVersions(t *testing.T) {
 		require.Equal(t, uuid.Version(7), uuid.MustParse(created.ID).Version())
 		require.Equal(t, created.CreatedAt, created.UpdatedAt)
 
-		got, err := s.GetPolicy(ctx, created.ID)
+		got, err := s.Routing.GetPolicy(ctx, created.ID)
 		require.NoError(t, err)
 		require.Equal(t, created, got, "a policy reads back as it was stored")
 
-		v1, err := s.GetPolicyVersion(ctx, created.ID, 1)
+		v1, err := s.Routing.GetPolicyVersion(ctx, created.ID, 1)
 		require.NoError(t, err)
 		require.Equal(t, created, v1)
 
 		// Two updates: each is a new version, created_at stays.
-		v2, err := s.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
+		v2, err := s.Routing.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
 			require.Equal(t, 1, p.Version)
 			p.Name = "second"
 			p.Providers = []policy.Entry{{ProviderID: "narrow", Priority: 1, Weight: 1}}
@@ -83,7 +83,7 @@ func TestPolicyVersions(t *testing.T) {
 		require.Equal(t, created.CreatedAt, v2.CreatedAt)
 		require.True(t, v2.UpdatedAt.After(created.UpdatedAt))
 
-		v3, err := s.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
+		v3, err := s.Routing.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
 			p.Name = "third"
 			p.Tenant = "" // scope changes are versions too
 			p.Application = ""
@@ -93,54 +93,54 @@ func TestPolicyVersions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 3, v3.Version)
 
-		current, err := s.GetPolicy(ctx, created.ID)
+		current, err := s.Routing.GetPolicy(ctx, created.ID)
 		require.NoError(t, err)
 		require.Equal(t, v3, current)
 		require.True(t, current.Global())
 		require.Empty(t, current.Services)
 
 		// Earlier versions are unchanged.
-		got, err = s.GetPolicyVersion(ctx, created.ID, 1)
+		got, err = s.Routing.GetPolicyVersion(ctx, created.ID, 1)
 		require.NoError(t, err)
 		require.Equal(t, created, got)
-		got, err = s.GetPolicyVersion(ctx, created.ID, 2)
+		got, err = s.Routing.GetPolicyVersion(ctx, created.ID, 2)
 		require.NoError(t, err)
 		require.Equal(t, v2, got)
-		versions, err := s.ListPolicyVersions(ctx, created.ID)
+		versions, err := s.Routing.ListPolicyVersions(ctx, created.ID)
 		require.NoError(t, err)
 		require.Equal(t, []policy.Policy{created, v2, v3}, versions)
 
 		// A failing change writes nothing.
 		boom := errors.New("boom")
-		_, err = s.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) { return p, boom })
+		_, err = s.Routing.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) { return p, boom })
 		require.ErrorIs(t, err, boom)
-		current, err = s.GetPolicy(ctx, created.ID)
+		current, err = s.Routing.GetPolicy(ctx, created.ID)
 		require.NoError(t, err)
 		require.Equal(t, 3, current.Version)
-		_, err = s.GetPolicyVersion(ctx, created.ID, 4)
+		_, err = s.Routing.GetPolicyVersion(ctx, created.ID, 4)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		// After deletion the versions stay readable.
-		require.NoError(t, s.DeletePolicy(ctx, created.ID))
-		_, err = s.GetPolicy(ctx, created.ID)
+		require.NoError(t, s.Routing.DeletePolicy(ctx, created.ID))
+		_, err = s.Routing.GetPolicy(ctx, created.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		got, err = s.GetPolicyVersion(ctx, created.ID, 2)
+		got, err = s.Routing.GetPolicyVersion(ctx, created.ID, 2)
 		require.NoError(t, err)
 		require.Equal(t, v2, got)
-		versions, err = s.ListPolicyVersions(ctx, created.ID)
+		versions, err = s.Routing.ListPolicyVersions(ctx, created.ID)
 		require.NoError(t, err)
 		require.Len(t, versions, 3)
 
-		require.ErrorIs(t, s.DeletePolicy(ctx, created.ID), store.ErrNotFound)
-		_, err = s.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) { return p, nil })
+		require.ErrorIs(t, s.Routing.DeletePolicy(ctx, created.ID), store.ErrNotFound)
+		_, err = s.Routing.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) { return p, nil })
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = s.ListPolicyVersions(ctx, uuid.NewString())
+		_, err = s.Routing.ListPolicyVersions(ctx, uuid.NewString())
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		// The id of a deleted policy is not reused.
 		reuse := newPolicy("acme", "")
 		reuse.ID = created.ID
-		_, err = s.CreatePolicy(ctx, reuse)
+		_, err = s.Routing.CreatePolicy(ctx, reuse)
 		require.ErrorIs(t, err, store.ErrConflict)
 	})
 }
@@ -154,17 +154,17 @@ func TestPolicyRoundTripsEveryField(t *testing.T) {
 			{Name: "empty", Strategy: policy.StrategyRoundRobin, Providers: []policy.Entry{}},
 		} {
 			p.CreatedAt = policyEpoch
-			created, err := s.CreatePolicy(ctx, p)
+			created, err := s.Routing.CreatePolicy(ctx, p)
 			require.NoError(t, err)
 			p.ID, p.Version, p.UpdatedAt = created.ID, 1, policyEpoch
 			if len(p.Services) == 0 {
 				p.Services = nil
 			}
 			require.Equal(t, p, created)
-			got, err := s.GetPolicy(ctx, created.ID)
+			got, err := s.Routing.GetPolicy(ctx, created.ID)
 			require.NoError(t, err)
 			require.Equal(t, p, got)
-			version, err := s.GetPolicyVersion(ctx, created.ID, 1)
+			version, err := s.Routing.GetPolicyVersion(ctx, created.ID, 1)
 			require.NoError(t, err)
 			require.Equal(t, p, version)
 		}
@@ -173,7 +173,7 @@ func TestPolicyRoundTripsEveryField(t *testing.T) {
 
 func TestConcurrentPolicyUpdates(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		created, err := s.CreatePolicy(ctx, newPolicy("acme", "", jobs.Transcriptions))
+		created, err := s.Routing.CreatePolicy(ctx, newPolicy("acme", "", jobs.Transcriptions))
 		require.NoError(t, err)
 
 		const writers = 12
@@ -181,7 +181,7 @@ func TestConcurrentPolicyUpdates(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range writers {
 			wg.Go(func() {
-				p, err := s.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
+				p, err := s.Routing.UpdatePolicy(ctx, created.ID, func(p policy.Policy) (policy.Policy, error) {
 					p.Name = "writer " + string(rune('a'+i))
 					return p, nil
 				})
@@ -205,7 +205,7 @@ func TestConcurrentPolicyUpdates(t *testing.T) {
 		}
 		require.Equal(t, want, got, "every update got its own consecutive version")
 
-		all, err := s.ListPolicyVersions(ctx, created.ID)
+		all, err := s.Routing.ListPolicyVersions(ctx, created.ID)
 		require.NoError(t, err)
 		require.Len(t, all, writers+1)
 		for i, p := range all {
@@ -214,7 +214,7 @@ func TestConcurrentPolicyUpdates(t *testing.T) {
 				require.True(t, p.UpdatedAt.After(all[i-1].UpdatedAt), "updated_at increases with the version")
 			}
 		}
-		current, err := s.GetPolicy(ctx, created.ID)
+		current, err := s.Routing.GetPolicy(ctx, created.ID)
 		require.NoError(t, err)
 		require.Equal(t, writers+1, current.Version)
 		require.Equal(t, all[writers], current)
@@ -231,7 +231,7 @@ func TestListPolicies(t *testing.T) {
 
 		list := func(f store.PolicyFilter, offset, limit int) ([]string, int64) {
 			t.Helper()
-			got, total, err := s.ListPolicies(ctx, f, offset, limit)
+			got, total, err := s.Routing.ListPolicies(ctx, f, offset, limit)
 			require.NoError(t, err)
 			return ids(got), total
 		}
@@ -266,13 +266,13 @@ func TestListPolicies(t *testing.T) {
 		require.EqualValues(t, 5, total)
 
 		// An update moves a policy to the front.
-		_, err := s.UpdatePolicy(ctx, acmeOld.ID, func(p policy.Policy) (policy.Policy, error) { return p, nil })
+		_, err := s.Routing.UpdatePolicy(ctx, acmeOld.ID, func(p policy.Policy) (policy.Policy, error) { return p, nil })
 		require.NoError(t, err)
 		got, _ = list(store.PolicyFilter{Tenant: &acme}, 0, 10)
 		require.Equal(t, []string{acmeOld.ID, acmeNew.ID}, got)
 
 		// Deleted policies are gone from the list.
-		require.NoError(t, s.DeletePolicy(ctx, acmeNew.ID))
+		require.NoError(t, s.Routing.DeletePolicy(ctx, acmeNew.ID))
 		got, total = list(store.PolicyFilter{Tenant: &acme}, 0, 10)
 		require.Equal(t, []string{acmeOld.ID}, got)
 		require.EqualValues(t, 1, total)
@@ -291,25 +291,25 @@ func TestRoutingPolicies(t *testing.T) {
 		globalLLM := createAt(t, s, newPolicy("", "", jobs.LLMTasks), 8)
 		createAt(t, s, newPolicy("globex", "", jobs.Transcriptions), 9)
 
-		got, err := s.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
+		got, err := s.Routing.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID, globalTr.ID, acmeLegacy.ID, acmeAll.ID, acmeApp.ID, acmeTr.ID}, ids(got))
 
-		got, err = s.RoutingPolicies(ctx, "acme", jobs.LLMTasks)
+		got, err = s.Routing.RoutingPolicies(ctx, "acme", jobs.LLMTasks)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalLLM.ID, globalAll.ID, acmeAll.ID}, ids(got))
 
-		got, err = s.RoutingPolicies(ctx, "initech", jobs.Translations)
+		got, err = s.Routing.RoutingPolicies(ctx, "initech", jobs.Translations)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID}, ids(got), "a tenant without policies gets the gateway-wide ones")
 
-		got, err = s.RoutingPolicies(ctx, "", jobs.Transcriptions)
+		got, err = s.Routing.RoutingPolicies(ctx, "", jobs.Transcriptions)
 		require.NoError(t, err)
 		require.Equal(t, []string{globalAll.ID, globalTr.ID}, ids(got))
 
 		// The candidates resolve as docs/routing.md (Which policy applies)
 		// says.
-		candidates, err := s.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
+		candidates, err := s.Routing.RoutingPolicies(ctx, "acme", jobs.Transcriptions)
 		require.NoError(t, err)
 		p, source, ok := policy.Resolve(candidates, policy.Scope{Tenant: "acme", Service: jobs.Transcriptions, Application: "mobile"})
 		require.True(t, ok)

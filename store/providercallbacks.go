@@ -22,7 +22,7 @@ func (providerCallbackRow) TableName() string { return "provider_callbacks" }
 // SaveProviderCallback keeps what a vendor posted about a job's attempt.
 // A later post for the same attempt (a vendor retrying its delivery)
 // replaces the earlier one.
-func (s *Store) SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error {
+func (s *JobStore) SaveProviderCallback(ctx context.Context, jobID string, attempt int, body []byte, at time.Time) error {
 	row := providerCallbackRow{JobID: jobID, Attempt: attempt, Body: body, ReceivedAt: at.UTC().Truncate(time.Microsecond)}
 	db := s.db.WithContext(ctx)
 	err := db.Clauses(clause.OnConflict{
@@ -39,7 +39,7 @@ func (s *Store) SaveProviderCallback(ctx context.Context, jobID string, attempt 
 
 // ProviderCallback returns what a vendor posted about a job's attempt;
 // ok is false when nothing was posted yet.
-func (s *Store) ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error) {
+func (s *JobStore) ProviderCallback(ctx context.Context, jobID string, attempt int) (body []byte, ok bool, err error) {
 	var row providerCallbackRow
 	err = s.db.WithContext(ctx).Where("job_id = ? AND attempt = ?", jobID, attempt).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -54,7 +54,7 @@ func (s *Store) ProviderCallback(ctx context.Context, jobID string, attempt int)
 // DeleteProviderCallbacksBefore removes what vendors posted before t: by
 // then a waiting workflow has read it long ago, or the attempt failed over
 // or the job was cancelled. It returns how many it removed.
-func (s *Store) DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error) {
+func (s *JobStore) DeleteProviderCallbacksBefore(ctx context.Context, t time.Time) (int64, error) {
 	res := s.db.WithContext(ctx).Where("received_at < ?", t.UTC()).Delete(&providerCallbackRow{})
 	return res.RowsAffected, res.Error
 }

@@ -37,7 +37,7 @@ type OpenJobCursor struct {
 // Each status is read along idx_jobs_status_created (PostgreSQL; SQLite
 // walks idx_jobs_created), and jobs whose start waits in the outbox are
 // left out: they are pending by design.
-func (s *Store) OpenJobs(ctx context.Context, before time.Time, after OpenJobCursor, limit int) ([]OpenJob, OpenJobCursor, error) {
+func (s *JobStore) OpenJobs(ctx context.Context, before time.Time, after OpenJobCursor, limit int) ([]OpenJob, OpenJobCursor, error) {
 	before = before.UTC().Truncate(time.Microsecond)
 	afterAt := after.CreatedAt.UTC().Truncate(time.Microsecond)
 	var out []OpenJob
@@ -76,7 +76,7 @@ func (s *Store) OpenJobs(ctx context.Context, before time.Time, after OpenJobCur
 // attempted, so that a send lost after the commit is made again. It
 // returns the job as failed, without its documents, and the message, or
 // nils when the job was not open any more.
-func (s *Store) FailOpenJob(ctx context.Context, jobID, code, message string, at time.Time, webhookEvent string) (*jobs.Record, *WebhookMessage, error) {
+func (s *JobStore) FailOpenJob(ctx context.Context, jobID, code, message string, at time.Time, webhookEvent string) (*jobs.Record, *WebhookMessage, error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	var failed *jobs.Record
 	var sent *WebhookMessage
@@ -159,7 +159,7 @@ func failureMessage(tx *gorm.DB, job *jobs.Record, event string, at time.Time) (
 // it failed WORKFLOW_CLOSED at or after since and still failed so, with no
 // delivery attempt recorded yet, oldest first, at most limit: their send
 // was lost, or has not begun (docs/operations.md, Housekeeping).
-func (s *Store) UnsentReconciledWebhooks(ctx context.Context, since time.Time, limit int) ([]WebhookMessage, error) {
+func (s *JobStore) UnsentReconciledWebhooks(ctx context.Context, since time.Time, limit int) ([]WebhookMessage, error) {
 	var out []WebhookMessage
 	// The code is written out, not bound, so that PostgreSQL plans with
 	// idx_jobs_workflow_closed (a partial index) whatever the plan cache.

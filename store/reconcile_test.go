@@ -23,7 +23,7 @@ func TestOpenJobsWalksTheJobsNotEnded(t *testing.T) {
 			job := newJob()
 			job.Status = status
 			job.CreatedAt = base.Add(-age)
-			require.NoError(t, s.InsertJob(ctx, job))
+			require.NoError(t, s.Jobs.InsertJob(ctx, job))
 			return job.ID
 		}
 		oldest := insert(jobs.StatusProcessing, 5*time.Minute)
@@ -34,7 +34,7 @@ func TestOpenJobsWalksTheJobsNotEnded(t *testing.T) {
 		young := insert(jobs.StatusPending, -30*time.Minute) // after the bound
 		queued := newJob()
 		queued.CreatedAt = base.Add(-time.Minute)
-		_, err := s.CreateJob(ctx, queued, &store.JobStart{Input: "{}", NextAttemptAt: queued.CreatedAt})
+		_, err := s.Jobs.CreateJob(ctx, queued, &store.JobStart{Input: "{}", NextAttemptAt: queued.CreatedAt})
 		require.NoError(t, err)
 
 		ids := func(open []store.OpenJob) []string {
@@ -45,18 +45,18 @@ func TestOpenJobsWalksTheJobsNotEnded(t *testing.T) {
 			return out
 		}
 		before := base.Add(time.Second)
-		page, next, err := s.OpenJobs(ctx, before, store.OpenJobCursor{}, 2)
+		page, next, err := s.Jobs.OpenJobs(ctx, before, store.OpenJobCursor{}, 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{oldest, pending}, ids(page))
 		require.Equal(t, jobs.StatusProcessing, page[0].Status)
 		require.Equal(t, jobs.StatusPending, page[1].Status)
 		require.Equal(t, pending, next.ID)
-		page, next, err = s.OpenJobs(ctx, before, next, 2)
+		page, next, err = s.Jobs.OpenJobs(ctx, before, next, 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{processing}, ids(page), "not the ended, the queued or the young")
 		require.Equal(t, store.OpenJobCursor{}, next, "the end: start over next time")
 
-		page, _, err = s.OpenJobs(ctx, base.Add(time.Hour), store.OpenJobCursor{}, 10)
+		page, _, err = s.Jobs.OpenJobs(ctx, base.Add(time.Hour), store.OpenJobCursor{}, 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{oldest, pending, processing, young}, ids(page))
 	})
@@ -74,12 +74,12 @@ func TestFailOpenJobReleasesItsReservation(t *testing.T) {
 			job := newJob()
 			job.Tenant = tenant
 			job.Status = status
-			require.NoError(t, s.InsertJob(ctx, job))
-			out, err := s.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
+			require.NoError(t, s.Jobs.InsertJob(ctx, job))
+			out, err := s.Usage.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: b, Amount: 2e9}}, now)
 			require.NoError(t, err)
 			require.True(t, out.OK)
 
-			failed, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "its workflow was terminated", now, "")
+			failed, sent, err := s.Jobs.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "its workflow was terminated", now, "")
 			require.NoError(t, err)
 			require.NotNil(t, failed, status)
 			require.Nil(t, sent, "no webhook event, no message")
@@ -87,27 +87,27 @@ func TestFailOpenJobReleasesItsReservation(t *testing.T) {
 			require.Equal(t, jobs.CodeWorkflowClosed, failed.ErrorCode)
 			require.Equal(t, job.Service, failed.Service, "returned with its columns")
 
-			got, err := s.GetJob(ctx, job.ID)
+			got, err := s.Jobs.GetJob(ctx, job.ID)
 			require.NoError(t, err)
 			require.Equal(t, jobs.StatusFailed, got.Status)
 			require.Equal(t, jobs.CodeWorkflowClosed, got.ErrorCode)
 			require.Equal(t, "its workflow was terminated", got.ErrorMessage)
 			require.NotNil(t, got.CompletedAt)
-			use, err := s.BudgetUsed(ctx, tenant, b, now)
+			use, err := s.Usage.BudgetUsed(ctx, tenant, b, now)
 			require.NoError(t, err)
 			require.Equal(t, store.BudgetUse{}, use, "%s: the reservation is given back", status)
-			events, err := s.JobEvents(ctx, job.ID, 0, 10)
+			events, err := s.Jobs.JobEvents(ctx, job.ID, 0, 10)
 			require.NoError(t, err)
 			require.NotEmpty(t, events)
 			last, err := events[len(events)-1].Job()
 			require.NoError(t, err)
 			require.Equal(t, "failed", string(last.Status), "the failure is the job's last event")
 
-			again, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeNotStarted, "again", now, "transcription.failed")
+			again, sent, err := s.Jobs.FailOpenJob(ctx, job.ID, jobs.CodeNotStarted, "again", now, "transcription.failed")
 			require.NoError(t, err)
 			require.Nil(t, again, "an ended job is left alone")
 			require.Nil(t, sent)
-			got, err = s.GetJob(ctx, job.ID)
+			got, err = s.Jobs.GetJob(ctx, job.ID)
 			require.NoError(t, err)
 			require.Equal(t, jobs.CodeWorkflowClosed, got.ErrorCode)
 		}
@@ -124,20 +124,20 @@ func TestFailOpenJobRecordsItsWebhookMessageUntilSent(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		job := newJob()
 		job.Status = jobs.StatusProcessing
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 		own, err := store.NewWebhookMessage(job.ID+"-1", "transcription.processing", jobs.Snapshot{ID: job.ID})
 		require.NoError(t, err)
-		require.NoError(t, s.RecordWebhookMessage(ctx, own))
+		require.NoError(t, s.Webhooks.RecordWebhookMessage(ctx, own))
 		// An attempt of a message the workflow numbered 2, not recorded.
-		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.processing",
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.processing",
 			MessageID: job.ID + "-2", Attempt: 1, AttemptedAt: now}))
 
-		failed, sent, err := s.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "terminated", now, "transcription.failed")
+		failed, sent, err := s.Jobs.FailOpenJob(ctx, job.ID, jobs.CodeWorkflowClosed, "terminated", now, "transcription.failed")
 		require.NoError(t, err)
 		require.NotNil(t, failed)
 		require.NotNil(t, sent)
 		require.Equal(t, job.ID+"-3", sent.MessageID, "after the last message recorded or attempted")
-		messages, err := s.WebhookMessages(ctx, job.ID)
+		messages, err := s.Webhooks.WebhookMessages(ctx, job.ID)
 		require.NoError(t, err)
 		require.Len(t, messages, 2)
 		require.Equal(t, "transcription.failed", messages[1].Event)
@@ -147,15 +147,15 @@ func TestFailOpenJobRecordsItsWebhookMessageUntilSent(t *testing.T) {
 
 		// Another job failed so, long ago, and one failed otherwise.
 		old := newJob()
-		require.NoError(t, s.InsertJob(ctx, old))
-		_, _, err = s.FailOpenJob(ctx, old.ID, jobs.CodeWorkflowClosed, "terminated", now.Add(-48*time.Hour), "transcription.failed")
+		require.NoError(t, s.Jobs.InsertJob(ctx, old))
+		_, _, err = s.Jobs.FailOpenJob(ctx, old.ID, jobs.CodeWorkflowClosed, "terminated", now.Add(-48*time.Hour), "transcription.failed")
 		require.NoError(t, err)
 		notStarted := newJob()
-		require.NoError(t, s.InsertJob(ctx, notStarted))
-		_, _, err = s.FailOpenJob(ctx, notStarted.ID, jobs.CodeNotStarted, "never started", now, "transcription.failed")
+		require.NoError(t, s.Jobs.InsertJob(ctx, notStarted))
+		_, _, err = s.Jobs.FailOpenJob(ctx, notStarted.ID, jobs.CodeNotStarted, "never started", now, "transcription.failed")
 		require.NoError(t, err)
 
-		unsent, err := s.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
+		unsent, err := s.Jobs.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
 		require.NoError(t, err)
 		var ids []string
 		for _, m := range unsent {
@@ -164,9 +164,9 @@ func TestFailOpenJobRecordsItsWebhookMessageUntilSent(t *testing.T) {
 		require.Equal(t, []string{job.ID + "-3"}, ids, "not the job's own message, nor the old, nor the not-started job's")
 		require.Equal(t, "transcription.failed", unsent[0].Event)
 
-		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.failed",
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.failed",
 			MessageID: job.ID + "-3", Attempt: 1, AttemptedAt: now, StatusCode: 500}))
-		unsent, err = s.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
+		unsent, err = s.Jobs.UnsentReconciledWebhooks(ctx, now.Add(-24*time.Hour), 10)
 		require.NoError(t, err)
 		require.Empty(t, unsent, "its send began: its workflow retries it")
 	})

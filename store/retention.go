@@ -26,7 +26,7 @@ var finished = []string{string(jobs.StatusCompleted), string(jobs.StatusFailed)}
 // finished jobs and keeps something not forever: a tenant's own
 // retention, else d. The tenants come from job_counts and the few tenant
 // records with a retention of their own, so the jobs table is not read.
-func (s *Store) RetentionCutoffs(ctx context.Context, d RetentionDefaults, now time.Time) ([]RetentionCutoff, error) {
+func (s *HousekeepingStore) RetentionCutoffs(ctx context.Context, d RetentionDefaults, now time.Time) ([]RetentionCutoff, error) {
 	db := s.db.WithContext(ctx)
 	var names []string
 	if err := db.Table("job_counts").Distinct("tenant").Where("status IN ?", finished).
@@ -70,7 +70,7 @@ var retentionColumns = []string{"id", "service", "tenant", "status", "revision",
 // ExpiredResults lists up to limit finished jobs of tenant that completed
 // before before and whose result is still kept, oldest first, with
 // retentionColumns only (idx_jobs_tenant_results_kept).
-func (s *Store) ExpiredResults(ctx context.Context, tenant string, before time.Time, limit int) ([]jobs.Record, error) {
+func (s *HousekeepingStore) ExpiredResults(ctx context.Context, tenant string, before time.Time, limit int) ([]jobs.Record, error) {
 	var out []jobs.Record
 	err := s.db.WithContext(ctx).Select(retentionColumns).
 		Where("tenant = ? AND completed_at IS NOT NULL AND result_expired_at IS NULL AND completed_at < ? AND status IN ?", tenant, before.UTC(), finished).
@@ -81,7 +81,7 @@ func (s *Store) ExpiredResults(ctx context.Context, tenant string, before time.T
 // ExpiredJobs lists up to limit finished jobs of tenant that completed
 // before before, oldest first, with retentionColumns only
 // (idx_jobs_tenant_completed).
-func (s *Store) ExpiredJobs(ctx context.Context, tenant string, before time.Time, limit int) ([]jobs.Record, error) {
+func (s *HousekeepingStore) ExpiredJobs(ctx context.Context, tenant string, before time.Time, limit int) ([]jobs.Record, error) {
 	var out []jobs.Record
 	err := s.db.WithContext(ctx).Select(retentionColumns).
 		Where("tenant = ? AND completed_at IS NOT NULL AND completed_at < ? AND status IN ?", tenant, before.UTC(), finished).
@@ -95,7 +95,7 @@ func (s *Store) ExpiredJobs(ctx context.Context, tenant string, before time.Time
 // when it changed since (a retry runs it again), is gone or was erased
 // already. SaveJob keeps a late write of the same finish from bringing
 // the result back.
-func (s *Store) ExpireResult(ctx context.Context, id string, revision int, at time.Time) (bool, error) {
+func (s *HousekeepingStore) ExpireResult(ctx context.Context, id string, revision int, at time.Time) (bool, error) {
 	var n int64
 	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&jobs.Record{}).

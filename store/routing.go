@@ -67,7 +67,7 @@ func limitedWindows(now time.Time, perMinute, perDay int) []rateWindow {
 
 // RateCounts reads the current minute and day counts of providers for a
 // service.
-func (s *Store) RateCounts(ctx context.Context, service jobs.ServiceID, providerIDs []string, now time.Time) (map[string]RateCount, error) {
+func (s *RoutingStore) RateCounts(ctx context.Context, service jobs.ServiceID, providerIDs []string, now time.Time) (map[string]RateCount, error) {
 	minute, day := minuteWindow(now, 0).name, dayWindow(now, 0).name
 	var rows []rateCounter
 	err := s.db.WithContext(ctx).
@@ -93,7 +93,7 @@ func (s *Store) RateCounts(ctx context.Context, service jobs.ServiceID, provider
 // would exceed its per-minute or per-day limit (0 means no limit). It
 // reports whether the request fits; a request that does not is counted in
 // neither window. Concurrent callers never overshoot: see reserveRate.
-func (s *Store) ReserveRate(ctx context.Context, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
+func (s *RoutingStore) ReserveRate(ctx context.Context, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -119,7 +119,7 @@ const decisionRetention = time.Hour
 // a rate with the provider already gets true without being counted again.
 // A decision holds one reservation: reserving with another provider (the
 // retry decided otherwise) counts that one and leaves the first counted.
-func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
+func (s *RoutingStore) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error) {
 	windows := limitedWindows(now, perMinute, perDay)
 	if len(windows) == 0 {
 		return true, nil
@@ -141,7 +141,7 @@ func (s *Store) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID
 // the decision's record is written first, in the same transaction: when
 // it already holds the provider (a retry, or another attempt of the
 // decision at the same time) nothing is counted.
-func (s *Store) reserveRate(ctx context.Context, key *DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
+func (s *RoutingStore) reserveRate(ctx context.Context, key *DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	if key != nil && s.dialect == "postgres" {
 		return s.reserveDecisionRate(ctx, *key, providerID, service, windows, now)
 	}
@@ -220,7 +220,7 @@ func windowsLeftFull(windows []rateWindow, counted []windowCount, fits bool) []r
 // around it is rolled back when a window was full. Three round trips
 // where the statements one by one take five. Its commit does not wait for
 // the disk (unsyncedCommit).
-func (s *Store) reserveDecisionRate(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
+func (s *RoutingStore) reserveDecisionRate(ctx context.Context, key DecisionKey, providerID string, service jobs.ServiceID, windows []rateWindow, now time.Time) (bool, []rateWindow, error) {
 	var q strings.Builder
 	args := []any{key.JobID, key.Attempt, providerID, now.UTC().Add(decisionRetention)}
 	q.WriteString("WITH decision AS (INSERT INTO routing_decisions (job_id, attempt, provider_id, expires_at) VALUES (?, ?, ?, ?)" +
@@ -307,7 +307,7 @@ func holdReservation(tx *gorm.DB, key DecisionKey, providerID string, now time.T
 }
 
 // heldReservation is the provider a decision reserved with; "" for none.
-func (s *Store) heldReservation(ctx context.Context, key DecisionKey) (string, error) {
+func (s *RoutingStore) heldReservation(ctx context.Context, key DecisionKey) (string, error) {
 	var held []string
 	err := s.db.WithContext(ctx).Model(&routingDecision{}).
 		Where("job_id = ? AND attempt = ?", key.JobID, key.Attempt).Pluck("provider_id", &held).Error
@@ -339,7 +339,7 @@ func (c *Cache) ReserveRate(ctx context.Context, providerID string, service jobs
 	if c.full.any(providerID, service, windows, now) {
 		return false, nil
 	}
-	fits, full, err := c.Store.reserveRate(ctx, nil, providerID, service, windows, now)
+	fits, full, err := c.Store.Routing.reserveRate(ctx, nil, providerID, service, windows, now)
 	if err != nil {
 		return false, err
 	}
@@ -356,10 +356,10 @@ func (c *Cache) ReserveRateOnce(ctx context.Context, key DecisionKey, providerID
 		return true, nil
 	}
 	if c.full.any(providerID, service, windows, now) {
-		held, err := c.Store.heldReservation(ctx, key)
+		held, err := c.Store.Routing.heldReservation(ctx, key)
 		return err == nil && held == providerID, err
 	}
-	fits, full, err := c.Store.reserveRate(ctx, &key, providerID, service, windows, now)
+	fits, full, err := c.Store.Routing.reserveRate(ctx, &key, providerID, service, windows, now)
 	if err != nil {
 		return false, err
 	}
@@ -406,7 +406,7 @@ func (f *fullWindows) add(providerID string, service jobs.ServiceID, windows []r
 
 // DeleteExpiredRateCounters deletes the counters of windows that have
 // passed and returns how many it deleted. A worker's housekeeping runs it.
-func (s *Store) DeleteExpiredRateCounters(ctx context.Context, now time.Time) (int64, error) {
+func (s *RoutingStore) DeleteExpiredRateCounters(ctx context.Context, now time.Time) (int64, error) {
 	res := s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&rateCounter{})
 	return res.RowsAffected, res.Error
 }
@@ -414,14 +414,14 @@ func (s *Store) DeleteExpiredRateCounters(ctx context.Context, now time.Time) (i
 // DeleteExpiredRoutingDecisions deletes the records of decisions old
 // enough not to be retried any more and returns how many it deleted. A
 // worker's housekeeping runs it.
-func (s *Store) DeleteExpiredRoutingDecisions(ctx context.Context, now time.Time) (int64, error) {
+func (s *RoutingStore) DeleteExpiredRoutingDecisions(ctx context.Context, now time.Time) (int64, error) {
 	res := s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&routingDecision{})
 	return res.RowsAffected, res.Error
 }
 
 // NextTurn advances a shared round-robin counter and returns the turn this
 // caller got (0 for the first), in one statement.
-func (s *Store) NextTurn(ctx context.Context, key string) (int64, error) {
+func (s *RoutingStore) NextTurn(ctx context.Context, key string) (int64, error) {
 	return nextTurn(s.db.WithContext(ctx), key)
 }
 
@@ -438,7 +438,7 @@ func nextTurn(tx *gorm.DB, key string) (int64, error) {
 
 // NextTurnOnce is NextTurn for a decision: the decision's first call
 // advances the counter, and every later one gets the same turn back.
-func (s *Store) NextTurnOnce(ctx context.Context, key DecisionKey, cursor string, now time.Time) (int64, error) {
+func (s *RoutingStore) NextTurnOnce(ctx context.Context, key DecisionKey, cursor string, now time.Time) (int64, error) {
 	var turn int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		// Writing the decision's record first takes the write lock
@@ -478,7 +478,7 @@ const latencyWeight = 0.2
 
 // RecordLatency folds one observed call duration into the provider's
 // exponentially weighted moving average for the service.
-func (s *Store) RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error {
+func (s *RoutingStore) RecordLatency(ctx context.Context, providerID string, service jobs.ServiceID, d time.Duration) error {
 	var b latencyBatch
 	b.fold(d)
 	return s.writeLatencies(ctx, providerID, service, b)
@@ -514,7 +514,7 @@ func (b *latencyBatch) then(next latencyBatch) {
 }
 
 // writeLatencies folds a batch into the stored average in one upsert.
-func (s *Store) writeLatencies(ctx context.Context, providerID string, service jobs.ServiceID, b latencyBatch) error {
+func (s *RoutingStore) writeLatencies(ctx context.Context, providerID string, service jobs.ServiceID, b latencyBatch) error {
 	now := time.Now().UTC()
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "provider_id"}, {Name: "service"}},
@@ -605,7 +605,7 @@ func (c *Cache) writePending(ctx context.Context, key latencyKey) error {
 	p.batch, p.written = latencyBatch{}, c.now()
 	c.samples.mu.Unlock()
 
-	err := c.Store.writeLatencies(ctx, key.providerID, key.service, b)
+	err := c.Store.Routing.writeLatencies(ctx, key.providerID, key.service, b)
 	if err != nil {
 		c.samples.mu.Lock()
 		b.then(p.batch)
@@ -617,7 +617,7 @@ func (c *Cache) writePending(ctx context.Context, key latencyKey) error {
 
 // Latencies returns the observed latency, in milliseconds, of every
 // provider with observations for a service.
-func (s *Store) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
+func (s *RoutingStore) Latencies(ctx context.Context, service jobs.ServiceID) (map[string]float64, error) {
 	var rows []providerLatency
 	if err := s.db.WithContext(ctx).Where("service = ?", service).Find(&rows).Error; err != nil {
 		return nil, err

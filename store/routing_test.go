@@ -20,15 +20,15 @@ func TestReserveRateEnforcesLimits(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		for i := range 3 {
-			ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 3, 5, now)
+			ok, err := s.Routing.ReserveRate(ctx, "p", "llm-tasks", 3, 5, now)
 			require.NoError(t, err)
 			require.True(t, ok, "request %d fits", i+1)
 		}
-		ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 3, 5, now)
+		ok, err := s.Routing.ReserveRate(ctx, "p", "llm-tasks", 3, 5, now)
 		require.NoError(t, err)
 		require.False(t, ok, "the fourth request in a minute is over the limit")
 
-		counts, err := s.RateCounts(ctx, "llm-tasks", []string{"p", "q"}, now)
+		counts, err := s.Routing.RateCounts(ctx, "llm-tasks", []string{"p", "q"}, now)
 		require.NoError(t, err)
 		require.Equal(t, store.RateCount{Minute: 3, Day: 3}, counts["p"], "a refused request is not counted")
 		require.Equal(t, store.RateCount{}, counts["q"])
@@ -36,26 +36,26 @@ func TestReserveRateEnforcesLimits(t *testing.T) {
 		// The next minute has room again, until the day is full.
 		next := now.Add(time.Minute)
 		for range 2 {
-			ok, err = s.ReserveRate(ctx, "p", "llm-tasks", 3, 5, next)
+			ok, err = s.Routing.ReserveRate(ctx, "p", "llm-tasks", 3, 5, next)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
-		ok, err = s.ReserveRate(ctx, "p", "llm-tasks", 3, 5, next)
+		ok, err = s.Routing.ReserveRate(ctx, "p", "llm-tasks", 3, 5, next)
 		require.NoError(t, err)
 		require.False(t, ok, "the day's limit of 5 is reached")
 
 		// Other services and unlimited providers are unaffected.
-		ok, err = s.ReserveRate(ctx, "p", "translations", 3, 5, now)
+		ok, err = s.Routing.ReserveRate(ctx, "p", "translations", 3, 5, now)
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, err = s.ReserveRate(ctx, "unlimited", "llm-tasks", 0, 0, now)
+		ok, err = s.Routing.ReserveRate(ctx, "unlimited", "llm-tasks", 0, 0, now)
 		require.NoError(t, err)
 		require.True(t, ok)
 
-		removed, err := s.DeleteExpiredRateCounters(ctx, now.Add(72*time.Hour))
+		removed, err := s.Routing.DeleteExpiredRateCounters(ctx, now.Add(72*time.Hour))
 		require.NoError(t, err)
 		require.EqualValues(t, 5, removed, "two minutes and a day of llm-tasks, a minute and a day of translations")
-		counts, err = s.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+		counts, err = s.Routing.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
 		require.NoError(t, err)
 		require.Equal(t, store.RateCount{}, counts["p"])
 	})
@@ -66,13 +66,13 @@ func TestReserveRateCountsBothWindowsOrNeither(t *testing.T) {
 		now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 		reserve := func(at time.Time) bool {
 			t.Helper()
-			ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 2, 3, at)
+			ok, err := s.Routing.ReserveRate(ctx, "p", "llm-tasks", 2, 3, at)
 			require.NoError(t, err)
 			return ok
 		}
 		counts := func(at time.Time) store.RateCount {
 			t.Helper()
-			c, err := s.RateCounts(ctx, "llm-tasks", []string{"p"}, at)
+			c, err := s.Routing.RateCounts(ctx, "llm-tasks", []string{"p"}, at)
 			require.NoError(t, err)
 			return c["p"]
 		}
@@ -87,13 +87,13 @@ func TestReserveRateCountsBothWindowsOrNeither(t *testing.T) {
 		require.Equal(t, store.RateCount{Minute: 1, Day: 3}, counts(next), "the minute did not count the refused request")
 
 		// Only the limited window is counted.
-		ok, err := s.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
+		ok, err := s.Routing.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, err = s.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
+		ok, err = s.Routing.ReserveRate(ctx, "q", "llm-tasks", 0, 1, now)
 		require.NoError(t, err)
 		require.False(t, ok)
-		c, err := s.RateCounts(ctx, "llm-tasks", []string{"q"}, now)
+		c, err := s.Routing.RateCounts(ctx, "llm-tasks", []string{"q"}, now)
 		require.NoError(t, err)
 		require.Equal(t, store.RateCount{Day: 1}, c["q"])
 	})
@@ -123,7 +123,7 @@ func TestReserveRateUnderConcurrency(t *testing.T) {
 					wg.Go(func() {
 						inFlight <- struct{}{}
 						defer func() { <-inFlight }()
-						ok, err := stores[i%len(stores)].ReserveRate(ctx, "p", "llm-tasks", tc.perMinute, tc.perDay, now)
+						ok, err := stores[i%len(stores)].Routing.ReserveRate(ctx, "p", "llm-tasks", tc.perMinute, tc.perDay, now)
 						if err != nil {
 							t.Errorf("reserve: %v", err)
 						}
@@ -134,7 +134,7 @@ func TestReserveRateUnderConcurrency(t *testing.T) {
 				}
 				wg.Wait()
 				require.Equal(t, int64(25), granted.Load(), "exactly the limit is granted")
-				counts, err := stores[0].RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+				counts, err := stores[0].Routing.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
 				require.NoError(t, err)
 				want := store.RateCount{Minute: 25, Day: 25}
 				if tc.perDay == 0 {
@@ -190,7 +190,7 @@ func TestCacheReserveRateRemembersFullWindows(t *testing.T) {
 		_, err := db.Exec("DELETE FROM rate_counters")
 		require.NoError(t, err)
 		require.False(t, reserve(2, now.Add(29*time.Second)))
-		ok, err := s.ReserveRate(ctx, "p", "llm-tasks", 2, 100, now)
+		ok, err := s.Routing.ReserveRate(ctx, "p", "llm-tasks", 2, 100, now)
 		require.NoError(t, err)
 		require.True(t, ok, "the database has room again")
 		require.True(t, reserve(3, now), "a higher limit is asked again")
@@ -199,7 +199,7 @@ func TestCacheReserveRateRemembersFullWindows(t *testing.T) {
 		// workers took the slots) is remembered too.
 		next := now.Add(30 * time.Second)
 		require.True(t, reserve(2, next))
-		ok, err = s.ReserveRate(ctx, "p", "llm-tasks", 2, 100, next)
+		ok, err = s.Routing.ReserveRate(ctx, "p", "llm-tasks", 2, 100, next)
 		require.NoError(t, err)
 		require.True(t, ok, "another worker takes the last slot")
 		require.False(t, reserve(2, next))
@@ -219,7 +219,7 @@ func TestNextTurnIsShared(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				turn, err := s.NextTurn(ctx, "policy-1")
+				turn, err := s.Routing.NextTurn(ctx, "policy-1")
 				require.NoError(t, err)
 				mu.Lock()
 				seen[turn] = true
@@ -231,7 +231,7 @@ func TestNextTurnIsShared(t *testing.T) {
 		for turn := range int64(20) {
 			require.True(t, seen[turn], "turn %d handed out", turn)
 		}
-		turn, err := s.NextTurn(ctx, "policy-2")
+		turn, err := s.Routing.NextTurn(ctx, "policy-2")
 		require.NoError(t, err)
 		require.Equal(t, int64(0), turn, "counters are per key")
 	})
@@ -239,12 +239,12 @@ func TestNextTurnIsShared(t *testing.T) {
 
 func TestLatencyMovingAverage(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
-		require.NoError(t, s.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
-		got, err := s.Latencies(ctx, "llm-tasks")
+		require.NoError(t, s.Routing.RecordLatency(ctx, "p", "llm-tasks", 100*time.Millisecond))
+		require.NoError(t, s.Routing.RecordLatency(ctx, "p", "llm-tasks", 200*time.Millisecond))
+		got, err := s.Routing.Latencies(ctx, "llm-tasks")
 		require.NoError(t, err)
 		require.InDelta(t, 120.0, got["p"], 0.001, "0.8 × 100 + 0.2 × 200")
-		other, err := s.Latencies(ctx, "translations")
+		other, err := s.Routing.Latencies(ctx, "translations")
 		require.NoError(t, err)
 		require.Empty(t, other)
 	})
@@ -268,7 +268,7 @@ func TestCacheBatchesLatencies(t *testing.T) {
 		cache := store.NewCacheAt(s, time.Hour, clock.Now)
 		stored := func(provider string) float64 {
 			t.Helper()
-			got, err := s.Latencies(ctx, "llm-tasks")
+			got, err := s.Routing.Latencies(ctx, "llm-tasks")
 			require.NoError(t, err)
 			return got[provider]
 		}
@@ -335,13 +335,13 @@ func TestReserveRateOnceCountsADecisionOnce(t *testing.T) {
 		first := store.DecisionKey{JobID: "job-1", Attempt: 1}
 		reserve := func(key store.DecisionKey, provider string, at time.Time) bool {
 			t.Helper()
-			ok, err := s.ReserveRateOnce(ctx, key, provider, "llm-tasks", 2, 5, at)
+			ok, err := s.Routing.ReserveRateOnce(ctx, key, provider, "llm-tasks", 2, 5, at)
 			require.NoError(t, err)
 			return ok
 		}
 		counts := func(provider string, at time.Time) store.RateCount {
 			t.Helper()
-			c, err := s.RateCounts(ctx, "llm-tasks", []string{provider}, at)
+			c, err := s.Routing.RateCounts(ctx, "llm-tasks", []string{provider}, at)
 			require.NoError(t, err)
 			return c[provider]
 		}
@@ -365,10 +365,10 @@ func TestReserveRateOnceCountsADecisionOnce(t *testing.T) {
 
 		// Expired decisions are deleted; a later retry counts anew.
 		later := now.Add(3 * time.Hour)
-		removed, err := s.DeleteExpiredRoutingDecisions(ctx, later)
+		removed, err := s.Routing.DeleteExpiredRoutingDecisions(ctx, later)
 		require.NoError(t, err)
 		require.EqualValues(t, 3, removed, "job-1 twice and job-2; job-3's refusal kept none")
-		_, err = s.DeleteExpiredRateCounters(ctx, later)
+		_, err = s.Routing.DeleteExpiredRateCounters(ctx, later)
 		require.NoError(t, err)
 		require.True(t, reserve(first, "q", later))
 		require.Equal(t, store.RateCount{Minute: 1, Day: 2}, counts("q", later))
@@ -386,14 +386,14 @@ func TestReserveRateOnceUnderConcurrency(t *testing.T) {
 		for i := range 12 {
 			key := store.DecisionKey{JobID: "job-" + string(rune('a'+i%3)), Attempt: 1}
 			wg.Go(func() {
-				ok, err := stores[i%len(stores)].ReserveRateOnce(ctx, key, "p", "llm-tasks", 100, 0, now)
+				ok, err := stores[i%len(stores)].Routing.ReserveRateOnce(ctx, key, "p", "llm-tasks", 100, 0, now)
 				if err != nil || !ok {
 					t.Errorf("reserve: %v, %v", ok, err)
 				}
 			})
 		}
 		wg.Wait()
-		counts, err := stores[0].RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+		counts, err := stores[0].Routing.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
 		require.NoError(t, err)
 		require.Equal(t, 3, counts["p"].Minute, "three decisions")
 	})
@@ -415,7 +415,7 @@ func TestCacheReserveRateOnceInAFullWindow(t *testing.T) {
 		ok, err := cache.ReserveRate(ctx, "p", "llm-tasks", 1, 0, now)
 		require.NoError(t, err)
 		require.False(t, ok, "the window is still full for everyone else")
-		counts, err := s.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
+		counts, err := s.Routing.RateCounts(ctx, "llm-tasks", []string{"p"}, now)
 		require.NoError(t, err)
 		require.Equal(t, 1, counts["p"].Minute)
 	})
@@ -431,7 +431,7 @@ func TestNextTurnOnceTakesADecisionsTurnOnce(t *testing.T) {
 		for i := range turns {
 			key := store.DecisionKey{JobID: "job-" + string(rune('a'+i%3)), Attempt: 1}
 			wg.Go(func() {
-				turn, err := stores[i%len(stores)].NextTurnOnce(ctx, key, "policy-1", now)
+				turn, err := stores[i%len(stores)].Routing.NextTurnOnce(ctx, key, "policy-1", now)
 				if err != nil {
 					t.Errorf("next turn: %v", err)
 				}
@@ -443,22 +443,22 @@ func TestNextTurnOnceTakesADecisionsTurnOnce(t *testing.T) {
 			require.Equal(t, turns[i%3], turns[i], "attempts of one decision get one turn")
 		}
 		require.ElementsMatch(t, []int64{0, 1, 2}, turns[:3], "three decisions, three turns")
-		turn, err := stores[0].NextTurn(ctx, "policy-1")
+		turn, err := stores[0].Routing.NextTurn(ctx, "policy-1")
 		require.NoError(t, err)
 		require.Equal(t, int64(3), turn, "the counter advanced once per decision")
 
 		// A decision that reserved first still takes its turn once.
 		key := store.DecisionKey{JobID: "job-d", Attempt: 1}
-		_, err = stores[0].ReserveRateOnce(ctx, key, "p", "llm-tasks", 10, 0, now)
+		_, err = stores[0].Routing.ReserveRateOnce(ctx, key, "p", "llm-tasks", 10, 0, now)
 		require.NoError(t, err)
 		for range 2 {
-			turn, err = stores[1].NextTurnOnce(ctx, key, "policy-1", now)
+			turn, err = stores[1].Routing.NextTurnOnce(ctx, key, "policy-1", now)
 			require.NoError(t, err)
 			require.Equal(t, int64(4), turn)
 		}
-		_, err = stores[0].DeleteExpiredRoutingDecisions(ctx, now.Add(2*time.Hour))
+		_, err = stores[0].Routing.DeleteExpiredRoutingDecisions(ctx, now.Add(2*time.Hour))
 		require.NoError(t, err)
-		turn, err = stores[0].NextTurnOnce(ctx, key, "policy-1", now.Add(2*time.Hour))
+		turn, err = stores[0].Routing.NextTurnOnce(ctx, key, "policy-1", now.Add(2*time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, int64(5), turn, "pruned: a new turn")
 	})

@@ -48,7 +48,7 @@ func (r *providerStatusRow) providerStatus() (ProviderStatus, error) {
 
 // ServiceStatuses maps service ids to the status an administrator set;
 // services without an entry are active.
-func (s *Store) ServiceStatuses(ctx context.Context) (map[string]string, error) {
+func (s *RoutingStore) ServiceStatuses(ctx context.Context) (map[string]string, error) {
 	var rows []serviceStatusRow
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Store) ServiceStatuses(ctx context.Context) (map[string]string, error) 
 }
 
 // SetServiceStatus records a service's status.
-func (s *Store) SetServiceStatus(ctx context.Context, id, status string) error {
+func (s *RoutingStore) SetServiceStatus(ctx context.Context, id, status string) error {
 	row := serviceStatusRow{ServiceID: id, Status: status, UpdatedAt: microsNow()}
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "service_id"}},
@@ -71,7 +71,7 @@ func (s *Store) SetServiceStatus(ctx context.Context, id, status string) error {
 
 // ProviderStatuses maps provider ids to their overrides; providers without
 // an entry keep their catalog statuses.
-func (s *Store) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus, error) {
+func (s *RoutingStore) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus, error) {
 	var rows []providerStatusRow
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (s *Store) ProviderStatuses(ctx context.Context) (map[string]ProviderStatus
 // status ("" goes back to the catalog's); other entries are kept. The
 // read-modify-write runs in one transaction holding the row, so concurrent
 // changes to different services never lose each other.
-func (s *Store) SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (ProviderStatus, error) {
+func (s *RoutingStore) SetProviderStatus(ctx context.Context, id string, status *string, services map[string]string) (ProviderStatus, error) {
 	var out ProviderStatus
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		// Make sure the row exists, so the locking read below has

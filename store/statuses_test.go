@@ -13,15 +13,15 @@ import (
 
 func TestServiceStatuses(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		got, err := s.ServiceStatuses(ctx)
+		got, err := s.Routing.ServiceStatuses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, got, "no overrides: every service is active")
 
-		require.NoError(t, s.SetServiceStatus(ctx, "transcriptions", "disabled"))
-		require.NoError(t, s.SetServiceStatus(ctx, "llm-tasks", "deprecated"))
-		require.NoError(t, s.SetServiceStatus(ctx, "transcriptions", "active"), "a second write updates the row")
+		require.NoError(t, s.Routing.SetServiceStatus(ctx, "transcriptions", "disabled"))
+		require.NoError(t, s.Routing.SetServiceStatus(ctx, "llm-tasks", "deprecated"))
+		require.NoError(t, s.Routing.SetServiceStatus(ctx, "transcriptions", "active"), "a second write updates the row")
 
-		got, err = s.ServiceStatuses(ctx)
+		got, err = s.Routing.ServiceStatuses(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"transcriptions": "active", "llm-tasks": "deprecated"}, got)
 	})
@@ -29,34 +29,34 @@ func TestServiceStatuses(t *testing.T) {
 
 func TestProviderStatuses(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		got, err := s.ProviderStatuses(ctx)
+		got, err := s.Routing.ProviderStatuses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, got)
 
 		// Services only: the provider-level status stays the catalog's.
-		ps, err := s.SetProviderStatus(ctx, "alpha", nil, map[string]string{"transcriptions": "degraded"})
+		ps, err := s.Routing.SetProviderStatus(ctx, "alpha", nil, map[string]string{"transcriptions": "degraded"})
 		require.NoError(t, err)
 		require.Equal(t, store.ProviderStatus{Status: "", Services: map[string]string{"transcriptions": "degraded"}}, ps)
 
 		// Status only: the services entries are kept.
-		ps, err = s.SetProviderStatus(ctx, "alpha", pointerTo("disabled"), nil)
+		ps, err = s.Routing.SetProviderStatus(ctx, "alpha", pointerTo("disabled"), nil)
 		require.NoError(t, err)
 		require.Equal(t, store.ProviderStatus{Status: "disabled", Services: map[string]string{"transcriptions": "degraded"}}, ps)
 
 		// Another service: merged with the first.
-		ps, err = s.SetProviderStatus(ctx, "alpha", nil, map[string]string{"translations": "disabled"})
+		ps, err = s.Routing.SetProviderStatus(ctx, "alpha", nil, map[string]string{"translations": "disabled"})
 		require.NoError(t, err)
 		require.Equal(t, store.ProviderStatus{Status: "disabled", Services: map[string]string{"transcriptions": "degraded", "translations": "disabled"}}, ps)
 
 		// Empty values go back to the catalog's.
-		ps, err = s.SetProviderStatus(ctx, "alpha", pointerTo(""), map[string]string{"transcriptions": ""})
+		ps, err = s.Routing.SetProviderStatus(ctx, "alpha", pointerTo(""), map[string]string{"transcriptions": ""})
 		require.NoError(t, err)
 		require.Equal(t, store.ProviderStatus{Status: "", Services: map[string]string{"translations": "disabled"}}, ps)
 
-		_, err = s.SetProviderStatus(ctx, "narrow", pointerTo("degraded"), nil)
+		_, err = s.Routing.SetProviderStatus(ctx, "narrow", pointerTo("degraded"), nil)
 		require.NoError(t, err)
 
-		got, err = s.ProviderStatuses(ctx)
+		got, err = s.Routing.ProviderStatuses(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[string]store.ProviderStatus{
 			"alpha":  {Status: "", Services: map[string]string{"translations": "disabled"}},
@@ -74,7 +74,7 @@ func TestProviderStatusConcurrentMerges(t *testing.T) {
 		errs := make(chan error, writers)
 		for i := range writers {
 			wg.Go(func() {
-				_, err := s.SetProviderStatus(ctx, "alpha", nil, map[string]string{fmt.Sprintf("s%02d", i): "degraded"})
+				_, err := s.Routing.SetProviderStatus(ctx, "alpha", nil, map[string]string{fmt.Sprintf("s%02d", i): "degraded"})
 				errs <- err
 			})
 		}
@@ -83,7 +83,7 @@ func TestProviderStatusConcurrentMerges(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		got, err := s.ProviderStatuses(ctx)
+		got, err := s.Routing.ProviderStatuses(ctx)
 		require.NoError(t, err)
 		require.Len(t, got["alpha"].Services, writers, "no merge lost another's entry: %v", got["alpha"].Services)
 	})

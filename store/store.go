@@ -34,13 +34,57 @@ import (
 // ErrNotFound is returned when a record does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is the gateway's database.
+// Store is the gateway's database, split by domain: each field is a
+// narrow store over the same connections, and a consumer takes (or
+// declares an interface over) the one it needs (docs/architecture.md,
+// The store).
 type Store struct {
+	*conn
+	// Jobs: jobs and their starts (the outbox), events, idempotency keys,
+	// deletions, reconciliation and provider callbacks.
+	Jobs *JobStore
+	// Routing: tenants, routing policies, services' and providers'
+	// statuses, rate counters, turns and latencies.
+	Routing *RoutingStore
+	// Usage: the usage ledger, budgets and their notifications.
+	Usage *UsageStore
+	// Webhooks: delivery logs, webhook messages and the signing key.
+	Webhooks *WebhookStore
+	// Batches: batches, their items and completions.
+	Batches *BatchStore
+	// Breakers: providers' circuit breakers.
+	Breakers *BreakerStore
+	// Housekeeping: retention and the housekeeping rounds' locks.
+	Housekeeping *HousekeepingStore
+	// Keys: payload scope secrets and payload key checks.
+	Keys *KeyStore
+}
+
+// The domain stores; each method's comment says what it reads or writes.
+type (
+	JobStore          struct{ *conn }
+	RoutingStore      struct{ *conn }
+	UsageStore        struct{ *conn }
+	WebhookStore      struct{ *conn }
+	BatchStore        struct{ *conn }
+	BreakerStore      struct{ *conn }
+	HousekeepingStore struct{ *conn }
+	KeyStore          struct{ *conn }
+)
+
+// conn is what every domain store shares: the connection pool and, on
+// SQLite, the one writer.
+type conn struct {
 	db          *gorm.DB
 	dialect     string
 	checkpoints *sqlitewrite.Checkpointer // SQLite only
 	writer      *sqlitewrite.Writer       // SQLite only
 	exclusive   sync.Map                  // SQLite only: TryExclusive's locks by name
+}
+
+func newStore(c *conn) *Store {
+	return &Store{conn: c, Jobs: &JobStore{c}, Routing: &RoutingStore{c}, Usage: &UsageStore{c}, Webhooks: &WebhookStore{c},
+		Batches: &BatchStore{c}, Breakers: &BreakerStore{c}, Housekeeping: &HousekeepingStore{c}, Keys: &KeyStore{c}}
 }
 
 // DefaultMaxConns is how many PostgreSQL connections a store keeps open at
@@ -108,7 +152,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 	}
-	s := &Store{db: db, dialect: dialect}
+	s := newStore(&conn{db: db, dialect: dialect})
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err

@@ -52,13 +52,13 @@ func eachStoreDB(t *testing.T, fn func(ctx context.Context, t *testing.T, s *sto
 func TestJobProjection(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 
 		// A second insert of the same id (the workflow won the race) is a no-op.
 		dup := *job
 		dup.Status = jobs.StatusCompleted
-		require.NoError(t, s.InsertJob(ctx, &dup))
-		got, err := s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.InsertJob(ctx, &dup))
+		got, err := s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusPending, got.Status)
 		require.Equal(t, job.Input, got.Input)
@@ -70,11 +70,11 @@ func TestJobProjection(t *testing.T) {
 		processing.Revision = 1
 		now := time.Now().UTC()
 		processing.ProcessedAt = &now
-		require.NoError(t, s.SaveJob(ctx, &processing))
+		require.NoError(t, s.Jobs.SaveJob(ctx, &processing))
 
-		require.NoError(t, s.UpdateProgress(ctx, job.ID, 40))
-		require.NoError(t, s.UpdateProgress(ctx, job.ID, 30), "a lower progress is ignored, not an error")
-		got, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.UpdateProgress(ctx, job.ID, 40))
+		require.NoError(t, s.Jobs.UpdateProgress(ctx, job.ID, 30), "a lower progress is ignored, not an error")
+		got, err = s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, 40, got.Progress)
 		require.Equal(t, "sandbox-fast", got.Provider)
@@ -85,12 +85,12 @@ func TestJobProjection(t *testing.T) {
 		completed.Result = `{"format":"json"}`
 		completed.ResultFile = "results/" + job.ID + "/transcript.json"
 		completed.Revision = 2
-		require.NoError(t, s.SaveJob(ctx, &completed))
+		require.NoError(t, s.Jobs.SaveJob(ctx, &completed))
 
 		// A late write of an older revision does not roll the job back.
-		require.NoError(t, s.SaveJob(ctx, &processing))
-		require.NoError(t, s.UpdateProgress(ctx, job.ID, 90))
-		got, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, &processing))
+		require.NoError(t, s.Jobs.UpdateProgress(ctx, job.ID, 90))
+		got, err = s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusCompleted, got.Status)
 		require.Equal(t, 100, got.Progress)
@@ -98,7 +98,7 @@ func TestJobProjection(t *testing.T) {
 		require.Equal(t, completed.ResultFile, got.ResultFile)
 		require.True(t, got.Terminal())
 
-		_, err = s.GetJob(ctx, uuid.NewString())
+		_, err = s.Jobs.GetJob(ctx, uuid.NewString())
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
@@ -108,8 +108,8 @@ func TestSaveJobCreatesMissingRecord(t *testing.T) {
 		job := newJob()
 		job.Status = jobs.StatusProcessing
 		job.Revision = 1
-		require.NoError(t, s.SaveJob(ctx, job))
-		got, err := s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, job))
+		got, err := s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusProcessing, got.Status)
 	})
@@ -146,7 +146,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			{"initech", "translations", "", "job-7", 0, "job-7", true, nil},
 			{"initech", "translations", "fp-d", "job-8", time.Hour, "job-7", false, nil},
 		} {
-			id, claimed, err := s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: c.tenant, Service: c.service, Key: "k1",
+			id, claimed, err := s.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: c.tenant, Service: c.service, Key: "k1",
 				Fingerprint: c.fingerprint, JobID: c.jobID, CreatedAt: now.Add(c.after)}, 24*time.Hour)
 			if c.wantErr != nil {
 				require.ErrorIs(t, err, c.wantErr, "claim %d", i)
@@ -166,7 +166,7 @@ func TestIdempotencyKeyScopeMigration(t *testing.T) {
 	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		claim := func(service, key, jobID string) (string, bool, error) {
-			return s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: service, Key: key,
+			return s.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: "acme", Service: service, Key: key,
 				Fingerprint: "fp", JobID: jobID, CreatedAt: now.Add(time.Minute)}, 24*time.Hour)
 		}
 		// Keys of two services, as the migration's rollback leaves them.
@@ -181,7 +181,7 @@ func TestIdempotencyKeyScopeMigration(t *testing.T) {
 
 		job := newJob()
 		job.Service = "llm-tasks"
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 		insert := "INSERT INTO idempotency_keys (tenant, key, job_id, created_at) VALUES (?, ?, ?, ?)"
 		if s.Dialect() == "postgres" {
 			insert = "INSERT INTO idempotency_keys (tenant, key, job_id, created_at) VALUES ($1, $2, $3, $4)"
@@ -310,12 +310,12 @@ func TestUnsyncedWritesAreThoseTransactionsAlone(t *testing.T) {
 	// A claim of starts and a decision's reservation, which carry the
 	// condition, relax their own commits alone.
 	job := newJob()
-	_, err = s.CreateJob(t.Context(), job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
+	_, err = s.Jobs.CreateJob(t.Context(), job, &store.JobStart{Input: `{}`, NextAttemptAt: job.CreatedAt})
 	require.NoError(t, err)
-	claimed, err := s.ClaimJobStarts(t.Context(), time.Now(), time.Minute, 1)
+	claimed, err := s.Jobs.ClaimJobStarts(t.Context(), time.Now(), time.Minute, 1)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
-	fits, err := s.ReserveRateOnce(t.Context(), store.DecisionKey{JobID: job.ID, Attempt: 1}, "p", jobs.LLMTasks, 10, 0, time.Now())
+	fits, err := s.Routing.ReserveRateOnce(t.Context(), store.DecisionKey{JobID: job.ID, Attempt: 1}, "p", jobs.LLMTasks, 10, 0, time.Now())
 	require.NoError(t, err)
 	require.True(t, fits)
 	after, err = s.SynchronousCommit(t.Context())
@@ -333,7 +333,7 @@ func TestProjectionInOneStatement(t *testing.T) {
 
 	job := newJob()
 	job.Status, job.Revision = jobs.StatusProcessing, 1
-	require.NoError(t, s.InsertJob(ctx, job))
+	require.NoError(t, s.Jobs.InsertJob(ctx, job))
 	done := *job
 	now := time.Now().UTC()
 	done.Status, done.Revision, done.Progress, done.Result, done.CompletedAt = jobs.StatusCompleted, 2, 100, `{"text":"hi"}`, &now
@@ -346,35 +346,35 @@ func TestProjectionInOneStatement(t *testing.T) {
 	wrote, err = s.ProjectInOneStatement(ctx, &again, entry)
 	require.NoError(t, err)
 	require.False(t, wrote, "the same revision again: the transaction decides")
-	events, err := s.JobEvents(ctx, job.ID, 0, 10)
+	events, err := s.Jobs.JobEvents(ctx, job.ID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, events, 1)
-	entries, err := s.UsageEntries(ctx, job.ID)
+	entries, err := s.Usage.UsageEntries(ctx, job.ID)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 
 	// Another write holds the row and numbers its event first.
 	other := newJob()
 	other.Status, other.Revision = jobs.StatusProcessing, 1
-	require.NoError(t, s.InsertJob(ctx, other))
+	require.NoError(t, s.Jobs.InsertJob(ctx, other))
 	commit, err := s.HoldProgress(ctx, other.ID, 50)
 	require.NoError(t, err)
 	saved := make(chan error, 1)
 	finished := *other
 	finished.Status, finished.Revision, finished.Progress, finished.CompletedAt = jobs.StatusCompleted, 2, 100, &now
-	go func() { saved <- s.SaveJob(ctx, &finished) }()
+	go func() { saved <- s.Jobs.SaveJob(ctx, &finished) }()
 	require.Eventually(t, func() bool {
 		n, err := s.StatementsWaitingForLocks(ctx, "WITH updated AS")
 		return err == nil && n > 0
 	}, 10*time.Second, 10*time.Millisecond, "the projection waits for the row")
 	require.NoError(t, commit())
 	require.NoError(t, <-saved)
-	events, err = s.JobEvents(ctx, other.ID, 0, 10)
+	events, err = s.Jobs.JobEvents(ctx, other.ID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, events, 2)
 	require.Equal(t, jobs.EventProgress, events[0].Kind)
 	require.Equal(t, jobs.EventCompleted, events[1].Kind)
-	got, err := s.GetJob(ctx, other.ID)
+	got, err := s.Jobs.GetJob(ctx, other.ID)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusCompleted, got.Status)
 }

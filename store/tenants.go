@@ -202,7 +202,7 @@ func durationOfSeconds(s *int64) *time.Duration {
 
 // CreateTenant records a new tenant; ErrConflict when its id is taken. Zero
 // CreatedAt and UpdatedAt are set to now.
-func (s *Store) CreateTenant(ctx context.Context, t *Tenant) error {
+func (s *RoutingStore) CreateTenant(ctx context.Context, t *Tenant) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = microsNow()
 	}
@@ -229,7 +229,7 @@ func (s *Store) CreateTenant(ctx context.Context, t *Tenant) error {
 }
 
 // GetTenant reads one tenant; ErrNotFound when there is no record.
-func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
+func (s *RoutingStore) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 	row, err := take[tenantRow](s.db.WithContext(ctx).Where("id = ?", id))
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 // concurrent updates never lose each other's changes. An error from update
 // aborts the write and is returned as is; ErrNotFound when there is no
 // record. UpdatedAt is set to now.
-func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
+func (s *RoutingStore) UpdateTenant(ctx context.Context, id string, update func(*Tenant) error) (*Tenant, error) {
 	var out *Tenant
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		var row tenantRow
@@ -291,7 +291,7 @@ func (s *Store) UpdateTenant(ctx context.Context, id string, update func(*Tenant
 
 // ListTenants returns one page of tenants ordered by id, and how many there
 // are in all.
-func (s *Store) ListTenants(ctx context.Context, offset, limit int) ([]Tenant, int64, error) {
+func (s *RoutingStore) ListTenants(ctx context.Context, offset, limit int) ([]Tenant, int64, error) {
 	db := s.db.WithContext(ctx)
 	var total int64
 	if err := db.Model(&tenantRow{}).Count(&total).Error; err != nil {
@@ -315,7 +315,7 @@ func (s *Store) ListTenants(ctx context.Context, offset, limit int) ([]Tenant, i
 // lockForUpdate locks the rows a transaction reads on PostgreSQL. SQLite has no
 // row locks (and no FOR UPDATE); its single connection already serialises
 // transactions.
-func (s *Store) lockForUpdate(tx *gorm.DB) *gorm.DB {
+func (s *conn) lockForUpdate(tx *gorm.DB) *gorm.DB {
 	if s.dialect == "postgres" {
 		return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 	}

@@ -26,9 +26,9 @@ func TestTenantCreateAndGet(t *testing.T) {
 			Providers:       map[string]store.Access{"sandbox-fast": {Enabled: false}},
 			CreatedAt:       created,
 		}
-		require.NoError(t, s.CreateTenant(ctx, tenant))
+		require.NoError(t, s.Routing.CreateTenant(ctx, tenant))
 
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, "acme", got.ID)
 		require.Equal(t, &policyID, got.DefaultPolicyID)
@@ -44,8 +44,8 @@ func TestTenantCreateAndGet(t *testing.T) {
 		require.True(t, got.ProviderEnabled("other"))
 
 		// A tenant without settings stores empty maps, not nulls.
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
-		bare, err := s.GetTenant(ctx, "bare")
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
+		bare, err := s.Routing.GetTenant(ctx, "bare")
 		require.NoError(t, err)
 		require.Nil(t, bare.DefaultPolicyID)
 		require.NotNil(t, bare.Services)
@@ -54,19 +54,19 @@ func TestTenantCreateAndGet(t *testing.T) {
 		require.Empty(t, bare.Providers)
 		require.False(t, bare.CreatedAt.IsZero())
 
-		_, err = s.GetTenant(ctx, "nobody")
+		_, err = s.Routing.GetTenant(ctx, "nobody")
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
 
 func TestTenantCreateConflict(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}}}))
-		err := s.CreateTenant(ctx, &store.Tenant{ID: "acme"})
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}}}))
+		err := s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme"})
 		require.ErrorIs(t, err, store.ErrConflict)
 
 		// The first record is untouched.
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, map[string]store.Access{"translations": {Enabled: false}}, got.Services)
 	})
@@ -82,16 +82,16 @@ func TestNilTenantAllowsEverything(t *testing.T) {
 func TestTenantUpdate(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		policyID := "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{
 			ID:              "acme",
 			DefaultPolicyID: &policyID,
 			Services:        map[string]store.Access{"transcriptions": {Enabled: true}, "translations": {Enabled: false}},
 			CreatedAt:       time.Now().Add(-time.Hour),
 		}))
-		before, err := s.GetTenant(ctx, "acme")
+		before, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 
-		updated, err := s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		updated, err := s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Services["transcriptions"] = store.Access{Enabled: false}
 			t.Providers["narrow"] = store.Access{Enabled: false}
 			t.DefaultPolicyID = nil
@@ -101,7 +101,7 @@ func TestTenantUpdate(t *testing.T) {
 		want := map[string]store.Access{"transcriptions": {Enabled: false}, "translations": {Enabled: false}}
 		require.Equal(t, want, updated.Services)
 
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, want, got.Services, "the other entry is kept")
 		require.Equal(t, map[string]store.Access{"narrow": {Enabled: false}}, got.Providers)
@@ -112,16 +112,16 @@ func TestTenantUpdate(t *testing.T) {
 
 		// An error from update aborts the write.
 		boom := errors.New("boom")
-		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		_, err = s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Services = nil
 			return boom
 		})
 		require.ErrorIs(t, err, boom)
-		got, err = s.GetTenant(ctx, "acme")
+		got, err = s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, want, got.Services)
 
-		_, err = s.UpdateTenant(ctx, "nobody", func(*store.Tenant) error { return nil })
+		_, err = s.Routing.UpdateTenant(ctx, "nobody", func(*store.Tenant) error { return nil })
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
@@ -130,13 +130,13 @@ func TestTenantUpdate(t *testing.T) {
 // read-modify-write holds the row.
 func TestTenantConcurrentUpdates(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme"}))
 		const writers = 16
 		var wg sync.WaitGroup
 		errs := make(chan error, writers)
 		for i := range writers {
 			wg.Go(func() {
-				_, err := s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+				_, err := s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 					t.Providers[fmt.Sprintf("p%02d", i)] = store.Access{Enabled: i%2 == 0}
 					// Widen the window between read and write.
 					time.Sleep(5 * time.Millisecond)
@@ -150,7 +150,7 @@ func TestTenantConcurrentUpdates(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Len(t, got.Providers, writers, "no update lost another's entry: %v", got.Providers)
 		for i := range writers {
@@ -161,14 +161,14 @@ func TestTenantConcurrentUpdates(t *testing.T) {
 
 func TestTenantList(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		list, total, err := s.ListTenants(ctx, 0, 20)
+		list, total, err := s.Routing.ListTenants(ctx, 0, 20)
 		require.NoError(t, err)
 		require.Zero(t, total)
 		require.Empty(t, list)
 
 		// Created out of order; listed by id.
 		for _, id := range []string{"delta", "alpha", "echo", "charlie", "bravo"} {
-			require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: id, Services: map[string]store.Access{"llm-tasks": {Enabled: id != "charlie"}}}))
+			require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: id, Services: map[string]store.Access{"llm-tasks": {Enabled: id != "charlie"}}}))
 		}
 		ids := func(list []store.Tenant) []string {
 			out := []string{}
@@ -177,23 +177,23 @@ func TestTenantList(t *testing.T) {
 			}
 			return out
 		}
-		list, total, err = s.ListTenants(ctx, 0, 2)
+		list, total, err = s.Routing.ListTenants(ctx, 0, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, total)
 		require.Equal(t, []string{"alpha", "bravo"}, ids(list))
 
-		list, total, err = s.ListTenants(ctx, 2, 2)
+		list, total, err = s.Routing.ListTenants(ctx, 2, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, total)
 		require.Equal(t, []string{"charlie", "delta"}, ids(list))
 		require.Equal(t, map[string]store.Access{"llm-tasks": {Enabled: false}}, list[0].Services, "records are decoded")
 
-		list, total, err = s.ListTenants(ctx, 4, 2)
+		list, total, err = s.Routing.ListTenants(ctx, 4, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, total)
 		require.Equal(t, []string{"echo"}, ids(list))
 
-		list, total, err = s.ListTenants(ctx, 10, 2)
+		list, total, err = s.Routing.ListTenants(ctx, 10, 2)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, total)
 		require.Empty(t, list)
@@ -204,44 +204,44 @@ func TestTenantList(t *testing.T) {
 // takes the deployment default.
 func TestTenantRetentionRoundTrip(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme",
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme",
 			Retention: store.Retention{Results: pointerTo(2 * time.Hour)}}))
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, store.Retention{Results: pointerTo(2 * time.Hour)}, got.Retention)
 
 		// Both set, then the results reset; sub-second parts are dropped.
-		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		_, err = s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Retention.Jobs = pointerTo(30*24*time.Hour + 500*time.Millisecond)
 			return nil
 		})
 		require.NoError(t, err)
-		got, err = s.GetTenant(ctx, "acme")
+		got, err = s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, store.Retention{Results: pointerTo(2 * time.Hour), Jobs: pointerTo(30 * 24 * time.Hour)}, got.Retention)
 
-		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		_, err = s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Retention.Results = nil
 			return nil
 		})
 		require.NoError(t, err)
-		got, err = s.GetTenant(ctx, "acme")
+		got, err = s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, store.Retention{Jobs: pointerTo(30 * 24 * time.Hour)}, got.Retention)
 
 		// An update of other settings keeps them.
-		_, err = s.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
+		_, err = s.Routing.UpdateTenant(ctx, "acme", func(t *store.Tenant) error {
 			t.Services["translations"] = store.Access{Enabled: false}
 			return nil
 		})
 		require.NoError(t, err)
-		list, _, err := s.ListTenants(ctx, 0, 10)
+		list, _, err := s.Routing.ListTenants(ctx, 0, 10)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.Equal(t, store.Retention{Jobs: pointerTo(30 * 24 * time.Hour)}, list[0].Retention)
 
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
-		bare, err := s.GetTenant(ctx, "bare")
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "bare"}))
+		bare, err := s.Routing.GetTenant(ctx, "bare")
 		require.NoError(t, err)
 		require.Equal(t, store.Retention{}, bare.Retention)
 	})
@@ -295,11 +295,11 @@ func TestTenantEffectiveRetention(t *testing.T) {
 // other settings, and their retention goes back to the defaults.
 func TestTenantRetentionMigration(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
-		require.NoError(t, s.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}},
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme", Services: map[string]store.Access{"translations": {Enabled: false}},
 			Retention: store.Retention{Results: pointerTo(time.Hour)}}))
 		require.NoError(t, s.RollbackMigration(ctx, "202611280003_tenant_retention"))
 		require.NoError(t, s.Migrate(ctx))
-		got, err := s.GetTenant(ctx, "acme")
+		got, err := s.Routing.GetTenant(ctx, "acme")
 		require.NoError(t, err)
 		require.Equal(t, map[string]store.Access{"translations": {Enabled: false}}, got.Services)
 		require.Equal(t, store.Retention{}, got.Retention)

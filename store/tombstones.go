@@ -23,13 +23,13 @@ var ErrDeleted = errors.New("job deleted")
 // erasure of what lies outside the store (its workflow, files and vendor
 // copies). A job deleted already is ErrDeleted, a job that never existed
 // ErrNotFound.
-func (s *Store) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error) {
+func (s *JobStore) DeleteJob(ctx context.Context, id, by string, at time.Time) (*jobs.Record, *jobs.Tombstone, error) {
 	return s.DeleteJobIf(ctx, id, by, at, 0)
 }
 
 // DeleteJobIf is DeleteJob of the job as of revision (0: as it is): a job
 // that moved on since (a retry started) is ErrConflict and stays.
-func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, revision int) (*jobs.Record, *jobs.Tombstone, error) {
+func (s *JobStore) DeleteJobIf(ctx context.Context, id, by string, at time.Time, revision int) (*jobs.Record, *jobs.Tombstone, error) {
 	var job jobs.Record
 	var tomb *jobs.Tombstone
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
@@ -89,13 +89,13 @@ func (s *Store) DeleteJobIf(ctx context.Context, id, by string, at time.Time, re
 
 // GetTombstone reads a deleted job's tombstone; ErrNotFound when the job
 // was never deleted.
-func (s *Store) GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error) {
+func (s *JobStore) GetTombstone(ctx context.Context, id string) (*jobs.Tombstone, error) {
 	return take[jobs.Tombstone](s.db.WithContext(ctx).Where("id = ?", id))
 }
 
 // FinishErasure records that a deleted job's erasure finished at at, with
 // what became of its vendor copies.
-func (s *Store) FinishErasure(ctx context.Context, id string, copies []jobs.VendorCopy, at time.Time) error {
+func (s *JobStore) FinishErasure(ctx context.Context, id string, copies []jobs.VendorCopy, at time.Time) error {
 	return s.db.WithContext(ctx).Model(&jobs.Tombstone{}).Where("id = ?", id).
 		Updates(map[string]any{"vendor_copies": jobs.VendorCopiesJSON(copies), "erased_at": at.UTC().Truncate(time.Microsecond)}).Error
 }
@@ -104,7 +104,7 @@ func (s *Store) FinishErasure(ctx context.Context, id string, copies []jobs.Vend
 // whose erasure has not finished, oldest first: erasures that could not
 // be started, or stopped, and are started again (docs/api.md, Deleting a
 // job).
-func (s *Store) UnerasedTombstones(ctx context.Context, before time.Time, limit int) ([]jobs.Tombstone, error) {
+func (s *JobStore) UnerasedTombstones(ctx context.Context, before time.Time, limit int) ([]jobs.Tombstone, error) {
 	var out []jobs.Tombstone
 	err := s.db.WithContext(ctx).Where("erased_at IS NULL AND deleted_at < ?", before.UTC()).
 		Order("deleted_at").Limit(limit).Find(&out).Error

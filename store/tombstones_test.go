@@ -20,31 +20,31 @@ func TestDeleteJobLeavesATombstoneAndNoContent(t *testing.T) {
 		job.Input = `{"type":"audio","url":"https://example.test/secret-words.wav"}`
 		job.ClientMeta = `{"order":"secret-meta"}`
 		start := &store.JobStart{Input: `{"job_id":"` + job.ID + `","input":"secret-words"}`, NextAttemptAt: time.Now()}
-		created, err := s.CreateJob(ctx, job, start)
+		created, err := s.Jobs.CreateJob(ctx, job, start)
 		require.NoError(t, err)
 		require.True(t, created)
-		_, _, err = s.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: job.Tenant, Service: string(job.Service), Key: "k1", JobID: job.ID}, time.Hour)
+		_, _, err = s.Jobs.ClaimIdempotencyKey(ctx, store.IdempotencyKey{Tenant: job.Tenant, Service: string(job.Service), Key: "k1", JobID: job.ID}, time.Hour)
 		require.NoError(t, err)
-		require.NoError(t, s.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
-		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.completed", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: time.Now()}))
+		require.NoError(t, s.Jobs.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{JobID: job.ID, Event: "transcription.completed", MessageID: job.ID + "-1", Attempt: 1, AttemptedAt: time.Now()}))
 		other := newJob()
-		require.NoError(t, s.InsertJob(ctx, other))
+		require.NoError(t, s.Jobs.InsertJob(ctx, other))
 
 		at := time.Now()
-		before, tomb, err := s.DeleteJob(ctx, job.ID, "alice", at)
+		before, tomb, err := s.Jobs.DeleteJob(ctx, job.ID, "alice", at)
 		require.NoError(t, err)
 		require.Equal(t, job.Input, before.Input, "the job as it was, for the erasure")
 		require.Equal(t, job.ID, tomb.ID)
 		require.Equal(t, "alice", tomb.DeletedBy)
 
-		_, err = s.GetJob(ctx, job.ID)
+		_, err = s.Jobs.GetJob(ctx, job.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		got, err := s.GetTombstone(ctx, job.ID)
+		got, err := s.Jobs.GetTombstone(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, job.Tenant, got.Tenant)
 		require.Equal(t, job.Service, got.Service)
 		require.Nil(t, got.ErasedAt)
-		_, err = s.GetJob(ctx, other.ID)
+		_, err = s.Jobs.GetJob(ctx, other.ID)
 		require.NoError(t, err, "other jobs stay")
 
 		for _, table := range []string{"job_starts", "provider_callbacks", "webhook_deliveries", "idempotency_keys"} {
@@ -57,38 +57,38 @@ func TestDeleteJobLeavesATombstoneAndNoContent(t *testing.T) {
 			+ (SELECT COUNT(*) FROM job_tombstones WHERE vendor_copies LIKE '%secret%')`).Scan(&hits))
 		require.Zero(t, hits, "no row holds the job's content")
 
-		_, _, err = s.DeleteJob(ctx, job.ID, "alice", at)
+		_, _, err = s.Jobs.DeleteJob(ctx, job.ID, "alice", at)
 		require.ErrorIs(t, err, store.ErrDeleted)
-		_, _, err = s.DeleteJob(ctx, "0190a0a0-0000-7000-8000-000000000000", "alice", at)
+		_, _, err = s.Jobs.DeleteJob(ctx, "0190a0a0-0000-7000-8000-000000000000", "alice", at)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		// A late projection write of the job's workflow does not bring it back.
 		before.Revision = 99
 		before.Status = jobs.StatusCompleted
-		require.NoError(t, s.SaveJob(ctx, before))
-		_, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.SaveJob(ctx, before))
+		_, err = s.Jobs.GetJob(ctx, job.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "a deleted job stays deleted")
-		require.NoError(t, s.InsertJob(ctx, before))
-		_, err = s.GetJob(ctx, job.ID)
+		require.NoError(t, s.Jobs.InsertJob(ctx, before))
+		_, err = s.Jobs.GetJob(ctx, job.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
-		tenant, err := s.JobTenant(ctx, job.ID)
+		tenant, err := s.Keys.JobTenant(ctx, job.ID)
 		require.NoError(t, err)
 		require.Equal(t, job.Tenant, tenant, "the erasure's payloads stay in the tenant's scope")
 
-		pending, err := s.UnerasedTombstones(ctx, at.Add(time.Second), 10)
+		pending, err := s.Jobs.UnerasedTombstones(ctx, at.Add(time.Second), 10)
 		require.NoError(t, err)
 		require.Len(t, pending, 1)
-		require.NoError(t, s.FinishErasure(ctx, job.ID, []jobs.VendorCopy{{Provider: "assemblyai", Outcome: "purged"}}, time.Now()))
-		pending, err = s.UnerasedTombstones(ctx, at.Add(time.Second), 10)
+		require.NoError(t, s.Jobs.FinishErasure(ctx, job.ID, []jobs.VendorCopy{{Provider: "assemblyai", Outcome: "purged"}}, time.Now()))
+		pending, err = s.Jobs.UnerasedTombstones(ctx, at.Add(time.Second), 10)
 		require.NoError(t, err)
 		require.Empty(t, pending)
-		got, err = s.GetTombstone(ctx, job.ID)
+		got, err = s.Jobs.GetTombstone(ctx, job.ID)
 		require.NoError(t, err)
 		require.NotNil(t, got.ErasedAt)
 		require.Equal(t, []jobs.VendorCopy{{Provider: "assemblyai", Outcome: "purged"}}, got.Document().Attributes.VendorCopies)
 
-		listed, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: job.Tenant}, 0, 10)
+		listed, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: job.Tenant}, 0, 10)
 		require.NoError(t, err)
 		require.Len(t, listed, 1)
 		require.Equal(t, other.ID, listed[0].ID)
@@ -104,7 +104,7 @@ func TestDeletedJobStaysDeletedUnderARacingWrite(t *testing.T) {
 	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
 		job := newJob()
 		job.Revision = 1
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 		// The deletion, by hand on a second connection, held open.
 		tx, err := db.BeginTx(ctx, nil)
 		require.NoError(t, err)
@@ -122,13 +122,13 @@ func TestDeletedJobStaysDeletedUnderARacingWrite(t *testing.T) {
 		late := *job
 		late.Revision, late.Status, late.Result = 2, jobs.StatusCompleted, `{"text":"secret-words"}`
 		saved := make(chan error, 1)
-		go func() { saved <- s.SaveJob(ctx, &late) }()
+		go func() { saved <- s.Jobs.SaveJob(ctx, &late) }()
 		if isPostgres(db) {
 			time.Sleep(300 * time.Millisecond) // the upsert waits on the row
 		}
 		require.NoError(t, tx.Commit())
 		require.NoError(t, <-saved)
-		_, err = s.GetJob(ctx, job.ID)
+		_, err = s.Jobs.GetJob(ctx, job.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "the deleted job did not come back")
 	})
 }
@@ -145,12 +145,12 @@ func TestDeleteJobIfLeavesAJobThatMovedOn(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
 		job.Revision = 3
-		require.NoError(t, s.InsertJob(ctx, job))
-		_, _, err := s.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 2)
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		_, _, err := s.Jobs.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 2)
 		require.ErrorIs(t, err, store.ErrConflict, "a retry moved the job on since it was read")
-		_, err = s.GetJob(ctx, job.ID)
+		_, err = s.Jobs.GetJob(ctx, job.ID)
 		require.NoError(t, err, "it stays")
-		_, _, err = s.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 3)
+		_, _, err = s.Jobs.DeleteJobIf(ctx, job.ID, jobs.DeletedByRetention, time.Now(), 3)
 		require.NoError(t, err)
 	})
 }
@@ -158,11 +158,11 @@ func TestDeleteJobIfLeavesAJobThatMovedOn(t *testing.T) {
 func TestVendorPostAfterDeletionIsNotKept(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		job := newJob()
-		require.NoError(t, s.InsertJob(ctx, job))
-		_, _, err := s.DeleteJob(ctx, job.ID, "alice", time.Now())
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		_, _, err := s.Jobs.DeleteJob(ctx, job.ID, "alice", time.Now())
 		require.NoError(t, err)
-		require.NoError(t, s.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
-		_, ok, err := s.ProviderCallback(ctx, job.ID, 1)
+		require.NoError(t, s.Jobs.SaveProviderCallback(ctx, job.ID, 1, []byte(`{"text":"secret-words"}`), time.Now()))
+		_, ok, err := s.Jobs.ProviderCallback(ctx, job.ID, 1)
 		require.NoError(t, err)
 		require.False(t, ok, "a vendor's post about a deleted job is dropped")
 	})

@@ -43,7 +43,7 @@ func (UsageEntry) TableName() string { return "usage_ledger" }
 // written once per (job, attempt): a retried write leaves it as it was.
 // The job's open budget reservations are settled to the entry in the same
 // transaction (docs/api.md, Budgets).
-func (s *Store) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *UsageEntry) error {
+func (s *JobStore) SaveJobUsage(ctx context.Context, job *jobs.Record, entry *UsageEntry) error {
 	job.UpdatedAt = time.Now().UTC()
 	entry.BilledAt = entry.BilledAt.UTC()
 	if s.dialect == "postgres" && entry.Unbudgeted {
@@ -87,7 +87,7 @@ type UsageSum struct {
 
 // SumUsage adds up the ledger entries f selects, by service, unit and
 // currency; the costs are exact.
-func (s *Store) SumUsage(ctx context.Context, f UsageFilter) ([]UsageSum, error) {
+func (s *UsageStore) SumUsage(ctx context.Context, f UsageFilter) ([]UsageSum, error) {
 	q := s.db.WithContext(ctx).Table("usage_ledger").
 		Select("service, unit, currency, COUNT(*) AS entries, COALESCE(SUM(quantity), 0) AS quantity, "+
 			"CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos").
@@ -101,7 +101,7 @@ func (s *Store) SumUsage(ctx context.Context, f UsageFilter) ([]UsageSum, error)
 }
 
 // UsageEntries lists a job's ledger entries by attempt.
-func (s *Store) UsageEntries(ctx context.Context, jobID string) ([]UsageEntry, error) {
+func (s *UsageStore) UsageEntries(ctx context.Context, jobID string) ([]UsageEntry, error) {
 	var entries []UsageEntry
 	err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("attempt").Find(&entries).Error
 	return entries, err

@@ -88,7 +88,7 @@ type UsageReport struct {
 
 // UsageReport adds up the ledger entries q selects, by q.GroupBy and
 // currency; the costs are exact sums of nanos.
-func (s *Store) UsageReport(ctx context.Context, q UsageQuery) (*UsageReport, error) {
+func (s *UsageStore) UsageReport(ctx context.Context, q UsageQuery) (*UsageReport, error) {
 	rows, err := s.usageGroups(ctx, q, q.GroupBy)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) (*UsageReport, er
 }
 
 // usageGroups is one grouped sum of the entries q selects.
-func (s *Store) usageGroups(ctx context.Context, q UsageQuery, groupBy []UsageKey) ([]UsageRow, error) {
+func (s *UsageStore) usageGroups(ctx context.Context, q UsageQuery, groupBy []UsageKey) ([]UsageRow, error) {
 	var keys, groups []string
 	for _, k := range groupBy {
 		expr := string(k)
@@ -151,7 +151,7 @@ func (s *Store) usageGroups(ctx context.Context, q UsageQuery, groupBy []UsageKe
 
 // usageDayExpr is the UTC day of billed_at as YYYY-MM-DD. SQLite holds
 // times as text, written in UTC (SaveJobUsage), that start with the day.
-func (s *Store) usageDayExpr() string {
+func (s *UsageStore) usageDayExpr() string {
 	if s.dialect == "postgres" {
 		return "to_char(billed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
 	}

@@ -58,11 +58,11 @@ func usageLedger(ctx context.Context, t *testing.T, s *store.Store) {
 	for _, lj := range ledger {
 		job := newJob()
 		job.Tenant, job.Application, job.Service = lj.tenant, lj.app, lj.service
-		require.NoError(t, s.InsertJob(ctx, job))
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
 		for i, e := range lj.attempts {
 			e.JobID, e.Attempt, e.Tenant, e.Application, e.Service = job.ID, i+1, job.Tenant, job.Application, job.Service
 			e.Native, e.PriceVersion = "{}", "v1"
-			require.NoError(t, s.SaveJobUsage(ctx, completed(job, 3+i, `{}`), &e))
+			require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3+i, `{}`), &e))
 		}
 	}
 }
@@ -73,7 +73,7 @@ func usageLedger(ctx context.Context, t *testing.T, s *store.Store) {
 func report(ctx context.Context, t *testing.T, s *store.Store, q store.UsageQuery, quantities ...float64) ([]store.UsageRow, []store.UsageRow) {
 	t.Helper()
 	q.From, q.To = usageDay1, usageDay3
-	r, err := s.UsageReport(ctx, q)
+	r, err := s.Usage.UsageReport(ctx, q)
 	require.NoError(t, err)
 	if quantities != nil {
 		require.Len(t, r.Rows, len(quantities))
@@ -158,7 +158,7 @@ func TestUsageReportFilters(t *testing.T) {
 		require.Empty(t, rows)
 		require.Empty(t, totals)
 
-		r, err := s.UsageReport(ctx, store.UsageQuery{Tenant: "acme", From: usageDay1.Add(-time.Millisecond), To: usageDay1.Add(time.Millisecond),
+		r, err := s.Usage.UsageReport(ctx, store.UsageQuery{Tenant: "acme", From: usageDay1.Add(-time.Millisecond), To: usageDay1.Add(time.Millisecond),
 			GroupBy: []store.UsageKey{store.UsageByDay}})
 		require.NoError(t, err)
 		require.Len(t, r.Rows, 2, "a window across midnight")

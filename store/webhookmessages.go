@@ -71,7 +71,7 @@ func MessageSeq(id string) (int, error) {
 // RecordWebhookMessage records m, or what m carries now under its message
 // id: an operator's retry of a job numbers its messages from 1 again, and
 // a resend must send what the latest run sent.
-func (s *Store) RecordWebhookMessage(ctx context.Context, m *WebhookMessage) error {
+func (s *WebhookStore) RecordWebhookMessage(ctx context.Context, m *WebhookMessage) error {
 	m.CreatedAt = microsNow()
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "message_id"}},
@@ -83,7 +83,7 @@ func (s *Store) RecordWebhookMessage(ctx context.Context, m *WebhookMessage) err
 
 // WebhookGivenUp records that the delivery of m was given up at at,
 // recording m too if it was not; a recovery takes it again.
-func (s *Store) WebhookGivenUp(ctx context.Context, m *WebhookMessage, at time.Time) error {
+func (s *WebhookStore) WebhookGivenUp(ctx context.Context, m *WebhookMessage, at time.Time) error {
 	at = at.UTC().Truncate(time.Microsecond)
 	m.CreatedAt, m.GivenUpAt = microsNow(), &at
 	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
@@ -94,13 +94,13 @@ func (s *Store) WebhookGivenUp(ctx context.Context, m *WebhookMessage, at time.T
 
 // WebhookDelivered records that a resend delivered message id: it is no
 // longer given up.
-func (s *Store) WebhookDelivered(ctx context.Context, id string) error {
+func (s *WebhookStore) WebhookDelivered(ctx context.Context, id string) error {
 	return s.db.WithContext(ctx).Model(&WebhookMessage{}).
 		Where("message_id = ? AND given_up_at IS NOT NULL", id).Update("given_up_at", nil).Error
 }
 
 // WebhookMessages are the recorded messages of a job, in order.
-func (s *Store) WebhookMessages(ctx context.Context, jobID string) ([]WebhookMessage, error) {
+func (s *WebhookStore) WebhookMessages(ctx context.Context, jobID string) ([]WebhookMessage, error) {
 	var out []WebhookMessage
 	err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("seq").Find(&out).Error
 	return out, err
@@ -118,7 +118,7 @@ type GivenUpFilter struct {
 
 // GivenUpWebhooks are the messages whose delivery was given up in f's
 // window and not resent by a recovery since, by job, in order.
-func (s *Store) GivenUpWebhooks(ctx context.Context, f GivenUpFilter) ([]WebhookMessage, error) {
+func (s *WebhookStore) GivenUpWebhooks(ctx context.Context, f GivenUpFilter) ([]WebhookMessage, error) {
 	q := s.db.WithContext(ctx).Table("webhook_messages AS m").Select("m.*").
 		Where("m.given_up_at IS NOT NULL AND m.given_up_at >= ?", f.Since.UTC()).
 		Where("m.recovered_at IS NULL")
@@ -140,7 +140,7 @@ func (s *Store) GivenUpWebhooks(ctx context.Context, f GivenUpFilter) ([]Webhook
 // at, each only if no other recovery took it since it was given up, and
 // returns those it marked, in the order given: concurrent recoveries send
 // a message once.
-func (s *Store) ClaimWebhookRecovery(ctx context.Context, ids []string, at time.Time) ([]string, error) {
+func (s *WebhookStore) ClaimWebhookRecovery(ctx context.Context, ids []string, at time.Time) ([]string, error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	var claimed []string
 	err := s.write(ctx, func(tx *gorm.DB) error {
@@ -161,7 +161,7 @@ func (s *Store) ClaimWebhookRecovery(ctx context.Context, ids []string, at time.
 
 // ReleaseWebhookRecovery gives back messages a recovery claimed and could
 // not send: the next recovery takes them.
-func (s *Store) ReleaseWebhookRecovery(ctx context.Context, ids []string) error {
+func (s *WebhookStore) ReleaseWebhookRecovery(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

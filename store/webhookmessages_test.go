@@ -16,7 +16,7 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 		acme, other := newJob(), newJob()
 		other.Tenant = "globex"
 		for _, j := range []*jobs.Record{acme, other} {
-			_, err := s.CreateJob(ctx, j, &store.JobStart{Input: "{}", NextAttemptAt: time.Now()})
+			_, err := s.Jobs.CreateJob(ctx, j, &store.JobStart{Input: "{}", NextAttemptAt: time.Now()})
 			require.NoError(t, err)
 		}
 		message := func(j *jobs.Record, n int, event string) *store.WebhookMessage {
@@ -29,11 +29,11 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 		// A message is recorded once; what an operator's retry's run sends
 		// under the same id (its numbering starts again) replaces it.
 		first := message(acme, 1, "transcription.processing")
-		require.NoError(t, s.RecordWebhookMessage(ctx, first))
-		require.NoError(t, s.RecordWebhookMessage(ctx, message(acme, 1, "transcription.processing")))
+		require.NoError(t, s.Webhooks.RecordWebhookMessage(ctx, first))
+		require.NoError(t, s.Webhooks.RecordWebhookMessage(ctx, message(acme, 1, "transcription.processing")))
 		again := message(acme, 1, "transcription.completed")
-		require.NoError(t, s.RecordWebhookMessage(ctx, again))
-		got, err := s.WebhookMessages(ctx, acme.ID)
+		require.NoError(t, s.Webhooks.RecordWebhookMessage(ctx, again))
+		got, err := s.Webhooks.WebhookMessages(ctx, acme.ID)
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, "transcription.completed", got[0].Event)
@@ -44,7 +44,7 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 		require.NotContains(t, got[0].Snapshot, "example.test", "messages keep no documents")
 
 		failed := func() []string {
-			list, _, err := s.ListJobs(ctx, store.JobFilter{WebhookFailed: true}, 0, 10)
+			list, _, err := s.Jobs.ListJobs(ctx, store.JobFilter{WebhookFailed: true}, 0, 10)
 			require.NoError(t, err)
 			var ids []string
 			for _, r := range list {
@@ -56,17 +56,17 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 
 		// Given up: recorded (a message not recorded before too), listed.
 		at := time.Now().UTC()
-		require.NoError(t, s.WebhookGivenUp(ctx, message(acme, 1, "transcription.processing"), at))
-		require.NoError(t, s.WebhookGivenUp(ctx, message(acme, 2, "transcription.completed"), at))
-		require.NoError(t, s.WebhookGivenUp(ctx, message(other, 1, "transcription.completed"), at.Add(time.Minute)))
+		require.NoError(t, s.Webhooks.WebhookGivenUp(ctx, message(acme, 1, "transcription.processing"), at))
+		require.NoError(t, s.Webhooks.WebhookGivenUp(ctx, message(acme, 2, "transcription.completed"), at))
+		require.NoError(t, s.Webhooks.WebhookGivenUp(ctx, message(other, 1, "transcription.completed"), at.Add(time.Minute)))
 		require.ElementsMatch(t, []string{acme.ID, other.ID}, failed())
 		// A full page counts the matching jobs.
-		_, n, err := s.ListJobs(ctx, store.JobFilter{WebhookFailed: true}, 0, 1)
+		_, n, err := s.Jobs.ListJobs(ctx, store.JobFilter{WebhookFailed: true}, 0, 1)
 		require.NoError(t, err)
 		require.EqualValues(t, 2, n)
 
 		ids := func(f store.GivenUpFilter) []string {
-			list, err := s.GivenUpWebhooks(ctx, f)
+			list, err := s.Webhooks.GivenUpWebhooks(ctx, f)
 			require.NoError(t, err)
 			var out []string
 			for _, m := range list {
@@ -82,24 +82,24 @@ func TestWebhookMessagesGivenUpAndRecovered(t *testing.T) {
 
 		// A recovery resent acme's: not offered again until given up again;
 		// a concurrent recovery claims none of them.
-		claimed, err := s.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
+		claimed, err := s.Webhooks.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
 		require.NoError(t, err)
 		require.Equal(t, []string{acme.ID + "-1", acme.ID + "-2"}, claimed)
-		claimed, err = s.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
+		claimed, err = s.Webhooks.ClaimWebhookRecovery(ctx, []string{acme.ID + "-1", acme.ID + "-2"}, at.Add(2*time.Minute))
 		require.NoError(t, err)
 		require.Empty(t, claimed)
 		require.Equal(t, []string{other.ID + "-1"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second)}))
 		// A claim given back (its resend could not start) is offered again.
-		claimed, err = s.ClaimWebhookRecovery(ctx, []string{other.ID + "-1"}, at.Add(2*time.Minute))
+		claimed, err = s.Webhooks.ClaimWebhookRecovery(ctx, []string{other.ID + "-1"}, at.Add(2*time.Minute))
 		require.NoError(t, err)
-		require.NoError(t, s.ReleaseWebhookRecovery(ctx, claimed))
+		require.NoError(t, s.Webhooks.ReleaseWebhookRecovery(ctx, claimed))
 		require.Equal(t, []string{other.ID + "-1"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second)}))
-		require.NoError(t, s.WebhookGivenUp(ctx, message(acme, 2, "transcription.completed"), at.Add(3*time.Minute)))
+		require.NoError(t, s.Webhooks.WebhookGivenUp(ctx, message(acme, 2, "transcription.completed"), at.Add(3*time.Minute)))
 		require.Equal(t, []string{acme.ID + "-2"}, ids(store.GivenUpFilter{Since: at.Add(-time.Second), Tenant: "acme"}))
 
 		// Delivered by a resend: no longer failed.
-		require.NoError(t, s.WebhookDelivered(ctx, acme.ID+"-1"))
-		require.NoError(t, s.WebhookDelivered(ctx, acme.ID+"-2"))
+		require.NoError(t, s.Webhooks.WebhookDelivered(ctx, acme.ID+"-1"))
+		require.NoError(t, s.Webhooks.WebhookDelivered(ctx, acme.ID+"-2"))
 		require.Equal(t, []string{other.ID}, failed())
 	})
 }

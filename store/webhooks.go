@@ -78,7 +78,7 @@ func BudgetDeliveries(tenant, budget string) DeliverySubject {
 }
 
 // RecordDelivery records a delivery attempt.
-func (s *Store) RecordDelivery(ctx context.Context, d *WebhookDelivery) error {
+func (s *WebhookStore) RecordDelivery(ctx context.Context, d *WebhookDelivery) error {
 	return recordDelivery(s.db.WithContext(ctx), d)
 }
 
@@ -98,7 +98,7 @@ func recordSweepAttempt(tx *gorm.DB, subject DeliverySubject, event string, a we
 
 // WebhookDeliveries returns the delivery attempts of subject's events,
 // oldest first: the one reader of every delivery log.
-func (s *Store) WebhookDeliveries(ctx context.Context, subject DeliverySubject) ([]WebhookDelivery, error) {
+func (s *WebhookStore) WebhookDeliveries(ctx context.Context, subject DeliverySubject) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	err := s.db.WithContext(ctx).Where("job_id = ? AND subject_kind = ?", subject.ID, subject.Kind).
 		Order("attempted_at, id").Find(&out).Error
@@ -109,7 +109,7 @@ func (s *Store) WebhookDeliveries(ctx context.Context, subject DeliverySubject) 
 }
 
 // ListDeliveries returns a job's delivery attempts, oldest first.
-func (s *Store) ListDeliveries(ctx context.Context, jobID string) ([]WebhookDelivery, error) {
+func (s *WebhookStore) ListDeliveries(ctx context.Context, jobID string) ([]WebhookDelivery, error) {
 	return s.WebhookDeliveries(ctx, JobDeliveries(jobID))
 }
 
@@ -127,7 +127,7 @@ const webhookKeyID = "webhooks"
 // SigningKey returns the webhook signing key (an Ed25519 seed), creating it
 // with generate the first time. Processes that race to create it all end
 // up with the one key that was stored first.
-func (s *Store) SigningKey(ctx context.Context, generate func() ([]byte, error)) ([]byte, error) {
+func (s *WebhookStore) SigningKey(ctx context.Context, generate func() ([]byte, error)) ([]byte, error) {
 	db := s.db.WithContext(ctx)
 	var row signingKeyRow
 	err := db.Where("id = ?", webhookKeyID).Take(&row).Error

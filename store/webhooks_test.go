@@ -26,14 +26,14 @@ func TestRecordAndListDeliveries(t *testing.T) {
 		// Recorded out of order: listing is by attempt time.
 		for _, i := range []int{2, 0, 3, 1} {
 			d := attempts[i]
-			require.NoError(t, s.RecordDelivery(ctx, &d))
+			require.NoError(t, s.Webhooks.RecordDelivery(ctx, &d))
 			require.NotZero(t, d.ID)
 		}
 		// Same time: insertion order decides.
 		same := store.WebhookDelivery{JobID: jobID, Event: "transcription.completed", MessageID: jobID + "-2", Attempt: 1, AttemptedAt: base.Add(3 * time.Second), StatusCode: 200}
-		require.NoError(t, s.RecordDelivery(ctx, &same))
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &same))
 
-		got, err := s.ListDeliveries(ctx, jobID)
+		got, err := s.Webhooks.ListDeliveries(ctx, jobID)
 		require.NoError(t, err)
 		require.Len(t, got, 4)
 		for i, want := range append(attempts[:3:3], same) {
@@ -46,7 +46,7 @@ func TestRecordAndListDeliveries(t *testing.T) {
 			require.True(t, got[i].AttemptedAt.Equal(want.AttemptedAt.Truncate(time.Microsecond)), "attempted_at %v, want %v", got[i].AttemptedAt, want.AttemptedAt)
 		}
 
-		none, err := s.ListDeliveries(ctx, "0195a3c4-7b1e-7c2d-9e3f-111111111111")
+		none, err := s.Webhooks.ListDeliveries(ctx, "0195a3c4-7b1e-7c2d-9e3f-111111111111")
 		require.NoError(t, err)
 		require.Empty(t, none)
 	})
@@ -64,7 +64,7 @@ func TestSigningKeyIsCreatedOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range racers {
 			wg.Go(func() {
-				key, err := s.SigningKey(ctx, seedOf(byte(i+1)))
+				key, err := s.Webhooks.SigningKey(ctx, seedOf(byte(i+1)))
 				require.NoError(t, err)
 				keys[i] = key
 			})
@@ -76,7 +76,7 @@ func TestSigningKeyIsCreatedOnce(t *testing.T) {
 		}
 
 		// Later calls read it and never generate.
-		again, err := s.SigningKey(ctx, func() ([]byte, error) {
+		again, err := s.Webhooks.SigningKey(ctx, func() ([]byte, error) {
 			t.Error("generate must not be called once a key exists")
 			return nil, errors.New("unexpected")
 		})
@@ -88,7 +88,7 @@ func TestSigningKeyIsCreatedOnce(t *testing.T) {
 func TestSigningKeyGenerateFails(t *testing.T) {
 	t.Parallel()
 	s := storetest.SQLite(t)
-	_, err := s.SigningKey(context.Background(), func() ([]byte, error) { return nil, errors.New("no entropy") })
+	_, err := s.Webhooks.SigningKey(context.Background(), func() ([]byte, error) { return nil, errors.New("no entropy") })
 	require.ErrorContains(t, err, "no entropy")
 }
 
@@ -97,19 +97,19 @@ func TestSigningKeyGenerateFails(t *testing.T) {
 func TestWebhookDeliverySubjectsMigration(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		at := time.Now().UTC()
-		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{JobID: jobID, Event: "llm-task.completed",
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{JobID: jobID, Event: "llm-task.completed",
 			MessageID: jobID + "-1", Attempt: 1, AttemptedAt: at, StatusCode: 200}))
 		budget := store.BudgetDeliveries("a-tenant-whose-slug-is-longer-than-a-job-id", "month-usd")
-		require.NoError(t, s.RecordDelivery(ctx, &store.WebhookDelivery{Subject: budget.Kind, JobID: budget.ID,
+		require.NoError(t, s.Webhooks.RecordDelivery(ctx, &store.WebhookDelivery{Subject: budget.Kind, JobID: budget.ID,
 			Event: "budget.threshold", MessageID: "msg_1", Attempt: 1, AttemptedAt: at, StatusCode: 204}))
 
 		require.NoError(t, s.RollbackMigration(ctx, "202612071001_webhook_delivery_subjects"))
 		require.NoError(t, s.Migrate(ctx))
-		got, err := s.ListDeliveries(ctx, jobID)
+		got, err := s.Webhooks.ListDeliveries(ctx, jobID)
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, store.SubjectJob, got[0].Subject)
-		gone, err := s.WebhookDeliveries(ctx, budget)
+		gone, err := s.Webhooks.WebhookDeliveries(ctx, budget)
 		require.NoError(t, err)
 		require.Empty(t, gone)
 	})

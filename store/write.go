@@ -29,7 +29,7 @@ func IsInteractive(ctx context.Context) bool {
 // returned; fn must use only tx, as a call to the store from fn would wait
 // for the writer that runs it. On PostgreSQL, which has a pool of
 // connections, each write runs on its own.
-func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (s *conn) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.writer == nil {
 		return s.transaction(ctx, fn)
 	}
@@ -39,7 +39,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 // transaction runs fn in a transaction bounded, begin to commit, by the
 // deadline of one statement (statementContext): a transaction's statements
 // each have one, but its BEGIN and COMMIT go around GORM's callbacks.
-func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (s *conn) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.dialect == "postgres" {
 		var cancel context.CancelFunc
 		ctx, cancel = statementContext(ctx)
@@ -64,7 +64,7 @@ const unsyncedCommit = "set_config('synchronous_commit', 'off', true) IS NOT NUL
 
 // writeStatement is write for an fn of one statement: on PostgreSQL it
 // runs on its own, without a transaction around it.
-func (s *Store) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (s *conn) writeStatement(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.writer == nil {
 		return fn(s.db.WithContext(ctx))
 	}

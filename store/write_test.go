@@ -90,23 +90,23 @@ func TestTheStoresHotWritesGoThroughTheWriter(t *testing.T) {
 	job := &jobs.Record{ID: "0190f0e0-0000-7000-8000-000000000001", Service: "transcriptions", Tenant: "acme", UserID: "alice",
 		Status: jobs.StatusPending, Input: `{}`, Options: `{}`, CreatedAt: now}
 	wg.Go(func() {
-		created, err := s.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
+		created, err := s.Jobs.CreateJob(Interactive(t.Context()), job, &JobStart{Input: `{}`, NextAttemptAt: now})
 		assert.NoError(t, err)
 		assert.True(t, created)
 	})
 	waiting(1)
 	saved := *job
 	saved.Status, saved.Revision = jobs.StatusProcessing, 1
-	wg.Go(func() { assert.NoError(t, s.SaveJob(t.Context(), &saved)) })
+	wg.Go(func() { assert.NoError(t, s.Jobs.SaveJob(t.Context(), &saved)) })
 	waiting(2)
-	wg.Go(func() { assert.NoError(t, s.DeleteJobStarts(t.Context(), []string{job.ID})) })
+	wg.Go(func() { assert.NoError(t, s.Jobs.DeleteJobStarts(t.Context(), []string{job.ID})) })
 	waiting(3)
 	gate.Release()
 	wg.Wait()
 
-	got, err := s.GetJob(t.Context(), job.ID)
+	got, err := s.Jobs.GetJob(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusProcessing, got.Status)
-	_, err = s.GetJobStart(t.Context(), job.ID)
+	_, err = s.Jobs.GetJobStart(t.Context(), job.ID)
 	require.ErrorIs(t, err, ErrNotFound)
 }

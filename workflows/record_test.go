@@ -76,7 +76,7 @@ func TestRecordDeletedBeforeCallHistories(t *testing.T) {
 	queue := "record-deleted-before-call-" + uuid.NewString()
 	w := worker.New(tc, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.JobWorkflow, workflow.RegisterOptions{Name: workflows.JobWorkflowName})
-	activities.New(activities.Deps{Store: st, Providers: registry, WorkerID: "recorder", Jobs: st}).Register(w)
+	activities.New(activities.Deps{Store: st.Jobs, Providers: registry, WorkerID: "recorder", Jobs: st.Jobs}).Register(w)
 	require.NoError(t, w.Start())
 	defer w.Stop()
 
@@ -89,10 +89,10 @@ func TestRecordDeletedBeforeCallHistories(t *testing.T) {
 			sub := jobs.Submission{JobID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
 				Provider: provider, Input: json.RawMessage(`{"type":"text","text":"x","prompt":"y"}`), CreatedAt: time.Now().UTC(),
 				SearchAttributes: true, Generation: workflows.StampedGeneration}
-			require.NoError(t, st.InsertJob(ctx, &jobs.Record{ID: sub.JobID, Tenant: sub.Tenant, UserID: sub.UserID, Service: sub.Service,
+			require.NoError(t, st.Jobs.InsertJob(ctx, &jobs.Record{ID: sub.JobID, Tenant: sub.Tenant, UserID: sub.UserID, Service: sub.Service,
 				Status: jobs.StatusPending, Input: string(sub.Input), CreatedAt: sub.CreatedAt}))
 			// Deleted once its start was taken: its workflow runs.
-			_, _, err := st.DeleteJob(ctx, sub.JobID, "alice", time.Now())
+			_, _, err := st.Jobs.DeleteJob(ctx, sub.JobID, "alice", time.Now())
 			require.NoError(t, err)
 
 			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sub.JobID, TaskQueue: queue}, workflows.JobWorkflowName, sub)

@@ -49,15 +49,15 @@ func TestNotifierSendsBatchCompletedOnceWhenEveryJobFinished(t *testing.T) {
 		{ID: uuid.NewString(), Service: "llm-tasks", Tenant: "acme", Status: jobs.StatusPending, CreatedAt: now, CustomID: "b"},
 	}
 	starts := []*store.JobStart{{Input: "{}", NextAttemptAt: now}, {Input: "{}", NextAttemptAt: now}}
-	created, err := st.CreateBatch(ctx, b, records, starts)
+	created, err := st.Batches.CreateBatch(ctx, b, records, starts)
 	require.NoError(t, err)
 	require.True(t, created)
 
-	n := &batches.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	n := &batches.Notifier{Store: st.Batches, Signer: signer, Client: srv.Client()}
 	finish := func(r *jobs.Record, status jobs.Status, at time.Time) {
 		done := *r
 		done.Status, done.CompletedAt, done.Revision = status, &at, 3
-		require.NoError(t, st.SaveJob(ctx, &done))
+		require.NoError(t, st.Jobs.SaveJob(ctx, &done))
 	}
 	finish(records[0], jobs.StatusCompleted, now.Add(time.Second))
 	sent, err := n.Deliver(ctx, now.Add(2*time.Second))
@@ -80,7 +80,7 @@ func TestNotifierSendsBatchCompletedOnceWhenEveryJobFinished(t *testing.T) {
 	require.Zero(t, sent, "once")
 
 	require.Len(t, got, 2)
-	log, err := st.WebhookDeliveries(ctx, store.BatchDeliveries(b.ID))
+	log, err := st.Webhooks.WebhookDeliveries(ctx, store.BatchDeliveries(b.ID))
 	require.NoError(t, err)
 	require.Len(t, log, 2, "every attempt in the batch's delivery log")
 	require.Equal(t, []int{http.StatusBadGateway, http.StatusNoContent}, []int{log[0].StatusCode, log[1].StatusCode})

@@ -21,6 +21,10 @@ const notifyBatch = 100
 type NotifierStore interface {
 	DueBudgetNotifications(ctx context.Context, now time.Time, limit int) ([]store.BudgetNotification, error)
 	RecordBudgetNotification(ctx context.Context, n store.BudgetNotification, a webhooksign.Attempt) error
+}
+
+// TenantReader reads the tenant an event goes to (its webhook).
+type TenantReader interface {
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
@@ -29,7 +33,8 @@ type NotifierStore interface {
 // webhook-id on every attempt, retried on the schedule of job webhooks,
 // each attempt recorded in the budget's delivery log (docs/webhooks.md).
 type Notifier struct {
-	Store NotifierStore
+	Store   NotifierStore
+	Tenants TenantReader
 	// Signer signs the events; without one they wait, as after a failed
 	// attempt.
 	Signer *webhooksign.Signer
@@ -84,7 +89,7 @@ func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, 
 	notSent := func(err error, retry bool) webhooksign.Attempt {
 		return webhooksign.NotSent(event.ID, number, now, giveUpAt, err, retry)
 	}
-	tenant, err := n.Store.GetTenant(ctx, event.Tenant)
+	tenant, err := n.Tenants.GetTenant(ctx, event.Tenant)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notSent(errors.New("the tenant no longer exists"), false)

@@ -60,22 +60,22 @@ func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	signer := newSigner(t)
 
 	tenant := &store.Tenant{ID: "acme-" + uuid.NewString()[:6], NotificationURL: srv.URL + "/budgets"}
-	require.NoError(t, st.CreateTenant(ctx, tenant))
+	require.NoError(t, st.Routing.CreateTenant(ctx, tenant))
 	budget := store.Budget{ID: "day-minute", Period: store.PeriodDay, Unit: "minute", Limit: 10e9, Thresholds: []int{50, 80}}
 	now := time.Now().UTC().Truncate(time.Second)
-	out, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 6e9}}, now)
+	out, err := st.Usage.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 6e9}}, now)
 	require.NoError(t, err)
 	require.True(t, out.OK)
 	require.Len(t, out.Crossed, 1, "60 %% crosses 50 only")
 
-	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	n := &budgets.Notifier{Store: st.Usage, Tenants: st.Routing, Signer: signer, Client: srv.Client()}
 	delivered, err := n.Deliver(ctx, now)
 	require.NoError(t, err)
 	require.Zero(t, delivered, "the receiver answered 503")
-	due, err := st.DueBudgetNotifications(ctx, now.Add(700*time.Millisecond), 10)
+	due, err := st.Usage.DueBudgetNotifications(ctx, now.Add(700*time.Millisecond), 10)
 	require.NoError(t, err)
 	require.Empty(t, due, "the next attempt waits a second or so, as a job's")
-	due, err = st.DueBudgetNotifications(ctx, now.Add(1200*time.Millisecond), 10)
+	due, err = st.Usage.DueBudgetNotifications(ctx, now.Add(1200*time.Millisecond), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	require.Equal(t, 1, due[0].Attempts)
@@ -83,7 +83,7 @@ func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	delivered, err = n.Deliver(ctx, now.Add(10*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, 1, delivered)
-	state, attempts, err := st.BudgetNotificationState(ctx, due[0].ID)
+	state, attempts, err := st.Usage.BudgetNotificationState(ctx, due[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, store.NotificationDelivered, state)
 	require.Equal(t, 2, attempts)
@@ -91,7 +91,7 @@ func TestNotifierDeliversQueuedThresholdsUntilTheyArrive(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, delivered, "a delivered event is not sent again")
 
-	log, err := st.WebhookDeliveries(ctx, store.BudgetDeliveries(tenant.ID, budget.ID))
+	log, err := st.Webhooks.WebhookDeliveries(ctx, store.BudgetDeliveries(tenant.ID, budget.ID))
 	require.NoError(t, err)
 	require.Len(t, log, 2, "every attempt in the budget's delivery log")
 	require.Equal(t, []int{http.StatusServiceUnavailable, http.StatusNoContent}, []int{log[0].StatusCode, log[1].StatusCode})
@@ -124,20 +124,20 @@ func TestNotifierStopsWhenTheReceiverAnswers410(t *testing.T) {
 	t.Cleanup(srv.Close)
 	signer := newSigner(t)
 	tenant := &store.Tenant{ID: "gone-" + uuid.NewString()[:6], NotificationURL: srv.URL}
-	require.NoError(t, st.CreateTenant(ctx, tenant))
+	require.NoError(t, st.Routing.CreateTenant(ctx, tenant))
 	budget := store.Budget{ID: "day-usd", Period: store.PeriodDay, Currency: "USD", Limit: 1e9, Thresholds: []int{100}}
 	now := time.Now().UTC()
-	_, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
+	_, err := st.Usage.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
 	require.NoError(t, err)
-	due, err := st.DueBudgetNotifications(ctx, now, 10)
+	due, err := st.Usage.DueBudgetNotifications(ctx, now, 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 
-	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client()}
+	n := &budgets.Notifier{Store: st.Usage, Tenants: st.Routing, Signer: signer, Client: srv.Client()}
 	delivered, err := n.Deliver(ctx, now)
 	require.NoError(t, err)
 	require.Zero(t, delivered)
-	state, attempts, err := st.BudgetNotificationState(ctx, due[0].ID)
+	state, attempts, err := st.Usage.BudgetNotificationState(ctx, due[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, store.NotificationFailed, state, "410 Gone is not retried")
 	require.Equal(t, 1, attempts)
@@ -155,28 +155,28 @@ func TestNotifierGivesUp(t *testing.T) {
 	down := &store.Tenant{ID: "down-" + uuid.NewString()[:6], NotificationURL: srv.URL}
 	silent := &store.Tenant{ID: "silent-" + uuid.NewString()[:6]}
 	for _, tenant := range []*store.Tenant{down, silent} {
-		require.NoError(t, st.CreateTenant(ctx, tenant))
-		_, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
+		require.NoError(t, st.Routing.CreateTenant(ctx, tenant))
+		_, err := st.Usage.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, now)
 		require.NoError(t, err)
 	}
-	n := &budgets.Notifier{Store: st, Signer: signer, Client: srv.Client(), GiveUpAfter: time.Hour}
+	n := &budgets.Notifier{Store: st.Usage, Tenants: st.Routing, Signer: signer, Client: srv.Client(), GiveUpAfter: time.Hour}
 	_, err := n.Deliver(ctx, now)
 	require.NoError(t, err)
-	due, err := st.DueBudgetNotifications(ctx, now.Add(time.Hour), 10)
+	due, err := st.Usage.DueBudgetNotifications(ctx, now.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the tenant without a notification URL has nothing to wait for")
 	require.Equal(t, down.ID, due[0].Tenant)
-	log, err := st.WebhookDeliveries(ctx, store.BudgetDeliveries(silent.ID, budget.ID))
+	log, err := st.Webhooks.WebhookDeliveries(ctx, store.BudgetDeliveries(silent.ID, budget.ID))
 	require.NoError(t, err)
 	require.Len(t, log, 1)
 	require.Equal(t, "not sent: the tenant has no notification_url", log[0].Error)
 
 	_, err = n.Deliver(ctx, now.Add(time.Hour))
 	require.NoError(t, err)
-	state, _, err := st.BudgetNotificationState(ctx, due[0].ID)
+	state, _, err := st.Usage.BudgetNotificationState(ctx, due[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, store.NotificationFailed, state, "given up at the end of the window, an hour here")
-	removed, err := st.DeleteBudgetNotificationsBefore(ctx, now.Add(time.Minute))
+	removed, err := st.Usage.DeleteBudgetNotificationsBefore(ctx, now.Add(time.Minute))
 	require.NoError(t, err)
 	require.EqualValues(t, 2, removed)
 }

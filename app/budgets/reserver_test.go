@@ -24,12 +24,12 @@ func TestReserveRefusalMatchesTheJobModelsError(t *testing.T) {
 	st := storetest.SQLite(t)
 	tenant := &store.Tenant{ID: "acme-" + uuid.NewString()[:6],
 		Budgets: []store.Budget{{ID: "day-minute", Period: store.PeriodDay, Unit: "minute", Limit: 10e9}}}
-	require.NoError(t, st.CreateTenant(ctx, tenant))
+	require.NoError(t, st.Routing.CreateTenant(ctx, tenant))
 	now := time.Now().UTC()
-	_, err := st.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: tenant.Budgets[0], Amount: 10e9}}, now)
+	_, err := st.Usage.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: tenant.Budgets[0], Amount: 10e9}}, now)
 	require.NoError(t, err)
 
-	r := &budgets.Reserver{Store: st, Metrics: metrics.New()}
+	r := &budgets.Reserver{Store: st.Usage, Metrics: metrics.New()}
 	err = r.Reserve(ctx, tenant, jobs.Reservation{JobID: uuid.NewString(), Service: jobs.Transcriptions}, now)
 	require.ErrorIs(t, err, jobs.ErrBudgetExceeded)
 	var exceeded *budgets.Exceeded

@@ -211,8 +211,13 @@ func (s *Service) RecordBatch(ctx context.Context, plan *BatchPlan, refused json
 		}
 		return existing, nil
 	}
+	// The pacer sees what accepting one job of the batch took.
+	var took time.Duration
+	if !req.Received.IsZero() && len(starts) > 0 {
+		took = time.Since(req.Received) / time.Duration(len(starts))
+	}
 	for _, start := range starts {
-		s.cfg.Starts.Offer(*start)
+		s.cfg.Starts.Offer(*start, took)
 	}
 	return b, nil
 }

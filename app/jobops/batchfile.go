@@ -117,7 +117,7 @@ func (s *Service) RecordFileItems(ctx context.Context, plan *BatchPlan, from, to
 		return false, nil, err
 	}
 	for _, start := range starts {
-		s.cfg.Starts.Offer(*start)
+		s.cfg.Starts.Offer(*start, 0)
 	}
 	return true, services, nil
 }

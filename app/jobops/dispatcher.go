@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/time/rate"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/tracing"
@@ -46,6 +47,12 @@ type DispatcherConfig struct {
 	// responsive under a burst; against a remote Temporal, where a start
 	// is a network round trip, use more.
 	Concurrency int
+	// AcceptTarget paces starts during a burst of new jobs: while jobs are
+	// accepted much faster than they start, starts slow down whenever more
+	// than one acceptance in 20 (Offer's took) takes longer than this
+	// (pacer.go). Zero never paces: for an API whose starts do not share
+	// its CPUs with the workers and the Temporal server.
+	AcceptTarget time.Duration
 	// SearchAttributes: the namespace has the job workflows' search
 	// attributes (workflows.SearchAttributeTypes), so workflows are started
 	// with them and keep them up to date.
@@ -102,14 +109,18 @@ const startTimeout = 10 * time.Second
 // dispatcher makes it once its lease runs out. A start that can never be
 // made (Temporal refuses it as invalid) fails its job instead.
 type Dispatcher struct {
-	cfg DispatcherConfig
-	// queue holds the starts taken, in the order they were offered or
-	// claimed: a sweep claims them in tenants' turns (ClaimJobStarts), and
-	// Temporal's fairness keys share the workers between tenants
-	// (jobPriority).
-	queue chan store.JobStart
-	wake  chan struct{}
-	made  chan string // starts made, to clear from the outbox in batches
+	cfg  DispatcherConfig
+	pace *pacer
+	// queue holds the starts taken, the least served tenant's first
+	// (fairqueue.go); a sweep claims them in tenants' turns
+	// (ClaimJobStarts), and Temporal's fairness keys share the workers
+	// between tenants (jobPriority).
+	queue *fairQueue
+	// lightStarts bounds the starts of tenants served little lately that
+	// skip the pacer (fairqueue.go).
+	lightStarts *rate.Limiter
+	wake        chan struct{}
+	made        chan string // starts made, to clear from the outbox in batches
 	// backlog is set while due starts may wait in the outbox beyond what
 	// the queue holds; the starters then wake the sweep as the queue runs
 	// low instead of leaving it to the next SweepInterval.
@@ -146,33 +157,45 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	return &Dispatcher{
 		cfg:      cfg,
-		queue:    make(chan store.JobStart, queueSize),
+		pace:     newPacer(cfg.AcceptTarget),
+		queue:    newFairQueue(queueSize),
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
 		handOffs: make(chan struct{}, 1),
+
+		lightStarts: rate.NewLimiter(lightStartRate, lightStartBurst),
 	}
 }
 
-// Lease is when a start that the API records now falls due for any
-// dispatcher. While the queue is less than half full the start is leased
-// to this process, which Offer then queues; beyond that it is due at once
-// and a sweep takes it, in tenants' turns, when the queue has room.
+// Starts that skip the pacer, of tenants served little lately: at most
+// lightStartRate a second, in bursts of lightStartBurst.
+const (
+	lightStartRate  = rate.Limit(20)
+	lightStartBurst = lightServed
+)
+
+// Lease is when a start of tenant's that the API records now falls due
+// for any dispatcher. While the queue is less than half full, or holds
+// few of the tenant's starts, the start is leased to this process, which
+// Offer then queues; beyond that it is due at once and a sweep takes it,
+// in tenants' turns, when the queue has room.
 // Either way accepting a job costs its request one transaction, however
 // long the backlog.
-func (d *Dispatcher) Lease() time.Time {
+func (d *Dispatcher) Lease(tenant string) time.Time {
 	now := d.cfg.Now()
-	if d.cfg.HandOff == nil && len(d.queue) < cap(d.queue)/2 {
+	if d.cfg.HandOff == nil && (d.queue.len() < d.queue.capacity/2 || d.queue.admitsLight(tenant)) {
 		return now.Add(d.cfg.Lease)
 	}
 	return now
 }
 
-// Offer hands over a start the API just recorded. A start leased to this
-// process is queued; one recorded due is left in the outbox for a sweep,
+// Offer hands over a start the API just recorded, accepting its job
+// having taken took. A start leased to this process is queued; one recorded due is left in the outbox for a sweep,
 // which Offer wakes if the queue runs low. Offer never waits: should the
 // queue have filled since Lease, the start is handed back to the outbox
 // in the background.
-func (d *Dispatcher) Offer(start store.JobStart) {
+func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
+	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
 		select {
 		case d.handOffs <- struct{}{}:
@@ -182,12 +205,12 @@ func (d *Dispatcher) Offer(start store.JobStart) {
 	}
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
 		d.backlog.Store(true)
-		if len(d.queue) <= cap(d.queue)/4 {
+		if d.queue.len() <= d.queue.capacity/4 {
 			d.poke()
 		}
 		return
 	}
-	if d.push(start) {
+	if d.queue.push(start) {
 		return
 	}
 	go func() {
@@ -196,6 +219,11 @@ func (d *Dispatcher) Offer(start store.JobStart) {
 		d.poke()
 	}()
 }
+
+// Shed records a create the API shed with 429 because the outbox was
+// full, having taken took: starts are paced by creates shed as by those
+// accepted.
+func (d *Dispatcher) Shed(took time.Duration) { d.pace.answered(took) }
 
 // StartNow makes a job's start at once if it is still in the outbox (the
 // API cancels a pending job's workflow, so it must exist first). A job
@@ -219,6 +247,7 @@ func (d *Dispatcher) StartNow(ctx context.Context, jobID string) error {
 // holds back to the outbox.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var starters sync.WaitGroup
+	starters.Go(func() { d.pace.run(ctx, d.cfg.Logger) })
 	if d.cfg.HandOff != nil {
 		starters.Go(func() { d.handOff(ctx) })
 	}
@@ -228,11 +257,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					return
-				case start := <-d.queue:
-					if len(d.queue) <= cap(d.queue)/4 && d.backlog.Load() {
+				case <-d.queue.ready:
+					if err := d.waitTurn(ctx); err != nil {
+						d.release(d.queue.pop().JobID)
+						return
+					}
+					start := d.queue.pop()
+					if d.queue.len() <= d.queue.capacity/4 && d.backlog.Load() {
 						d.poke() // refill before the queue runs dry
 					}
 					if d.start(ctx, start) == nil {
+						d.pace.startedJob()
 						d.made <- start.JobID
 					}
 				}
@@ -287,7 +322,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
-		room := cap(d.queue) - len(d.queue)
+		room := d.queue.capacity - d.queue.len()
 		if room > 0 {
 			// Cleared before the read: a start recorded due meanwhile
 			// sets it again (Offer).
@@ -302,7 +337,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			}
 			var full []string // Offers filled the room meanwhile
 			for _, start := range claimed {
-				if ctx.Err() != nil || !d.push(start) {
+				if ctx.Err() != nil || !d.queue.push(start) {
 					full = append(full, start.JobID)
 				}
 			}
@@ -399,13 +434,25 @@ func (d *Dispatcher) retryDelay(attempts int) time.Duration {
 	return delay
 }
 
-// push queues a start unless the queue is full.
-func (d *Dispatcher) push(start store.JobStart) bool {
-	select {
-	case d.queue <- start:
-		return true
-	default:
-		return false
+// waitTurn waits, holding a token of the queue, until its start may be
+// made: once the pacer lets one go, so that a tenant arriving meanwhile
+// takes its turn; or, for a tenant served little lately, once lightStarts
+// allows one, also when it arrives while the pacer holds the starter back
+// (the queue's light signal).
+func (d *Dispatcher) waitTurn(ctx context.Context) error {
+	for {
+		var lightIn time.Duration
+		if d.queue.nextLight() {
+			r := d.lightStarts.Reserve()
+			if lightIn = r.Delay(); lightIn == 0 {
+				return nil
+			}
+			r.Cancel() // taken again, if still light, once the wait ends
+		}
+		paced, err := d.pace.waitOr(ctx, d.queue.lightArrived, lightIn)
+		if err != nil || paced {
+			return err
+		}
 	}
 }
 
@@ -415,8 +462,8 @@ func (d *Dispatcher) handBack() {
 	var ids []string
 	for {
 		select {
-		case start := <-d.queue:
-			ids = append(ids, start.JobID)
+		case <-d.queue.ready:
+			ids = append(ids, d.queue.pop().JobID)
 			continue
 		default:
 		}

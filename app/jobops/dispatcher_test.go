@@ -52,7 +52,7 @@ func setupConfigured(t *testing.T, configure func(*jobops.DispatcherConfig)) *bu
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.JobWorkflowName, mock.Anything).
 		Return(b.executeWorkflow).Maybe()
 	cfg := jobops.DispatcherConfig{
-		Store:         b.store,
+		Store:         b.store.Jobs,
 		Temporal:      tc,
 		SweepInterval: 10 * time.Millisecond,
 		MinRetryDelay: 20 * time.Millisecond,
@@ -67,13 +67,13 @@ func setupConfigured(t *testing.T, configure func(*jobops.DispatcherConfig)) *bu
 
 // countingStore counts the starts handed back to the outbox.
 type countingStore struct {
-	*store.Store
+	*store.JobStore
 	released atomic.Int32
 }
 
 func (s *countingStore) ReleaseJobStarts(ctx context.Context, jobIDs []string, now time.Time) error {
 	s.released.Add(int32(len(jobIDs)))
-	return s.Store.ReleaseJobStarts(ctx, jobIDs, now)
+	return s.JobStore.ReleaseJobStarts(ctx, jobIDs, now)
 }
 
 // run runs the dispatcher until the returned stop is called (or the test
@@ -153,7 +153,7 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 	job := &jobs.Record{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusPending,
 		Input: `{"type":"text","content":"hi"}`, Options: "{}", CreatedAt: now}
 	start := store.JobStart{Input: string(input), Priority: priority, NextAttemptAt: due}
-	created, err := b.store.CreateJob(t.Context(), job, &start)
+	created, err := b.store.Jobs.CreateJob(t.Context(), job, &start)
 	require.NoError(t, err)
 	require.True(t, created)
 	return start
@@ -163,9 +163,9 @@ func (b *bundle) record(t *testing.T, priority int, due time.Time) store.JobStar
 // dispatcher and offered to it while it has room, due at once otherwise.
 func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, leased bool) {
 	t.Helper()
-	due := b.d.Lease()
+	due := b.d.Lease("acme")
 	start = b.record(t, priority, due)
-	b.d.Offer(start)
+	b.d.Offer(start, time.Millisecond)
 	return start, due.After(time.Now())
 }
 
@@ -173,7 +173,7 @@ func (b *bundle) accept(t *testing.T, priority int) (start store.JobStart, lease
 func (b *bundle) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		n, err := b.store.CountJobStarts(t.Context())
+		n, err := b.store.Jobs.CountJobStarts(t.Context())
 		return err == nil && n == 0
 	}, 10*time.Second, 5*time.Millisecond, "the outbox of starts empties")
 }
@@ -218,7 +218,7 @@ func TestStartsLeftInTheOutboxAreMade(t *testing.T) {
 	require.Eventually(t, func() bool { return len(b.started()) == 2 }, 10*time.Second, 5*time.Millisecond)
 	starts := b.started()
 	require.Equal(t, []string{high.JobID, low.JobID}, []string{starts[0].ID, starts[1].ID}, "most urgent first")
-	_, err := b.store.GetJobStart(t.Context(), leased.JobID)
+	_, err := b.store.Jobs.GetJobStart(t.Context(), leased.JobID)
 	require.NoError(t, err, "a leased start is its holder's to make")
 }
 
@@ -245,7 +245,7 @@ func TestFailedStartIsRetried(t *testing.T) {
 			for _, s := range starts {
 				require.Equal(t, start.JobID, s.ID)
 			}
-			job, err := b.store.GetJob(t.Context(), start.JobID)
+			job, err := b.store.Jobs.GetJob(t.Context(), start.JobID)
 			require.NoError(t, err)
 			require.Equal(t, jobs.StatusPending, job.Status, "its workflow runs it")
 		})
@@ -256,13 +256,13 @@ func TestFailedStartIsRetried(t *testing.T) {
 // with a message mentioning why, completed, and out of the outbox.
 func (b *bundle) requireNotStarted(t *testing.T, jobID, why string) {
 	t.Helper()
-	job, err := b.store.GetJob(t.Context(), jobID)
+	job, err := b.store.Jobs.GetJob(t.Context(), jobID)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusFailed, job.Status)
 	require.Equal(t, jobs.CodeNotStarted, job.ErrorCode)
 	require.Contains(t, job.ErrorMessage, why)
 	require.NotNil(t, job.CompletedAt)
-	_, err = b.store.GetJobStart(t.Context(), jobID)
+	_, err = b.store.Jobs.GetJobStart(t.Context(), jobID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -286,7 +286,7 @@ func TestUnreadableStartFailsTheJob(t *testing.T) {
 	id := uuid.Must(uuid.NewV7()).String()
 	job := &jobs.Record{ID: id, Service: "llm-tasks", Tenant: "acme", UserID: "alice", Status: jobs.StatusPending,
 		Input: `{}`, Options: "{}", CreatedAt: time.Now().UTC()}
-	created, err := b.store.CreateJob(t.Context(), job, &store.JobStart{Input: `{"job_id":`, NextAttemptAt: time.Now()})
+	created, err := b.store.Jobs.CreateJob(t.Context(), job, &store.JobStart{Input: `{"job_id":`, NextAttemptAt: time.Now()})
 	require.NoError(t, err)
 	require.True(t, created)
 	b.waitOutboxEmpty(t)
@@ -296,7 +296,7 @@ func TestUnreadableStartFailsTheJob(t *testing.T) {
 
 // failingStore cannot record a job's failure.
 type failingStore struct {
-	*store.Store
+	*store.JobStore
 	failed atomic.Int32
 }
 
@@ -309,7 +309,7 @@ func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
 	t.Parallel()
 	var failing *failingStore
 	b := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
-		failing = &failingStore{Store: cfg.Store.(*store.Store)}
+		failing = &failingStore{JobStore: cfg.Store.(*store.JobStore)}
 		cfg.Store = failing
 	})
 	b.results = []error{serviceerror.NewInvalidArgument("Blob data size exceeds limit."), serviceerror.NewInvalidArgument("Blob data size exceeds limit.")}
@@ -318,10 +318,10 @@ func TestStartRefusedForGoodIsRetriedUntilTheFailureIsRecorded(t *testing.T) {
 	require.ErrorContains(t, err, "Blob data size exceeds limit.")
 	require.NotErrorIs(t, err, jobops.ErrNotStarted, "the job did not fail")
 	require.EqualValues(t, 1, failing.failed.Load())
-	got, err := b.store.GetJobStart(t.Context(), start.JobID)
+	got, err := b.store.Jobs.GetJobStart(t.Context(), start.JobID)
 	require.NoError(t, err, "the start stays, to be refused and failed again")
 	require.Equal(t, 1, got.Attempts)
-	job, err := b.store.GetJob(t.Context(), start.JobID)
+	job, err := b.store.Jobs.GetJob(t.Context(), start.JobID)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, job.Status)
 }
@@ -373,7 +373,7 @@ func TestBacklogIsSweptAsTheQueueRunsLow(t *testing.T) {
 	t.Parallel()
 	var counted *countingStore
 	b := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
-		counted = &countingStore{Store: cfg.Store.(*store.Store)}
+		counted = &countingStore{JobStore: cfg.Store.(*store.JobStore)}
 		cfg.Store = counted
 		cfg.SweepInterval = time.Hour // only the queue running low wakes the sweep
 	})
@@ -399,7 +399,7 @@ func TestOfferWhenTheQueueFilledMeanwhile(t *testing.T) {
 	// the queue cannot hold is handed back to the outbox.
 	const n = 150
 	for range n {
-		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)))
+		b.d.Offer(b.record(t, 3, time.Now().Add(time.Hour)), time.Millisecond)
 	}
 	b.openGate(t)
 	require.Len(t, b.started(), n)
@@ -418,7 +418,7 @@ func TestStopHandsBackWhatItHeld(t *testing.T) {
 	stop()
 	require.Empty(t, b.started())
 	for _, s := range offered {
-		got, err := b.store.GetJobStart(t.Context(), s.JobID)
+		got, err := b.store.Jobs.GetJobStart(t.Context(), s.JobID)
 		require.NoError(t, err)
 		require.False(t, got.NextAttemptAt.After(time.Now()), "due at once for the next dispatcher, not when the lease ends")
 	}
@@ -430,7 +430,7 @@ func TestStartNow(t *testing.T) {
 	start := b.record(t, 3, time.Now().Add(time.Hour))
 	require.NoError(t, b.d.StartNow(t.Context(), start.JobID))
 	require.Len(t, b.started(), 1)
-	_, err := b.store.GetJobStart(t.Context(), start.JobID)
+	_, err := b.store.Jobs.GetJobStart(t.Context(), start.JobID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	require.NoError(t, b.d.StartNow(t.Context(), start.JobID), "a start made already is not an error")
@@ -439,7 +439,7 @@ func TestStartNow(t *testing.T) {
 	failing := b.record(t, 3, time.Now().Add(time.Hour))
 	b.results = []error{errors.New("connection refused")}
 	require.ErrorContains(t, b.d.StartNow(t.Context(), failing.JobID), "connection refused")
-	got, err := b.store.GetJobStart(t.Context(), failing.JobID)
+	got, err := b.store.Jobs.GetJobStart(t.Context(), failing.JobID)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Attempts)
 

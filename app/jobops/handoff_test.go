@@ -31,7 +31,7 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	// The worker's dispatcher shares the store; its sweep is slow, so only
 	// a wake makes it read the outbox soon.
 	worker = setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
-		cfg.Store = api.store
+		cfg.Store = api.store.Jobs
 		cfg.EagerStart = true
 		cfg.SweepInterval = time.Hour
 	})
@@ -39,10 +39,10 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	api.run(t)
 	stopWorker := worker.run(t)
 
-	due := api.d.Lease()
+	due := api.d.Lease("acme")
 	require.False(t, due.After(time.Now()), "recorded due at once, for any dispatcher")
 	start := api.record(t, 1, due)
-	api.d.Offer(start)
+	api.d.Offer(start, time.Millisecond)
 	<-handOffs // the workers are woken
 	api.waitOutboxEmpty(t)
 	require.Empty(t, api.started(), "the API made no start")
@@ -53,8 +53,8 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 
 	// No worker dispatches: the API makes the start after the grace.
 	stopWorker()
-	late := api.record(t, 1, api.d.Lease())
-	api.d.Offer(late)
+	late := api.record(t, 1, api.d.Lease("acme"))
+	api.d.Offer(late, time.Millisecond)
 	api.waitOutboxEmpty(t)
 	require.Len(t, api.started(), 1)
 	require.Equal(t, late.JobID, api.started()[0].ID)

@@ -64,9 +64,13 @@ type RateStore interface {
 type Starter interface {
 	// Lease is the due time of a start recorded now: until then it is
 	// this process's to make.
-	Lease() time.Time
-	// Offer hands over a start recorded with a job.
-	Offer(start store.JobStart)
+	Lease(tenant string) time.Time
+	// Offer hands over a start recorded with a job, and how long
+	// accepting that job took.
+	Offer(start store.JobStart, took time.Duration)
+	// Shed records a create refused with 429 because the outbox of starts
+	// was full, and how long answering it took.
+	Shed(took time.Duration)
 	// StartNow makes a job's start at once unless it was made. A start
 	// that can never be made fails the job.
 	StartNow(ctx context.Context, jobID string) error
@@ -115,7 +119,7 @@ type Config struct {
 	// jobs' new runs, as DispatcherConfig's.
 	Generation int
 	// Batches records and cancels batches (docs/api.md, Batches); nil
-	// takes Jobs when it is one, else batches are refused.
+	// refuses them.
 	Batches BatchStore
 	// Webhooks reads jobs' webhook messages for resends and recovery
 	// (docs/webhooks.md); nil: they are refused as ErrUnavailable.
@@ -159,9 +163,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	if err := errors.Join(missing...); err != nil {
 		return nil, err
-	}
-	if cfg.Batches == nil {
-		cfg.Batches, _ = cfg.Jobs.(BatchStore)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -44,23 +44,41 @@ type starter struct {
 	err   error // returned by StartNow
 
 	mu     sync.Mutex
-	offers []store.JobStart
+	offers []offer
+	shed   int // creates shed
 }
 
-func (s *starter) Lease() time.Time { return s.lease }
+type offer struct {
+	start store.JobStart
+	took  time.Duration
+}
 
-func (s *starter) Offer(start store.JobStart) {
+func (s *starter) Lease(string) time.Time { return s.lease }
+
+func (s *starter) Offer(start store.JobStart, took time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.offers = append(s.offers, start)
+	s.offers = append(s.offers, offer{start, took})
+}
+
+func (s *starter) Shed(time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shed++
 }
 
 func (s *starter) StartNow(context.Context, string) error { return s.err }
 
-func (s *starter) offered() []store.JobStart {
+func (s *starter) sheds() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]store.JobStart(nil), s.offers...)
+	return s.shed
+}
+
+func (s *starter) offered() []offer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]offer(nil), s.offers...)
 }
 
 // serviceBundle is a Service on a fresh SQLite store, a Temporal mock that
@@ -78,7 +96,7 @@ func fullConfig(t *testing.T) (jobops.Config, *store.Store, *starter) {
 	require.NoError(t, err)
 	s := &starter{lease: serviceNow.Add(30 * time.Second)}
 	return jobops.Config{
-		Jobs: st, Tenants: st, Statuses: st, Policies: st, Rates: st,
+		Jobs: st.Jobs, Tenants: st.Routing, Statuses: st.Routing, Policies: st.Routing, Rates: st.Routing,
 		Catalog:  catalog,
 		Temporal: mocks.NewClient(t),
 		Starts:   s,
@@ -128,28 +146,30 @@ func TestSubmitRecordsTheJobAndOffersItsStart(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	req := llmTask(t)
+	req.Received = time.Now().Add(-time.Second)
 	job, err := b.svc.Submit(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, job.Status)
 	require.Equal(t, serviceNow, job.CreatedAt)
 
-	stored, err := b.store.GetJob(t.Context(), job.ID)
+	stored, err := b.store.Jobs.GetJob(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, job.ID, stored.ID)
-	start, err := b.store.GetJobStart(t.Context(), job.ID)
+	start, err := b.store.Jobs.GetJobStart(t.Context(), job.ID)
 	require.NoError(t, err)
 	require.True(t, start.NextAttemptAt.Equal(b.starter.lease), "the start is leased to this process")
 
 	offers := b.starter.offered()
 	require.Len(t, offers, 1)
-	require.Equal(t, job.ID, offers[0].JobID)
+	require.Equal(t, job.ID, offers[0].start.JobID)
+	require.GreaterOrEqual(t, offers[0].took, time.Second, "accepting is timed from Received")
 }
 
 func TestSubmitRefusesAProviderAtItsLimit(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	for range 2 {
-		ok, err := b.store.ReserveRate(t.Context(), "alpha", "llm-tasks", 2, 100, serviceNow)
+		ok, err := b.store.Routing.ReserveRate(t.Context(), "alpha", "llm-tasks", 2, 100, serviceNow)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -260,7 +280,7 @@ func TestSubmitCapsATenantsCreates(t *testing.T) {
 func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	t.Parallel()
 	cfg, st, starter := fullConfig(t)
-	guard := &jobops.BacklogGuard{Store: st, Limits: jobops.BacklogLimits{PerTenant: 2, Total: 3}}
+	guard := &jobops.BacklogGuard{Store: st.Jobs, Limits: jobops.BacklogLimits{PerTenant: 2, Total: 3}}
 	cfg.Backlog = guard
 	svc, err := jobops.New(cfg)
 	require.NoError(t, err)
@@ -268,6 +288,7 @@ func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	submit := func(tenant string) error {
 		req := llmTask(t)
 		req.Tenant = tenant
+		req.Received = time.Now()
 		_, err := b.svc.Submit(t.Context(), req)
 		return err
 	}
@@ -290,13 +311,14 @@ func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	err = submit("initech")
 	require.ErrorIs(t, err, jobops.ErrRateLimited)
 	require.ErrorContains(t, err, "the gateway has 3 accepted jobs waiting to start")
+	require.Equal(t, 2, b.starter.sheds(), "each create shed is told to the starter, which paces its starts by them")
 
 	// The backlog drains: creates go in again.
 	var ids []string
 	for _, o := range b.starter.offered() {
-		ids = append(ids, o.JobID)
+		ids = append(ids, o.start.JobID)
 	}
-	require.NoError(t, st.DeleteJobStarts(t.Context(), ids))
+	require.NoError(t, st.Jobs.DeleteJobStarts(t.Context(), ids))
 	guard.Refresh(t.Context())
 	require.NoError(t, submit("acme"))
 }

@@ -55,6 +55,9 @@ type Requester struct {
 	// Body is the request as the client sent it, byte for byte: with User
 	// and Application, what an IdempotencyKey stands for.
 	Body []byte
+	// Received is when the request was read; the Dispatcher paces starts
+	// by how long accepting jobs takes. Zero: not measured.
+	Received time.Time
 }
 
 // SubmitRequest is a job to accept: who asks for it, and its attributes,
@@ -137,6 +140,9 @@ func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, 
 		return jobs.Submission{}, nil, nil, err
 	}
 	if err := s.cfg.Backlog.check(req.Tenant); err != nil {
+		if !req.Received.IsZero() {
+			s.cfg.Starts.Shed(time.Since(req.Received))
+		}
 		return jobs.Submission{}, nil, nil, err
 	}
 	in := submission(ctx, req, jobID, now)
@@ -282,14 +288,18 @@ func encode(in jobs.Submission) ([]byte, error) {
 func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte) (*jobs.Record, error) {
 	jobID := in.JobID
 	job := in.Record()
-	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease()}
+	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease(req.Tenant)}
 	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
 	if err != nil {
 		s.cfg.Logger.Error("record new job", "job", jobID, "trace_id", tracing.TraceID(ctx), "error", err)
 		return nil, refuse(ErrUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)")
 	}
 	if created {
-		s.cfg.Starts.Offer(*start)
+		var took time.Duration
+		if !req.Received.IsZero() {
+			took = time.Since(req.Received)
+		}
+		s.cfg.Starts.Offer(*start, took)
 		return job, nil
 	}
 	// A concurrent request with the same Idempotency-Key recorded it.

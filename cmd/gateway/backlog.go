@@ -44,7 +44,7 @@ func (c *config) validateBacklog() []string {
 // startBacklogGuard counts the outbox in the background until ctx ends,
 // for the API to shed creates past its bounds.
 func startBacklogGuard(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) *jobops.BacklogGuard {
-	g := &jobops.BacklogGuard{Store: st, Limits: cfg.Backlog, Logger: logger.With("component", "backlog")}
+	g := &jobops.BacklogGuard{Store: st.Jobs, Limits: cfg.Backlog, Logger: logger.With("component", "backlog")}
 	go g.Run(ctx)
 	return g
 }

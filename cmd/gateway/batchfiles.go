@@ -24,12 +24,12 @@ const batchFileTimeout = 5 * time.Minute
 // with their starts in the outbox, which the dispatchers' sweeps take.
 func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*batches.FileReader, error) {
 	ops, err := jobops.New(jobops.Config{
-		Jobs:                   st,
+		Jobs:                   st.Jobs,
 		Tenants:                st,
 		Statuses:               st,
 		Policies:               st,
 		Rates:                  st,
-		Batches:                st.Store,
+		Batches:                st.Batches,
 		Catalog:                registry.Catalog(),
 		Temporal:               tc,
 		Starts:                 outboxStarts{},
@@ -44,7 +44,7 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 	if err != nil {
 		return nil, err
 	}
-	return &batches.FileReader{Ops: ops, Store: st.Store, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
+	return &batches.FileReader{Ops: ops, Store: st.Batches, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
 		ScratchDir: scratch, Logger: logger.With("component", "batch-files")}, nil
 }
 
@@ -52,8 +52,9 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 // due at once, for the dispatchers to take.
 type outboxStarts struct{}
 
-func (outboxStarts) Lease() time.Time     { return time.Now() }
-func (outboxStarts) Offer(store.JobStart) {}
+func (outboxStarts) Lease(string) time.Time              { return time.Now() }
+func (outboxStarts) Offer(store.JobStart, time.Duration) {}
+func (outboxStarts) Shed(time.Duration)                  {}
 func (outboxStarts) StartNow(context.Context, string) error {
 	return errors.New("a batch file's reader starts no job itself")
 }

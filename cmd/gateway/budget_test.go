@@ -92,7 +92,7 @@ func TestBudgetHoldsAcrossProcesses(t *testing.T) {
 			require.NoError(t, json.Unmarshal(get(t, "http://"+shape.api.listen+"/v1/transcriptions/"+id, shape.server.token), &doc))
 			return doc.Data.Attributes.Status == "completed" || doc.Data.Attributes.Status == "failed"
 		}, 3*time.Minute, 250*time.Millisecond, "job %s", id)
-		entries, err := st.UsageEntries(ctx, id)
+		entries, err := st.Usage.UsageEntries(ctx, id)
 		require.NoError(t, err)
 		if doc.Data.Attributes.Status == "completed" {
 			completed++
@@ -109,7 +109,7 @@ func TestBudgetHoldsAcrossProcesses(t *testing.T) {
 
 	// The ledger holds exactly the limit, settled, nothing left reserved.
 	limit := store.Budget{ID: "audio", Period: store.PeriodDay, Unit: "minute", Limit: 10e9}
-	used, err := st.BudgetUsed(ctx, "acme", limit, time.Now())
+	used, err := st.Usage.BudgetUsed(ctx, "acme", limit, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, store.BudgetUse{Settled: 10e9}, used)
 

@@ -50,12 +50,9 @@ type config struct {
 	WebhookSigningKey    string
 	StartConcurrency     int
 	JobStarts            string
-	// IgnoredAcceptTarget is the deprecated --accept-latency-target, set:
-	// starts are no longer paced (docs/operations.md, Where jobs are
-	// started), so it is only warned about.
-	IgnoredAcceptTarget string
-	TrustedProxies      string
-	TenantCreateRate    int
+	AcceptTarget         time.Duration
+	TrustedProxies       string
+	TenantCreateRate     int
 	// Backlog bounds the outbox of accepted jobs (backlog.go).
 	Backlog jobops.BacklogLimits
 	BlobURL string
@@ -114,6 +111,18 @@ const (
 // a second per tenant, far above a client's steady use and well below
 // what would starve the other tenants of the outbox (dev has no cap).
 const serveTenantCreateRate = 600
+
+// devAcceptTarget is dev's default --accept-latency-target: its starts
+// share two cores with the API, so a burst of new jobs is started at
+// the pace that keeps accepting one within a few milliseconds.
+const devAcceptTarget = 3 * time.Millisecond
+
+// serveAcceptTarget is serve's: while creates come much faster than its
+// own starts and more than one in twenty takes longer than this, serve
+// starts them more slowly, so that the jobs' work leaves the database,
+// and the cores serve may share with it, free to answer creates
+// (docs/operations.md, Overload).
+const serveAcceptTarget = 10 * time.Millisecond
 
 // registerFlags binds the flags a command takes; each default is the
 // environment variable's value when set.
@@ -206,9 +215,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 		"jobs one tenant may create a minute, across every API replica; 0: no cap (env GATEWAY_TENANT_CREATE_RATE)")
 	c.registerBacklogFlags(fs)
 	str(&c.TrustedProxies, "trusted-proxies", "GATEWAY_TRUSTED_PROXIES", "", "comma-separated addresses and CIDR prefixes of the reverse proxies whose X-Forwarded-* headers are believed (default: none)")
-	starts := serveStartConcurrency
+	starts, target := serveStartConcurrency, serveAcceptTarget
 	if command == "dev" {
-		starts = devStartConcurrency
+		starts, target = devStartConcurrency, devAcceptTarget
 	}
 	if command == "serve" {
 		str(&c.TemporalUIOrigin, "temporal-ui-origin", "GATEWAY_TEMPORAL_UI_ORIGIN", "",
@@ -218,7 +227,8 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	fs.IntVar(&c.StartConcurrency, "start-concurrency", envOr("GATEWAY_START_CONCURRENCY", starts, strconv.Atoi, -1),
 		"job workflows started at once from the outbox of accepted jobs (env GATEWAY_START_CONCURRENCY)")
-	str(&c.IgnoredAcceptTarget, "accept-latency-target", "GATEWAY_ACCEPT_LATENCY_TARGET", "", "deprecated and ignored: starts are no longer paced")
+	fs.DurationVar(&c.AcceptTarget, "accept-latency-target", envOr("GATEWAY_ACCEPT_LATENCY_TARGET", target, time.ParseDuration, -1),
+		"during a burst of new jobs, start this process's jobs more slowly while accepting one takes longer than this; 0: never (env GATEWAY_ACCEPT_LATENCY_TARGET)")
 	c.registerWebhookGiveUp(fs)
 	if command == "dev" {
 		fs.BoolVar(&c.LocalEngines, "local-engines", os.Getenv("GATEWAY_LOCAL_ENGINES") == "true",
@@ -315,6 +325,9 @@ func (c *config) validate(command string) error {
 	}
 	if (command == "dev" || command == "serve" || command == "worker") && c.StartConcurrency < 1 {
 		problems = append(problems, "--start-concurrency (GATEWAY_START_CONCURRENCY) must be a whole number of at least 1")
+	}
+	if c.AcceptTarget < 0 {
+		problems = append(problems, "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration of at least 0, such as 5ms")
 	}
 	if (command == "dev" || command == "worker") && c.WorkerStopTimeout < 0 {
 		problems = append(problems, "--worker-stop-timeout (GATEWAY_WORKER_STOP_TIMEOUT) must be a duration of at least 0, such as 90s")

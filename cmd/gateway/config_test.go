@@ -193,17 +193,21 @@ func TestExampleCatalogShowsEveryAdapter(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// --accept-latency-target paced starts until the pacer was removed: a
-// deployment that still sets it starts, warned (main.go).
-func TestAcceptLatencyTargetIsIgnored(t *testing.T) {
+func TestAcceptLatencyTarget(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	require.Empty(t, parse(t, "dev").IgnoredAcceptTarget)
-	cfg := parse(t, "serve", "--accept-latency-target", "10ms")
-	require.Equal(t, "10ms", cfg.IgnoredAcceptTarget)
-	cfg.LogLevel, cfg.StartConcurrency = "info", 1
-	require.NoError(t, cfg.validate("dev"), "any value is accepted")
+	require.Equal(t, 3*time.Millisecond, parse(t, "dev").AcceptTarget, "dev paces starts during a burst")
+	require.Equal(t, 10*time.Millisecond, parse(t, "serve").AcceptTarget, "serve paces its own starts during a burst")
+	require.Equal(t, time.Duration(0), parse(t, "dev", "--accept-latency-target", "0").AcceptTarget)
+	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "20ms")
+	require.Equal(t, 20*time.Millisecond, parse(t, "serve").AcceptTarget)
 	t.Setenv("GATEWAY_ACCEPT_LATENCY_TARGET", "soon")
-	require.Equal(t, "soon", parse(t, "dev").IgnoredAcceptTarget)
+	cfg := parse(t, "dev")
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.ErrorContains(t, cfg.validate("dev"), "--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) must be a duration")
+	cfg = parse(t, "dev", "--accept-latency-target", "4ms")
+	require.Equal(t, 4*time.Millisecond, cfg.AcceptTarget)
+	cfg.LogLevel, cfg.StartConcurrency = "info", 1
+	require.NoError(t, cfg.validate("dev"), "the flag overrides the environment")
 }
 
 func TestMediaSettings(t *testing.T) {
@@ -426,5 +430,5 @@ func TestTemporalCompression(t *testing.T) {
 // to the batch notifier (docs/webhooks.md, Budget and batch events).
 func TestWebhookGiveUpAfterReachesTheBudgetNotifier(t *testing.T) {
 	cfg := parse(t, "worker", "--webhook-give-up-after", "2h")
-	require.Equal(t, 2*time.Hour, budgetNotifier(cfg, nil, nil, nil, slog.Default()).GiveUpAfter)
+	require.Equal(t, 2*time.Hour, budgetNotifier(cfg, &store.Store{}, nil, nil, slog.Default()).GiveUpAfter)
 }

@@ -164,8 +164,8 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 		routes = append(routes, issuer.Routes)
 	}
 	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
-	m.Backlog(st.CountJobStarts)
-	m.Breakers(breakerSamples(st, registry))
+	m.Backlog(st.Jobs.CountJobStarts)
+	m.Breakers(breakerSamples(st.Breakers, registry))
 	defer starts.stopAndWait()
 	backlog := startBacklogGuard(ctx, cfg, st, logger)
 	apiCfg, err := apiConfig(cfg, reads, tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
@@ -175,7 +175,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	apiCfg.Routes = routes
 	apiCfg.Metrics = m
 	watcher := startJobWatcher(ctx, st, logger)
-	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st
+	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st.Jobs
 	apiCfg.LinkTTL = cfg.LinkTTL
 	if files != nil {
 		apiCfg.Files = files

@@ -607,7 +607,7 @@ func TestJobsAcceptedBeforeACrashAreStarted(t *testing.T) {
 		job := &jobs.Record{ID: id, Service: jobs.LLMTasks, Tenant: "acme", UserID: "dev-user",
 			Status: jobs.StatusPending, Input: string(input), Options: "{}", CreatedAt: now}
 		// Leased to the process that died, for longer than a start-up.
-		created, err := st.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: leasedUntil})
+		created, err := st.Jobs.CreateJob(t.Context(), job, &store.JobStart{Input: string(in), Priority: 3, NextAttemptAt: leasedUntil})
 		require.NoError(t, err)
 		require.True(t, created)
 		ids = append(ids, id)

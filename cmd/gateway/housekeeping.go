@@ -46,15 +46,15 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "provider_callbacks", Every: filesEvery, Shared: true, Run: acts.SweepProviderCallbacks})
 	}
 	sweeps = append(sweeps,
-		housekeeping.Sweep{Name: "rate_counters", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRateCounters)},
-		housekeeping.Sweep{Name: "routing_decisions", Every: routingStateEvery, Shared: true, Run: rows(st.DeleteExpiredRoutingDecisions)},
+		housekeeping.Sweep{Name: "rate_counters", Every: routingStateEvery, Shared: true, Run: rows(st.Routing.DeleteExpiredRateCounters)},
+		housekeeping.Sweep{Name: "routing_decisions", Every: routingStateEvery, Shared: true, Run: rows(st.Routing.DeleteExpiredRoutingDecisions)},
 		housekeeping.Sweep{Name: "idempotency_keys", Every: routingStateEvery, Shared: true,
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
-				return st.DeleteIdempotencyKeysBefore(ctx, now.Add(-jobops.IdempotencyTTL))
+				return st.Jobs.DeleteIdempotencyKeysBefore(ctx, now.Add(-jobops.IdempotencyTTL))
 			})},
 		housekeeping.Sweep{Name: "budget_notifications_kept", Every: filesEvery, Shared: true,
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
-				return st.DeleteBudgetNotificationsBefore(ctx, now.Add(-budgetNotificationsKept))
+				return st.Usage.DeleteBudgetNotificationsBefore(ctx, now.Add(-budgetNotificationsKept))
 			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
@@ -63,7 +63,7 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 		// Batches that finished, and their batch.completed events, sent
 		// by the same sender, on the same schedule, as budget.threshold
 		// events (docs/webhooks.md).
-		batchNotifier := &batches.Notifier{Store: st, Signer: notifier.Signer, Client: notifier.Client,
+		batchNotifier := &batches.Notifier{Store: st.Batches, Signer: notifier.Signer, Client: notifier.Client,
 			GiveUpAfter: notifier.GiveUpAfter, Metrics: notifier.Metrics, Logger: logger}
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "batches", Every: budgetNotificationsEvery, Shared: true, Run: batchNotifier.Deliver})
 	}
@@ -73,7 +73,7 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 		// round, which calls Temporal, delays the sweeps after it.
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "job_reconcile", Every: reconcileEvery, Shared: true, Run: rec.sweep})
 	}
-	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m, Logger: logger}
+	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st.Housekeeping, Metrics: m, Logger: logger}
 }
 
 // rows is a sweep of a store's delete that counts rows.

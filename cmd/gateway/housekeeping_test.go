@@ -40,13 +40,13 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: make([]byte, 32), BaseURL: "http://files.test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = files.Close() })
-	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st}
+	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st.Jobs}
 	reconcile := newReconciler(st, mocks.NewClient(t), nil, nil, slog.Default())
-	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, nil, slog.Default()))
+	shared, _ = names(housekeeper(acts, st, &budgets.Notifier{Store: st.Usage, Tenants: st.Routing}, reconcile, nil, slog.Default()))
 	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "budget_notifications", "batches", "job_reconcile"}, shared, "job_reconcile last: it calls Temporal")
 
 	m := metrics.New()
-	housekeeper(acts, st, &budgets.Notifier{Store: st}, reconcile, m, slog.Default()).RunDue(ctx, time.Now())
+	housekeeper(acts, st, &budgets.Notifier{Store: st.Usage, Tenants: st.Routing}, reconcile, m, slog.Default()).RunDue(ctx, time.Now())
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)

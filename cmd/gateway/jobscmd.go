@@ -211,7 +211,7 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 		return err
 	}
 	defer st.Close()
-	records, total, err := st.ListJobs(ctx, f.filter, 0, f.limit)
+	records, total, err := st.Jobs.ListJobs(ctx, f.filter, 0, f.limit)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func showJob(ctx context.Context, cfg config, id, output string, stdout io.Write
 		return err
 	}
 	defer st.Close()
-	r, err := st.GetJob(ctx, id)
+	r, err := st.Jobs.GetJob(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return jobNotFound(id)
 	}

@@ -38,9 +38,9 @@ func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, use key
 	if err == nil {
 		var ops *jobops.Service
 		opsCfg := jobops.Config{
-			Jobs: st, Tenants: st, Statuses: st, Policies: st, Rates: st,
+			Jobs: st.Jobs, Tenants: st.Routing, Statuses: st.Routing, Policies: st.Routing, Rates: st.Routing, Batches: st.Batches,
 			Catalog: registry.Catalog(), Temporal: tc, Logger: logger, DataConverter: cfg.temporal.DataConverter,
-			Starts:     jobops.NewDispatcher(jobops.DispatcherConfig{Store: st, Temporal: tc, Generation: cfg.JobGeneration, Logger: logger}),
+			Starts:     jobops.NewDispatcher(jobops.DispatcherConfig{Store: st.Jobs, Temporal: tc, Generation: cfg.JobGeneration, Logger: logger}),
 			Generation: cfg.JobGeneration,
 		}
 		amend(&opsCfg)
@@ -59,7 +59,7 @@ func lookUpJobs(ctx context.Context, st *store.Store, ids []string, stderr io.Wr
 	var found []jobs.Record
 	var missing int
 	for _, id := range ids {
-		r, err := st.GetJob(ctx, id)
+		r, err := st.Jobs.GetJob(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			missing++
 			fmt.Fprintln(stderr, jobNotFound(id))
@@ -89,7 +89,7 @@ func retryTargets(ctx context.Context, st *store.Store, f jobsFlags, ids []strin
 		return lookUpJobs(ctx, st, ids, stderr)
 	}
 	f.filter.Status = jobs.StatusFailed
-	records, _, err := st.ListJobs(ctx, f.filter, 0, f.limit)
+	records, _, err := st.Jobs.ListJobs(ctx, f.filter, 0, f.limit)
 	return records, 0, err
 }
 

@@ -160,9 +160,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	level, _ := parseLevel(cfg.LogLevel)
 	logger := newLogger(stderr, cfg.LogFormat, level)
-	if cfg.IgnoredAcceptTarget != "" {
-		logger.Warn("--accept-latency-target (GATEWAY_ACCEPT_LATENCY_TARGET) is deprecated and ignored: job starts are no longer paced; remove it")
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -380,9 +380,9 @@ func TestReplayMakesNoScopeSecret(t *testing.T) {
 	st, err := openJobStore(ctx, config{DataDir: dir})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.PayloadSecrets().ExistingSecret(ctx, "acme")
+	_, err = st.Keys.PayloadSecrets().ExistingSecret(ctx, "acme")
 	require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "no payload_secrets row made for the scope")
-	_, err = st.PayloadSecrets().ExistingSecret(ctx, payloadcodec.SystemScope)
+	_, err = st.Keys.PayloadSecrets().ExistingSecret(ctx, payloadcodec.SystemScope)
 	require.ErrorIs(t, err, payloadcodec.ErrScopeShredded, "nor for _system, where the replayed workflow encodes")
 }
 
@@ -409,14 +409,14 @@ func TestDecryptingCommandsRecordNoKeyID(t *testing.T) {
 	require.NotNil(t, cfg.temporal.DataConverter)
 	require.NoError(t, decryptHistory(ctx, config{DataDir: dir, PayloadKeys: tried}, &historypb.History{}, logger))
 	require.Contains(t, logs.String(), "key_id=k2")
-	recorded, err := st.RecordedKeyCheck(ctx, "k2")
+	recorded, err := st.Keys.RecordedKeyCheck(ctx, "k2")
 	require.NoError(t, err)
 	require.Nil(t, recorded, "k2 is not recorded by a command that only decrypts")
 
 	realK2 := payloadcodec.FormatKey("k2", payloadcodec.GenerateKey()) + "," + k1
 	worker := config{DataDir: dir, PayloadKeys: realK2}
 	require.NoError(t, encryptPayloads(ctx, &worker, "worker", encrypting, st, logger), "the worker given the real k2 starts, and records it")
-	recorded, err = st.RecordedKeyCheck(ctx, "k2")
+	recorded, err = st.Keys.RecordedKeyCheck(ctx, "k2")
 	require.NoError(t, err)
 	require.NotNil(t, recorded)
 

@@ -145,19 +145,19 @@ func payloadEncryptor(ctx context.Context, keys *payloadcodec.Keyring, st *store
 		return nil, nil
 	}
 	if use == encrypting {
-		if err := keys.VerifyKeys(ctx, st); err != nil {
+		if err := keys.VerifyKeys(ctx, st.Keys); err != nil {
 			return nil, keyCheckError(err)
 		}
-		return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}), nil
+		return payloadcodec.New(keys, st.Keys.PayloadSecrets(), payloadcodec.Options{}), nil
 	}
-	unrecorded, err := keys.CheckKeys(ctx, st)
+	unrecorded, err := keys.CheckKeys(ctx, st.Keys)
 	if err != nil {
 		return nil, keyCheckError(err)
 	}
 	for _, id := range unrecorded {
 		logger.Info("payload key id not recorded by this command: the store has no check value for it yet; serve, worker or dev records it when it first encrypts with it", "key_id", id)
 	}
-	return payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{}).ReadOnly(), nil
+	return payloadcodec.New(keys, st.Keys.PayloadSecrets(), payloadcodec.Options{}).ReadOnly(), nil
 }
 
 // keyCheckError says what to do about a store not migrated to hold key
@@ -178,7 +178,7 @@ func payloadConverter(enc *payloadcodec.Encryptor, st *store.Store) converter.Da
 		return nil
 	}
 	return payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(func(ctx context.Context, workflowID string) (string, error) {
-		return st.JobTenant(ctx, workflows.JobOfWorkflow(workflowID))
+		return st.Keys.JobTenant(ctx, workflows.JobOfWorkflow(workflowID))
 	})))
 }
 

@@ -46,11 +46,11 @@ func runProviders(ctx context.Context, cfg config, output string, stdout io.Writ
 		return err
 	}
 	defer st.Close()
-	statuses, err := st.ProviderStatuses(ctx)
+	statuses, err := st.Routing.ProviderStatuses(ctx)
 	if err != nil {
 		return err
 	}
-	breakers, err := st.Breakers(ctx)
+	breakers, err := st.Breakers.Breakers(ctx)
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func (r *reconciler) sweep(ctx context.Context, now time.Time) (int, error) {
 	failed := 0
 	var errs []error
 	for {
-		open, next, err := r.store.OpenJobs(ctx, now.Add(-reconcileMinAge), r.cursor, r.page)
+		open, next, err := r.store.Jobs.OpenJobs(ctx, now.Add(-reconcileMinAge), r.cursor, r.page)
 		if err != nil {
 			return failed, outOfTime(ctx, errors.Join(append(errs, err)...))
 		}
@@ -163,7 +163,7 @@ func (r *reconciler) reconcile(ctx context.Context, open store.OpenJob, now time
 			event = jobs.EventName(svc, jobs.EventFailed)
 		}
 	}
-	failed, sent, err := r.store.FailOpenJob(ctx, open.ID, code, message, now, event)
+	failed, sent, err := r.store.Jobs.FailOpenJob(ctx, open.ID, code, message, now, event)
 	if err != nil {
 		return 0, fmt.Errorf("job %s: fail it: %w", open.ID, err)
 	}
@@ -257,7 +257,7 @@ func reconciledSendID(m store.WebhookMessage) string {
 // failed, or the process stopped before it. It stops at the first sign
 // that Temporal is unreachable.
 func (r *reconciler) sendUnsent(ctx context.Context, now time.Time) error {
-	unsent, err := r.store.UnsentReconciledWebhooks(ctx, now.Add(-unsentWindow), unsentBatch)
+	unsent, err := r.store.Jobs.UnsentReconciledWebhooks(ctx, now.Add(-unsentWindow), unsentBatch)
 	if err != nil {
 		return fmt.Errorf("read the unsent *.failed messages: %w", err)
 	}

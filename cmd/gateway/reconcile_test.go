@@ -45,8 +45,8 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	holdReconcileRounds(t, st)
 
 	keys, _, _ := payloadKeysFor(t, "jobs", "--data-dir", g.dataDir) // dev's key
-	enc := payloadcodec.New(keys, st.PayloadSecrets(), payloadcodec.Options{})
-	dc := payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.JobTenant)))
+	enc := payloadcodec.New(keys, st.Keys.PayloadSecrets(), payloadcodec.Options{})
+	dc := payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), enc.WorkflowCodec(st.Keys.JobTenant)))
 	tc, err := client.Dial(client.Options{HostPort: g.temporal, DataConverter: dc})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
@@ -66,8 +66,8 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 		t.Helper()
 		job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
 			Status: status, Input: `{"type":"text","text":"x","prompt":"y"}`, Options: "{}", CreatedAt: created.UTC()}
-		require.NoError(t, st.InsertJob(ctx, job))
-		out, err := st.ReserveBudget(ctx, job.ID, "acme", []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, time.Now())
+		require.NoError(t, st.Jobs.InsertJob(ctx, job))
+		out, err := st.Usage.ReserveBudget(ctx, job.ID, "acme", []store.BudgetCharge{{Budget: budget, Amount: 1e9}}, time.Now())
 		require.NoError(t, err)
 		require.True(t, out.OK)
 		return job.ID
@@ -99,9 +99,9 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 	undecodable := open(jobs.StatusPending)
 	wrongKeys, err := payloadcodec.NewKeyring(keys.Current(), map[string][]byte{keys.Current(): payloadcodec.GenerateKey()})
 	require.NoError(t, err)
-	wrongEnc := payloadcodec.New(wrongKeys, st.PayloadSecrets(), payloadcodec.Options{})
+	wrongEnc := payloadcodec.New(wrongKeys, st.Keys.PayloadSecrets(), payloadcodec.Options{})
 	wrongClient, err := client.Dial(client.Options{HostPort: g.temporal,
-		DataConverter: converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), wrongEnc.WorkflowCodec(st.JobTenant))})
+		DataConverter: converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), wrongEnc.WorkflowCodec(st.Keys.JobTenant))})
 	require.NoError(t, err)
 	t.Cleanup(wrongClient.Close)
 	wrongQueue := "wrong-key-" + undecodable
@@ -126,19 +126,19 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 
 	for id, code := range map[string]string{terminated: jobs.CodeWorkflowClosed, processing: jobs.CodeWorkflowClosed,
 		undecodable: jobs.CodeWorkflowClosed, neverStarted: jobs.CodeNotStarted} {
-		job, err := st.GetJob(ctx, id)
+		job, err := st.Jobs.GetJob(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, jobs.StatusFailed, job.Status, id)
 		require.Equal(t, code, job.ErrorCode, id)
-		rs, err := st.BudgetReservations(ctx, id)
+		rs, err := st.Usage.BudgetReservations(ctx, id)
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, "released", rs[0].State, "%s: its reservation is given back", id)
 	}
-	job, err := st.GetJob(ctx, terminated)
+	job, err := st.Jobs.GetJob(ctx, terminated)
 	require.NoError(t, err)
 	require.Contains(t, job.ErrorMessage, "terminated")
-	job, err = st.GetJob(ctx, running)
+	job, err = st.Jobs.GetJob(ctx, running)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, job.Status, "a job whose workflow runs is left alone")
 
@@ -172,7 +172,7 @@ func TestReconcileFailsJobsWhoseWorkflowEnded(t *testing.T) {
 		// The attempt is recorded once the receiver has answered.
 		var deliveries []store.WebhookDelivery
 		require.Eventually(t, func() bool {
-			deliveries, err = st.ListDeliveries(ctx, id)
+			deliveries, err = st.Webhooks.ListDeliveries(ctx, id)
 			return err == nil && len(deliveries) > 0
 		}, 60*time.Second, 50*time.Millisecond, "the delivery of %s is recorded", id)
 		require.Equal(t, id+"-1", deliveries[0].MessageID)
@@ -199,7 +199,7 @@ func holdReconcileRounds(t *testing.T, st *store.Store) {
 	for {
 		held := make(chan bool, 1)
 		go func() {
-			ran, _ := st.TryExclusive(context.Background(), "housekeeping:job_reconcile", func(context.Context) error {
+			ran, _ := st.Housekeeping.TryExclusive(context.Background(), "housekeeping:job_reconcile", func(context.Context) error {
 				held <- true
 				<-release
 				return nil

@@ -51,13 +51,13 @@ func (f *reconcileFixture) job(t *testing.T, status jobs.Status, age time.Durati
 	t.Helper()
 	job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
 		Status: status, Input: `{"type":"text","text":"x","prompt":"y"}`, Options: "{}", CreatedAt: f.now.Add(-age)}
-	require.NoError(t, f.st.InsertJob(f.ctx, job))
+	require.NoError(t, f.st.Jobs.InsertJob(f.ctx, job))
 	return job.ID
 }
 
 func (f *reconcileFixture) status(t *testing.T, id string) jobs.Status {
 	t.Helper()
-	job, err := f.st.GetJob(f.ctx, id)
+	job, err := f.st.Jobs.GetJob(f.ctx, id)
 	require.NoError(t, err)
 	return job.Status
 }
@@ -240,7 +240,7 @@ func TestReconcileSendsTheFailedWebhookAtLeastOnce(t *testing.T) {
 	require.NoError(t, err, "a send already started is done")
 	require.Len(t, starts, 3)
 
-	require.NoError(t, f.st.RecordDelivery(f.ctx, &store.WebhookDelivery{JobID: id, Event: "llm-task.failed", MessageID: id + "-1", Attempt: 1, AttemptedAt: f.now}))
+	require.NoError(t, f.st.Webhooks.RecordDelivery(f.ctx, &store.WebhookDelivery{JobID: id, Event: "llm-task.failed", MessageID: id + "-1", Attempt: 1, AttemptedAt: f.now}))
 	_, err = f.rec.sweep(f.ctx, f.now.Add(3*reconcileEvery))
 	require.NoError(t, err)
 	require.Len(t, starts, 3, "a delivery attempted: its workflow has it")

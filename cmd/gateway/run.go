@@ -55,8 +55,8 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	cfg.JobStarts = resolveJobStarts(cfg.JobStarts, st.Dialect())
 	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	logger.Info("job starts", "made_by", cfg.JobStarts)
-	m.Backlog(st.CountJobStarts)
-	m.Breakers(breakerSamples(st, registry))
+	m.Backlog(st.Jobs.CountJobStarts)
+	m.Breakers(breakerSamples(st.Breakers, registry))
 	defer starts.stopAndWait()
 	backlog := startBacklogGuard(ctx, cfg, st, logger)
 	apiCfg, err := apiConfig(cfg, store.NewCache(st, store.CacheTTL), tc, starts.Dispatcher, backlog, registry, verifier, signer, m, logger)
@@ -66,7 +66,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	apiCfg.ReadyChecks = readyChecks(st, tc, verifier, false, true)
 	apiCfg.Metrics = m
 	watcher := startJobWatcher(ctx, st, logger)
-	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st
+	apiCfg.Waiter, apiCfg.Watcher, apiCfg.Events = watcher, watcher, st.Jobs
 	apiCfg.CodecOrigins, _ = parseOrigins(cfg.TemporalUIOrigin) // validated
 	files, err := openFiles(ctx, cfg, "", logger)
 	if err != nil {
@@ -96,8 +96,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	}
 	ops, err := jobops.New(jobops.Config{
 		CallbackTokens:         callbackTokens,
-		Callbacks:              st,
-		Jobs:                   st,
+		Callbacks:              st.Jobs,
+		Jobs:                   st.Jobs,
 		Tenants:                st,
 		Statuses:               st,
 		Policies:               st,
@@ -110,7 +110,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Backlog:                backlog,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
-		Webhooks:               st,
+		Webhooks:               st.Webhooks,
+		Batches:                st.Batches,
 		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		Generation:             cfg.JobGeneration,
 		Logger:                 logger,
@@ -124,7 +125,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	}
 	return api.Config{
 		TrustedProxies: proxies,
-		Store:          st,
+		Store:          st.Jobs,
 		Jobs:           ops,
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
@@ -137,9 +138,10 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Version:        buildinfo.Read().Version,
 		Logger:         logger,
 		WebhookKey:     signer,
-		Deliveries:     st,
+		Deliveries:     st.Webhooks,
 		Webhooks:       ops,
-		Usage:          st,
+		Usage:          st.Usage,
+		Batches:        st.Batches,
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
 		Codec:          cfg.codec,
@@ -152,7 +154,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 // (docs/api.md, Waiting for a job; Following a job live). It closes when ctx ends, so the requests waiting
 // answer before the server shuts down.
 func startJobWatcher(ctx context.Context, st *store.Store, logger *slog.Logger) *jobwatch.Watcher {
-	w := jobwatch.New(st, jobwatch.DefaultInterval, logger.With("component", "jobwatch"))
+	w := jobwatch.New(st.Jobs, jobwatch.DefaultInterval, logger.With("component", "jobwatch"))
 	context.AfterFunc(ctx, w.Close)
 	return w
 }
@@ -175,10 +177,11 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 	d := runningDispatcher{
 		stop: stop,
 		Dispatcher: jobops.NewDispatcher(jobops.DispatcherConfig{
-			Store:            st,
+			Store:            st.Jobs,
 			Temporal:         tc,
 			EagerStart:       eager,
 			Concurrency:      cfg.StartConcurrency,
+			AcceptTarget:     cfg.AcceptTarget,
 			SearchAttributes: searchAttributes,
 			Generation:       cfg.JobGeneration,
 			HandOff:          handOff(cfg, st),
@@ -218,7 +221,7 @@ func handOff(cfg config, st *store.Store) func(context.Context) error {
 	if cfg.JobStarts != jobStartsWorkers || st.Dialect() != "postgres" {
 		return nil // SQLite cannot notify: serve starts the jobs itself
 	}
-	return st.NotifyJobStarts
+	return st.Jobs.NotifyJobStarts
 }
 
 // runWorkerDispatcher starts, eagerly, the jobs serve hands off
@@ -226,10 +229,11 @@ func handOff(cfg config, st *store.Store) func(context.Context) error {
 // serve's notifications on PostgreSQL; on SQLite it finds them by sweeping
 // every second.
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
-	cfg.JobStarts = jobStartsServe
+	// No creates of its own to pace by.
+	cfg.AcceptTarget, cfg.JobStarts = 0, jobStartsServe
 	d := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	go func() {
-		if err := st.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
+		if err := st.Jobs.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
 			logger.Warn("listen for job starts", "error", err)
 		}
 	}()
@@ -452,10 +456,10 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err != nil {
 		return nil, err
 	}
-	deps := activities.Deps{Store: st, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
-		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store,
-		RetentionStore: st.Store, Deleter: deleter, RetentionDefaults: cfg.Retention,
-		Tenants: st.Store, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
+	deps := activities.Deps{Store: st.Jobs, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
+		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Jobs,
+		RetentionStore: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, RetentionDefaults: cfg.Retention,
+		Tenants: st, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
 		Logger: logger.With("component", "breakers")}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
@@ -559,12 +563,19 @@ func nodeID() string {
 // budgetReserver reserves jobs against their tenant's budgets, in the
 // store every process shares (docs/api.md, Budgets).
 func budgetReserver(st *store.Store, registry *providers.Registry, m *metrics.Metrics, logger *slog.Logger) *budgets.Reserver {
-	return &budgets.Reserver{Store: st, Prices: registry.Prices(), Metrics: m, Logger: logger.With("component", "budgets")}
+	return &budgets.Reserver{Store: st.Usage, Prices: registry.Prices(), Metrics: m, Logger: logger.With("component", "budgets")}
 }
 
 // budgetNotifier delivers the budget.threshold events reservations queued,
 // from the workers' housekeeping (docs/api.md, Budgets).
 func budgetNotifier(cfg config, st *store.Store, signer *webhooksign.Signer, m *metrics.Metrics, logger *slog.Logger) *budgets.Notifier {
-	return &budgets.Notifier{Store: st, Signer: signer, Metrics: m, Logger: logger.With("component", "budgets"),
+	return &budgets.Notifier{Store: st.Usage, Tenants: st.Routing, Signer: signer, Metrics: m, Logger: logger.With("component", "budgets"),
 		Client: netguard.NewClient(cfg.AllowPrivateNetworks, activities.WebhookTimeout), GiveUpAfter: cfg.WebhookGiveUpAfter}
+}
+
+// retentionStore is what the retention activities read: the retention
+// sweep's own store and the jobs it expires.
+type retentionStore struct {
+	*store.HousekeepingStore
+	*store.JobStore
 }

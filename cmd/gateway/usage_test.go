@@ -106,7 +106,7 @@ func TestUsageEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	for _, id := range ids {
-		entries, err := st.UsageEntries(t.Context(), id)
+		entries, err := st.Usage.UsageEntries(t.Context(), id)
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
 		e := entries[0]

@@ -102,7 +102,7 @@ func runUsage(ctx context.Context, cfg config, f usageFlags, stdout io.Writer) e
 		return err
 	}
 	defer st.Close()
-	rep, err := st.UsageReport(ctx, q)
+	rep, err := st.Usage.UsageReport(ctx, q)
 	if err != nil {
 		return err
 	}

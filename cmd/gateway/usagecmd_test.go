@@ -42,7 +42,7 @@ func usageDataDir(t *testing.T) string {
 	for i, b := range bills {
 		done := records[i]
 		done.Status, done.Revision, done.ErrorCode = jobs.StatusCompleted, 3, ""
-		require.NoError(t, st.SaveJobUsage(ctx, &done, &store.UsageEntry{JobID: done.ID, Attempt: 1, Tenant: b.tenant,
+		require.NoError(t, st.Jobs.SaveJobUsage(ctx, &done, &store.UsageEntry{JobID: done.ID, Attempt: 1, Tenant: b.tenant,
 			Service: done.Service, Provider: "alpha", Unit: "token", Quantity: 1000, Native: `{}`, CostNanos: b.nanos,
 			Currency: b.currency, PriceVersion: "v1", BilledAt: b.at}))
 	}

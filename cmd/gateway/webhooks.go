@@ -62,7 +62,7 @@ func webhookSigner(ctx context.Context, cfg config, st *store.Store) (*webhooksi
 		}
 		return webhooksign.NewSigner(seed)
 	}
-	seed, err := st.SigningKey(ctx, webhooksign.GenerateSeed)
+	seed, err := st.Webhooks.SigningKey(ctx, webhooksign.GenerateSeed)
 	if err != nil {
 		return nil, fmt.Errorf("webhook signing key (run `gateway migrate` first?): %w", err)
 	}
@@ -103,9 +103,9 @@ type workerNetwork struct {
 func (n workerNetwork) wire(a *activities.Deps, st *store.Store) error {
 	a.Signer = n.signer
 	a.WebhookClient = netguard.NewClient(n.allowPrivate, activities.WebhookTimeout)
-	a.Deliveries = st
-	a.WebhookMessages = st
-	a.Jobs = st
+	a.Deliveries = st.Webhooks
+	a.WebhookMessages = st.Webhooks
+	a.Jobs = st.Jobs
 	if !n.allowPrivate {
 		a.HTTPClient = netguard.NewMediaClient(false, mediaTimeout)
 	}
@@ -120,6 +120,6 @@ func (n workerNetwork) wire(a *activities.Deps, st *store.Store) error {
 	if err != nil {
 		return fmt.Errorf("--callback-url: %w", err)
 	}
-	a.CallbackURLs, a.Callbacks = addresses, st
+	a.CallbackURLs, a.Callbacks = addresses, st.Jobs
 	return nil
 }

@@ -72,7 +72,7 @@ func runWebhooks(ctx context.Context, cfg config, sub string, f webhooksFlags, a
 	}
 	defer done()
 	if sub == "resend" {
-		job, err := st.GetJob(ctx, strings.ToLower(args[0]))
+		job, err := st.Jobs.GetJob(ctx, strings.ToLower(args[0]))
 		if errors.Is(err, store.ErrNotFound) {
 			return jobNotFound(args[0])
 		}
@@ -145,7 +145,7 @@ func printResend(w io.Writer, r jobops.WebhookResend, verb string) {
 // it only decrypts histories.
 func webhookOperations(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (*jobops.Service, func(), error) {
 	return jobOperationsWith(ctx, cfg, st, decryptingOnly, logger, func(c *jobops.Config) {
-		c.Webhooks = st
+		c.Webhooks = st.Webhooks
 		c.WebhookGiveUpAfter = cfg.WebhookGiveUpAfter
 	})
 }

@@ -50,7 +50,7 @@ func (b *syncBuffer) String() string {
 // worker is a Runner with metrics and an INFO log of its own.
 func worker(st *store.Store, sweeps ...housekeeping.Sweep) (*housekeeping.Runner, *metrics.Metrics, *syncBuffer) {
 	m, logs := metrics.New(), &syncBuffer{}
-	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st, Metrics: m,
+	return &housekeeping.Runner{Sweeps: sweeps, Coordinator: st.Housekeeping, Metrics: m,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}, m, logs
 }
 
@@ -101,7 +101,7 @@ func TestAWorkerSkipsARoundAnotherIsSweeping(t *testing.T) {
 		held, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = st.TryExclusive(ctx, "housekeeping:provider_callbacks", func(context.Context) error {
+			_, _ = st.Housekeeping.TryExclusive(ctx, "housekeeping:provider_callbacks", func(context.Context) error {
 				close(held)
 				<-release
 				return nil

@@ -27,11 +27,11 @@ func TestSeedJobs(t *testing.T) {
 
 	first := &jobs.Record{ID: "00000000-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "tenant-000",
 		UserID: "u", Status: jobs.StatusPending, Input: "{}", Options: "{}", CreatedAt: time.Now().UTC()}
-	require.NoError(t, s.InsertJob(ctx, first))
+	require.NoError(t, s.Jobs.InsertJob(ctx, first))
 	require.NoError(t, benchdb.SeedJobs(ctx, url, 5000))
 	later := *first
 	later.ID = "00000000-0000-7000-8000-000000000002"
-	require.NoError(t, s.InsertJob(ctx, &later))
+	require.NoError(t, s.Jobs.InsertJob(ctx, &later))
 
 	var rows, counted, buckets, mismatched, after int64
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM jobs").Scan(&rows))
@@ -46,7 +46,7 @@ func TestSeedJobs(t *testing.T) {
 	require.Zero(t, mismatched)
 	require.NoError(t, db.QueryRow(indexCount).Scan(&after))
 	require.Equal(t, int64(indexes), after)
-	_, total, err := s.ListJobs(ctx, store.JobFilter{Tenant: "tenant-000", Service: "llm-tasks", Status: jobs.StatusPending}, 0, 1)
+	_, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{Tenant: "tenant-000", Service: "llm-tasks", Status: jobs.StatusPending}, 0, 1)
 	require.NoError(t, err)
 	var want int64
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM jobs WHERE tenant = 'tenant-000' AND service = 'llm-tasks'
