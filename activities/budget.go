@@ -15,11 +15,13 @@ type TenantReader interface {
 	GetTenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
-// BudgetReserver reserves a job's estimate against its tenant's budgets;
-// an error matching jobs.ErrBudgetExceeded is a budget it does not fit.
+// BudgetReserver reserves a job's estimate against its tenant's budgets
+// (an error matching jobs.ErrBudgetExceeded is a budget it does not fit),
+// and gives back the reservations of a job that ended unbilled.
 // cmd/gateway wires in the application layer's *budgets.Reserver.
 type BudgetReserver interface {
 	Reserve(ctx context.Context, t *store.Tenant, j jobs.Reservation, now time.Time) error
+	Release(ctx context.Context, jobID string) error
 }
 
 // Budgets reserve jobs against their tenant's budgets before their
@@ -69,17 +71,11 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	return BudgetOutput{}, err
 }
 
-// budgetReleaser releases a job's open budget reservations.
-type budgetReleaser interface {
-	ReleaseBudget(ctx context.Context, jobID string) error
-}
-
 // releaseBudget gives back the reservations of a job that ended
-// unbilled.
+// unbilled; without Budgets none were made.
 func (p *Projections) releaseBudget(ctx context.Context, jobID string) error {
-	r, ok := p.Store.(budgetReleaser)
-	if !ok {
+	if p.Budgets == nil {
 		return nil
 	}
-	return r.ReleaseBudget(ctx, jobID)
+	return p.Budgets.Release(ctx, jobID)
 }

@@ -23,10 +23,17 @@ func (t tenantsByID) GetTenant(_ context.Context, id string) (*store.Tenant, err
 	return nil, store.ErrNotFound
 }
 
-// fakeReserver records reservations and refuses them with refusal.
+// fakeReserver records reservations, refusing them with refusal, and
+// the jobs whose reservations were released.
 type fakeReserver struct {
-	got     []jobs.Reservation
-	refusal error
+	got      []jobs.Reservation
+	refusal  error
+	released []string
+}
+
+func (r *fakeReserver) Release(_ context.Context, jobID string) error {
+	r.released = append(r.released, jobID)
+	return nil
 }
 
 func (r *fakeReserver) Reserve(_ context.Context, _ *store.Tenant, j jobs.Reservation, _ time.Time) error {

@@ -39,6 +39,9 @@ type Projections struct {
 	// Providers prices completed jobs (docs/api.md, Usage and cost); nil
 	// bills none.
 	Providers *providers.Registry
+	// Budgets gives back the reservations of budgeted jobs that end
+	// unbilled (docs/api.md, Budgets); nil: none are reserved.
+	Budgets BudgetReserver
 }
 
 // SaveJob writes a job snapshot into the store. It is idempotent, and a

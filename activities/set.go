@@ -129,7 +129,7 @@ type Set struct {
 // New builds the activities, each receiver with its share of d.
 func New(d Deps) *Set {
 	files := Blobs{Store: d.Files, ScratchDir: d.ScratchDir}
-	projections := &Projections{Store: d.Store, Metrics: d.Metrics, Providers: d.Providers}
+	projections := &Projections{Store: d.Store, Metrics: d.Metrics, Providers: d.Providers, Budgets: d.Budgets}
 	var breakers *Breakers
 	if d.Breakers != nil {
 		breakers = &Breakers{Store: d.Breakers, Providers: d.Providers, Metrics: d.Metrics, Logger: d.Logger}

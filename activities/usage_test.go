@@ -180,3 +180,27 @@ func TestUsageSettlesBudgetsOfBudgetedJobsOnly(t *testing.T) {
 	sub := jobs.Submission{JobID: "job-1", Budgeted: true}
 	require.True(t, sub.Snapshot().Budgeted, "the workflow's snapshot carries it from the submission")
 }
+
+// A budgeted job that ends unbilled (failed, cancelled) gives back its
+// reservations through the Budgets the worker is built with; an
+// unbudgeted one, or one billed, has none to give back.
+func TestBudgetedJobsEndingUnbilledReleaseTheirReservations(t *testing.T) {
+	t.Parallel()
+	registry := registryOf(t, usageCatalog, map[string]providers.Factory{"scripted": answeredBy(&scriptedAdapter{})})
+	budgets := &fakeReserver{}
+	set := activities.New(activities.Deps{Store: &recordingStore{}, Providers: registry, Budgets: budgets})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	set.Register(env)
+	for _, snap := range []jobs.Snapshot{
+		{ID: "failed-budgeted", Status: jobs.StatusFailed, Budgeted: true, Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED"}},
+		{ID: "cancelled-budgeted", Status: jobs.StatusFailed, Budgeted: true, Error: &jobs.Error{Code: jobs.CodeCancelled}},
+		{ID: "failed-unbudgeted", Status: jobs.StatusFailed, Error: &jobs.Error{Code: "PROVIDERS_EXHAUSTED"}},
+		{ID: "processing-budgeted", Status: jobs.StatusProcessing, Budgeted: true},
+	} {
+		snap.Service, snap.Provider, snap.Tenant = jobs.Transcriptions, "priced", "acme"
+		_, err := env.ExecuteActivity(acts.Projections.SaveJob, snap)
+		require.NoError(t, err, snap.ID)
+	}
+	require.Equal(t, []string{"failed-budgeted", "cancelled-budgeted"}, budgets.released)
+}

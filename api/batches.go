@@ -43,8 +43,8 @@ type BatchOps interface {
 	CancelBatch(ctx context.Context, id string) (*store.Batch, error)
 }
 
-// BatchReader reads batches, their jobs and their delivery logs
-// (*store.Store).
+// BatchReader reads batches, their jobs and their refusals
+// (*store.BatchStore).
 type BatchReader interface {
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 	BatchCounts(ctx context.Context, id string) (map[jobs.Status]int, error)

@@ -190,10 +190,11 @@ func (d *Dispatcher) Lease(tenant string) time.Time {
 }
 
 // Offer hands over a start the API just recorded, accepting its job
-// having taken took. A start leased to this process is queued; one recorded due is left in the outbox for a sweep,
-// which Offer wakes if the queue runs low. Offer never waits: should the
-// queue have filled since Lease, the start is handed back to the outbox
-// in the background.
+// having taken took. A start leased to this process is queued; one
+// recorded due is left in the outbox for a sweep, which Offer wakes if
+// the queue runs low (or, with HandOff, the workers' dispatchers are
+// woken). Offer never waits: should the queue have filled since Lease,
+// the start is handed back to the outbox in the background.
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
