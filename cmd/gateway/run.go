@@ -459,7 +459,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	deps := activities.Deps{Store: st.Jobs, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
 		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Jobs,
 		RetentionStore: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, RetentionDefaults: cfg.Retention,
-		Tenants: st, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
+		Tenants: st.Routing, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
 		Logger: logger.With("component", "breakers")}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
