@@ -183,8 +183,12 @@ func (d *deployment) measured() []*process { return slices.Concat(d.procs, d.wor
 func (d *deployment) start(ctx context.Context, role string, env []string, ready func() bool, bin string, args func(*process) []string) (*process, error) {
 	logName := d.name + "-" + role
 	p := &process{name: role, dir: filepath.Join(d.b.work, logName), log: filepath.Join(d.b.work, logName+".log"), exited: make(chan struct{})}
-	var err error
-	if p.listen, err = freeAddr(); err != nil {
+	// A phase's runs share names; each starts from an empty data dir.
+	err := os.RemoveAll(p.dir)
+	if err == nil {
+		p.listen, err = freeAddr()
+	}
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.Create(p.log)
