@@ -154,10 +154,3 @@ func (b *bench) env() []string {
 	}
 	return env
 }
-
-func truncate(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "…"
-	}
-	return string(b)
-}

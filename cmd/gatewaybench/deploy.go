@@ -43,21 +43,21 @@ type process struct {
 // deployment is a fresh deployment of a shape: `gateway dev`, or
 // temporal-server, `gateway idp`, `gateway serve` and workers.
 type deployment struct {
-	b           *bench
-	name, shape string
-	bin         string     // serve's and the workers'
-	api         *process   // answers the API
-	issuer      *process   // whose data dir signs tokens
-	procs       []*process // measured (CPU, memory), with the workers
-	workers     []*process
-	started     int // workers started, for their names
-	temporal    string
-	storeURL    string
-	catalog     string   // the providers file
-	env         []string // serve's and the workers'
-	obs         client.Client
-	st          *store.Store // the gateway's, for results and starts
-	starts      *startWatch
+	b        *bench
+	name     string
+	bin      string     // serve's and the workers'
+	api      *process   // answers the API
+	issuer   *process   // whose data dir signs tokens
+	procs    []*process // measured (CPU, memory), with the workers
+	workers  []*process
+	started  int // workers started, for their names
+	temporal string
+	storeURL string
+	catalog  string   // the providers file
+	env      []string // serve's and the workers'
+	obs      client.Client
+	st       *store.Store // the gateway's, for results and starts
+	starts   *startWatch
 	undo
 }
 
@@ -73,7 +73,7 @@ type deploySpec struct {
 // deploy starts a deployment of shape with sandbox providers of
 // spec.latency for every service, and an observer client of its Temporal.
 func (b *bench) deploy(ctx context.Context, shape, name string, spec deploySpec) (*deployment, error) {
-	d := &deployment{b: b, name: name, shape: shape, bin: b.bin, catalog: filepath.Join(b.work, name+"-providers.yaml"), storeURL: spec.storeURL}
+	d := &deployment{b: b, name: name, bin: b.bin, catalog: filepath.Join(b.work, name+"-providers.yaml"), storeURL: spec.storeURL}
 	b.logf("%s: starting the %s shape (sandbox latency %s)", name, shape, spec.latency)
 	err := os.WriteFile(d.catalog, []byte(sandbox.Catalog("bench", spec.latency.Milliseconds())), 0o644)
 	if err == nil && shape == "dev" {
@@ -165,8 +165,7 @@ func (d *deployment) addWorker(ctx context.Context, args ...string) error {
 	return err
 }
 
-// stopWorkers stops all but the newest keep workers with SIGTERM (their
-// jobs go on elsewhere).
+// stopWorkers SIGTERMs all but the newest keep workers; their jobs go on.
 func (d *deployment) stopWorkers(keep int) {
 	old := d.workers[:len(d.workers)-keep]
 	for _, w := range old {
@@ -271,9 +270,8 @@ func (d *deployment) token(tenant, scopes string) (string, error) {
 	cmd.Env = d.b.env()
 	out, err := cmd.Output()
 	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
-		err = fmt.Errorf("%w: %s", err, exit.Stderr)
-	}
-	if err != nil {
+		return "", fmt.Errorf("gateway token: %w: %s", err, exit.Stderr)
+	} else if err != nil {
 		return "", fmt.Errorf("gateway token: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil

@@ -315,11 +315,11 @@ var stages = map[enumspb.EventType]string{
 // (spread evenly) went, means in ms, and what the last one's history holds.
 func (d *deployment) breakDown(ctx context.Context, phase string, sys *system, jobs []sample) {
 	spent := map[string]float64{} // ms, by stage
-	var n int
+	var n, events int
 	var counts map[enumspb.EventType]int
 	var last string
 	for i := 0; i < len(jobs) && n < 50; i += max(1, len(jobs)/50) {
-		counts, last = map[enumspb.EventType]int{}, jobs[i].id
+		counts, last, events = map[enumspb.EventType]int{}, jobs[i].id, 0
 		prev := jobs[i].due
 		iter := d.obs.GetWorkflowHistory(ctx, last, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for iter.HasNext() {
@@ -329,6 +329,7 @@ func (d *deployment) breakDown(ctx context.Context, phase string, sys *system, j
 				return
 			}
 			counts[ev.GetEventType()]++
+			events++
 			spent[cmp.Or(stages[ev.GetEventType()], "other")] += ms(ev.GetEventTime().AsTime().Sub(prev))
 			prev = ev.GetEventTime().AsTime()
 		}
@@ -343,14 +344,8 @@ func (d *deployment) breakDown(ctx context.Context, phase string, sys *system, j
 		parts, total = append(parts, fmt.Sprintf("%s %.1f", stage, spent[stage]/float64(n))), total+spent[stage]/float64(n)
 	}
 	d.b.rep.note("where the time goes", sys.name, phase, "%s; %.1f ms in all (%d jobs)", strings.Join(parts, ", "), total, n)
-	var size int64
-	if desc, err := d.obs.DescribeWorkflowExecution(ctx, last, ""); err == nil {
-		size = desc.GetWorkflowExecutionInfo().GetHistorySizeBytes()
-	}
-	events := 0
-	for _, c := range counts {
-		events += c
-	}
+	desc, _ := d.obs.DescribeWorkflowExecution(ctx, last, "") // nil on error: its size reads 0
 	d.b.rep.note("history per job", sys.name, phase, "%d events, %d workflow tasks, %d activities, %d local activities (markers), %d bytes", events,
-		counts[enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED], counts[enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED], counts[enumspb.EVENT_TYPE_MARKER_RECORDED], size)
+		counts[enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED], counts[enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED], counts[enumspb.EVENT_TYPE_MARKER_RECORDED],
+		desc.GetWorkflowExecutionInfo().GetHistorySizeBytes())
 }

@@ -97,9 +97,6 @@ const (
 	overloadSlice     = 5 * time.Second
 )
 
-// errShed is a create answered 429 with a Retry-After.
-var errShed = errors.New("shed: 429 with Retry-After")
-
 // overload offers creates beyond what one worker starts, at 200/s and
 // then twice the rate it completed; each must be accepted or shed with
 // 429 and Retry-After within its target (docs/benchmarks.md, Overload).
@@ -140,7 +137,7 @@ func (b *bench) overloadRun(ctx context.Context, shape string, run, rate int) (f
 	samples := openLoop(ctx, rate, dur, func(ctx context.Context) (string, error) {
 		resp, err := gw.api.call(ctx, http.MethodPost, "/v1/llm-tasks", []byte(jobBody), http.StatusAccepted, nil)
 		if resp != nil && resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
-			return "", errShed
+			return "shed", nil
 		}
 		return "", err
 	})
@@ -148,33 +145,24 @@ func (b *bench) overloadRun(ctx context.Context, shape string, run, rate int) (f
 	after, _ := countJobs(ctx, db)
 	completed := float64(after.completed-before.completed) / time.Since(start).Seconds()
 
-	// outcomes are the creates of samples by outcome: accepted, shed, failed.
-	outcomes := func(samples []sample) (accepted, shed, failed []sample) {
-		for _, s := range samples {
-			if s.err == nil {
-				accepted = append(accepted, s)
-			} else if errors.Is(s.err, errShed) {
-				shed = append(shed, sample{due: s.due, lat: s.lat})
-			} else {
-				failed = append(failed, s)
-			}
-		}
-		return accepted, shed, failed
+	// outcome is the creates that returned id: "" accepted, "shed" shed.
+	outcome := func(samples []sample, id string) []sample {
+		return slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.err != nil || s.id != id })
 	}
 	for at := start; at.Before(start.Add(dur)); at = at.Add(overloadSlice) {
-		acc, sh, _ := outcomes(slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.due.Before(at) || !s.due.Before(at.Add(overloadSlice)) }))
-		a, _ := summary(acc)
-		s, _ := summary(sh)
+		in := slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.due.Before(at) || !s.due.Before(at.Add(overloadSlice)) })
+		a, _ := summary(outcome(in, ""))
+		s, _ := summary(outcome(in, "shed"))
 		b.logf("overload: %3.0f s: accepted %4d, p50 %6.1f, p99 %6.1f ms; shed %4d, p50 %5.1f, p99 %5.1f ms",
 			at.Sub(start).Seconds(), a.N, a.P50, a.P99, s.N, s.P50, s.P99)
 	}
-	acc, sh, failed := outcomes(samples)
+	_, failed := split(samples)
 	section, p99s, pass := fmt.Sprintf("overload, run %d: %d/s offered for %s", run, rate, dur), [2]float64{}, true
 	for i, o := range []struct {
 		kind, measure string
 		samples       []sample
 		target        float64
-	}{{"accepted", "accepted (202)", acc, targetAcceptedP99}, {"shed", "shed (429, Retry-After)", sh, targetShedP99}} {
+	}{{"accepted", "accepted (202)", outcome(samples, ""), targetAcceptedP99}, {"shed", "shed (429, Retry-After)", outcome(samples, "shed"), targetShedP99}} {
 		x := row{Section: section, Key: fmt.Sprintf("overload/%d/%s", run, o.kind), System: "gateway", Measure: o.measure,
 			Offered: float64(rate), Rate: float64(len(o.samples)) / dur.Seconds()}
 		x.Latency, _ = summary(o.samples)
@@ -182,9 +170,7 @@ func (b *bench) overloadRun(ctx context.Context, shape string, run, rate int) (f
 		b.rep.add(x)
 		p99s[i], pass = x.Latency.P99, pass && *x.Pass
 	}
-	fails := row{Section: section, System: "gateway", Measure: "failed or timed out"}
-	fails.Latency, fails.ErrorSamples = summary(failed)
-	b.rep.add(fails)
+	b.rep.add(row{Section: section, System: "gateway", Measure: "failed or timed out", Latency: stats{Errors: len(failed)}, ErrorSamples: firstN(failed, 3)})
 	b.rep.note(section, "gateway", "jobs completed meanwhile", "%.1f/s", completed)
 	if used != nil {
 		b.rep.note(section, "gateway", "cores used", "%s; the load generator %.2f, other work %.2f", formatCores(used.Cores), used.BenchCores, used.OtherCores)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -11,9 +12,8 @@ import (
 // over its idle p95 (docs/benchmarks.md, Fairness between tenants).
 const targetFairnessP95 = 2.0
 
-// fairness runs fairnessOnce FairnessRuns times, each on a fresh
-// deployment, and judges the median of their ratios: one run's p95 of ten
-// jobs is noisy.
+// fairness judges the median ratio of FairnessRuns runs of fairnessOnce,
+// each on a fresh deployment: one run's p95 of ten jobs is noisy.
 func (b *bench) fairness(ctx context.Context, shape string) error {
 	var ratios []float64
 	for run := 1; run <= b.opts.FairnessRuns; run++ {
@@ -48,12 +48,9 @@ func (b *bench) fairnessOnce(ctx context.Context, shape string, run int) (float6
 		return 0, err
 	}
 	defer d.close()
-	a, err := d.gateway(ctx, "bench-a", true)
-	if err != nil {
-		return 0, err
-	}
-	tb, err := d.gateway(ctx, "bench-b", true)
-	if err != nil {
+	a, err1 := d.gateway(ctx, "bench-a", true)
+	tb, err2 := d.gateway(ctx, "bench-b", true)
+	if err := errors.Join(err1, err2); err != nil {
 		return 0, err
 	}
 	b.logf("fairness run %d: tenant B submits %d jobs on the idle gateway", run, o.FairnessBJobs)

@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// drainTimeout bounds the wait for a phase's jobs to complete.
-const drainTimeout = 5 * time.Minute
-
-// pollEvery is how often the polling client GETs its job.
-const pollEvery = 5 * time.Millisecond
+const (
+	drainTimeout = 5 * time.Minute      // bounds the wait for a phase's jobs to complete
+	pollEvery    = 5 * time.Millisecond // how often the polling client GETs its job
+)
 
 // e2e measures the gateway, the floor and the baseline end to end on one
 // deployment: one at a time, sustained, and in production with 2 workers.
@@ -23,12 +23,9 @@ func (b *bench) e2e(ctx context.Context, shape string) error {
 		return err
 	}
 	defer d.close()
-	gw, err := d.gateway(ctx, "bench", true)
-	if err != nil {
-		return err
-	}
-	bare, err := d.bareSystems(ctx)
-	if err != nil {
+	gw, err1 := d.gateway(ctx, "bench", true)
+	bare, err2 := d.bareSystems(ctx)
+	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
 	systems := []*system{gw, bare["floor"], bare["baseline"]}
@@ -99,22 +96,19 @@ func (d *deployment) inTurns(ctx context.Context, systems []*system, clients, n 
 		done    int
 		seconds float64
 	}
-	tallies := map[string]*tally{}
+	tallies := map[string]tally{}
 	order := slices.Concat(systems, systems)
 	slices.Reverse(order[len(systems):])
 	for _, sys := range order {
 		d.b.logf("e2e: %s: %s", sys.name, measure)
 		t := tallies[sys.name]
-		if t == nil {
-			t = &tally{}
-			tallies[sys.name] = t
-		}
 		start, cpu := time.Now(), readCPU(d.measured())
 		samples := closedLoop(ctx, clients, dur, n, func(ctx context.Context) (string, error) { return op(ctx, sys) })
 		t.cpu.add(cpu.since(d.measured()), 1)
 		t.samples = append(t.samples, samples...)
 		done, secs := steadyCount(samples, start.Add(dur))
 		t.done, t.seconds = t.done+done, t.seconds+secs
+		tallies[sys.name] = t
 	}
 	for _, sys := range systems {
 		t := tallies[sys.name]
@@ -147,10 +141,9 @@ func (d *deployment) drain(ctx context.Context, sys *system, samples []sample) [
 	return out
 }
 
-// create runs the creation phases, each system and rate on a fresh
-// deployment, so that no phase inherits another's backlog: open loops at
-// the offered rates, then MaxWorkers clients back to back. The gateway's
-// create at targetCreateRate runs CreateRuns times.
+// create runs each system at each offered rate (open loop), then with
+// MaxWorkers clients back to back, each run on a fresh deployment (no
+// inherited backlog); the gateway at targetCreateRate runs CreateRuns times.
 func (b *bench) create(ctx context.Context, shape string) error {
 	rates := b.opts.Rates
 	if b.opts.MaxWorkers > 0 {

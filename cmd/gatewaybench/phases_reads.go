@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -42,16 +43,10 @@ func (b *bench) reads(ctx context.Context, shape string) error {
 	}
 	defer d.close()
 	tenant := benchdb.SeedTenant(0)
-	api, err := d.client(tenant, benchScopes)
-	if err != nil {
-		return err
-	}
-	admin, err := d.client("", benchScopes+" admin:cross-tenant")
-	if err != nil {
-		return err
-	}
-	ids, err := sampleJobIDs(ctx, dbURL, tenant, 1000)
-	if err != nil {
+	api, err1 := d.client(tenant, benchScopes)
+	admin, err2 := d.client("", benchScopes+" admin:cross-tenant")
+	ids, err3 := sampleJobIDs(ctx, dbURL, tenant, 1000)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
 	for _, c := range []struct {
@@ -118,8 +113,7 @@ func sampleJobIDs(ctx context.Context, dbURL, tenant string, n int) ([]string, e
 	return ids, rows.Err()
 }
 
-// tableScans are the index and sequential scans of a table of the store
-// (pg_stat_user_tables).
+// tableScans are a table's index + sequential scans (pg_stat_user_tables).
 func tableScans(ctx context.Context, db *sql.DB, table string) (scans float64, err error) {
 	err = db.QueryRowContext(ctx, `SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) FROM pg_stat_user_tables
 		WHERE schemaname = current_schema() AND relname = $1`, table).Scan(&scans)

@@ -127,14 +127,12 @@ func (r *report) evaluate() {
 		if x.System != "gateway" || x.Key == "" {
 			continue
 		}
+		x.Vs = map[string]*ratios{} // empty: omitted from the JSON
 		for _, other := range []string{"floor", "baseline"} {
 			if ref := r.find(x.Shape, x.Key, other); ref.Key != "" {
 				rs := &ratios{P50: ratio(x.Latency.P50, ref.Latency.P50), P99: ratio(x.Latency.P99, ref.Latency.P99)}
 				if x.Offered == 0 || !strings.HasPrefix(x.Key, "create/") {
 					rs.Throughput = ratio(x.Rate, ref.Rate)
-				}
-				if x.Vs == nil {
-					x.Vs = map[string]*ratios{}
 				}
 				x.Vs[other] = rs
 			}
@@ -206,10 +204,7 @@ func (r *report) printShape(w io.Writer, shape string) {
 			section = x.Section
 			fmt.Fprintln(tw, strings.ToUpper(section)+strings.Repeat("\t", 18))
 		}
-		value := x.Value
-		if value == "" && x.Rate > 0 {
-			value = fmt.Sprintf("%.1f/s", x.Rate)
-		}
+		value := cmp.Or(x.Value, cond(x.Rate > 0, fmt.Sprintf("%.1f/s", x.Rate)))
 		cells := []string{"  " + x.Measure, x.System, fmt.Sprint(x.Latency.N), fmt.Sprint(x.Latency.Errors), value}
 		for _, v := range []float64{x.Latency.P50, x.Latency.P95, x.Latency.P99} {
 			cells = append(cells, cond(x.Latency.N > 0 && x.Bytes == 0, fmt.Sprintf("%.1f", v)))
@@ -223,10 +218,7 @@ func (r *report) printShape(w io.Writer, shape string) {
 		cpu := cmp.Or(x.CPU, &cpuUse{})
 		cells = append(cells, cond(cpu.PerJobMS > 0 && x.Section == "end to end", fmt.Sprintf("%.1f", cpu.PerJobMS)),
 			cond(x.CPU != nil, fmt.Sprintf("%.2f", cpu.OtherCores)), x.Target)
-		result := ""
-		if x.Pass != nil {
-			result = map[bool]string{true: "pass", false: "FAIL"}[*x.Pass]
-		}
+		result := cond(x.Pass != nil && *x.Pass, "pass") + cond(x.Pass != nil && !*x.Pass, "FAIL")
 		fmt.Fprintln(tw, strings.Join(append(cells, strings.TrimSpace(result+cond(x.Latency.Errors > 0, " errors"))), "\t")+"\t")
 	}
 	tw.Flush()

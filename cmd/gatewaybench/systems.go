@@ -91,7 +91,10 @@ func (c *gatewayClient) call(ctx context.Context, method, path string, body []by
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != want {
-		err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, truncate(answer))
+		if len(answer) > 300 {
+			answer = append(answer[:300], "…"...)
+		}
+		err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, answer)
 	}
 	if err == nil && into != nil {
 		err = json.Unmarshal(answer, into)
@@ -225,12 +228,9 @@ func (d *deployment) bareSystems(ctx context.Context) (map[string]*system, error
 			return id, err
 		}}, nil
 	}
-	floor, err := start("floor", FloorWorkflow, converter.GetDefaultDataConverter())
-	if err != nil {
-		return nil, err
-	}
-	baseline, err := start("baseline", BaselineWorkflow, nil)
-	return map[string]*system{"floor": floor, "baseline": baseline}, err
+	floor, err1 := start("floor", FloorWorkflow, converter.GetDefaultDataConverter())
+	baseline, err2 := start("baseline", BaselineWorkflow, nil)
+	return map[string]*system{"floor": floor, "baseline": baseline}, errors.Join(err1, err2)
 }
 
 // awaitClose waits for a workflow to complete and returns its close
@@ -292,8 +292,7 @@ func (w *startWatch) await(ctx context.Context, id string) error {
 	}
 }
 
-// run reads the outbox for the jobs waiting, every startPoll until ctx
-// ends.
+// run reads the outbox for the waiting jobs every startPoll until ctx ends.
 func (w *startWatch) run(ctx context.Context) {
 	for tick := time.NewTicker(startPoll); ctx.Err() == nil; <-tick.C {
 		w.mu.Lock()
