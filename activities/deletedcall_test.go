@@ -53,7 +53,7 @@ func (a *countingAdapter) Run(ctx context.Context, _ providers.Call) (json.RawMe
 func pendingJob(t *testing.T, st *store.Store) string {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	require.NoError(t, st.Jobs.InsertJob(t.Context(), &jobs.Record{ID: id, Tenant: "acme", Service: jobs.LLMTasks,
+	require.NoError(t, st.Jobs.SaveJob(t.Context(), &jobs.Record{ID: id, Tenant: "acme", Service: jobs.LLMTasks,
 		Status: jobs.StatusPending, Input: `{"type":"text","text":"t","prompt":"p"}`, CreatedAt: time.Now().UTC()}))
 	return id
 }

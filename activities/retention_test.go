@@ -62,7 +62,7 @@ func retentionJob(t *testing.T, ctx context.Context, st *store.Store, files *blo
 	job := &jobs.Record{ID: id, Service: "transcriptions", Tenant: tenant, UserID: "u", Status: jobs.StatusCompleted,
 		Input: `{}`, Options: `{}`, Result: `{"text":"hi"}`, ResultFile: activities.ResultPrefix(id) + "transcript.srt",
 		Revision: 4, CreatedAt: at, CompletedAt: &at}
-	require.NoError(t, st.Jobs.InsertJob(ctx, job))
+	require.NoError(t, st.Jobs.SaveJob(ctx, job))
 	for _, key := range []string{job.ResultFile, activities.WorkPrefix(id) + "media.wav"} {
 		_, err := files.Put(ctx, key, "text/plain", strings.NewReader("x"))
 		require.NoError(t, err)

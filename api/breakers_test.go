@@ -57,10 +57,12 @@ func TestProviderHealthShowsTheBreaker(t *testing.T) {
 
 	key := store.BreakerKey{ProviderID: "llm-only", Service: jobs.LLMTasks}
 	now := time.Now().UTC()
+	var calls []breaker.Call
 	for i := range 20 {
-		_, _, err := st.Breakers.RecordBreakerOutcome(t.Context(), key, breaker.Defaults(), breaker.Failure, now.Add(time.Duration(i)*time.Millisecond))
-		require.NoError(t, err)
+		calls = append(calls, breaker.Call{Outcome: breaker.Failure, At: now.Add(time.Duration(i) * time.Millisecond)})
 	}
+	_, _, err := st.Breakers.RecordBreakerOutcomes(t.Context(), key, breaker.Defaults(), calls)
+	require.NoError(t, err)
 	h = providerHealth(t, b, "llm-only", "llm-tasks", token)
 	require.Equal(t, "open", h.State)
 	require.Equal(t, 1.0, h.FailureRate)

@@ -850,7 +850,7 @@ func applyEdit(t *testing.T, doc map[string]any, e edit) {
 func (b *bundle) seed(t *testing.T, job jobs.Record) *jobs.Record {
 	t.Helper()
 	fillSeed(&job)
-	require.NoError(t, b.store.Jobs.InsertJob(context.Background(), &job))
+	require.NoError(t, b.store.Jobs.SaveJob(context.Background(), &job))
 	return &job
 }
 

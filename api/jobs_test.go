@@ -202,7 +202,7 @@ func (b *bundle) seedRaw(t *testing.T, job jobs.Record) *jobs.Record {
 		job.Input = seedInputs[string(job.Service)]
 	}
 	job.CreatedAt = fixedNow
-	require.NoError(t, b.store.Jobs.InsertJob(t.Context(), &job))
+	require.NoError(t, b.store.Jobs.SaveJob(t.Context(), &job))
 	return &job
 }
 

@@ -25,7 +25,7 @@ func seedUsage(t *testing.T, b *bundle, tenant, app string, service jobs.Service
 	ctx := context.Background()
 	job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: service, Tenant: tenant, UserID: "u", Application: app,
 		Status: jobs.StatusPending, Input: `{}`, Options: `{}`, CreatedAt: at}
-	require.NoError(t, b.store.Jobs.InsertJob(ctx, job))
+	require.NoError(t, b.store.Jobs.SaveJob(ctx, job))
 	for i, n := range nanos {
 		done := *job
 		done.Status, done.Revision, done.Result, done.Usage = jobs.StatusCompleted, 3+i, `{}`, `{}`

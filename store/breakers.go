@@ -110,17 +110,6 @@ func (s *BreakerStore) Breakers(ctx context.Context) (map[BreakerKey]breaker.Bre
 	return out, nil
 }
 
-// RecordBreakerOutcome counts how a call to a provider for a service ended
-// and returns its breaker afterwards, with the transition it made.
-func (s *BreakerStore) RecordBreakerOutcome(ctx context.Context, key BreakerKey, cfg breaker.Config, o breaker.Outcome, now time.Time) (breaker.Breaker, breaker.Transition, error) {
-	b, ts, err := s.RecordBreakerOutcomes(ctx, key, cfg, []breaker.Call{{Outcome: o, At: now}})
-	var t breaker.Transition
-	if len(ts) > 0 {
-		t = ts[0]
-	}
-	return b, t, err
-}
-
 // RecordBreakerOutcomes counts calls to a provider for a service, in
 // order, in one transaction, and returns its breaker afterwards with the
 // transitions they made.

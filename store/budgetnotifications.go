@@ -127,16 +127,6 @@ func (s *UsageStore) RecordBudgetNotification(ctx context.Context, n BudgetNotif
 	})
 }
 
-// BudgetNotificationState reads notification id's state and attempts.
-// ErrNotFound when there is none.
-func (s *UsageStore) BudgetNotificationState(ctx context.Context, id string) (state string, attempts int, err error) {
-	r, err := take[budgetNotification](s.db.WithContext(ctx).Where("id = ?", id))
-	if err != nil {
-		return "", 0, err
-	}
-	return r.State, r.Attempts, nil
-}
-
 // DeleteBudgetNotificationsBefore deletes notifications no longer pending
 // that were created before t, with their attempts in their budgets'
 // delivery logs.

@@ -373,27 +373,3 @@ func (s *UsageStore) BudgetUsed(ctx context.Context, tenant string, b Budget, no
 	settled, err := ledgerSpent(db, tenant, b, start)
 	return BudgetUse{Settled: settled}, err
 }
-
-// JobReservation is a job's reservation against one budget.
-type JobReservation struct {
-	BudgetID       string
-	PeriodStart    time.Time
-	Amount         int64
-	Settled        int64
-	State          string
-	Currency, Unit string
-}
-
-// BudgetReservations lists a job's reservations by budget id.
-func (s *UsageStore) BudgetReservations(ctx context.Context, jobID string) ([]JobReservation, error) {
-	var rows []budgetReservation
-	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("budget_id").Find(&rows).Error; err != nil {
-		return nil, err
-	}
-	out := make([]JobReservation, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, JobReservation{BudgetID: r.BudgetID, PeriodStart: r.PeriodStart.UTC(), Amount: r.Amount,
-			Settled: r.Settled, State: r.State, Currency: r.Currency, Unit: r.Unit})
-	}
-	return out, nil
-}

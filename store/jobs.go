@@ -15,12 +15,6 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// InsertJob records a job without a start unless a record with its id
-// exists already. The API uses CreateJob; this seeds tests and tools.
-func (s *JobStore) InsertJob(ctx context.Context, job *jobs.Record) error {
-	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(job).Error
-}
-
 // SaveJob writes the whole projection of a job, creating it when missing,
 // unless the stored record already has the same or a higher revision, or
 // is the same finish whose result expired (a late write must not bring it

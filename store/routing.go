@@ -419,12 +419,6 @@ func (s *RoutingStore) DeleteExpiredRoutingDecisions(ctx context.Context, now ti
 	return res.RowsAffected, res.Error
 }
 
-// NextTurn advances a shared round-robin counter and returns the turn this
-// caller got (0 for the first), in one statement.
-func (s *RoutingStore) NextTurn(ctx context.Context, key string) (int64, error) {
-	return nextTurn(s.db.WithContext(ctx), key)
-}
-
 func nextTurn(tx *gorm.DB, key string) (int64, error) {
 	var counter int64
 	err := tx.Raw("INSERT INTO routing_cursors (key, counter) VALUES (?, 1)"+

@@ -89,7 +89,7 @@ func TestRecordDeletedBeforeCallHistories(t *testing.T) {
 			sub := jobs.Submission{JobID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
 				Provider: provider, Input: json.RawMessage(`{"type":"text","text":"x","prompt":"y"}`), CreatedAt: time.Now().UTC(),
 				SearchAttributes: true, Generation: workflows.StampedGeneration}
-			require.NoError(t, st.Jobs.InsertJob(ctx, &jobs.Record{ID: sub.JobID, Tenant: sub.Tenant, UserID: sub.UserID, Service: sub.Service,
+			require.NoError(t, st.Jobs.SaveJob(ctx, &jobs.Record{ID: sub.JobID, Tenant: sub.Tenant, UserID: sub.UserID, Service: sub.Service,
 				Status: jobs.StatusPending, Input: string(sub.Input), CreatedAt: sub.CreatedAt}))
 			// Deleted once its start was taken: its workflow runs.
 			_, _, err := st.Jobs.DeleteJob(ctx, sub.JobID, "alice", time.Now())

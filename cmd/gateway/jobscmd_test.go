@@ -28,7 +28,7 @@ func jobsDataDir(t *testing.T, records ...jobs.Record) string {
 	require.NoError(t, err)
 	require.NoError(t, st.Migrate(ctx))
 	for i := range records {
-		require.NoError(t, st.Jobs.InsertJob(ctx, &records[i]))
+		require.NoError(t, st.Jobs.SaveJob(ctx, &records[i]))
 	}
 	require.NoError(t, st.Close())
 	return dir

@@ -51,7 +51,7 @@ func (f *reconcileFixture) job(t *testing.T, status jobs.Status, age time.Durati
 	t.Helper()
 	job := &jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.LLMTasks, Tenant: "acme", UserID: "alice",
 		Status: status, Input: `{"type":"text","text":"x","prompt":"y"}`, Options: "{}", CreatedAt: f.now.Add(-age)}
-	require.NoError(t, f.st.Jobs.InsertJob(f.ctx, job))
+	require.NoError(t, f.st.Jobs.SaveJob(f.ctx, job))
 	return job.ID
 }
 

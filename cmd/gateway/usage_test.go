@@ -105,14 +105,16 @@ func TestUsageEndToEnd(t *testing.T) {
 	st, err := store.Open(t.Context(), "sqlite:"+filepath.Join(g.dataDir, "gateway.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
+	var cost int64
 	for _, id := range ids {
-		entries, err := st.Usage.UsageEntries(t.Context(), id)
-		require.NoError(t, err)
-		require.Len(t, entries, 1)
-		e := entries[0]
-		require.Equal(t, "acme", e.Tenant)
-		require.Equal(t, usages[id].Cost.Nanos, e.CostNanos)
-		require.Equal(t, usages[id].PriceVersion, e.PriceVersion)
-		require.Equal(t, "minute", e.Unit)
+		cost += usages[id].Cost.Nanos
 	}
+	report, err := st.Usage.UsageReport(t.Context(), store.UsageQuery{Tenant: "acme", From: time.Now().Add(-time.Hour),
+		To: time.Now().Add(time.Hour), GroupBy: []store.UsageKey{store.UsageByUnit}})
+	require.NoError(t, err)
+	require.Len(t, report.Rows, 1)
+	row := report.Rows[0]
+	require.Equal(t, "minute", row.Unit)
+	require.Equal(t, []int64{int64(len(ids)), int64(len(ids)), cost}, []int64{row.Jobs, row.Entries, row.CostNanos},
+		"jobs, entries and cost: each job billed once, as its webhook said")
 }

@@ -27,11 +27,11 @@ func TestSeedJobs(t *testing.T) {
 
 	first := &jobs.Record{ID: "00000000-0000-7000-8000-000000000001", Service: "llm-tasks", Tenant: "tenant-000",
 		UserID: "u", Status: jobs.StatusPending, Input: "{}", Options: "{}", CreatedAt: time.Now().UTC()}
-	require.NoError(t, s.Jobs.InsertJob(ctx, first))
+	require.NoError(t, s.Jobs.SaveJob(ctx, first))
 	require.NoError(t, benchdb.SeedJobs(ctx, url, 5000))
 	later := *first
 	later.ID = "00000000-0000-7000-8000-000000000002"
-	require.NoError(t, s.Jobs.InsertJob(ctx, &later))
+	require.NoError(t, s.Jobs.SaveJob(ctx, &later))
 
 	var rows, counted, buckets, mismatched, after int64
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM jobs").Scan(&rows))
