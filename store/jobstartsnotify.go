@@ -18,20 +18,22 @@ const jobStartsChannel = "ai_job_gateway_job_starts"
 // dispatchers then find new starts by sweeping the outbox.
 var ErrNoNotifications = errors.New("store: the database has no notifications")
 
-// NotifyJobStarts wakes the dispatchers listening with ListenJobStarts:
-// starts recorded due may be waiting in the outbox.
-func (s *JobStore) NotifyJobStarts(ctx context.Context) error {
+// NotifyJobStarts wakes the dispatchers listening with ListenJobStarts,
+// passing them payload (serve's report of its creates, jobops.PaceReport;
+// at most 7,999 bytes): starts recorded due may be waiting in the outbox.
+func (s *JobStore) NotifyJobStarts(ctx context.Context, payload string) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}
-	return s.db.WithContext(ctx).Exec("SELECT pg_notify(?, '')", jobStartsChannel).Error
+	return s.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", jobStartsChannel, payload).Error
 }
 
-// ListenJobStarts calls wake at each NotifyJobStarts of any process, and
-// after a lost connection, until ctx ends; it holds one connection of the pool meanwhile, and takes a new
-// one when it loses it. wake must not block. On SQLite it returns
-// ErrNoNotifications at once.
-func (s *JobStore) ListenJobStarts(ctx context.Context, wake func()) error {
+// ListenJobStarts calls wake with the payload of each NotifyJobStarts of
+// any process, and with "" after a lost connection, until ctx ends; it
+// holds one connection of the pool meanwhile, and takes a new one when it
+// loses it. wake must not block. On SQLite it returns ErrNoNotifications
+// at once.
+func (s *JobStore) ListenJobStarts(ctx context.Context, wake func(payload string)) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}
@@ -46,7 +48,7 @@ func (s *JobStore) ListenJobStarts(ctx context.Context, wake func()) error {
 		}
 		// Notifications may have been missed: the waker sweeps, then
 		// listening resumes after a pause.
-		wake()
+		wake("")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -55,7 +57,7 @@ func (s *JobStore) ListenJobStarts(ctx context.Context, wake func()) error {
 	}
 }
 
-func listen(ctx context.Context, sqlDB *sql.DB, wake func()) error {
+func listen(ctx context.Context, sqlDB *sql.DB, wake func(string)) error {
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
@@ -73,10 +75,11 @@ func listen(ctx context.Context, sqlDB *sql.DB, wake func()) error {
 		// Unlisten before the connection goes back to the pool.
 		defer func() { _, _ = pg.Exec(context.WithoutCancel(ctx), "UNLISTEN "+jobStartsChannel) }()
 		for {
-			if _, err := pg.WaitForNotification(ctx); err != nil {
+			n, err := pg.WaitForNotification(ctx)
+			if err != nil {
 				return err
 			}
-			wake()
+			wake(n.Payload)
 		}
 	})
 }
