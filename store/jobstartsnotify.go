@@ -18,22 +18,20 @@ const jobStartsChannel = "ai_job_gateway_job_starts"
 // dispatchers then find new starts by sweeping the outbox.
 var ErrNoNotifications = errors.New("store: the database has no notifications")
 
-// NotifyJobStarts wakes the dispatchers listening with ListenJobStarts,
-// passing them payload (serve's report of its creates, jobops.PaceReport;
-// at most 7,999 bytes): starts recorded due may be waiting in the outbox.
-func (s *JobStore) NotifyJobStarts(ctx context.Context, payload string) error {
+// NotifyJobStarts wakes the dispatchers listening with ListenJobStarts:
+// starts recorded due may be waiting in the outbox.
+func (s *JobStore) NotifyJobStarts(ctx context.Context) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}
-	return s.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", jobStartsChannel, payload).Error
+	return s.db.WithContext(ctx).Exec("SELECT pg_notify(?, '')", jobStartsChannel).Error
 }
 
-// ListenJobStarts calls wake with the payload of each NotifyJobStarts of
-// any process, and with "" after a lost connection, until ctx ends; it
-// holds one connection of the pool meanwhile, and takes a new one when it
-// loses it. wake must not block. On SQLite it returns ErrNoNotifications
-// at once.
-func (s *JobStore) ListenJobStarts(ctx context.Context, wake func(payload string)) error {
+// ListenJobStarts calls wake at each NotifyJobStarts of any process, and
+// after a lost connection, until ctx ends; it holds one connection of the pool meanwhile, and takes a new
+// one when it loses it. wake must not block. On SQLite it returns
+// ErrNoNotifications at once.
+func (s *JobStore) ListenJobStarts(ctx context.Context, wake func()) error {
 	if s.dialect != "postgres" {
 		return ErrNoNotifications
 	}
@@ -48,7 +46,7 @@ func (s *JobStore) ListenJobStarts(ctx context.Context, wake func(payload string
 		}
 		// Notifications may have been missed: the waker sweeps, then
 		// listening resumes after a pause.
-		wake("")
+		wake()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -57,7 +55,7 @@ func (s *JobStore) ListenJobStarts(ctx context.Context, wake func(payload string
 	}
 }
 
-func listen(ctx context.Context, sqlDB *sql.DB, wake func(string)) error {
+func listen(ctx context.Context, sqlDB *sql.DB, wake func()) error {
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
@@ -75,11 +73,10 @@ func listen(ctx context.Context, sqlDB *sql.DB, wake func(string)) error {
 		// Unlisten before the connection goes back to the pool.
 		defer func() { _, _ = pg.Exec(context.WithoutCancel(ctx), "UNLISTEN "+jobStartsChannel) }()
 		for {
-			n, err := pg.WaitForNotification(ctx)
-			if err != nil {
+			if _, err := pg.WaitForNotification(ctx); err != nil {
 				return err
 			}
-			wake(n.Payload)
+			wake()
 		}
 	})
 }

@@ -77,43 +77,11 @@ type DispatcherConfig struct {
 	// are started). Lease then records every start due at once, Run calls
 	// HandOff after Offers (coalesced) to wake those dispatchers, and its
 	// sweep takes only starts left due for HandOffGrace (default 5 s), in
-	// case no worker takes them. Each call reports the creates answered
-	// since the last one, by which those dispatchers pace their starts
-	// (HearsPace).
-	HandOff      func(ctx context.Context, report PaceReport) error
+	// case no worker takes them.
+	HandOff      func(ctx context.Context) error
 	HandOffGrace time.Duration
-	// HearsPace paces starts by the creates another process answered
-	// (Paced): a worker's dispatcher, which serve hands its starts off to.
-	HearsPace bool
-	Logger    *slog.Logger
-	Now       func() time.Time
-}
-
-// PaceReport counts the creates an API answered since its last HandOff:
-// accepted, shed with 429 because the outbox was full, and, of both,
-// those slower than its AcceptTarget. A dispatcher that hears it paces
-// its starts by it as by its own process's creates. It travels as the
-// JSON payload of a notification (Payload, ParsePaceReport).
-type PaceReport struct {
-	Accepted int `json:"accepted"`
-	Shed     int `json:"shed,omitempty"`
-	Slow     int `json:"slow,omitempty"`
-}
-
-// Payload is the report as a notification carries it.
-func (r PaceReport) Payload() string {
-	b, _ := json.Marshal(r) // three ints: cannot fail
-	return string(b)
-}
-
-// ParsePaceReport reads a notification's payload; false for one that
-// carries no report (empty, from a serve without reports).
-func ParsePaceReport(payload string) (PaceReport, bool) {
-	var r PaceReport
-	if payload == "" || json.Unmarshal([]byte(payload), &r) != nil {
-		return PaceReport{}, false
-	}
-	return r, true
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // ErrNotStarted is returned by StartNow for a job it failed so.
@@ -157,11 +125,8 @@ type Dispatcher struct {
 	// the queue holds; the starters then wake the sweep as the queue runs
 	// low instead of leaving it to the next SweepInterval.
 	backlog atomic.Bool
-	// handOffs asks Run to call HandOff with report, the creates
-	// answered since the last call.
+	// handOffs asks Run to call HandOff.
 	handOffs chan struct{}
-	reportMu sync.Mutex
-	report   PaceReport
 }
 
 // NewDispatcher builds a Dispatcher; Run runs it.
@@ -192,7 +157,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	return &Dispatcher{
 		cfg:      cfg,
-		pace:     newPacer(cfg.AcceptTarget, cfg.HearsPace),
+		pace:     newPacer(cfg.AcceptTarget),
 		queue:    newFairQueue(queueSize),
 		wake:     make(chan struct{}, 1),
 		made:     make(chan string, queueSize),
@@ -233,7 +198,10 @@ func (d *Dispatcher) Lease(tenant string) time.Time {
 func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 	d.pace.answered(took)
 	if d.cfg.HandOff != nil {
-		d.reportAnswered(PaceReport{Accepted: 1}, took)
+		select {
+		case d.handOffs <- struct{}{}:
+		default: // one is pending: it covers this start too
+		}
 		return
 	}
 	if !start.NextAttemptAt.After(d.cfg.Now()) {
@@ -256,33 +224,7 @@ func (d *Dispatcher) Offer(start store.JobStart, took time.Duration) {
 // Shed records a create the API shed with 429 because the outbox was
 // full, having taken took: starts are paced by creates shed as by those
 // accepted.
-func (d *Dispatcher) Shed(took time.Duration) {
-	d.pace.answered(took)
-	if d.cfg.HandOff != nil && d.cfg.AcceptTarget > 0 {
-		d.reportAnswered(PaceReport{Shed: 1}, took)
-	}
-}
-
-// Paced records the creates another process answered (its HandOff's
-// report), for a dispatcher that HearsPace.
-func (d *Dispatcher) Paced(report PaceReport) {
-	d.pace.heard(report.Accepted+report.Shed, report.Slow)
-}
-
-// reportAnswered counts a create for the next HandOff and asks Run for it.
-func (d *Dispatcher) reportAnswered(r PaceReport, took time.Duration) {
-	d.reportMu.Lock()
-	d.report.Accepted += r.Accepted
-	d.report.Shed += r.Shed
-	if d.cfg.AcceptTarget > 0 && took > d.cfg.AcceptTarget {
-		d.report.Slow++
-	}
-	d.reportMu.Unlock()
-	select {
-	case d.handOffs <- struct{}{}:
-	default: // one is pending: it carries this create too
-	}
-}
+func (d *Dispatcher) Shed(took time.Duration) { d.pace.answered(took) }
 
 // StartNow makes a job's start at once if it is still in the outbox (the
 // API cancels a pending job's workflow, so it must exist first). A job
@@ -543,7 +485,7 @@ func (d *Dispatcher) release(ids ...string) {
 }
 
 // handOff wakes the other processes' dispatchers after Offers, one call
-// for the creates answered while the last one ran, until ctx ends.
+// for the Offers made while the last one ran, until ctx ends.
 func (d *Dispatcher) handOff(ctx context.Context) {
 	for {
 		select {
@@ -551,11 +493,7 @@ func (d *Dispatcher) handOff(ctx context.Context) {
 			return
 		case <-d.handOffs:
 		}
-		d.reportMu.Lock()
-		report := d.report
-		d.report = PaceReport{}
-		d.reportMu.Unlock()
-		if err := d.cfg.HandOff(ctx, report); err != nil && ctx.Err() == nil {
+		if err := d.cfg.HandOff(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("wake the workers' dispatchers; they find the new starts when they next sweep", "error", err)
 		}
 	}

@@ -16,12 +16,12 @@ import (
 // grace period.
 func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	t.Parallel()
-	handOffs := make(chan jobops.PaceReport, 16)
+	handOffs := make(chan struct{}, 16)
 	var worker *bundle
 	api := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
 		cfg.HandOffGrace = 300 * time.Millisecond
-		cfg.HandOff = func(_ context.Context, report jobops.PaceReport) error {
-			handOffs <- report
+		cfg.HandOff = func(context.Context) error {
+			handOffs <- struct{}{}
 			if worker != nil {
 				worker.d.Wake()
 			}
@@ -43,7 +43,7 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	require.False(t, due.After(time.Now()), "recorded due at once, for any dispatcher")
 	start := api.record(t, 1, due)
 	api.d.Offer(start, time.Millisecond)
-	require.Equal(t, jobops.PaceReport{Accepted: 1}, <-handOffs, "the workers are woken, told of the create")
+	<-handOffs // the workers are woken
 	api.waitOutboxEmpty(t)
 	require.Empty(t, api.started(), "the API made no start")
 	starts := worker.started()
@@ -59,50 +59,4 @@ func TestHandOffLeavesNewStartsToTheWorkers(t *testing.T) {
 	require.Len(t, api.started(), 1)
 	require.Equal(t, late.JobID, api.started()[0].ID)
 	require.False(t, api.started()[0].EnableEagerStart)
-}
-
-// TestHandOffReportsCreatesAgainstTheTarget: the API reports the creates
-// it answered, coalesced while a HandOff runs, slow ones counted against
-// its AcceptTarget; creates shed with 429 only when it has a target.
-func TestHandOffReportsCreatesAgainstTheTarget(t *testing.T) {
-	t.Parallel()
-	for _, target := range []time.Duration{0, 5 * time.Millisecond} {
-		handOffs := make(chan jobops.PaceReport, 16)
-		release := make(chan struct{})
-		api := setupConfigured(t, func(cfg *jobops.DispatcherConfig) {
-			cfg.AcceptTarget = target
-			cfg.HandOff = func(_ context.Context, report jobops.PaceReport) error {
-				handOffs <- report
-				<-release
-				return nil
-			}
-		})
-		api.run(t)
-		first := api.record(t, 1, api.d.Lease("acme"))
-		second := api.record(t, 1, api.d.Lease("acme"))
-		api.d.Offer(first, time.Millisecond)
-		require.Equal(t, jobops.PaceReport{Accepted: 1}, <-handOffs)
-		// While that HandOff runs:
-		api.d.Shed(time.Millisecond)
-		api.d.Shed(10 * time.Millisecond)
-		api.d.Offer(second, 20*time.Millisecond)
-		close(release)
-		want := jobops.PaceReport{Accepted: 1}
-		if target > 0 {
-			want = jobops.PaceReport{Accepted: 1, Shed: 2, Slow: 2}
-		}
-		require.Equal(t, want, <-handOffs, "target %s", target)
-	}
-}
-
-func TestPaceReportTravelsAsJSON(t *testing.T) {
-	t.Parallel()
-	r := jobops.PaceReport{Accepted: 3, Shed: 1, Slow: 2}
-	got, ok := jobops.ParsePaceReport(r.Payload())
-	require.True(t, ok)
-	require.Equal(t, r, got)
-	for _, payload := range []string{"", "{", "[]"} {
-		_, ok := jobops.ParsePaceReport(payload)
-		require.False(t, ok, "%q carries no report", payload)
-	}
 }

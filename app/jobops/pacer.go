@@ -26,15 +26,11 @@ import (
 //
 // Creates shed with 429 count as acceptances here (answered): they are
 // demand the starts do not meet, and their latency suffers as much from
-// the starts' load. A pacer may also hear of creates other processes
-// answered (heard): a worker's, from serve's notifications of new starts
-// (docs/operations.md, Where jobs are started). Every worker hears of all
-// of serve's creates but makes only its share of the starts, so with
-// several workers each judges a burst against its own share.
+// the starts' load. Only the creates of the pacer's own process count: a
+// worker's dispatcher, which hears of serve's creates only as new
+// starts, does not pace (docs/operations.md, Durability).
 type pacer struct {
-	target time.Duration
-	// on: the pacer paces (a target, or others' creates to hear of).
-	on      bool
+	target  time.Duration
 	limiter *rate.Limiter
 	turn    chan struct{} // held by the starter waiting for its place
 
@@ -64,11 +60,9 @@ const (
 	paceMinRate = rate.Limit(10)
 )
 
-// newPacer paces to keep accepting a job within target; 0 never paces,
-// unless hears: the pacer then paces by the creates heard of, which
-// others judged against their own targets.
-func newPacer(target time.Duration, hears bool) *pacer {
-	return &pacer{target: target, on: target > 0 || hears, limiter: rate.NewLimiter(rate.Inf, 1), turn: make(chan struct{}, 1)}
+// newPacer paces to keep accepting a job within target; 0 never paces.
+func newPacer(target time.Duration) *pacer {
+	return &pacer{target: target, limiter: rate.NewLimiter(rate.Inf, 1), turn: make(chan struct{}, 1)}
 }
 
 // answered records that the API accepted or shed a job's create, which
@@ -85,21 +79,9 @@ func (p *pacer) answered(took time.Duration) {
 	p.mu.Unlock()
 }
 
-// heard records creates another process answered, slow of them over its
-// target.
-func (p *pacer) heard(answered, slow int) {
-	if !p.on || answered <= 0 {
-		return
-	}
-	p.mu.Lock()
-	p.accepted += answered
-	p.slow += min(max(slow, 0), answered)
-	p.mu.Unlock()
-}
-
 // startedJob records a start made.
 func (p *pacer) startedJob() {
-	if !p.on {
+	if p.target <= 0 {
 		return
 	}
 	p.mu.Lock()
@@ -154,7 +136,7 @@ func (p *pacer) waitOr(ctx context.Context, interrupt <-chan struct{}, within ti
 
 // run closes a window every paceWindow until ctx ends.
 func (p *pacer) run(ctx context.Context, logger *slog.Logger) {
-	if !p.on {
+	if p.target <= 0 {
 		return
 	}
 	ticker := time.NewTicker(paceWindow)

@@ -30,7 +30,7 @@ func perWindow(n int) rate.Limit { return rate.Limit(float64(n) / paceWindow.Sec
 
 func TestStartsAreNotPacedWithoutABurst(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	require.Equal(t, rate.Inf, p.window(0, paceMinBurst-1, 0), "too few acceptances for a burst, however slow")
 	require.Equal(t, rate.Inf, p.window(10, 10, 10), "a steady load: jobs start as fast as they come")
 	require.Equal(t, rate.Inf, p.window(0, 0, 0))
@@ -38,7 +38,7 @@ func TestStartsAreNotPacedWithoutABurst(t *testing.T) {
 
 func TestSlowAcceptancesDuringABurstHalveTheStartRate(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	require.Equal(t, perWindow(10)/2, p.window(40, 10, 10), "from the rate starts were made at")
 	require.Equal(t, perWindow(10)/4, p.window(40, 10, 5))
 	for range 10 {
@@ -49,14 +49,14 @@ func TestSlowAcceptancesDuringABurstHalveTheStartRate(t *testing.T) {
 
 func TestOneSlowAcceptanceInTwentyIsTolerated(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	require.Equal(t, perWindow(10)+paceStep, p.window(19*paceMinBurst, paceMinBurst, 10))
-	require.Equal(t, perWindow(10)/2, newPacer(3*time.Millisecond, false).window(19*paceMinBurst-1, paceMinBurst, 10))
+	require.Equal(t, perWindow(10)/2, newPacer(3*time.Millisecond).window(19*paceMinBurst-1, paceMinBurst, 10))
 }
 
 func TestFastAcceptancesDuringABurstRaiseTheStartRate(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	require.Equal(t, perWindow(10)/2, p.window(40, 10, 10)) // 20 a second
 	require.Equal(t, perWindow(5)+paceStep, p.window(40, 0, 5), "one step beyond the starts made")
 	require.Equal(t, perWindow(5)+2*paceStep, p.window(40, 0, 6), "the starts reached the limit: one step beyond it")
@@ -65,13 +65,13 @@ func TestFastAcceptancesDuringABurstRaiseTheStartRate(t *testing.T) {
 
 func TestOneSlowAcceptanceAloneIsTolerated(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, perWindow(5)+paceStep, newPacer(3*time.Millisecond, false).window(30, 1, 5))
-	require.Equal(t, perWindow(5)/2, newPacer(3*time.Millisecond, false).window(30, 2, 5))
+	require.Equal(t, perWindow(5)+paceStep, newPacer(3*time.Millisecond).window(30, 1, 5))
+	require.Equal(t, perWindow(5)/2, newPacer(3*time.Millisecond).window(30, 2, 5))
 }
 
 func TestAPacedRateDoesNotKeepItselfGoing(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	for range 8 { // a steady load: 32 jobs a second, started as they come
 		require.Equal(t, rate.Inf, p.window(8, 0, 8))
 	}
@@ -87,7 +87,7 @@ func TestTheFloorMakesAFullQueueWithinALease(t *testing.T) {
 
 func TestABurstThatEndsStopsThePacing(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	require.NotEqual(t, rate.Inf, p.window(40, 10, 10))
 	require.Equal(t, rate.Inf, p.window(0, 0, 10), "no new jobs: the backlog starts at full speed")
 	require.Equal(t, perWindow(8)/2, p.window(40, 10, 8), "the next burst starts from the rate starts were made at")
@@ -98,7 +98,7 @@ func TestABurstThatEndsStopsThePacing(t *testing.T) {
 // one at a time, so the raise reaches the next start, not the ninth.
 func TestARaisedRateReachesTheWaitingStarters(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	p.limiter.SetLimit(2)
 	const starters = 8
 	done := make(chan struct{}, starters)
@@ -125,7 +125,7 @@ func TestARaisedRateReachesTheWaitingStarters(t *testing.T) {
 // as one waiting for the pacer does.
 func TestAStarterGivesUpWhileWaitingForItsTurn(t *testing.T) {
 	t.Parallel()
-	p := newPacer(3*time.Millisecond, false)
+	p := newPacer(3 * time.Millisecond)
 	p.turn <- struct{}{} // another starter waits for the pacer
 	type result struct {
 		paced bool
@@ -148,7 +148,7 @@ func TestAStarterGivesUpWhileWaitingForItsTurn(t *testing.T) {
 
 func TestAZeroTargetNeverPaces(t *testing.T) {
 	t.Parallel()
-	p := newPacer(0, false)
+	p := newPacer(0)
 	require.Equal(t, rate.Inf, p.window(0, 4*paceMinBurst, 0))
 	p.run(t.Context(), nil) // returns at once
 	require.Equal(t, rate.Inf, p.limiter.Limit())
@@ -175,31 +175,4 @@ func TestShedCreatesCountAsAnswered(t *testing.T) {
 	defer d.pace.mu.Unlock()
 	require.Equal(t, 2, d.pace.accepted, "demand the starts do not meet")
 	require.Equal(t, 1, d.pace.slow)
-}
-
-// A worker's dispatcher paces its starts by serve's creates, which it
-// hears of (Paced); one that does not hear them ignores them.
-func TestHeardCreatesPaceAWorker(t *testing.T) {
-	t.Parallel()
-	worker := NewDispatcher(DispatcherConfig{HearsPace: true})
-	worker.Paced(PaceReport{Accepted: 30, Shed: 20, Slow: 10})
-	for range 10 {
-		worker.pace.startedJob()
-	}
-	require.Equal(t, perWindow(10)/2, worker.pace.closeWindow(paceWindow), "a burst of slow creates halves the starts")
-
-	worker.Paced(PaceReport{Accepted: 50})
-	for range 5 {
-		worker.pace.startedJob()
-	}
-	require.Equal(t, perWindow(5)+paceStep, worker.pace.closeWindow(paceWindow), "fast creates let the starts grow")
-
-	worker.Paced(PaceReport{Shed: 2, Slow: 5})
-	worker.pace.mu.Lock()
-	require.Equal(t, 2, worker.pace.slow, "no more slow creates than creates")
-	worker.pace.mu.Unlock()
-
-	deaf := NewDispatcher(DispatcherConfig{})
-	deaf.Paced(PaceReport{Accepted: 50, Slow: 50})
-	require.Equal(t, rate.Inf, deaf.pace.closeWindow(paceWindow))
 }

@@ -163,7 +163,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if issuer != nil {
 		routes = append(routes, issuer.Routes)
 	}
-	starts := runDispatcher(ctx, cfg, st, tc, true, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
+	starts := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, true, logger), logger)
 	m.Backlog(st.Jobs.CountJobStarts)
 	m.Breakers(breakerSamples(st.Breakers, registry))
 	defer starts.stopAndWait()

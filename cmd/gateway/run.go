@@ -53,7 +53,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	verifier := auth.NewVerifier(cfg.OIDCIssuer, cfg.OIDCAudience, nil)
 	cfg.JobStarts = resolveJobStarts(cfg.JobStarts, st.Dialect())
-	starts := runDispatcher(ctx, cfg, st, tc, false, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	starts := runDispatcher(ctx, cfg, st, tc, false, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	logger.Info("job starts", "made_by", cfg.JobStarts)
 	m.Backlog(st.Jobs.CountJobStarts)
 	m.Breakers(breakerSamples(st.Breakers, registry))
@@ -170,8 +170,7 @@ type runningDispatcher struct {
 
 // runDispatcher starts the workflows of the jobs this process accepts, and
 // those left in the outbox. eager: the worker runs in this process.
-// hearsPace: serve's reports of its creates pace the starts (a worker's).
-func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, hearsPace, searchAttributes bool, logger *slog.Logger) runningDispatcher {
+func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, eager, searchAttributes bool, logger *slog.Logger) runningDispatcher {
 	// Not stopped by the command's context: the API accepts jobs until its
 	// requests have drained, and the dispatcher must take those too.
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -186,7 +185,6 @@ func runDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.C
 			SearchAttributes: searchAttributes,
 			Generation:       cfg.JobGeneration,
 			HandOff:          handOff(cfg, st),
-			HearsPace:        hearsPace,
 			Logger:           logger.With("component", "job-starts"),
 		}),
 		done: make(chan struct{}),
@@ -219,32 +217,23 @@ func resolveJobStarts(mode, dialect string) string {
 
 // handOff is how serve wakes the workers' dispatchers with --job-starts
 // workers; nil otherwise (serve starts jobs itself).
-func handOff(cfg config, st *store.Store) func(context.Context, jobops.PaceReport) error {
+func handOff(cfg config, st *store.Store) func(context.Context) error {
 	if cfg.JobStarts != jobStartsWorkers || st.Dialect() != "postgres" {
 		return nil // SQLite cannot notify: serve starts the jobs itself
 	}
-	return func(ctx context.Context, report jobops.PaceReport) error {
-		return st.Jobs.NotifyJobStarts(ctx, report.Payload())
-	}
+	return st.Jobs.NotifyJobStarts
 }
 
 // runWorkerDispatcher starts, eagerly, the jobs serve hands off
 // (--job-starts workers) and any start left due in the outbox, woken by
 // serve's notifications on PostgreSQL; on SQLite it finds them by sweeping
-// every second. Its starts are paced by the creates serve reports in its
-// notifications, judged against serve's --accept-latency-target.
+// every second.
 func runWorkerDispatcher(ctx context.Context, cfg config, st *store.Store, tc client.Client, logger *slog.Logger) runningDispatcher {
-	// No creates of its own to pace by: it hears of serve's.
+	// No creates of its own to pace by.
 	cfg.AcceptTarget, cfg.JobStarts = 0, jobStartsServe
-	d := runDispatcher(ctx, cfg, st, tc, true, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
+	d := runDispatcher(ctx, cfg, st, tc, true, searchAttributesReady(ctx, tc, cfg.TemporalNamespace, false, logger), logger)
 	go func() {
-		heard := func(payload string) {
-			if report, ok := jobops.ParsePaceReport(payload); ok {
-				d.Paced(report)
-			}
-			d.Wake()
-		}
-		if err := st.Jobs.ListenJobStarts(ctx, heard); err != nil && !errors.Is(err, store.ErrNoNotifications) {
+		if err := st.Jobs.ListenJobStarts(ctx, d.Wake); err != nil && !errors.Is(err, store.ErrNoNotifications) {
 			logger.Warn("listen for job starts", "error", err)
 		}
 	}()
