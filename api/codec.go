@@ -58,6 +58,7 @@ type PayloadCodecs interface {
 type codecServer struct {
 	codecs   PayloadCodecs
 	verifier *auth.Verifier
+	keys     auth.KeyAuthenticator
 	// origins may call cross-origin.
 	origins []string
 	// devSecret, when set, opens CodecDevPath/<devSecret> to loopback
@@ -112,7 +113,7 @@ func preflight(c *gin.Context) { c.Status(http.StatusNoContent) }
 
 // authenticate requires a token with admin:codec.
 func (s codecServer) authenticate(c *gin.Context) {
-	auth.Middleware(s.verifier)(c)
+	auth.Middleware(s.verifier, s.keys)(c)
 	if c.IsAborted() {
 		return
 	}

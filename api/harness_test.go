@@ -33,6 +33,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -335,6 +336,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 		Jobs:       ops,
 		Catalog:    catalog,
 		Verifier:   auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
+		APIKeys:    apikeys.New(b.store.APIKeys, nil, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Tenants:    b.store.Routing,
 		Statuses:   b.store.Routing,
 		Policies:   b.store.Routing,

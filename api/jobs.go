@@ -114,6 +114,12 @@ func creatorOf(c *gin.Context) (jobops.Requester, error) {
 	if err := validApplication(application); err != nil {
 		return jobops.Requester{}, err
 	}
+	if bound := auth.CallerFrom(c).Application; bound != "" {
+		if application != "" && application != bound {
+			return jobops.Requester{}, apierror.Forbidden("this API key is bound to the application %q, not %q", bound, application)
+		}
+		application = bound
+	}
 	idempotencyKey := c.GetHeader("Idempotency-Key")
 	if len(idempotencyKey) > 255 {
 		return jobops.Requester{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be at most 255 characters")

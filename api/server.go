@@ -38,6 +38,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/app/jobwatch"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -76,6 +77,9 @@ type Config struct {
 	Jobs     JobOps
 	Catalog  *providers.Catalog
 	Verifier *auth.Verifier
+	// APIKeys issues and checks the gateway's own API keys (docs/api.md,
+	// API keys); nil refuses keys and leaves out their routes.
+	APIKeys  *apikeys.Service
 	Tenants  TenantStore
 	Statuses StatusStore
 	Policies PolicyStore
@@ -255,7 +259,14 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	results := resultsHandler{jobs: cfg.Store, views: views}
 	events := eventsHandler{jobs: cfg.Store, events: cfg.Events, watcher: cfg.Watcher, views: views,
 		heartbeat: cfg.EventsHeartbeat, logger: cfg.Logger}
-	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier))
+	var keys auth.KeyAuthenticator
+	if cfg.APIKeys != nil {
+		keys = cfg.APIKeys
+	}
+	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier, keys))
+	if cfg.APIKeys != nil {
+		apiKeysHandler{keys: cfg.APIKeys}.routes(v1)
+	}
 	for _, svc := range jobs.Services() {
 		res := v1.Group(svc.Endpoint()[len("/v1"):])
 		write := auth.RequireScope(string(svc.ID) + ":write")
@@ -287,7 +298,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
-	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
+	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
 }
 

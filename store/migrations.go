@@ -223,6 +223,7 @@ var migrations = []*gormigrate.Migration{
 	migrationReconciledJobs,
 	migrationDropJobStartsCleared,
 	migrationWebhookDeliverySubjects,
+	migrationAPIKeys,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -58,6 +58,8 @@ type Store struct {
 	Housekeeping *HousekeepingStore
 	// Keys: payload scope secrets and payload key checks.
 	Keys *KeyStore
+	// APIKeys: the keys the gateway issues (docs/api.md, API keys).
+	APIKeys *APIKeyStore
 }
 
 // The domain stores; each method's comment says what it reads or writes.
@@ -70,6 +72,7 @@ type (
 	BreakerStore      struct{ *conn }
 	HousekeepingStore struct{ *conn }
 	KeyStore          struct{ *conn }
+	APIKeyStore       struct{ *conn }
 )
 
 // conn is what every domain store shares: the connection pool and, on
@@ -84,7 +87,8 @@ type conn struct {
 
 func newStore(c *conn) *Store {
 	return &Store{conn: c, Jobs: &JobStore{c}, Routing: &RoutingStore{c}, Usage: &UsageStore{c}, Webhooks: &WebhookStore{c},
-		Batches: &BatchStore{c}, Breakers: &BreakerStore{c}, Housekeeping: &HousekeepingStore{c}, Keys: &KeyStore{c}}
+		Batches: &BatchStore{c}, Breakers: &BreakerStore{c}, Housekeeping: &HousekeepingStore{c}, Keys: &KeyStore{c},
+		APIKeys: &APIKeyStore{c}}
 }
 
 // DefaultMaxConns is how many PostgreSQL connections a store keeps open at

@@ -148,7 +148,7 @@ func renderErrors(c *gin.Context) {
 func newAPI(v *auth.Verifier) *gin.Engine {
 	r := gin.New()
 	r.Use(renderErrors)
-	g := r.Group("/v1", auth.Middleware(v))
+	g := r.Group("/v1", auth.Middleware(v, nil))
 	g.GET("/whoami", func(c *gin.Context) { c.JSON(http.StatusOK, auth.CallerFrom(c)) })
 	g.GET("/scoped", auth.RequireScope("jobs:write"), func(c *gin.Context) { c.Status(http.StatusNoContent) })
 	g.GET("/admin", auth.RequireSuperAdmin(), func(c *gin.Context) { c.Status(http.StatusNoContent) })

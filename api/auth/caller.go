@@ -57,10 +57,13 @@ func subjectProblem(subject string) string {
 // Caller is the verified identity of a request. Callers are read only:
 // the requests of one token share its Caller's slices.
 type Caller struct {
-	Subject string   // sub: the user or client
+	Subject string   // sub: the user or client; key:<id> for a gateway API key
 	Tenant  string   // tenant_id; empty for tenant-less (super-admin tooling) tokens
 	Scopes  []string // scope
 	Roles   []string // roles
+	// Application is the application an API key is bound to: its jobs
+	// are that application's ("" for none, and for tokens).
+	Application string
 }
 
 // HasScope reports whether the token grants scope.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,19 +9,31 @@ import (
 	"time"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/gin-gonic/gin"
 )
 
-// Middleware requires a valid bearer token and stores its Caller on the gin
+// KeyAuthenticator checks the gateway's own API keys (apikeys.Service).
+type KeyAuthenticator interface {
+	Authenticate(ctx context.Context, raw string) (apikeys.Identity, error)
+}
+
+// Middleware requires a valid bearer token, a JWT of v's issuer or an API
+// key of keys (docs/api.md, API keys), and stores its Caller on the gin
 // context. A missing or rejected token aborts with 401 UNAUTHORIZED; an
-// issuer that cannot be discovered, or whose keys cannot be fetched, aborts
-// with 503 SERVICE_UNAVAILABLE and Retry-After, since the token may well be
-// fine.
-func Middleware(v *Verifier) gin.HandlerFunc {
+// issuer that cannot be discovered, or whose keys cannot be fetched, or a
+// store that cannot be read, aborts with 503 SERVICE_UNAVAILABLE and
+// Retry-After, since the token may well be fine. keys may be nil: API
+// keys are then refused.
+func Middleware(v *Verifier, keys KeyAuthenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		raw, problem := bearerToken(c.GetHeader("Authorization"))
 		if problem != "" {
 			abort(c, apierror.Unauthorized(problem))
+			return
+		}
+		if apikeys.LooksLikeKey(raw) {
+			authenticateKey(c, keys, raw)
 			return
 		}
 		caller, err := v.Verify(c.Request.Context(), raw)
@@ -37,6 +50,30 @@ func Middleware(v *Verifier) gin.HandlerFunc {
 		}
 		SetCaller(c, caller)
 	}
+}
+
+// authenticateKey stores the caller of API key raw, or aborts.
+func authenticateKey(c *gin.Context, keys KeyAuthenticator, raw string) {
+	if keys == nil {
+		abort(c, apierror.Unauthorized("this server does not accept API keys"))
+		return
+	}
+	id, err := keys.Authenticate(c.Request.Context(), raw)
+	var invalid *apikeys.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		abort(c, apierror.Unauthorized(invalid.Reason))
+		return
+	case err != nil:
+		abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
+			"the API key cannot be checked just now; try again shortly").WithHeader("Retry-After", "1"))
+		return
+	}
+	caller := Caller{Subject: id.Subject(), Tenant: id.Tenant, Scopes: id.Scopes}
+	if id.Application != nil {
+		caller.Application = *id.Application
+	}
+	SetCaller(c, caller)
 }
 
 // retryAfterSeconds is when a request refused for err may be retried: when
@@ -66,7 +103,7 @@ func bearerToken(header string) (token, problem string) {
 	case token == "":
 		return "", "the Authorization header has no token after Bearer"
 	case strings.ContainsAny(token, " \t"):
-		return "", "the bearer token must be a single JWT"
+		return "", "the bearer token must be a single JWT or API key"
 	}
 	return token, ""
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/app/budgets"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/app/jobwatch"
@@ -129,6 +130,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Jobs:           ops,
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
+		APIKeys:        apikeys.New(st.APIKeys, nil, logger.With("component", "api-keys")),
 		Tenants:        st,
 		Statuses:       st,
 		Policies:       st,

@@ -1,0 +1,176 @@
+package api_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// keyPattern is what an issued key looks like (docs/api.md, API keys).
+var keyPattern = regexp.MustCompile(`^gwk_([a-z2-7]{16})_[a-z2-7]{52}$`)
+
+func newKeyBody(attributes map[string]any) map[string]any {
+	return map[string]any{"data": map[string]any{"type": "api-key", "attributes": attributes}}
+}
+
+// issueKey creates a key with token and returns its id and secret.
+func issueKey(t *testing.T, b *bundle, token string, attributes map[string]any) (id, secret string) {
+	t.Helper()
+	r := b.do(t, http.MethodPost, "/v1/api-keys", token, newKeyBody(attributes))
+	r.requireStatus(t, http.StatusCreated)
+	data := r.data(t)
+	attrs := data["attributes"].(map[string]any)
+	secret, _ = attrs["secret"].(string)
+	m := keyPattern.FindStringSubmatch(secret)
+	require.NotNil(t, m, "the key's form: %q", secret)
+	require.Equal(t, data["id"], m[1], "the key's id part is its id")
+	require.Equal(t, "/v1/api-keys/"+m[1], r.Header.Get("Location"))
+	return m[1], secret
+}
+
+// TestAPIKeyRunsAJobAsItsTenant: a key works where a token with the same
+// tenant and scopes does, and the job records the key as its caller.
+func TestAPIKeyRunsAJobAsItsTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "keys:read", "llm-tasks:write", "llm-tasks:read")
+	id, secret := issueKey(t, b, admin, map[string]any{"name": "ci pipeline", "scopes": []string{"llm-tasks:write", "llm-tasks:read"},
+		"application": "billing"})
+
+	job := b.create(t, "llm-tasks", secret, body(t, "llm-tasks"))
+	rec, err := b.store.Jobs.GetJob(t.Context(), job["id"].(string))
+	require.NoError(t, err)
+	require.Equal(t, tenantA, rec.Tenant)
+	require.Equal(t, "key:"+id, rec.UserID, "the caller is recorded as the key")
+	require.Equal(t, "billing", rec.Application, "a key bound to an application creates that application's jobs")
+	b.do(t, http.MethodGet, "/v1/llm-tasks/"+rec.ID, secret, nil).requireStatus(t, http.StatusOK)
+
+	requireError(t, b.do(t, http.MethodPost, "/v1/llm-tasks", secret, body(t, "llm-tasks"), "X-Application", "other"),
+		http.StatusForbidden, "FORBIDDEN")
+	requireError(t, b.do(t, http.MethodPost, "/v1/transcriptions", secret, body(t, "transcriptions")),
+		http.StatusForbidden, "INSUFFICIENT_SCOPE", "transcriptions:write")
+	requireError(t, b.do(t, http.MethodGet, "/v1/api-keys", secret, nil), http.StatusForbidden, "INSUFFICIENT_SCOPE", "keys:read")
+}
+
+// TestAPIKeyListShowsNoSecret: the secret is shown once, at creation.
+func TestAPIKeyListShowsNoSecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "keys:read", "llm-tasks:read")
+	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	first, secret := issueKey(t, b, admin, map[string]any{"name": "first", "scopes": []string{"llm-tasks:read"},
+		"expires_at": expires.Format(time.RFC3339)})
+	second, _ := issueKey(t, b, admin, map[string]any{"name": "second", "scopes": []string{"llm-tasks:read"}})
+
+	r := b.do(t, http.MethodGet, "/v1/api-keys", admin, nil)
+	r.requireStatus(t, http.StatusOK)
+	require.NotContains(t, string(r.Body), secret[len("gwk_"):], "no secret in the list")
+	require.NotContains(t, string(r.Body), `"secret"`)
+	list := r.object(t)["data"].([]any)
+	require.Len(t, list, 2)
+	require.Equal(t, second, list[0].(map[string]any)["id"], "newest first")
+	attrs := list[1].(map[string]any)["attributes"].(map[string]any)
+	require.Equal(t, "first", attrs["name"])
+	require.Equal(t, tenantA, attrs["tenant"])
+	require.Equal(t, userA, attrs["created_by"])
+	require.Equal(t, expires.Format(time.RFC3339), attrs["expires_at"])
+
+	one := b.do(t, http.MethodGet, "/v1/api-keys/"+first, admin, nil)
+	one.requireStatus(t, http.StatusOK)
+	require.NotContains(t, string(one.Body), `"secret"`)
+	used := one.data(t)["attributes"].(map[string]any)
+	require.Nil(t, used["last_used_at"], "not used yet")
+
+	b.do(t, http.MethodGet, "/v1/llm-tasks?page[size]=1", secret, nil)
+	b.do(t, http.MethodGet, "/v1/jobs", secret, nil)
+	used = b.do(t, http.MethodGet, "/v1/api-keys/"+first, admin, nil).data(t)["attributes"].(map[string]any)
+	require.NotNil(t, used["last_used_at"], "a request with the key records its use")
+}
+
+// TestAPIKeyOfAnotherTenantIsNotFound: keys are the tenant's own.
+func TestAPIKeyOfAnotherTenantIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, _ := issueKey(t, b, b.token(t, "keys:write"), map[string]any{"name": "acme's", "scopes": []string{"keys:write"}})
+	other := b.tokenFor(t, "globex", "bob", "keys:write", "keys:read")
+	requireError(t, b.do(t, http.MethodGet, "/v1/api-keys/"+id, other, nil), http.StatusNotFound, "NOT_FOUND")
+	requireError(t, b.do(t, http.MethodDelete, "/v1/api-keys/"+id, other, nil), http.StatusNotFound, "NOT_FOUND")
+	requireError(t, b.do(t, http.MethodPost, "/v1/api-keys/"+id+"/rotate", other, nil), http.StatusNotFound, "NOT_FOUND")
+	list := b.do(t, http.MethodGet, "/v1/api-keys", other, nil)
+	list.requireStatus(t, http.StatusOK)
+	require.Empty(t, list.object(t)["data"])
+
+	requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", b.token(t, "keys:write"),
+		newKeyBody(map[string]any{"name": "x", "scopes": []string{"keys:write"}, "tenant": "globex"})),
+		http.StatusForbidden, "FORBIDDEN")
+}
+
+// TestAPIKeyScopesAreTheCreatorsAtMost: a key gets no scope its creator
+// lacks, and bad input names its member.
+func TestAPIKeyScopesAreTheCreatorsAtMost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "llm-tasks:read")
+	msg := requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin,
+		newKeyBody(map[string]any{"name": "x", "scopes": []string{"llm-tasks:read", "llm-tasks:write"}})), http.StatusForbidden, "FORBIDDEN")
+	require.Contains(t, msg, "llm-tasks:write")
+
+	for pointer, attributes := range map[string]map[string]any{
+		"/data/attributes/name":        {"scopes": []string{"llm-tasks:read"}},
+		"/data/attributes/scopes":      {"name": "x", "scopes": []string{}},
+		"/data/attributes/scopes/1":    {"name": "x", "scopes": []string{"llm-tasks:read", "llm-tasks:read"}},
+		"/data/attributes/expires_at":  {"name": "x", "scopes": []string{"llm-tasks:read"}, "expires_at": "2020-01-01T00:00:00Z"},
+		"/data/attributes/application": {"name": "x", "scopes": []string{"llm-tasks:read"}, "application": "Not A Slug"},
+		"/data/attributes/secret":      {"name": "x", "scopes": []string{"llm-tasks:read"}, "secret": "gwk_mine"},
+	} {
+		requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin, newKeyBody(attributes)), http.StatusUnprocessableEntity,
+			"VALIDATION_ERROR", pointer)
+	}
+}
+
+// TestRevokedAndRotatedKeys: a revoked key is refused within a second; a
+// rotated key's old secret works for the grace period named, the new one
+// at once; made-up keys are refused without naming them.
+func TestRevokedAndRotatedKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "llm-tasks:read")
+	id, secret := issueKey(t, b, admin, map[string]any{"name": "x", "scopes": []string{"llm-tasks:read"}})
+	b.do(t, http.MethodGet, "/v1/jobs", secret, nil).requireStatus(t, http.StatusOK)
+
+	r := b.do(t, http.MethodPost, "/v1/api-keys/"+id+"/rotate", admin,
+		map[string]any{"data": map[string]any{"type": "api-key-rotation", "attributes": map[string]any{"grace_period_seconds": 3600}}})
+	r.requireStatus(t, http.StatusOK)
+	rotated := r.data(t)["attributes"].(map[string]any)
+	fresh := rotated["secret"].(string)
+	require.NotEqual(t, secret, fresh)
+	require.NotNil(t, rotated["previous_secret_expires_at"])
+	b.do(t, http.MethodGet, "/v1/jobs", fresh, nil).requireStatus(t, http.StatusOK)
+	b.do(t, http.MethodGet, "/v1/jobs", secret, nil).requireStatus(t, http.StatusOK)
+
+	r = b.do(t, http.MethodPost, "/v1/api-keys/"+id+"/rotate", admin, nil) // no grace
+	r.requireStatus(t, http.StatusOK)
+	newest := r.data(t)["attributes"].(map[string]any)["secret"].(string)
+	require.Eventually(t, func() bool {
+		return b.do(t, http.MethodGet, "/v1/jobs", fresh, nil).Status == http.StatusUnauthorized
+	}, time.Second, 50*time.Millisecond, "a secret rotated out without grace is refused within a second")
+
+	requireError(t, b.do(t, http.MethodPost, "/v1/api-keys/"+id+"/rotate", admin,
+		map[string]any{"data": map[string]any{"type": "api-key-rotation", "attributes": map[string]any{"grace_period_seconds": 86401}}}),
+		http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/grace_period_seconds")
+
+	b.do(t, http.MethodDelete, "/v1/api-keys/"+id, admin, nil).requireStatus(t, http.StatusNoContent)
+	require.Eventually(t, func() bool {
+		return b.do(t, http.MethodGet, "/v1/jobs", newest, nil).Status == http.StatusUnauthorized
+	}, time.Second, 50*time.Millisecond, "refused within a second of its revocation")
+	requireError(t, b.do(t, http.MethodDelete, "/v1/api-keys/"+id, admin, nil), http.StatusNotFound, "NOT_FOUND")
+
+	for _, made := range []string{"gwk_zz", "gwk_" + strings.Repeat("a", 16) + "_" + strings.Repeat("b", 52), "gwk_" + id + "_" + strings.Repeat("c", 52)} {
+		msg := requireError(t, b.do(t, http.MethodGet, "/v1/jobs", made, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+		require.NotContains(t, msg, made[4:], "the key is not echoed")
+	}
+}

@@ -1,0 +1,269 @@
+// Package apikeys issues, checks, rotates and revokes the keys the gateway
+// issues itself, so that a team can call it without an identity provider
+// (docs/api.md, API keys). A key is "gwk_<id>_<secret>": the id finds its
+// row, and only the secret's SHA-256 is kept, compared in constant time.
+package apikeys
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/ttlcache"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Store keeps the keys (store.APIKeyStore).
+type Store interface {
+	CreateAPIKey(ctx context.Context, k *store.APIKey) error
+	APIKey(ctx context.Context, id string) (*store.APIKey, error)
+	TenantAPIKey(ctx context.Context, tenant, id string) (*store.APIKey, error)
+	ListAPIKeys(ctx context.Context, tenant string) ([]store.APIKey, error)
+	RevokeAPIKey(ctx context.Context, tenant, id string, at time.Time) error
+	RotateAPIKey(ctx context.Context, tenant, id string, hash []byte, previousUntil *time.Time) (*store.APIKey, error)
+	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+}
+
+// Prefix starts every key, so that a key is told from a JWT at a glance
+// (and by secret scanners).
+const Prefix = "gwk_"
+
+// A key's parts: the id is idLength characters of encoding (10 random
+// bytes), the secret secretLength (32 random bytes).
+const (
+	idLength     = 16
+	secretLength = 52
+)
+
+// MaxGrace bounds how long a rotated-out secret keeps working.
+const MaxGrace = 24 * time.Hour
+
+// checkedFor is how long a key checked is taken as valid without reading
+// it again: a key revoked is refused by every process within it.
+const checkedFor = 500 * time.Millisecond
+
+var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// Identity is who a valid key speaks for.
+type Identity struct {
+	KeyID       string
+	Tenant      string
+	Scopes      []string
+	Application *string
+}
+
+// Subject is how the key is recorded wherever a token's sub is.
+func (id Identity) Subject() string { return Subject(id.KeyID) }
+
+// Subject is how key id is recorded as a caller: "key:<id>".
+func Subject(id string) string { return "key:" + id }
+
+// InvalidError refuses a key: malformed, unknown, revoked, expired or
+// with the wrong secret. Reason never repeats the key.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return "api key refused: " + e.Reason }
+
+// ScopeError refuses a new key a scope its creator does not hold.
+type ScopeError struct{ Scope string }
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("the scope %q is not one of the caller's: a key gets only scopes its creator holds", e.Scope)
+}
+
+// ErrOtherTenant refuses a new key for another tenant than its creator's
+// unless the creator is a super-admin.
+var ErrOtherTenant = errors.New("only a super-admin may issue a key for another tenant")
+
+// Service issues and checks keys.
+type Service struct {
+	store   Store
+	now     func() time.Time
+	checked *ttlcache.Cache[[32]byte, Identity]
+	logger  *slog.Logger
+}
+
+// New builds a Service over st; now may be nil (time.Now).
+func New(st Store, now func() time.Time, logger *slog.Logger) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Service{store: st, now: now, checked: ttlcache.New[[32]byte, Identity](checkedFor, 10_000, now), logger: logger}
+}
+
+// Creator is who asks for a new key.
+type Creator struct {
+	Subject    string
+	Tenant     string
+	Scopes     []string
+	SuperAdmin bool
+}
+
+// NewKey is what a new key is to be; the API checked its fields.
+type NewKey struct {
+	Name        string
+	Scopes      []string
+	Application *string
+	ExpiresAt   *time.Time
+	// Tenant is the key's tenant; "" is the creator's.
+	Tenant string
+}
+
+// Issued is a key with its secret, which is shown this once.
+type Issued struct {
+	Key    store.APIKey
+	Secret string
+}
+
+// Issue makes a key for by: its scopes a subset of by's, its tenant by's
+// unless by is a super-admin.
+func (s *Service) Issue(ctx context.Context, by Creator, k NewKey) (Issued, error) {
+	tenant := k.Tenant
+	if tenant == "" {
+		tenant = by.Tenant
+	}
+	if tenant != by.Tenant && !by.SuperAdmin {
+		return Issued{}, ErrOtherTenant
+	}
+	for _, scope := range k.Scopes {
+		if !slices.Contains(by.Scopes, scope) {
+			return Issued{}, &ScopeError{Scope: scope}
+		}
+	}
+	id, err := random(10)
+	if err != nil {
+		return Issued{}, err
+	}
+	secret, err := random(32)
+	if err != nil {
+		return Issued{}, err
+	}
+	hash := sha256.Sum256([]byte(secret))
+	key := store.APIKey{ID: id, Tenant: tenant, Name: k.Name, Scopes: slices.Clone(k.Scopes), Application: k.Application,
+		SecretHash: hash[:], CreatedBy: by.Subject, CreatedAt: s.now().UTC(), ExpiresAt: k.ExpiresAt}
+	if err := s.store.CreateAPIKey(ctx, &key); err != nil {
+		return Issued{}, err
+	}
+	return Issued{Key: key, Secret: Prefix + id + "_" + secret}, nil
+}
+
+// List is tenant's keys not revoked, newest first.
+func (s *Service) List(ctx context.Context, tenant string) ([]store.APIKey, error) {
+	return s.store.ListAPIKeys(ctx, tenant)
+}
+
+// Get is tenant's key id; store.ErrNotFound when tenant has none not
+// revoked.
+func (s *Service) Get(ctx context.Context, tenant, id string) (*store.APIKey, error) {
+	return s.store.TenantAPIKey(ctx, tenant, id)
+}
+
+// Revoke revokes tenant's key id: every process refuses it within
+// checkedFor. store.ErrNotFound when tenant has no such key.
+func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
+	return s.store.RevokeAPIKey(ctx, tenant, id, s.now())
+}
+
+// Rotate gives tenant's key id a new secret; the one it had keeps
+// working for grace (at most MaxGrace; 0: not at all).
+func (s *Service) Rotate(ctx context.Context, tenant, id string, grace time.Duration) (Issued, error) {
+	if grace < 0 || grace > MaxGrace {
+		return Issued{}, fmt.Errorf("apikeys: a grace of %s is outside 0 to %s", grace, MaxGrace)
+	}
+	secret, err := random(32)
+	if err != nil {
+		return Issued{}, err
+	}
+	var until *time.Time
+	if grace > 0 {
+		t := s.now().Add(grace).UTC()
+		until = &t
+	}
+	hash := sha256.Sum256([]byte(secret))
+	k, err := s.store.RotateAPIKey(ctx, tenant, id, hash[:], until)
+	if err != nil {
+		return Issued{}, err
+	}
+	return Issued{Key: *k, Secret: Prefix + id + "_" + secret}, nil
+}
+
+// LooksLikeKey reports whether a bearer token is meant as a key.
+func LooksLikeKey(token string) bool { return strings.HasPrefix(token, Prefix) }
+
+// Authenticate checks a key and returns who it speaks for: an
+// *InvalidError when it is refused, another error when the store cannot
+// say. A key found valid is not read again for checkedFor.
+func (s *Service) Authenticate(ctx context.Context, raw string) (Identity, error) {
+	id, secret, ok := parse(raw)
+	if !ok {
+		return Identity{}, &InvalidError{Reason: "the API key is malformed"}
+	}
+	return s.checked.Get(ctx, sha256.Sum256([]byte(raw)), func(ctx context.Context) (Identity, error) {
+		return s.check(ctx, id, secret)
+	})
+}
+
+func (s *Service) check(ctx context.Context, id, secret string) (Identity, error) {
+	k, err := s.store.APIKey(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Identity{}, &InvalidError{Reason: "the API key is not valid"}
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	now := s.now()
+	hash := sha256.Sum256([]byte(secret))
+	current := subtle.ConstantTimeCompare(hash[:], k.SecretHash) == 1
+	previous := k.PreviousExpiresAt != nil && now.Before(*k.PreviousExpiresAt) &&
+		subtle.ConstantTimeCompare(hash[:], k.PreviousSecretHash) == 1
+	switch {
+	case !current && !previous:
+		return Identity{}, &InvalidError{Reason: "the API key is not valid"}
+	case k.RevokedAt != nil:
+		return Identity{}, &InvalidError{Reason: "the API key was revoked"}
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return Identity{}, &InvalidError{Reason: "the API key has expired"}
+	}
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= time.Minute {
+		if err := s.store.TouchAPIKey(ctx, id, now); err != nil {
+			s.logger.Warn("record an API key's last use", "key", id, "error", err)
+		}
+	}
+	return Identity{KeyID: k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Application: k.Application}, nil
+}
+
+// parse splits a key into its id and secret, checking their form.
+func parse(raw string) (id, secret string, ok bool) {
+	rest, found := strings.CutPrefix(raw, Prefix)
+	if !found || len(rest) != idLength+1+secretLength || rest[idLength] != '_' {
+		return "", "", false
+	}
+	id, secret = rest[:idLength], rest[idLength+1:]
+	if _, err := encoding.DecodeString(id); err != nil {
+		return "", "", false
+	}
+	if _, err := encoding.DecodeString(secret); err != nil {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+// random is n random bytes in encoding.
+func random(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return encoding.EncodeToString(b), nil
+}

@@ -1,0 +1,178 @@
+package apikeys_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/app/apikeys"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// clock is a clock the tests move.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// counting counts the reads of keys by id.
+type counting struct {
+	*store.APIKeyStore
+	reads atomic.Int64
+}
+
+func (c *counting) APIKey(ctx context.Context, id string) (*store.APIKey, error) {
+	c.reads.Add(1)
+	return c.APIKeyStore.APIKey(ctx, id)
+}
+
+func setup(t *testing.T) (*apikeys.Service, *counting, *clock) {
+	st := &counting{APIKeyStore: storetest.SQLite(t).APIKeys}
+	c := &clock{now: time.Now()}
+	return apikeys.New(st, c.Now, nil), st, c
+}
+
+var alice = apikeys.Creator{Subject: "alice", Tenant: "acme", Scopes: []string{"llm-tasks:write", "keys:write"}}
+
+func invalid(t *testing.T, err error) string {
+	t.Helper()
+	var e *apikeys.InvalidError
+	require.True(t, errors.As(err, &e), "an InvalidError, not %v", err)
+	return e.Reason
+}
+
+func TestIssuedKeyAuthenticatesAsItsTenant(t *testing.T) {
+	t.Parallel()
+	s, st, _ := setup(t)
+	ctx := context.Background()
+	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "ci", Scopes: []string{"llm-tasks:write"}})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(issued.Secret, "gwk_"+issued.Key.ID+"_"))
+	secretPart := issued.Secret[len("gwk_"+issued.Key.ID+"_"):]
+	hash := sha256.Sum256([]byte(secretPart))
+	require.Equal(t, hash[:], issued.Key.SecretHash, "only the secret's hash is kept")
+	require.Equal(t, "alice", issued.Key.CreatedBy)
+
+	id, err := s.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err)
+	require.Equal(t, apikeys.Identity{KeyID: issued.Key.ID, Tenant: "acme", Scopes: []string{"llm-tasks:write"}}, id)
+	require.Equal(t, "key:"+issued.Key.ID, id.Subject())
+	_, err = s.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.reads.Load(), "a key checked is not read again at once")
+
+	wrong := issued.Secret[:len(issued.Secret)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(issued.Secret, "a")]
+	_, err = s.Authenticate(ctx, wrong)
+	require.Equal(t, "the API key is not valid", invalid(t, err))
+}
+
+func TestMalformedKeysCostNoRead(t *testing.T) {
+	t.Parallel()
+	s, st, _ := setup(t)
+	for _, raw := range []string{"gwk_", "gwk_short_key", "gwk_" + strings.Repeat("A", 16) + "_" + strings.Repeat("a", 52),
+		"gwk_" + strings.Repeat("a", 16) + "-" + strings.Repeat("a", 52), "gwk_" + strings.Repeat("a", 16) + "_" + strings.Repeat("1", 52)} {
+		_, err := s.Authenticate(context.Background(), raw)
+		require.Equal(t, "the API key is malformed", invalid(t, err), raw)
+	}
+	require.Zero(t, st.reads.Load())
+	for i := range 1000 {
+		_, err := s.Authenticate(context.Background(), "gwk_"+strings.Repeat(string(rune('a'+i%26)), 16)+"_"+strings.Repeat("a", 52))
+		invalid(t, err)
+	}
+	require.EqualValues(t, 1000, st.reads.Load(), "a made-up key costs one read by id, no more")
+}
+
+func TestScopesAndTenantOfANewKey(t *testing.T) {
+	t.Parallel()
+	s, _, _ := setup(t)
+	ctx := context.Background()
+	_, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write", "admin:cross-tenant"}})
+	var scope *apikeys.ScopeError
+	require.ErrorAs(t, err, &scope)
+	require.Equal(t, "admin:cross-tenant", scope.Scope)
+	_, err = s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, Tenant: "globex"})
+	require.ErrorIs(t, err, apikeys.ErrOtherTenant)
+
+	root := apikeys.Creator{Subject: "root", Tenant: "ops", Scopes: []string{"keys:write"}, SuperAdmin: true}
+	issued, err := s.Issue(ctx, root, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, Tenant: "globex"})
+	require.NoError(t, err)
+	require.Equal(t, "globex", issued.Key.Tenant, "a super-admin may name another tenant")
+}
+
+func TestRevokedExpiredAndRotatedKeys(t *testing.T) {
+	t.Parallel()
+	s, _, c := setup(t)
+	ctx := context.Background()
+	expires := c.Now().Add(time.Hour)
+	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, ExpiresAt: &expires})
+	require.NoError(t, err)
+	old := issued.Secret
+
+	rotated, err := s.Rotate(ctx, "acme", issued.Key.ID, 10*time.Minute)
+	require.NoError(t, err)
+	_, err = s.Authenticate(ctx, rotated.Secret)
+	require.NoError(t, err)
+	_, err = s.Authenticate(ctx, old)
+	require.NoError(t, err, "the previous secret works during the grace period")
+	c.Add(11 * time.Minute)
+	_, err = s.Authenticate(ctx, old)
+	require.Equal(t, "the API key is not valid", invalid(t, err), "and not after it")
+	_, err = s.Rotate(ctx, "acme", issued.Key.ID, apikeys.MaxGrace+time.Second)
+	require.Error(t, err)
+
+	c.Add(time.Hour)
+	_, err = s.Authenticate(ctx, rotated.Secret)
+	require.Equal(t, "the API key has expired", invalid(t, err))
+
+	other, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "y", Scopes: []string{"keys:write"}})
+	require.NoError(t, err)
+	_, err = s.Authenticate(ctx, other.Secret)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Revoke(ctx, "globex", other.Key.ID), store.ErrNotFound, "another tenant's key")
+	require.NoError(t, s.Revoke(ctx, "acme", other.Key.ID))
+	_, err = s.Authenticate(ctx, other.Secret)
+	require.NoError(t, err, "checked less than half a second ago")
+	c.Add(600 * time.Millisecond)
+	_, err = s.Authenticate(ctx, other.Secret)
+	require.Equal(t, "the API key was revoked", invalid(t, err))
+}
+
+func TestLastUseIsRecordedOnceAMinute(t *testing.T) {
+	t.Parallel()
+	s, st, c := setup(t)
+	ctx := context.Background()
+	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}})
+	require.NoError(t, err)
+	_, err = s.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err)
+	first, err := st.APIKeyStore.APIKey(ctx, issued.Key.ID)
+	require.NoError(t, err)
+	require.NotNil(t, first.LastUsedAt)
+	c.Add(30 * time.Second)
+	_, err = s.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err)
+	again, err := st.APIKeyStore.APIKey(ctx, issued.Key.ID)
+	require.NoError(t, err)
+	require.True(t, first.LastUsedAt.Equal(*again.LastUsedAt))
+	c.Add(time.Minute)
+	_, err = s.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err)
+	later, err := st.APIKeyStore.APIKey(ctx, issued.Key.ID)
+	require.NoError(t, err)
+	require.True(t, later.LastUsedAt.After(*first.LastUsedAt))
+}

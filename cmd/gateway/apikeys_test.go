@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/providers/providertest"
+)
+
+// TestAPIKeyAcrossServeProcesses: a key created over the API of one serve
+// runs a job end to end through another, and the other refuses it within
+// a second of its revocation on the first (docs/api.md, API keys).
+func TestAPIKeyAcrossServeProcesses(t *testing.T) {
+	t.Parallel()
+	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-keys", 50), jobStartsAuto)
+	second := startProcess(t, append(shape.env, "OIDC_ISSUER_URL="+shape.server.url("/dev/oidc")),
+		"serve", "--providers", shape.worker0[2], "--tenant-create-rate", "0")
+	first := "http://" + shape.api.listen
+	other := "http://" + second.listen
+	admin := shape.server.mint("acme", "keys:write keys:read llm-tasks:write llm-tasks:read")
+
+	status, body := post(t, first+"/v1/api-keys", admin,
+		`{"data":{"type":"api-key","attributes":{"name":"e2e","scopes":["llm-tasks:write","llm-tasks:read"]}}}`)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	var created struct {
+		Data struct {
+			ID         string `json:"id"`
+			Attributes struct {
+				Secret string `json:"secret"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(body, &created))
+	key := created.Data.Attributes.Secret
+	require.True(t, strings.HasPrefix(key, "gwk_"+created.Data.ID+"_"))
+
+	status, body = post(t, other+"/v1/llm-tasks", key, llmTaskBody)
+	require.Equal(t, http.StatusAccepted, status, "%s", body)
+	var doc jobDoc
+	require.NoError(t, json.Unmarshal(body, &doc))
+	require.Eventually(t, func() bool {
+		require.NoError(t, json.Unmarshal(get(t, first+"/v1/llm-tasks/"+doc.Data.ID, key), &doc))
+		return doc.Data.Attributes.Status == "completed"
+	}, time.Minute, 100*time.Millisecond, "the key's job completes")
+
+	send := func(method, url, token string) int {
+		req, err := http.NewRequest(method, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusNoContent, send(http.MethodDelete, first+"/v1/api-keys/"+created.Data.ID, admin))
+	revoked := time.Now()
+	for {
+		asked := time.Now()
+		status := send(http.MethodGet, other+"/v1/llm-tasks/"+doc.Data.ID, key)
+		if status == http.StatusUnauthorized {
+			break
+		}
+		require.Equal(t, http.StatusOK, status)
+		require.Less(t, asked.Sub(revoked), time.Second, "the other serve still accepts the key a second after its revocation")
+		time.Sleep(20 * time.Millisecond)
+	}
+}

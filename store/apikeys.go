@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// APIKey is a key the gateway issued (docs/api.md, API keys). The store
+// keeps only the SHA-256 of its secret, and of the secret it replaced
+// while a rotation's grace period lasts.
+type APIKey struct {
+	ID                 string `gorm:"primaryKey"`
+	Tenant             string
+	Name               string
+	Scopes             []string `gorm:"serializer:json"`
+	Application        *string
+	SecretHash         []byte
+	PreviousSecretHash []byte
+	PreviousExpiresAt  *time.Time
+	CreatedBy          string
+	CreatedAt          time.Time
+	ExpiresAt          *time.Time
+	RevokedAt          *time.Time
+	LastUsedAt         *time.Time
+}
+
+func (APIKey) TableName() string { return "api_keys" }
+
+// CreateAPIKey records a new key.
+func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *APIKey) error {
+	return s.writeStatement(ctx, func(tx *gorm.DB) error { return tx.Create(k).Error })
+}
+
+// APIKey reads key id, revoked or not, of any tenant: what a request's
+// key is checked against. ErrNotFound when there is none.
+func (s *APIKeyStore) APIKey(ctx context.Context, id string) (*APIKey, error) {
+	return take[APIKey](s.db.WithContext(ctx).Where("id = ?", id))
+}
+
+// TenantAPIKey reads tenant's key id unless it was revoked; ErrNotFound
+// otherwise.
+func (s *APIKeyStore) TenantAPIKey(ctx context.Context, tenant, id string) (*APIKey, error) {
+	return take[APIKey](s.db.WithContext(ctx).Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant))
+}
+
+// ListAPIKeys lists tenant's keys not revoked, newest first.
+func (s *APIKeyStore) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error) {
+	var keys []APIKey
+	err := s.db.WithContext(ctx).Where("tenant = ? AND revoked_at IS NULL", tenant).
+		Order("created_at DESC, id DESC").Find(&keys).Error
+	return keys, err
+}
+
+// RevokeAPIKey revokes tenant's key id at at; ErrNotFound when tenant has
+// no such key not revoked.
+func (s *APIKeyStore) RevokeAPIKey(ctx context.Context, tenant, id string, at time.Time) error {
+	var revoked int64
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&APIKey{}).Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant).
+			Update("revoked_at", at.UTC())
+		revoked = res.RowsAffected
+		return res.Error
+	})
+	if err == nil && revoked == 0 {
+		return ErrNotFound
+	}
+	return err
+}
+
+// RotateAPIKey gives tenant's key id the secret of hash; the secret it had
+// keeps working until previousUntil (none when nil). It returns the key
+// rotated, ErrNotFound when tenant has no such key not revoked.
+func (s *APIKeyStore) RotateAPIKey(ctx context.Context, tenant, id string, hash []byte, previousUntil *time.Time) (*APIKey, error) {
+	var rotated *APIKey
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		k, err := take[APIKey](tx.Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant))
+		if err != nil {
+			return err
+		}
+		k.PreviousSecretHash, k.PreviousExpiresAt = nil, nil
+		if previousUntil != nil {
+			until := previousUntil.UTC()
+			k.PreviousSecretHash, k.PreviousExpiresAt = k.SecretHash, &until
+		}
+		k.SecretHash = hash
+		rotated = k
+		return tx.Model(&APIKey{}).Where("id = ?", id).Updates(map[string]any{"secret_hash": k.SecretHash,
+			"previous_secret_hash": k.PreviousSecretHash, "previous_expires_at": k.PreviousExpiresAt}).Error
+	})
+	return rotated, err
+}
+
+// TouchAPIKey records that key id was used at at, unless a use within
+// the minute before was recorded: one write a minute at most per key.
+func (s *APIKeyStore) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	at = at.UTC()
+	return s.writeStatement(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&APIKey{}).Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", id, at.Add(-time.Minute)).
+			Update("last_used_at", at).Error
+	})
+}

@@ -1,0 +1,28 @@
+package store
+
+import "time"
+
+// apiKeyV1 is a key the gateway issued (docs/api.md, API keys): never its
+// secret, only the secret's SHA-256.
+type apiKeyV1 struct {
+	ID                 string  `gorm:"primaryKey;size:16"`
+	Tenant             string  `gorm:"size:63;not null"`
+	Name               string  `gorm:"size:200;not null"`
+	Scopes             string  `gorm:"not null"` // a JSON array
+	Application        *string `gorm:"size:63"`
+	SecretHash         []byte  `gorm:"not null"`
+	PreviousSecretHash []byte
+	PreviousExpiresAt  *time.Time
+	CreatedBy          string    `gorm:"size:300;not null"`
+	CreatedAt          time.Time `gorm:"not null"`
+	ExpiresAt          *time.Time
+	RevokedAt          *time.Time
+	LastUsedAt         *time.Time
+}
+
+func (apiKeyV1) TableName() string { return "api_keys" }
+
+// migrationAPIKeys adds the keys the gateway issues, listed per tenant
+// newest first.
+var migrationAPIKeys = tableMigration("202612071002_api_keys", []any{&apiKeyV1{}},
+	"CREATE INDEX idx_api_keys_tenant_created ON api_keys (tenant, created_at DESC, id DESC)")
