@@ -42,6 +42,7 @@ func bill(prices *providers.PriceBook, snap jobs.Snapshot, row *jobs.Record) (*s
 	}
 	return &store.UsageEntry{
 		JobID: snap.ID, Attempt: max(attempt, 1), Tenant: snap.Tenant, Application: snap.Application,
+		APIKey:  jobs.CallerKey(snap.UserID),
 		Service: snap.Service, Provider: snap.Provider, Unit: usage.Unit, Quantity: usage.Quantity,
 		Native: string(nativeJSON), CostNanos: usage.Cost.Nanos, Currency: usage.Cost.Currency,
 		PriceVersion: usage.PriceVersion, Estimated: usage.Estimated, BilledAt: billedAt,

@@ -50,7 +50,10 @@ func saveCompleted(t *testing.T, snap jobs.Snapshot) (*recordingStore, *metrics.
 
 	done := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	routing := jobs.RoutingInfo{ProviderID: snap.Provider, Reason: jobs.ReasonFailover, Attempt: 2}
-	snap.ID, snap.Tenant, snap.UserID, snap.Application = "job-1", "acme", "u", "web"
+	snap.ID, snap.Tenant, snap.Application = "job-1", "acme", "web"
+	if snap.UserID == "" {
+		snap.UserID = "u"
+	}
 	snap.Status, snap.Revision, snap.CompletedAt = jobs.StatusCompleted, 5, &done
 	snap.Routing, snap.RoutingHistory = &routing, []jobs.RoutingInfo{{Attempt: 1}, routing}
 	_, err := env.ExecuteActivity(acts.Projections.SaveJob, snap)
@@ -61,6 +64,7 @@ func saveCompleted(t *testing.T, snap jobs.Snapshot) (*recordingStore, *metrics.
 	require.Equal(t, 2, st.ledger[0].Attempt, "the attempt that completed")
 	require.Equal(t, "acme", st.ledger[0].Tenant)
 	require.Equal(t, "web", st.ledger[0].Application)
+	require.Equal(t, jobs.CallerKey(snap.UserID), st.ledger[0].APIKey, "the key that created the job, if one did")
 	require.Equal(t, snap.Provider, st.ledger[0].Provider)
 	require.Equal(t, done, st.ledger[0].BilledAt)
 	return st, m
@@ -121,7 +125,8 @@ func TestUsageOfACompletedLLMTask(t *testing.T) {
 	require.NotContains(t, st.saved[0].Result, "usage")
 
 	// No counts from the provider: four characters a token, estimated.
-	st, _ = saveCompleted(t, jobs.Snapshot{Service: jobs.LLMTasks, Provider: "priced",
+	// Created with an API key: the entry is billed to it.
+	st, _ = saveCompleted(t, jobs.Snapshot{Service: jobs.LLMTasks, Provider: "priced", UserID: jobs.KeyCaller("k3y"),
 		Input:  json.RawMessage(`{"type":"text","text":"12345678","prompt":"abcd"}`),
 		Result: json.RawMessage(`{"content":"answer!!","finish_reason":"completed"}`)})
 	u = usageOf(t, st)
@@ -129,6 +134,7 @@ func TestUsageOfACompletedLLMTask(t *testing.T) {
 	require.True(t, st.ledger[0].Estimated)
 	require.Equal(t, jobs.NativeUsage{InputTokens: ptr(int64(3)), OutputTokens: ptr(int64(2))}, u.Native)
 	require.Contains(t, st.saved[0].Usage, `"estimated":true`)
+	require.Equal(t, "k3y", st.ledger[0].APIKey)
 }
 
 func TestUsageUnpricedIsCounted(t *testing.T) {

@@ -70,7 +70,7 @@ func (s *conn) projectInOneStatement(ctx context.Context, job *jobs.Record, entr
 	}
 	if entry != nil {
 		q += ", entry AS (" + usageInsert(len(args)) + ")"
-		args = append(args, entry.JobID, entry.Attempt, entry.Tenant, entry.Application, string(entry.Service), entry.Provider,
+		args = append(args, entry.JobID, entry.Attempt, entry.Tenant, entry.Application, entry.APIKey, string(entry.Service), entry.Provider,
 			entry.Unit, entry.Quantity, entry.Native, entry.CostNanos, entry.Currency, entry.PriceVersion, entry.Estimated, entry.BilledAt)
 	}
 	q += " SELECT COUNT(*) FROM updated"
@@ -93,7 +93,7 @@ const uniqueViolation = "23505"
 // statement's from $1. Its arguments are those projectInOneStatement
 // appends, in this order.
 func usageInsert(after int) string {
-	columns := []string{"job_id", "attempt", "tenant", "application", "service", "provider",
+	columns := []string{"job_id", "attempt", "tenant", "application", "api_key", "service", "provider",
 		"unit", "quantity", "native", "cost_nanos", "currency", "price_version", "estimated", "billed_at"}
 	values := make([]string, len(columns))
 	for i := range columns {

@@ -224,6 +224,7 @@ var migrations = []*gormigrate.Migration{
 	migrationDropJobStartsCleared,
 	migrationWebhookDeliverySubjects,
 	migrationAPIKeys,
+	migrationUsageAPIKey,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -26,3 +26,7 @@ func (apiKeyV1) TableName() string { return "api_keys" }
 // newest first.
 var migrationAPIKeys = tableMigration("202612071002_api_keys", []any{&apiKeyV1{}},
 	"CREATE INDEX idx_api_keys_tenant_created ON api_keys (tenant, created_at DESC, id DESC)")
+
+// migrationUsageAPIKey records, with each ledger entry, the API key that
+// created its job ("" for a token's), for usage grouped by key.
+var migrationUsageAPIKey = columnMigration("202612071003_usage_api_key", "usage_ledger", "api_key", "VARCHAR(16) NOT NULL DEFAULT ''")

@@ -17,10 +17,13 @@ type UsageEntry struct {
 	Attempt     int    `gorm:"primaryKey;autoIncrement:false"`
 	Tenant      string
 	Application string
-	Service     jobs.ServiceID
-	Provider    string
-	Unit        string
-	Quantity    float64
+	// APIKey is the id of the API key that created the job, "" for a
+	// token's job (docs/api.md, Usage report).
+	APIKey   string `gorm:"column:api_key"`
+	Service  jobs.ServiceID
+	Provider string
+	Unit     string
+	Quantity float64
 	// Native is the jobs.NativeUsage, JSON.
 	Native string
 	// CostNanos is the cost in 1e-9 of Currency: sums are exact.

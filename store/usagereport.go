@@ -19,7 +19,10 @@ const (
 	UsageByService     UsageKey = "service"
 	UsageByProvider    UsageKey = "provider"
 	UsageByApplication UsageKey = "application"
-	UsageByUnit        UsageKey = "unit"
+	// UsageByAPIKey is the API key that created the jobs (docs/api.md,
+	// API keys); empty for tokens' jobs.
+	UsageByAPIKey UsageKey = "api_key"
+	UsageByUnit   UsageKey = "unit"
 	// UsageByDay is the UTC day an entry was billed, YYYY-MM-DD.
 	UsageByDay UsageKey = "day"
 )
@@ -27,7 +30,7 @@ const (
 // UsageKeys are the keys a report may group by, in the order docs/api.md
 // lists them.
 func UsageKeys() []UsageKey {
-	return []UsageKey{UsageByService, UsageByProvider, UsageByApplication, UsageByUnit, UsageByDay, UsageByTenant}
+	return []UsageKey{UsageByService, UsageByProvider, UsageByApplication, UsageByAPIKey, UsageByUnit, UsageByDay, UsageByTenant}
 }
 
 // UsageQuery selects the ledger entries billed in [From, To), of Tenant
@@ -50,6 +53,7 @@ type UsageRow struct {
 	Service     jobs.ServiceID
 	Provider    string
 	Application string
+	APIKey      string `gorm:"column:api_key"`
 	Unit        string
 	Day         string
 	Currency    string
@@ -71,6 +75,8 @@ func (r UsageRow) Key(k UsageKey) string {
 		return r.Provider
 	case UsageByApplication:
 		return r.Application
+	case UsageByAPIKey:
+		return r.APIKey
 	case UsageByUnit:
 		return r.Unit
 	case UsageByDay:

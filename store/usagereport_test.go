@@ -166,3 +166,24 @@ func TestUsageReportFilters(t *testing.T) {
 		require.Equal(t, "2026-11-25", r.Rows[1].Day)
 	})
 }
+
+// TestUsageReportByAPIKey: entries remember the key that created their
+// job, and a report groups by it ("" for a token's jobs).
+func TestUsageReportByAPIKey(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		for i, key := range []string{"kkkkkkkkkkkkkkkk", "kkkkkkkkkkkkkkkk", ""} {
+			job := newJob()
+			job.Tenant = "acme"
+			require.NoError(t, s.Jobs.InsertJob(ctx, job))
+			e := store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: "acme", APIKey: key, Service: job.Service, Provider: "alpha",
+				Unit: "minute", Quantity: 1, CostNanos: int64(i+1) * 100_000_000, Currency: "USD", Native: "{}", PriceVersion: "v1",
+				BilledAt: usageDay1.Add(time.Duration(i) * time.Hour)}
+			require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), &e))
+		}
+		rows, _ := report(ctx, t, s, store.UsageQuery{Tenant: "acme", GroupBy: []store.UsageKey{store.UsageByAPIKey}})
+		require.Equal(t, []store.UsageRow{
+			{Unit: "minute", Currency: "USD", Jobs: 1, Entries: 1, CostNanos: 300_000_000},
+			{APIKey: "kkkkkkkkkkkkkkkk", Unit: "minute", Currency: "USD", Jobs: 2, Entries: 2, CostNanos: 300_000_000},
+		}, rows)
+	})
+}

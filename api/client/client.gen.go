@@ -1226,6 +1226,7 @@ func (e UsageReportDataType) Valid() bool {
 
 // Defines values for UsageReportMetaGroupBy.
 const (
+	UsageReportMetaGroupByApiKey      UsageReportMetaGroupBy = "api_key"
 	UsageReportMetaGroupByApplication UsageReportMetaGroupBy = "application"
 	UsageReportMetaGroupByDay         UsageReportMetaGroupBy = "day"
 	UsageReportMetaGroupByProvider    UsageReportMetaGroupBy = "provider"
@@ -1237,6 +1238,8 @@ const (
 // Valid indicates whether the value is a known member of the UsageReportMetaGroupBy enum.
 func (e UsageReportMetaGroupBy) Valid() bool {
 	switch e {
+	case UsageReportMetaGroupByApiKey:
+		return true
 	case UsageReportMetaGroupByApplication:
 		return true
 	case UsageReportMetaGroupByDay:
@@ -2636,6 +2639,9 @@ type UsageReport struct {
 	Data []struct {
 		// Attributes the grouped keys (only those), then the sums of one group in one currency
 		Attributes struct {
+			// ApiKey the id of the API key that created the jobs; null for jobs created with a token
+			ApiKey *string `json:"api_key,omitempty"`
+
 			// Application null for jobs without X-Application
 			Application *string   `json:"application,omitempty"`
 			Cost        UsageCost `json:"cost"`
@@ -3459,7 +3465,7 @@ type GetUsageParams struct {
 	// To excluded; RFC 3339 timestamp or date; default: now. At most 366 days after from
 	To *string `form:"to,omitempty" json:"to,omitempty"`
 
-	// GroupBy comma-separated: service, provider, application, unit, day, and tenant for a report over every tenant; empty: one row per currency
+	// GroupBy comma-separated: service, provider, application, api_key, unit, day, and tenant for a report over every tenant; empty: one row per currency
 	GroupBy *string `form:"group_by,omitempty" json:"group_by,omitempty"`
 
 	// FilterTenant super-admin only

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/ttlcache"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -64,7 +65,7 @@ type Identity struct {
 func (id Identity) Subject() string { return Subject(id.KeyID) }
 
 // Subject is how key id is recorded as a caller: "key:<id>".
-func Subject(id string) string { return "key:" + id }
+func Subject(id string) string { return jobs.KeyCaller(id) }
 
 // InvalidError refuses a key: malformed, unknown, revoked, expired or
 // with the wrong secret. Reason never repeats the key.

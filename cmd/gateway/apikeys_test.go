@@ -22,7 +22,7 @@ func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 		"serve", "--providers", shape.worker0[2], "--tenant-create-rate", "0")
 	first := "http://" + shape.api.listen
 	other := "http://" + second.listen
-	admin := shape.server.mint("acme", "keys:write keys:read llm-tasks:write llm-tasks:read")
+	admin := shape.server.mint("acme", "keys:write keys:read llm-tasks:write llm-tasks:read usage:read")
 
 	status, body := post(t, first+"/v1/api-keys", admin,
 		`{"data":{"type":"api-key","attributes":{"name":"e2e","scopes":["llm-tasks:write","llm-tasks:read"]}}}`)
@@ -47,6 +47,21 @@ func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 		require.NoError(t, json.Unmarshal(get(t, first+"/v1/llm-tasks/"+doc.Data.ID, key), &doc))
 		return doc.Data.Attributes.Status == "completed"
 	}, time.Minute, 100*time.Millisecond, "the key's job completes")
+
+	// Its usage is the key's.
+	var usage struct {
+		Data []struct {
+			Attributes struct {
+				APIKey *string `json:"api_key"`
+				Jobs   int     `json:"jobs"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(get(t, first+"/v1/usage?group_by=api_key", admin), &usage))
+	require.Len(t, usage.Data, 1, "one group: the key's")
+	require.NotNil(t, usage.Data[0].Attributes.APIKey)
+	require.Equal(t, created.Data.ID, *usage.Data[0].Attributes.APIKey)
+	require.Equal(t, 1, usage.Data[0].Attributes.Jobs)
 
 	send := func(method, url, token string) int {
 		req, err := http.NewRequest(method, url, nil)

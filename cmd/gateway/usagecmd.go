@@ -32,7 +32,7 @@ func (f *usageFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.application, "application", "", "only this application's usage")
 	fs.StringVar(&f.from, "from", "", "start, RFC 3339 or YYYY-MM-DD in UTC (default: the start of the month --to ends)")
 	fs.StringVar(&f.to, "to", "", "end, excluded, RFC 3339 or YYYY-MM-DD in UTC (default: now)")
-	fs.StringVar(&f.groupBy, "group-by", "", "comma-separated keys: service, provider, application, unit, day, tenant (default: one row per currency)")
+	fs.StringVar(&f.groupBy, "group-by", "", "comma-separated keys: service, provider, application, api_key, unit, day, tenant (default: one row per currency)")
 	fs.StringVar(&f.output, "o", "text", "output format: text, json or csv")
 	fs.StringVar(&f.output, "output", "text", "the same as -o")
 }
@@ -81,7 +81,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 	for _, part := range strings.Split(f.groupBy, ",") {
 		k := store.UsageKey(strings.TrimSpace(part))
 		if !slices.Contains(store.UsageKeys(), k) || slices.Contains(q.GroupBy, k) {
-			return q, fmt.Errorf("--group-by %q: give each of service, provider, application, unit, day, tenant at most once", f.groupBy)
+			return q, fmt.Errorf("--group-by %q: give each of service, provider, application, api_key, unit, day, tenant at most once", f.groupBy)
 		}
 		q.GroupBy = append(q.GroupBy, k)
 	}
