@@ -46,16 +46,17 @@ func (h apiKeysHandler) routes(v1 *gin.RouterGroup) {
 // apiKeyAttributes is a key as the API shows it; Secret only in the
 // answers of create and rotate.
 type apiKeyAttributes struct {
-	Name                    string     `json:"name"`
-	Tenant                  string     `json:"tenant"`
-	Scopes                  []string   `json:"scopes"`
-	Application             *string    `json:"application"`
-	CreatedBy               string     `json:"created_by"`
-	CreatedAt               time.Time  `json:"created_at"`
-	ExpiresAt               *time.Time `json:"expires_at"`
-	LastUsedAt              *time.Time `json:"last_used_at"`
-	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
-	Secret                  string     `json:"secret,omitempty"`
+	Name                    string          `json:"name"`
+	Tenant                  string          `json:"tenant"`
+	Scopes                  []string        `json:"scopes"`
+	Application             *string         `json:"application"`
+	CreatedBy               string          `json:"created_by"`
+	CreatedAt               time.Time       `json:"created_at"`
+	ExpiresAt               *time.Time      `json:"expires_at"`
+	LastUsedAt              *time.Time      `json:"last_used_at"`
+	PreviousSecretExpiresAt *time.Time      `json:"previous_secret_expires_at"`
+	Limits                  store.KeyLimits `json:"limits"`
+	Secret                  string          `json:"secret,omitempty"`
 }
 
 type apiKeyResource struct {
@@ -80,13 +81,13 @@ func apiKeyView(k store.APIKey, secret string, now time.Time) apiKeyResource {
 	}
 	return apiKeyResource{ID: k.ID, Type: "api-key", Attributes: apiKeyAttributes{Name: k.Name, Tenant: k.Tenant,
 		Scopes: k.Scopes, Application: k.Application, CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt.UTC(),
-		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), PreviousSecretExpiresAt: utc(previous), Secret: secret}}
+		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), PreviousSecretExpiresAt: utc(previous), Limits: k.Limits, Secret: secret}}
 }
 
 // create handles POST /v1/api-keys.
 func (h apiKeysHandler) create(c *gin.Context) error {
 	env, err := readEnvelope(c, envelopeSpec{Type: "api-key", Members: []string{"type", "attributes"},
-		Attributes: []string{"name", "scopes", "application", "expires_at", "tenant"}, AttributesRequired: true})
+		Attributes: []string{"name", "scopes", "application", "expires_at", "tenant", "limits"}, AttributesRequired: true})
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 		t = t.UTC()
 		k.ExpiresAt = &t
 	}
-	tenant, given, err := stringMember(env.Attributes, "tenant", ptrAttributes)
+	tenant, given, err := nullableString(env, "tenant")
 	if err != nil {
 		return k, err
 	}
@@ -176,8 +177,25 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 		return k, apierror.Validation(ptrAttributes+"/tenant", "must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen")
 	}
 	k.Tenant = tenant
+	if raw, ok := env.Attributes["limits"]; ok && string(raw) != "null" {
+		limits, err := object(raw, ptrAttributes+"/limits")
+		if err != nil {
+			return k, err
+		}
+		if err := onlyKeys(limits, ptrAttributes+"/limits", "requests_per_minute"); err != nil {
+			return k, err
+		}
+		if raw, ok := limits["requests_per_minute"]; ok {
+			if json.Unmarshal(raw, &k.Limits.RequestsPerMinute) != nil || k.Limits.RequestsPerMinute < 1 || k.Limits.RequestsPerMinute > maxRequestsPerMinute {
+				return k, apierror.Validation(ptrAttributes+"/limits/requests_per_minute", "must be a whole number from 1 to %d", maxRequestsPerMinute)
+			}
+		}
+	}
 	return k, nil
 }
+
+// maxRequestsPerMinute bounds a key's requests_per_minute.
+const maxRequestsPerMinute = 1_000_000
 
 // nullableString reads an optional string attribute; null counts as
 // absent.

@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,45 @@ func TestRevokedAndRotatedKeys(t *testing.T) {
 	for _, made := range []string{"gwk_zz", "gwk_" + strings.Repeat("a", 16) + "_" + strings.Repeat("b", 52), "gwk_" + id + "_" + strings.Repeat("c", 52)} {
 		msg := requireError(t, b.do(t, http.MethodGet, "/v1/jobs", made, nil), http.StatusUnauthorized, "UNAUTHORIZED")
 		require.NotContains(t, msg, made[4:], "the key is not echoed")
+	}
+}
+
+// awayFromMinuteEnd waits out the last two seconds of a minute, so that a
+// test's requests fall in one per-minute window.
+func awayFromMinuteEnd() {
+	if left := time.Minute - time.Since(time.Now().Truncate(time.Minute)); left < 2*time.Second {
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}
+
+// TestAPIKeyRequestsPerMinute: a key's requests over its limit are
+// refused 429 RATE_LIMITED with Retry-After, naming the limit.
+func TestAPIKeyRequestsPerMinute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "keys:read", "llm-tasks:read")
+	id, secret := issueKey(t, b, admin, map[string]any{"name": "x", "scopes": []string{"llm-tasks:read"},
+		"limits": map[string]any{"requests_per_minute": 3}})
+	limits := b.do(t, http.MethodGet, "/v1/api-keys/"+id, admin, nil).data(t)["attributes"].(map[string]any)["limits"]
+	require.Equal(t, map[string]any{"requests_per_minute": 3.0}, limits)
+	awayFromMinuteEnd()
+	for range 3 {
+		b.do(t, http.MethodGet, "/v1/jobs", secret, nil).requireStatus(t, http.StatusOK)
+	}
+	r := b.do(t, http.MethodGet, "/v1/jobs", secret, nil)
+	msg := requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED", "requests_per_minute")
+	require.Contains(t, msg, "3")
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.True(t, retry >= 1 && retry <= 60, "Retry-After %d: until the next minute", retry)
+
+	for pointer, limits := range map[string]any{
+		"/data/attributes/limits/requests_per_minute": map[string]any{"requests_per_minute": 0},
+		"/data/attributes/limits/max_in_flight":       map[string]any{"max_in_flight": 3},
+		"/data/attributes/limits":                     "5",
+	} {
+		requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin,
+			newKeyBody(map[string]any{"name": "x", "scopes": []string{"llm-tasks:read"}, "limits": limits})),
+			http.StatusUnprocessableEntity, "VALIDATION_ERROR", pointer)
 	}
 }

@@ -24,9 +24,17 @@ type APIKey struct {
 	ExpiresAt          *time.Time
 	RevokedAt          *time.Time
 	LastUsedAt         *time.Time
+	Limits             KeyLimits `gorm:"serializer:json"`
 }
 
 func (APIKey) TableName() string { return "api_keys" }
+
+// KeyLimits are an API key's limits; 0 is none (docs/api.md, API keys).
+type KeyLimits struct {
+	// RequestsPerMinute bounds the key's requests in each minute, across
+	// every API process.
+	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+}
 
 // CreateAPIKey records a new key.
 func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *APIKey) error {

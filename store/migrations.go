@@ -225,6 +225,7 @@ var migrations = []*gormigrate.Migration{
 	migrationWebhookDeliverySubjects,
 	migrationAPIKeys,
 	migrationUsageAPIKey,
+	migrationAPIKeyLimits,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

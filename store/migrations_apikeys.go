@@ -30,3 +30,6 @@ var migrationAPIKeys = tableMigration("202612071002_api_keys", []any{&apiKeyV1{}
 // migrationUsageAPIKey records, with each ledger entry, the API key that
 // created its job ("" for a token's), for usage grouped by key.
 var migrationUsageAPIKey = columnMigration("202612071003_usage_api_key", "usage_ledger", "api_key", "VARCHAR(16) NOT NULL DEFAULT ''")
+
+// migrationAPIKeyLimits adds an API key's limits (store.KeyLimits, JSON).
+var migrationAPIKeyLimits = columnMigration("202612071004_api_key_limits", "api_keys", "limits", "TEXT NOT NULL DEFAULT '{}'")

@@ -60,9 +60,14 @@ func authenticateKey(c *gin.Context, keys KeyAuthenticator, raw string) {
 	}
 	id, err := keys.Authenticate(c.Request.Context(), raw)
 	var invalid *apikeys.InvalidError
+	var limited *apikeys.LimitError
 	switch {
 	case errors.As(err, &invalid):
 		abort(c, apierror.Unauthorized(invalid.Reason))
+		return
+	case errors.As(err, &limited):
+		abort(c, apierror.New(http.StatusTooManyRequests, apierror.CodeRateLimited, "%s", limited.Error()).
+			WithHeader("Retry-After", strconv.Itoa(int(limited.RetryAfter/time.Second))))
 		return
 	case err != nil:
 		abort(c, apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,

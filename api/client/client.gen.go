@@ -1558,7 +1558,10 @@ type ApiKey struct {
 
 		// LastUsedAt null: not used yet
 		LastUsedAt *time.Time `json:"last_used_at"`
-		Name       string     `json:"name"`
+
+		// Limits the key's limits, held across every API process; absent: none. Over one, a request is refused 429 RATE_LIMITED with Retry-After, naming the limit
+		Limits ApiKeyLimits `json:"limits"`
+		Name   string       `json:"name"`
 
 		// PreviousSecretExpiresAt until when the secret a rotation replaced still works; null when none does
 		PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
@@ -1589,7 +1592,8 @@ type ApiKeyCreate struct {
 			Application *string `json:"application,omitempty"`
 
 			// ExpiresAt RFC 3339, in the future; null or absent: never
-			ExpiresAt *time.Time `json:"expires_at,omitempty"`
+			ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+			Limits    *ApiKeyLimits `json:"limits,omitempty"`
 
 			// Name no control characters
 			Name string `json:"name"`
@@ -1611,6 +1615,12 @@ type ApiKeyCreateDataType string
 type ApiKeyDocument struct {
 	// Data a key the gateway issued (docs/api.md, API keys); its secret is only in the answers of create and rotate
 	Data ApiKey `json:"data"`
+}
+
+// ApiKeyLimits the key's limits, held across every API process; absent: none. Over one, a request is refused 429 RATE_LIMITED with Retry-After, naming the limit
+type ApiKeyLimits struct {
+	// RequestsPerMinute requests with the key in each clock minute
+	RequestsPerMinute *int `json:"requests_per_minute,omitempty"`
 }
 
 // ApiKeyList defines model for ApiKeyList.
@@ -12480,6 +12490,11 @@ type DecodePayloadsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DecodePayloadsResponse429Headers the declared response headers of an HTTP 429 response for DecodePayloads
+type DecodePayloadsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DecodePayloadsResponse503Headers the declared response headers of an HTTP 503 response for DecodePayloads
 type DecodePayloadsResponse503Headers struct {
 	RetryAfter *int
@@ -12504,12 +12519,16 @@ type DecodePayloadsResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DecodePayloadsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DecodePayloadsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DecodePayloadsResponse503Headers
 }
@@ -12552,6 +12571,11 @@ func (r DecodePayloadsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DecodePayloadsResponse) GetJSON422() *Error {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DecodePayloadsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12639,6 +12663,11 @@ type EncodePayloadsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// EncodePayloadsResponse429Headers the declared response headers of an HTTP 429 response for EncodePayloads
+type EncodePayloadsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // EncodePayloadsResponse503Headers the declared response headers of an HTTP 503 response for EncodePayloads
 type EncodePayloadsResponse503Headers struct {
 	RetryAfter *int
@@ -12663,12 +12692,16 @@ type EncodePayloadsResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *EncodePayloadsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EncodePayloadsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *EncodePayloadsResponse503Headers
 }
@@ -12711,6 +12744,11 @@ func (r EncodePayloadsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r EncodePayloadsResponse) GetJSON422() *Error {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EncodePayloadsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12925,6 +12963,11 @@ type ListApiKeysResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListApiKeysResponse429Headers the declared response headers of an HTTP 429 response for ListApiKeys
+type ListApiKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListApiKeysResponse503Headers the declared response headers of an HTTP 503 response for ListApiKeys
 type ListApiKeysResponse503Headers struct {
 	RetryAfter *int
@@ -12941,10 +12984,14 @@ type ListApiKeysResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListApiKeysResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListApiKeysResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListApiKeysResponse503Headers
 }
@@ -12967,6 +13014,11 @@ func (r ListApiKeysResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListApiKeysResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListApiKeysResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13013,6 +13065,11 @@ type CreateApiKeyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateApiKeyResponse429Headers the declared response headers of an HTTP 429 response for CreateApiKey
+type CreateApiKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateApiKeyResponse503Headers the declared response headers of an HTTP 503 response for CreateApiKey
 type CreateApiKeyResponse503Headers struct {
 	RetryAfter *int
@@ -13035,12 +13092,16 @@ type CreateApiKeyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateApiKeyResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateApiKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateApiKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateApiKeyResponse503Headers
 }
@@ -13078,6 +13139,11 @@ func (r CreateApiKeyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CreateApiKeyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateApiKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13119,6 +13185,11 @@ type RevokeApiKeyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RevokeApiKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeApiKey
+type RevokeApiKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RevokeApiKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokeApiKey
 type RevokeApiKeyResponse503Headers struct {
 	RetryAfter *int
@@ -13135,10 +13206,14 @@ type RevokeApiKeyResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RevokeApiKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeApiKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RevokeApiKeyResponse503Headers
 }
@@ -13161,6 +13236,11 @@ func (r RevokeApiKeyResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RevokeApiKeyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeApiKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13202,6 +13282,11 @@ type GetApiKeyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetApiKeyResponse429Headers the declared response headers of an HTTP 429 response for GetApiKey
+type GetApiKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetApiKeyResponse503Headers the declared response headers of an HTTP 503 response for GetApiKey
 type GetApiKeyResponse503Headers struct {
 	RetryAfter *int
@@ -13220,10 +13305,14 @@ type GetApiKeyResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetApiKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApiKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetApiKeyResponse503Headers
 }
@@ -13251,6 +13340,11 @@ func (r GetApiKeyResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetApiKeyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApiKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13292,6 +13386,11 @@ type RotateApiKeyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RotateApiKeyResponse429Headers the declared response headers of an HTTP 429 response for RotateApiKey
+type RotateApiKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RotateApiKeyResponse503Headers the declared response headers of an HTTP 503 response for RotateApiKey
 type RotateApiKeyResponse503Headers struct {
 	RetryAfter *int
@@ -13316,10 +13415,14 @@ type RotateApiKeyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RotateApiKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateApiKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RotateApiKeyResponse503Headers
 }
@@ -13362,6 +13465,11 @@ func (r RotateApiKeyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RotateApiKeyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateApiKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13408,6 +13516,11 @@ type CreateBatchResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateBatchResponse429Headers the declared response headers of an HTTP 429 response for CreateBatch
+type CreateBatchResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateBatchResponse503Headers the declared response headers of an HTTP 503 response for CreateBatch
 type CreateBatchResponse503Headers struct {
 	RetryAfter *int
@@ -13432,6 +13545,8 @@ type CreateBatchResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *CreateBatch422JSONResponseBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -13440,6 +13555,8 @@ type CreateBatchResponse struct {
 	Headers202 *CreateBatchResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateBatchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateBatchResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateBatchResponse503Headers
 }
@@ -13482,6 +13599,11 @@ func (r CreateBatchResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CreateBatchResponse) GetJSON422() *CreateBatch422JSONResponseBody {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateBatchResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13528,6 +13650,11 @@ type GetBatchResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetBatchResponse429Headers the declared response headers of an HTTP 429 response for GetBatch
+type GetBatchResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetBatchResponse503Headers the declared response headers of an HTTP 503 response for GetBatch
 type GetBatchResponse503Headers struct {
 	RetryAfter *int
@@ -13544,12 +13671,16 @@ type GetBatchResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetBatchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBatchResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBatchResponse503Headers
 }
@@ -13572,6 +13703,11 @@ func (r GetBatchResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetBatchResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBatchResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13618,6 +13754,11 @@ type CancelBatchResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelBatchResponse429Headers the declared response headers of an HTTP 429 response for CancelBatch
+type CancelBatchResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CancelBatchResponse503Headers the declared response headers of an HTTP 503 response for CancelBatch
 type CancelBatchResponse503Headers struct {
 	RetryAfter *int
@@ -13634,12 +13775,16 @@ type CancelBatchResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelBatchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelBatchResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelBatchResponse503Headers
 }
@@ -13662,6 +13807,11 @@ func (r CancelBatchResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CancelBatchResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelBatchResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13708,6 +13858,11 @@ type GetBatchErrorsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetBatchErrorsResponse429Headers the declared response headers of an HTTP 429 response for GetBatchErrors
+type GetBatchErrorsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetBatchErrorsResponse503Headers the declared response headers of an HTTP 503 response for GetBatchErrors
 type GetBatchErrorsResponse503Headers struct {
 	RetryAfter *int
@@ -13724,12 +13879,16 @@ type GetBatchErrorsResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetBatchErrorsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBatchErrorsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBatchErrorsResponse503Headers
 }
@@ -13752,6 +13911,11 @@ func (r GetBatchErrorsResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetBatchErrorsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBatchErrorsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13798,6 +13962,11 @@ type GetBatchResultsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetBatchResultsResponse429Headers the declared response headers of an HTTP 429 response for GetBatchResults
+type GetBatchResultsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetBatchResultsResponse503Headers the declared response headers of an HTTP 503 response for GetBatchResults
 type GetBatchResultsResponse503Headers struct {
 	RetryAfter *int
@@ -13814,12 +13983,16 @@ type GetBatchResultsResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetBatchResultsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBatchResultsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBatchResultsResponse503Headers
 }
@@ -13842,6 +14015,11 @@ func (r GetBatchResultsResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetBatchResultsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBatchResultsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13888,6 +14066,11 @@ type ListBatchWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListBatchWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListBatchWebhookDeliveries
+type ListBatchWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListBatchWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListBatchWebhookDeliveries
 type ListBatchWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -13904,12 +14087,16 @@ type ListBatchWebhookDeliveriesResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListBatchWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBatchWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListBatchWebhookDeliveriesResponse503Headers
 }
@@ -13932,6 +14119,11 @@ func (r ListBatchWebhookDeliveriesResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListBatchWebhookDeliveriesResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBatchWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13978,6 +14170,11 @@ type ListBudgetsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListBudgetsResponse429Headers the declared response headers of an HTTP 429 response for ListBudgets
+type ListBudgetsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListBudgetsResponse503Headers the declared response headers of an HTTP 503 response for ListBudgets
 type ListBudgetsResponse503Headers struct {
 	RetryAfter *int
@@ -14000,12 +14197,16 @@ type ListBudgetsResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListBudgetsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBudgetsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListBudgetsResponse503Headers
 }
@@ -14034,6 +14235,11 @@ func (r ListBudgetsResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListBudgetsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBudgetsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14080,6 +14286,11 @@ type ListBudgetWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListBudgetWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListBudgetWebhookDeliveries
+type ListBudgetWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListBudgetWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListBudgetWebhookDeliveries
 type ListBudgetWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -14098,12 +14309,16 @@ type ListBudgetWebhookDeliveriesResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListBudgetWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBudgetWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListBudgetWebhookDeliveriesResponse503Headers
 }
@@ -14131,6 +14346,11 @@ func (r ListBudgetWebhookDeliveriesResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListBudgetWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBudgetWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14177,6 +14397,11 @@ type ListJobsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListJobsResponse429Headers the declared response headers of an HTTP 429 response for ListJobs
+type ListJobsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListJobsResponse503Headers the declared response headers of an HTTP 503 response for ListJobs
 type ListJobsResponse503Headers struct {
 	RetryAfter *int
@@ -14193,12 +14418,16 @@ type ListJobsResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListJobsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListJobsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListJobsResponse503Headers
 }
@@ -14221,6 +14450,11 @@ func (r ListJobsResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListJobsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListJobsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14267,6 +14501,11 @@ type DeleteJobResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteJobResponse429Headers the declared response headers of an HTTP 429 response for DeleteJob
+type DeleteJobResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteJobResponse503Headers the declared response headers of an HTTP 503 response for DeleteJob
 type DeleteJobResponse503Headers struct {
 	RetryAfter *int
@@ -14287,12 +14526,16 @@ type DeleteJobResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteJobResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteJobResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteJobResponse503Headers
 }
@@ -14325,6 +14568,11 @@ func (r DeleteJobResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteJobResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteJobResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14371,6 +14619,11 @@ type RetryJobResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RetryJobResponse429Headers the declared response headers of an HTTP 429 response for RetryJob
+type RetryJobResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RetryJobResponse503Headers the declared response headers of an HTTP 503 response for RetryJob
 type RetryJobResponse503Headers struct {
 	RetryAfter *int
@@ -14393,12 +14646,16 @@ type RetryJobResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryJobResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryJobResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryJobResponse503Headers
 }
@@ -14436,6 +14693,11 @@ func (r RetryJobResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RetryJobResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryJobResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14642,6 +14904,11 @@ type DeleteLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteLLMTaskResponse429Headers the declared response headers of an HTTP 429 response for DeleteLLMTask
+type DeleteLLMTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteLLMTaskResponse503Headers the declared response headers of an HTTP 503 response for DeleteLLMTask
 type DeleteLLMTaskResponse503Headers struct {
 	RetryAfter *int
@@ -14662,12 +14929,16 @@ type DeleteLLMTaskResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteLLMTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteLLMTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteLLMTaskResponse503Headers
 }
@@ -14700,6 +14971,11 @@ func (r DeleteLLMTaskResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteLLMTaskResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteLLMTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14751,6 +15027,11 @@ type GetLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetLLMTaskResponse429Headers the declared response headers of an HTTP 429 response for GetLLMTask
+type GetLLMTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetLLMTaskResponse503Headers the declared response headers of an HTTP 503 response for GetLLMTask
 type GetLLMTaskResponse503Headers struct {
 	RetryAfter *int
@@ -14771,6 +15052,8 @@ type GetLLMTaskResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -14779,6 +15062,8 @@ type GetLLMTaskResponse struct {
 	Headers200 *GetLLMTaskResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetLLMTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLLMTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLLMTaskResponse503Headers
 }
@@ -14811,6 +15096,11 @@ func (r GetLLMTaskResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetLLMTaskResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetLLMTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14857,6 +15147,11 @@ type CancelLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelLLMTaskResponse429Headers the declared response headers of an HTTP 429 response for CancelLLMTask
+type CancelLLMTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CancelLLMTaskResponse503Headers the declared response headers of an HTTP 503 response for CancelLLMTask
 type CancelLLMTaskResponse503Headers struct {
 	RetryAfter *int
@@ -14879,12 +15174,16 @@ type CancelLLMTaskResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelLLMTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelLLMTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelLLMTaskResponse503Headers
 }
@@ -14922,6 +15221,11 @@ func (r CancelLLMTaskResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CancelLLMTaskResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelLLMTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14973,6 +15277,11 @@ type StreamLLMTaskEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamLLMTaskEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamLLMTaskEvents
+type StreamLLMTaskEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamLLMTaskEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamLLMTaskEvents
 type StreamLLMTaskEventsResponse503Headers struct {
 	RetryAfter *int
@@ -14993,6 +15302,8 @@ type StreamLLMTaskEventsResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -15001,6 +15312,8 @@ type StreamLLMTaskEventsResponse struct {
 	Headers200 *StreamLLMTaskEventsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamLLMTaskEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamLLMTaskEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamLLMTaskEventsResponse503Headers
 }
@@ -15033,6 +15346,11 @@ func (r StreamLLMTaskEventsResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StreamLLMTaskEventsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamLLMTaskEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15079,6 +15397,11 @@ type GetLLMTaskResultResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetLLMTaskResultResponse429Headers the declared response headers of an HTTP 429 response for GetLLMTaskResult
+type GetLLMTaskResultResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetLLMTaskResultResponse503Headers the declared response headers of an HTTP 503 response for GetLLMTaskResult
 type GetLLMTaskResultResponse503Headers struct {
 	RetryAfter *int
@@ -15099,12 +15422,16 @@ type GetLLMTaskResultResponse struct {
 	JSON410 *ResultGone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetLLMTaskResultResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLLMTaskResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLLMTaskResultResponse503Headers
 }
@@ -15137,6 +15464,11 @@ func (r GetLLMTaskResultResponse) GetJSON410() *ResultGone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetLLMTaskResultResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetLLMTaskResultResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15183,6 +15515,11 @@ type RetryLLMTaskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RetryLLMTaskResponse429Headers the declared response headers of an HTTP 429 response for RetryLLMTask
+type RetryLLMTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RetryLLMTaskResponse503Headers the declared response headers of an HTTP 503 response for RetryLLMTask
 type RetryLLMTaskResponse503Headers struct {
 	RetryAfter *int
@@ -15205,12 +15542,16 @@ type RetryLLMTaskResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryLLMTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryLLMTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryLLMTaskResponse503Headers
 }
@@ -15248,6 +15589,11 @@ func (r RetryLLMTaskResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RetryLLMTaskResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryLLMTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15294,6 +15640,11 @@ type ListLLMTaskWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListLLMTaskWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListLLMTaskWebhookDeliveries
+type ListLLMTaskWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListLLMTaskWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListLLMTaskWebhookDeliveries
 type ListLLMTaskWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -15314,12 +15665,16 @@ type ListLLMTaskWebhookDeliveriesResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListLLMTaskWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListLLMTaskWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListLLMTaskWebhookDeliveriesResponse503Headers
 }
@@ -15352,6 +15707,11 @@ func (r ListLLMTaskWebhookDeliveriesResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListLLMTaskWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListLLMTaskWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15398,6 +15758,11 @@ type ResendLLMTaskWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ResendLLMTaskWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ResendLLMTaskWebhooks
+type ResendLLMTaskWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ResendLLMTaskWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendLLMTaskWebhooks
 type ResendLLMTaskWebhooksResponse503Headers struct {
 	RetryAfter *int
@@ -15418,12 +15783,16 @@ type ResendLLMTaskWebhooksResponse struct {
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResendLLMTaskWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendLLMTaskWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResendLLMTaskWebhooksResponse503Headers
 }
@@ -15456,6 +15825,11 @@ func (r ResendLLMTaskWebhooksResponse) GetJSON409() *Conflict {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r ResendLLMTaskWebhooksResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendLLMTaskWebhooksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15502,6 +15876,11 @@ type ListPoliciesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListPoliciesResponse429Headers the declared response headers of an HTTP 429 response for ListPolicies
+type ListPoliciesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListPoliciesResponse503Headers the declared response headers of an HTTP 503 response for ListPolicies
 type ListPoliciesResponse503Headers struct {
 	RetryAfter *int
@@ -15518,10 +15897,14 @@ type ListPoliciesResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListPoliciesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPoliciesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListPoliciesResponse503Headers
 }
@@ -15544,6 +15927,11 @@ func (r ListPoliciesResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListPoliciesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPoliciesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15590,6 +15978,11 @@ type CreatePolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreatePolicyResponse429Headers the declared response headers of an HTTP 429 response for CreatePolicy
+type CreatePolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreatePolicyResponse503Headers the declared response headers of an HTTP 503 response for CreatePolicy
 type CreatePolicyResponse503Headers struct {
 	RetryAfter *int
@@ -15612,12 +16005,16 @@ type CreatePolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreatePolicyResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreatePolicyResponse503Headers
 }
@@ -15655,6 +16052,11 @@ func (r CreatePolicyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CreatePolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15696,6 +16098,11 @@ type DeletePolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeletePolicyResponse429Headers the declared response headers of an HTTP 429 response for DeletePolicy
+type DeletePolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeletePolicyResponse503Headers the declared response headers of an HTTP 503 response for DeletePolicy
 type DeletePolicyResponse503Headers struct {
 	RetryAfter *int
@@ -15712,10 +16119,14 @@ type DeletePolicyResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeletePolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeletePolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeletePolicyResponse503Headers
 }
@@ -15738,6 +16149,11 @@ func (r DeletePolicyResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeletePolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeletePolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -15779,6 +16195,11 @@ type GetPolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetPolicyResponse429Headers the declared response headers of an HTTP 429 response for GetPolicy
+type GetPolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetPolicyResponse503Headers the declared response headers of an HTTP 503 response for GetPolicy
 type GetPolicyResponse503Headers struct {
 	RetryAfter *int
@@ -15805,10 +16226,14 @@ type GetPolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPolicyResponse503Headers
 }
@@ -15858,6 +16283,11 @@ func (r GetPolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r GetPolicyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -15897,6 +16327,11 @@ type UpdatePolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UpdatePolicyResponse429Headers the declared response headers of an HTTP 429 response for UpdatePolicy
+type UpdatePolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // UpdatePolicyResponse503Headers the declared response headers of an HTTP 503 response for UpdatePolicy
 type UpdatePolicyResponse503Headers struct {
 	RetryAfter *int
@@ -15923,10 +16358,14 @@ type UpdatePolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdatePolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdatePolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdatePolicyResponse503Headers
 }
@@ -15976,6 +16415,11 @@ func (r UpdatePolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdatePolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpdatePolicyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -16015,6 +16459,11 @@ type ReplacePolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReplacePolicyResponse429Headers the declared response headers of an HTTP 429 response for ReplacePolicy
+type ReplacePolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ReplacePolicyResponse503Headers the declared response headers of an HTTP 503 response for ReplacePolicy
 type ReplacePolicyResponse503Headers struct {
 	RetryAfter *int
@@ -16041,10 +16490,14 @@ type ReplacePolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReplacePolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplacePolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReplacePolicyResponse503Headers
 }
@@ -16094,6 +16547,11 @@ func (r ReplacePolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplacePolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ReplacePolicyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -16133,6 +16591,11 @@ type ListPolicyVersionsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListPolicyVersionsResponse429Headers the declared response headers of an HTTP 429 response for ListPolicyVersions
+type ListPolicyVersionsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListPolicyVersionsResponse503Headers the declared response headers of an HTTP 503 response for ListPolicyVersions
 type ListPolicyVersionsResponse503Headers struct {
 	RetryAfter *int
@@ -16151,10 +16614,14 @@ type ListPolicyVersionsResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListPolicyVersionsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPolicyVersionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListPolicyVersionsResponse503Headers
 }
@@ -16182,6 +16649,11 @@ func (r ListPolicyVersionsResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListPolicyVersionsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPolicyVersionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16223,6 +16695,11 @@ type GetPolicyVersionResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetPolicyVersionResponse429Headers the declared response headers of an HTTP 429 response for GetPolicyVersion
+type GetPolicyVersionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetPolicyVersionResponse503Headers the declared response headers of an HTTP 503 response for GetPolicyVersion
 type GetPolicyVersionResponse503Headers struct {
 	RetryAfter *int
@@ -16249,10 +16726,14 @@ type GetPolicyVersionResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPolicyVersionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPolicyVersionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPolicyVersionResponse503Headers
 }
@@ -16300,6 +16781,11 @@ func (r GetPolicyVersionResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetPolicyVersionResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPolicyVersionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16445,6 +16931,11 @@ type ListProvidersResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListProvidersResponse429Headers the declared response headers of an HTTP 429 response for ListProviders
+type ListProvidersResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListProvidersResponse503Headers the declared response headers of an HTTP 503 response for ListProviders
 type ListProvidersResponse503Headers struct {
 	RetryAfter *int
@@ -16459,10 +16950,14 @@ type ListProvidersResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListProvidersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListProvidersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListProvidersResponse503Headers
 }
@@ -16477,6 +16972,11 @@ func (r ListProvidersResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListProvidersResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListProvidersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16518,6 +17018,11 @@ type GetProviderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetProviderResponse429Headers the declared response headers of an HTTP 429 response for GetProvider
+type GetProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetProviderResponse503Headers the declared response headers of an HTTP 503 response for GetProvider
 type GetProviderResponse503Headers struct {
 	RetryAfter *int
@@ -16540,10 +17045,14 @@ type GetProviderResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetProviderResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetProviderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetProviderResponse503Headers
 }
@@ -16578,6 +17087,11 @@ func (r GetProviderResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetProviderResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16619,6 +17133,11 @@ type UpdateProviderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UpdateProviderResponse429Headers the declared response headers of an HTTP 429 response for UpdateProvider
+type UpdateProviderResponse429Headers struct {
+	RetryAfter *int
+}
+
 // UpdateProviderResponse503Headers the declared response headers of an HTTP 503 response for UpdateProvider
 type UpdateProviderResponse503Headers struct {
 	RetryAfter *int
@@ -16641,10 +17160,14 @@ type UpdateProviderResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateProviderResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateProviderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdateProviderResponse503Headers
 }
@@ -16679,6 +17202,11 @@ func (r UpdateProviderResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UpdateProviderResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateProviderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16720,6 +17248,11 @@ type SetProviderBreakerResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SetProviderBreakerResponse429Headers the declared response headers of an HTTP 429 response for SetProviderBreaker
+type SetProviderBreakerResponse429Headers struct {
+	RetryAfter *int
+}
+
 // SetProviderBreakerResponse503Headers the declared response headers of an HTTP 503 response for SetProviderBreaker
 type SetProviderBreakerResponse503Headers struct {
 	RetryAfter *int
@@ -16749,10 +17282,14 @@ type SetProviderBreakerResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SetProviderBreakerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetProviderBreakerResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetProviderBreakerResponse503Headers
 }
@@ -16796,6 +17333,11 @@ func (r SetProviderBreakerResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetProviderBreakerResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r SetProviderBreakerResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -16835,6 +17377,11 @@ type ListServicesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListServicesResponse429Headers the declared response headers of an HTTP 429 response for ListServices
+type ListServicesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListServicesResponse503Headers the declared response headers of an HTTP 503 response for ListServices
 type ListServicesResponse503Headers struct {
 	RetryAfter *int
@@ -16849,10 +17396,14 @@ type ListServicesResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListServicesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListServicesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListServicesResponse503Headers
 }
@@ -16867,6 +17418,11 @@ func (r ListServicesResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListServicesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListServicesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -16908,6 +17464,11 @@ type GetServiceResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetServiceResponse429Headers the declared response headers of an HTTP 429 response for GetService
+type GetServiceResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetServiceResponse503Headers the declared response headers of an HTTP 503 response for GetService
 type GetServiceResponse503Headers struct {
 	RetryAfter *int
@@ -16930,10 +17491,14 @@ type GetServiceResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetServiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetServiceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetServiceResponse503Headers
 }
@@ -16968,6 +17533,11 @@ func (r GetServiceResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetServiceResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetServiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17009,6 +17579,11 @@ type UpdateServiceResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UpdateServiceResponse429Headers the declared response headers of an HTTP 429 response for UpdateService
+type UpdateServiceResponse429Headers struct {
+	RetryAfter *int
+}
+
 // UpdateServiceResponse503Headers the declared response headers of an HTTP 503 response for UpdateService
 type UpdateServiceResponse503Headers struct {
 	RetryAfter *int
@@ -17031,10 +17606,14 @@ type UpdateServiceResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateServiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateServiceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdateServiceResponse503Headers
 }
@@ -17069,6 +17648,11 @@ func (r UpdateServiceResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UpdateServiceResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateServiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17110,6 +17694,11 @@ type DeleteApplicationPolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteApplicationPolicyResponse429Headers the declared response headers of an HTTP 429 response for DeleteApplicationPolicy
+type DeleteApplicationPolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteApplicationPolicyResponse503Headers the declared response headers of an HTTP 503 response for DeleteApplicationPolicy
 type DeleteApplicationPolicyResponse503Headers struct {
 	RetryAfter *int
@@ -17126,10 +17715,14 @@ type DeleteApplicationPolicyResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteApplicationPolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteApplicationPolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteApplicationPolicyResponse503Headers
 }
@@ -17152,6 +17745,11 @@ func (r DeleteApplicationPolicyResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteApplicationPolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteApplicationPolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17193,6 +17791,11 @@ type GetApplicationPolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetApplicationPolicyResponse429Headers the declared response headers of an HTTP 429 response for GetApplicationPolicy
+type GetApplicationPolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetApplicationPolicyResponse503Headers the declared response headers of an HTTP 503 response for GetApplicationPolicy
 type GetApplicationPolicyResponse503Headers struct {
 	RetryAfter *int
@@ -17219,10 +17822,14 @@ type GetApplicationPolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetApplicationPolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApplicationPolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetApplicationPolicyResponse503Headers
 }
@@ -17272,6 +17879,11 @@ func (r GetApplicationPolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApplicationPolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r GetApplicationPolicyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -17311,6 +17923,11 @@ type PutApplicationPolicyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// PutApplicationPolicyResponse429Headers the declared response headers of an HTTP 429 response for PutApplicationPolicy
+type PutApplicationPolicyResponse429Headers struct {
+	RetryAfter *int
+}
+
 // PutApplicationPolicyResponse503Headers the declared response headers of an HTTP 503 response for PutApplicationPolicy
 type PutApplicationPolicyResponse503Headers struct {
 	RetryAfter *int
@@ -17337,10 +17954,14 @@ type PutApplicationPolicyResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutApplicationPolicyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutApplicationPolicyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutApplicationPolicyResponse503Headers
 }
@@ -17390,6 +18011,11 @@ func (r PutApplicationPolicyResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutApplicationPolicyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r PutApplicationPolicyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -17429,6 +18055,11 @@ type ListTenantsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListTenantsResponse429Headers the declared response headers of an HTTP 429 response for ListTenants
+type ListTenantsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListTenantsResponse503Headers the declared response headers of an HTTP 503 response for ListTenants
 type ListTenantsResponse503Headers struct {
 	RetryAfter *int
@@ -17445,10 +18076,14 @@ type ListTenantsResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListTenantsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTenantsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTenantsResponse503Headers
 }
@@ -17471,6 +18106,11 @@ func (r ListTenantsResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListTenantsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTenantsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17517,6 +18157,11 @@ type CreateTenantResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateTenantResponse429Headers the declared response headers of an HTTP 429 response for CreateTenant
+type CreateTenantResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateTenantResponse503Headers the declared response headers of an HTTP 503 response for CreateTenant
 type CreateTenantResponse503Headers struct {
 	RetryAfter *int
@@ -17541,12 +18186,16 @@ type CreateTenantResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateTenantResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTenantResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTenantResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTenantResponse503Headers
 }
@@ -17591,6 +18240,11 @@ func (r CreateTenantResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateTenantResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CreateTenantResponse) GetJSON503() *Unavailable {
 	return r.JSON503
@@ -17630,6 +18284,11 @@ type GetTenantResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTenantResponse429Headers the declared response headers of an HTTP 429 response for GetTenant
+type GetTenantResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetTenantResponse503Headers the declared response headers of an HTTP 503 response for GetTenant
 type GetTenantResponse503Headers struct {
 	RetryAfter *int
@@ -17650,10 +18309,14 @@ type GetTenantResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTenantResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTenantResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTenantResponse503Headers
 }
@@ -17686,6 +18349,11 @@ func (r GetTenantResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetTenantResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTenantResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17727,6 +18395,11 @@ type UpdateTenantResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UpdateTenantResponse429Headers the declared response headers of an HTTP 429 response for UpdateTenant
+type UpdateTenantResponse429Headers struct {
+	RetryAfter *int
+}
+
 // UpdateTenantResponse503Headers the declared response headers of an HTTP 503 response for UpdateTenant
 type UpdateTenantResponse503Headers struct {
 	RetryAfter *int
@@ -17747,10 +18420,14 @@ type UpdateTenantResponse struct {
 	JSON404 *NotFound
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateTenantResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateTenantResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdateTenantResponse503Headers
 }
@@ -17783,6 +18460,11 @@ func (r UpdateTenantResponse) GetJSON404() *NotFound {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r UpdateTenantResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateTenantResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -17984,6 +18666,11 @@ type DeleteTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteTranscriptionResponse429Headers the declared response headers of an HTTP 429 response for DeleteTranscription
+type DeleteTranscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteTranscriptionResponse503Headers the declared response headers of an HTTP 503 response for DeleteTranscription
 type DeleteTranscriptionResponse503Headers struct {
 	RetryAfter *int
@@ -18004,12 +18691,16 @@ type DeleteTranscriptionResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteTranscriptionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteTranscriptionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteTranscriptionResponse503Headers
 }
@@ -18042,6 +18733,11 @@ func (r DeleteTranscriptionResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteTranscriptionResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteTranscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18093,6 +18789,11 @@ type GetTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTranscriptionResponse429Headers the declared response headers of an HTTP 429 response for GetTranscription
+type GetTranscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetTranscriptionResponse503Headers the declared response headers of an HTTP 503 response for GetTranscription
 type GetTranscriptionResponse503Headers struct {
 	RetryAfter *int
@@ -18113,6 +18814,8 @@ type GetTranscriptionResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -18121,6 +18824,8 @@ type GetTranscriptionResponse struct {
 	Headers200 *GetTranscriptionResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranscriptionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTranscriptionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTranscriptionResponse503Headers
 }
@@ -18153,6 +18858,11 @@ func (r GetTranscriptionResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetTranscriptionResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTranscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18199,6 +18909,11 @@ type CancelTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelTranscriptionResponse429Headers the declared response headers of an HTTP 429 response for CancelTranscription
+type CancelTranscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CancelTranscriptionResponse503Headers the declared response headers of an HTTP 503 response for CancelTranscription
 type CancelTranscriptionResponse503Headers struct {
 	RetryAfter *int
@@ -18221,12 +18936,16 @@ type CancelTranscriptionResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelTranscriptionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTranscriptionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTranscriptionResponse503Headers
 }
@@ -18264,6 +18983,11 @@ func (r CancelTranscriptionResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CancelTranscriptionResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelTranscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18315,6 +19039,11 @@ type StreamTranscriptionEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamTranscriptionEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamTranscriptionEvents
+type StreamTranscriptionEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamTranscriptionEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamTranscriptionEvents
 type StreamTranscriptionEventsResponse503Headers struct {
 	RetryAfter *int
@@ -18335,6 +19064,8 @@ type StreamTranscriptionEventsResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -18343,6 +19074,8 @@ type StreamTranscriptionEventsResponse struct {
 	Headers200 *StreamTranscriptionEventsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamTranscriptionEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamTranscriptionEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamTranscriptionEventsResponse503Headers
 }
@@ -18375,6 +19108,11 @@ func (r StreamTranscriptionEventsResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StreamTranscriptionEventsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamTranscriptionEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18421,6 +19159,11 @@ type GetTranscriptionResultResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTranscriptionResultResponse429Headers the declared response headers of an HTTP 429 response for GetTranscriptionResult
+type GetTranscriptionResultResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetTranscriptionResultResponse503Headers the declared response headers of an HTTP 503 response for GetTranscriptionResult
 type GetTranscriptionResultResponse503Headers struct {
 	RetryAfter *int
@@ -18441,12 +19184,16 @@ type GetTranscriptionResultResponse struct {
 	JSON410 *ResultGone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranscriptionResultResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTranscriptionResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTranscriptionResultResponse503Headers
 }
@@ -18479,6 +19226,11 @@ func (r GetTranscriptionResultResponse) GetJSON410() *ResultGone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetTranscriptionResultResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTranscriptionResultResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18525,6 +19277,11 @@ type RetryTranscriptionResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RetryTranscriptionResponse429Headers the declared response headers of an HTTP 429 response for RetryTranscription
+type RetryTranscriptionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RetryTranscriptionResponse503Headers the declared response headers of an HTTP 503 response for RetryTranscription
 type RetryTranscriptionResponse503Headers struct {
 	RetryAfter *int
@@ -18547,12 +19304,16 @@ type RetryTranscriptionResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryTranscriptionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryTranscriptionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryTranscriptionResponse503Headers
 }
@@ -18590,6 +19351,11 @@ func (r RetryTranscriptionResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RetryTranscriptionResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryTranscriptionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18636,6 +19402,11 @@ type ListTranscriptionWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListTranscriptionWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListTranscriptionWebhookDeliveries
+type ListTranscriptionWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListTranscriptionWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListTranscriptionWebhookDeliveries
 type ListTranscriptionWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -18656,12 +19427,16 @@ type ListTranscriptionWebhookDeliveriesResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListTranscriptionWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTranscriptionWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTranscriptionWebhookDeliveriesResponse503Headers
 }
@@ -18694,6 +19469,11 @@ func (r ListTranscriptionWebhookDeliveriesResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListTranscriptionWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTranscriptionWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18740,6 +19520,11 @@ type ResendTranscriptionWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ResendTranscriptionWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ResendTranscriptionWebhooks
+type ResendTranscriptionWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ResendTranscriptionWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendTranscriptionWebhooks
 type ResendTranscriptionWebhooksResponse503Headers struct {
 	RetryAfter *int
@@ -18760,12 +19545,16 @@ type ResendTranscriptionWebhooksResponse struct {
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResendTranscriptionWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendTranscriptionWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResendTranscriptionWebhooksResponse503Headers
 }
@@ -18798,6 +19587,11 @@ func (r ResendTranscriptionWebhooksResponse) GetJSON409() *Conflict {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r ResendTranscriptionWebhooksResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendTranscriptionWebhooksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19004,6 +19798,11 @@ type DeleteTranslationResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteTranslationResponse429Headers the declared response headers of an HTTP 429 response for DeleteTranslation
+type DeleteTranslationResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteTranslationResponse503Headers the declared response headers of an HTTP 503 response for DeleteTranslation
 type DeleteTranslationResponse503Headers struct {
 	RetryAfter *int
@@ -19024,12 +19823,16 @@ type DeleteTranslationResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteTranslationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteTranslationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteTranslationResponse503Headers
 }
@@ -19062,6 +19865,11 @@ func (r DeleteTranslationResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteTranslationResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteTranslationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19113,6 +19921,11 @@ type GetTranslationResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTranslationResponse429Headers the declared response headers of an HTTP 429 response for GetTranslation
+type GetTranslationResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetTranslationResponse503Headers the declared response headers of an HTTP 503 response for GetTranslation
 type GetTranslationResponse503Headers struct {
 	RetryAfter *int
@@ -19133,6 +19946,8 @@ type GetTranslationResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -19141,6 +19956,8 @@ type GetTranslationResponse struct {
 	Headers200 *GetTranslationResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranslationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTranslationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTranslationResponse503Headers
 }
@@ -19173,6 +19990,11 @@ func (r GetTranslationResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetTranslationResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTranslationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19219,6 +20041,11 @@ type CancelTranslationResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelTranslationResponse429Headers the declared response headers of an HTTP 429 response for CancelTranslation
+type CancelTranslationResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CancelTranslationResponse503Headers the declared response headers of an HTTP 503 response for CancelTranslation
 type CancelTranslationResponse503Headers struct {
 	RetryAfter *int
@@ -19241,12 +20068,16 @@ type CancelTranslationResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelTranslationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTranslationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTranslationResponse503Headers
 }
@@ -19284,6 +20115,11 @@ func (r CancelTranslationResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CancelTranslationResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelTranslationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19335,6 +20171,11 @@ type StreamTranslationEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamTranslationEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamTranslationEvents
+type StreamTranslationEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamTranslationEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamTranslationEvents
 type StreamTranslationEventsResponse503Headers struct {
 	RetryAfter *int
@@ -19355,6 +20196,8 @@ type StreamTranslationEventsResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -19363,6 +20206,8 @@ type StreamTranslationEventsResponse struct {
 	Headers200 *StreamTranslationEventsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamTranslationEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamTranslationEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamTranslationEventsResponse503Headers
 }
@@ -19395,6 +20240,11 @@ func (r StreamTranslationEventsResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StreamTranslationEventsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamTranslationEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19441,6 +20291,11 @@ type GetTranslationResultResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetTranslationResultResponse429Headers the declared response headers of an HTTP 429 response for GetTranslationResult
+type GetTranslationResultResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetTranslationResultResponse503Headers the declared response headers of an HTTP 503 response for GetTranslationResult
 type GetTranslationResultResponse503Headers struct {
 	RetryAfter *int
@@ -19461,12 +20316,16 @@ type GetTranslationResultResponse struct {
 	JSON410 *ResultGone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTranslationResultResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTranslationResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTranslationResultResponse503Headers
 }
@@ -19499,6 +20358,11 @@ func (r GetTranslationResultResponse) GetJSON410() *ResultGone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetTranslationResultResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTranslationResultResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19545,6 +20409,11 @@ type RetryTranslationResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RetryTranslationResponse429Headers the declared response headers of an HTTP 429 response for RetryTranslation
+type RetryTranslationResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RetryTranslationResponse503Headers the declared response headers of an HTTP 503 response for RetryTranslation
 type RetryTranslationResponse503Headers struct {
 	RetryAfter *int
@@ -19567,12 +20436,16 @@ type RetryTranslationResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryTranslationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryTranslationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryTranslationResponse503Headers
 }
@@ -19610,6 +20483,11 @@ func (r RetryTranslationResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RetryTranslationResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryTranslationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19656,6 +20534,11 @@ type ListTranslationWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListTranslationWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListTranslationWebhookDeliveries
+type ListTranslationWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListTranslationWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListTranslationWebhookDeliveries
 type ListTranslationWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -19676,12 +20559,16 @@ type ListTranslationWebhookDeliveriesResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListTranslationWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTranslationWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTranslationWebhookDeliveriesResponse503Headers
 }
@@ -19714,6 +20601,11 @@ func (r ListTranslationWebhookDeliveriesResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListTranslationWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTranslationWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19760,6 +20652,11 @@ type ResendTranslationWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ResendTranslationWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ResendTranslationWebhooks
+type ResendTranslationWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ResendTranslationWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendTranslationWebhooks
 type ResendTranslationWebhooksResponse503Headers struct {
 	RetryAfter *int
@@ -19780,12 +20677,16 @@ type ResendTranslationWebhooksResponse struct {
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResendTranslationWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendTranslationWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResendTranslationWebhooksResponse503Headers
 }
@@ -19818,6 +20719,11 @@ func (r ResendTranslationWebhooksResponse) GetJSON409() *Conflict {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r ResendTranslationWebhooksResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendTranslationWebhooksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19864,6 +20770,11 @@ type GetUsageResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetUsageResponse429Headers the declared response headers of an HTTP 429 response for GetUsage
+type GetUsageResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetUsageResponse503Headers the declared response headers of an HTTP 503 response for GetUsage
 type GetUsageResponse503Headers struct {
 	RetryAfter *int
@@ -19880,12 +20791,16 @@ type GetUsageResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetUsageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetUsageResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUsageResponse503Headers
 }
@@ -19908,6 +20823,11 @@ func (r GetUsageResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetUsageResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetUsageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20114,6 +21034,11 @@ type DeleteVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteVideoAnalysisResponse429Headers the declared response headers of an HTTP 429 response for DeleteVideoAnalysis
+type DeleteVideoAnalysisResponse429Headers struct {
+	RetryAfter *int
+}
+
 // DeleteVideoAnalysisResponse503Headers the declared response headers of an HTTP 503 response for DeleteVideoAnalysis
 type DeleteVideoAnalysisResponse503Headers struct {
 	RetryAfter *int
@@ -20134,12 +21059,16 @@ type DeleteVideoAnalysisResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteVideoAnalysisResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteVideoAnalysisResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteVideoAnalysisResponse503Headers
 }
@@ -20172,6 +21101,11 @@ func (r DeleteVideoAnalysisResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteVideoAnalysisResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteVideoAnalysisResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20223,6 +21157,11 @@ type GetVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetVideoAnalysisResponse429Headers the declared response headers of an HTTP 429 response for GetVideoAnalysis
+type GetVideoAnalysisResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetVideoAnalysisResponse503Headers the declared response headers of an HTTP 503 response for GetVideoAnalysis
 type GetVideoAnalysisResponse503Headers struct {
 	RetryAfter *int
@@ -20243,6 +21182,8 @@ type GetVideoAnalysisResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -20251,6 +21192,8 @@ type GetVideoAnalysisResponse struct {
 	Headers200 *GetVideoAnalysisResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetVideoAnalysisResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetVideoAnalysisResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetVideoAnalysisResponse503Headers
 }
@@ -20283,6 +21226,11 @@ func (r GetVideoAnalysisResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetVideoAnalysisResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetVideoAnalysisResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20329,6 +21277,11 @@ type CancelVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelVideoAnalysisResponse429Headers the declared response headers of an HTTP 429 response for CancelVideoAnalysis
+type CancelVideoAnalysisResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CancelVideoAnalysisResponse503Headers the declared response headers of an HTTP 503 response for CancelVideoAnalysis
 type CancelVideoAnalysisResponse503Headers struct {
 	RetryAfter *int
@@ -20351,12 +21304,16 @@ type CancelVideoAnalysisResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelVideoAnalysisResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelVideoAnalysisResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelVideoAnalysisResponse503Headers
 }
@@ -20394,6 +21351,11 @@ func (r CancelVideoAnalysisResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CancelVideoAnalysisResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelVideoAnalysisResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20445,6 +21407,11 @@ type StreamVideoAnalysisEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamVideoAnalysisEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamVideoAnalysisEvents
+type StreamVideoAnalysisEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamVideoAnalysisEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamVideoAnalysisEvents
 type StreamVideoAnalysisEventsResponse503Headers struct {
 	RetryAfter *int
@@ -20465,6 +21432,8 @@ type StreamVideoAnalysisEventsResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -20473,6 +21442,8 @@ type StreamVideoAnalysisEventsResponse struct {
 	Headers200 *StreamVideoAnalysisEventsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamVideoAnalysisEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamVideoAnalysisEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamVideoAnalysisEventsResponse503Headers
 }
@@ -20505,6 +21476,11 @@ func (r StreamVideoAnalysisEventsResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StreamVideoAnalysisEventsResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamVideoAnalysisEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20551,6 +21527,11 @@ type GetVideoAnalysisResultResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetVideoAnalysisResultResponse429Headers the declared response headers of an HTTP 429 response for GetVideoAnalysisResult
+type GetVideoAnalysisResultResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetVideoAnalysisResultResponse503Headers the declared response headers of an HTTP 503 response for GetVideoAnalysisResult
 type GetVideoAnalysisResultResponse503Headers struct {
 	RetryAfter *int
@@ -20571,12 +21552,16 @@ type GetVideoAnalysisResultResponse struct {
 	JSON410 *ResultGone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetVideoAnalysisResultResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetVideoAnalysisResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetVideoAnalysisResultResponse503Headers
 }
@@ -20609,6 +21594,11 @@ func (r GetVideoAnalysisResultResponse) GetJSON410() *ResultGone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r GetVideoAnalysisResultResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetVideoAnalysisResultResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20655,6 +21645,11 @@ type RetryVideoAnalysisResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RetryVideoAnalysisResponse429Headers the declared response headers of an HTTP 429 response for RetryVideoAnalysis
+type RetryVideoAnalysisResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RetryVideoAnalysisResponse503Headers the declared response headers of an HTTP 503 response for RetryVideoAnalysis
 type RetryVideoAnalysisResponse503Headers struct {
 	RetryAfter *int
@@ -20677,12 +21672,16 @@ type RetryVideoAnalysisResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryVideoAnalysisResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryVideoAnalysisResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryVideoAnalysisResponse503Headers
 }
@@ -20720,6 +21719,11 @@ func (r RetryVideoAnalysisResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RetryVideoAnalysisResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryVideoAnalysisResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20766,6 +21770,11 @@ type ListVideoAnalysisWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListVideoAnalysisWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListVideoAnalysisWebhookDeliveries
+type ListVideoAnalysisWebhookDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListVideoAnalysisWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListVideoAnalysisWebhookDeliveries
 type ListVideoAnalysisWebhookDeliveriesResponse503Headers struct {
 	RetryAfter *int
@@ -20786,12 +21795,16 @@ type ListVideoAnalysisWebhookDeliveriesResponse struct {
 	JSON410 *Gone
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListVideoAnalysisWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListVideoAnalysisWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListVideoAnalysisWebhookDeliveriesResponse503Headers
 }
@@ -20824,6 +21837,11 @@ func (r ListVideoAnalysisWebhookDeliveriesResponse) GetJSON410() *Gone {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ListVideoAnalysisWebhookDeliveriesResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListVideoAnalysisWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20870,6 +21888,11 @@ type ResendVideoAnalysisWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ResendVideoAnalysisWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ResendVideoAnalysisWebhooks
+type ResendVideoAnalysisWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ResendVideoAnalysisWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ResendVideoAnalysisWebhooks
 type ResendVideoAnalysisWebhooksResponse503Headers struct {
 	RetryAfter *int
@@ -20890,12 +21913,16 @@ type ResendVideoAnalysisWebhooksResponse struct {
 	JSON409 *Conflict
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Gone
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResendVideoAnalysisWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendVideoAnalysisWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResendVideoAnalysisWebhooksResponse503Headers
 }
@@ -20928,6 +21955,11 @@ func (r ResendVideoAnalysisWebhooksResponse) GetJSON409() *Conflict {
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
 func (r ResendVideoAnalysisWebhooksResponse) GetJSON410() *Gone {
 	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendVideoAnalysisWebhooksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21049,6 +22081,11 @@ type RecoverWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RecoverWebhooksResponse429Headers the declared response headers of an HTTP 429 response for RecoverWebhooks
+type RecoverWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RecoverWebhooksResponse503Headers the declared response headers of an HTTP 503 response for RecoverWebhooks
 type RecoverWebhooksResponse503Headers struct {
 	RetryAfter *int
@@ -21067,12 +22104,16 @@ type RecoverWebhooksResponse struct {
 	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RecoverWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverWebhooksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RecoverWebhooksResponse503Headers
 }
@@ -21100,6 +22141,11 @@ func (r RecoverWebhooksResponse) GetJSON403() *Forbidden {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RecoverWebhooksResponse) GetJSON422() *Unprocessable {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RecoverWebhooksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22875,6 +23921,13 @@ func ParseDecodePayloadsResponse(rsp *http.Response) (*DecodePayloadsResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22902,6 +23955,16 @@ func ParseDecodePayloadsResponse(rsp *http.Response) (*DecodePayloadsResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DecodePayloadsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DecodePayloadsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23016,6 +24079,13 @@ func ParseEncodePayloadsResponse(rsp *http.Response) (*EncodePayloadsResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23043,6 +24113,16 @@ func ParseEncodePayloadsResponse(rsp *http.Response) (*EncodePayloadsResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers EncodePayloadsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers EncodePayloadsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23203,6 +24283,13 @@ func ParseListApiKeysResponse(rsp *http.Response) (*ListApiKeysResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23223,6 +24310,16 @@ func ParseListApiKeysResponse(rsp *http.Response) (*ListApiKeysResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListApiKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListApiKeysResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23301,6 +24398,13 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23331,6 +24435,16 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateApiKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateApiKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23391,6 +24505,13 @@ func ParseRevokeApiKeyResponse(rsp *http.Response) (*RevokeApiKeyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23411,6 +24532,16 @@ func ParseRevokeApiKeyResponse(rsp *http.Response) (*RevokeApiKeyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeApiKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeApiKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23475,6 +24606,13 @@ func ParseGetApiKeyResponse(rsp *http.Response) (*GetApiKeyResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23495,6 +24633,16 @@ func ParseGetApiKeyResponse(rsp *http.Response) (*GetApiKeyResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApiKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetApiKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23580,6 +24728,13 @@ func ParseRotateApiKeyResponse(rsp *http.Response) (*RotateApiKeyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23600,6 +24755,16 @@ func ParseRotateApiKeyResponse(rsp *http.Response) (*RotateApiKeyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateApiKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateApiKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23685,6 +24850,13 @@ func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23722,6 +24894,16 @@ func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateBatchResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23779,6 +24961,13 @@ func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23806,6 +24995,16 @@ func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBatchResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23863,6 +25062,13 @@ func ParseCancelBatchResponse(rsp *http.Response) (*CancelBatchResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23890,6 +25096,16 @@ func ParseCancelBatchResponse(rsp *http.Response) (*CancelBatchResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelBatchResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23947,6 +25163,13 @@ func ParseGetBatchErrorsResponse(rsp *http.Response) (*GetBatchErrorsResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23974,6 +25197,16 @@ func ParseGetBatchErrorsResponse(rsp *http.Response) (*GetBatchErrorsResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBatchErrorsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBatchErrorsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24031,6 +25264,13 @@ func ParseGetBatchResultsResponse(rsp *http.Response) (*GetBatchResultsResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24058,6 +25298,16 @@ func ParseGetBatchResultsResponse(rsp *http.Response) (*GetBatchResultsResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBatchResultsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBatchResultsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24115,6 +25365,13 @@ func ParseListBatchWebhookDeliveriesResponse(rsp *http.Response) (*ListBatchWebh
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24142,6 +25399,16 @@ func ParseListBatchWebhookDeliveriesResponse(rsp *http.Response) (*ListBatchWebh
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBatchWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListBatchWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24205,6 +25472,13 @@ func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24232,6 +25506,16 @@ func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBudgetsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListBudgetsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24296,6 +25580,13 @@ func ParseListBudgetWebhookDeliveriesResponse(rsp *http.Response) (*ListBudgetWe
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24323,6 +25614,16 @@ func ParseListBudgetWebhookDeliveriesResponse(rsp *http.Response) (*ListBudgetWe
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBudgetWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListBudgetWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24380,6 +25681,13 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24407,6 +25715,16 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListJobsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24478,6 +25796,13 @@ func ParseDeleteJobResponse(rsp *http.Response) (*DeleteJobResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24505,6 +25830,16 @@ func ParseDeleteJobResponse(rsp *http.Response) (*DeleteJobResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteJobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24583,6 +25918,13 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24610,6 +25952,16 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryJobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24844,6 +26196,13 @@ func ParseDeleteLLMTaskResponse(rsp *http.Response) (*DeleteLLMTaskResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24871,6 +26230,16 @@ func ParseDeleteLLMTaskResponse(rsp *http.Response) (*DeleteLLMTaskResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteLLMTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteLLMTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24942,6 +26311,13 @@ func ParseGetLLMTaskResponse(rsp *http.Response) (*GetLLMTaskResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24979,6 +26355,16 @@ func ParseGetLLMTaskResponse(rsp *http.Response) (*GetLLMTaskResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLLMTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetLLMTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25057,6 +26443,13 @@ func ParseCancelLLMTaskResponse(rsp *http.Response) (*CancelLLMTaskResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25084,6 +26477,16 @@ func ParseCancelLLMTaskResponse(rsp *http.Response) (*CancelLLMTaskResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelLLMTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelLLMTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25155,6 +26558,13 @@ func ParseStreamLLMTaskEventsResponse(rsp *http.Response) (*StreamLLMTaskEventsR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25192,6 +26602,16 @@ func ParseStreamLLMTaskEventsResponse(rsp *http.Response) (*StreamLLMTaskEventsR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamLLMTaskEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamLLMTaskEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25263,6 +26683,13 @@ func ParseGetLLMTaskResultResponse(rsp *http.Response) (*GetLLMTaskResultRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25290,6 +26717,16 @@ func ParseGetLLMTaskResultResponse(rsp *http.Response) (*GetLLMTaskResultRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLLMTaskResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetLLMTaskResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25368,6 +26805,13 @@ func ParseRetryLLMTaskResponse(rsp *http.Response) (*RetryLLMTaskResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25395,6 +26839,16 @@ func ParseRetryLLMTaskResponse(rsp *http.Response) (*RetryLLMTaskResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryLLMTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryLLMTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25466,6 +26920,13 @@ func ParseListLLMTaskWebhookDeliveriesResponse(rsp *http.Response) (*ListLLMTask
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25493,6 +26954,16 @@ func ParseListLLMTaskWebhookDeliveriesResponse(rsp *http.Response) (*ListLLMTask
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListLLMTaskWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListLLMTaskWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25564,6 +27035,13 @@ func ParseResendLLMTaskWebhooksResponse(rsp *http.Response) (*ResendLLMTaskWebho
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25591,6 +27069,16 @@ func ParseResendLLMTaskWebhooksResponse(rsp *http.Response) (*ResendLLMTaskWebho
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendLLMTaskWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResendLLMTaskWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25648,6 +27136,13 @@ func ParseListPoliciesResponse(rsp *http.Response) (*ListPoliciesResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25668,6 +27163,16 @@ func ParseListPoliciesResponse(rsp *http.Response) (*ListPoliciesResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPoliciesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListPoliciesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25746,6 +27251,13 @@ func ParseCreatePolicyResponse(rsp *http.Response) (*CreatePolicyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25776,6 +27288,16 @@ func ParseCreatePolicyResponse(rsp *http.Response) (*CreatePolicyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreatePolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25836,6 +27358,13 @@ func ParseDeletePolicyResponse(rsp *http.Response) (*DeletePolicyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25856,6 +27385,16 @@ func ParseDeletePolicyResponse(rsp *http.Response) (*DeletePolicyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeletePolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeletePolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25948,6 +27487,13 @@ func ParseGetPolicyResponse(rsp *http.Response) (*GetPolicyResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25968,6 +27514,16 @@ func ParseGetPolicyResponse(rsp *http.Response) (*GetPolicyResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26060,6 +27616,13 @@ func ParseUpdatePolicyResponse(rsp *http.Response) (*UpdatePolicyResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26080,6 +27643,16 @@ func ParseUpdatePolicyResponse(rsp *http.Response) (*UpdatePolicyResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdatePolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdatePolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26172,6 +27745,13 @@ func ParseReplacePolicyResponse(rsp *http.Response) (*ReplacePolicyResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26192,6 +27772,16 @@ func ParseReplacePolicyResponse(rsp *http.Response) (*ReplacePolicyResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplacePolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReplacePolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26256,6 +27846,13 @@ func ParseListPolicyVersionsResponse(rsp *http.Response) (*ListPolicyVersionsRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26276,6 +27873,16 @@ func ParseListPolicyVersionsResponse(rsp *http.Response) (*ListPolicyVersionsRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPolicyVersionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListPolicyVersionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26368,6 +27975,13 @@ func ParseGetPolicyVersionResponse(rsp *http.Response) (*GetPolicyVersionRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26388,6 +28002,16 @@ func ParseGetPolicyVersionResponse(rsp *http.Response) (*GetPolicyVersionRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPolicyVersionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPolicyVersionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26534,6 +28158,13 @@ func ParseListProvidersResponse(rsp *http.Response) (*ListProvidersResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26554,6 +28185,16 @@ func ParseListProvidersResponse(rsp *http.Response) (*ListProvidersResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListProvidersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListProvidersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26627,6 +28268,13 @@ func ParseGetProviderResponse(rsp *http.Response) (*GetProviderResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26647,6 +28295,16 @@ func ParseGetProviderResponse(rsp *http.Response) (*GetProviderResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetProviderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26720,6 +28378,13 @@ func ParseUpdateProviderResponse(rsp *http.Response) (*UpdateProviderResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26740,6 +28405,16 @@ func ParseUpdateProviderResponse(rsp *http.Response) (*UpdateProviderResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateProviderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateProviderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26820,6 +28495,13 @@ func ParseSetProviderBreakerResponse(rsp *http.Response) (*SetProviderBreakerRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26840,6 +28522,16 @@ func ParseSetProviderBreakerResponse(rsp *http.Response) (*SetProviderBreakerRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetProviderBreakerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetProviderBreakerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26885,6 +28577,13 @@ func ParseListServicesResponse(rsp *http.Response) (*ListServicesResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26905,6 +28604,16 @@ func ParseListServicesResponse(rsp *http.Response) (*ListServicesResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListServicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListServicesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26978,6 +28687,13 @@ func ParseGetServiceResponse(rsp *http.Response) (*GetServiceResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26998,6 +28714,16 @@ func ParseGetServiceResponse(rsp *http.Response) (*GetServiceResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetServiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetServiceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27071,6 +28797,13 @@ func ParseUpdateServiceResponse(rsp *http.Response) (*UpdateServiceResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27091,6 +28824,16 @@ func ParseUpdateServiceResponse(rsp *http.Response) (*UpdateServiceResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateServiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateServiceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27151,6 +28894,13 @@ func ParseDeleteApplicationPolicyResponse(rsp *http.Response) (*DeleteApplicatio
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27171,6 +28921,16 @@ func ParseDeleteApplicationPolicyResponse(rsp *http.Response) (*DeleteApplicatio
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteApplicationPolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteApplicationPolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27263,6 +29023,13 @@ func ParseGetApplicationPolicyResponse(rsp *http.Response) (*GetApplicationPolic
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27283,6 +29050,16 @@ func ParseGetApplicationPolicyResponse(rsp *http.Response) (*GetApplicationPolic
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApplicationPolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetApplicationPolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27375,6 +29152,13 @@ func ParsePutApplicationPolicyResponse(rsp *http.Response) (*PutApplicationPolic
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27395,6 +29179,16 @@ func ParsePutApplicationPolicyResponse(rsp *http.Response) (*PutApplicationPolic
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutApplicationPolicyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutApplicationPolicyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27452,6 +29246,13 @@ func ParseListTenantsResponse(rsp *http.Response) (*ListTenantsResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27472,6 +29273,16 @@ func ParseListTenantsResponse(rsp *http.Response) (*ListTenantsResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTenantsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTenantsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27557,6 +29368,13 @@ func ParseCreateTenantResponse(rsp *http.Response) (*CreateTenantResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27587,6 +29405,16 @@ func ParseCreateTenantResponse(rsp *http.Response) (*CreateTenantResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTenantResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateTenantResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27658,6 +29486,13 @@ func ParseGetTenantResponse(rsp *http.Response) (*GetTenantResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27678,6 +29513,16 @@ func ParseGetTenantResponse(rsp *http.Response) (*GetTenantResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTenantResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTenantResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27749,6 +29594,13 @@ func ParseUpdateTenantResponse(rsp *http.Response) (*UpdateTenantResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27769,6 +29621,16 @@ func ParseUpdateTenantResponse(rsp *http.Response) (*UpdateTenantResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateTenantResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateTenantResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28003,6 +29865,13 @@ func ParseDeleteTranscriptionResponse(rsp *http.Response) (*DeleteTranscriptionR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28030,6 +29899,16 @@ func ParseDeleteTranscriptionResponse(rsp *http.Response) (*DeleteTranscriptionR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteTranscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteTranscriptionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28101,6 +29980,13 @@ func ParseGetTranscriptionResponse(rsp *http.Response) (*GetTranscriptionRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28138,6 +30024,16 @@ func ParseGetTranscriptionResponse(rsp *http.Response) (*GetTranscriptionRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTranscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTranscriptionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28216,6 +30112,13 @@ func ParseCancelTranscriptionResponse(rsp *http.Response) (*CancelTranscriptionR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28243,6 +30146,16 @@ func ParseCancelTranscriptionResponse(rsp *http.Response) (*CancelTranscriptionR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTranscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTranscriptionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28314,6 +30227,13 @@ func ParseStreamTranscriptionEventsResponse(rsp *http.Response) (*StreamTranscri
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28351,6 +30271,16 @@ func ParseStreamTranscriptionEventsResponse(rsp *http.Response) (*StreamTranscri
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamTranscriptionEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamTranscriptionEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28422,6 +30352,13 @@ func ParseGetTranscriptionResultResponse(rsp *http.Response) (*GetTranscriptionR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28452,6 +30389,16 @@ func ParseGetTranscriptionResultResponse(rsp *http.Response) (*GetTranscriptionR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTranscriptionResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTranscriptionResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28530,6 +30477,13 @@ func ParseRetryTranscriptionResponse(rsp *http.Response) (*RetryTranscriptionRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28557,6 +30511,16 @@ func ParseRetryTranscriptionResponse(rsp *http.Response) (*RetryTranscriptionRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryTranscriptionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryTranscriptionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28628,6 +30592,13 @@ func ParseListTranscriptionWebhookDeliveriesResponse(rsp *http.Response) (*ListT
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28655,6 +30626,16 @@ func ParseListTranscriptionWebhookDeliveriesResponse(rsp *http.Response) (*ListT
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTranscriptionWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTranscriptionWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28726,6 +30707,13 @@ func ParseResendTranscriptionWebhooksResponse(rsp *http.Response) (*ResendTransc
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28753,6 +30741,16 @@ func ParseResendTranscriptionWebhooksResponse(rsp *http.Response) (*ResendTransc
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendTranscriptionWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResendTranscriptionWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28987,6 +30985,13 @@ func ParseDeleteTranslationResponse(rsp *http.Response) (*DeleteTranslationRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29014,6 +31019,16 @@ func ParseDeleteTranslationResponse(rsp *http.Response) (*DeleteTranslationRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteTranslationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteTranslationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29085,6 +31100,13 @@ func ParseGetTranslationResponse(rsp *http.Response) (*GetTranslationResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29122,6 +31144,16 @@ func ParseGetTranslationResponse(rsp *http.Response) (*GetTranslationResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTranslationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTranslationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29200,6 +31232,13 @@ func ParseCancelTranslationResponse(rsp *http.Response) (*CancelTranslationRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29227,6 +31266,16 @@ func ParseCancelTranslationResponse(rsp *http.Response) (*CancelTranslationRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTranslationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTranslationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29298,6 +31347,13 @@ func ParseStreamTranslationEventsResponse(rsp *http.Response) (*StreamTranslatio
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29335,6 +31391,16 @@ func ParseStreamTranslationEventsResponse(rsp *http.Response) (*StreamTranslatio
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamTranslationEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamTranslationEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29406,6 +31472,13 @@ func ParseGetTranslationResultResponse(rsp *http.Response) (*GetTranslationResul
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29436,6 +31509,16 @@ func ParseGetTranslationResultResponse(rsp *http.Response) (*GetTranslationResul
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTranslationResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTranslationResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29514,6 +31597,13 @@ func ParseRetryTranslationResponse(rsp *http.Response) (*RetryTranslationRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29541,6 +31631,16 @@ func ParseRetryTranslationResponse(rsp *http.Response) (*RetryTranslationRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryTranslationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryTranslationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29612,6 +31712,13 @@ func ParseListTranslationWebhookDeliveriesResponse(rsp *http.Response) (*ListTra
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29639,6 +31746,16 @@ func ParseListTranslationWebhookDeliveriesResponse(rsp *http.Response) (*ListTra
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTranslationWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTranslationWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29710,6 +31827,13 @@ func ParseResendTranslationWebhooksResponse(rsp *http.Response) (*ResendTranslat
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29737,6 +31861,16 @@ func ParseResendTranslationWebhooksResponse(rsp *http.Response) (*ResendTranslat
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendTranslationWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResendTranslationWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -29794,6 +31928,13 @@ func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29824,6 +31965,16 @@ func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetUsageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetUsageResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30058,6 +32209,13 @@ func ParseDeleteVideoAnalysisResponse(rsp *http.Response) (*DeleteVideoAnalysisR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30085,6 +32243,16 @@ func ParseDeleteVideoAnalysisResponse(rsp *http.Response) (*DeleteVideoAnalysisR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteVideoAnalysisResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteVideoAnalysisResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30156,6 +32324,13 @@ func ParseGetVideoAnalysisResponse(rsp *http.Response) (*GetVideoAnalysisRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30193,6 +32368,16 @@ func ParseGetVideoAnalysisResponse(rsp *http.Response) (*GetVideoAnalysisRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetVideoAnalysisResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetVideoAnalysisResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30271,6 +32456,13 @@ func ParseCancelVideoAnalysisResponse(rsp *http.Response) (*CancelVideoAnalysisR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30298,6 +32490,16 @@ func ParseCancelVideoAnalysisResponse(rsp *http.Response) (*CancelVideoAnalysisR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelVideoAnalysisResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelVideoAnalysisResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30369,6 +32571,13 @@ func ParseStreamVideoAnalysisEventsResponse(rsp *http.Response) (*StreamVideoAna
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30406,6 +32615,16 @@ func ParseStreamVideoAnalysisEventsResponse(rsp *http.Response) (*StreamVideoAna
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamVideoAnalysisEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamVideoAnalysisEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30477,6 +32696,13 @@ func ParseGetVideoAnalysisResultResponse(rsp *http.Response) (*GetVideoAnalysisR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30504,6 +32730,16 @@ func ParseGetVideoAnalysisResultResponse(rsp *http.Response) (*GetVideoAnalysisR
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetVideoAnalysisResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetVideoAnalysisResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30582,6 +32818,13 @@ func ParseRetryVideoAnalysisResponse(rsp *http.Response) (*RetryVideoAnalysisRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30609,6 +32852,16 @@ func ParseRetryVideoAnalysisResponse(rsp *http.Response) (*RetryVideoAnalysisRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryVideoAnalysisResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryVideoAnalysisResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30680,6 +32933,13 @@ func ParseListVideoAnalysisWebhookDeliveriesResponse(rsp *http.Response) (*ListV
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30707,6 +32967,16 @@ func ParseListVideoAnalysisWebhookDeliveriesResponse(rsp *http.Response) (*ListV
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListVideoAnalysisWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListVideoAnalysisWebhookDeliveriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30778,6 +33048,13 @@ func ParseResendVideoAnalysisWebhooksResponse(rsp *http.Response) (*ResendVideoA
 		}
 		response.JSON410 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30805,6 +33082,16 @@ func ParseResendVideoAnalysisWebhooksResponse(rsp *http.Response) (*ResendVideoA
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendVideoAnalysisWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResendVideoAnalysisWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30925,6 +33212,13 @@ func ParseRecoverWebhooksResponse(rsp *http.Response) (*RecoverWebhooksResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30952,6 +33246,16 @@ func ParseRecoverWebhooksResponse(rsp *http.Response) (*RecoverWebhooksResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RecoverWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RecoverWebhooksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -59,6 +59,25 @@ type Identity struct {
 	Tenant      string
 	Scopes      []string
 	Application *string
+	Limits      store.KeyLimits
+}
+
+// Rates counts a key's requests in per-minute windows shared by every
+// process (store.RoutingStore's rate counters).
+type Rates interface {
+	ReserveRate(ctx context.Context, key string, counter jobs.ServiceID, perMinute, perDay int, now time.Time) (bool, error)
+}
+
+// LimitError refuses a request over one of its key's limits, until
+// RetryAfter has passed.
+type LimitError struct {
+	Limit      string // the limit's name, as the key's limits spell it
+	Max        int
+	RetryAfter time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("this API key's %s is %d; retry after the Retry-After seconds", e.Limit, e.Max)
 }
 
 // Subject is how the key is recorded wherever a token's sub is.
@@ -87,20 +106,22 @@ var ErrOtherTenant = errors.New("only a super-admin may issue a key for another 
 // Service issues and checks keys.
 type Service struct {
 	store   Store
+	rates   Rates
 	now     func() time.Time
 	checked *ttlcache.Cache[[32]byte, Identity]
 	logger  *slog.Logger
 }
 
-// New builds a Service over st; now may be nil (time.Now).
-func New(st Store, now func() time.Time, logger *slog.Logger) *Service {
+// New builds a Service over st, whose keys' request rates rates counts;
+// now may be nil (time.Now), and rates nil when no key has limits (tests).
+func New(st Store, rates Rates, now func() time.Time, logger *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{store: st, now: now, checked: ttlcache.New[[32]byte, Identity](checkedFor, 10_000, now), logger: logger}
+	return &Service{store: st, rates: rates, now: now, checked: ttlcache.New[[32]byte, Identity](checkedFor, 10_000, now), logger: logger}
 }
 
 // Creator is who asks for a new key.
@@ -119,6 +140,7 @@ type NewKey struct {
 	ExpiresAt   *time.Time
 	// Tenant is the key's tenant; "" is the creator's.
 	Tenant string
+	Limits store.KeyLimits
 }
 
 // Issued is a key with its secret, which is shown this once.
@@ -152,7 +174,7 @@ func (s *Service) Issue(ctx context.Context, by Creator, k NewKey) (Issued, erro
 	}
 	hash := sha256.Sum256([]byte(secret))
 	key := store.APIKey{ID: id, Tenant: tenant, Name: k.Name, Scopes: slices.Clone(k.Scopes), Application: k.Application,
-		SecretHash: hash[:], CreatedBy: by.Subject, CreatedAt: s.now().UTC(), ExpiresAt: k.ExpiresAt}
+		SecretHash: hash[:], CreatedBy: by.Subject, CreatedAt: s.now().UTC(), ExpiresAt: k.ExpiresAt, Limits: k.Limits}
 	if err := s.store.CreateAPIKey(ctx, &key); err != nil {
 		return Issued{}, err
 	}
@@ -202,17 +224,41 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string, grace time.Dura
 // LooksLikeKey reports whether a bearer token is meant as a key.
 func LooksLikeKey(token string) bool { return strings.HasPrefix(token, Prefix) }
 
-// Authenticate checks a key and returns who it speaks for: an
-// *InvalidError when it is refused, another error when the store cannot
-// say. A key found valid is not read again for checkedFor.
+// Authenticate checks a key and counts a request against its limits,
+// and returns who it speaks for: an *InvalidError when it is refused, a
+// *LimitError when the request is over a limit, another error when the
+// store cannot say. A key found valid is not read again for checkedFor.
 func (s *Service) Authenticate(ctx context.Context, raw string) (Identity, error) {
-	id, secret, ok := parse(raw)
+	keyID, secret, ok := parse(raw)
 	if !ok {
 		return Identity{}, &InvalidError{Reason: "the API key is malformed"}
 	}
-	return s.checked.Get(ctx, sha256.Sum256([]byte(raw)), func(ctx context.Context) (Identity, error) {
-		return s.check(ctx, id, secret)
+	id, err := s.checked.Get(ctx, sha256.Sum256([]byte(raw)), func(ctx context.Context) (Identity, error) {
+		return s.check(ctx, keyID, secret)
 	})
+	if err != nil {
+		return Identity{}, err
+	}
+	return id, s.admit(ctx, id)
+}
+
+// admit counts a request of id against its requests_per_minute.
+func (s *Service) admit(ctx context.Context, id Identity) error {
+	limit := id.Limits.RequestsPerMinute
+	if limit <= 0 {
+		return nil
+	}
+	if s.rates == nil {
+		return errors.New("apikeys: a key has a request rate but the service counts none")
+	}
+	now := s.now().UTC()
+	fits, err := s.rates.ReserveRate(ctx, Subject(id.KeyID), "request", limit, 0, now)
+	if err != nil || fits {
+		return err
+	}
+	// Until the next minute's window, in whole seconds rounded up.
+	wait := (time.Minute - now.Sub(now.Truncate(time.Minute)) + time.Second - 1).Truncate(time.Second)
+	return &LimitError{Limit: "requests_per_minute", Max: limit, RetryAfter: wait}
 }
 
 func (s *Service) check(ctx context.Context, id, secret string) (Identity, error) {
@@ -241,7 +287,7 @@ func (s *Service) check(ctx context.Context, id, secret string) (Identity, error
 			s.logger.Warn("record an API key's last use", "key", id, "error", err)
 		}
 	}
-	return Identity{KeyID: k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Application: k.Application}, nil
+	return Identity{KeyID: k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Application: k.Application, Limits: k.Limits}, nil
 }
 
 // parse splits a key into its id and secret, checking their form.

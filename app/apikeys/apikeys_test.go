@@ -44,7 +44,7 @@ func (c *counting) APIKey(ctx context.Context, id string) (*store.APIKey, error)
 func setup(t *testing.T) (*apikeys.Service, *counting, *clock) {
 	st := &counting{APIKeyStore: storetest.SQLite(t).APIKeys}
 	c := &clock{now: time.Now()}
-	return apikeys.New(st, c.Now, nil), st, c
+	return apikeys.New(st, nil, c.Now, nil), st, c
 }
 
 var alice = apikeys.Creator{Subject: "alice", Tenant: "acme", Scopes: []string{"llm-tasks:write", "keys:write"}}
@@ -175,4 +175,32 @@ func TestLastUseIsRecordedOnceAMinute(t *testing.T) {
 	later, err := st.APIKeyStore.APIKey(ctx, issued.Key.ID)
 	require.NoError(t, err)
 	require.True(t, later.LastUsedAt.After(*first.LastUsedAt))
+}
+
+func TestRequestsPerMinuteAreCountedAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t)
+	c := &clock{now: time.Date(2026, 12, 6, 10, 0, 5, 0, time.UTC)}
+	// Two services over one store: two API processes.
+	one := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
+	two := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
+	ctx := context.Background()
+	issued, err := one.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"},
+		Limits: store.KeyLimits{RequestsPerMinute: 3}})
+	require.NoError(t, err)
+	for _, s := range []*apikeys.Service{one, two, one} {
+		_, err := s.Authenticate(ctx, issued.Secret)
+		require.NoError(t, err)
+	}
+	_, err = two.Authenticate(ctx, issued.Secret)
+	var limited *apikeys.LimitError
+	require.ErrorAs(t, err, &limited)
+	require.Equal(t, "requests_per_minute", limited.Limit)
+	require.Equal(t, 3, limited.Max)
+	require.Equal(t, 55*time.Second, limited.RetryAfter, "until the next minute")
+	require.Contains(t, limited.Error(), "requests_per_minute is 3")
+
+	c.Add(55 * time.Second)
+	_, err = two.Authenticate(ctx, issued.Secret)
+	require.NoError(t, err, "a new minute")
 }

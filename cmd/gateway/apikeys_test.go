@@ -13,8 +13,9 @@ import (
 )
 
 // TestAPIKeyAcrossServeProcesses: a key created over the API of one serve
-// runs a job end to end through another, and the other refuses it within
-// a second of its revocation on the first (docs/api.md, API keys).
+// runs a job end to end through another, its usage is the key's, a key's
+// request rate holds across both, and the other refuses a key within a
+// second of its revocation on the first (docs/api.md, API keys).
 func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 	t.Parallel()
 	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-keys", 50), jobStartsAuto)
@@ -62,6 +63,32 @@ func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 	require.NotNil(t, usage.Data[0].Attributes.APIKey)
 	require.Equal(t, created.Data.ID, *usage.Data[0].Attributes.APIKey)
 	require.Equal(t, 1, usage.Data[0].Attributes.Jobs)
+
+	// A key of 5 requests a minute gets exactly 5 of 8 creates, sent
+	// through both serves in turn, and 3 × 429.
+	status, body = post(t, first+"/v1/api-keys", admin,
+		`{"data":{"type":"api-key","attributes":{"name":"limited","scopes":["llm-tasks:write"],"limits":{"requests_per_minute":5}}}}`)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	var limited struct {
+		Data struct {
+			Attributes struct {
+				Secret string `json:"secret"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(body, &limited))
+	if left := time.Minute - time.Since(time.Now().Truncate(time.Minute)); left < 5*time.Second {
+		time.Sleep(left + 100*time.Millisecond) // all 8 in one minute
+	}
+	answers := map[int]int{}
+	for i := range 8 {
+		status, body := post(t, []string{first, other}[i%2]+"/v1/llm-tasks", limited.Data.Attributes.Secret, llmTaskBody)
+		answers[status]++
+		if status == http.StatusTooManyRequests {
+			require.Contains(t, string(body), "requests_per_minute")
+		}
+	}
+	require.Equal(t, map[int]int{http.StatusAccepted: 5, http.StatusTooManyRequests: 3}, answers)
 
 	send := func(method, url, token string) int {
 		req, err := http.NewRequest(method, url, nil)
