@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,20 +96,13 @@ func (h apiKeysHandler) create(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	caller := auth.CallerFrom(c)
-	by := apikeys.Creator{Subject: caller.Subject, Tenant: caller.Tenant, Scopes: caller.Scopes, SuperAdmin: caller.IsSuperAdmin()}
+	by := keyCreator(c)
 	if k.Tenant == "" && by.Tenant == "" {
 		return apierror.Validation(ptrAttributes+"/tenant", "is required: the token carries no tenant_id claim")
 	}
 	issued, err := h.keys.Issue(c.Request.Context(), by, k)
-	var scope *apikeys.ScopeError
-	switch {
-	case errors.As(err, &scope):
-		return apierror.Forbidden("%s", scope.Error())
-	case errors.Is(err, apikeys.ErrOtherTenant):
-		return apierror.Forbidden("%s", err.Error())
-	case err != nil:
-		return err
+	if err != nil {
+		return keyRefusal(err)
 	}
 	c.Header("Location", "/v1/api-keys/"+issued.Key.ID)
 	c.JSON(http.StatusCreated, gin.H{"data": apiKeyView(issued.Key, issued.Secret, time.Now())})
@@ -197,6 +191,22 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 // maxRequestsPerMinute bounds a key's requests_per_minute.
 const maxRequestsPerMinute = 1_000_000
 
+// keyCreator is the caller as apikeys sees it.
+func keyCreator(c *gin.Context) apikeys.Creator {
+	caller := auth.CallerFrom(c)
+	return apikeys.Creator{Subject: caller.Subject, Tenant: caller.Tenant, Scopes: caller.Scopes, SuperAdmin: caller.IsSuperAdmin()}
+}
+
+// keyRefusal is apikeys' refusal of a caller as the API's 403.
+func keyRefusal(err error) error {
+	var scope *apikeys.ScopeError
+	var reserved *apikeys.ReservedScopeError
+	if errors.As(err, &scope) || errors.As(err, &reserved) || errors.Is(err, apikeys.ErrOtherTenant) {
+		return apierror.Forbidden("%s", err.Error())
+	}
+	return err
+}
+
 // nullableString reads an optional string attribute; null counts as
 // absent.
 func nullableString(env *envelope, key string) (string, bool, error) {
@@ -277,23 +287,27 @@ func (h apiKeysHandler) rotate(c *gin.Context) error {
 		return err
 	}
 	var grace time.Duration
-	if c.Request.ContentLength != 0 {
-		env, err := readEnvelope(c, envelopeSpec{Type: "api-key-rotation", Members: []string{"type", "attributes"},
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		env, err := parseEnvelope(body, envelopeSpec{Type: "api-key-rotation", Members: []string{"type", "attributes"},
 			Attributes: []string{"grace_period_seconds"}})
 		if err != nil {
 			return err
 		}
 		if raw, ok := env.Attributes["grace_period_seconds"]; ok {
 			var seconds int64
-			if json.Unmarshal(raw, &seconds) != nil || seconds < 0 || time.Duration(seconds)*time.Second > apikeys.MaxGrace {
+			if json.Unmarshal(raw, &seconds) != nil || seconds < 0 || seconds > int64(apikeys.MaxGrace/time.Second) {
 				return apierror.Validation(ptrAttributes+"/grace_period_seconds", "must be a whole number of seconds from 0 to %d (24 hours)", int64(apikeys.MaxGrace/time.Second))
 			}
 			grace = time.Duration(seconds) * time.Second
 		}
 	}
-	issued, err := h.keys.Rotate(c.Request.Context(), tenant, c.Param("id"), grace)
+	issued, err := h.keys.Rotate(c.Request.Context(), keyCreator(c), tenant, c.Param("id"), grace)
 	if err != nil {
-		return notFoundKey(err, c.Param("id"))
+		return notFoundKey(keyRefusal(err), c.Param("id"))
 	}
 	c.JSON(http.StatusOK, gin.H{"data": apiKeyView(issued.Key, issued.Secret, time.Now())})
 	return nil

@@ -79,25 +79,37 @@ func (s *APIKeyStore) RevokeAPIKey(ctx context.Context, tenant, id string, at ti
 
 // RotateAPIKey gives tenant's key id the secret of hash; the secret it had
 // keeps working until previousUntil (none when nil). It returns the key
-// rotated, ErrNotFound when tenant has no such key not revoked.
+// rotated, ErrNotFound when tenant has no such key not revoked. Of two
+// rotations at once, each replaces the secret the other left: the update
+// is conditional on the secret read, and read again when it changed.
 func (s *APIKeyStore) RotateAPIKey(ctx context.Context, tenant, id string, hash []byte, previousUntil *time.Time) (*APIKey, error) {
-	var rotated *APIKey
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		k, err := take[APIKey](tx.Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant))
+	for {
+		k, err := take[APIKey](s.db.WithContext(ctx).Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant))
 		if err != nil {
-			return err
+			return nil, err
 		}
+		old := k.SecretHash
 		k.PreviousSecretHash, k.PreviousExpiresAt = nil, nil
 		if previousUntil != nil {
 			until := previousUntil.UTC()
-			k.PreviousSecretHash, k.PreviousExpiresAt = k.SecretHash, &until
+			k.PreviousSecretHash, k.PreviousExpiresAt = old, &until
 		}
 		k.SecretHash = hash
-		rotated = k
-		return tx.Model(&APIKey{}).Where("id = ?", id).Updates(map[string]any{"secret_hash": k.SecretHash,
-			"previous_secret_hash": k.PreviousSecretHash, "previous_expires_at": k.PreviousExpiresAt}).Error
-	})
-	return rotated, err
+		var updated int64
+		err = s.writeStatement(ctx, func(tx *gorm.DB) error {
+			res := tx.Model(&APIKey{}).Where("id = ? AND secret_hash = ? AND revoked_at IS NULL", id, old).
+				Updates(map[string]any{"secret_hash": k.SecretHash, "previous_secret_hash": k.PreviousSecretHash,
+					"previous_expires_at": k.PreviousExpiresAt})
+			updated = res.RowsAffected
+			return res.Error
+		})
+		if err != nil || updated == 1 {
+			return k, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // TouchAPIKey records that key id was used at at, unless a use within

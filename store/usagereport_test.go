@@ -177,7 +177,7 @@ func TestUsageReportByAPIKey(t *testing.T) {
 			require.NoError(t, s.Jobs.InsertJob(ctx, job))
 			e := store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: "acme", APIKey: key, Service: job.Service, Provider: "alpha",
 				Unit: "minute", Quantity: 1, CostNanos: int64(i+1) * 100_000_000, Currency: "USD", Native: "{}", PriceVersion: "v1",
-				BilledAt: usageDay1.Add(time.Duration(i) * time.Hour)}
+				BilledAt: usageDay1.Add(time.Duration(i) * time.Hour), Unbudgeted: i != 1} // both write paths of PostgreSQL
 			require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), &e))
 		}
 		rows, _ := report(ctx, t, s, store.UsageQuery{Tenant: "acme", GroupBy: []store.UsageKey{store.UsageByAPIKey}})

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/gin-gonic/gin"
 )
 
@@ -50,6 +51,8 @@ func subjectProblem(subject string) string {
 		return fmt.Sprintf("must be at most %d characters", MaxSubjectLength)
 	case !utf8.ValidString(subject) || strings.IndexFunc(subject, unicode.IsControl) >= 0:
 		return "must not contain control characters or invalid UTF-8"
+	case strings.HasPrefix(subject, jobs.KeyCaller("")):
+		return `must not start with "key:", which marks the gateway's API keys`
 	}
 	return ""
 }

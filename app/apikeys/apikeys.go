@@ -96,7 +96,19 @@ func (e *InvalidError) Error() string { return "api key refused: " + e.Reason }
 type ScopeError struct{ Scope string }
 
 func (e *ScopeError) Error() string {
-	return fmt.Sprintf("the scope %q is not one of the caller's: a key gets only scopes its creator holds", e.Scope)
+	return fmt.Sprintf("the scope %q is not one of the caller's: a key gets, and is rotated by, only callers holding its scopes", e.Scope)
+}
+
+// notForKeys are scopes a key never holds: a key administers no keys (a
+// key minting keys would shed its own limits, application and expiry) and
+// acts for its own tenant only.
+var notForKeys = []string{"keys:write", "admin:cross-tenant", "admin:codec"}
+
+// ReservedScopeError refuses a new key a scope keys never hold.
+type ReservedScopeError struct{ Scope string }
+
+func (e *ReservedScopeError) Error() string {
+	return fmt.Sprintf("the scope %q is not for API keys: keys are managed, and other tenants reached, with a token", e.Scope)
 }
 
 // ErrOtherTenant refuses a new key for another tenant than its creator's
@@ -160,6 +172,9 @@ func (s *Service) Issue(ctx context.Context, by Creator, k NewKey) (Issued, erro
 		return Issued{}, ErrOtherTenant
 	}
 	for _, scope := range k.Scopes {
+		if slices.Contains(notForKeys, scope) {
+			return Issued{}, &ReservedScopeError{Scope: scope}
+		}
 		if !slices.Contains(by.Scopes, scope) {
 			return Issued{}, &ScopeError{Scope: scope}
 		}
@@ -174,7 +189,7 @@ func (s *Service) Issue(ctx context.Context, by Creator, k NewKey) (Issued, erro
 	}
 	hash := sha256.Sum256([]byte(secret))
 	key := store.APIKey{ID: id, Tenant: tenant, Name: k.Name, Scopes: slices.Clone(k.Scopes), Application: k.Application,
-		SecretHash: hash[:], CreatedBy: by.Subject, CreatedAt: s.now().UTC(), ExpiresAt: k.ExpiresAt, Limits: k.Limits}
+		SecretHash: hash[:], CreatedBy: by.Subject, CreatedAt: s.now().UTC().Truncate(time.Microsecond), ExpiresAt: k.ExpiresAt, Limits: k.Limits}
 	if err := s.store.CreateAPIKey(ctx, &key); err != nil {
 		return Issued{}, err
 	}
@@ -195,14 +210,29 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*store.APIKey, er
 // Revoke revokes tenant's key id: every process refuses it within
 // checkedFor. store.ErrNotFound when tenant has no such key.
 func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
-	return s.store.RevokeAPIKey(ctx, tenant, id, s.now())
+	err := s.store.RevokeAPIKey(ctx, tenant, id, s.now())
+	s.checked.Clear() // this process refuses it at once
+	return err
 }
 
-// Rotate gives tenant's key id a new secret; the one it had keeps
-// working for grace (at most MaxGrace; 0: not at all).
-func (s *Service) Rotate(ctx context.Context, tenant, id string, grace time.Duration) (Issued, error) {
+// Rotate gives tenant's key id a new secret, for by, who must hold every
+// scope of the key (or be a super-admin): the new secret is a key's
+// whole power. The secret the key had keeps working for grace (at most
+// MaxGrace; 0: not at all).
+func (s *Service) Rotate(ctx context.Context, by Creator, tenant, id string, grace time.Duration) (Issued, error) {
 	if grace < 0 || grace > MaxGrace {
 		return Issued{}, fmt.Errorf("apikeys: a grace of %s is outside 0 to %s", grace, MaxGrace)
+	}
+	k, err := s.store.TenantAPIKey(ctx, tenant, id)
+	if err != nil {
+		return Issued{}, err
+	}
+	if !by.SuperAdmin {
+		for _, scope := range k.Scopes {
+			if !slices.Contains(by.Scopes, scope) {
+				return Issued{}, &ScopeError{Scope: scope}
+			}
+		}
 	}
 	secret, err := random(32)
 	if err != nil {
@@ -214,7 +244,8 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string, grace time.Dura
 		until = &t
 	}
 	hash := sha256.Sum256([]byte(secret))
-	k, err := s.store.RotateAPIKey(ctx, tenant, id, hash[:], until)
+	k, err = s.store.RotateAPIKey(ctx, tenant, id, hash[:], until)
+	s.checked.Clear()
 	if err != nil {
 		return Issued{}, err
 	}

@@ -47,7 +47,7 @@ func setup(t *testing.T) (*apikeys.Service, *counting, *clock) {
 	return apikeys.New(st, nil, c.Now, nil), st, c
 }
 
-var alice = apikeys.Creator{Subject: "alice", Tenant: "acme", Scopes: []string{"llm-tasks:write", "keys:write"}}
+var alice = apikeys.Creator{Subject: "alice", Tenant: "acme", Scopes: []string{"llm-tasks:write", "llm-tasks:read", "keys:write", "admin:cross-tenant"}}
 
 func invalid(t *testing.T, err error) string {
 	t.Helper()
@@ -101,29 +101,51 @@ func TestScopesAndTenantOfANewKey(t *testing.T) {
 	t.Parallel()
 	s, _, _ := setup(t)
 	ctx := context.Background()
-	_, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write", "admin:cross-tenant"}})
+	_, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write", "video-analyses:read"}})
 	var scope *apikeys.ScopeError
 	require.ErrorAs(t, err, &scope)
-	require.Equal(t, "admin:cross-tenant", scope.Scope)
-	_, err = s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, Tenant: "globex"})
+	require.Equal(t, "video-analyses:read", scope.Scope)
+	_, err = s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"}, Tenant: "globex"})
 	require.ErrorIs(t, err, apikeys.ErrOtherTenant)
 
-	root := apikeys.Creator{Subject: "root", Tenant: "ops", Scopes: []string{"keys:write"}, SuperAdmin: true}
-	issued, err := s.Issue(ctx, root, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, Tenant: "globex"})
+	root := apikeys.Creator{Subject: "root", Tenant: "ops", Scopes: []string{"keys:write", "llm-tasks:write"}, SuperAdmin: true}
+	issued, err := s.Issue(ctx, root, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"}, Tenant: "globex"})
 	require.NoError(t, err)
 	require.Equal(t, "globex", issued.Key.Tenant, "a super-admin may name another tenant")
+
+	// Keys administer no keys and reach no other tenant, whoever makes them.
+	for _, reservedScope := range []string{"keys:write", "admin:cross-tenant"} {
+		_, err = s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write", reservedScope}})
+		var reserved *apikeys.ReservedScopeError
+		require.ErrorAs(t, err, &reserved, reservedScope)
+		require.Equal(t, reservedScope, reserved.Scope)
+	}
+
+	// Rotating hands over the key's whole power: only to a holder of its scopes.
+	broad, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "broad", Scopes: []string{"llm-tasks:write", "llm-tasks:read"}})
+	require.NoError(t, err)
+	narrow := apikeys.Creator{Subject: "bob", Tenant: "acme", Scopes: []string{"keys:write", "llm-tasks:read"}}
+	_, err = s.Rotate(ctx, narrow, "acme", broad.Key.ID, 0)
+	require.ErrorAs(t, err, &scope)
+	require.Equal(t, "llm-tasks:write", scope.Scope)
+	_, err = s.Authenticate(ctx, broad.Secret)
+	require.NoError(t, err, "a refused rotation changes nothing")
+	_, err = s.Rotate(ctx, root, "acme", broad.Key.ID, 0)
+	require.NoError(t, err, "a super-admin may rotate any key")
+	_, err = s.Authenticate(ctx, broad.Secret)
+	require.Equal(t, "the API key is not valid", invalid(t, err), "rotated without grace: refused at once in this process")
 }
 
 func TestRevokedExpiredAndRotatedKeys(t *testing.T) {
 	t.Parallel()
-	s, _, c := setup(t)
+	s, st, c := setup(t)
 	ctx := context.Background()
 	expires := c.Now().Add(time.Hour)
-	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}, ExpiresAt: &expires})
+	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"}, ExpiresAt: &expires})
 	require.NoError(t, err)
 	old := issued.Secret
 
-	rotated, err := s.Rotate(ctx, "acme", issued.Key.ID, 10*time.Minute)
+	rotated, err := s.Rotate(ctx, alice, "acme", issued.Key.ID, 10*time.Minute)
 	require.NoError(t, err)
 	_, err = s.Authenticate(ctx, rotated.Secret)
 	require.NoError(t, err)
@@ -132,23 +154,39 @@ func TestRevokedExpiredAndRotatedKeys(t *testing.T) {
 	c.Add(11 * time.Minute)
 	_, err = s.Authenticate(ctx, old)
 	require.Equal(t, "the API key is not valid", invalid(t, err), "and not after it")
-	_, err = s.Rotate(ctx, "acme", issued.Key.ID, apikeys.MaxGrace+time.Second)
+	_, err = s.Rotate(ctx, alice, "acme", issued.Key.ID, apikeys.MaxGrace+time.Second)
 	require.Error(t, err)
 
 	c.Add(time.Hour)
 	_, err = s.Authenticate(ctx, rotated.Secret)
 	require.Equal(t, "the API key has expired", invalid(t, err))
 
-	other, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "y", Scopes: []string{"keys:write"}})
+	other, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "y", Scopes: []string{"llm-tasks:write"}})
 	require.NoError(t, err)
 	_, err = s.Authenticate(ctx, other.Secret)
 	require.NoError(t, err)
 	require.ErrorIs(t, s.Revoke(ctx, "globex", other.Key.ID), store.ErrNotFound, "another tenant's key")
 	require.NoError(t, s.Revoke(ctx, "acme", other.Key.ID))
 	_, err = s.Authenticate(ctx, other.Secret)
+	require.Equal(t, "the API key was revoked", invalid(t, err), "refused at once in the process that revoked it")
+	wrong := other.Secret[:len(other.Secret)-2] + "22"
+	if wrong == other.Secret {
+		wrong = other.Secret[:len(other.Secret)-2] + "33"
+	}
+	_, err = s.Authenticate(ctx, wrong)
+	require.Equal(t, "the API key is not valid", invalid(t, err), "a wrong secret says nothing of the key")
+
+	// Another process trusts a key it checked for half a second at most.
+	elsewhere := apikeys.New(st, nil, c.Now, nil)
+	third, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "z", Scopes: []string{"llm-tasks:write"}})
+	require.NoError(t, err)
+	_, err = elsewhere.Authenticate(ctx, third.Secret)
+	require.NoError(t, err)
+	require.NoError(t, s.Revoke(ctx, "acme", third.Key.ID))
+	_, err = elsewhere.Authenticate(ctx, third.Secret)
 	require.NoError(t, err, "checked less than half a second ago")
 	c.Add(600 * time.Millisecond)
-	_, err = s.Authenticate(ctx, other.Secret)
+	_, err = elsewhere.Authenticate(ctx, third.Secret)
 	require.Equal(t, "the API key was revoked", invalid(t, err))
 }
 
@@ -156,7 +194,7 @@ func TestLastUseIsRecordedOnceAMinute(t *testing.T) {
 	t.Parallel()
 	s, st, c := setup(t)
 	ctx := context.Background()
-	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"}})
+	issued, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"}})
 	require.NoError(t, err)
 	_, err = s.Authenticate(ctx, issued.Secret)
 	require.NoError(t, err)
@@ -185,7 +223,7 @@ func TestRequestsPerMinuteAreCountedAcrossProcesses(t *testing.T) {
 	one := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
 	two := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
 	ctx := context.Background()
-	issued, err := one.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"keys:write"},
+	issued, err := one.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"},
 		Limits: store.KeyLimits{RequestsPerMinute: 3}})
 	require.NoError(t, err)
 	for _, s := range []*apikeys.Service{one, two, one} {

@@ -130,7 +130,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Jobs:           ops,
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
-		APIKeys:        apikeys.New(st.APIKeys, st.Routing, nil, logger.With("component", "api-keys")),
+		APIKeys:        apikeys.New(st.APIKeys, st, nil, logger.With("component", "api-keys")),
 		Tenants:        st,
 		Statuses:       st,
 		Policies:       st,

@@ -10,10 +10,11 @@ const keyCallerPrefix = "key:"
 func KeyCaller(id string) string { return keyCallerPrefix + id }
 
 // CallerKey is the id of the API key that user is, "" when user is not a
-// key: the key a job's usage is billed to.
+// key: the key a job's usage is billed to. A key's id is 16 characters of
+// lowercase base32.
 func CallerKey(user string) string {
 	id, ok := strings.CutPrefix(user, keyCallerPrefix)
-	if !ok {
+	if !ok || len(id) != 16 || strings.IndexFunc(id, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '2' && r <= '7') }) >= 0 {
 		return ""
 	}
 	return id
