@@ -126,7 +126,7 @@ func TestUsageOfACompletedLLMTask(t *testing.T) {
 
 	// No counts from the provider: four characters a token, estimated.
 	// Created with an API key: the entry is billed to it.
-	st, _ = saveCompleted(t, jobs.Snapshot{Service: jobs.LLMTasks, Provider: "priced", UserID: jobs.KeyCaller("k3y"),
+	st, _ = saveCompleted(t, jobs.Snapshot{Service: jobs.LLMTasks, Provider: "priced", UserID: jobs.KeyCaller("k3yk3yk3yk3yk3yk"),
 		Input:  json.RawMessage(`{"type":"text","text":"12345678","prompt":"abcd"}`),
 		Result: json.RawMessage(`{"content":"answer!!","finish_reason":"completed"}`)})
 	u = usageOf(t, st)
@@ -134,7 +134,7 @@ func TestUsageOfACompletedLLMTask(t *testing.T) {
 	require.True(t, st.ledger[0].Estimated)
 	require.Equal(t, jobs.NativeUsage{InputTokens: ptr(int64(3)), OutputTokens: ptr(int64(2))}, u.Native)
 	require.Contains(t, st.saved[0].Usage, `"estimated":true`)
-	require.Equal(t, "k3y", st.ledger[0].APIKey)
+	require.Equal(t, "k3yk3yk3yk3yk3yk", st.ledger[0].APIKey)
 }
 
 func TestUsageUnpricedIsCounted(t *testing.T) {
