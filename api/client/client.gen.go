@@ -1633,7 +1633,7 @@ type ApiKeyList struct {
 type ApiKeyRotate struct {
 	Data struct {
 		Attributes *struct {
-			// GracePeriodSeconds how long the previous secret keeps working, in seconds (24 h at most); 0, null or absent: it stops at once
+			// GracePeriodSeconds how long the previous secret keeps working, in seconds (24 h at most); 0, null or absent: refused at once by the process that rotated it, within a second by every other
 			GracePeriodSeconds *int `json:"grace_period_seconds,omitempty"`
 		} `json:"attributes,omitempty"`
 		Type ApiKeyRotateDataType `json:"type"`
