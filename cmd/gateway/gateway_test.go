@@ -141,11 +141,40 @@ func freeAddr(t *testing.T) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
+// start starts the process again on its addresses. While it was down,
+// another test's process may have taken its UI or API port: then that
+// address alone is picked again, a few times.
 func (g *gateway) start() {
 	g.t.Helper()
-	if ready, output := g.tryStart(); !ready {
-		g.t.Fatalf("gateway dev did not become ready; its output:\n%s", output)
+	for try := 1; ; try++ {
+		ready, output := g.tryStart()
+		if ready {
+			return
+		}
+		taken := false
+		if try < 3 && strings.Contains(output, "address already in use") {
+			for _, addr := range []*string{&g.ui, &g.listen} {
+				if strings.Contains(output, *addr) {
+					g.replaceAddr(addr)
+					taken = true
+				}
+			}
+		}
+		if !taken {
+			g.t.Fatalf("gateway dev did not become ready; its output:\n%s", output)
+		}
 	}
+}
+
+// replaceAddr picks a free address for *addr, in the arguments too.
+func (g *gateway) replaceAddr(addr *string) {
+	fresh := freeAddr(g.t)
+	for i, arg := range g.args {
+		if arg == *addr {
+			g.args[i] = fresh
+		}
+	}
+	*addr = fresh
 }
 
 // tryStart starts the process and waits until it is ready (true), or has
