@@ -176,8 +176,13 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 		if err != nil {
 			return k, err
 		}
-		if err := onlyKeys(limits, ptrAttributes+"/limits", "requests_per_minute"); err != nil {
+		if err := onlyKeys(limits, ptrAttributes+"/limits", "requests_per_minute", "max_in_flight"); err != nil {
 			return k, err
+		}
+		if raw, ok := limits["max_in_flight"]; ok {
+			if json.Unmarshal(raw, &k.Limits.MaxInFlight) != nil || k.Limits.MaxInFlight < 1 || k.Limits.MaxInFlight > maxInFlight {
+				return k, apierror.Validation(ptrAttributes+"/limits/max_in_flight", "must be a whole number from 1 to %d", maxInFlight)
+			}
 		}
 		if raw, ok := limits["requests_per_minute"]; ok {
 			if json.Unmarshal(raw, &k.Limits.RequestsPerMinute) != nil || k.Limits.RequestsPerMinute < 1 || k.Limits.RequestsPerMinute > maxRequestsPerMinute {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // keyPattern is what an issued key looks like (docs/api.md, API keys).
@@ -231,7 +232,7 @@ func TestAPIKeyRequestsPerMinute(t *testing.T) {
 
 	for pointer, limits := range map[string]any{
 		"/data/attributes/limits/requests_per_minute": map[string]any{"requests_per_minute": 0},
-		"/data/attributes/limits/max_in_flight":       map[string]any{"max_in_flight": 3},
+		"/data/attributes/limits/max_in_flight":       map[string]any{"max_in_flight": 0},
 		"/data/attributes/limits":                     "5",
 	} {
 		requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin,
@@ -250,4 +251,53 @@ func TestOnlyKeysAreKeyCallers(t *testing.T) {
 	admin := b.token(t, "llm-tasks:write", "admin:cross-tenant")
 	requireError(t, b.do(t, http.MethodPost, "/v1/llm-tasks", admin, body(t, "llm-tasks"), "X-Effective-User-Id", "key:aaaaaaaaaaaaaaaa"),
 		http.StatusUnprocessableEntity, "VALIDATION_ERROR", "X-Effective-User-Id")
+}
+
+// TestMaxInFlight: a key's and a tenant's max_in_flight refuse creates
+// 429 RATE_LIMITED, naming the limit, while that many of their jobs are
+// pending or processing; a job finished frees its place.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.token(t, "keys:write", "keys:read", "llm-tasks:write", "llm-tasks:read")
+	id, key := issueKey(t, b, admin, map[string]any{"name": "x", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"max_in_flight": 2}})
+	limits := b.do(t, http.MethodGet, "/v1/api-keys/"+id, admin, nil).data(t)["attributes"].(map[string]any)["limits"]
+	require.Equal(t, map[string]any{"max_in_flight": 2.0}, limits)
+
+	first := b.create(t, "llm-tasks", key, body(t, "llm-tasks"))["id"].(string)
+	b.create(t, "llm-tasks", key, body(t, "llm-tasks"))
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", key, body(t, "llm-tasks"))
+	msg := requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "this API key's max_in_flight is 2")
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+	b.create(t, "llm-tasks", admin, body(t, "llm-tasks")) // the token's jobs are not the key's
+
+	job, err := b.store.Jobs.GetJob(t.Context(), first)
+	require.NoError(t, err)
+	finished := time.Now().UTC()
+	job.Status, job.Revision, job.CompletedAt, job.Result = jobs.StatusCompleted, job.Revision+1, &finished, `{"text":"ok"}`
+	require.NoError(t, b.store.Jobs.SaveJob(t.Context(), job))
+	b.create(t, "llm-tasks", key, body(t, "llm-tasks"))
+
+	// The tenant has 3 jobs in flight (2 of the key, 1 of the token).
+	super := superAdminToken(t, b)
+	createTenantOK(t, b, tenantA, map[string]any{"max_in_flight": 3})
+	r = b.do(t, http.MethodPost, "/v1/llm-tasks", admin, body(t, "llm-tasks"))
+	msg = requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "tenant "+tenantA+"'s max_in_flight is 3")
+	r = b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, super, tenantDoc(tenantA, map[string]any{"max_in_flight": 4}))
+	r.requireStatus(t, http.StatusOK)
+	require.EqualValues(t, 4, r.data(t)["attributes"].(map[string]any)["max_in_flight"])
+	b.create(t, "llm-tasks", admin, body(t, "llm-tasks"))
+	requireError(t, b.do(t, http.MethodPost, "/v1/llm-tasks", admin, body(t, "llm-tasks")), http.StatusTooManyRequests, "RATE_LIMITED")
+	r = b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, super, tenantDoc(tenantA, map[string]any{"max_in_flight": nil}))
+	r.requireStatus(t, http.StatusOK)
+	require.Nil(t, r.data(t)["attributes"].(map[string]any)["max_in_flight"], "null: no bound")
+	b.create(t, "llm-tasks", admin, body(t, "llm-tasks"))
+
+	for _, bad := range []any{0, -1, 1.5, 1_000_001, "3", true} {
+		requireError(t, b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, super, tenantDoc(tenantA, map[string]any{"max_in_flight": bad})),
+			http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/max_in_flight")
+	}
 }

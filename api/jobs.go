@@ -114,7 +114,8 @@ func creatorOf(c *gin.Context) (jobops.Requester, error) {
 	if err := validApplication(application); err != nil {
 		return jobops.Requester{}, err
 	}
-	if bound := auth.CallerFrom(c).Application; bound != "" {
+	caller := auth.CallerFrom(c)
+	if bound := caller.Application; bound != "" {
 		if application != "" && application != bound {
 			return jobops.Requester{}, apierror.Forbidden("this API key is bound to the application %q, not %q", bound, application)
 		}
@@ -127,7 +128,8 @@ func creatorOf(c *gin.Context) (jobops.Requester, error) {
 	if strings.IndexFunc(idempotencyKey, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
 		return jobops.Requester{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be printable ASCII")
 	}
-	return jobops.Requester{Tenant: tenant, User: user, Application: application, IdempotencyKey: idempotencyKey}, nil
+	return jobops.Requester{Tenant: tenant, User: user, Application: application, IdempotencyKey: idempotencyKey,
+		KeyMaxInFlight: caller.MaxInFlight}, nil
 }
 
 // jobopsError is the API error of a refusal by jobops; other errors are

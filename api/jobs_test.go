@@ -516,9 +516,9 @@ type interactiveStore struct {
 	created, read atomic.Bool
 }
 
-func (s *interactiveStore) CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error) {
+func (s *interactiveStore) CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart, limits ...store.InFlightLimit) (bool, error) {
 	s.created.Store(store.IsInteractive(ctx))
-	return s.JobStore.CreateJob(ctx, job, start)
+	return s.JobStore.CreateJob(ctx, job, start, limits...)
 }
 
 func (s *interactiveStore) GetJob(ctx context.Context, id string) (*jobs.Record, error) {

@@ -69,6 +69,9 @@ type tenantAttributes struct {
 	// Budgets and NotificationURL: docs/api.md, Budgets.
 	Budgets         []budgetView `json:"budgets"`
 	NotificationURL *string      `json:"notification_url"`
+	// MaxInFlight bounds the tenant's jobs not yet finished; null: no
+	// bound (docs/api.md, Tenants).
+	MaxInFlight *int `json:"max_in_flight"`
 }
 
 // retentionView is a tenant's retention as set (null: the deployment
@@ -111,7 +114,7 @@ func (h tenantsHandler) tenantView(t *store.Tenant) tenantResource {
 	}
 	return tenantResource{ID: t.ID, Type: "tenant", Attributes: tenantAttributes{
 		DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providerAccess, Retention: retention,
-		FairnessWeight: t.Fairness(), Budgets: budgetViews(t.Budgets), NotificationURL: notificationURL,
+		FairnessWeight: t.Fairness(), Budgets: budgetViews(t.Budgets), NotificationURL: notificationURL, MaxInFlight: t.MaxInFlight,
 	}}
 }
 
@@ -219,7 +222,7 @@ func (h tenantsHandler) render(c *gin.Context, t *store.Tenant, err, notFound er
 	return nil
 }
 
-var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention", "fairness_weight", "budgets", "notification_url"}
+var tenantAttributeNames = []string{"default_policy_id", "services", "providers", "retention", "fairness_weight", "budgets", "notification_url", "max_in_flight"}
 
 // tenantChange is the validated attributes of a tenant write, applied as a
 // JSON merge patch: members not given keep their value, null clears.
@@ -237,7 +240,13 @@ type tenantChange struct {
 	budgetsGiven, notificationGiven bool
 	budgets                         []store.Budget
 	notificationURL                 string
+	// maxInFlight changes the in-flight bound (nil value: none).
+	maxInFlightGiven bool
+	maxInFlight      *int
 }
+
+// maxInFlight bounds a tenant's or an API key's max_in_flight.
+const maxInFlight = 1_000_000
 
 // Bounds of a tenant's fairness weight.
 const (
@@ -279,6 +288,9 @@ func (ch *tenantChange) apply(t *store.Tenant) error {
 	}
 	if ch.notificationGiven {
 		t.NotificationURL = ch.notificationURL
+	}
+	if ch.maxInFlightGiven {
+		t.MaxInFlight = ch.maxInFlight
 	}
 	r := t.Retention
 	if r.Results == nil || r.Jobs == nil || *r.Jobs >= *r.Results {
@@ -366,6 +378,16 @@ func (h tenantsHandler) parseTenantChange(ctx context.Context, tenant string, at
 					"must be a number from %g to %g, or null for the default (%g)", minFairnessWeight, maxFairnessWeight, store.DefaultFairnessWeight)
 			}
 			ch.fairness = &w
+		}
+	}
+	if raw, ok := attrs["max_in_flight"]; ok {
+		ch.maxInFlightGiven = true
+		if !strictjson.Absent(raw) {
+			var n int
+			if err := json.Unmarshal(raw, &n); err != nil || n < 1 || n > maxInFlight {
+				return nil, apierror.Validation(ptrAttributes+"/max_in_flight", "must be a whole number from 1 to %d, or null for no bound", maxInFlight)
+			}
+			ch.maxInFlight = &n
 		}
 	}
 	if raw, ok := attrs["budgets"]; ok {

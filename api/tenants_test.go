@@ -55,7 +55,7 @@ func requireJSON(t *testing.T, want string, got any) {
 
 // noRetention is the retention, fairness and budgets of a tenant that sets none, on a
 // deployment without defaults (the harness's).
-const noRetention = `"retention": {"results_seconds": null, "jobs_seconds": null, "effective": {"results_seconds": null, "jobs_seconds": null}}, "fairness_weight": 1, "budgets": [], "notification_url": null`
+const noRetention = `"retention": {"results_seconds": null, "jobs_seconds": null, "effective": {"results_seconds": null, "jobs_seconds": null}}, "fairness_weight": 1, "budgets": [], "notification_url": null, "max_in_flight": null`
 
 const somePolicy = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
 

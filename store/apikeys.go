@@ -34,6 +34,9 @@ type KeyLimits struct {
 	// RequestsPerMinute bounds the key's requests in each minute, across
 	// every API process.
 	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+	// MaxInFlight bounds the key's jobs not yet finished, across every
+	// API process.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 }
 
 // CreateAPIKey records a new key.

@@ -35,12 +35,17 @@ func (JobStart) TableName() string { return "job_starts" }
 
 // CreateJob records a new job and its start in one transaction. It returns
 // false, and writes nothing, when a job with that id exists already (an
-// earlier request with the same Idempotency-Key recorded it).
-func (s *JobStore) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart) (bool, error) {
+// earlier request with the same Idempotency-Key recorded it). Under
+// limits, it records the job only while each has fewer than its Max jobs
+// in flight, else returns an *InFlightError.
+func (s *JobStore) CreateJob(ctx context.Context, job *jobs.Record, start *JobStart, limits ...InFlightLimit) (bool, error) {
 	start.JobID = job.ID
 	start.Tenant = job.Tenant
 	start.NextAttemptAt = start.NextAttemptAt.UTC().Truncate(time.Microsecond)
 	start.CreatedAt = job.CreatedAt.UTC().Truncate(time.Microsecond)
+	if len(limits) > 0 {
+		return s.createJobWithin(ctx, job, start, limits)
+	}
 	if s.dialect == "postgres" {
 		return s.createJobPostgres(ctx, job, start)
 	}

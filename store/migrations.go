@@ -226,6 +226,7 @@ var migrations = []*gormigrate.Migration{
 	migrationAPIKeys,
 	migrationUsageAPIKey,
 	migrationAPIKeyLimits,
+	migrationInFlightLimits,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -1,6 +1,11 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+)
 
 // apiKeyV1 is a key the gateway issued (docs/api.md, API keys): never its
 // secret, only the secret's SHA-256.
@@ -33,3 +38,18 @@ var migrationUsageAPIKey = columnMigration("202612071003_usage_api_key", "usage_
 
 // migrationAPIKeyLimits adds an API key's limits (store.KeyLimits, JSON).
 var migrationAPIKeyLimits = columnMigration("202612071004_api_key_limits", "api_keys", "limits", "TEXT NOT NULL DEFAULT '{}'")
+
+// migrationInFlightLimits adds a tenant's max_in_flight, and an index of
+// the jobs not yet finished by caller, which an API key's max_in_flight
+// counts (docs/api.md, API keys). Partial: it holds only the jobs in
+// flight, so it stays small however many jobs a key has run.
+var migrationInFlightLimits = &gormigrate.Migration{
+	ID: "202612071005_in_flight_limits",
+	Migrate: func(tx *gorm.DB) error {
+		return execAll(tx, "ALTER TABLE tenants ADD COLUMN max_in_flight INTEGER",
+			"CREATE INDEX idx_jobs_user_in_flight ON jobs (user_id, tenant) WHERE status IN ('pending', 'processing')")
+	},
+	Rollback: func(tx *gorm.DB) error {
+		return execAll(tx, "DROP INDEX idx_jobs_user_in_flight", "ALTER TABLE tenants DROP COLUMN max_in_flight")
+	},
+}

@@ -250,7 +250,8 @@ func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
 
 		kept := []string{"idx_jobs_created", "idx_jobs_tenant_created", "idx_jobs_user_tenant_created",
 			"idx_jobs_tenant_completed", "idx_jobs_tenant_results_kept", "idx_jobs_batch",
-			"idx_jobs_workflow_closed"} // the reconciled jobs' (partial: WORKFLOW_CLOSED only)
+			"idx_jobs_workflow_closed", // the reconciled jobs' (partial: WORKFLOW_CLOSED only)
+			"idx_jobs_user_in_flight"}  // an API key's jobs in flight (partial: pending and processing)
 		singleFilter := []string{
 			"idx_jobs_tenant_status_created", "idx_jobs_tenant_service_created", "idx_jobs_tenant_provider_created",
 			"idx_jobs_status_created", "idx_jobs_service_created", "idx_jobs_provider_created",

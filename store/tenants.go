@@ -36,8 +36,11 @@ type Tenant struct {
 	// Budgets); NotificationURL receives their budget.threshold events.
 	Budgets         []Budget
 	NotificationURL string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// MaxInFlight bounds the tenant's jobs not yet finished (docs/api.md,
+	// Tenants); nil: no bound.
+	MaxInFlight *int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // DefaultFairnessWeight is the weight of a tenant that sets none.
@@ -108,6 +111,7 @@ func (t *Tenant) clone() *Tenant {
 	c.Providers = maps.Clone(t.Providers)
 	c.Retention = Retention{Results: clonePointer(t.Retention.Results), Jobs: clonePointer(t.Retention.Jobs)}
 	c.FairnessWeight = clonePointer(t.FairnessWeight)
+	c.MaxInFlight = clonePointer(t.MaxInFlight)
 	c.Budgets = cloneBudgets(t.Budgets)
 	return &c
 }
@@ -137,6 +141,7 @@ type tenantRow struct {
 	FairnessWeight          *float64 // NULL: DefaultFairnessWeight
 	Budgets                 string   // JSON [Budget]
 	NotificationURL         string
+	MaxInFlight             *int // NULL: no bound
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
 }
@@ -147,7 +152,7 @@ func (r *tenantRow) tenant() (*Tenant, error) {
 	t := &Tenant{ID: r.ID, DefaultPolicyID: r.DefaultPolicyID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		Services: map[string]Access{}, Providers: map[string]Access{},
 		Retention:      Retention{Results: durationOfSeconds(r.RetentionResultsSeconds), Jobs: durationOfSeconds(r.RetentionJobsSeconds)},
-		FairnessWeight: r.FairnessWeight, NotificationURL: r.NotificationURL}
+		FairnessWeight: r.FairnessWeight, NotificationURL: r.NotificationURL, MaxInFlight: r.MaxInFlight}
 	if r.Budgets != "" {
 		if err := json.Unmarshal([]byte(r.Budgets), &t.Budgets); err != nil {
 			return nil, fmt.Errorf("tenant %s: budgets: %w", r.ID, err)
@@ -179,7 +184,7 @@ func tenantRowOf(t *Tenant) (*tenantRow, error) {
 	}
 	return &tenantRow{ID: t.ID, DefaultPolicyID: t.DefaultPolicyID, Services: services, Providers: providers,
 		RetentionResultsSeconds: secondsOf(t.Retention.Results), RetentionJobsSeconds: secondsOf(t.Retention.Jobs),
-		FairnessWeight: t.FairnessWeight, Budgets: string(budgets), NotificationURL: t.NotificationURL,
+		FairnessWeight: t.FairnessWeight, Budgets: string(budgets), NotificationURL: t.NotificationURL, MaxInFlight: t.MaxInFlight,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil
 }
 
@@ -276,6 +281,7 @@ func (s *RoutingStore) UpdateTenant(ctx context.Context, id string, update func(
 			"fairness_weight":           next.FairnessWeight,
 			"budgets":                   next.Budgets,
 			"notification_url":          next.NotificationURL,
+			"max_in_flight":             next.MaxInFlight,
 			"updated_at":                next.UpdatedAt,
 		}).Error; err != nil {
 			return err

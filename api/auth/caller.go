@@ -67,6 +67,8 @@ type Caller struct {
 	// Application is the application an API key is bound to: its jobs
 	// are that application's ("" for none, and for tokens).
 	Application string
+	// MaxInFlight is an API key's max_in_flight (0: none, and for tokens).
+	MaxInFlight int
 }
 
 // HasScope reports whether the token grants scope.

@@ -1619,6 +1619,9 @@ type ApiKeyDocument struct {
 
 // ApiKeyLimits the key's limits, held across every API process; absent: none. Over one, a request is refused 429 RATE_LIMITED with Retry-After, naming the limit
 type ApiKeyLimits struct {
+	// MaxInFlight how many jobs the key created one at a time may be pending or processing at once (a batch's jobs count, and a batch is admitted whole)
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
 	// RequestsPerMinute requests with the key in each clock minute
 	RequestsPerMinute *int `json:"requests_per_minute,omitempty"`
 }
@@ -2408,6 +2411,9 @@ type Tenant struct {
 		// FairnessWeight the tenant's share of the workers when tenants' jobs queue; 1 unless set (docs/operations.md, Fairness between tenants)
 		FairnessWeight float32 `json:"fairness_weight"`
 
+		// MaxInFlight how many of the tenant's jobs may be pending or processing at once; a create over it is refused 429 RATE_LIMITED. null: no bound (docs/api.md, Tenants)
+		MaxInFlight *int `json:"max_in_flight"`
+
 		// NotificationUrl receives the tenant's budget.threshold events, signed like job webhooks
 		NotificationUrl *string `json:"notification_url"`
 		Providers       Access  `json:"providers"`
@@ -2470,6 +2476,9 @@ type TenantWrite struct {
 
 			// FairnessWeight null: the default, 1
 			FairnessWeight *float32 `json:"fairness_weight,omitempty"`
+
+			// MaxInFlight how many of the tenant's jobs may be pending or processing at once; null: no bound
+			MaxInFlight *int `json:"max_in_flight,omitempty"`
 
 			// NotificationUrl an absolute http or https URL without credentials; null clears it
 			NotificationUrl *string      `json:"notification_url,omitempty"`

@@ -29,8 +29,9 @@ var (
 	// for the service.
 	ErrProviderDisabled = errors.New("the provider is disabled")
 	// ErrRateLimited: the job's provider used its published request
-	// limit; Error.RetryAfter says when it has room.
-	ErrRateLimited = errors.New("the provider is at its request limit")
+	// limit, or its tenant or API key has as many jobs in flight as it
+	// may; Error.RetryAfter says when to try again.
+	ErrRateLimited = errors.New("over a request limit")
 	// ErrBudgetExceeded: the job's estimate does not fit one of its
 	// tenant's budgets (docs/api.md, Budgets).
 	ErrBudgetExceeded = errors.New("the budget is exceeded")

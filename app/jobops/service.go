@@ -29,7 +29,7 @@ import (
 
 // JobStore records jobs with their starts and keeps Idempotency-Keys.
 type JobStore interface {
-	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart) (bool, error)
+	CreateJob(ctx context.Context, job *jobs.Record, start *store.JobStart, limits ...store.InFlightLimit) (bool, error)
 	GetJob(ctx context.Context, id string) (*jobs.Record, error)
 	ClaimIdempotencyKey(ctx context.Context, k store.IdempotencyKey, ttl time.Duration) (string, bool, error)
 	DeleteJobIf(ctx context.Context, id, by string, at time.Time, revision int) (*jobs.Record, *jobs.Tombstone, error)

@@ -58,6 +58,9 @@ type Requester struct {
 	// Received is when the request was read; the Dispatcher paces starts
 	// by how long accepting jobs takes. Zero: not measured.
 	Received time.Time
+	// KeyMaxInFlight is the max_in_flight of the API key asking (its
+	// jobs not yet finished); 0: none, or not a key.
+	KeyMaxInFlight int
 }
 
 // SubmitRequest is a job to accept: who asks for it, and its attributes,
@@ -112,8 +115,8 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	if err := s.admit(ctx, req, tenant, in); err != nil {
 		return nil, err
 	}
-	job, err := s.record(ctx, req, in, input)
-	if errors.Is(err, ErrUnavailable) && req.IdempotencyKey == "" {
+	job, err := s.record(ctx, req, in, input, inFlightLimits(req, tenant))
+	if (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited)) && req.IdempotencyKey == "" {
 		// Not recorded, and no other request can record this job id.
 		// With a key, a concurrent request with it may have recorded the
 		// job on this reservation, and a retry with it finds the
@@ -282,14 +285,37 @@ func encode(in jobs.Submission) ([]byte, error) {
 	return input, nil
 }
 
-// record records the job and its start in one transaction: once it
-// commits the job is accepted, and its workflow is started from the
-// outbox.
-func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte) (*jobs.Record, error) {
+// inFlightRetry is the Retry-After of a job refused for its tenant's or
+// key's max_in_flight: when one of theirs will have finished is not known.
+const inFlightRetry = time.Second
+
+// inFlightLimits are the max_in_flight limits a job of req counts
+// against: its tenant's (a nil tenant has no record) and its API key's.
+func inFlightLimits(req SubmitRequest, tenant *store.Tenant) []store.InFlightLimit {
+	var limits []store.InFlightLimit
+	if tenant != nil && tenant.MaxInFlight != nil {
+		limits = append(limits, store.InFlightLimit{Name: "tenant " + req.Tenant + "'s max_in_flight", Tenant: req.Tenant, Max: *tenant.MaxInFlight})
+	}
+	if req.KeyMaxInFlight > 0 {
+		limits = append(limits, store.InFlightLimit{Name: "this API key's max_in_flight", Tenant: req.Tenant, User: req.User, Max: req.KeyMaxInFlight})
+	}
+	return limits
+}
+
+// record records the job and its start in one transaction, within its
+// in-flight limits: once it commits the job is accepted, and its
+// workflow is started from the outbox.
+func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submission, input []byte, limits []store.InFlightLimit) (*jobs.Record, error) {
 	jobID := in.JobID
 	job := in.Record()
 	start := &store.JobStart{Input: string(input), Priority: req.Parsed.Priority(), NextAttemptAt: s.cfg.Starts.Lease(req.Tenant)}
-	created, err := s.cfg.Jobs.CreateJob(ctx, job, start)
+	created, err := s.cfg.Jobs.CreateJob(ctx, job, start, limits...)
+	var over *store.InFlightError
+	if errors.As(err, &over) {
+		refusal := refuse(ErrRateLimited, "%s is %d, and as many of its jobs are pending or processing; retry once one has finished", over.Limit.Name, over.Limit.Max)
+		refusal.RetryAfter = inFlightRetry
+		return nil, refusal
+	}
 	if err != nil {
 		s.cfg.Logger.Error("record new job", "job", jobID, "trace_id", tracing.TraceID(ctx), "error", err)
 		return nil, refuse(ErrUnavailable, "the job could not be recorded; retry the request (with the same Idempotency-Key)")

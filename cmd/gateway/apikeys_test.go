@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +16,13 @@ import (
 // TestAPIKeyAcrossServeProcesses: a key created over the API of one serve
 // runs a job end to end through another, its usage is the key's, a key's
 // request rate holds across both, and the other refuses a key within a
-// second of its revocation on the first (docs/api.md, API keys).
+// second of its revocation on the first (docs/api.md, API keys). A key's
+// max_in_flight holds with ten long jobs asked for at once through both.
 func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 	t.Parallel()
-	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-keys", 50), jobStartsAuto)
+	// A second provider whose jobs take 3 s: long enough to be in flight.
+	slow := strings.TrimPrefix(providertest.SandboxCatalog("sandbox-slow", 3000), "providers:\n")
+	shape := startProductionShape(t, providertest.SandboxCatalog("sandbox-keys", 50)+slow, jobStartsAuto)
 	second := startProcess(t, append(shape.env, "OIDC_ISSUER_URL="+shape.server.url("/dev/oidc")),
 		"serve", "--providers", shape.worker0[2], "--tenant-create-rate", "0")
 	first := "http://" + shape.api.listen
@@ -90,6 +94,45 @@ func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[int]int{http.StatusAccepted: 5, http.StatusTooManyRequests: 3}, answers)
+
+	// A key of max_in_flight 3: of ten long jobs asked for at once through
+	// both serves, three are accepted; once they finished, more are.
+	status, body = post(t, first+"/v1/api-keys", admin,
+		`{"data":{"type":"api-key","attributes":{"name":"bounded","scopes":["llm-tasks:write","llm-tasks:read"],"limits":{"max_in_flight":3}}}}`)
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	require.NoError(t, json.Unmarshal(body, &limited))
+	bounded := limited.Data.Attributes.Secret
+	slowJob := `{"data":{"type":"llm-task-job","attributes":{"provider":"sandbox-slow","input":{"type":"text","text":"x","prompt":"y"}}}}`
+	var mu sync.Mutex
+	answers, accepted := map[int]int{}, []string{}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			status, body := post(t, []string{first, other}[i%2]+"/v1/llm-tasks", bounded, slowJob)
+			mu.Lock()
+			defer mu.Unlock()
+			answers[status]++
+			switch status {
+			case http.StatusTooManyRequests:
+				require.Contains(t, string(body), "max_in_flight is 3")
+			case http.StatusAccepted:
+				var doc jobDoc
+				require.NoError(t, json.Unmarshal(body, &doc))
+				accepted = append(accepted, doc.Data.ID)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, map[int]int{http.StatusAccepted: 3, http.StatusTooManyRequests: 7}, answers)
+	for _, id := range accepted {
+		require.Eventually(t, func() bool {
+			var doc jobDoc
+			require.NoError(t, json.Unmarshal(get(t, first+"/v1/llm-tasks/"+id, bounded), &doc))
+			return doc.Data.Attributes.Status == "completed"
+		}, time.Minute, 100*time.Millisecond)
+	}
+	status, body = post(t, other+"/v1/llm-tasks", bounded, slowJob)
+	require.Equal(t, http.StatusAccepted, status, "finished jobs free their places: %s", body)
 
 	send := func(method, url, token string) int {
 		req, err := http.NewRequest(method, url, nil)
