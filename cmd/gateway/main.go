@@ -10,6 +10,7 @@
 //	gateway webhooks    resend and recover jobs' webhook events
 //	gateway providers   the catalog's providers, statuses and circuit breakers
 //	gateway usage       sum the usage ledger
+//	gateway keys        create, list, revoke and rotate API keys
 //	gateway replay      replay job histories against this binary
 //	gateway healthcheck ask serve's or worker's /healthz (container health checks)
 //	gateway version     print the version, VCS revision and Go version
@@ -44,6 +45,7 @@ Usage:
   gateway webhooks resend|recover [flags]   send jobs' webhook events again (docs/webhooks.md)
   gateway providers [-o text|json]   the catalog's providers per service, with statuses and circuit breakers
   gateway usage    [--tenant T] [--from ..] [--to ..] [--group-by service,day] [-o text|json|csv]   the usage ledger's sums
+  gateway keys     create|list|revoke|rotate --tenant T [flags]   the API keys the gateway issues (docs/api.md)
   gateway replay   [flags] [ID|FILE.json ...]  replay job histories against this binary's workflow code
   gateway healthcheck [--url URL]   exit 0 when serve's or worker's /healthz answers 200 (container health checks)
   gateway version            print the version, VCS revision and Go version (also gateway --version)
@@ -78,12 +80,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var jf jobsFlags
 	var wf webhooksFlags
 	var uf usageFlags
+	var kf keysFlags
 	var healthcheck string
 	var providersOutput string
 	sub := ""
-	if command == "jobs" || command == "webhooks" {
+	if command == "jobs" || command == "webhooks" || command == "keys" {
 		if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
-			fmt.Fprint(stderr, map[string]string{"jobs": jobsUsage, "webhooks": webhooksUsage}[command])
+			fmt.Fprint(stderr, map[string]string{"jobs": jobsUsage, "webhooks": webhooksUsage, "keys": keysUsage}[command])
 			return 2
 		}
 		sub, args = args[1], args[1:]
@@ -96,6 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "usage":
 		cfg.registerFlags(fs, command)
 		uf.register(fs)
+	case "keys":
+		cfg.registerFlags(fs, "usage") // the store's flags, as gateway usage has them
+		kf.register(fs, sub)
 	case "replay", "jobs":
 		cfg.registerFlags(fs, command)
 		if command == "replay" {
@@ -139,7 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		positional, rest = append(positional, rest[0]), rest[1:]
 	}
-	if len(positional) > 0 && command != "jobs" && command != "replay" && command != "webhooks" {
+	if len(positional) > 0 && command != "jobs" && command != "replay" && command != "webhooks" && command != "keys" {
 		fmt.Fprintf(stderr, "gateway %s: unexpected argument %q\n", command, positional[0])
 		return 2
 	}
@@ -157,6 +163,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.validate(validated); err != nil {
 		fmt.Fprintf(stderr, "gateway %s: %v\n", command, err)
 		return 2
+	}
+	if command == "keys" {
+		if err := kf.check(sub, positional, time.Now()); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+			return 2
+		}
 	}
 	level, _ := parseLevel(cfg.LogLevel)
 	logger := newLogger(stderr, cfg.LogFormat, level)
@@ -196,6 +208,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runProviders(ctx, cfg, providersOutput, stdout)
 	case "usage":
 		err = runUsage(ctx, cfg, uf, stdout)
+	case "keys":
+		err = runKeys(ctx, cfg, sub, kf, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
