@@ -25,6 +25,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
@@ -190,7 +191,14 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	key, keyFile, err := devAPIKey(ctx, apikeys.New(st.APIKeys, nil, nil, logger), cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("dev API key: %w", err)
+	}
 	logger.Info("gateway dev ready", "api", base, "issuer", issuerURL, "data_dir", cfg.DataDir, "version", buildinfo.Read().Version)
+	// On the terminal, never in the logs: a developer's key for the
+	// walkthrough (docs/operations.md, What gateway dev runs).
+	fmt.Fprintf(os.Stdout, "API key for tenant %s (every job scope and usage:read; also in %s): %s\n", devKeyTenant, keyFile, key)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
 
