@@ -41,7 +41,18 @@ type KeyLimits struct {
 
 // CreateAPIKey records a new key.
 func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k *APIKey) error {
-	return s.writeStatement(ctx, func(tx *gorm.DB) error { return tx.Create(k).Error })
+	return s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(k).Error; err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: k.Tenant, Action: "api_key.create", Target: "api-key/" + k.ID, After: k.audit()})
+	})
+}
+
+// audit is what the audit log shows of k: never a secret's hash.
+func (k *APIKey) audit() map[string]any {
+	return map[string]any{"name": k.Name, "scopes": k.Scopes, "application": k.Application, "expires_at": k.ExpiresAt,
+		"limits": k.Limits, "revoked_at": k.RevokedAt}
 }
 
 // APIKey reads key id, revoked or not, of any tenant: what a request's
@@ -68,11 +79,16 @@ func (s *APIKeyStore) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey,
 // no such key not revoked.
 func (s *APIKeyStore) RevokeAPIKey(ctx context.Context, tenant, id string, at time.Time) error {
 	var revoked int64
-	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+	at = at.UTC().Truncate(time.Microsecond)
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&APIKey{}).Where("id = ? AND tenant = ? AND revoked_at IS NULL", id, tenant).
-			Update("revoked_at", at.UTC())
+			Update("revoked_at", at)
 		revoked = res.RowsAffected
-		return res.Error
+		if res.Error != nil || revoked == 0 {
+			return res.Error
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: tenant, Action: "api_key.revoke", Target: "api-key/" + id,
+			Before: map[string]any{"revoked_at": nil}, After: map[string]any{"revoked_at": at}})
 	})
 	if err == nil && revoked == 0 {
 		return ErrNotFound
@@ -99,12 +115,18 @@ func (s *APIKeyStore) RotateAPIKey(ctx context.Context, tenant, id string, hash 
 		}
 		k.SecretHash = hash
 		var updated int64
-		err = s.writeStatement(ctx, func(tx *gorm.DB) error {
+		err = s.write(ctx, func(tx *gorm.DB) error {
 			res := tx.Model(&APIKey{}).Where("id = ? AND secret_hash = ? AND revoked_at IS NULL", id, old).
 				Updates(map[string]any{"secret_hash": k.SecretHash, "previous_secret_hash": k.PreviousSecretHash,
 					"previous_expires_at": k.PreviousExpiresAt})
 			updated = res.RowsAffected
-			return res.Error
+			if res.Error != nil || updated != 1 {
+				return res.Error
+			}
+			// The secrets are never shown: the change is that there is
+			// a new one, and until when the one before works.
+			return audit(ctx, tx, AuditEntry{Tenant: tenant, Action: "api_key.rotate", Target: "api-key/" + id,
+				Before: map[string]any{"secret": "previous"}, After: map[string]any{"secret": "new", "previous_secret_expires_at": k.PreviousExpiresAt}})
 		})
 		if err != nil || updated == 1 {
 			return k, err

@@ -115,7 +115,7 @@ func (s *BreakerStore) Breakers(ctx context.Context) (map[BreakerKey]breaker.Bre
 // transitions they made.
 func (s *BreakerStore) RecordBreakerOutcomes(ctx context.Context, key BreakerKey, cfg breaker.Config, calls []breaker.Call) (breaker.Breaker, []breaker.Transition, error) {
 	var ts []breaker.Transition
-	b, err := s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
+	b, err := s.changeBreaker(ctx, key, false, func(b breaker.Breaker) breaker.Breaker {
 		ts = ts[:0] // a retried transaction starts over
 		for _, c := range calls {
 			var t breaker.Transition
@@ -134,7 +134,7 @@ func (s *BreakerStore) RecordBreakerOutcomes(ctx context.Context, key BreakerKey
 func (s *BreakerStore) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg breaker.Config, now time.Time) (bool, breaker.Transition, error) {
 	var ok bool
 	var t breaker.Transition
-	_, err := s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
+	_, err := s.changeBreaker(ctx, key, false, func(b breaker.Breaker) breaker.Breaker {
 		b, ok, t = b.TakeProbe(cfg, now)
 		return b
 	})
@@ -144,14 +144,28 @@ func (s *BreakerStore) TakeBreakerProbe(ctx context.Context, key BreakerKey, cfg
 // ForceBreaker records an operator's forced state of a breaker (Open,
 // Closed, or "" for automatic), by whom at now.
 func (s *BreakerStore) ForceBreaker(ctx context.Context, key BreakerKey, state breaker.State, by string, now time.Time) (breaker.Breaker, error) {
-	return s.changeBreaker(ctx, key, func(b breaker.Breaker) breaker.Breaker {
+	return s.changeBreaker(ctx, key, true, func(b breaker.Breaker) breaker.Breaker {
 		return b.Force(state, by, now)
 	})
 }
 
+// breakerAudit is the audit event of an operator's change of a breaker:
+// its forced state ("auto" when none) and the state it is in.
+func breakerAudit(key BreakerKey, before, after breaker.Breaker) AuditEntry {
+	view := func(b breaker.Breaker) map[string]any {
+		forced := string(b.Forced)
+		if forced == "" {
+			forced = "auto"
+		}
+		return map[string]any{"forced": forced, "state": string(b.State)}
+	}
+	return AuditEntry{Action: "breaker.force", Target: "breaker/" + key.ProviderID + "/" + string(key.Service), Before: view(before), After: view(after)}
+}
+
 // changeBreaker applies change to a breaker under its row lock, in one
-// transaction: concurrent workers never lose each other's outcomes.
-func (s *BreakerStore) changeBreaker(ctx context.Context, key BreakerKey, change func(breaker.Breaker) breaker.Breaker) (breaker.Breaker, error) {
+// transaction: concurrent workers never lose each other's outcomes. An
+// operator's change is audited (the workers' outcomes are not).
+func (s *BreakerStore) changeBreaker(ctx context.Context, key BreakerKey, audited bool, change func(breaker.Breaker) breaker.Breaker) (breaker.Breaker, error) {
 	var out breaker.Breaker
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		seed := providerBreaker{ProviderID: key.ProviderID, Service: string(key.Service), State: string(breaker.Closed), UpdatedAt: microsNow()}
@@ -166,6 +180,7 @@ func (s *BreakerStore) changeBreaker(ctx context.Context, key BreakerKey, change
 		if err != nil {
 			return err
 		}
+		before := b
 		b = change(b)
 		if err := row.set(b); err != nil {
 			return err
@@ -174,7 +189,10 @@ func (s *BreakerStore) changeBreaker(ctx context.Context, key BreakerKey, change
 			return err
 		}
 		out = b
-		return nil
+		if !audited {
+			return nil
+		}
+		return audit(ctx, tx, breakerAudit(key, before, b))
 	})
 	if err != nil {
 		return breaker.Breaker{}, fmt.Errorf("breaker %s/%s: %w", key.ProviderID, key.Service, err)

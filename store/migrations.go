@@ -227,6 +227,7 @@ var migrations = []*gormigrate.Migration{
 	migrationUsageAPIKey,
 	migrationAPIKeyLimits,
 	migrationInFlightLimits,
+	migrationAuditEvents,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

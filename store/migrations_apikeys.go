@@ -53,3 +53,23 @@ var migrationInFlightLimits = &gormigrate.Migration{
 		return execAll(tx, "DROP INDEX idx_jobs_user_in_flight", "ALTER TABLE tenants DROP COLUMN max_in_flight")
 	},
 }
+
+// auditEventV1 is one administrative write (store.AuditEvent).
+type auditEventV1 struct {
+	ID        string    `gorm:"primaryKey;size:36"`
+	At        time.Time `gorm:"not null"`
+	Tenant    string    `gorm:"size:63;not null"`
+	Actor     string    `gorm:"size:300;not null"`
+	Action    string    `gorm:"size:64;not null"`
+	Target    string    `gorm:"size:300;not null"`
+	Changes   string    `gorm:"not null"` // JSON {member: {before, after}}
+	RequestID string    `gorm:"size:128;not null"`
+}
+
+func (auditEventV1) TableName() string { return "audit_events" }
+
+// migrationAuditEvents adds the audit log, read per tenant (or across
+// tenants) newest first, and removed by the tenant's retention by time.
+var migrationAuditEvents = tableMigration("202612071006_audit_events", []any{&auditEventV1{}},
+	"CREATE INDEX idx_audit_events_tenant ON audit_events (tenant, id)",
+	"CREATE INDEX idx_audit_events_at ON audit_events (at)")

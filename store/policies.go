@@ -76,11 +76,18 @@ func (s *RoutingStore) CreatePolicy(ctx context.Context, p policy.Policy) (polic
 	if err != nil {
 		return policy.Policy{}, err
 	}
+	after, err := policyAudit(p)
+	if err != nil {
+		return policy.Policy{}, err
+	}
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return tx.Create(&version).Error
+		if err := tx.Create(&version).Error; err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: p.Tenant, Action: "policy.create", Target: "policy/" + p.ID, After: after})
 	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return policy.Policy{}, fmt.Errorf("policy %s: %w", p.ID, ErrConflict)
@@ -146,7 +153,18 @@ func (s *RoutingStore) UpdatePolicy(ctx context.Context, id string, change func(
 		if res.RowsAffected != 1 {
 			return fmt.Errorf("policy %s changed during the update", id)
 		}
-		return tx.Create(&version).Error
+		if err := tx.Create(&version).Error; err != nil {
+			return err
+		}
+		before, err := policyAudit(current)
+		if err != nil {
+			return err
+		}
+		after, err := policyAudit(next)
+		if err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: next.Tenant, Action: "policy.update", Target: "policy/" + id, Before: before, After: after})
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return policy.Policy{}, ErrNotFound
@@ -230,14 +248,29 @@ func (s *RoutingStore) ListPolicies(ctx context.Context, f PolicyFilter, offset,
 // DeletePolicy removes the current version of a policy; its versions stay
 // readable through GetPolicyVersion. ErrNotFound when it does not exist.
 func (s *RoutingStore) DeletePolicy(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&policyRow{})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.transaction(ctx, func(tx *gorm.DB) error {
+		row, err := take[policyRow](s.lockForUpdate(tx).Where("id = ?", id))
+		if err != nil {
+			return err
+		}
+		p, err := row.policy()
+		if err != nil {
+			return err
+		}
+		before, err := policyAudit(p)
+		if err != nil {
+			return err
+		}
+		if err := tx.Where("id = ?", id).Delete(&policyRow{}).Error; err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: p.Tenant, Action: "policy.delete", Target: "policy/" + id, Before: before})
+	})
+}
+
+// policyAudit is what the audit log shows of p (not its timestamps).
+func policyAudit(p policy.Policy) (map[string]any, error) {
+	return members(p, "id", "created_at", "updated_at")
 }
 
 // RoutingPolicies returns the candidates for resolving a job's policy

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"fmt"
 	"time"
 
@@ -62,11 +64,22 @@ func (s *RoutingStore) ServiceStatuses(ctx context.Context) (map[string]string, 
 
 // SetServiceStatus records a service's status.
 func (s *RoutingStore) SetServiceStatus(ctx context.Context, id, status string) error {
-	row := serviceStatusRow{ServiceID: id, Status: status, UpdatedAt: microsNow()}
-	return s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "service_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"status", "updated_at"}),
-	}).Create(&row).Error
+	return s.transaction(ctx, func(tx *gorm.DB) error {
+		before := map[string]any{}
+		if old, err := take[serviceStatusRow](s.lockForUpdate(tx).Where("service_id = ?", id)); err == nil {
+			before["status"] = old.Status
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		row := serviceStatusRow{ServiceID: id, Status: status, UpdatedAt: microsNow()}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "service_id"}},
+			DoUpdates: clause.AssignmentColumns([]string{"status", "updated_at"}),
+		}).Create(&row).Error; err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Action: "service.update", Target: "service/" + id, Before: before, After: map[string]any{"status": status}})
+	})
 }
 
 // ProviderStatuses maps provider ids to their overrides; providers without
@@ -110,6 +123,7 @@ func (s *RoutingStore) SetProviderStatus(ctx context.Context, id string, status 
 		if err != nil {
 			return err
 		}
+		before := map[string]any{"status": ps.Status, "services": maps.Clone(ps.Services)}
 		if status != nil {
 			ps.Status = *status
 		}
@@ -130,7 +144,8 @@ func (s *RoutingStore) SetProviderStatus(ctx context.Context, id string, status 
 			return err
 		}
 		out = ps
-		return nil
+		return audit(ctx, tx, AuditEntry{Action: "provider.update", Target: "provider/" + id, Before: before,
+			After: map[string]any{"status": ps.Status, "services": ps.Services}})
 	})
 	if err != nil {
 		return ProviderStatus{}, err

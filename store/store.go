@@ -60,6 +60,9 @@ type Store struct {
 	Keys *KeyStore
 	// APIKeys: the keys the gateway issues (docs/api.md, API keys).
 	APIKeys *APIKeyStore
+	// Audit: the audit log of administrative writes (docs/api.md, Audit
+	// log); each write records its event itself.
+	Audit *AuditStore
 }
 
 // The domain stores; each method's comment says what it reads or writes.
@@ -73,6 +76,7 @@ type (
 	HousekeepingStore struct{ *conn }
 	KeyStore          struct{ *conn }
 	APIKeyStore       struct{ *conn }
+	AuditStore        struct{ *conn }
 )
 
 // conn is what every domain store shares: the connection pool and, on
@@ -88,7 +92,7 @@ type conn struct {
 func newStore(c *conn) *Store {
 	return &Store{conn: c, Jobs: &JobStore{c}, Routing: &RoutingStore{c}, Usage: &UsageStore{c}, Webhooks: &WebhookStore{c},
 		Batches: &BatchStore{c}, Breakers: &BreakerStore{c}, Housekeeping: &HousekeepingStore{c}, Keys: &KeyStore{c},
-		APIKeys: &APIKeyStore{c}}
+		APIKeys: &APIKeyStore{c}, Audit: &AuditStore{c}}
 }
 
 // DefaultMaxConns is how many PostgreSQL connections a store keeps open at

@@ -100,6 +100,14 @@ func (t *Tenant) ServiceEnabled(id string) bool { return t == nil || accessEnabl
 // tenant (no record) may use everything.
 func (t *Tenant) ProviderEnabled(id string) bool { return t == nil || accessEnabled(t.Providers, id) }
 
+// audit is what the audit log shows of t: its settings, as the API
+// names them (retention in seconds).
+func (t *Tenant) audit() map[string]any {
+	return map[string]any{"default_policy_id": t.DefaultPolicyID, "services": t.Services, "providers": t.Providers,
+		"retention": map[string]*int64{"results_seconds": secondsOf(t.Retention.Results), "jobs_seconds": secondsOf(t.Retention.Jobs)},
+		"fairness_weight": t.FairnessWeight, "budgets": t.Budgets, "notification_url": t.NotificationURL, "max_in_flight": t.MaxInFlight}
+}
+
 // clone is a deep copy of t.
 func (t *Tenant) clone() *Tenant {
 	c := *t
@@ -226,7 +234,12 @@ func (s *RoutingStore) CreateTenant(ctx context.Context, t *Tenant) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.WithContext(ctx).Create(row).Error
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(row).Error; err != nil {
+			return err
+		}
+		return audit(ctx, tx, AuditEntry{Tenant: t.ID, Action: "tenant.create", Target: "tenant/" + t.ID, After: t.audit()})
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return fmt.Errorf("tenant %s: %w", t.ID, ErrConflict)
 	}
@@ -263,6 +276,7 @@ func (s *RoutingStore) UpdateTenant(ctx context.Context, id string, update func(
 		if err != nil {
 			return err
 		}
+		before := t.audit()
 		if err := update(t); err != nil {
 			return err
 		}
@@ -287,7 +301,7 @@ func (s *RoutingStore) UpdateTenant(ctx context.Context, id string, update func(
 			return err
 		}
 		out = t
-		return nil
+		return audit(ctx, tx, AuditEntry{Tenant: id, Action: "tenant.update", Target: "tenant/" + id, Before: before, After: t.audit()})
 	})
 	if err != nil {
 		return nil, err

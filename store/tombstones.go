@@ -79,7 +79,8 @@ func (s *JobStore) DeleteJobIf(ctx context.Context, id, by string, at time.Time,
 				return err
 			}
 		}
-		return nil
+		return audit(ctx, tx, AuditEntry{Tenant: job.Tenant, Action: "job.delete", Target: "job/" + id,
+			Before: map[string]any{"service": job.Service, "status": job.Status}})
 	})
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/breaker"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Administrative writes record their audit event in their transaction:
+// who, what, the members they changed, the request; the log reads per
+// tenant, by action, actor and target, newest first, in pages.
+func TestAuditEventsOfAdministrativeWrites(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		alice := store.WithActor(ctx, store.Actor{Subject: "alice", RequestID: "req-1"})
+		key := store.WithActor(ctx, store.Actor{Subject: "key:aaaaaaaaaaaaaaaa", RequestID: "req-2"})
+
+		p, err := s.Routing.CreatePolicy(alice, newPolicy("acme", "", jobs.Transcriptions))
+		require.NoError(t, err)
+		_, err = s.Routing.UpdatePolicy(key, p.ID, func(current policy.Policy) (policy.Policy, error) {
+			current.Strategy = policy.StrategyLatency
+			return current, nil
+		})
+		require.NoError(t, err)
+		admin := store.WithActor(ctx, store.Actor{Subject: "root"})
+		_, err = s.Breakers.ForceBreaker(admin, store.BreakerKey{ProviderID: "flaky", Service: jobs.LLMTasks}, breaker.Open, "root", time.Now())
+		require.NoError(t, err)
+		require.NoError(t, s.Routing.CreateTenant(admin, &store.Tenant{ID: "globex"}))
+		_, err = s.Routing.UpdateTenant(admin, "globex", func(t *store.Tenant) error {
+			n := 5
+			t.MaxInFlight = &n
+			return nil
+		})
+		require.NoError(t, err)
+		require.NoError(t, s.APIKeys.CreateAPIKey(ctx, &store.APIKey{ID: "bbbbbbbbbbbbbbbb", Tenant: "acme", Name: "ci",
+			Scopes: []string{"llm-tasks:write"}, SecretHash: []byte("secret hash"), CreatedBy: "alice", CreatedAt: time.Now()}))
+
+		acme := "acme"
+		events, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Tenant: &acme, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, events, 3, "acme's: the key and the policy's two")
+		created, updated := events[2], events[1]
+		require.Equal(t, "api_key.create", events[0].Action)
+		require.Equal(t, "system", events[0].Actor, "a write without a caller is the system's")
+		require.NotContains(t, string(must(json.Marshal(events[0].Changes))), "secret hash")
+
+		require.Equal(t, "policy.create", created.Action)
+		require.Equal(t, "alice", created.Actor)
+		require.Equal(t, "req-1", created.RequestID)
+		require.Equal(t, "policy/"+p.ID, created.Target)
+		require.JSONEq(t, `null`, string(created.Changes["routing_strategy"].Before))
+		require.JSONEq(t, `"price"`, string(created.Changes["routing_strategy"].After))
+
+		require.Equal(t, "policy.update", updated.Action)
+		require.Equal(t, "key:aaaaaaaaaaaaaaaa", updated.Actor)
+		require.Equal(t, map[string]store.AuditChange{
+			"routing_strategy": {Before: json.RawMessage(`"price"`), After: json.RawMessage(`"latency"`)},
+			"version":          {Before: json.RawMessage(`1`), After: json.RawMessage(`2`)},
+		}, updated.Changes, "only what changed")
+
+		all, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, all, 6)
+		force := all[3]
+		require.Equal(t, "breaker.force", force.Action)
+		require.Equal(t, "", force.Tenant, "a provider's breaker is the gateway's")
+		require.Equal(t, "breaker/flaky/llm-tasks", force.Target)
+		require.JSONEq(t, `"auto"`, string(force.Changes["forced"].Before))
+		require.JSONEq(t, `"open"`, string(force.Changes["forced"].After))
+		require.JSONEq(t, `5`, string(all[1].Changes["max_in_flight"].After))
+
+		byActor, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Actor: "root", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, byActor, 3)
+		byTarget, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Target: "policy/" + p.ID, Action: "policy.update", Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{updated.ID}, eventIDs(byTarget))
+
+		page, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Limit: 4})
+		require.NoError(t, err)
+		rest, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Limit: 4, Before: page[3].ID})
+		require.NoError(t, err)
+		require.Equal(t, eventIDs(all), append(eventIDs(page), eventIDs(rest)...), "pages follow each other")
+		later, err := s.Audit.AuditEvents(ctx, store.AuditQuery{From: time.Now().Add(time.Minute), Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, later)
+
+		// A write that fails records nothing.
+		_, err = s.Routing.UpdatePolicy(alice, p.ID, func(policy.Policy) (policy.Policy, error) { return policy.Policy{}, store.ErrConflict })
+		require.ErrorIs(t, err, store.ErrConflict)
+		again, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, again, 6)
+	})
+}
+
+func eventIDs(events []store.AuditEvent) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
