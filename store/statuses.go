@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"errors"
-	"maps"
 	"fmt"
+	"maps"
 	"time"
 
 	"gorm.io/gorm"

@@ -104,7 +104,7 @@ func (t *Tenant) ProviderEnabled(id string) bool { return t == nil || accessEnab
 // names them (retention in seconds).
 func (t *Tenant) audit() map[string]any {
 	return map[string]any{"default_policy_id": t.DefaultPolicyID, "services": t.Services, "providers": t.Providers,
-		"retention": map[string]*int64{"results_seconds": secondsOf(t.Retention.Results), "jobs_seconds": secondsOf(t.Retention.Jobs)},
+		"retention":       map[string]*int64{"results_seconds": secondsOf(t.Retention.Results), "jobs_seconds": secondsOf(t.Retention.Jobs)},
 		"fairness_weight": t.FairnessWeight, "budgets": t.Budgets, "notification_url": t.NotificationURL, "max_in_flight": t.MaxInFlight}
 }
 
