@@ -79,7 +79,10 @@ type Config struct {
 	Verifier *auth.Verifier
 	// APIKeys issues and checks the gateway's own API keys (docs/api.md,
 	// API keys); nil refuses keys and leaves out their routes.
-	APIKeys  *apikeys.Service
+	APIKeys *apikeys.Service
+	// Audit reads the audit log (docs/api.md, Audit log); nil leaves out
+	// its route.
+	Audit    AuditLog
 	Tenants  TenantStore
 	Statuses StatusStore
 	Policies PolicyStore
@@ -263,7 +266,10 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	if cfg.APIKeys != nil {
 		keys = cfg.APIKeys
 	}
-	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier, keys))
+	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier, keys), recordActor)
+	if cfg.Audit != nil {
+		auditHandler{log: cfg.Audit}.routes(v1)
+	}
 	if cfg.APIKeys != nil {
 		apiKeysHandler{keys: cfg.APIKeys}.routes(v1)
 	}

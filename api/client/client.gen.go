@@ -63,6 +63,21 @@ func (e ApiKeyRotateDataType) Valid() bool {
 	}
 }
 
+// Defines values for AuditEventType.
+const (
+	AuditEventTypeAuditEvent AuditEventType = "audit-event"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventType enum.
+func (e AuditEventType) Valid() bool {
+	switch e {
+	case AuditEventTypeAuditEvent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchAttributesErrorCode.
 const (
 	BatchAttributesErrorCodeBATCHFILEUNREADABLE BatchAttributesErrorCode = "BATCH_FILE_UNREADABLE"
@@ -1646,6 +1661,48 @@ type ApiKeyRotate struct {
 // ApiKeyRotateDataType defines model for ApiKeyRotate.Data.Type.
 type ApiKeyRotateDataType string
 
+// AuditEvent one administrative write (docs/api.md, Audit log)
+type AuditEvent struct {
+	Attributes struct {
+		// Action <resource>.<verb>: tenant.create, tenant.update, policy.create, policy.update, policy.delete, service.update, provider.update, breaker.force, api_key.create, api_key.revoke, api_key.rotate, job.delete, job.retry, webhook.resend, webhook.recover
+		Action string `json:"action"`
+
+		// Actor a token's sub, key:<id> for an API key, cli:<user> for the command line, system for the gateway itself
+		Actor string    `json:"actor"`
+		At    time.Time `json:"at"`
+
+		// Changes the members the write changed; a member that did not exist is null
+		Changes map[string]struct {
+			After  interface{} `json:"after"`
+			Before interface{} `json:"before"`
+		} `json:"changes"`
+		RequestId *string `json:"request_id"`
+
+		// Target <resource type>/<id>, e.g. policy/0195…, breaker/<provider>/<service>
+		Target string `json:"target"`
+
+		// Tenant null for what is the gateway's own: providers, services, gateway-wide policies
+		Tenant *string `json:"tenant"`
+	} `json:"attributes"`
+
+	// Id a UUIDv7: events sort by it as by time
+	Id   openapi_types.UUID `json:"id"`
+	Type AuditEventType     `json:"type"`
+}
+
+// AuditEventType defines model for AuditEvent.Type.
+type AuditEventType string
+
+// AuditEventList defines model for AuditEventList.
+type AuditEventList struct {
+	Data  []AuditEvent `json:"data"`
+	Links struct {
+		// Next the next page; null when this page is not full (after a full last page, the next is empty)
+		Next *string `json:"next"`
+		Self string  `json:"self"`
+	} `json:"links"`
+}
+
 // Batch defines model for Batch.
 type Batch struct {
 	Attributes struct {
@@ -3027,6 +3084,25 @@ type RotateApiKeyParams struct {
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 }
 
+// ListAuditEventsParams defines parameters for ListAuditEvents.
+type ListAuditEventsParams struct {
+	// FilterTenant one tenant's events; another tenant than the token's needs the super-admin role (403)
+	FilterTenant *string `form:"filter[tenant],omitempty" json:"filter[tenant],omitempty"`
+	FilterAction *string `form:"filter[action],omitempty" json:"filter[action],omitempty"`
+	FilterActor  *string `form:"filter[actor],omitempty" json:"filter[actor],omitempty"`
+	FilterTarget *string `form:"filter[target],omitempty" json:"filter[target],omitempty"`
+
+	// FilterFrom events at or after this RFC 3339 time
+	FilterFrom *time.Time `form:"filter[from],omitempty" json:"filter[from],omitempty"`
+
+	// FilterTo events before this RFC 3339 time
+	FilterTo *time.Time `form:"filter[to],omitempty" json:"filter[to],omitempty"`
+	PageSize *int       `form:"page[size],omitempty" json:"page[size],omitempty"`
+
+	// PageAfter the cursor links.next carries: the id of the last event of the page before
+	PageAfter *openapi_types.UUID `form:"page[after],omitempty" json:"page[after],omitempty"`
+}
+
 // CreateBatchParams defines parameters for CreateBatch.
 type CreateBatchParams struct {
 	// IdempotencyKey names the batch; the same request again answers the same batch and creates no job twice (docs/api.md, Batches)
@@ -3993,6 +4069,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api-keys/{id}/rotate (the `RotateApiKey` operationId).
 	RotateApiKey(ctx context.Context, id ApiKeyID, params *RotateApiKeyParams, body RotateApiKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAuditEvents Read the audit log, newest first
+	//
+	// The administrative writes of the token's tenant (a super-admin's:
+	// every tenant's and the gateway's own, narrowed by filter[tenant]),
+	// newest first, in pages that links.next continues. Each event says
+	// when, who (a token's sub, key:<id> for an API key, cli:<user> for
+	// the command line), the tenant, the action, the target, the members
+	// changed before and after, and the request id. No route changes or
+	// deletes an event; they follow the tenant's retention (docs/api.md,
+	// Audit log).
+	//
+	// Corresponds with GET /v1/audit-events (the `ListAuditEvents` operationId).
+	ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateBatchWithBody Create up to 1,000 jobs of any services
 	//
@@ -5022,6 +5112,30 @@ func (c *Client) RotateApiKeyWithBody(ctx context.Context, id ApiKeyID, params *
 // Corresponds with POST /v1/api-keys/{id}/rotate (the `RotateApiKey` operationId).
 func (c *Client) RotateApiKey(ctx context.Context, id ApiKeyID, params *RotateApiKeyParams, body RotateApiKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateApiKeyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAuditEvents Read the audit log, newest first
+//
+// The administrative writes of the token's tenant (a super-admin's:
+// every tenant's and the gateway's own, narrowed by filter[tenant]),
+// newest first, in pages that links.next continues. Each event says
+// when, who (a token's sub, key:<id> for an API key, cli:<user> for
+// the command line), the tenant, the action, the target, the members
+// changed before and after, and the request id. No route changes or
+// deletes an event; they follow the tenant's retention (docs/api.md,
+// Audit log).
+//
+// Corresponds with GET /v1/audit-events (the `ListAuditEvents` operationId).
+func (c *Client) ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7152,6 +7266,144 @@ func NewRotateApiKeyRequestWithBody(server string, id ApiKeyID, params *RotateAp
 			req.Header.Set("X-Effective-Tenant-Id", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListAuditEventsRequest constructs an http.Request for the ListAuditEvents method
+func NewListAuditEventsRequest(server string, params *ListAuditEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/audit-events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.FilterTenant != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[tenant]", *params.FilterTenant, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterAction != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[action]", *params.FilterAction, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterActor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[actor]", *params.FilterActor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterTarget != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[target]", *params.FilterTarget, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[from]", *params.FilterFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[to]", *params.FilterTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page[size]", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page[after]", *params.PageAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -11626,6 +11878,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api-keys/{id}/rotate (the `RotateApiKey` operationId).
 	RotateApiKeyWithResponse(ctx context.Context, id ApiKeyID, params *RotateApiKeyParams, body RotateApiKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateApiKeyResponse, error)
 
+	// ListAuditEventsWithResponse Read the audit log, newest first
+	//
+	// The administrative writes of the token's tenant (a super-admin's:
+	// every tenant's and the gateway's own, narrowed by filter[tenant]),
+	// newest first, in pages that links.next continues. Each event says
+	// when, who (a token's sub, key:<id> for an API key, cli:<user> for
+	// the command line), the tenant, the action, the target, the members
+	// changed before and after, and the request id. No route changes or
+	// deletes an event; they follow the tenant's retention (docs/api.md,
+	// Audit log).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/audit-events (the `ListAuditEvents` operationId).
+	ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsResponse, error)
+
 	// CreateBatchWithBodyWithResponse Create up to 1,000 jobs of any services
 	//
 	// Each item is validated and admitted (rate limits, budgets) as its
@@ -13509,6 +13777,103 @@ func (r RotateApiKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RotateApiKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAuditEventsResponse401Headers the declared response headers of an HTTP 401 response for ListAuditEvents
+type ListAuditEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAuditEventsResponse429Headers the declared response headers of an HTTP 429 response for ListAuditEvents
+type ListAuditEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAuditEventsResponse503Headers the declared response headers of an HTTP 503 response for ListAuditEvents
+type ListAuditEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAuditEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditEventList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAuditEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditEventsResponse) GetJSON200() *AuditEventList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListAuditEventsResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditEventsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -22471,6 +22836,28 @@ func (c *ClientWithResponses) RotateApiKeyWithResponse(ctx context.Context, id A
 	return ParseRotateApiKeyResponse(rsp)
 }
 
+// ListAuditEventsWithResponse Read the audit log, newest first
+//
+// The administrative writes of the token's tenant (a super-admin's:
+// every tenant's and the gateway's own, narrowed by filter[tenant]),
+// newest first, in pages that links.next continues. Each event says
+// when, who (a token's sub, key:<id> for an API key, cli:<user> for
+// the command line), the tenant, the action, the target, the members
+// changed before and after, and the request id. No route changes or
+// deletes an event; they follow the tenant's retention (docs/api.md,
+// Audit log).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/audit-events (the `ListAuditEvents` operationId).
+func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsResponse, error) {
+	rsp, err := c.ListAuditEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditEventsResponse(rsp)
+}
+
 // CreateBatchWithBodyWithResponse Create up to 1,000 jobs of any services
 //
 // Each item is validated and admitted (rate limits, budgets) as its
@@ -24776,6 +25163,100 @@ func ParseRotateApiKeyResponse(rsp *http.Response) (*RotateApiKeyResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateApiKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAuditEventsResponse parses an HTTP response from a ListAuditEventsWithResponse call
+func ParseListAuditEventsResponse(rsp *http.Response) (*ListAuditEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditEventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAuditEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAuditEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAuditEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -131,6 +131,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
 		APIKeys:        apikeys.New(st.APIKeys, st, nil, logger.With("component", "api-keys")),
+		Audit:          st.Audit,
 		Tenants:        st,
 		Statuses:       st,
 		Policies:       st,
