@@ -127,4 +127,3 @@ func recordActor(c *gin.Context) {
 	}
 	c.Next()
 }
-

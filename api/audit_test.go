@@ -91,6 +91,15 @@ func TestAuditLog(t *testing.T) {
 	require.Equal(t, "breaker/llm-only/llm-tasks", force.Attributes.Target)
 	require.Equal(t, map[string]any{"before": "auto", "after": "open"}, force.Attributes.Changes["forced"])
 
+	// A retry, which Temporal carries out, is recorded once started.
+	job, _ := b.failedJob(t, "llm-tasks", tenantA)
+	b.do(t, http.MethodPost, "/v1/llm-tasks/"+job.ID+"/retry", b.writeToken(t), nil).requireStatus(t, http.StatusAccepted)
+	read(auditor, "?filter[target]=job/"+job.ID)
+	require.Len(t, page.Data, 1)
+	require.Equal(t, "job.retry", page.Data[0].Attributes.Action)
+	require.Equal(t, userA, page.Data[0].Attributes.Actor)
+	require.Equal(t, map[string]any{"before": "failed", "after": "pending"}, page.Data[0].Attributes.Changes["status"])
+
 	other := b.mint(t, devidp.TokenRequest{Tenant: tenantB, Subject: userB, Scopes: []string{"audit:read"}, Audience: audience})
 	read(other, "")
 	require.Empty(t, page.Data, "another tenant sees none of them")

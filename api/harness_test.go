@@ -320,6 +320,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 		Catalog:    catalog,
 		Temporal:   b.temporal,
 		Starts:     starts,
+		Audit:      b.store.Audit,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:        func() time.Time { return fixedNow },
 	}

@@ -177,3 +177,44 @@ func members(v any, drop ...string) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// DeleteExpiredAuditEvents deletes the audit events older than their
+// tenant's job retention at now (docs/api.md, Audit log): a tenant's own
+// jobs_seconds, else d.Jobs, which also keeps the gateway's own events;
+// 0 keeps them forever. It returns how many it deleted.
+func (s *AuditStore) DeleteExpiredAuditEvents(ctx context.Context, d RetentionDefaults, now time.Time) (int64, error) {
+	var rows []tenantRow
+	if err := s.db.WithContext(ctx).Where("retention_jobs_seconds IS NOT NULL").Find(&rows).Error; err != nil {
+		return 0, err
+	}
+	now = now.UTC()
+	var deleted int64
+	own := make([]string, 0, len(rows))
+	for _, r := range rows {
+		own = append(own, r.ID)
+		if *r.RetentionJobsSeconds <= 0 {
+			continue
+		}
+		cutoff := now.Add(-time.Duration(*r.RetentionJobsSeconds) * time.Second)
+		if err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+			res := tx.Where("tenant = ? AND at < ?", r.ID, cutoff).Delete(&AuditEvent{})
+			deleted += res.RowsAffected
+			return res.Error
+		}); err != nil {
+			return deleted, err
+		}
+	}
+	if d.Jobs <= 0 {
+		return deleted, nil
+	}
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		q := tx.Where("at < ?", now.Add(-d.Jobs))
+		if len(own) > 0 {
+			q = q.Where("tenant NOT IN ?", own)
+		}
+		res := q.Delete(&AuditEvent{})
+		deleted += res.RowsAffected
+		return res.Error
+	})
+	return deleted, err
+}

@@ -115,3 +115,36 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Audit events go with their tenant's job retention: its own, else the
+// deployment's, which also keeps the gateway's own; 0 keeps them.
+func TestDeleteExpiredAuditEvents(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		hour, forever := time.Hour, time.Duration(0)
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "acme", Retention: store.Retention{Jobs: &hour}}))
+		require.NoError(t, s.Routing.CreateTenant(ctx, &store.Tenant{ID: "keeper", Retention: store.Retention{Jobs: &forever}}))
+		for _, tenant := range []string{"acme", "keeper", "globex", ""} {
+			require.NoError(t, s.Audit.RecordAuditEvent(ctx, store.AuditEntry{Tenant: tenant, Action: "job.retry", Target: "job/x"}))
+		}
+		count := func(tenant string) int {
+			events, err := s.Audit.AuditEvents(ctx, store.AuditQuery{Tenant: &tenant, Limit: 100})
+			require.NoError(t, err)
+			return len(events)
+		}
+		later := time.Now().Add(2 * time.Hour)
+		n, err := s.Audit.DeleteExpiredAuditEvents(ctx, store.RetentionDefaults{Jobs: 3 * time.Hour}, later)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n, "acme's event and its tenant.create, past its own hour")
+		require.Equal(t, 0, count("acme"))
+		require.Equal(t, 1, count("globex"), "within the deployment's 3 h")
+		n, err = s.Audit.DeleteExpiredAuditEvents(ctx, store.RetentionDefaults{Jobs: time.Hour}, later)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n, "globex's and the gateway's")
+		require.Equal(t, 0, count("globex"))
+		require.Equal(t, 0, count(""))
+		require.Equal(t, 2, count("keeper"), "kept forever: its event and its tenant.create")
+		n, err = s.Audit.DeleteExpiredAuditEvents(ctx, store.RetentionDefaults{}, later.Add(1000*time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n, "the deployment keeps forever")
+	})
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/payloadcodec"
+	"github.com/ai-job-gateway/gateway/store"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
 
@@ -57,6 +58,8 @@ func (s *Service) Retry(ctx context.Context, job *jobs.Record) (*jobs.Record, er
 		return nil, refuse(ErrUnavailable, "the retry of job %s could not be started now; retry it", job.ID)
 	}
 	s.cfg.Logger.Info("job retried", "job", job.ID, "run", run.GetRunID(), "failed_with", job.ErrorCode)
+	s.audit(ctx, store.AuditEntry{Tenant: job.Tenant, Action: "job.retry", Target: "job/" + job.ID,
+		Before: map[string]any{"status": job.Status, "error_code": job.ErrorCode}, After: map[string]any{"status": jobs.StatusPending}})
 	return job, nil
 }
 

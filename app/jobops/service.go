@@ -127,8 +127,28 @@ type Config struct {
 	// WebhookGiveUpAfter is how long webhook events are retried before
 	// they are given up; 0 is 24 h (docs/webhooks.md).
 	WebhookGiveUpAfter time.Duration
-	Logger             *slog.Logger // default slog.Default()
-	Now                func() time.Time
+	// Audit records retries, webhook resends and recoveries, which write
+	// to Temporal rather than the store, in the audit log (docs/api.md,
+	// Audit log); nil records none.
+	Audit  AuditLog
+	Logger *slog.Logger // default slog.Default()
+	Now    func() time.Time
+}
+
+// AuditLog records administrative actions (store.AuditStore).
+type AuditLog interface {
+	RecordAuditEvent(ctx context.Context, e store.AuditEntry) error
+}
+
+// audit records e, once the action it stands for was carried out: a
+// failure to record it is logged, and the action stands.
+func (s *Service) audit(ctx context.Context, e store.AuditEntry) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	if err := s.cfg.Audit.RecordAuditEvent(context.WithoutCancel(ctx), e); err != nil {
+		s.cfg.Logger.Error("record an audit event", "action", e.Action, "target", e.Target, "error", err)
+	}
 }
 
 // Service carries out the operations on jobs: Submit, Cancel, Retry and

@@ -150,6 +150,8 @@ func (s *Service) ResendWebhooks(ctx context.Context, job *jobs.Record) (*Webhoo
 		if out.WorkflowID, err = s.startResend(ctx, job, *sub.Webhook, store.TriggerResend, messages); err != nil {
 			return nil, err
 		}
+		s.audit(ctx, store.AuditEntry{Tenant: job.Tenant, Action: "webhook.resend", Target: "job/" + job.ID,
+			After: map[string]any{"messages": out.MessageIDs}})
 	}
 	return out, nil
 }
@@ -319,5 +321,7 @@ func (s *Service) recoverJob(ctx context.Context, req RecoverRequest, given []st
 		}
 		return nil, "", err
 	}
+	s.audit(ctx, store.AuditEntry{Tenant: job.Tenant, Action: "webhook.recover", Target: "job/" + jobID,
+		After: map[string]any{"messages": claimed}})
 	return out, "", nil
 }

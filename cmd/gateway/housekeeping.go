@@ -36,8 +36,8 @@ const (
 // the sweep of its scratch directory in every worker. A sweep with
 // nothing to sweep here is left out, so that it never takes a round from
 // a worker that has. rec, if set, reconciles open jobs with their
-// workflows.
-func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Notifier, rec *reconciler, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
+// workflows; retention is the deployment's, which audit events follow.
+func housekeeper(acts *activities.Sweeps, st *store.Store, retention store.RetentionDefaults, notifier *budgets.Notifier, rec *reconciler, m *metrics.Metrics, logger *slog.Logger) *housekeeping.Runner {
 	var sweeps []housekeeping.Sweep
 	if acts.Files.Store != nil {
 		sweeps = append(sweeps, housekeeping.Sweep{Name: "work_files", Every: filesEvery, Shared: true, Run: acts.SweepWorkFiles})
@@ -55,6 +55,10 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, notifier *budgets.Not
 		housekeeping.Sweep{Name: "budget_notifications_kept", Every: filesEvery, Shared: true,
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
 				return st.Usage.DeleteBudgetNotificationsBefore(ctx, now.Add(-budgetNotificationsKept))
+			})},
+		housekeeping.Sweep{Name: "audit_events", Every: filesEvery, Shared: true,
+			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
+				return st.Audit.DeleteExpiredAuditEvents(ctx, retention, now)
 			})},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)

@@ -42,6 +42,7 @@ func jobOperationsWith(ctx context.Context, cfg config, st *store.Store, use key
 			Catalog: registry.Catalog(), Temporal: tc, Logger: logger, DataConverter: cfg.temporal.DataConverter,
 			Starts:     jobops.NewDispatcher(jobops.DispatcherConfig{Store: st.Jobs, Temporal: tc, Generation: cfg.JobGeneration, Logger: logger}),
 			Generation: cfg.JobGeneration,
+			Audit:      st.Audit,
 		}
 		amend(&opsCfg)
 		ops, err = jobops.New(opsCfg)

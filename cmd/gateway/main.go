@@ -30,6 +30,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 const usage = `gateway: an asynchronous AI job gateway on Temporal.
@@ -183,6 +184,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
+	}
+	if command == "jobs" || command == "webhooks" || command == "keys" {
+		// An operator's writes are theirs in the audit log.
+		ctx = store.WithActor(ctx, store.Actor{Subject: operatorSubject()})
 	}
 	var err error
 	switch command {

@@ -115,6 +115,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Batches:                st.Batches,
 		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		Generation:             cfg.JobGeneration,
+		Audit:                  st.Audit,
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -482,7 +483,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	notifier := budgetNotifier(cfg, st.Store, network.signer, m, logger)
 	hlog := logger.With("component", "housekeeping")
 	rec := newReconciler(st.Store, tc, cfg.temporal.DataConverter, m, hlog.With("sweep", "job_reconcile"))
-	go housekeeper(acts.Sweeps, st.Store, notifier, rec, m, hlog).Run(ctx)
+	go housekeeper(acts.Sweeps, st.Store, cfg.Retention, notifier, rec, m, hlog).Run(ctx)
 	return w, nil
 }
 
