@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -181,6 +182,9 @@ func (g *gateway) replaceAddr(addr *string) {
 // exited or not become ready in 90 s (false, with its output).
 func (g *gateway) tryStart() (bool, string) {
 	g.t.Helper()
+	if g.logs != nil {
+		requireNoKeyLogged(g.t, g.logs.String()) // the run before a restart
+	}
 	g.logs = &bytes.Buffer{}
 	g.cmd = exec.Command(g.bin, g.args...)
 	g.cmd.Env = g.env
@@ -212,6 +216,20 @@ func (g *gateway) tryStart() (bool, string) {
 	return false, g.logs.String()
 }
 
+// loggedKey is an API key's secret (docs/api.md, API keys) on a log
+// line: the gateway's own (slog, text or JSON) or its Temporal server's.
+var loggedKey = regexp.MustCompile(`(?m)^.*(level=|"level":).*gwk_[a-z2-7]{16}_[a-z2-7]{52}.*$`)
+
+// requireNoKeyLogged fails t when a process's output logged an API key's
+// secret; keys never reach logs. (gateway dev prints its dev key once on
+// stdout, not as a log line.)
+func requireNoKeyLogged(t *testing.T, output string) {
+	t.Helper()
+	if line := loggedKey.FindString(output); line != "" {
+		t.Errorf("a log line holds an API key's secret:\n%s", line)
+	}
+}
+
 // kill ends the process the hard way, as a crash would.
 func (g *gateway) kill() {
 	g.t.Helper()
@@ -223,6 +241,7 @@ func (g *gateway) stop() {
 	if g.cmd == nil {
 		return
 	}
+	defer func() { requireNoKeyLogged(g.t, g.logs.String()) }()
 	select {
 	case <-g.exited:
 		return

@@ -50,6 +50,7 @@ func startProcess(t *testing.T, env []string, args ...string) *process {
 			_ = p.cmd.Process.Kill()
 			<-exited
 		}
+		requireNoKeyLogged(t, p.logs.String())
 		if t.Failed() {
 			t.Logf("gateway %s output:\n%s", args[0], p.logs.String())
 		}
