@@ -19,12 +19,14 @@ const (
 	PeriodMonth = "month"
 )
 
-// Budget is a limit on what a tenant's jobs, or one application's, may
-// use in a period (docs/api.md, Budgets): a cost in Currency or a
-// quantity in Unit (a usage unit: minute, character, token, ...).
+// Budget is a limit on what a tenant's jobs, or those of one application
+// or one API key, may use in a period (docs/api.md, Budgets): a cost in
+// Currency or a quantity in Unit (a usage unit: minute, character,
+// token, ...).
 type Budget struct {
 	ID          string  `json:"id"`
 	Application *string `json:"application,omitempty"`
+	APIKey      *string `json:"api_key,omitempty"` // the key's id
 	Period      string  `json:"period"`
 	Currency    string  `json:"currency,omitempty"`
 	Unit        string  `json:"unit,omitempty"`
@@ -35,9 +37,18 @@ type Budget struct {
 	Thresholds []int `json:"thresholds,omitempty"`
 }
 
-// Applies reports whether a job of application counts against b.
-func (b Budget) Applies(application string) bool {
-	return b.Application == nil || *b.Application == application
+// Applies reports whether a job of application, created with the API key
+// apiKey ("" for none), counts against b: it must match both the
+// application and the key b names.
+func (b Budget) Applies(application, apiKey string) bool {
+	return (b.Application == nil || *b.Application == application) &&
+		(b.APIKey == nil || *b.APIKey == apiKey)
+}
+
+// NamesAPIKey reports whether any of budgets is limited to one API key's
+// jobs.
+func NamesAPIKey(budgets []Budget) bool {
+	return slices.ContainsFunc(budgets, func(b Budget) bool { return b.APIKey != nil })
 }
 
 // PeriodStart is the start of b's period that holds now: midnight UTC, or
@@ -65,6 +76,7 @@ func cloneBudgets(in []Budget) []Budget {
 	out := make([]Budget, len(in))
 	for i, b := range in {
 		b.Application = clonePointer(b.Application)
+		b.APIKey = clonePointer(b.APIKey)
 		b.Thresholds = slices.Clone(b.Thresholds)
 		out[i] = b
 	}
@@ -256,6 +268,9 @@ func ledgerSpent(tx *gorm.DB, tenant string, b Budget, start time.Time) (int64, 
 	q := tx.Table("usage_ledger").Where("tenant = ? AND billed_at >= ? AND billed_at < ?", tenant, start, b.PeriodEnd(start))
 	if b.Application != nil {
 		q = q.Where("application = ?", *b.Application)
+	}
+	if b.APIKey != nil {
+		q = q.Where("api_key = ?", *b.APIKey)
 	}
 	if b.Currency != "" {
 		var sum int64

@@ -308,3 +308,106 @@ func TestACancelAfterTheBillKeepsIt(t *testing.T) {
 		require.Equal(t, store.BudgetUse{Settled: 2e9}, used, "the release gives back nothing already settled")
 	})
 }
+
+func TestBudgetAppliesToItsApplicationAndKey(t *testing.T) {
+	t.Parallel()
+	web, key := "web", "aaaaaaaaaaaaaaaa"
+	cases := []struct {
+		budget           store.Budget
+		application, api string
+		applies          bool
+	}{
+		{store.Budget{}, "", "", true},
+		{store.Budget{}, "web", key, true},
+		{store.Budget{APIKey: &key}, "web", key, true},
+		{store.Budget{APIKey: &key}, "", "", false},
+		{store.Budget{APIKey: &key}, "", "bbbbbbbbbbbbbbbb", false},
+		{store.Budget{Application: &web, APIKey: &key}, "web", key, true},
+		{store.Budget{Application: &web, APIKey: &key}, "app", key, false},
+		{store.Budget{Application: &web, APIKey: &key}, "web", "", false},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.applies, c.budget.Applies(c.application, c.api), "budget %+v, job of %q by key %q", c.budget, c.application, c.api)
+	}
+}
+
+// A budget naming an API key counts that key's ledger entries only,
+// from the ledger while its period has no counter, and from it when the
+// counter starts; a job of the key then settles into it.
+func TestKeyBudgetCountsItsKeysLedgerEntries(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		tenant := "budget-" + uuid.NewString()[:8]
+		keyA, keyB, web := "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "web"
+		now := time.Now()
+		bill := func(key, application string, minutes float64) *jobs.Record {
+			t.Helper()
+			job := newJob()
+			job.Tenant, job.Application = tenant, application
+			if key != "" {
+				job.UserID = jobs.KeyCaller(key)
+			}
+			require.NoError(t, s.Jobs.InsertJob(ctx, job))
+			entry := entryOf(job, 1, 100, now)
+			entry.Quantity, entry.APIKey = minutes, key
+			require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+			return job
+		}
+		bill(keyA, "", 2)
+		bill(keyA, web, 1)
+		bill(keyB, "", 5)
+		bill("", "", 4)
+
+		ofA := minuteBudget(4)
+		ofA.APIKey = &keyA
+		ofAWeb := minuteBudget(4)
+		ofAWeb.APIKey, ofAWeb.Application = &keyA, &web
+		ofB := minuteBudget(10)
+		ofB.APIKey = &keyB
+		tenantWide := minuteBudget(100)
+		for b, want := range map[*store.Budget]int64{&ofA: 3e9, &ofAWeb: 1e9, &ofB: 5e9, &tenantWide: 12e9} {
+			used, err := s.Usage.BudgetUsed(ctx, tenant, *b, now)
+			require.NoError(t, err)
+			require.Equal(t, store.BudgetUse{Settled: want}, used, "budget of key %v, application %v", b.APIKey, b.Application)
+		}
+
+		// The counter starts from key A's 3 minutes: 2 more do not fit 4.
+		out, err := s.Usage.ReserveBudget(ctx, uuid.NewString(), tenant, []store.BudgetCharge{{Budget: ofA, Amount: 2e9}}, now)
+		require.NoError(t, err)
+		require.False(t, out.OK)
+		require.Equal(t, int64(3e9), out.Spent)
+
+		// A job of key A reserves a minute, and settles what it billed.
+		job := newJob()
+		job.Tenant, job.UserID = tenant, jobs.KeyCaller(keyA)
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		out, err = s.Usage.ReserveBudget(ctx, job.ID, tenant, []store.BudgetCharge{{Budget: ofA, Amount: 1e9}}, now)
+		require.NoError(t, err)
+		require.True(t, out.OK)
+		used, err := s.Usage.BudgetUsed(ctx, tenant, ofA, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 3e9, Reserved: 1e9}, used)
+		entry := entryOf(job, 1, 100, now)
+		entry.Quantity, entry.APIKey = 0.5, keyA
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, completed(job, 3, `{}`), entry))
+		used, err = s.Usage.BudgetUsed(ctx, tenant, ofA, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 3.5e9}, used)
+		used, err = s.Usage.BudgetUsed(ctx, tenant, ofB, now)
+		require.NoError(t, err)
+		require.Equal(t, store.BudgetUse{Settled: 5e9}, used, "key B's budget never saw key A's job")
+	})
+}
+
+func TestTenantKeyBudgetsRoundTrip(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		key := "aaaaaaaaaaaaaaaa"
+		b := minuteBudget(10)
+		b.APIKey = &key
+		tenant := &store.Tenant{ID: "budget-" + uuid.NewString()[:8], Budgets: []store.Budget{b}}
+		require.NoError(t, s.Routing.CreateTenant(ctx, tenant))
+		got, err := s.Routing.GetTenant(ctx, tenant.ID)
+		require.NoError(t, err)
+		require.Equal(t, tenant.Budgets, got.Budgets)
+		require.Equal(t, key, *got.Budgets[0].APIKey)
+	})
+}

@@ -58,14 +58,14 @@ func measure(b store.Budget) string {
 // decimal is n/1e9.
 func decimal(n int64) string { return strconv.FormatFloat(float64(n)/1e9, 'f', -1, 64) }
 
-// Applies reports whether any of the tenant's budgets covers the
-// application's jobs.
-func Applies(t *store.Tenant, application string) bool {
+// Applies reports whether any of the tenant's budgets covers the jobs of
+// application created with the API key apiKey ("" for none).
+func Applies(t *store.Tenant, application, apiKey string) bool {
 	if t == nil {
 		return false
 	}
 	for _, b := range t.Budgets {
-		if b.Applies(application) {
+		if b.Applies(application, apiKey) {
 			return true
 		}
 	}
@@ -81,7 +81,7 @@ func (r *Reserver) Charges(t *store.Tenant, j jobs.Reservation) []store.BudgetCh
 	}
 	var out []store.BudgetCharge
 	for _, b := range t.Budgets {
-		if !b.Applies(j.Application) {
+		if !b.Applies(j.Application, j.APIKey) {
 			continue
 		}
 		var amount int64
@@ -135,6 +135,7 @@ type EventData struct {
 	Tenant      string      `json:"tenant"`
 	Budget      string      `json:"budget"`
 	Application *string     `json:"application"`
+	APIKey      *string     `json:"api_key"`
 	PeriodStart time.Time   `json:"period_start"`
 	Threshold   int         `json:"threshold"`
 	Spent       json.Number `json:"spent"`

@@ -109,7 +109,7 @@ func (n *Notifier) attempt(ctx context.Context, event store.BudgetNotification, 
 func eventOf(n store.BudgetNotification) Event {
 	b := n.Budget
 	return Event{Event: store.BudgetThresholdEvent, Data: EventData{
-		Tenant: n.Tenant, Budget: b.ID, Application: b.Application, PeriodStart: n.PeriodStart,
+		Tenant: n.Tenant, Budget: b.ID, Application: b.Application, APIKey: b.APIKey, PeriodStart: n.PeriodStart,
 		Threshold: n.Threshold, Spent: json.Number(decimal(n.Spent)), Limit: json.Number(decimal(b.Limit)),
 		Currency: b.Currency, Unit: b.Unit, Period: b.Period,
 	}}

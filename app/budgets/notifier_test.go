@@ -191,3 +191,35 @@ func TestNotifierGivesUp(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, removed)
 }
+
+// A key's budget names its key in its events.
+func TestNotifierEventNamesTheBudgetsKey(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+
+	tenant := &store.Tenant{ID: "acme-" + uuid.NewString()[:6], NotificationURL: srv.URL + "/budgets"}
+	require.NoError(t, st.Routing.CreateTenant(ctx, tenant))
+	key := "aaaaaaaaaaaaaaaa"
+	budget := store.Budget{ID: "ci", APIKey: &key, Period: store.PeriodDay, Unit: "token", Limit: 10e9, Thresholds: []int{50}}
+	now := time.Now().UTC().Truncate(time.Second)
+	out, err := st.Usage.ReserveBudget(ctx, uuid.NewString(), tenant.ID, []store.BudgetCharge{{Budget: budget, Amount: 6e9}}, now)
+	require.NoError(t, err)
+	require.Len(t, out.Crossed, 1)
+
+	n := &budgets.Notifier{Store: st.Usage, Tenants: st.Routing, Signer: newSigner(t), Client: srv.Client()}
+	delivered, err := n.Deliver(ctx, now)
+	require.NoError(t, err)
+	require.Equal(t, 1, delivered)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	var event struct {
+		Data map[string]any `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(rcv.bodies[0], &event))
+	require.Equal(t, key, event.Data["api_key"])
+	require.Contains(t, event.Data, "application")
+	require.Nil(t, event.Data["application"])
+}

@@ -155,7 +155,7 @@ func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, 
 	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
 		in.FairnessWeight = w
 	}
-	in.Budgeted = budgets.Applies(tenant, req.Application)
+	in.Budgeted = budgets.Applies(tenant, req.Application, jobs.CallerKey(req.User))
 	// Sized before an Idempotency-Key is claimed: a refused request uses
 	// up no key.
 	input, err := encode(in)
@@ -196,7 +196,7 @@ func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *
 	if !known {
 		return nil
 	}
-	err := s.cfg.Budgets.Reserve(ctx, tenant, jobs.Reservation{JobID: in.JobID, Application: req.Application,
+	err := s.cfg.Budgets.Reserve(ctx, tenant, jobs.Reservation{JobID: in.JobID, Application: req.Application, APIKey: jobs.CallerKey(req.User),
 		Service: req.Service.ID, Provider: req.Provider, Usage: usage, Known: true}, s.cfg.Now())
 	if errors.Is(err, jobs.ErrBudgetExceeded) {
 		return refuse(ErrBudgetExceeded, "%v", err)

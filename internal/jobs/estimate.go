@@ -38,11 +38,14 @@ func EstimateUsage(service ServiceID, input json.RawMessage, mediaSeconds *float
 }
 
 // Reservation is a job's estimate to hold against its tenant's budgets
-// that cover its application (docs/api.md, Budgets).
+// that cover its application and API key (docs/api.md, Budgets).
 type Reservation struct {
 	JobID       string
 	Application string
-	Service     ServiceID
+	// APIKey is the id of the API key that created the job (CallerKey),
+	// "" for none.
+	APIKey  string
+	Service ServiceID
 	// Provider is the provider the job names, if any.
 	Provider string
 	Usage    NativeUsage
