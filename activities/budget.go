@@ -24,10 +24,17 @@ type BudgetReserver interface {
 	Release(ctx context.Context, jobID string) error
 }
 
+// JobGetter reads jobs' records.
+type JobGetter interface {
+	GetJob(ctx context.Context, id string) (*jobs.Record, error)
+}
+
 // Budgets reserve jobs against their tenant's budgets before their
 // provider is called (docs/api.md, Budgets).
 type Budgets struct {
-	Tenants  TenantReader
+	Tenants TenantReader
+	// Jobs reads a job's caller, for the budgets that name an API key.
+	Jobs     JobGetter
 	Reserver BudgetReserver
 }
 
@@ -62,13 +69,38 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	if err != nil {
 		return BudgetOutput{}, err
 	}
+	apiKey, err := b.apiKey(ctx, t, in.JobID)
+	if err != nil {
+		return BudgetOutput{}, err
+	}
 	usage, known := jobs.EstimateUsage(in.Service, in.Input, in.MediaSeconds)
-	err = b.Reserver.Reserve(ctx, t, jobs.Reservation{JobID: in.JobID, Application: in.Application, Service: in.Service,
-		Provider: in.Provider, Usage: usage, Known: known}, time.Now())
+	err = b.Reserver.Reserve(ctx, t, jobs.Reservation{JobID: in.JobID, Application: in.Application, APIKey: apiKey,
+		Service: in.Service, Provider: in.Provider, Usage: usage, Known: known}, time.Now())
 	if errors.Is(err, jobs.ErrBudgetExceeded) {
 		return BudgetOutput{Error: &jobs.Error{Code: jobs.CodeBudgetExceeded, Message: err.Error()}}, nil
 	}
 	return BudgetOutput{}, err
+}
+
+// apiKey is the id of the API key that created the job, "" for none. It
+// is read from the job's record, and only when one of t's budgets names
+// a key: BudgetInput, recorded in workflow histories, does not carry it.
+// A job without a record was deleted, and reserves nothing anyway.
+func (b *Budgets) apiKey(ctx context.Context, t *store.Tenant, jobID string) (string, error) {
+	if !store.NamesAPIKey(t.Budgets) {
+		return "", nil
+	}
+	if b.Jobs == nil {
+		return "", errors.New("a budget of the tenant names an API key, and this worker reads no jobs to learn the job's")
+	}
+	job, err := b.Jobs.GetJob(ctx, jobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return jobs.CallerKey(job.UserID), nil
 }
 
 // releaseBudget gives back the reservations of a job that ended

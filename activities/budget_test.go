@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -74,4 +75,82 @@ func TestReserveBudgetThroughItsInterface(t *testing.T) {
 	out, err = (&activities.Budgets{Tenants: tenants, Reserver: r}).ReserveBudget(context.Background(), in)
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "a tenant without a record has no budgets")
+}
+
+// jobsByID serves jobs' records, counting the reads.
+type jobsByID struct {
+	records map[string]*jobs.Record
+	err     error
+	reads   int
+}
+
+func (j *jobsByID) GetJob(_ context.Context, id string) (*jobs.Record, error) {
+	j.reads++
+	if j.err != nil {
+		return nil, j.err
+	}
+	if r, ok := j.records[id]; ok {
+		return r, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (j *jobsByID) GetTombstone(context.Context, string) (*jobs.Tombstone, error) {
+	return nil, store.ErrNotFound
+}
+
+// BudgetInput carries no caller (it is recorded in workflow histories):
+// when a budget of the tenant names an API key, the activity reads the
+// job's record to learn its key; otherwise it reads nothing.
+func TestReserveBudgetReadsTheJobsKeyWhenABudgetNamesOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key := "aaaaaaaaaaaaaaaa"
+	tenants := tenantsByID{
+		"acme":  {ID: "acme", Budgets: []store.Budget{{ID: "ci", APIKey: &key, Period: store.PeriodDay, Unit: "minute", Limit: 1e9}}},
+		"plain": {ID: "plain", Budgets: []store.Budget{{ID: "day", Period: store.PeriodDay, Unit: "minute", Limit: 1e9}}},
+	}
+	seconds := 90.0
+	in := activities.BudgetInput{JobID: "job-1", Tenant: "acme", Service: jobs.Transcriptions,
+		Input: json.RawMessage(`{"type":"audio","url":"https://example.test/a.wav"}`), MediaSeconds: &seconds}
+	records := &jobsByID{records: map[string]*jobs.Record{
+		"job-1": {ID: "job-1", Tenant: "acme", UserID: jobs.KeyCaller(key)},
+		"job-2": {ID: "job-2", Tenant: "acme", UserID: "alice"},
+	}}
+	r := &fakeReserver{}
+	// The worker's activities read the jobs webhooks render.
+	steps := activities.New(activities.Deps{Tenants: tenants, Jobs: records, Budgets: r}).Budgets
+
+	out, err := steps.ReserveBudget(ctx, in)
+	require.NoError(t, err)
+	require.Nil(t, out.Error)
+	require.Equal(t, key, r.got[0].APIKey, "the key the job's record names")
+	require.True(t, r.got[0].Known)
+	require.Equal(t, 90.0, *r.got[0].Usage.MediaSeconds, "the media's duration")
+
+	in.JobID = "job-2"
+	_, err = steps.ReserveBudget(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, r.got[1].APIKey, "a token's job has no key")
+
+	in.JobID = "deleted"
+	_, err = steps.ReserveBudget(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, r.got[2].APIKey, "a job without a record has none")
+	require.Equal(t, 3, records.reads)
+
+	in.Tenant = "plain"
+	_, err = steps.ReserveBudget(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, 3, records.reads, "no budget names a key: nothing read")
+
+	in.Tenant = "acme"
+	records.err = errors.New("database down")
+	_, err = steps.ReserveBudget(ctx, in)
+	require.EqualError(t, err, "database down", "retried, never reserved without the key")
+	require.Len(t, r.got, 4)
+
+	_, err = (&activities.Budgets{Tenants: tenants, Reserver: r}).ReserveBudget(ctx, in)
+	require.Error(t, err, "a worker that reads no jobs cannot learn the key")
+	require.Len(t, r.got, 4)
 }

@@ -153,7 +153,7 @@ func New(d Deps) *Set {
 			Providers: d.Providers, Files: d.Files, Tombstones: d.Tombstones},
 		Retention: &Retention{Store: d.RetentionStore, Deleter: d.Deleter, Files: d.Files,
 			Defaults: d.RetentionDefaults, Metrics: d.Metrics},
-		Budgets:    &Budgets{Tenants: d.Tenants, Reserver: d.Budgets},
+		Budgets:    &Budgets{Tenants: d.Tenants, Jobs: d.Jobs, Reserver: d.Budgets},
 		BatchFiles: &BatchFiles{Reader: d.BatchFiles},
 	}
 }
