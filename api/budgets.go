@@ -15,6 +15,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/internal/strictjson"
 	"github.com/ai-job-gateway/gateway/store"
 	"github.com/gin-gonic/gin"
@@ -39,6 +40,7 @@ var (
 type budgetView struct {
 	ID          string      `json:"id"`
 	Application *string     `json:"application"`
+	APIKey      *string     `json:"api_key"`
 	Period      string      `json:"period"`
 	Limit       budgetLimit `json:"limit"`
 	Thresholds  []int       `json:"thresholds"`
@@ -55,7 +57,7 @@ func budgetViews(budgets []store.Budget) []budgetView {
 	out := make([]budgetView, 0, len(budgets))
 	for _, b := range budgets {
 		n := json.Number(fromNanos(b.Limit))
-		v := budgetView{ID: b.ID, Application: b.Application, Period: b.Period, Thresholds: b.Thresholds}
+		v := budgetView{ID: b.ID, Application: b.Application, APIKey: b.APIKey, Period: b.Period, Thresholds: b.Thresholds}
 		if v.Thresholds == nil {
 			v.Thresholds = []int{}
 		}
@@ -130,7 +132,7 @@ func parseBudget(raw json.RawMessage, pointer string) (store.Budget, error) {
 	if members == nil {
 		return b, apierror.Validation(pointer, "must be an object")
 	}
-	if err := onlyKeys(members, pointer, "id", "application", "period", "limit", "thresholds"); err != nil {
+	if err := onlyKeys(members, pointer, "id", "application", "api_key", "period", "limit", "thresholds"); err != nil {
 		return b, err
 	}
 	if v, ok := members["application"]; ok && !strictjson.Absent(v) {
@@ -139,6 +141,14 @@ func parseBudget(raw json.RawMessage, pointer string) (store.Budget, error) {
 			return b, apierror.Validation(pointer+"/application", "must be an application name (pattern %s) or null for the whole tenant", auth.SlugPattern)
 		}
 		b.Application = &app
+	}
+	if v, ok := members["api_key"]; ok && !strictjson.Absent(v) {
+		var key string
+		// The id a job's caller records (docs/api.md, API keys).
+		if json.Unmarshal(v, &key) != nil || key == "" || jobs.CallerKey(jobs.KeyCaller(key)) != key {
+			return b, apierror.Validation(pointer+"/api_key", "must be an API key's id (16 characters of a-z and 2-7, the part of the key after gwk_) or null for every caller")
+		}
+		b.APIKey = &key
 	}
 	if json.Unmarshal(members["period"], &b.Period) != nil || (b.Period != store.PeriodDay && b.Period != store.PeriodMonth) {
 		return b, apierror.Validation(pointer+"/period", "is required: day or month (UTC)")
@@ -167,12 +177,16 @@ func parseBudget(raw json.RawMessage, pointer string) (store.Budget, error) {
 }
 
 // defaultBudgetID names a budget given without an id by what it limits:
-// web-month-usd, day-minute.
+// web-month-usd, day-minute, <key id>-day-token.
 func defaultBudgetID(b store.Budget) string {
-	parts := []string{b.Period, strings.ToLower(b.Currency + b.Unit)}
+	var parts []string
 	if b.Application != nil {
-		parts = append([]string{*b.Application}, parts...)
+		parts = append(parts, *b.Application)
 	}
+	if b.APIKey != nil {
+		parts = append(parts, *b.APIKey)
+	}
+	parts = append(parts, b.Period, strings.ToLower(b.Currency+b.Unit))
 	return strings.Join(parts, "-")
 }
 

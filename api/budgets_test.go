@@ -30,8 +30,8 @@ func TestTenantBudgets(t *testing.T) {
 	r.requireStatus(t, http.StatusOK)
 	attrs := r.data(t)["attributes"].(map[string]any)
 	requireJSON(t, `[
-		{"id": "month-usd", "application": null, "period": "month", "limit": {"amount": 12.5, "currency": "USD"}, "thresholds": [50, 80, 100]},
-		{"id": "web-audio", "application": "web", "period": "day", "limit": {"quantity": 10, "unit": "minute"}, "thresholds": []}]`, attrs["budgets"])
+		{"id": "month-usd", "application": null, "api_key": null, "period": "month", "limit": {"amount": 12.5, "currency": "USD"}, "thresholds": [50, 80, 100]},
+		{"id": "web-audio", "application": "web", "api_key": null, "period": "day", "limit": {"quantity": 10, "unit": "minute"}, "thresholds": []}]`, attrs["budgets"])
 	require.Equal(t, "https://hooks.example.com/budgets", attrs["notification_url"])
 
 	// Only a super-admin sets them.
@@ -110,7 +110,7 @@ func TestBudgetsRefuseAtCreateAndShowWhatTheyUsed(t *testing.T) {
 	r = b.do(t, http.MethodGet, "/v1/budgets", b.token(t, api.ScopeUsageRead), nil)
 	r.requireStatus(t, http.StatusOK)
 	requireJSON(t, `[{"type": "budget", "id": "chars", "attributes": {
-		"id": "chars", "application": null, "period": "day", "limit": {"quantity": 25, "unit": "character"}, "thresholds": [50, 80],
+		"id": "chars", "application": null, "api_key": null, "period": "day", "limit": {"quantity": 25, "unit": "character"}, "thresholds": [50, 80],
 		"current": {"period_start": "2025-03-04T00:00:00Z", "period_end": "2025-03-05T00:00:00Z",
 			"settled": 0, "reserved": 24, "remaining": 1, "used_percent": 96}}}]`, r.object(t)["data"])
 

@@ -1834,12 +1834,15 @@ type BreakerHealthForced string
 // BreakerHealthState defines model for BreakerHealth.State.
 type BreakerHealthState string
 
-// Budget a limit on what the tenant's jobs, or one application's, may use in a period (docs/api.md, Budgets)
+// Budget a limit on what the tenant's jobs, or one application's or one API key's, may use in a period (docs/api.md, Budgets)
 type Budget struct {
+	// ApiKey the id of the API key whose jobs the budget limits; null: every caller's. With application, a job must match both
+	ApiKey *string `json:"api_key,omitempty"`
+
 	// Application null: every job of the tenant
 	Application *string `json:"application,omitempty"`
 
-	// Id default: [application-]period-currency or unit, lowercase
+	// Id default: [application-][api_key-]period-currency or unit, lowercase
 	Id    *string     `json:"id,omitempty"`
 	Limit BudgetLimit `json:"limit"`
 
@@ -1878,6 +1881,7 @@ type BudgetLimit1Unit string
 // BudgetStatus a budget and what it has used in its current period (GET /v1/budgets)
 type BudgetStatus struct {
 	Attributes struct {
+		ApiKey      *string `json:"api_key"`
 		Application *string `json:"application"`
 
 		// Current in the budget's currency or unit
