@@ -22,7 +22,7 @@ import (
 const keysUsage = `gateway keys: the API keys the gateway issues (docs/api.md, API keys), in the store of serve.
 
 Usage:
-  gateway keys create --tenant T --name N --scope S[,S...] [--application A] [--expires-in D | --expires-at T] [--requests-per-minute N] [-o text|json]
+  gateway keys create --tenant T --name N --scope S[,S...] [--application A] [--expires-in D | --expires-at T] [--requests-per-minute N] [--max-in-flight N] [-o text|json]
   gateway keys list   --tenant T [-o text|json]
   gateway keys revoke --tenant T ID
   gateway keys rotate --tenant T [--grace D] ID [-o text|json]
@@ -36,6 +36,7 @@ create and rotate print the key's secret this once: alone on standard output
 const (
 	maxKeyName              = 200
 	maxKeyRequestsPerMinute = 1_000_000
+	maxKeyInFlight          = 1_000_000
 )
 
 // keysFlags are the flags of `gateway keys` (docs/operations.md, API keys
@@ -46,6 +47,7 @@ type keysFlags struct {
 	expiresIn                 time.Duration
 	expiresAt                 string
 	requestsPerMinute         int
+	maxInFlight               int
 	grace                     time.Duration
 	output                    string
 
@@ -64,6 +66,7 @@ func (f *keysFlags) register(fs *flag.FlagSet, sub string) {
 		fs.DurationVar(&f.expiresIn, "expires-in", 0, "the key expires after this long, such as 720h (default: never)")
 		fs.StringVar(&f.expiresAt, "expires-at", "", "the key expires at this time, RFC 3339 or YYYY-MM-DD in UTC (default: never)")
 		fs.IntVar(&f.requestsPerMinute, "requests-per-minute", 0, "the key's requests in each clock minute, across every API process, at most (default: no limit)")
+		fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "the key's jobs pending or processing at once, at most (default: no limit)")
 	case "rotate":
 		fs.DurationVar(&f.grace, "grace", 0, "how long the previous secret keeps working, 0 to 24h (default 0: not at all)")
 	}
@@ -159,6 +162,10 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 		return k, fmt.Errorf("--requests-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.requestsPerMinute, maxKeyRequestsPerMinute)
 	}
 	k.Limits.RequestsPerMinute = f.requestsPerMinute
+	if f.maxInFlight < 0 || f.maxInFlight > maxKeyInFlight {
+		return k, fmt.Errorf("--max-in-flight %d: use a whole number from 1 to %d (or 0: no limit)", f.maxInFlight, maxKeyInFlight)
+	}
+	k.Limits.MaxInFlight = f.maxInFlight
 	return k, nil
 }
 
@@ -290,6 +297,9 @@ func writeIssuedKey(stdout, stderr io.Writer, output string, issued apikeys.Issu
 	if k.Limits.RequestsPerMinute > 0 {
 		fmt.Fprintf(stderr, ", %d requests a minute", k.Limits.RequestsPerMinute)
 	}
+	if k.Limits.MaxInFlight > 0 {
+		fmt.Fprintf(stderr, ", %d jobs in flight", k.Limits.MaxInFlight)
+	}
 	fmt.Fprintf(stderr, ", expires %s.\n", keyTime(k.ExpiresAt, "never"))
 	switch {
 	case !rotated:
@@ -314,17 +324,20 @@ func writeKeys(stdout io.Writer, output string, keys []store.APIKey) error {
 		return writeJSON(stdout, out)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tSCOPES\tAPPLICATION\tREQUESTS/MIN\tCREATED BY\tCREATED\tEXPIRES\tLAST USED")
+	fmt.Fprintln(w, "ID\tNAME\tSCOPES\tAPPLICATION\tREQUESTS/MIN\tIN FLIGHT\tCREATED BY\tCREATED\tEXPIRES\tLAST USED")
 	for _, key := range keys {
 		k := newKeyJSON(key, "", now)
-		application, rate := "-", "-"
+		application, rate, inFlight := "-", "-", "-"
 		if k.Application != nil {
 			application = *k.Application
 		}
 		if k.Limits.RequestsPerMinute > 0 {
 			rate = fmt.Sprint(k.Limits.RequestsPerMinute)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), application, rate,
+		if k.Limits.MaxInFlight > 0 {
+			inFlight = fmt.Sprint(k.Limits.MaxInFlight)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), application, rate, inFlight,
 			dash(k.CreatedBy), keyTime(&k.CreatedAt, ""), keyTime(k.ExpiresAt, "never"), keyTime(k.LastUsedAt, "never"))
 	}
 	return w.Flush()

@@ -67,7 +67,7 @@ func TestKeysCommand(t *testing.T) {
 
 			// create, -o text: the secret alone on stdout.
 			code, stdout, stderr := s.run("create", "--tenant", "acme", "--name", "ci pipeline", "--scope", "llm-tasks:write,llm-tasks:read",
-				"--scope", "usage:read", "--application", "billing", "--expires-in", "24h", "--requests-per-minute", "5")
+				"--scope", "usage:read", "--application", "billing", "--expires-in", "24h", "--requests-per-minute", "5", "--max-in-flight", "3")
 			require.Equal(t, 0, code, stderr)
 			ci := strings.TrimSuffix(stdout, "\n")
 			require.NotContains(t, ci, "\n", "one line")
@@ -80,6 +80,12 @@ func TestKeysCommand(t *testing.T) {
 			require.Equal(t, []string{"llm-tasks:write", "llm-tasks:read", "usage:read"}, id.Scopes)
 			require.Equal(t, "billing", *id.Application)
 			require.Equal(t, 5, id.Limits.RequestsPerMinute)
+			require.Equal(t, 3, id.Limits.MaxInFlight)
+			acme := "acme"
+			created, err := s.st.Audit.AuditEvents(context.Background(), store.AuditQuery{Tenant: &acme, Target: "api-key/" + ciID, Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, created, 1, "the key's creation is in the audit log")
+			require.True(t, strings.HasPrefix(created[0].Actor, "cli:"), "by the operator: %s", created[0].Actor)
 
 			// create, -o json: the secret as "secret", beside what the key is.
 			code, stdout, stderr = s.run("create", "--tenant", "acme", "--name", "cron", "--scope", "translations:write", "-o", "json")
@@ -187,6 +193,7 @@ func TestKeysCommandRefuses(t *testing.T) {
 		{append(create, "--expires-at", "soon"), `--expires-at "soon"`},
 		{append(create, "--requests-per-minute", "-1"), "--requests-per-minute -1"},
 		{append(create, "--requests-per-minute", "1000001"), "--requests-per-minute 1000001"},
+		{append(create, "--max-in-flight", "-1"), "--max-in-flight -1"},
 		{append(create, "-o", "yaml"), `-o "yaml"`},
 		{append(create, "extra"), `unexpected argument "extra"`},
 		{[]string{"rotate", "--tenant", "acme", "--grace", "25h", "abc"}, "--grace 25h0m0s: use a duration from 0 to 24h"},
