@@ -176,8 +176,13 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 		if err != nil {
 			return k, err
 		}
-		if err := onlyKeys(limits, ptrAttributes+"/limits", "requests_per_minute", "max_in_flight"); err != nil {
+		if err := onlyKeys(limits, ptrAttributes+"/limits", "requests_per_minute", "max_in_flight", "tokens_per_minute"); err != nil {
 			return k, err
+		}
+		if raw, ok := limits["tokens_per_minute"]; ok {
+			if json.Unmarshal(raw, &k.Limits.TokensPerMinute) != nil || k.Limits.TokensPerMinute < 1 || k.Limits.TokensPerMinute > maxTokensPerMinute {
+				return k, apierror.Validation(ptrAttributes+"/limits/tokens_per_minute", "must be a whole number from 1 to %d", maxTokensPerMinute)
+			}
 		}
 		if raw, ok := limits["max_in_flight"]; ok {
 			if json.Unmarshal(raw, &k.Limits.MaxInFlight) != nil || k.Limits.MaxInFlight < 1 || k.Limits.MaxInFlight > maxInFlight {
@@ -195,6 +200,10 @@ func parseNewKey(env *envelope, now time.Time) (apikeys.NewKey, error) {
 
 // maxRequestsPerMinute bounds a key's requests_per_minute.
 const maxRequestsPerMinute = 1_000_000
+
+// maxTokensPerMinute bounds a key's tokens_per_minute (within a budget's
+// 1e-9 units in an int64).
+const maxTokensPerMinute = 1_000_000_000
 
 // keyCreator is the caller as apikeys sees it.
 func keyCreator(c *gin.Context) apikeys.Creator {

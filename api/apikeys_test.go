@@ -11,7 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/app/budgets"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
 )
 
 // keyPattern is what an issued key looks like (docs/api.md, API keys).
@@ -300,4 +304,49 @@ func TestMaxInFlight(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPatch, "/v1/tenants/"+tenantA, super, tenantDoc(tenantA, map[string]any{"max_in_flight": bad})),
 			http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/max_in_flight")
 	}
+}
+
+// TestAPIKeyTokensPerMinute: a key's llm-tasks reserve their estimate
+// against its tokens_per_minute at create, refused 429 RATE_LIMITED when
+// it does not fit the minute, and settle to their real count when billed.
+func TestAPIKeyTokensPerMinute(t *testing.T) {
+	t.Parallel()
+	var opened *store.Store
+	b := setupJobOps(t, sqliteInto(&opened), func(cfg *jobops.Config) {
+		cfg.Budgets = &budgets.Reserver{Store: opened.Usage, Prices: providers.NewPriceBook(cfg.Catalog)}
+	}, nil)
+	admin := b.token(t, "keys:write", "keys:read", "llm-tasks:write")
+	id, key := issueKey(t, b, admin, map[string]any{"name": "x", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"tokens_per_minute": 2100}})
+	limits := b.do(t, http.MethodGet, "/v1/api-keys/"+id, admin, nil).data(t)["attributes"].(map[string]any)["limits"]
+	require.Equal(t, map[string]any{"tokens_per_minute": 2100.0}, limits)
+
+	// "x" and "y" estimate 1 token, and 1024 of answer: two fit in 2100.
+	awayFromMinuteEnd()
+	first := b.create(t, "llm-tasks", key, body(t, "llm-tasks"))["id"].(string)
+	b.create(t, "llm-tasks", key, body(t, "llm-tasks"))
+	r := b.do(t, http.MethodPost, "/v1/llm-tasks", key, body(t, "llm-tasks"))
+	msg := requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "this API key's tokens_per_minute is 2100")
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.True(t, retry >= 1 && retry <= 60, "Retry-After %d: until the next minute", retry)
+	b.create(t, "llm-tasks", admin, body(t, "llm-tasks")) // a token's jobs are not the key's
+
+	// The first job completes having used 30 tokens: its reservation
+	// settles to them, and the minute has room again.
+	job, err := b.store.Jobs.GetJob(t.Context(), first)
+	require.NoError(t, err)
+	finished := time.Now().UTC()
+	job.Status, job.Revision, job.CompletedAt, job.Result = jobs.StatusCompleted, job.Revision+1, &finished, `{"content":"ok","finish_reason":"completed"}`
+	require.NoError(t, b.store.Jobs.SaveJobUsage(t.Context(), job, &store.UsageEntry{JobID: first, Attempt: 1, Tenant: tenantA,
+		APIKey: id, Service: jobs.LLMTasks, Provider: "llm-only", Unit: "token", Quantity: 30, Native: "{}", Currency: "USD", BilledAt: finished}))
+	b.create(t, "llm-tasks", key, body(t, "llm-tasks"))
+
+	_, big := issueKey(t, b, admin, map[string]any{"name": "small", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"tokens_per_minute": 1000}})
+	msg = requireError(t, b.do(t, http.MethodPost, "/v1/llm-tasks", big, body(t, "llm-tasks")), http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "more than a whole minute's")
+	requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin, newKeyBody(map[string]any{"name": "x", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"tokens_per_minute": 0}})), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/limits/tokens_per_minute")
 }

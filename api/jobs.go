@@ -129,7 +129,7 @@ func creatorOf(c *gin.Context) (jobops.Requester, error) {
 		return jobops.Requester{}, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation, "header Idempotency-Key: must be printable ASCII")
 	}
 	return jobops.Requester{Tenant: tenant, User: user, Application: application, IdempotencyKey: idempotencyKey,
-		KeyMaxInFlight: caller.MaxInFlight}, nil
+		KeyLimits: caller.KeyLimits}, nil
 }
 
 // jobopsError is the API error of a refusal by jobops; other errors are

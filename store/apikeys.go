@@ -37,6 +37,9 @@ type KeyLimits struct {
 	// MaxInFlight bounds the key's jobs not yet finished, across every
 	// API process.
 	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// TokensPerMinute bounds the tokens of the key's llm-tasks in each
+	// clock minute: estimated at create, settled to the real count.
+	TokensPerMinute int `json:"tokens_per_minute,omitempty"`
 }
 
 // CreateAPIKey records a new key.

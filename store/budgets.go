@@ -17,6 +17,9 @@ import (
 const (
 	PeriodDay   = "day"
 	PeriodMonth = "month"
+	// PeriodMinute is a clock minute: an API key's tokens_per_minute is a
+	// budget of this period (docs/api.md, API keys), never a tenant's.
+	PeriodMinute = "minute"
 )
 
 // Budget is a limit on what a tenant's jobs, or those of one application
@@ -55,6 +58,9 @@ func NamesAPIKey(budgets []Budget) bool {
 // the first of the month.
 func (b Budget) PeriodStart(now time.Time) time.Time {
 	now = now.UTC()
+	if b.Period == PeriodMinute {
+		return now.Truncate(time.Minute)
+	}
 	if b.Period == PeriodMonth {
 		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	}
@@ -63,6 +69,9 @@ func (b Budget) PeriodStart(now time.Time) time.Time {
 
 // PeriodEnd is the end of the period starting at start.
 func (b Budget) PeriodEnd(start time.Time) time.Time {
+	if b.Period == PeriodMinute {
+		return start.Add(time.Minute)
+	}
 	if b.Period == PeriodMonth {
 		return start.AddDate(0, 1, 0)
 	}
@@ -387,4 +396,17 @@ func (s *UsageStore) BudgetUsed(ctx context.Context, tenant string, b Budget, no
 	}
 	settled, err := ledgerSpent(db, tenant, b, start)
 	return BudgetUse{Settled: settled}, err
+}
+
+// DeleteMinuteBudgetCountersBefore deletes the counters of minute budgets
+// (API keys' tokens_per_minute) whose minute started before t: once past,
+// a minute's counter is never read again.
+func (s *UsageStore) DeleteMinuteBudgetCountersBefore(ctx context.Context, prefix string, t time.Time) (int64, error) {
+	var deleted int64
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		res := tx.Where("budget_id LIKE ? AND period_start < ?", prefix+"%", t.UTC()).Delete(&budgetCounter{})
+		deleted = res.RowsAffected
+		return res.Error
+	})
+	return deleted, err
 }

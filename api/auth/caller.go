@@ -10,6 +10,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
 	"github.com/gin-gonic/gin"
 )
 
@@ -67,8 +68,8 @@ type Caller struct {
 	// Application is the application an API key is bound to: its jobs
 	// are that application's ("" for none, and for tokens).
 	Application string
-	// MaxInFlight is an API key's max_in_flight (0: none, and for tokens).
-	MaxInFlight int
+	// KeyLimits are an API key's limits (none for tokens).
+	KeyLimits store.KeyLimits
 }
 
 // HasScope reports whether the token grants scope.

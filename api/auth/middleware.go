@@ -74,7 +74,7 @@ func authenticateKey(c *gin.Context, keys KeyAuthenticator, raw string) {
 			"the API key cannot be checked just now; try again shortly").WithHeader("Retry-After", "1"))
 		return
 	}
-	caller := Caller{Subject: id.Subject(), Tenant: id.Tenant, Scopes: id.Scopes, MaxInFlight: id.Limits.MaxInFlight}
+	caller := Caller{Subject: id.Subject(), Tenant: id.Tenant, Scopes: id.Scopes, KeyLimits: id.Limits}
 	if id.Application != nil {
 		caller.Application = *id.Application
 	}

@@ -1639,6 +1639,9 @@ type ApiKeyLimits struct {
 
 	// RequestsPerMinute requests with the key in each clock minute
 	RequestsPerMinute *int `json:"requests_per_minute,omitempty"`
+
+	// TokensPerMinute tokens of the key's llm-tasks in each clock minute: each job's estimate (its text and prompt at four characters a token, and 1024 of answer) is reserved at create and settled to the real count when it completes
+	TokensPerMinute *int `json:"tokens_per_minute,omitempty"`
 }
 
 // ApiKeyList defines model for ApiKeyList.

@@ -72,14 +72,50 @@ func Applies(t *store.Tenant, application, apiKey string) bool {
 	return false
 }
 
+// TokensBudgetPrefix starts the id of the budget an API key's
+// tokens_per_minute is (KeyTokens).
+const TokensBudgetPrefix = "tokens_per_minute:"
+
+// LimitsTokens reports whether a job of service created with an API key
+// of limits is held to the key's tokens_per_minute: llm-tasks are.
+func LimitsTokens(service jobs.ServiceID, limits store.KeyLimits) bool {
+	return service == jobs.LLMTasks && limits.TokensPerMinute > 0
+}
+
+// KeyTokens is the budget an API key's tokens_per_minute is: the tokens
+// of the key's llm-tasks in each clock minute, each job's estimate
+// reserved at create and settled to its real count, as budgets are
+// (docs/api.md, API keys).
+func KeyTokens(apiKey string, tokensPerMinute int) store.Budget {
+	return store.Budget{ID: TokensBudgetPrefix + apiKey, APIKey: &apiKey, Period: store.PeriodMinute, Unit: "token",
+		Limit: int64(tokensPerMinute) * 1e9}
+}
+
+// IsKeyTokens reports whether b is an API key's tokens_per_minute.
+func IsKeyTokens(b store.Budget) bool { return b.Period == store.PeriodMinute }
+
 // Charges are a job's estimates against each of its tenant's budgets that
-// covers it, at the highest price of the providers that may run it.
+// covers it, at the highest price of the providers that may run it, and
+// against its API key's tokens_per_minute, in tokens. t may be nil (no
+// record).
 func (r *Reserver) Charges(t *store.Tenant, j jobs.Reservation) []store.BudgetCharge {
 	var usages []jobs.JobUsage
 	if j.Known {
 		usages = r.Prices.Estimates(j.Provider, j.Service, j.Usage)
 	}
 	var out []store.BudgetCharge
+	if j.TokensPerMinute > 0 && j.APIKey != "" && j.Service == jobs.LLMTasks {
+		var tokens int64
+		for _, n := range []*int64{j.Usage.InputTokens, j.Usage.OutputTokens} {
+			if n != nil {
+				tokens += *n
+			}
+		}
+		out = append(out, store.BudgetCharge{Budget: KeyTokens(j.APIKey, j.TokensPerMinute), Amount: tokens * 1e9})
+	}
+	if t == nil {
+		return out
+	}
 	for _, b := range t.Budgets {
 		if !b.Applies(j.Application, j.APIKey) {
 			continue

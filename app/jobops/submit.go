@@ -58,9 +58,8 @@ type Requester struct {
 	// Received is when the request was read; the Dispatcher paces starts
 	// by how long accepting jobs takes. Zero: not measured.
 	Received time.Time
-	// KeyMaxInFlight is the max_in_flight of the API key asking (its
-	// jobs not yet finished); 0: none, or not a key.
-	KeyMaxInFlight int
+	// KeyLimits are the limits of the API key asking (none for a token).
+	KeyLimits store.KeyLimits
 }
 
 // SubmitRequest is a job to accept: who asks for it, and its attributes,
@@ -155,7 +154,7 @@ func (s *Service) prepare(ctx context.Context, req SubmitRequest, jobID string, 
 	if w := tenant.Fairness(); w != store.DefaultFairnessWeight {
 		in.FairnessWeight = w
 	}
-	in.Budgeted = budgets.Applies(tenant, req.Application, jobs.CallerKey(req.User))
+	in.Budgeted = budgets.Applies(tenant, req.Application, jobs.CallerKey(req.User)) || budgets.LimitsTokens(req.Service.ID, req.KeyLimits)
 	// Sized before an Idempotency-Key is claimed: a refused request uses
 	// up no key.
 	input, err := encode(in)
@@ -186,8 +185,10 @@ func (s *Service) release(ctx context.Context, in jobs.Submission) {
 }
 
 // reserveBudget reserves a job whose estimate is known now against its
-// tenant's budgets; the workflow finds the reservation and keeps it. A
-// job whose estimate waits for its media is reserved by its workflow.
+// tenant's budgets, and an llm-task against its API key's
+// tokens_per_minute; the workflow finds the reservation and keeps it. A
+// job whose estimate waits for its media (or document) is reserved by its
+// workflow, against the tenant's budgets.
 func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *store.Tenant, in jobs.Submission) error {
 	if !in.Budgeted || s.cfg.Budgets == nil {
 		return nil
@@ -196,8 +197,30 @@ func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *
 	if !known {
 		return nil
 	}
+	if tenant == nil {
+		tenant = &store.Tenant{ID: req.Tenant} // no record: a key's limits only
+	}
+	now := s.cfg.Now()
 	err := s.cfg.Budgets.Reserve(ctx, tenant, jobs.Reservation{JobID: in.JobID, Application: req.Application, APIKey: jobs.CallerKey(req.User),
-		Service: req.Service.ID, Provider: req.Provider, Usage: usage, Known: true}, s.cfg.Now())
+		Service: req.Service.ID, Provider: req.Provider, Usage: usage, Known: true, TokensPerMinute: req.KeyLimits.TokensPerMinute}, now)
+	var exceeded *budgets.Exceeded
+	if errors.As(err, &exceeded) && budgets.IsKeyTokens(exceeded.Budget) {
+		now = now.UTC()
+		estimate := int64(0)
+		for _, n := range []*int64{usage.InputTokens, usage.OutputTokens} {
+			if n != nil {
+				estimate += *n
+			}
+		}
+		e := refuse(ErrRateLimited, "this API key's tokens_per_minute is %d, and this minute's llm-tasks hold %d tokens: the job's estimate of %d tokens (its text and prompt at four characters a token, and %d of answer) does not fit; retry after the Retry-After seconds",
+			req.KeyLimits.TokensPerMinute, exceeded.Spent/1e9, estimate, jobs.DefaultOutputTokens)
+		if estimate > int64(req.KeyLimits.TokensPerMinute) {
+			e = refuse(ErrRateLimited, "this API key's tokens_per_minute is %d: the job's estimate of %d tokens (its text and prompt at four characters a token, and %d of answer) is more than a whole minute's; the key needs a higher limit",
+				req.KeyLimits.TokensPerMinute, estimate, jobs.DefaultOutputTokens)
+		}
+		e.RetryAfter = (time.Minute - now.Sub(now.Truncate(time.Minute))).Truncate(time.Second) + time.Second
+		return e
+	}
 	if errors.Is(err, jobs.ErrBudgetExceeded) {
 		return refuse(ErrBudgetExceeded, "%v", err)
 	}
@@ -296,8 +319,8 @@ func inFlightLimits(req SubmitRequest, tenant *store.Tenant) []store.InFlightLim
 	if tenant != nil && tenant.MaxInFlight != nil {
 		limits = append(limits, store.InFlightLimit{Name: "tenant " + req.Tenant + "'s max_in_flight", Tenant: req.Tenant, Max: *tenant.MaxInFlight})
 	}
-	if req.KeyMaxInFlight > 0 {
-		limits = append(limits, store.InFlightLimit{Name: "this API key's max_in_flight", Tenant: req.Tenant, User: req.User, Max: req.KeyMaxInFlight})
+	if req.KeyLimits.MaxInFlight > 0 {
+		limits = append(limits, store.InFlightLimit{Name: "this API key's max_in_flight", Tenant: req.Tenant, User: req.User, Max: req.KeyLimits.MaxInFlight})
 	}
 	return limits
 }

@@ -56,6 +56,12 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, retention store.Reten
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
 				return st.Usage.DeleteBudgetNotificationsBefore(ctx, now.Add(-budgetNotificationsKept))
 			})},
+		housekeeping.Sweep{Name: "token_counters", Every: routingStateEvery, Shared: true,
+			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
+				// The minutes of API keys' tokens_per_minute, once
+				// their jobs have settled (docs/api.md, API keys).
+				return st.Usage.DeleteMinuteBudgetCountersBefore(ctx, budgets.TokensBudgetPrefix, now.Add(-time.Hour))
+			})},
 		housekeeping.Sweep{Name: "audit_events", Every: filesEvery, Shared: true,
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
 				return st.Audit.DeleteExpiredAuditEvents(ctx, retention, now)

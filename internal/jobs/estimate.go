@@ -52,6 +52,9 @@ type Reservation struct {
 	// Known says Usage is an estimate; else the job reserves nothing and
 	// is only refused by a budget already used up.
 	Known bool
+	// TokensPerMinute is the tokens_per_minute of the job's API key (0:
+	// none), a budget of its own for llm-tasks.
+	TokensPerMinute int
 }
 
 // ErrBudgetExceeded is a reservation one of the tenant's budgets refuses;
