@@ -411,3 +411,26 @@ func TestTenantKeyBudgetsRoundTrip(t *testing.T) {
 		require.Equal(t, key, *got.Budgets[0].APIKey)
 	})
 }
+
+// A minute budget (an API key's tokens_per_minute) counts per clock
+// minute, and its past minutes' counters are swept.
+func TestMinuteBudgets(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		key := "aaaaaaaaaaaaaaaa"
+		b := store.Budget{ID: "tokens_per_minute:" + key, APIKey: &key, Period: store.PeriodMinute, Unit: "token", Limit: 100e9}
+		at := time.Date(2026, 12, 7, 10, 30, 45, 0, time.UTC)
+		require.Equal(t, time.Date(2026, 12, 7, 10, 30, 0, 0, time.UTC), b.PeriodStart(at))
+		require.Equal(t, time.Date(2026, 12, 7, 10, 31, 0, 0, time.UTC), b.PeriodEnd(b.PeriodStart(at)))
+		reserve := func(job string, tokens int64, now time.Time) bool {
+			out, err := s.Usage.ReserveBudget(ctx, job, "acme", []store.BudgetCharge{{Budget: b, Amount: tokens * 1e9}}, now)
+			require.NoError(t, err)
+			return out.OK
+		}
+		require.True(t, reserve(uuid.NewString(), 60, at))
+		require.False(t, reserve(uuid.NewString(), 60, at.Add(5*time.Second)), "the same minute: 120 of 100")
+		require.True(t, reserve(uuid.NewString(), 60, at.Add(20*time.Second)), "the next minute")
+		n, err := s.Usage.DeleteMinuteBudgetCountersBefore(ctx, "tokens_per_minute:", at.Add(20*time.Second).Truncate(time.Minute))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "the 10:30 counter; 10:31's is kept")
+	})
+}

@@ -22,7 +22,7 @@ import (
 const keysUsage = `gateway keys: the API keys the gateway issues (docs/api.md, API keys), in the store of serve.
 
 Usage:
-  gateway keys create --tenant T --name N --scope S[,S...] [--application A] [--expires-in D | --expires-at T] [--requests-per-minute N] [--max-in-flight N] [-o text|json]
+  gateway keys create --tenant T --name N --scope S[,S...] [--application A] [--expires-in D | --expires-at T] [--requests-per-minute N] [--max-in-flight N] [--tokens-per-minute N] [-o text|json]
   gateway keys list   --tenant T [-o text|json]
   gateway keys revoke --tenant T ID
   gateway keys rotate --tenant T [--grace D] ID [-o text|json]
@@ -37,6 +37,7 @@ const (
 	maxKeyName              = 200
 	maxKeyRequestsPerMinute = 1_000_000
 	maxKeyInFlight          = 1_000_000
+	maxKeyTokensPerMinute   = 1_000_000_000
 )
 
 // keysFlags are the flags of `gateway keys` (docs/operations.md, API keys
@@ -48,6 +49,7 @@ type keysFlags struct {
 	expiresAt                 string
 	requestsPerMinute         int
 	maxInFlight               int
+	tokensPerMinute           int
 	grace                     time.Duration
 	output                    string
 
@@ -67,6 +69,7 @@ func (f *keysFlags) register(fs *flag.FlagSet, sub string) {
 		fs.StringVar(&f.expiresAt, "expires-at", "", "the key expires at this time, RFC 3339 or YYYY-MM-DD in UTC (default: never)")
 		fs.IntVar(&f.requestsPerMinute, "requests-per-minute", 0, "the key's requests in each clock minute, across every API process, at most (default: no limit)")
 		fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "the key's jobs pending or processing at once, at most (default: no limit)")
+		fs.IntVar(&f.tokensPerMinute, "tokens-per-minute", 0, "the tokens of the key's llm-tasks in each clock minute, at most (default: no limit)")
 	case "rotate":
 		fs.DurationVar(&f.grace, "grace", 0, "how long the previous secret keeps working, 0 to 24h (default 0: not at all)")
 	}
@@ -166,6 +169,10 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 		return k, fmt.Errorf("--max-in-flight %d: use a whole number from 1 to %d (or 0: no limit)", f.maxInFlight, maxKeyInFlight)
 	}
 	k.Limits.MaxInFlight = f.maxInFlight
+	if f.tokensPerMinute < 0 || f.tokensPerMinute > maxKeyTokensPerMinute {
+		return k, fmt.Errorf("--tokens-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.tokensPerMinute, maxKeyTokensPerMinute)
+	}
+	k.Limits.TokensPerMinute = f.tokensPerMinute
 	return k, nil
 }
 
@@ -299,6 +306,9 @@ func writeIssuedKey(stdout, stderr io.Writer, output string, issued apikeys.Issu
 	}
 	if k.Limits.MaxInFlight > 0 {
 		fmt.Fprintf(stderr, ", %d jobs in flight", k.Limits.MaxInFlight)
+	}
+	if k.Limits.TokensPerMinute > 0 {
+		fmt.Fprintf(stderr, ", %d tokens a minute", k.Limits.TokensPerMinute)
 	}
 	fmt.Fprintf(stderr, ", expires %s.\n", keyTime(k.ExpiresAt, "never"))
 	switch {

@@ -67,7 +67,7 @@ func TestKeysCommand(t *testing.T) {
 
 			// create, -o text: the secret alone on stdout.
 			code, stdout, stderr := s.run("create", "--tenant", "acme", "--name", "ci pipeline", "--scope", "llm-tasks:write,llm-tasks:read",
-				"--scope", "usage:read", "--application", "billing", "--expires-in", "24h", "--requests-per-minute", "5", "--max-in-flight", "3")
+				"--scope", "usage:read", "--application", "billing", "--expires-in", "24h", "--requests-per-minute", "5", "--max-in-flight", "3", "--tokens-per-minute", "20000")
 			require.Equal(t, 0, code, stderr)
 			ci := strings.TrimSuffix(stdout, "\n")
 			require.NotContains(t, ci, "\n", "one line")
@@ -81,6 +81,7 @@ func TestKeysCommand(t *testing.T) {
 			require.Equal(t, "billing", *id.Application)
 			require.Equal(t, 5, id.Limits.RequestsPerMinute)
 			require.Equal(t, 3, id.Limits.MaxInFlight)
+			require.Equal(t, 20000, id.Limits.TokensPerMinute)
 			acme := "acme"
 			created, err := s.st.Audit.AuditEvents(context.Background(), store.AuditQuery{Tenant: &acme, Target: "api-key/" + ciID, Limit: 10})
 			require.NoError(t, err)
@@ -194,6 +195,7 @@ func TestKeysCommandRefuses(t *testing.T) {
 		{append(create, "--requests-per-minute", "-1"), "--requests-per-minute -1"},
 		{append(create, "--requests-per-minute", "1000001"), "--requests-per-minute 1000001"},
 		{append(create, "--max-in-flight", "-1"), "--max-in-flight -1"},
+		{append(create, "--tokens-per-minute", "-5"), "--tokens-per-minute -5"},
 		{append(create, "-o", "yaml"), `-o "yaml"`},
 		{append(create, "extra"), `unexpected argument "extra"`},
 		{[]string{"rotate", "--tenant", "acme", "--grace", "25h", "abc"}, "--grace 25h0m0s: use a duration from 0 to 24h"},
