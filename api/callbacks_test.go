@@ -156,10 +156,10 @@ func TestCallbackBodiesAreReadFewAtATime(t *testing.T) {
 		return "/v1/provider-callbacks/" + running.ID + "/" + strconv.Itoa(attempt) + "?token=" + tokens.Token(running.ID, attempt)
 	}
 
-	var held []net.Conn
-	for i := 1; i <= api.CallbackConcurrency; i++ {
-		conn, _ := stalledCallback(t, addr, path(i), 1000)
-		held = append(held, conn)
+	held := make([]net.Conn, api.CallbackConcurrency)
+	readers := make([]*bufio.Reader, api.CallbackConcurrency)
+	for i := range held {
+		held[i], readers[i] = stalledCallback(t, addr, path(i+1), 1000)
 	}
 	// The held posts are being read once the server answers another
 	// request on a connection of its own.
@@ -168,7 +168,20 @@ func TestCallbackBodiesAreReadFewAtATime(t *testing.T) {
 		probe++
 		resp := b.do(t, http.MethodPost, path(probe), "", `{"results":{}}`)
 		if resp.Status == http.StatusNoContent {
-			return false // a slot was still free: not all held posts reached it yet
+			// A slot was still free: not all held posts reached it yet.
+			// One that arrived while a probe held its slot was refused:
+			// it is posted again.
+			for i, r := range readers {
+				_ = held[i].SetReadDeadline(time.Now().Add(time.Millisecond))
+				if _, err := r.Peek(1); err == nil {
+					_ = held[i].Close()
+					probe++
+					held[i], readers[i] = stalledCallback(t, addr, path(probe), 1000)
+					continue
+				}
+				_ = held[i].SetReadDeadline(time.Time{})
+			}
+			return false
 		}
 		require.Equal(t, http.StatusTooManyRequests, resp.Status, string(resp.Body))
 		require.Contains(t, string(resp.Body), `"RATE_LIMITED"`)
