@@ -79,11 +79,12 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, bench-fairness, then bench-overload (all run; fails if a gateway request or job of any failed, or bench-fairness or bench-overload misses its target)
+bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, bench-auth, bench-fairness, then bench-overload (all run; fails if a gateway request or job of any failed, or bench-fairness or bench-overload misses its target)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; \
 	$(MAKE) --no-print-directory bench-media || status=1; \
 	$(MAKE) --no-print-directory bench-events || status=1; \
+	$(MAKE) --no-print-directory bench-auth || status=1; \
 	$(MAKE) --no-print-directory bench-fairness || status=1; \
 	$(MAKE) --no-print-directory bench-overload || status=1; exit $$status
 
@@ -94,6 +95,10 @@ bench-media: ## benchmark: a transcription's media stage over a 1 GiB video, and
 .PHONY: bench-transcription
 bench-transcription: ## benchmark: sphinx-local recognizes a 10-minute file of flite sentences for real (time and memory per audio minute, word error rate: docs/benchmarks.md, Local transcription; about 80 s)
 	SPHINX_LONG=1 $(GO) test -run 'TestTenMinutesInChunksWithFlatMemory' -count=1 -v -timeout 20m ./providers/sphinx/
+
+.PHONY: bench-auth
+bench-auth: ## benchmark: 1,000 made-up API keys against 1,000 bad JWTs, all refused 401 by one API on PostgreSQL (the keys' time over the JWTs' at most 1; seconds)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -run '^$$' -bench RefusedCredentials -benchtime 1x -count=1 -timeout 5m ./api/
 
 .PHONY: bench-events
 bench-events: ## benchmark: 2,000 clients following 100 jobs' event streams on one API (time to open them all, and for an event to reach them all; under a minute)

@@ -337,7 +337,7 @@ func setupJobOps(t testing.TB, openStore func(testing.TB) *store.Store, configur
 		Jobs:       ops,
 		Catalog:    catalog,
 		Verifier:   auth.NewVerifier(b.issuer.URL(), audience, b.server.Client()),
-		APIKeys:    apikeys.New(b.store.APIKeys, b.store.Routing, nil, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		APIKeys:    apikeys.New(b.store.APIKeys, b.store.Routing, apikeys.TagsOf([]byte("test tags")), nil, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Audit:      b.store.Audit,
 		Tenants:    b.store.Routing,
 		Statuses:   b.store.Routing,

@@ -2,10 +2,14 @@
 // issues itself, so that a team can call it without an identity provider
 // (docs/api.md, API keys). A key is "gwk_<id>_<secret>": the id finds its
 // row, and only the secret's SHA-256 is kept, compared in constant time.
+// The secret ends in a tag of the id, an HMAC of a key every process of
+// the deployment derives, so that a made-up key is refused without
+// reading the store.
 package apikeys
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -38,11 +42,44 @@ type Store interface {
 const Prefix = "gwk_"
 
 // A key's parts: the id is idLength characters of encoding (10 random
-// bytes), the secret secretLength (32 random bytes).
+// bytes), the secret secretLength (28 random bytes and a tag of tagLength).
 const (
 	idLength     = 16
 	secretLength = 52
+	tagLength    = 4
 )
+
+// KeySource derives keys from the webhook signing key
+// (*webhooksign.Signer is one), which every process of a deployment holds.
+type KeySource interface {
+	DeriveKey(purpose string) ([]byte, error)
+}
+
+// tagPurpose derives the tag key from the webhook signing key.
+const tagPurpose = "ai-job-gateway api key id v1"
+
+// Tags tag keys' ids: the last tagLength bytes of a secret are an HMAC of
+// its key's id, which a made-up key does not have.
+type Tags struct{ key []byte }
+
+// NewTags derives the tag key from src.
+func NewTags(src KeySource) (*Tags, error) {
+	key, err := src.DeriveKey(tagPurpose)
+	if err != nil {
+		return nil, fmt.Errorf("apikeys: derive the tag key: %w", err)
+	}
+	return &Tags{key: key}, nil
+}
+
+// TagsOf tags with key itself (tests).
+func TagsOf(key []byte) *Tags { return &Tags{key: key} }
+
+// of is id's tag.
+func (t *Tags) of(id string) []byte {
+	mac := hmac.New(sha256.New, t.key)
+	mac.Write([]byte(id))
+	return mac.Sum(nil)[:tagLength]
+}
 
 // MaxGrace bounds how long a rotated-out secret keeps working.
 const MaxGrace = 24 * time.Hour
@@ -119,21 +156,23 @@ var ErrOtherTenant = errors.New("only a super-admin may issue a key for another 
 type Service struct {
 	store   Store
 	rates   Rates
+	tags    *Tags
 	now     func() time.Time
 	checked *ttlcache.Cache[[32]byte, Identity]
 	logger  *slog.Logger
 }
 
-// New builds a Service over st, whose keys' request rates rates counts;
-// now may be nil (time.Now), and rates nil when no key has limits (tests).
-func New(st Store, rates Rates, now func() time.Time, logger *slog.Logger) *Service {
+// New builds a Service over st, whose keys' request rates rates counts,
+// and whose secrets tags tags; now may be nil (time.Now), and rates nil
+// when no key has limits (tests).
+func New(st Store, rates Rates, tags *Tags, now func() time.Time, logger *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{store: st, rates: rates, now: now, checked: ttlcache.New[[32]byte, Identity](checkedFor, 10_000, now), logger: logger}
+	return &Service{store: st, rates: rates, tags: tags, now: now, checked: ttlcache.New[[32]byte, Identity](checkedFor, 10_000, now), logger: logger}
 }
 
 // Creator is who asks for a new key.
@@ -183,7 +222,7 @@ func (s *Service) Issue(ctx context.Context, by Creator, k NewKey) (Issued, erro
 	if err != nil {
 		return Issued{}, err
 	}
-	secret, err := random(32)
+	secret, err := s.secret(id)
 	if err != nil {
 		return Issued{}, err
 	}
@@ -234,7 +273,7 @@ func (s *Service) Rotate(ctx context.Context, by Creator, tenant, id string, gra
 			}
 		}
 	}
-	secret, err := random(32)
+	secret, err := s.secret(id)
 	if err != nil {
 		return Issued{}, err
 	}
@@ -263,6 +302,10 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Identity, error
 	keyID, secret, ok := parse(raw)
 	if !ok {
 		return Identity{}, &InvalidError{Reason: "the API key is malformed"}
+	}
+	if !s.tagged(keyID, secret) {
+		// Made up, or of another deployment: no need to read the store.
+		return Identity{}, &InvalidError{Reason: "the API key is not valid"}
 	}
 	id, err := s.checked.Get(ctx, sha256.Sum256([]byte(raw)), func(ctx context.Context) (Identity, error) {
 		return s.check(ctx, keyID, secret)
@@ -344,4 +387,20 @@ func random(n int) (string, error) {
 		return "", err
 	}
 	return encoding.EncodeToString(b), nil
+}
+
+// secret is a new secret for key id: random bytes, then id's tag.
+func (s *Service) secret(id string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b[:32-tagLength]); err != nil {
+		return "", err
+	}
+	copy(b[32-tagLength:], s.tags.of(id))
+	return encoding.EncodeToString(b), nil
+}
+
+// tagged reports whether secret ends in id's tag.
+func (s *Service) tagged(id, secret string) bool {
+	b, err := encoding.DecodeString(secret)
+	return err == nil && len(b) == 32 && hmac.Equal(b[32-tagLength:], s.tags.of(id))
 }

@@ -44,8 +44,11 @@ func (c *counting) APIKey(ctx context.Context, id string) (*store.APIKey, error)
 func setup(t *testing.T) (*apikeys.Service, *counting, *clock) {
 	st := &counting{APIKeyStore: storetest.SQLite(t).APIKeys}
 	c := &clock{now: time.Now()}
-	return apikeys.New(st, nil, c.Now, nil), st, c
+	return apikeys.New(st, nil, testTags, c.Now, nil), st, c
 }
+
+// testTags tag the keys of the tests' deployment.
+var testTags = apikeys.TagsOf([]byte("test tags"))
 
 var alice = apikeys.Creator{Subject: "alice", Tenant: "acme", Scopes: []string{"llm-tasks:write", "llm-tasks:read", "keys:write", "admin:cross-tenant"}}
 
@@ -92,9 +95,18 @@ func TestMalformedKeysCostNoRead(t *testing.T) {
 	require.Zero(t, st.reads.Load())
 	for i := range 1000 {
 		_, err := s.Authenticate(context.Background(), "gwk_"+strings.Repeat(string(rune('a'+i%26)), 16)+"_"+strings.Repeat("a", 52))
-		invalid(t, err)
+		require.Equal(t, "the API key is not valid", invalid(t, err))
 	}
-	require.EqualValues(t, 1000, st.reads.Load(), "a made-up key costs one read by id, no more")
+	require.Zero(t, st.reads.Load(), "a made-up key's secret lacks its id's tag: it costs no read")
+
+	// A key of another deployment (another tag key) is made up here too.
+	issued, err := apikeys.New(st, nil, apikeys.TagsOf([]byte("other deployment")), nil, nil).Issue(context.Background(), alice,
+		apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:read"}})
+	require.NoError(t, err)
+	reads := st.reads.Load()
+	_, err = s.Authenticate(context.Background(), issued.Secret)
+	require.Equal(t, "the API key is not valid", invalid(t, err))
+	require.Equal(t, reads, st.reads.Load())
 }
 
 func TestScopesAndTenantOfANewKey(t *testing.T) {
@@ -177,7 +189,7 @@ func TestRevokedExpiredAndRotatedKeys(t *testing.T) {
 	require.Equal(t, "the API key is not valid", invalid(t, err), "a wrong secret says nothing of the key")
 
 	// Another process trusts a key it checked for half a second at most.
-	elsewhere := apikeys.New(st, nil, c.Now, nil)
+	elsewhere := apikeys.New(st, nil, testTags, c.Now, nil)
 	third, err := s.Issue(ctx, alice, apikeys.NewKey{Name: "z", Scopes: []string{"llm-tasks:write"}})
 	require.NoError(t, err)
 	_, err = elsewhere.Authenticate(ctx, third.Secret)
@@ -220,8 +232,8 @@ func TestRequestsPerMinuteAreCountedAcrossProcesses(t *testing.T) {
 	st := storetest.SQLite(t)
 	c := &clock{now: time.Date(2026, 12, 6, 10, 0, 5, 0, time.UTC)}
 	// Two services over one store: two API processes.
-	one := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
-	two := apikeys.New(st.APIKeys, st.Routing, c.Now, nil)
+	one := apikeys.New(st.APIKeys, st.Routing, testTags, c.Now, nil)
+	two := apikeys.New(st.APIKeys, st.Routing, testTags, c.Now, nil)
 	ctx := context.Background()
 	issued, err := one.Issue(ctx, alice, apikeys.NewKey{Name: "x", Scopes: []string{"llm-tasks:write"},
 		Limits: store.KeyLimits{RequestsPerMinute: 3}})

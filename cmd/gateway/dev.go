@@ -25,7 +25,6 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
 	"github.com/ai-job-gateway/gateway/internal/buildinfo"
@@ -191,7 +190,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	key, keyFile, err := devAPIKey(ctx, apikeys.New(st.APIKeys, nil, nil, logger), cfg.DataDir)
+	key, keyFile, err := devAPIKey(ctx, apiCfg.APIKeys, cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("dev API key: %w", err)
 	}

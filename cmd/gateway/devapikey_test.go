@@ -26,10 +26,10 @@ func TestDevAPIKey(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
 	dir := t.TempDir()
-	keys := apikeys.New(st.APIKeys, nil, nil, nil)
+	keys := apikeys.New(st.APIKeys, nil, apikeys.TagsOf([]byte("test tags")), nil, nil)
 	// check is the key's tenant and scopes, checked by a fresh service.
 	check := func(key string) (apikeys.Identity, error) {
-		return apikeys.New(st.APIKeys, nil, nil, nil).Authenticate(ctx, key)
+		return apikeys.New(st.APIKeys, nil, apikeys.TagsOf([]byte("test tags")), nil, nil).Authenticate(ctx, key)
 	}
 	requireFile := func(key string) {
 		t.Helper()

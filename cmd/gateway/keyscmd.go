@@ -196,7 +196,10 @@ func runKeys(ctx context.Context, cfg config, sub string, f keysFlags, stdout, s
 		return err
 	}
 	defer st.Close()
-	keys := apikeys.New(st.APIKeys, nil, nil, nil)
+	keys, err := keyService(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
 	by := apikeys.Creator{Subject: operatorSubject(), Tenant: f.tenant, Scopes: f.newKey.Scopes, SuperAdmin: true}
 	notFound := func(err error) error {
 		if errors.Is(err, store.ErrNotFound) {
@@ -235,6 +238,20 @@ func runKeys(ctx context.Context, cfg config, sub string, f keysFlags, stdout, s
 		return writeIssuedKey(stdout, stderr, f.output, issued, true)
 	}
 	return fmt.Errorf("unknown subcommand %q", sub)
+}
+
+// keyService is the API keys of st, their ids tagged as every process of
+// the deployment tags them (from the webhook signing key).
+func keyService(ctx context.Context, cfg config, st *store.Store) (*apikeys.Service, error) {
+	signer, err := webhookSigner(ctx, cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := apikeys.NewTags(signer)
+	if err != nil {
+		return nil, err
+	}
+	return apikeys.New(st.APIKeys, st.Routing, tags, nil, nil), nil
 }
 
 // operatorSubject is who the command's keys are created and rotated by:

@@ -46,7 +46,11 @@ func (s keysStore) run(args ...string) (code int, stdout, stderr string) {
 
 // authenticate checks key as a serve process that never saw it would.
 func (s keysStore) authenticate(key string) (apikeys.Identity, error) {
-	return apikeys.New(s.st.APIKeys, s.st.Routing, nil, nil).Authenticate(context.Background(), key)
+	keys, err := keyService(context.Background(), config{}, s.st)
+	if err != nil {
+		return apikeys.Identity{}, err
+	}
+	return keys.Authenticate(context.Background(), key)
 }
 
 // refusal is why key is refused; it fails the test when key is accepted.

@@ -95,6 +95,10 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	if err != nil {
 		return api.Config{}, err
 	}
+	keyTags, err := apikeys.NewTags(signer)
+	if err != nil {
+		return api.Config{}, err
+	}
 	ops, err := jobops.New(jobops.Config{
 		CallbackTokens:         callbackTokens,
 		Callbacks:              st.Jobs,
@@ -131,7 +135,7 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Jobs:           ops,
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
-		APIKeys:        apikeys.New(st.APIKeys, st, nil, logger.With("component", "api-keys")),
+		APIKeys:        apikeys.New(st.APIKeys, st, keyTags, nil, logger.With("component", "api-keys")),
 		Audit:          st.Audit,
 		Tenants:        st,
 		Statuses:       st,
