@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -349,4 +351,47 @@ func TestAPIKeyTokensPerMinute(t *testing.T) {
 	require.Contains(t, msg, "more than a whole minute's")
 	requireError(t, b.do(t, http.MethodPost, "/v1/api-keys", admin, newKeyBody(map[string]any{"name": "x", "scopes": []string{"llm-tasks:write"},
 		"limits": map[string]any{"tokens_per_minute": 0}})), http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/limits/tokens_per_minute")
+}
+
+// TestKeyLimitsHoldForBatches: an inline batch is admitted whole within
+// its key's max_in_flight, its items reserve against the key's
+// tokens_per_minute one by one, and a key held to either sends no file
+// batch.
+func TestKeyLimitsHoldForBatches(t *testing.T) {
+	t.Parallel()
+	var opened *store.Store
+	b := setupJobOps(t, sqliteInto(&opened), func(cfg *jobops.Config) {
+		cfg.Budgets = &budgets.Reserver{Store: opened.Usage, Prices: providers.NewPriceBook(cfg.Catalog)}
+	}, nil)
+	admin := b.token(t, "keys:write", "llm-tasks:write")
+	_, bounded := issueKey(t, b, admin, map[string]any{"name": "bounded", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"max_in_flight": 2}})
+	items := func(n int) []map[string]any {
+		out := make([]map[string]any, n)
+		for i := range out {
+			out[i] = batchItem(t, fmt.Sprintf("item-%d", i), "llm-tasks")
+		}
+		return out
+	}
+	r := b.do(t, http.MethodPost, "/v1/batches", bounded, batchBody(items(3)), "Idempotency-Key", "three")
+	msg := requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	require.Contains(t, msg, "the batch's 3 do not fit")
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+	b.do(t, http.MethodPost, "/v1/batches", bounded, batchBody(items(2)), "Idempotency-Key", "two").requireStatus(t, http.StatusAccepted)
+	requireError(t, b.do(t, http.MethodPost, "/v1/llm-tasks", bounded, body(t, "llm-tasks")), http.StatusTooManyRequests, "RATE_LIMITED")
+	requireError(t, b.do(t, http.MethodPost, "/v1/batches", bounded, fileBatchBody("https://files.example/items.jsonl"), "Idempotency-Key", "file"),
+		http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/input_file_url")
+
+	// Each item's estimate is about 1,034 tokens: two of three fit 2,100.
+	_, metered := issueKey(t, b, admin, map[string]any{"name": "metered", "scopes": []string{"llm-tasks:write"},
+		"limits": map[string]any{"tokens_per_minute": 2100}})
+	r = b.do(t, http.MethodPost, "/v1/batches", metered, batchBody(items(3)), "Idempotency-Key", "metered")
+	r.requireStatus(t, http.StatusAccepted)
+	var doc batchDoc
+	require.NoError(t, json.Unmarshal(r.Body, &doc))
+	require.Len(t, doc.Data.Attributes.Refused, 1, "%s", r.Body)
+	require.Equal(t, "RATE_LIMITED", doc.Data.Attributes.Refused[0].Error.Code)
+	require.Contains(t, doc.Data.Attributes.Refused[0].Error.Message, "tokens_per_minute is 2100")
+	requireError(t, b.do(t, http.MethodPost, "/v1/batches", metered, fileBatchBody("https://files.example/items.jsonl"), "Idempotency-Key", "file"),
+		http.StatusUnprocessableEntity, "VALIDATION_ERROR", "/data/attributes/input_file_url")
 }

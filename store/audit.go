@@ -78,6 +78,9 @@ func audit(ctx context.Context, tx *gorm.DB, e AuditEntry) error {
 	if err != nil {
 		return err
 	}
+	if len(changes) == 0 && e.Before != nil && e.After != nil {
+		return nil // an update that changed nothing
+	}
 	actor := ActorOf(ctx)
 	return tx.Create(&AuditEvent{ID: uuid.Must(uuid.NewV7()).String(), At: microsNow(), Tenant: e.Tenant, Actor: actor.Subject,
 		Action: e.Action, Target: e.Target, Changes: changes, RequestID: actor.RequestID}).Error

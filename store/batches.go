@@ -96,8 +96,10 @@ const batchInsertSize = 250
 
 // CreateBatch records a batch with its jobs and their starts in one
 // transaction. It returns false, and writes nothing, when a batch with its
-// id exists already (the same Idempotency-Key).
-func (s *BatchStore) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Record, starts []*JobStart) (bool, error) {
+// id exists already (the same Idempotency-Key). Under limits, it records
+// them only when each limit's jobs in flight and the batch's are at most
+// its Max, else it returns an *InFlightError.
+func (s *BatchStore) CreateBatch(ctx context.Context, b *Batch, records []*jobs.Record, starts []*JobStart, limits ...InFlightLimit) (bool, error) {
 	b.CreatedAt = b.CreatedAt.UTC().Truncate(time.Microsecond)
 	b.UpdatedAt = b.CreatedAt
 	for i, job := range records {
@@ -112,6 +114,17 @@ func (s *BatchStore) CreateBatch(ctx context.Context, b *Batch, records []*jobs.
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(b)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
+		}
+		// Under limits, the batch's jobs must all fit (it is admitted
+		// whole); the batch row goes with the transaction otherwise.
+		for _, limit := range limits {
+			n, err := s.inFlight(tx, limit)
+			if err != nil {
+				return err
+			}
+			if n+int64(len(records)) > int64(limit.Max) {
+				return &InFlightError{Limit: limit, InFlight: n}
+			}
 		}
 		if len(records) > 0 {
 			if err := tx.CreateInBatches(records, batchInsertSize).Error; err != nil {

@@ -20,12 +20,15 @@ type InFlightLimit struct {
 	Max  int
 }
 
-// InFlightError refuses a job over an InFlightLimit: Limit already has
-// Max jobs in flight.
-type InFlightError struct{ Limit InFlightLimit }
+// InFlightError refuses a job, or a batch's jobs, over an InFlightLimit:
+// Limit has InFlight jobs in flight already.
+type InFlightError struct {
+	Limit    InFlightLimit
+	InFlight int64
+}
 
 func (e *InFlightError) Error() string {
-	return fmt.Sprintf("%s: %d jobs are in flight already", e.Limit.Name, e.Limit.Max)
+	return fmt.Sprintf("%s is %d: %d jobs are in flight already", e.Limit.Name, e.Limit.Max, e.InFlight)
 }
 
 // createJobWithin is CreateJob for a job under limits: in one transaction,
@@ -40,13 +43,18 @@ func (s *JobStore) createJobWithin(ctx context.Context, job *jobs.Record, start 
 	created := false
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		created = false
+		// Recorded already (a repeat with its Idempotency-Key): no count.
+		var exists int64
+		if err := tx.Model(job).Where("id = ?", job.ID).Count(&exists).Error; err != nil || exists > 0 {
+			return err
+		}
 		for _, limit := range limits {
 			n, err := s.inFlight(tx, limit)
 			if err != nil {
 				return err
 			}
 			if n >= int64(limit.Max) {
-				return &InFlightError{Limit: limit}
+				return &InFlightError{Limit: limit, InFlight: n}
 			}
 		}
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
@@ -61,19 +69,20 @@ func (s *JobStore) createJobWithin(ctx context.Context, job *jobs.Record, start 
 
 // inFlight takes limit's lock (PostgreSQL) and counts its jobs in flight:
 // a tenant's from job_counts, a caller's through idx_jobs_user_in_flight.
-func (s *JobStore) inFlight(tx *gorm.DB, limit InFlightLimit) (int64, error) {
+func (s *conn) inFlight(tx *gorm.DB, limit InFlightLimit) (int64, error) {
 	if s.dialect == "postgres" {
 		if err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
 			"in-flight\n"+limit.Tenant+"\n"+limit.User).Error; err != nil {
 			return 0, err
 		}
 	}
-	inFlight := []jobs.Status{jobs.StatusPending, jobs.StatusProcessing}
+	// The statuses are written out, as the partial index's condition is:
+	// a planner matches a partial index to literals, not to parameters.
 	var n int64
 	if limit.User == "" {
-		err := tx.Raw("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE tenant = ? AND status IN ?", limit.Tenant, inFlight).Scan(&n).Error
+		err := tx.Raw("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE tenant = ? AND status IN ('pending', 'processing')", limit.Tenant).Scan(&n).Error
 		return n, err
 	}
-	err := tx.Raw("SELECT COUNT(*) FROM jobs WHERE user_id = ? AND tenant = ? AND status IN ?", limit.User, limit.Tenant, inFlight).Scan(&n).Error
+	err := tx.Raw("SELECT COUNT(*) FROM jobs WHERE user_id = ? AND tenant = ? AND status IN ('pending', 'processing')", limit.User, limit.Tenant).Scan(&n).Error
 	return n, err
 }

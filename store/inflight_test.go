@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -84,5 +87,56 @@ func TestCreateJobWithinInFlightLimits(t *testing.T) {
 		_, err = create(key.User, key, store.InFlightLimit{Name: "max_in_flight of tenant acme", Tenant: "acme", Max: 6})
 		require.ErrorAs(t, err, &over)
 		require.Equal(t, key, over.Limit)
+	})
+}
+
+// A batch under an in-flight limit is recorded only when all its jobs
+// fit: the batch and its jobs, or nothing.
+func TestCreateBatchWithinInFlightLimits(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		limit := store.InFlightLimit{Name: "this API key's max_in_flight", Tenant: "acme", User: "key:aaaaaaaaaaaaaaaa", Max: 3}
+		batch := func(id string, n int) (bool, error) {
+			records, starts := make([]*jobs.Record, n), make([]*store.JobStart, n)
+			for i := range records {
+				records[i] = newJob()
+				records[i].UserID = limit.User
+				starts[i] = &store.JobStart{Input: "{}", NextAttemptAt: records[i].CreatedAt}
+			}
+			return s.Batches.CreateBatch(ctx, &store.Batch{ID: id, Tenant: "acme", UserID: limit.User, CreatedAt: time.Now()}, records, starts, limit)
+		}
+		created, err := batch(uuid.NewString(), 2)
+		require.NoError(t, err)
+		require.True(t, created)
+		id := uuid.NewString()
+		_, err = batch(id, 2)
+		var over *store.InFlightError
+		require.ErrorAs(t, err, &over)
+		require.EqualValues(t, 2, over.InFlight)
+		_, err = s.Batches.GetBatch(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound, "nothing of the refused batch is kept")
+		created, err = batch(uuid.NewString(), 1)
+		require.NoError(t, err)
+		require.True(t, created, "3 of 3")
+	})
+}
+
+// On SQLite, a key's count reads the partial index of jobs in flight,
+// not every job the key ever ran.
+func TestInFlightCountUsesItsIndex(t *testing.T) {
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
+		if s.Dialect() != "sqlite" {
+			t.Skip("PostgreSQL plans by its statistics")
+		}
+		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM jobs WHERE user_id = ? AND tenant = ? AND status IN ('pending', 'processing')", "key:x", "acme")
+		require.NoError(t, err)
+		defer rows.Close()
+		var plan strings.Builder
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan.WriteString(detail + "\n")
+		}
+		require.Contains(t, plan.String(), "idx_jobs_user_in_flight")
 	})
 }

@@ -164,6 +164,16 @@ func (s *RoutingStore) UpdatePolicy(ctx context.Context, id string, change func(
 		if err != nil {
 			return err
 		}
+		if current.Tenant != next.Tenant {
+			// Moved by a super-admin: each tenant sees the policy leave or
+			// arrive, and the other's settings of it stay the other's.
+			left := AuditEntry{Tenant: current.Tenant, Action: "policy.update", Target: "policy/" + id,
+				Before: map[string]any{"tenant": current.Tenant}, After: map[string]any{"tenant": next.Tenant}}
+			if err := audit(ctx, tx, left); err != nil {
+				return err
+			}
+			before = map[string]any{"tenant": current.Tenant}
+		}
 		return audit(ctx, tx, AuditEntry{Tenant: next.Tenant, Action: "policy.update", Target: "policy/" + id, Before: before, After: after})
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {

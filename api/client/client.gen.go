@@ -1634,7 +1634,7 @@ type ApiKeyDocument struct {
 
 // ApiKeyLimits the key's limits, held across every API process; absent: none. Over one, a request is refused 429 RATE_LIMITED with Retry-After, naming the limit
 type ApiKeyLimits struct {
-	// MaxInFlight how many jobs the key created one at a time may be pending or processing at once (a batch's jobs count, and a batch is admitted whole)
+	// MaxInFlight how many of the key's jobs may be pending or processing at once; an inline batch is admitted whole within it, and a key held to it sends no batch from a file
 	MaxInFlight *int `json:"max_in_flight,omitempty"`
 
 	// RequestsPerMinute requests with the key in each clock minute

@@ -28,7 +28,7 @@ var batchNamespace = uuid.MustParse("6f0d3a52-3c1e-4f57-9a8e-0b7f7a3c2d41")
 
 // BatchStore records batches with their jobs and cancels them.
 type BatchStore interface {
-	CreateBatch(ctx context.Context, b *store.Batch, records []*jobs.Record, starts []*store.JobStart) (bool, error)
+	CreateBatch(ctx context.Context, b *store.Batch, records []*jobs.Record, starts []*store.JobStart, limits ...store.InFlightLimit) (bool, error)
 	RecordBatchItems(ctx context.Context, id string, from, to int, services string, records []*jobs.Record, starts []*store.JobStart, refused []store.BatchRefusal) (bool, error)
 	GetBatch(ctx context.Context, id string) (*store.Batch, error)
 	RequestBatchCancel(ctx context.Context, id string, now time.Time) (*store.Batch, error)
@@ -144,6 +144,7 @@ func (s *Service) planItems(ctx context.Context, plan *BatchPlan) {
 			continue
 		}
 		id := BatchJobID(req.Tenant, req.IdempotencyKey, item.CustomID)
+		item.Request.KeyLimits = req.KeyLimits // held to its key's tokens_per_minute
 		in, input, tenant, err := s.prepare(ctx, *item.Request, id, plan.now)
 		if err != nil {
 			plan.Errors[i] = err
@@ -194,7 +195,17 @@ func (s *Service) RecordBatch(ctx context.Context, plan *BatchPlan, refused json
 	}
 	records, starts, services := plan.records(nil)
 	b.Services = strings.Join(services, " ")
-	created, err := s.cfg.Batches.CreateBatch(ctx, b, records, starts)
+	tenant, err := s.cfg.Tenants.GetTenant(ctx, req.Tenant)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.AbandonBatch(ctx, plan)
+		return nil, err
+	}
+	created, err := s.cfg.Batches.CreateBatch(ctx, b, records, starts, inFlightLimits(SubmitRequest{Requester: req.Requester}, tenant)...)
+	var over *store.InFlightError
+	if errors.As(err, &over) {
+		s.AbandonBatch(ctx, plan)
+		return nil, inFlightRefusal(over, len(records))
+	}
 	if err != nil {
 		s.cfg.Logger.Error("record new batch", "batch", b.ID, "jobs", len(records), "error", err)
 		s.AbandonBatch(ctx, plan)

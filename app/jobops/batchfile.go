@@ -35,6 +35,19 @@ func (s *Service) CreateFileBatch(ctx context.Context, req FileBatchRequest) (*s
 	if s.cfg.Batches == nil {
 		return nil, refuse(ErrUnavailable, "this gateway keeps no batches")
 	}
+	// A file's items are read later, a chunk at a time, where neither
+	// limit is held: a caller held to one sends its items inline.
+	tenant, err := s.cfg.Tenants.GetTenant(ctx, req.Tenant)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if limits := inFlightLimits(SubmitRequest{Requester: req.Requester}, tenant); len(limits) > 0 || req.KeyLimits.TokensPerMinute > 0 {
+		held := "tokens_per_minute"
+		if len(limits) > 0 {
+			held = limits[0].Name
+		}
+		return nil, refuseField(ErrInvalid, "/input_file_url", "batches from a file are not taken from a caller held to %s: send the items inline (data.attributes.items), which are admitted within it", held)
+	}
 	if s.cfg.CheckURLs {
 		lookupCtx, cancel := context.WithTimeout(ctx, urlCheckTimeout)
 		err := netguard.CheckURL(lookupCtx, req.URL, false)

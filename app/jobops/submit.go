@@ -115,7 +115,11 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 		return nil, err
 	}
 	job, err := s.record(ctx, req, in, input, inFlightLimits(req, tenant))
-	if (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited)) && req.IdempotencyKey == "" {
+	if errors.Is(err, ErrRateLimited) {
+		// Over an in-flight limit: not recorded. With a key, a repeat
+		// reserves again.
+		s.release(ctx, in)
+	} else if errors.Is(err, ErrUnavailable) && req.IdempotencyKey == "" {
 		// Not recorded, and no other request can record this job id.
 		// With a key, a concurrent request with it may have recorded the
 		// job on this reservation, and a retry with it finds the
@@ -312,6 +316,19 @@ func encode(in jobs.Submission) ([]byte, error) {
 // key's max_in_flight: when one of theirs will have finished is not known.
 const inFlightRetry = time.Second
 
+// inFlightRefusal refuses n jobs (one, or a batch's) over a limit.
+func inFlightRefusal(over *store.InFlightError, n int) *Error {
+	var e *Error
+	if n == 1 {
+		e = refuse(ErrRateLimited, "%s is %d, and as many of its jobs are pending or processing; retry once one has finished", over.Limit.Name, over.Limit.Max)
+	} else {
+		e = refuse(ErrRateLimited, "%s is %d: %d of its jobs are pending or processing, and the batch's %d do not fit (a batch is admitted whole); retry once some have finished, or send fewer items",
+			over.Limit.Name, over.Limit.Max, over.InFlight, n)
+	}
+	e.RetryAfter = inFlightRetry
+	return e
+}
+
 // inFlightLimits are the max_in_flight limits a job of req counts
 // against: its tenant's (a nil tenant has no record) and its API key's.
 func inFlightLimits(req SubmitRequest, tenant *store.Tenant) []store.InFlightLimit {
@@ -335,9 +352,7 @@ func (s *Service) record(ctx context.Context, req SubmitRequest, in jobs.Submiss
 	created, err := s.cfg.Jobs.CreateJob(ctx, job, start, limits...)
 	var over *store.InFlightError
 	if errors.As(err, &over) {
-		refusal := refuse(ErrRateLimited, "%s is %d, and as many of its jobs are pending or processing; retry once one has finished", over.Limit.Name, over.Limit.Max)
-		refusal.RetryAfter = inFlightRetry
-		return nil, refusal
+		return nil, inFlightRefusal(over, 1)
 	}
 	if err != nil {
 		s.cfg.Logger.Error("record new job", "job", jobID, "trace_id", tracing.TraceID(ctx), "error", err)
