@@ -158,18 +158,21 @@ func TestAPIKeyAcrossServeProcesses(t *testing.T) {
 	}
 }
 
-// TestLoggedKeyPattern: the check every gateway process's output gets at
-// its end finds a key on a log line of either format, and leaves alone
-// the line gateway dev prints its dev key on.
-func TestLoggedKeyPattern(t *testing.T) {
+// TestLeakedKey: the check every gateway process's output gets at its
+// end finds a key on any line, a log line of either format or a panic's,
+// and leaves alone the line gateway dev prints its dev key on.
+func TestLeakedKey(t *testing.T) {
 	t.Parallel()
 	key := "gwk_abcdefghijklmnop_" + strings.Repeat("a", 52)
 	for _, line := range []string{
 		`time=2026-12-07T00:00:00Z level=INFO msg="request" authorization="Bearer ` + key + `"`,
 		`{"time":"2026-12-07T00:00:00Z","level":"ERROR","msg":"x","key":"` + key + `"}`,
+		`panic: bad header Bearer ` + key,
 	} {
-		require.Equal(t, line, loggedKey.FindString("before\n"+line+"\nafter"))
+		require.Equal(t, line, leakedKey("before\n"+line+"\nafter"))
 	}
-	require.Empty(t, loggedKey.FindString("API key for tenant acme (every job scope and usage:read; also in .data/dev-api-key): "+key))
-	require.Empty(t, loggedKey.FindString(`time=2026-12-07T00:00:00Z level=INFO msg="key created" key=abcdefghijklmnop`), "a key's id is not its secret")
+	dev := "API key for tenant acme (every job scope and usage:read; also in .data/dev-api-key): " + key
+	require.Empty(t, leakedKey("before\n"+dev+"\nafter"))
+	require.Equal(t, "x "+dev, leakedKey("x "+dev), "only the dev key's own line")
+	require.Empty(t, leakedKey(`time=2026-12-07T00:00:00Z level=INFO msg="key created" key=abcdefghijklmnop`), "a key's id is not its secret")
 }
