@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -259,9 +260,13 @@ func (s *conn) lockCounter(tx *gorm.DB, tenant string, b Budget, start, now time
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return c, err
 	}
-	settled, err := ledgerSpent(tx, tenant, b, start)
-	if err != nil {
-		return c, err
+	var settled int64
+	if b.Period != PeriodMinute {
+		// A minute counts the jobs reserved in it, settled as they are
+		// billed, whenever that is: the ledger's minute is another.
+		if settled, err = ledgerSpent(tx, tenant, b, start); err != nil {
+			return c, err
+		}
 	}
 	c = budgetCounter{Tenant: tenant, BudgetID: b.ID, PeriodStart: start, Settled: settled, UpdatedAt: now}
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&c).Error; err != nil {
@@ -305,6 +310,10 @@ func (s *conn) settleBudgets(tx *gorm.DB, e *UsageEntry) error {
 			return e.CostNanos
 		case r.Unit != "" && r.Unit == e.Unit:
 			return quantityNanos(e.Quantity)
+		case r.Unit == "token":
+			// Billed by another unit (per request): the tokens the
+			// provider reported.
+			return nativeTokens(e.Native) * 1e9
 		}
 		return 0
 	}
@@ -409,4 +418,20 @@ func (s *UsageStore) DeleteMinuteBudgetCountersBefore(ctx context.Context, prefi
 		return res.Error
 	})
 	return deleted, err
+}
+
+// nativeTokens is the input and output tokens of a ledger entry's native
+// usage (jobs.NativeUsage, JSON); 0 when it has none.
+func nativeTokens(native string) int64 {
+	var n jobs.NativeUsage
+	if json.Unmarshal([]byte(native), &n) != nil {
+		return 0
+	}
+	var tokens int64
+	for _, t := range []*int64{n.InputTokens, n.OutputTokens} {
+		if t != nil {
+			tokens += *t
+		}
+	}
+	return tokens
 }

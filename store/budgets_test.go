@@ -418,7 +418,7 @@ func TestMinuteBudgets(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		key := "aaaaaaaaaaaaaaaa"
 		b := store.Budget{ID: "tokens_per_minute:" + key, APIKey: &key, Period: store.PeriodMinute, Unit: "token", Limit: 100e9}
-		at := time.Date(2026, 12, 7, 10, 30, 45, 0, time.UTC)
+		at := time.Date(2026, 12, 7, 10, 30, 5, 0, time.UTC)
 		require.Equal(t, time.Date(2026, 12, 7, 10, 30, 0, 0, time.UTC), b.PeriodStart(at))
 		require.Equal(t, time.Date(2026, 12, 7, 10, 31, 0, 0, time.UTC), b.PeriodEnd(b.PeriodStart(at)))
 		reserve := func(job string, tokens int64, now time.Time) bool {
@@ -426,10 +426,23 @@ func TestMinuteBudgets(t *testing.T) {
 			require.NoError(t, err)
 			return out.OK
 		}
-		require.True(t, reserve(uuid.NewString(), 60, at))
+		job := newJob()
+		job.Service, job.UserID = jobs.LLMTasks, "key:"+key
+		_, err := s.Jobs.CreateJob(ctx, job, &store.JobStart{Input: "{}", NextAttemptAt: job.CreatedAt})
+		require.NoError(t, err)
+		require.True(t, reserve(job.ID, 60, at))
 		require.False(t, reserve(uuid.NewString(), 60, at.Add(5*time.Second)), "the same minute: 120 of 100")
-		require.True(t, reserve(uuid.NewString(), 60, at.Add(20*time.Second)), "the next minute")
-		n, err := s.Usage.DeleteMinuteBudgetCountersBefore(ctx, "tokens_per_minute:", at.Add(20*time.Second).Truncate(time.Minute))
+
+		// Billed per request, the job settles to the tokens it reported.
+		done := *job
+		finished := at.Add(10 * time.Second)
+		done.Status, done.Revision, done.CompletedAt, done.Result = jobs.StatusCompleted, 1, &finished, `{"content":"ok"}`
+		require.NoError(t, s.Jobs.SaveJobUsage(ctx, &done, &store.UsageEntry{JobID: job.ID, Attempt: 1, Tenant: "acme", APIKey: key,
+			Service: jobs.LLMTasks, Provider: "p", Unit: "request", Quantity: 1, Native: `{"input_tokens":4,"output_tokens":6}`, BilledAt: finished}))
+		require.False(t, reserve(uuid.NewString(), 95, at.Add(15*time.Second)), "10 settled: 95 more do not fit 100")
+		require.True(t, reserve(uuid.NewString(), 90, at.Add(16*time.Second)), "10 settled and 90 fit 100")
+		require.True(t, reserve(uuid.NewString(), 60, at.Add(time.Minute)), "the next minute")
+		n, err := s.Usage.DeleteMinuteBudgetCountersBefore(ctx, "tokens_per_minute:", at.Add(time.Minute).Truncate(time.Minute))
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n, "the 10:30 counter; 10:31's is kept")
 	})
