@@ -76,13 +76,9 @@ func apiKeyView(k store.APIKey, secret string, now time.Time) apiKeyResource {
 		u := t.UTC()
 		return &u
 	}
-	previous := k.PreviousExpiresAt
-	if previous != nil && !now.Before(*previous) {
-		previous = nil // the rotated-out secret no longer works
-	}
 	return apiKeyResource{ID: k.ID, Type: "api-key", Attributes: apiKeyAttributes{Name: k.Name, Tenant: k.Tenant,
 		Scopes: k.Scopes, Application: k.Application, CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt.UTC(),
-		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), PreviousSecretExpiresAt: utc(previous), Limits: k.Limits, Secret: secret}}
+		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), PreviousSecretExpiresAt: k.PreviousSecretUntil(now), Limits: k.Limits, Secret: secret}}
 }
 
 // create handles POST /v1/api-keys.

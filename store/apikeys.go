@@ -29,6 +29,16 @@ type APIKey struct {
 
 func (APIKey) TableName() string { return "api_keys" }
 
+// PreviousSecretUntil is when the secret a rotation replaced stops
+// working, in UTC; nil when it no longer works at now, or there is none.
+func (k *APIKey) PreviousSecretUntil(now time.Time) *time.Time {
+	if k.PreviousExpiresAt == nil || !now.Before(*k.PreviousExpiresAt) {
+		return nil
+	}
+	until := k.PreviousExpiresAt.UTC()
+	return &until
+}
+
 // KeyLimits are an API key's limits; 0 is none (docs/api.md, API keys).
 type KeyLimits struct {
 	// RequestsPerMinute bounds the key's requests in each minute, across

@@ -289,13 +289,9 @@ func newKeyJSON(k store.APIKey, secret string, now time.Time) keyJSON {
 		u := t.UTC()
 		return &u
 	}
-	previous := k.PreviousExpiresAt
-	if previous != nil && !now.Before(*previous) {
-		previous = nil // the rotated-out secret no longer works
-	}
 	return keyJSON{ID: k.ID, Secret: secret, Name: k.Name, Tenant: k.Tenant, Scopes: k.Scopes, Application: k.Application,
 		CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt),
-		PreviousSecretExpiresAt: utc(previous), Limits: k.Limits}
+		PreviousSecretExpiresAt: k.PreviousSecretUntil(now), Limits: k.Limits}
 }
 
 // writeIssuedKey shows a key created (or rotated): with -o text its
