@@ -34,6 +34,12 @@ func Unsupported(p *providers.Provider, req jobs.Requirements) (reason, message 
 	if req.Model != "" && !OffersModel(capability, req.Model) {
 		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not offer model %s", p.ID, req.Model)
 	}
+	if req.JSONSchema && req.Model != "" && !slices.Contains(capability.JSONSchemaModels, req.Model) {
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("model %s of provider %s does not take a JSON schema for its output", req.Model, p.ID)
+	}
+	if req.JSONSchema && len(capability.JSONSchemaModels) == 0 {
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s lists no model that takes a JSON schema for its output", p.ID)
+	}
 	return "", ""
 }
 

@@ -97,9 +97,13 @@ type Capability struct {
 	SourceLanguages []string `json:"source_languages,omitempty" yaml:"source_languages"`
 	TargetLanguages []string `json:"target_languages,omitempty" yaml:"target_languages"`
 	Models          []string `json:"models,omitempty" yaml:"models"`
-	Limits          Limits   `json:"limits" yaml:"limits"`
-	Pricing         Pricing  `json:"pricing" yaml:"pricing"`
-	Status          Status   `json:"status" yaml:"status"` // default active
+	// JSONSchemaModels are the models (of Models) that take a JSON schema
+	// for their output: llm-tasks with response_format json_schema are
+	// routed to them (docs/providers.md, The catalog file).
+	JSONSchemaModels []string `json:"json_schema_models,omitempty" yaml:"json_schema_models"`
+	Limits           Limits   `json:"limits" yaml:"limits"`
+	Pricing          Pricing  `json:"pricing" yaml:"pricing"`
+	Status           Status   `json:"status" yaml:"status"` // default active
 }
 
 // Limits are a capability's published limits; zero means not limited.
@@ -424,6 +428,11 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 	for _, m := range c.Models {
 		if strings.TrimSpace(m) == "" {
 			add("models: a model name is empty")
+		}
+	}
+	for _, m := range c.JSONSchemaModels {
+		if !slices.Contains(c.Models, m) {
+			add("json_schema_models: %q is not one of models; list it there too", m)
 		}
 	}
 	checkLangs := func(field string, langs []string) {

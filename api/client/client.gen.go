@@ -669,9 +669,31 @@ func (e JobUsageUnit) Valid() bool {
 	}
 }
 
+// Defines values for LLMTaskInputMessagesRole.
+const (
+	Assistant LLMTaskInputMessagesRole = "assistant"
+	System    LLMTaskInputMessagesRole = "system"
+	User      LLMTaskInputMessagesRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the LLMTaskInputMessagesRole enum.
+func (e LLMTaskInputMessagesRole) Valid() bool {
+	switch e {
+	case Assistant:
+		return true
+	case System:
+		return true
+	case User:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LLMTaskInputType.
 const (
 	LLMTaskInputTypeDocument LLMTaskInputType = "document"
+	LLMTaskInputTypeMessages LLMTaskInputType = "messages"
 	LLMTaskInputTypeText     LLMTaskInputType = "text"
 )
 
@@ -679,6 +701,8 @@ const (
 func (e LLMTaskInputType) Valid() bool {
 	switch e {
 	case LLMTaskInputTypeDocument:
+		return true
+	case LLMTaskInputTypeMessages:
 		return true
 	case LLMTaskInputTypeText:
 		return true
@@ -702,6 +726,27 @@ func (e LLMTaskOptionsCreativity) Valid() bool {
 	case Creative:
 		return true
 	case Precise:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LLMTaskOptionsResponseFormatType.
+const (
+	LLMTaskOptionsResponseFormatTypeJsonObject LLMTaskOptionsResponseFormatType = "json_object"
+	LLMTaskOptionsResponseFormatTypeJsonSchema LLMTaskOptionsResponseFormatType = "json_schema"
+	LLMTaskOptionsResponseFormatTypeText       LLMTaskOptionsResponseFormatType = "text"
+)
+
+// Valid indicates whether the value is a known member of the LLMTaskOptionsResponseFormatType enum.
+func (e LLMTaskOptionsResponseFormatType) Valid() bool {
+	switch e {
+	case LLMTaskOptionsResponseFormatTypeJsonObject:
+		return true
+	case LLMTaskOptionsResponseFormatTypeJsonSchema:
+		return true
+	case LLMTaskOptionsResponseFormatTypeText:
 		return true
 	default:
 		return false
@@ -1930,9 +1975,12 @@ type Capability struct {
 	Features *[]string `json:"features,omitempty"`
 
 	// Health the provider's circuit breaker for the service (docs/providers.md, Circuit breakers)
-	Health    *BreakerHealth `json:"health,omitempty"`
-	Languages *[]string      `json:"languages,omitempty"`
-	Limits    struct {
+	Health *BreakerHealth `json:"health,omitempty"`
+
+	// JsonSchemaModels the models (of models) that take a JSON schema for their output; llm-tasks with response_format json_schema are routed to them
+	JsonSchemaModels *[]string `json:"json_schema_models,omitempty"`
+	Languages        *[]string `json:"languages,omitempty"`
+	Limits           struct {
 		MaxDurationSeconds *int `json:"max_duration_seconds,omitempty"`
 		MaxFileSizeMb      *int `json:"max_file_size_mb,omitempty"`
 		RequestsPerDay     *int `json:"requests_per_day,omitempty"`
@@ -2026,6 +2074,7 @@ type CreateJobMeta struct {
 type CreateLLMTask struct {
 	Data struct {
 		Attributes struct {
+			// Input text and document take a prompt (and system_prompt); messages takes a conversation instead (docs/api.md, LLM tasks)
 			Input    LLMTaskInput    `json:"input"`
 			Options  *LLMTaskOptions `json:"options,omitempty"`
 			PolicyId *string         `json:"policy_id,omitempty"`
@@ -2254,14 +2303,24 @@ type JobUsage struct {
 // JobUsageUnit the pricing unit of the provider's capability
 type JobUsageUnit string
 
-// LLMTaskInput defines model for LLMTaskInput.
+// LLMTaskInput text and document take a prompt (and system_prompt); messages takes a conversation instead (docs/api.md, LLM tasks)
 type LLMTaskInput struct {
-	Prompt       string           `json:"prompt"`
+	// Messages for type messages: an optional first message of role system, then user and assistant messages, at least one of role user
+	Messages *[]struct {
+		Content string                   `json:"content"`
+		Role    LLMTaskInputMessagesRole `json:"role"`
+	} `json:"messages,omitempty"`
+
+	// Prompt required for text and document
+	Prompt       *string          `json:"prompt,omitempty"`
 	SystemPrompt *string          `json:"system_prompt,omitempty"`
 	Text         *string          `json:"text,omitempty"`
 	Type         LLMTaskInputType `json:"type"`
 	Url          *MediaURL        `json:"url,omitempty"`
 }
+
+// LLMTaskInputMessagesRole defines model for LLMTaskInput.Messages.Role.
+type LLMTaskInputMessagesRole string
 
 // LLMTaskInputType defines model for LLMTaskInput.Type.
 type LLMTaskInputType string
@@ -2271,12 +2330,34 @@ type LLMTaskOptions struct {
 	Creativity   *LLMTaskOptionsCreativity `json:"creativity,omitempty"`
 	IncludeUsage *bool                     `json:"include_usage,omitempty"`
 
+	// MaxTokens the answer's tokens at most; the provider's default when absent
+	MaxTokens *int `json:"max_tokens,omitempty"`
+
 	// Model One of the provider's `models` (extension; exact name). Checked at create: a model the explicit provider does not list, or, when routed, that no provider of llm-tasks lists, is 422 UNSUPPORTED_OPTION naming /data/attributes/options/model (docs/api.md).
 	Model *string `json:"model,omitempty"`
+
+	// ResponseFormat text (the default), a JSON object, or JSON that matches json_schema.schema (draft 2020-12, self-contained), which the gateway checks before the job completes: an answer that does not match fails over to the next provider, and the job fails OUTPUT_INVALID when none gives one
+	ResponseFormat *struct {
+		JsonSchema *struct {
+			Name   string                 `json:"name"`
+			Schema map[string]interface{} `json:"schema"`
+			Strict *bool                  `json:"strict,omitempty"`
+		} `json:"json_schema,omitempty"`
+		Type LLMTaskOptionsResponseFormatType `json:"type"`
+	} `json:"response_format,omitempty"`
+
+	// Stop texts the answer ends before
+	Stop *[]string `json:"stop,omitempty"`
+
+	// Temperature the sampling temperature; not with creativity
+	Temperature *float32 `json:"temperature,omitempty"`
 }
 
 // LLMTaskOptionsCreativity defines model for LLMTaskOptions.Creativity.
 type LLMTaskOptionsCreativity string
+
+// LLMTaskOptionsResponseFormatType defines model for LLMTaskOptions.ResponseFormat.Type.
+type LLMTaskOptionsResponseFormatType string
 
 // LLMTaskResult defines model for LLMTaskResult.
 type LLMTaskResult struct {

@@ -12,6 +12,9 @@ type Requirements struct {
 	TargetLanguage string
 	// Model the capability's models must list (llm-tasks, when pinned).
 	Model string
+	// JSONSchema asks for a model that takes a JSON schema for its
+	// output (llm-tasks with response_format json_schema).
+	JSONSchema bool
 	// VideoLanguage is a video analysis's language ("auto" or "" when
 	// detected); capabilities list no video languages, so only policy
 	// conditions check it.

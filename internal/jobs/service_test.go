@@ -118,6 +118,22 @@ func TestParseErrorsNameThePointer(t *testing.T) {
 		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"  "}`, `{}`, "/input/prompt", "is required"},
 		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"creativity":"wild"}`, "/options/creativity", `must be one of precise, balanced, creative, not "wild"`},
 		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p"}`, `{"priority":"high"}`, "/options/priority", "is not a known field"},
+		{jobs.LLMTasks, `{"type":"messages"}`, `{}`, "/input/messages", "is required when type is messages (at least one message of role user)"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}],"prompt":"p"}`, `{}`, "/input/prompt", "is not allowed when type is messages; put it in a user message"},
+		{jobs.LLMTasks, `{"type":"text","text":"t","prompt":"p","messages":[{"role":"user","content":"hi"}]}`, `{}`, "/input/messages", "is only for type messages"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"},{"role":"system","content":"s"}]}`, `{}`, "/input/messages/1/role", "system is only for the first message"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"tool","content":"x"}]}`, `{}`, "/input/messages/0/role", `must be one of system, user, assistant, not "tool"`},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":" "}]}`, `{}`, "/input/messages/0/content", "is required"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"system","content":"s"},{"role":"assistant","content":"a"}]}`, `{}`, "/input/messages", "needs at least one message of role user"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi","name":"x"}]}`, `{}`, "/input/messages/0/name", "is not a known field"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"max_tokens":0}`, "/options/max_tokens", "must be a whole number from 1 to 1000000"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"temperature":2.5}`, "/options/temperature", "must be a number from 0 to 2"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"temperature":1,"creativity":"precise"}`, "/options/temperature", "is not allowed with creativity; give one of them"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"stop":["a","b","c","d","e"]}`, "/options/stop", "has 5 sequences; at most 4"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"stop":["a",""]}`, "/options/stop/1", "must be 1 to 200 bytes"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"response_format":{"type":"yaml"}}`, "/options/response_format/type", `must be one of text, json_object, json_schema, not "yaml"`},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"response_format":{"type":"json_schema"}}`, "/options/response_format/json_schema", "is required when type is json_schema"},
+		{jobs.LLMTasks, `{"type":"messages","messages":[{"role":"user","content":"hi"}]}`, `{"response_format":{"type":"json_schema","json_schema":{"schema":{}}}}`, "/options/response_format/json_schema/name", "is required"},
 	}
 	for _, tc := range cases {
 		_, err := spec(t, tc.service).Parse(json.RawMessage(tc.input), json.RawMessage(tc.options))

@@ -105,11 +105,12 @@ func MeasureUsage(service ServiceID, input, result json.RawMessage) (n NativeUsa
 	}
 	_ = json.Unmarshal(result, &res)
 	var in struct {
-		Type         string `json:"type"`
-		Content      string `json:"content"`
-		Text         string `json:"text"`
-		Prompt       string `json:"prompt"`
-		SystemPrompt string `json:"system_prompt"`
+		Type         string       `json:"type"`
+		Content      string       `json:"content"`
+		Text         string       `json:"text"`
+		Prompt       string       `json:"prompt"`
+		SystemPrompt string       `json:"system_prompt"`
+		Messages     []LLMMessage `json:"messages"`
 	}
 	_ = json.Unmarshal(input, &in)
 	if res.Usage != nil {
@@ -140,6 +141,9 @@ func MeasureUsage(service ServiceID, input, result json.RawMessage) (n NativeUsa
 	case UsageTokens:
 		if n.InputTokens == nil {
 			chars := utf8.RuneCountInString(in.Prompt + in.SystemPrompt + in.Text)
+			for _, m := range in.Messages {
+				chars += utf8.RuneCountInString(m.Content)
+			}
 			n.InputTokens, estimated = int64p(int64((chars+3)/4)), true
 		}
 		if n.OutputTokens == nil {
