@@ -1,7 +1,7 @@
 // Package anthropic is the "anthropic" adapter: llm-tasks through the
 // Anthropic Messages API, POST {base_url}/messages (docs/providers.md,
-// anthropic). input.system_prompt is the system prompt; the user message
-// is the prompt, then, when the input has text, a blank line and the text.
+// anthropic). The system message is the system prompt; JSON response
+// formats become an instruction in it.
 package anthropic
 
 import (
@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -41,6 +40,10 @@ type Settings struct {
 // temperatures maps llm-task creativity to a temperature in Anthropic's
 // range, 0 to 1.
 var temperatures = map[string]float64{"precise": 0.0, "balanced": 0.7, "creative": 1.0}
+
+// maxTemperature is the top of Anthropic's range: options.temperature,
+// 0 to 2, is held to it (docs/providers.md, anthropic).
+const maxTemperature = 1.0
 
 // Adapter calls the Anthropic Messages API.
 type Adapter struct {
@@ -88,11 +91,12 @@ type message struct {
 }
 
 type messagesRequest struct {
-	Model       string    `json:"model"`
-	MaxTokens   int       `json:"max_tokens"`
-	System      string    `json:"system,omitempty"`
-	Messages    []message `json:"messages"`
-	Temperature *float64  `json:"temperature,omitempty"`
+	Model         string    `json:"model"`
+	MaxTokens     int       `json:"max_tokens"`
+	System        string    `json:"system,omitempty"`
+	Messages      []message `json:"messages"`
+	Temperature   *float64  `json:"temperature,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
 }
 
 type messagesResponse struct {
@@ -134,15 +138,29 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	}
 	if in.Type == "document" {
 		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
-			"the anthropic adapter takes llm-task input of type text only; route document tasks to another provider", nil)
+			"the anthropic adapter takes llm-task input of type text or messages only; route document tasks to another provider", nil)
 	}
-	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
+	task, err := llmtask.Build(in, opts, call.Capability(), a.model, temperatures)
 	if err != nil {
 		return nil, err
 	}
-	user := prompt.User
-	req := messagesRequest{Model: prompt.Model, MaxTokens: a.maxTokens, System: prompt.System, Temperature: prompt.Temperature,
-		Messages: []message{{Role: "user", Content: user}}}
+	req := messagesRequest{Model: task.Model, MaxTokens: a.maxTokens, System: task.System(),
+		Temperature: task.Temperature, StopSequences: task.Stop}
+	if task.MaxTokens != nil {
+		req.MaxTokens = *task.MaxTokens
+	}
+	if t := task.Temperature; t != nil && *t > maxTemperature {
+		clamped := maxTemperature
+		req.Temperature = &clamped
+	}
+	// The Messages API has no response format: the system prompt asks
+	// for JSON, and the gateway checks the answer.
+	if instruction := llmtask.JSONInstruction(task.ResponseFormat); instruction != "" {
+		req.System = llmtask.WithSystem(task.Messages, instruction)[0].Content
+	}
+	for _, m := range task.Turns() {
+		req.Messages = append(req.Messages, message{Role: m.Role, Content: m.Content})
+	}
 
 	resp, err := a.send(ctx, req)
 	if err != nil {
@@ -165,7 +183,7 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	res := jobs.LLMTaskResult{Content: text.String(), FinishReason: finish}
 	// Always: the gateway bills the tokens and shows result.usage only
 	// when the job set include_usage (docs/api.md, Usage and cost).
-	res.Usage = a.usage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
+	res.Usage = a.usage(call.Capability().Pricing, resp, task.Characters())
 	out, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode result: %w", err)

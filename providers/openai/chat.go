@@ -25,9 +25,25 @@ type chatMessage struct {
 }
 
 type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []chatMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
+	Model          string          `json:"model"`
+	Messages       []chatMessage   `json:"messages"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	MaxTokens      *int            `json:"max_tokens,omitempty"`
+	Stop           []string        `json:"stop,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// responseFormat is chat completions' response_format: json_object, or
+// json_schema with its schema.
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict,omitempty"`
 }
 
 type chatResponse struct {
@@ -96,18 +112,28 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 	}
 	if in.Type == "document" {
 		return nil, providers.Permanent(jobs.CodeUnsupportedInput,
-			"the openai adapter takes llm-task input of type text only; route document tasks to another provider", nil)
+			"the openai adapter takes llm-task input of type text or messages only; route document tasks to another provider", nil)
 	}
-	prompt, err := llmtask.Build(in, opts, a.model, temperatures)
+	task, err := llmtask.Build(in, opts, call.Capability(), a.model, temperatures)
 	if err != nil {
 		return nil, err
 	}
-	req := chatRequest{Model: prompt.Model, Temperature: prompt.Temperature}
-	if prompt.System != "" {
-		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: prompt.System})
+	req := chatRequest{Model: task.Model, Temperature: task.Temperature, MaxTokens: task.MaxTokens, Stop: task.Stop}
+	messages := task.Messages
+	if f := task.ResponseFormat; f != nil {
+		req.ResponseFormat = &responseFormat{Type: f.Type}
+		if f.JSONSchema != nil {
+			req.ResponseFormat.JSONSchema = &jsonSchema{Name: f.JSONSchema.Name, Schema: f.JSONSchema.Schema, Strict: f.JSONSchema.Strict}
+		}
+		// JSON mode refuses a conversation that does not mention JSON
+		// (docs/providers.md, openai).
+		if f.Type == "json_object" && !task.Mentions("json") {
+			messages = llmtask.WithSystem(messages, llmtask.JSONInstruction(f))
+		}
 	}
-	user := prompt.User
-	req.Messages = append(req.Messages, chatMessage{Role: "user", Content: user})
+	for _, m := range messages {
+		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
+	}
 
 	content, finish, resp, err := a.chat(ctx, req)
 	if err != nil {
@@ -119,7 +145,7 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 	}
 	// Always: the gateway bills the tokens and shows result.usage only
 	// when the job set include_usage (docs/api.md, Usage and cost).
-	res.Usage = chatUsage(call.Capability().Pricing, resp, utf8.RuneCountInString(user+in.SystemPrompt))
+	res.Usage = chatUsage(call.Capability().Pricing, resp, task.Characters())
 	return res, nil
 }
 
