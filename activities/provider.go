@@ -36,6 +36,11 @@ const (
 	// ErrTypeCallCancelled: the call's activity was cancelled (its job
 	// was cancelled or deleted, or the worker stops).
 	ErrTypeCallCancelled = "CallCancelled"
+	// ErrTypeOutputInvalid: the provider answered, but not what the job's
+	// response_format asks; the job fails over, and fails OUTPUT_INVALID
+	// when no provider is left (docs/api.md, LLM tasks). The jobs.Error is
+	// in the details.
+	ErrTypeOutputInvalid = "OutputInvalid"
 )
 
 // ProgressSignal is the signal a provider call sends its job's workflow
@@ -196,11 +201,40 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 			activity.GetLogger(ctx).Warn("latency not recorded", "provider", in.ProviderID, "error", err)
 		}
 	}
+	if err := checkOutput(in, result); err != nil {
+		return CallOutput{}, err
+	}
 	out := CallOutput{Result: result, WorkerID: c.WorkerID}
 	if err := c.Files.finishResult(ctx, in, call, &out); err != nil {
 		return CallOutput{}, err
 	}
 	return out, nil
+}
+
+// checkOutput checks an llm-task's answer against its options'
+// response_format (docs/api.md, LLM tasks). An answer that does not match
+// is a failure of the provider, not retried on it: the job fails over.
+func checkOutput(in CallInput, result json.RawMessage) error {
+	if in.Service != jobs.LLMTasks || len(in.Options) == 0 {
+		return nil
+	}
+	var options jobs.LLMTaskOptions
+	if err := json.Unmarshal(in.Options, &options); err != nil || options.ResponseFormat == nil {
+		return nil // the job's options were validated at create
+	}
+	var answer jobs.LLMTaskResult
+	err := json.Unmarshal(result, &answer)
+	if err == nil {
+		err = options.ResponseFormat.CheckOutput(answer.Content)
+	} else {
+		err = fmt.Errorf("%w: the result is not an llm-task result: %v", jobs.ErrOutputInvalid, err)
+	}
+	if err == nil {
+		return nil
+	}
+	message := fmt.Sprintf("provider %s: %v", in.ProviderID, err)
+	return temporal.NewNonRetryableApplicationError(message, ErrTypeOutputInvalid, err,
+		jobs.Error{Code: jobs.CodeOutputInvalid, Message: message})
 }
 
 // refuseDeleted fails the call of a job deleted before it is made, for

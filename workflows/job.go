@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -76,7 +77,11 @@ type job struct {
 	snap   jobs.Snapshot
 	saved  jobs.Status // the status of the last projection write
 	failed []string
-	hooks  *webhookQueue // nil without a webhook
+	// outputInvalid: providers of this run that answered, but not what
+	// the job's response_format asks; when no provider is left, the job
+	// fails OUTPUT_INVALID rather than PROVIDERS_EXHAUSTED.
+	outputInvalid []string
+	hooks         *webhookQueue // nil without a webhook
 	// indexed: the job keeps its search attributes and details up to
 	// date (workflows/searchattributes.go).
 	indexed bool
@@ -202,7 +207,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 			return j.stop(ctx, err)
 		}
 		if route.Error != nil {
-			return j.finish(ctx, nil, route.Error)
+			return j.finish(ctx, nil, j.exhausted(route.Error))
 		}
 		if route.Wait != nil {
 			waited, err := j.waitOutOutage(ctx, route, attempt)
@@ -237,7 +242,29 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 		}
 		workflow.GetLogger(ctx).Warn("provider failed, failing over", "provider", route.Routing.ProviderID, "attempt", attempt, "error", err)
 		j.failed = append(j.failed, route.Routing.ProviderID)
+		if outputInvalid(err) {
+			j.outputInvalid = append(j.outputInvalid, route.Routing.ProviderID)
+		}
 	}
+}
+
+// exhausted is the error of a job no provider is left for: OUTPUT_INVALID
+// when a provider answered, but not what the job's response_format asks
+// (docs/api.md, Job error codes). Histories recorded before the output
+// check hold no such failure, so they replay as they ran.
+func (j *job) exhausted(jobErr *jobs.Error) *jobs.Error {
+	if jobErr.Code != jobs.CodeProvidersExhausted || len(j.outputInvalid) == 0 {
+		return jobErr
+	}
+	return &jobs.Error{Code: jobs.CodeOutputInvalid, Message: fmt.Sprintf(
+		"no provider gave an answer matching response_format (%s did not)", strings.Join(j.outputInvalid, ", "))}
+}
+
+// outputInvalid reports whether a provider call failed because its
+// answer is not what the job's response_format asks.
+func outputInvalid(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeOutputInvalid
 }
 
 func (j *job) decide(ctx workflow.Context, attempt int) (activities.RouteOutput, error) {

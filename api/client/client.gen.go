@@ -578,6 +578,7 @@ const (
 	JobErrorCodeMEDIATOOLONG               JobErrorCode = "MEDIA_TOO_LONG"
 	JobErrorCodeMEDIAUNAVAILABLE           JobErrorCode = "MEDIA_UNAVAILABLE"
 	JobErrorCodeNOELIGIBLEPROVIDER         JobErrorCode = "NO_ELIGIBLE_PROVIDER"
+	JobErrorCodeOUTPUTINVALID              JobErrorCode = "OUTPUT_INVALID"
 	JobErrorCodePROVIDERSEXHAUSTED         JobErrorCode = "PROVIDERS_EXHAUSTED"
 	JobErrorCodeWORKFLOWCLOSED             JobErrorCode = "WORKFLOW_CLOSED"
 )
@@ -608,6 +609,8 @@ func (e JobErrorCode) Valid() bool {
 	case JobErrorCodeMEDIAUNAVAILABLE:
 		return true
 	case JobErrorCodeNOELIGIBLEPROVIDER:
+		return true
+	case JobErrorCodeOUTPUTINVALID:
 		return true
 	case JobErrorCodePROVIDERSEXHAUSTED:
 		return true

@@ -70,6 +70,10 @@ const (
 	// CodeMediaAddressForbidden: the media URL, or a redirect, leads to an
 	// address, port or scheme the gateway refuses to call (input error).
 	CodeMediaAddressForbidden = "MEDIA_ADDRESS_FORBIDDEN"
+	// CodeOutputInvalid: an llm-task's providers answered, but not what
+	// its response_format asks, and no provider is left (docs/api.md, LLM
+	// tasks).
+	CodeOutputInvalid = "OUTPUT_INVALID"
 	// CodeBudgetExceeded: the job's estimate does not fit one of its
 	// tenant's budgets; no provider was called (docs/api.md, Budgets).
 	CodeBudgetExceeded = "BUDGET_EXCEEDED"
