@@ -27,6 +27,7 @@ func Catalog(id string, latencyMS int64) string {
         pricing: {unit: per_minute, amount: 0.1, currency: USD}
       llm-tasks:
         models: [sandbox-model]
+        json_schema_models: [sandbox-model]
         limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 10, max_duration_seconds: 600}
         pricing: {unit: per_token, amount: 0.000002, currency: USD}
 `, id, latencyMS)

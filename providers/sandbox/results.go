@@ -172,6 +172,18 @@ func (j *llmTask) result() any {
 		model = "sandbox-model"
 	}
 	inputChars := utf8.RuneCountInString(j.in.Text)
+	asked, instructions := j.in.Prompt, j.in.SystemPrompt+j.in.Prompt
+	if j.in.Type == "messages" {
+		// The conversation, all of it input, is billed by its characters;
+		// the answer answers its last user message.
+		inputChars, instructions = 0, ""
+		for _, m := range j.in.Messages {
+			inputChars += utf8.RuneCountInString(m.Content)
+			if m.Role == "user" {
+				asked = m.Content
+			}
+		}
+	}
 	if j.in.Type == "document" {
 		inputChars = int(j.size)
 		if inputChars <= 0 {
@@ -180,15 +192,38 @@ func (j *llmTask) result() any {
 	}
 	content := fmt.Sprintf("[sandbox] Simulated answer from %s using model %s to the prompt %q over %d characters of input. "+
 		"A real provider would answer here; this text only shows the shape of a result.",
-		j.provider, model, clip(j.in.Prompt, 80), inputChars)
+		j.provider, model, clip(asked, 80), inputChars)
+	content = formatted(content, j.opts.ResponseFormat)
 	res := jobs.LLMTaskResult{Content: content, FinishReason: "completed"}
 	// Always: the gateway bills the tokens and shows result.usage only
 	// when the job set include_usage (docs/api.md, Usage and cost).
-	in := usage.EstimateTokens(j.in.SystemPrompt+j.in.Prompt) + (inputChars+3)/4
+	in := usage.EstimateTokens(instructions) + (inputChars+3)/4
 	out := usage.EstimateTokens(content)
 	cost := usage.Cost(j.pricing, usage.Metered{Characters: inputChars, Pages: pages(inputChars), Tokens: in + out})
 	res.Usage = usage.New(in, out, cost)
 	return res
+}
+
+// formatted is the answer text as response_format asks: itself, a JSON
+// object carrying it, or a minimal instance of the JSON schema.
+func formatted(text string, format *jobs.LLMResponseFormat) string {
+	var answer any
+	switch {
+	case format == nil || format.JSONSchema == nil && format.Type != "json_object":
+		return text
+	case format.Type == "json_object":
+		answer = map[string]string{"answer": text}
+	default:
+		var schema any
+		if err := json.Unmarshal(format.JSONSchema.Schema, &schema); err == nil {
+			answer = schemaInstance(schema)
+		}
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return text
+	}
+	return string(b)
 }
 
 // videoAnalysis is a video-analysis job.
