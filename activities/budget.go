@@ -73,7 +73,7 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	if err != nil {
 		return BudgetOutput{}, err
 	}
-	usage, known := jobs.EstimateUsage(in.Service, in.Input, in.MediaSeconds)
+	usage, known := jobs.EstimateUsage(in.Service, in.Input, nil, in.MediaSeconds)
 	err = b.Reserver.Reserve(ctx, t, jobs.Reservation{JobID: in.JobID, Application: in.Application, APIKey: apiKey,
 		Service: in.Service, Provider: in.Provider, Usage: usage, Known: known}, time.Now())
 	if errors.Is(err, jobs.ErrBudgetExceeded) {

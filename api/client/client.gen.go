@@ -1688,7 +1688,7 @@ type ApiKeyLimits struct {
 	// RequestsPerMinute requests with the key in each clock minute
 	RequestsPerMinute *int `json:"requests_per_minute,omitempty"`
 
-	// TokensPerMinute tokens of the key's llm-tasks in each clock minute: each job's estimate (its text and prompt at four characters a token, and 1024 of answer) is reserved at create and settled to the real count when it completes
+	// TokensPerMinute tokens of the key's llm-tasks in each clock minute: each job's estimate (its text, prompt or messages at four characters a token, and max_tokens, else 1024, of answer) is reserved at create and settled to the real count when it completes
 	TokensPerMinute *int `json:"tokens_per_minute,omitempty"`
 }
 

@@ -197,7 +197,7 @@ func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *
 	if !in.Budgeted || s.cfg.Budgets == nil {
 		return nil
 	}
-	usage, known := jobs.EstimateUsage(req.Service.ID, req.Input, nil)
+	usage, known := jobs.EstimateUsage(req.Service.ID, req.Input, req.Options, nil)
 	if !known {
 		return nil
 	}
@@ -216,10 +216,10 @@ func (s *Service) reserveBudget(ctx context.Context, req SubmitRequest, tenant *
 				estimate += *n
 			}
 		}
-		e := refuse(ErrRateLimited, "this API key's tokens_per_minute is %d, and this minute's llm-tasks hold %d tokens: the job's estimate of %d tokens (its text and prompt at four characters a token, and %d of answer) does not fit; retry after the Retry-After seconds",
+		e := refuse(ErrRateLimited, "this API key's tokens_per_minute is %d, and this minute's llm-tasks hold %d tokens: the job's estimate of %d tokens (its input at four characters a token, and max_tokens, else %d, of answer) does not fit; retry after the Retry-After seconds",
 			req.KeyLimits.TokensPerMinute, exceeded.Spent/1e9, estimate, jobs.DefaultOutputTokens)
 		if estimate > int64(req.KeyLimits.TokensPerMinute) {
-			e = refuse(ErrRateLimited, "this API key's tokens_per_minute is %d: the job's estimate of %d tokens (its text and prompt at four characters a token, and %d of answer) is more than a whole minute's; the key needs a higher limit",
+			e = refuse(ErrRateLimited, "this API key's tokens_per_minute is %d: the job's estimate of %d tokens (its input at four characters a token, and max_tokens, else %d, of answer) is more than a whole minute's; the key needs a higher limit",
 				req.KeyLimits.TokensPerMinute, estimate, jobs.DefaultOutputTokens)
 		}
 		e.RetryAfter = (time.Minute - now.Sub(now.Truncate(time.Minute))).Truncate(time.Second) + time.Second

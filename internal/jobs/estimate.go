@@ -10,8 +10,10 @@ const DefaultOutputTokens = 1024
 
 // EstimateUsage is a job's usage as far as it is known before it runs
 // (docs/api.md, Budgets): known is false when it depends on media not
-// probed yet (mediaSeconds nil) or on a document not read yet.
-func EstimateUsage(service ServiceID, input json.RawMessage, mediaSeconds *float64) (n NativeUsage, known bool) {
+// probed yet (mediaSeconds nil) or on a document not read yet. An
+// llm-task's answer is its options' max_tokens (options may be nil), else
+// DefaultOutputTokens.
+func EstimateUsage(service ServiceID, input, options json.RawMessage, mediaSeconds *float64) (n NativeUsage, known bool) {
 	// What the input alone measures, as a finished job is measured:
 	// characters of a text, a prompt at four characters a token.
 	n, _ = MeasureUsage(service, input, nil)
@@ -28,8 +30,13 @@ func EstimateUsage(service ServiceID, input json.RawMessage, mediaSeconds *float
 			return n, false // a document, not read yet
 		}
 	case UsageTokens:
-		// No max_tokens in the contract: a default answer.
 		output := int64(DefaultOutputTokens)
+		var opts struct {
+			MaxTokens *int `json:"max_tokens"`
+		}
+		if json.Unmarshal(options, &opts) == nil && opts.MaxTokens != nil && *opts.MaxTokens > 0 {
+			output = int64(*opts.MaxTokens)
+		}
 		n.OutputTokens = &output
 	default:
 		return n, false

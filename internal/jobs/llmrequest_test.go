@@ -23,7 +23,7 @@ func TestLLMMessagesTask(t *testing.T) {
 
 	input, err := json.Marshal(task.Input)
 	require.NoError(t, err)
-	usage, known := jobs.EstimateUsage(jobs.LLMTasks, input, nil)
+	usage, known := jobs.EstimateUsage(jobs.LLMTasks, input, nil, nil)
 	require.True(t, known)
 	require.EqualValues(t, (len("Be brief.Hi")+len("Hello.Name a colour.")+3)/4, *usage.InputTokens, "the messages at four characters a token")
 }
