@@ -19,6 +19,7 @@
 //   - callbacks.go: callbacksHandler, vendors' callbacks
 //   - codec.go: codecServer, Temporal's remote codec protocol for operators
 //   - readiness.go, openapi.go: /readyz and /openapi.json
+//   - openai.go: openAIHandler, the OpenAI-compatible /openai/v1
 //
 // Shared pieces are plain functions, errors.go (error rendering),
 // envelope.go and decode.go (request bodies), pagination.go and
@@ -241,8 +242,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 		CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
 	}), interactive)
-	r.NoRoute(handle(notFoundRoute))
-	r.NoMethod(handle(methodNotAllowed))
+	// Under /openai/v1 these answer in OpenAI's error shape (docs/openai.md).
+	r.NoRoute(openAIErrors(cfg.Logger), handle(notFoundRoute))
+	r.NoMethod(openAIErrors(cfg.Logger), handle(methodNotAllowed))
 
 	r.GET("/healthz", healthz)
 	r.GET("/readyz", ReadyHandler(cfg.ReadyChecks, cfg.Logger))
@@ -266,7 +268,8 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	if cfg.APIKeys != nil {
 		keys = cfg.APIKeys
 	}
-	v1 := r.Group("/v1", auth.Middleware(cfg.Verifier, keys), recordActor)
+	authenticate := auth.Middleware(cfg.Verifier, keys)
+	v1 := r.Group("/v1", authenticate, recordActor)
 	if cfg.Audit != nil {
 		auditHandler{log: cfg.Audit}.routes(v1)
 	}
@@ -304,6 +307,8 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
+	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, waiter: cfg.Waiter, metrics: cfg.Metrics,
+		logger: cfg.Logger}.routes(r, authenticate)
 	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
 }
