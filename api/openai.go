@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -47,6 +49,10 @@ type openAIHandler struct {
 	jobs    jobReader
 	ops     JobOps
 	catalog *providers.Catalog
+	// policies are the routing policies a model may name.
+	policies interface {
+		RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error)
+	}
 	// waiter waits for a job; nil: the job is polled.
 	waiter  JobWaiter
 	metrics jobCounter
@@ -290,7 +296,11 @@ func (h openAIHandler) chat(c *gin.Context) error {
 	if req.MaxCompletionTokens != nil {
 		c.Set(maxTokensParamKey, "max_completion_tokens")
 	}
-	envelope, err := chatJobBody(req)
+	policyID, err := h.namedPolicy(c, by.Tenant, req.Model)
+	if err != nil {
+		return err
+	}
+	envelope, err := chatJobBody(req, policyID)
 	if err != nil {
 		return err
 	}
@@ -387,7 +397,7 @@ func compactJSON(raw json.RawMessage) []byte {
 
 // chatJobBody is the llm-task create request (docs/api.md, LLM tasks) a
 // chat request stands for.
-func chatJobBody(req *chatRequest) ([]byte, error) {
+func chatJobBody(req *chatRequest, policyID string) ([]byte, error) {
 	messages := make([]map[string]string, 0, len(req.Messages))
 	for i, m := range req.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
@@ -411,7 +421,7 @@ func chatJobBody(req *chatRequest) ([]byte, error) {
 		messages = append(messages, map[string]string{"role": role, "content": content})
 	}
 	options := map[string]any{}
-	if req.Model != autoModel {
+	if req.Model != autoModel && policyID == "" {
 		options["model"] = req.Model
 	}
 	if req.MaxCompletionTokens != nil {
@@ -436,6 +446,9 @@ func chatJobBody(req *chatRequest) ([]byte, error) {
 	attributes := map[string]any{"input": map[string]any{"type": "messages", "messages": messages}}
 	if len(options) > 0 {
 		attributes["options"] = options
+	}
+	if policyID != "" {
+		attributes["policy_id"] = policyID
 	}
 	return json.Marshal(map[string]any{"data": map[string]any{"type": "llm-task-job", "attributes": attributes}})
 }
@@ -598,7 +611,9 @@ type openAIModel struct {
 }
 
 // models handles GET /openai/v1/models: "auto", then each llm-tasks model
-// the catalog lists, owned by the first provider listing it.
+// the catalog lists, owned by the first provider listing it, then the
+// names of the routing policies of llm-tasks the caller's tenant may use
+// (owned by "policy"), where no model has the name.
 func (h openAIHandler) models(c *gin.Context) error {
 	data := []openAIModel{{ID: autoModel, Object: "model", OwnedBy: "ai-job-gateway"}}
 	seen := map[string]bool{autoModel: true}
@@ -614,6 +629,49 @@ func (h openAIHandler) models(c *gin.Context) error {
 			}
 		}
 	}
+	if tenant := auth.CallerFrom(c).Tenant; h.policies != nil && tenant != "" {
+		policies, err := h.policies.RoutingPolicies(c.Request.Context(), tenant, jobs.LLMTasks)
+		if err != nil {
+			return err
+		}
+		for _, p := range policies {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				data = append(data, openAIModel{ID: p.Name, Object: "model", OwnedBy: "policy"})
+			}
+		}
+	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 	return nil
+}
+
+// namedPolicy is the id of the routing policy a chat's model names: not
+// "auto" nor a model the catalog lists, but the name of a policy of
+// llm-tasks of tenant's, or of the gateway's (the newest of that name).
+// "" when it names none.
+func (h openAIHandler) namedPolicy(c *gin.Context, tenant, model string) (string, error) {
+	if model == autoModel || h.policies == nil || slices.Contains(catalogModels(h.catalog), model) {
+		return "", nil
+	}
+	policies, err := h.policies.RoutingPolicies(c.Request.Context(), tenant, jobs.LLMTasks)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range policies {
+		if p.Name == model {
+			return p.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// policyModels are the llm-tasks models the catalog lists.
+func catalogModels(catalog *providers.Catalog) []string {
+	var models []string
+	for _, p := range catalog.Providers {
+		if capability := p.Services[jobs.LLMTasks]; capability != nil {
+			models = append(models, capability.Models...)
+		}
+	}
+	return models
 }

@@ -250,3 +250,38 @@ func TestOpenAIErrorShape(t *testing.T) {
 		require.Equal(t, "NOT_FOUND", r.object(t)["error"].(map[string]any)["code"])
 	})
 }
+
+// TestOpenAIModelNamesAPolicy: a routing policy of llm-tasks the tenant
+// may use is a model by its name: listed, and a chat naming it is a job
+// routed by it.
+func TestOpenAIModelNamesAPolicy(t *testing.T) {
+	t.Parallel()
+	b := setupWaiting(t)
+	token := b.token(t, "llm-tasks:write", "llm-tasks:read", "policies:write")
+	pol := b.polCreate(t, token, polAttrs(t, set("/name", "llm-first"), set("/service", "llm-tasks"),
+		set("/providers", []any{map[string]any{"provider_id": "llm-only", "priority": 1}})))
+	page, err := b.openAIClient(token).Models.List(context.Background())
+	require.NoError(t, err)
+	owners := map[string]string{}
+	for _, m := range page.Data {
+		owners[m.ID] = m.OwnedBy
+	}
+	require.Equal(t, "policy", owners["llm-first"])
+	other, err := b.openAIClient(b.tokenFor(t, tenantB, userB, "llm-tasks:read")).Models.List(context.Background())
+	require.NoError(t, err)
+	for _, m := range other.Data {
+		require.NotEqual(t, "llm-first", m.ID, "another tenant's policy is not its model")
+	}
+
+	b.answerFirstJob(t, jobs.LLMTaskResult{Content: "ok", FinishReason: "completed"}, jobs.JobUsage{Unit: "token", Quantity: 2})
+	var raw *http.Response
+	_, err = b.openAIClient(token).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "llm-first", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+	}, option.WithResponseInto(&raw))
+	require.NoError(t, err)
+	got := b.do(t, http.MethodGet, "/v1/llm-tasks/"+raw.Header.Get(api.JobIDHeader), token, nil)
+	got.requireStatus(t, http.StatusOK)
+	attrs := got.data(t)["attributes"].(map[string]any)
+	require.Equal(t, pol["id"], attrs["policy_id"])
+	require.Nil(t, attrs["options"], "the policy is not a model option")
+}

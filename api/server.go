@@ -307,7 +307,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
-	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, waiter: cfg.Waiter, metrics: cfg.Metrics,
+	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, policies: cfg.Policies, waiter: cfg.Waiter, metrics: cfg.Metrics,
 		logger: cfg.Logger}.routes(r, authenticate)
 	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
