@@ -54,7 +54,9 @@ type openAIHandler struct {
 		RoutingPolicies(ctx context.Context, tenant string, service jobs.ServiceID) ([]policy.Policy, error)
 	}
 	// waiter waits for a job; nil: the job is polled.
-	waiter  JobWaiter
+	waiter JobWaiter
+	// uploads keeps the audio of transcriptions; nil answers them 503.
+	uploads blobUploads
 	metrics jobCounter
 	logger  *slog.Logger
 }
@@ -65,6 +67,8 @@ func (h openAIHandler) routes(r gin.IRouter, authenticate gin.HandlerFunc) {
 	g := r.Group(OpenAIPath, openAIErrors(h.logger), authenticate, recordActor)
 	g.POST("/chat/completions", auth.RequireScope(string(jobs.LLMTasks)+":write"), handle(h.chat))
 	g.GET("/models", auth.RequireScope(string(jobs.LLMTasks)+":read"), handle(h.models))
+	g.POST("/audio/transcriptions", auth.RequireScope(string(jobs.Transcriptions)+":write"), handle(h.transcriptions))
+	g.POST("/audio/translations", auth.RequireScope(string(jobs.Transcriptions)+":write"), handle(h.translations))
 }
 
 // openAIError is an error in OpenAI's shape, {"error": {"message", "type",

@@ -241,6 +241,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
 		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 		CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
+		OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
 	}), interactive)
 	// Under /openai/v1 these answer in OpenAI's error shape (docs/openai.md).
 	r.NoRoute(openAIErrors(cfg.Logger), handle(notFoundRoute))
@@ -307,8 +308,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	policyRoutes(v1, policiesHandler{policies: cfg.Policies, codec: codec}, scopedPolicies{policies: cfg.Policies, codec: codec})
 	webhooksHandler{key: cfg.WebhookKey, deliveries: cfg.Deliveries, jobs: cfg.Store, resends: cfg.Webhooks}.routes(r, v1)
 	newCallbacksHandler(cfg.Callbacks).routes(r)
-	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, policies: cfg.Policies, waiter: cfg.Waiter, metrics: cfg.Metrics,
-		logger: cfg.Logger}.routes(r, authenticate)
+	uploads, _ := cfg.Files.(blobUploads) // a blob store takes uploads too
+	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, policies: cfg.Policies, waiter: cfg.Waiter, uploads: uploads,
+		metrics: cfg.Metrics, logger: cfg.Logger}.routes(r, authenticate)
 	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
 }

@@ -76,6 +76,10 @@ type SubmitRequest struct {
 	Provider   string
 	PolicyID   string
 	ClientMeta json.RawMessage
+	// JobID, when set, is the new job's id (a UUID the caller made, as the
+	// OpenAI-compatible audio routes do to store the upload under the job,
+	// docs/openai.md); "" gives the job a new one.
+	JobID string
 }
 
 // NewSubmitRequest is the request to submit a job the job model parsed
@@ -92,7 +96,11 @@ func NewSubmitRequest(service jobs.Service, job *jobs.CreateRequest) *SubmitRequ
 // IdempotencyKey, a repeat of an earlier request returns the earlier job,
 // and another request with the key is ErrIdempotencyKeyReused.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, error) {
-	in, input, tenant, err := s.prepare(ctx, req, uuid.Must(uuid.NewV7()).String(), s.cfg.Now().UTC())
+	jobID := req.JobID
+	if jobID == "" {
+		jobID = uuid.Must(uuid.NewV7()).String()
+	}
+	in, input, tenant, err := s.prepare(ctx, req, jobID, s.cfg.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
