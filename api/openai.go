@@ -320,6 +320,9 @@ func (h openAIHandler) chat(c *gin.Context) error {
 		return jobopsError(err)
 	}
 	c.Header(JobIDHeader, job.ID)
+	// A job was made: an SDK retrying this answer would make another
+	// (the OpenAI SDKs honour this header; docs/openai.md).
+	c.Header("X-Should-Retry", "false")
 	h.metrics.JobCreated(string(svc.ID))
 	job, err = h.await(c, job)
 	if err != nil || c.Request.Context().Err() != nil {
@@ -633,12 +636,16 @@ func (h openAIHandler) models(c *gin.Context) error {
 			}
 		}
 	}
-	if tenant := auth.CallerFrom(c).Tenant; h.policies != nil && tenant != "" {
+	tenant, _, err := auth.EffectiveIdentity(c)
+	if err != nil {
+		return err
+	}
+	if h.policies != nil && tenant != "" {
 		policies, err := h.policies.RoutingPolicies(c.Request.Context(), tenant, jobs.LLMTasks)
 		if err != nil {
 			return err
 		}
-		for _, p := range policies {
+		for _, p := range ownFirst(policies) {
 			if !seen[p.Name] {
 				seen[p.Name] = true
 				data = append(data, openAIModel{ID: p.Name, Object: "model", OwnedBy: "policy"})
@@ -651,7 +658,7 @@ func (h openAIHandler) models(c *gin.Context) error {
 
 // namedPolicy is the id of the routing policy a chat's model names: not
 // "auto" nor a model the catalog lists, but the name of a policy of
-// llm-tasks of tenant's, or of the gateway's (the newest of that name).
+// llm-tasks of tenant's, else of the gateway's (the newest of that name).
 // "" when it names none.
 func (h openAIHandler) namedPolicy(c *gin.Context, tenant, model string) (string, error) {
 	if model == autoModel || h.policies == nil || slices.Contains(catalogModels(h.catalog), model) {
@@ -661,12 +668,27 @@ func (h openAIHandler) namedPolicy(c *gin.Context, tenant, model string) (string
 	if err != nil {
 		return "", err
 	}
-	for _, p := range policies {
+	for _, p := range ownFirst(policies) {
 		if p.Name == model {
 			return p.ID, nil
 		}
 	}
 	return "", nil
+}
+
+// ownFirst are policies with the tenant's own before the gateway's, each
+// group in its order: a tenant's policy keeps its name whatever the
+// gateway's are called.
+func ownFirst(policies []policy.Policy) []policy.Policy {
+	out := make([]policy.Policy, 0, len(policies))
+	for _, global := range []bool{false, true} {
+		for _, p := range policies {
+			if p.Global() == global {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // policyModels are the llm-tasks models the catalog lists.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ai-job-gateway/gateway/activities"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
@@ -131,13 +132,23 @@ func (h openAIHandler) transcriptions(c *gin.Context) error {
 	submit.JobID = jobID
 	job, err := h.ops.Submit(c.Request.Context(), *submit)
 	if err != nil {
-		h.dropUpload(c, key)
+		// With an Idempotency-Key, a job refused as unavailable may have
+		// been recorded after all, on this upload: it stays.
+		if submit.IdempotencyKey == "" || !errors.Is(err, jobops.ErrUnavailable) {
+			h.dropUpload(c, key)
+		}
 		return h.audioJobError(c, jobopsError(err))
 	}
-	if job.ID != jobID {
-		h.dropUpload(c, key) // an Idempotency-Key's repeat: the first job has its upload
+	if !strings.Contains(job.Input, key) {
+		// An Idempotency-Key's repeat: the first job has its own upload.
+		// (A job recorded under an earlier claim of the key, but on this
+		// upload, keeps it.)
+		h.dropUpload(c, key)
 	}
 	c.Header(JobIDHeader, job.ID)
+	// A job was made: an SDK retrying this answer would make another
+	// (the OpenAI SDKs honour this header; docs/openai.md).
+	c.Header("X-Should-Retry", "false")
 	h.metrics.JobCreated(string(svc.ID))
 	job, err = h.await(c, job)
 	if err != nil || c.Request.Context().Err() != nil {

@@ -215,7 +215,7 @@ func (j *job) run(ctx workflow.Context) (*jobs.Snapshot, error) {
 				return j.stop(ctx, err)
 			}
 			if !waited {
-				return j.finish(ctx, nil, &jobs.Error{Code: jobs.CodeProvidersExhausted, Message: route.Wait.Message})
+				return j.finish(ctx, nil, j.exhausted(&jobs.Error{Code: jobs.CodeProvidersExhausted, Message: route.Wait.Message}))
 			}
 			attempt-- // a wait is no attempt: the next decision takes its number
 			continue

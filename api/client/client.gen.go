@@ -2342,7 +2342,10 @@ type LLMTaskOptions struct {
 	// ResponseFormat text (the default), a JSON object, or JSON that matches json_schema.schema (draft 2020-12, self-contained), which the gateway checks before the job completes: an answer that does not match fails over to the next provider, and the job fails OUTPUT_INVALID when none gives one
 	ResponseFormat *struct {
 		JsonSchema *struct {
-			Name   string                 `json:"name"`
+			Description *string `json:"description,omitempty"`
+			Name        string  `json:"name"`
+
+			// Schema self-contained: no $ref; at most 32 levels deep and 24 alternatives (anyOf, oneOf, allOf) in all
 			Schema map[string]interface{} `json:"schema"`
 			Strict *bool                  `json:"strict,omitempty"`
 		} `json:"json_schema,omitempty"`

@@ -87,8 +87,10 @@ type LLMResponseFormat struct {
 
 // LLMJSONSchema names a JSON schema (draft 2020-12) the answer must match.
 type LLMJSONSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
+	Name string `json:"name"`
+	// Description tells the model what the answer is for.
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
 	// Strict asks providers that can to hold their output to the schema;
 	// the gateway checks the output either way.
 	Strict *bool `json:"strict,omitempty"`
@@ -161,6 +163,10 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	if _, ok := doc.(map[string]any); !ok {
 		return nil, errors.New("a schema is a JSON object")
 	}
+	branches := 0
+	if err := boundSchema(doc, 0, &branches); err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -186,4 +192,49 @@ func oneLine(err error) string {
 		msg = msg[:500] + "…"
 	}
 	return msg
+}
+
+// Bounds of a response_format schema, so that checking an answer against
+// it takes little time whatever the schema: without references its
+// checks are a tree, and the alternatives along it multiply.
+const (
+	maxSchemaDepth    = 32
+	maxSchemaBranches = 24
+)
+
+// boundSchema refuses, in the schema document v at depth, a reference
+// (a schema may refer to itself, and a chain of alternatives between
+// references takes time exponential in its length), nesting deeper than
+// maxSchemaDepth, and more than maxSchemaBranches alternatives (anyOf,
+// oneOf, allOf) in all, counted in *branches.
+func boundSchema(v any, depth int, branches *int) error {
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("it nests deeper than %d levels", maxSchemaDepth)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for key, member := range v {
+			switch key {
+			case "$ref", "$dynamicRef", "$recursiveRef":
+				return fmt.Errorf("it uses %s: inline the definitions it refers to", key)
+			case "anyOf", "oneOf", "allOf":
+				if list, ok := member.([]any); ok {
+					*branches += len(list)
+				}
+				if *branches > maxSchemaBranches {
+					return fmt.Errorf("it has more than %d alternatives (anyOf, oneOf, allOf) in all", maxSchemaBranches)
+				}
+			}
+			if err := boundSchema(member, depth+1, branches); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, member := range v {
+			if err := boundSchema(member, depth+1, branches); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

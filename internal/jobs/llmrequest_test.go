@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,10 +51,14 @@ func TestLLMResponseFormatChecksTheOutput(t *testing.T) {
 func TestLLMResponseFormatSchemasStayInside(t *testing.T) {
 	t.Parallel()
 	for schema, want := range map[string]string{
-		`{"type":"nonsense"}`:                    "is not a JSON schema (draft 2020-12) the gateway can check",
-		`{"$ref":"https://example.test/s.json"}`: "https://example.test/s.json",
-		`{"$ref":"file:///etc/passwd"}`:          "file:///etc/passwd",
-		`"a string"`:                             "a schema is a JSON object",
+		`{"type":"nonsense"}`:                                                                   "is not a JSON schema (draft 2020-12) the gateway can check",
+		`{"$ref":"https://example.test/s.json"}`:                                                "it uses $ref: inline the definitions it refers to",
+		`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"}]}}}`:                                      "it uses $ref",
+		`{"$schema":"https://example.test/meta.json"}`:                                          "may not refer to https://example.test/meta.json",
+		`{"$schema":"file:///etc/passwd"}`:                                                      "may not refer to file:///etc/passwd",
+		strings.Repeat(`{"items":`, 40) + `{}` + strings.Repeat(`}`, 40):                        "it nests deeper than 32 levels",
+		`{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"type":"string"},`, 25), ",") + `]}`: "more than 24 alternatives",
+		`"a string"`: "a schema is a JSON object",
 	} {
 		_, err := spec(t, jobs.LLMTasks).Parse(json.RawMessage(`{"type":"messages","messages":[{"role":"user","content":"hi"}]}`),
 			json.RawMessage(`{"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":`+schema+`}}}`))

@@ -41,9 +41,10 @@ type responseFormat struct {
 }
 
 type jsonSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
-	Strict *bool           `json:"strict,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 type chatResponse struct {
@@ -123,7 +124,8 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 	if f := task.ResponseFormat; f != nil {
 		req.ResponseFormat = &responseFormat{Type: f.Type}
 		if f.JSONSchema != nil {
-			req.ResponseFormat.JSONSchema = &jsonSchema{Name: f.JSONSchema.Name, Schema: f.JSONSchema.Schema, Strict: f.JSONSchema.Strict}
+			req.ResponseFormat.JSONSchema = &jsonSchema{Name: f.JSONSchema.Name, Description: f.JSONSchema.Description,
+				Schema: f.JSONSchema.Schema, Strict: f.JSONSchema.Strict}
 		}
 		// JSON mode refuses a conversation that does not mention JSON
 		// (docs/providers.md, openai).

@@ -12,6 +12,17 @@ import (
 // prefixItems, minItems, minLength, minimum, exclusiveMinimum and
 // maximum; for any other keyword it gives the simplest value.
 func schemaInstance(schema any) any {
+	budget := maxInstanceValues
+	return boundedInstance(schema, &budget)
+}
+
+// maxInstanceValues bounds the values and characters of an instance: a
+// schema asking for more (minItems, minLength) gets a smaller instance,
+// which the output check then refuses, rather than the worker's memory.
+const maxInstanceValues = 10_000
+
+// boundedInstance is schemaInstance within *budget values.
+func boundedInstance(schema any, budget *int) any {
 	s, ok := schema.(map[string]any)
 	if !ok {
 		return nil // the schema true, or one the gateway would not compile
@@ -24,7 +35,7 @@ func schemaInstance(schema any) any {
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if branches, ok := s[key].([]any); ok && len(branches) > 0 {
-			return schemaInstance(branches[0])
+			return boundedInstance(branches[0], budget)
 		}
 	}
 	switch schemaType(s) {
@@ -34,25 +45,30 @@ func schemaInstance(schema any) any {
 		required, _ := s["required"].([]any)
 		for _, name := range required {
 			if name, ok := name.(string); ok {
-				object[name] = schemaInstance(properties[name])
+				object[name] = boundedInstance(properties[name], budget)
 			}
 		}
 		return object
 	case "array":
 		n, _ := s["minItems"].(float64)
 		prefix, _ := s["prefixItems"].([]any)
-		array := make([]any, 0, int(n))
-		for i := 0; i < int(n); i++ {
+		array := []any{}
+		for i := 0; i < int(n) && *budget > 0; i++ {
+			*budget--
 			if i < len(prefix) {
-				array = append(array, schemaInstance(prefix[i]))
+				array = append(array, boundedInstance(prefix[i], budget))
 			} else {
-				array = append(array, schemaInstance(s["items"]))
+				array = append(array, boundedInstance(s["items"], budget))
 			}
 		}
 		return array
 	case "string":
-		n, _ := s["minLength"].(float64)
-		return strings.Repeat("x", int(n))
+		n := 0
+		if minLength, ok := s["minLength"].(float64); ok {
+			n = min(int(minLength), max(*budget, 0))
+		}
+		*budget -= n
+		return strings.Repeat("x", n)
 	case "integer":
 		return schemaNumber(s, true)
 	case "number":

@@ -92,3 +92,19 @@ func TestLLMTaskMessagesAndResponseFormat(t *testing.T) {
 		})
 	}
 }
+
+// A schema asking for a huge instance gets a bounded one, which the
+// output check refuses, rather than the worker's memory.
+func TestSchemaInstanceIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, schema := range []string{
+		`{"type":"string","minLength":1e10}`,
+		`{"type":"array","minItems":1000,"items":{"type":"array","minItems":1000,"items":{"type":"array","minItems":1000}}}`,
+	} {
+		var s any
+		require.NoError(t, json.Unmarshal([]byte(schema), &s))
+		out, err := json.Marshal(schemaInstance(s))
+		require.NoError(t, err)
+		require.Less(t, len(out), 200_000, schema)
+	}
+}
