@@ -41,31 +41,7 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		if len(c.Errors) == 0 || c.Writer.Written() {
 			return
 		}
-		err := c.Errors.Last().Err
-		apiErr := asAPIError(err)
-		if apiErr == nil {
-			var maxErr *http.MaxBytesError
-			var bodyErr *bodyReadError
-			switch {
-			case errors.As(err, &maxErr):
-				apiErr = apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
-			case errors.As(err, &bodyErr):
-				// A client's problem: logged as such, never as a 5xx.
-				logger.Info("request body not received", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
-				apiErr = apierror.New(http.StatusBadRequest, apierror.CodeIncompleteBody, "the request body ended before its end; send it again")
-				if bodyErr.timedOut() {
-					apiErr = apierror.New(http.StatusRequestTimeout, apierror.CodeRequestTimeout, "the request body was not received in time; send it again")
-				}
-			case store.Unavailable(err):
-				logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
-				apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
-					"the gateway's database cannot be reached or did not answer in time; retry after Retry-After seconds").
-					WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
-			default:
-				logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
-				apiErr = apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
-			}
-		}
+		apiErr := classify(c, logger, c.Errors.Last().Err)
 		if bodyUnread(c) {
 			endUnreadBody(c)
 		}
@@ -79,6 +55,37 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 			body["request_id"] = id // what to quote to support
 		}
 		c.JSON(apiErr.Status, gin.H{"error": body})
+	}
+}
+
+// classify is err as the API answers it: an API error or a create request
+// the job model refused (asAPIError), a body too large or not received, an
+// unreachable database (503 with Retry-After), else a 500 that leaks
+// nothing. What is not the client's doing is logged.
+func classify(c *gin.Context, logger *slog.Logger, err error) *apierror.Error {
+	if apiErr := asAPIError(err); apiErr != nil {
+		return apiErr
+	}
+	var maxErr *http.MaxBytesError
+	var bodyErr *bodyReadError
+	switch {
+	case errors.As(err, &maxErr):
+		return apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
+	case errors.As(err, &bodyErr):
+		// A client's problem: logged as such, never as a 5xx.
+		logger.Info("request body not received", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
+		if bodyErr.timedOut() {
+			return apierror.New(http.StatusRequestTimeout, apierror.CodeRequestTimeout, "the request body was not received in time; send it again")
+		}
+		return apierror.New(http.StatusBadRequest, apierror.CodeIncompleteBody, "the request body ended before its end; send it again")
+	case store.Unavailable(err):
+		logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
+		return apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
+			"the gateway's database cannot be reached or did not answer in time; retry after Retry-After seconds").
+			WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
+	default:
+		logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
+		return apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
 	}
 }
 

@@ -16,12 +16,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/ai-job-gateway/gateway/api/apierror"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/policy"
 	"github.com/ai-job-gateway/gateway/providers"
-	"github.com/ai-job-gateway/gateway/store"
 )
 
 // OpenAIPath is the root of the OpenAI-compatible surface (docs/openai.md).
@@ -145,27 +143,7 @@ func asOpenAIError(c *gin.Context, logger *slog.Logger, err error) *openAIError 
 	if errors.As(err, &own) {
 		return own
 	}
-	apiErr := asAPIError(err)
-	if apiErr == nil {
-		var maxErr *http.MaxBytesError
-		var bodyErr *bodyReadError
-		switch {
-		case errors.As(err, &maxErr):
-			apiErr = apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
-		case errors.As(err, &bodyErr) && bodyErr.timedOut():
-			apiErr = apierror.New(http.StatusRequestTimeout, apierror.CodeRequestTimeout, "the request body was not received in time; send it again")
-		case errors.As(err, &bodyErr):
-			apiErr = apierror.New(http.StatusBadRequest, apierror.CodeIncompleteBody, "the request body ended before its end; send it again")
-		case store.Unavailable(err):
-			logger.Warn("database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
-			apiErr = apierror.New(http.StatusServiceUnavailable, apierror.CodeServiceUnavailable,
-				"the gateway's database cannot be reached or did not answer in time; retry after Retry-After seconds").
-				WithHeader("Retry-After", strconv.Itoa(unavailableRetryAfter))
-		default:
-			logger.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "request_id", RequestID(c.Request.Context()), "error", err)
-			apiErr = apierror.New(http.StatusInternalServerError, apierror.CodeInternal, "internal error; the request can be retried")
-		}
-	}
+	apiErr := classify(c, logger, err)
 	e := &openAIError{status: apiErr.Status, typ: openAIInvalidRequest, code: strings.ToLower(apiErr.Code),
 		message: apiErr.Message, header: apiErr.Header}
 	switch {
