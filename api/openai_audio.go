@@ -115,6 +115,9 @@ func (h openAIHandler) transcriptions(c *gin.Context) error {
 	jobID := uuid.Must(uuid.NewV7()).String()
 	key := uploadKey(jobID, req.file.Filename)
 	link, digest, err := h.storeUpload(c, key, req.file)
+	if form := c.Request.MultipartForm; form != nil {
+		_ = form.RemoveAll() // stored: the request's temporary copy is not waited on
+	}
 	if err != nil {
 		return err
 	}

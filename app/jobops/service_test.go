@@ -322,3 +322,18 @@ func TestSubmitShedsPastTheBacklogsBounds(t *testing.T) {
 	guard.Refresh(t.Context())
 	require.NoError(t, submit("acme"))
 }
+
+// A job id the caller names (an upload stored under it first) is the
+// job's; one that is not a UUID is refused.
+func TestSubmitTakesTheJobIDItIsGiven(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	req := llmTask(t)
+	req.JobID = "0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f"
+	job, err := b.svc.Submit(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, req.JobID, job.ID)
+	req.JobID = "../../results/other"
+	_, err = b.svc.Submit(t.Context(), req)
+	require.ErrorContains(t, err, "not a UUID")
+}

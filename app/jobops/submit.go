@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -99,6 +100,8 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*jobs.Record, 
 	jobID := req.JobID
 	if jobID == "" {
 		jobID = uuid.Must(uuid.NewV7()).String()
+	} else if _, err := uuid.Parse(jobID); err != nil || len(jobID) != 36 {
+		return nil, fmt.Errorf("jobops: the job id %q the caller named is not a UUID", jobID)
 	}
 	in, input, tenant, err := s.prepare(ctx, req, jobID, s.cfg.Now().UTC())
 	if err != nil {

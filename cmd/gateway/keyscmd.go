@@ -347,10 +347,10 @@ func writeKeys(stdout io.Writer, output string, keys []store.APIKey) error {
 		return writeJSON(stdout, out)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tSCOPES\tAPPLICATION\tREQUESTS/MIN\tIN FLIGHT\tCREATED BY\tCREATED\tEXPIRES\tLAST USED")
+	fmt.Fprintln(w, "ID\tNAME\tSCOPES\tAPPLICATION\tREQUESTS/MIN\tIN FLIGHT\tTOKENS/MIN\tCREATED BY\tCREATED\tEXPIRES\tLAST USED")
 	for _, key := range keys {
 		k := newKeyJSON(key, "", now)
-		application, rate, inFlight := "-", "-", "-"
+		application, rate, inFlight, tokens := "-", "-", "-", "-"
 		if k.Application != nil {
 			application = *k.Application
 		}
@@ -360,7 +360,10 @@ func writeKeys(stdout io.Writer, output string, keys []store.APIKey) error {
 		if k.Limits.MaxInFlight > 0 {
 			inFlight = fmt.Sprint(k.Limits.MaxInFlight)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), application, rate, inFlight,
+		if k.Limits.TokensPerMinute > 0 {
+			tokens = fmt.Sprint(k.Limits.TokensPerMinute)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), application, rate, inFlight, tokens,
 			dash(k.CreatedBy), keyTime(&k.CreatedAt, ""), keyTime(k.ExpiresAt, "never"), keyTime(k.LastUsedAt, "never"))
 	}
 	return w.Flush()
