@@ -62,7 +62,7 @@ type openAIHandler struct {
 // routes registers /openai/v1 behind authenticate, its errors rendered in
 // OpenAI's shape.
 func (h openAIHandler) routes(r gin.IRouter, authenticate gin.HandlerFunc) {
-	g := r.Group(OpenAIPath, openAIErrors(h.logger), authenticate, recordActor)
+	g := r.Group(OpenAIPath, authenticate, recordActor) // errors: openAIErrors, in router
 	g.POST("/chat/completions", auth.RequireScope(string(jobs.LLMTasks)+":write"), handle(h.chat))
 	g.GET("/models", auth.RequireScope(string(jobs.LLMTasks)+":read"), handle(h.models))
 	g.POST("/audio/transcriptions", auth.RequireScope(string(jobs.Transcriptions)+":write"), handle(h.transcriptions))

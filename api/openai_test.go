@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,6 +229,9 @@ func TestOpenAIErrorShape(t *testing.T) {
 		{"no token", http.MethodGet, "/openai/v1/models", "", nil, http.StatusUnauthorized, nil, "invalid_api_key"},
 		{"an unknown path", http.MethodGet, "/openai/v1/embeddings", token, nil, http.StatusNotFound, nil, "not_found"},
 		{"a wrong method", http.MethodDelete, "/openai/v1/models", token, nil, http.StatusMethodNotAllowed, nil, "method_not_allowed"},
+		{"a body over the limit", http.MethodPost, "/openai/v1/chat/completions", token,
+			map[string]any{"model": "auto", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("x", api.MaxBodyBytes)}}},
+			http.StatusRequestEntityTooLarge, nil, "payload_too_large"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -238,14 +238,15 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 		// (docs/operations.md, Traces).
 		r.Use(otelgin.Middleware("ai-job-gateway", otelgin.WithGinFilter(notDevCodec)))
 	}
-	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
-		vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
-		CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
-		OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
-	}), interactive)
-	// Under /openai/v1 these answer in OpenAI's error shape (docs/openai.md).
-	r.NoRoute(openAIErrors(cfg.Logger), handle(notFoundRoute))
-	r.NoMethod(openAIErrors(cfg.Logger), handle(methodNotAllowed))
+	r.Use(dropUntrustedForwarding(cfg.TrustedProxies), assignRequestID, gin.Recovery(), logRequests(cfg.Logger, cfg.Metrics), renderErrors(cfg.Logger),
+		// Under /openai/v1, before renderErrors: OpenAI's shape (docs/openai.md).
+		openAIErrors(cfg.Logger), limitBody(MaxBodyBytes, map[string]int64{
+			vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
+			CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
+			OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
+		}), interactive)
+	r.NoRoute(handle(notFoundRoute))
+	r.NoMethod(handle(methodNotAllowed))
 
 	r.GET("/healthz", healthz)
 	r.GET("/readyz", ReadyHandler(cfg.ReadyChecks, cfg.Logger))
