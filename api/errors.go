@@ -42,20 +42,26 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		apiErr := classify(c, logger, c.Errors.Last().Err)
-		if bodyUnread(c) {
-			endUnreadBody(c)
-		}
-		for key, values := range apiErr.Header {
-			for _, v := range values {
-				c.Writer.Header().Add(key, v)
-			}
-		}
 		body := gin.H{"code": apiErr.Code, "message": apiErr.Message}
 		if id := RequestID(c.Request.Context()); id != "" {
 			body["request_id"] = id // what to quote to support
 		}
-		c.JSON(apiErr.Status, gin.H{"error": body})
+		writeError(c, apiErr.Status, apiErr.Header, gin.H{"error": body})
 	}
+}
+
+// writeError answers an error: the rest of an unread request body is
+// dealt with, header added, then body as JSON with status.
+func writeError(c *gin.Context, status int, header http.Header, body any) {
+	if bodyUnread(c) {
+		endUnreadBody(c)
+	}
+	for key, values := range header {
+		for _, v := range values {
+			c.Writer.Header().Add(key, v)
+		}
+	}
+	c.JSON(status, body)
 }
 
 // classify is err as the API answers it: an API error or a create request

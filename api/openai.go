@@ -115,15 +115,7 @@ func openAIErrors(logger *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		e := asOpenAIError(c, logger, c.Errors.Last().Err)
-		if bodyUnread(c) {
-			endUnreadBody(c)
-		}
-		for key, values := range e.header {
-			for _, v := range values {
-				c.Writer.Header().Add(key, v)
-			}
-		}
-		c.JSON(e.status, gin.H{"error": gin.H{"message": e.message, "type": e.typ,
+		writeError(c, e.status, e.header, gin.H{"error": gin.H{"message": e.message, "type": e.typ,
 			"param": nullIfEmpty(e.param), "code": nullIfEmpty(e.code)}})
 	}
 }
