@@ -26,6 +26,11 @@ type Call struct {
 	ResumeFrom int
 	// Report is called with increasing percentages 0..100; it may be nil.
 	Report func(progress int)
+	// Stream, when not nil, asks for the answer as it is written: an
+	// adapter whose vendor streams calls it with each new piece of text,
+	// in order (docs/api.md, Streamed answers). Its result is the whole
+	// answer all the same. Adapters that cannot stream leave it uncalled.
+	Stream func(text string)
 	// Media is the job's media as the gateway's media stage prepared it
 	// (docs/media.md); nil for jobs without media, and for jobs that
 	// started before the media stage existed (adapters then read

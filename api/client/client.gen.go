@@ -2355,6 +2355,9 @@ type LLMTaskOptions struct {
 	// Stop texts the answer ends before
 	Stop *[]string `json:"stop,omitempty"`
 
+	// Stream ask providers that stream for the answer as it is written: the job's event stream then carries llm-task.delta events (docs/api.md, Streamed answers)
+	Stream *bool `json:"stream,omitempty"`
+
 	// Temperature the sampling temperature; not with creativity
 	Temperature *float32 `json:"temperature,omitempty"`
 }

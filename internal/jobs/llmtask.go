@@ -101,6 +101,9 @@ type LLMTaskOptions struct {
 	// ResponseFormat asks for plain text (nil too), a JSON object, or
 	// JSON that matches a schema.
 	ResponseFormat *LLMResponseFormat `json:"response_format,omitempty"`
+	// Stream asks providers that stream for the answer as it is written,
+	// for the job's llm-task.delta events (docs/api.md, Streamed answers).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // LLMTaskResult is the result of an llm-task job.
