@@ -55,6 +55,11 @@ type openAIHandler struct {
 	waiter JobWaiter
 	// uploads keeps the audio of transcriptions; nil answers them 503.
 	uploads blobUploads
+	// events reads a job's lifecycle events and streamed answer, for
+	// stream: true; nil refuses streaming.
+	events JobEventStore
+	// batches serves the files and batches routes.
+	batches openAIBatches
 	metrics jobCounter
 	logger  *slog.Logger
 }
@@ -67,6 +72,7 @@ func (h openAIHandler) routes(r gin.IRouter, authenticate gin.HandlerFunc) {
 	g.GET("/models", auth.RequireScope(string(jobs.LLMTasks)+":read"), handle(h.models))
 	g.POST("/audio/transcriptions", auth.RequireScope(string(jobs.Transcriptions)+":write"), handle(h.transcriptions))
 	g.POST("/audio/translations", auth.RequireScope(string(jobs.Transcriptions)+":write"), handle(h.translations))
+	h.batches.routes(g)
 }
 
 // openAIError is an error in OpenAI's shape, {"error": {"message", "type",

@@ -244,6 +244,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 			vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 			CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
 			OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
+			OpenAIPath + "/files": BatchMaxBodyBytes,
 		}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
@@ -311,7 +312,9 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	newCallbacksHandler(cfg.Callbacks).routes(r)
 	uploads, _ := cfg.Files.(blobUploads) // a blob store takes uploads too
 	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, policies: cfg.Policies, waiter: cfg.Waiter, uploads: uploads,
-		metrics: cfg.Metrics, logger: cfg.Logger}.routes(r, authenticate)
+		events: cfg.Events, metrics: cfg.Metrics, logger: cfg.Logger,
+		batches: openAIBatches{},
+	}.routes(r, authenticate)
 	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
 }
