@@ -244,7 +244,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 			vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 			CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
 			OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
-			OpenAIPath + "/files": BatchMaxBodyBytes,
+			OpenAIPath + "/files":                BatchMaxBodyBytes,
 		}), interactive)
 	r.NoRoute(handle(notFoundRoute))
 	r.NoMethod(handle(methodNotAllowed))
