@@ -228,6 +228,7 @@ var migrations = []*gormigrate.Migration{
 	migrationAPIKeyLimits,
 	migrationInFlightLimits,
 	migrationAuditEvents,
+	migrationJobDeltas,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their

@@ -73,6 +73,7 @@ func (s *JobStore) DeleteJobIf(ctx context.Context, id, by string, at time.Time,
 			{"provider_callbacks", "job_id = ?", []any{id}},
 			{"webhook_deliveries", "job_id = ?", []any{id}},
 			{"job_events", "job_id = ?", []any{id}},
+			{"job_deltas", "job_id = ?", []any{id}},
 			{"webhook_messages", "job_id = ?", []any{id}},
 		} {
 			if err := tx.Exec("DELETE FROM "+del.table+" WHERE "+del.where, del.args...).Error; err != nil {

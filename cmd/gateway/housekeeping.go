@@ -29,6 +29,8 @@ const (
 	budgetNotificationsEvery = 5 * time.Second
 	// budgetNotificationsKept is how long a sent or given-up event is kept.
 	budgetNotificationsKept = 30 * 24 * time.Hour
+	// jobDeltasKept is how long a piece of a streamed answer is kept.
+	jobDeltasKept = time.Hour
 )
 
 // housekeeper is a worker's housekeeping: the sweeps of the blob store and
@@ -61,6 +63,12 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, retention store.Reten
 				// The minutes of API keys' tokens_per_minute, once
 				// their jobs have settled (docs/api.md, API keys).
 				return st.Usage.DeleteMinuteBudgetCountersBefore(ctx, budgets.TokensBudgetPrefix, now.Add(-time.Hour))
+			})},
+		housekeeping.Sweep{Name: "job_deltas", Every: routingStateEvery, Shared: true,
+			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
+				// Pieces of streamed answers, for clients following
+				// the job live (docs/api.md, Streamed answers).
+				return st.Jobs.DeleteJobDeltasBefore(ctx, now.Add(-jobDeltasKept))
 			})},
 		housekeeping.Sweep{Name: "audit_events", Every: filesEvery, Shared: true,
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
