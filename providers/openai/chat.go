@@ -31,6 +31,10 @@ type chatRequest struct {
 	MaxTokens      *int            `json:"max_tokens,omitempty"`
 	Stop           []string        `json:"stop,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+	// Stream and StreamOptions are set for a streamed answer only
+	// (chat_stream.go).
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
 // responseFormat is chat completions' response_format: json_object, or
@@ -137,7 +141,15 @@ func (a *Adapter) llmTask(ctx context.Context, call providers.Call) (any, error)
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
 
-	content, finish, resp, err := a.chat(ctx, req)
+	var (
+		content, finish string
+		resp            chatResponse
+	)
+	if call.Stream != nil {
+		content, finish, resp, err = a.chatStream(ctx, req, call.Stream)
+	} else {
+		content, finish, resp, err = a.chat(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
