@@ -313,7 +313,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 	uploads, _ := cfg.Files.(blobUploads) // a blob store takes uploads too
 	openAIHandler{jobs: cfg.Store, ops: cfg.Jobs, catalog: cfg.Catalog, policies: cfg.Policies, waiter: cfg.Waiter, uploads: uploads,
 		events: cfg.Events, metrics: cfg.Metrics, logger: cfg.Logger,
-		batches: openAIBatches{},
+		batches: newOpenAIBatches(cfg),
 	}.routes(r, authenticate)
 	codecServer{codecs: cfg.Codec, verifier: cfg.Verifier, keys: keys, origins: cfg.CodecOrigins, devSecret: cfg.CodecDevSecret}.routes(r)
 	return r
