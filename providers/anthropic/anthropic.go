@@ -97,19 +97,25 @@ type messagesRequest struct {
 	Messages      []message `json:"messages"`
 	Temperature   *float64  `json:"temperature,omitempty"`
 	StopSequences []string  `json:"stop_sequences,omitempty"`
+	// Stream is set for a streamed answer only (stream.go).
+	Stream bool `json:"stream,omitempty"`
 }
 
 type messagesResponse struct {
-	Type    string `json:"type"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StopReason string `json:"stop_reason"`
-	Usage      *struct {
-		InputTokens  int `json:"input_tokens"`
-		OutputTokens int `json:"output_tokens"`
-	} `json:"usage"`
+	Type       string         `json:"type"`
+	Content    []contentBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+	Usage      *tokenUsage    `json:"usage"`
+}
+
+type contentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type tokenUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 // finishReasons maps Anthropic's stop_reason to the result's
@@ -162,7 +168,12 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 		req.Messages = append(req.Messages, message{Role: m.Role, Content: m.Content})
 	}
 
-	resp, err := a.send(ctx, req)
+	var resp messagesResponse
+	if call.Stream != nil {
+		resp, err = a.stream(ctx, req, call.Stream)
+	} else {
+		resp, err = a.send(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -218,17 +229,10 @@ type apiError struct {
 // permanent. The API key is never part of an error.
 func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesResponse, error) {
 	var out messagesResponse
-	body, err := json.Marshal(req)
+	httpReq, err := a.newRequest(ctx, req)
 	if err != nil {
-		return out, fmt.Errorf("anthropic: encode request: %w", err)
+		return out, err
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/messages", bytes.NewReader(body))
-	if err != nil {
-		return out, fmt.Errorf("anthropic: build request: %w", err)
-	}
-	httpReq.Header.Set("x-api-key", a.apiKey)
-	httpReq.Header.Set("anthropic-version", APIVersion)
-	httpReq.Header.Set("content-type", "application/json")
 	data, answer, err := vendorhttp.Send(ctx, a.client, a.provider.ID, httpReq)
 	if err != nil {
 		return out, err
@@ -244,6 +248,22 @@ func (a *Adapter) send(ctx context.Context, req messagesRequest) (messagesRespon
 			fmt.Sprintf("provider %q sent an answer that is not a Messages API response", a.provider.ID), err)
 	}
 	return out, nil
+}
+
+// newRequest builds the POST of req to /messages.
+func (a *Adapter) newRequest(ctx context.Context, req messagesRequest) (*http.Request, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/messages", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: build request: %w", err)
+	}
+	httpReq.Header.Set("x-api-key", a.apiKey)
+	httpReq.Header.Set("anthropic-version", APIVersion)
+	httpReq.Header.Set("content-type", "application/json")
+	return httpReq, nil
 }
 
 func (a *Adapter) statusError(answer *vendorhttp.Answer) *providers.Error {
