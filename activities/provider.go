@@ -118,6 +118,9 @@ type ProviderCalls struct {
 	// Tombstones tells a deleted job, whose call is not made; nil checks
 	// none.
 	Tombstones TombstoneReader
+	// Deltas records the pieces of answers streamed for jobs that asked
+	// (docs/api.md, Streamed answers); nil records none.
+	Deltas DeltaWriter
 }
 
 // TombstoneReader reads a deleted job's tombstone; store.ErrNotFound for a
@@ -159,7 +162,13 @@ func (c *ProviderCalls) CallProvider(ctx context.Context, in CallInput) (CallOut
 	started := time.Now()
 	callCtx, cancel := withCallTimeout(ctx, provider)
 	defer cancel()
+	var stream func(string)
+	if deltas := streamOf(ctx, c.Deltas, in); deltas != nil {
+		stream = deltas.add
+		defer deltas.close()
+	}
 	result, err := adapter.Run(callCtx, providers.Call{
+		Stream:     stream,
 		Delegate:   c.delegate,
 		Media:      call.Media,
 		ResultFile: call.ResultFile,

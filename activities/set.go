@@ -47,6 +47,8 @@ type Deps struct {
 	WebhookMessages MessageStore
 	// Jobs reads the stored jobs webhook payloads are rendered from.
 	Jobs JobReader
+	// Deltas records the pieces of streamed answers; nil records none.
+	Deltas DeltaWriter
 
 	// Files is the blob store of media and result files (docs/media.md);
 	// nil: jobs with media fail with MEDIA_PROCESSING_UNAVAILABLE.
@@ -140,7 +142,7 @@ func New(d Deps) *Set {
 			WorkerID: d.WorkerID, Metrics: d.Metrics, Breakers: breakers, MaxOutageWait: d.MaxOutageWait},
 		Calls: &ProviderCalls{Providers: d.Providers, Projections: projections, Files: files,
 			Latencies: d.Routing, Temporal: d.Temporal, WorkerID: d.WorkerID,
-			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers, Tombstones: d.Jobs},
+			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers, Tombstones: d.Jobs, Deltas: d.Deltas},
 		AsyncCalls: &AsyncCalls{Providers: d.Providers, Projections: projections, Files: files,
 			CallbackURLs: d.CallbackURLs, Callbacks: d.Callbacks, WorkerID: d.WorkerID,
 			HeartbeatInterval: d.HeartbeatInterval, Metrics: d.Metrics, Breakers: breakers, Tombstones: d.Jobs},

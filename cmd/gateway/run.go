@@ -465,7 +465,7 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 		return nil, err
 	}
 	deps := activities.Deps{Store: st.Jobs, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
-		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Jobs,
+		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Jobs, Deltas: st.Jobs,
 		RetentionStore: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, RetentionDefaults: cfg.Retention,
 		Tenants: st.Routing, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
 		Logger: logger.With("component", "breakers")}
