@@ -204,6 +204,19 @@ func (j *llmTask) result() any {
 	return res
 }
 
+// pieces is the answer's content cut word by word, spaces kept, as the
+// sandbox streams it.
+func (j *llmTask) pieces() []string {
+	content := j.result().(jobs.LLMTaskResult).Content
+	var out []string
+	for _, w := range strings.SplitAfter(content, " ") {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // formatted is the answer text as response_format asks: itself, a JSON
 // object carrying it, or a minimal instance of the JSON schema.
 func formatted(text string, format *jobs.LLMResponseFormat) string {

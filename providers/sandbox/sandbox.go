@@ -94,7 +94,11 @@ func (a *Adapter) Run(ctx context.Context, call providers.Call) (json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	if err := a.spend(ctx, call, start); err != nil {
+	var pieces []string
+	if t, ok := job.(*llmTask); ok && call.Stream != nil {
+		pieces = t.pieces()
+	}
+	if err := a.spend(ctx, call, start, pieces); err != nil {
 		return nil, err
 	}
 	if t, ok := job.(*translation); ok && call.Media != nil && call.ResultFile != "" {
@@ -186,8 +190,12 @@ func (a *Adapter) prepare(ctx context.Context, call providers.Call) (job, error)
 const steps = 10
 
 // spend waits out latency_ms from progress start to 100, reporting each
-// tenth; time already spent by an earlier attempt is skipped.
-func (a *Adapter) spend(ctx context.Context, call providers.Call, start int) error {
+// tenth; time already spent by an earlier attempt is skipped. Pieces of a
+// streamed answer, when given, are handed out along the way instead.
+func (a *Adapter) spend(ctx context.Context, call providers.Call, start int, pieces []string) error {
+	if len(pieces) > 0 {
+		return a.stream(ctx, call, start, pieces)
+	}
 	total := time.Duration(a.settings.LatencyMS) * time.Millisecond
 	if total == 0 || start >= 100 {
 		if start < 100 {
@@ -202,6 +210,34 @@ func (a *Adapter) spend(ctx context.Context, call providers.Call, start int) err
 		}
 		call.Progress(p)
 		prev = p
+	}
+	return nil
+}
+
+// stream hands pieces to call.Stream evenly over what is left of
+// latency_ms, the last at its end, reporting progress as spend does by
+// the tenth (docs/providers.md, sandbox). A retried call streams the
+// whole answer again, in the time left.
+func (a *Adapter) stream(ctx context.Context, call providers.Call, start int, pieces []string) error {
+	total := time.Duration(a.settings.LatencyMS) * time.Millisecond
+	left := total * time.Duration(100-min(start, 100)) / 100
+	n := len(pieces)
+	reported := start
+	var spent time.Duration
+	for i, piece := range pieces {
+		if due := left * time.Duration(i+1) / time.Duration(n); due > spent {
+			if err := a.wait(ctx, due-spent); err != nil {
+				return err
+			}
+			spent = due
+		} else if err := ctx.Err(); err != nil {
+			return err
+		}
+		call.Stream(piece)
+		if p := (start + (100-start)*(i+1)/n) / steps * steps; p > reported {
+			call.Progress(p)
+			reported = p
+		}
 	}
 	return nil
 }

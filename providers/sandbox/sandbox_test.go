@@ -561,3 +561,92 @@ func TestDocumentTranslationWritesTheResultFile(t *testing.T) {
 		})
 	}
 }
+
+// runStreamed runs an llm-task with a Stream function and returns the
+// pieces it got.
+func (b *bundle) runStreamed(ctx context.Context, t *testing.T, svc jobs.ServiceID, input string, resume int) (map[string]any, []string, error) {
+	t.Helper()
+	var pieces []string
+	out, err := b.adapter.Run(ctx, providers.Call{
+		JobID: "job-1", Service: svc, Provider: b.provider, Input: json.RawMessage(input), ResumeFrom: resume,
+		Report: func(p int) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.reports = append(b.reports, p)
+		},
+		Stream: func(text string) { pieces = append(pieces, text) },
+	})
+	if err != nil {
+		return nil, pieces, err
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out, &m))
+	return m, pieces, nil
+}
+
+func TestLLMTaskStreamsWordByWord(t *testing.T) {
+	t.Parallel()
+	const input = `{"type":"text","text":"some text","prompt":"Summarise"}`
+	want, err := setup(t, map[string]any{"latency_ms": 1000}).run(t, jobs.LLMTasks, input, ``, 0)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name   string
+		resume int
+		wait   time.Duration
+	}{
+		{"full run", 0, time.Second},
+		{"resumed at 55", 55, 450 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, map[string]any{"latency_ms": 1000})
+			res, pieces, err := b.runStreamed(context.Background(), t, jobs.LLMTasks, input, tt.resume)
+			require.NoError(t, err)
+			require.Equal(t, want, res, "the same result as unstreamed")
+			require.Greater(t, len(pieces), 10)
+			require.Equal(t, want["content"], strings.Join(pieces, ""), "the pieces make the whole answer, a retry's too")
+			require.Equal(t, "[sandbox] ", pieces[0])
+			require.Len(t, b.waits, len(pieces), "a wait before each piece")
+			require.Equal(t, tt.wait, b.totalWait(), "spread over what is left of latency_ms")
+			require.True(t, slices.IsSorted(b.reports), "%v", b.reports)
+			require.Equal(t, tt.resume, b.reports[0])
+			require.Equal(t, 100, b.reports[len(b.reports)-1])
+		})
+	}
+}
+
+func TestStreamWithoutLatencyAndForOtherServices(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	res, pieces, err := b.runStreamed(context.Background(), t, jobs.LLMTasks, `{"type":"text","prompt":"Hi"}`, 0)
+	require.NoError(t, err)
+	require.Equal(t, res["content"], strings.Join(pieces, ""))
+	require.Equal(t, time.Duration(0), b.totalWait())
+	require.True(t, slices.IsSorted(b.reports), "%v", b.reports)
+	require.Equal(t, 100, b.reports[len(b.reports)-1])
+
+	_, pieces, err = b.runStreamed(context.Background(), t, jobs.Translations, `{"type":"text","content":"Hallo","target_language":"en"}`, 0)
+	require.NoError(t, err)
+	require.Empty(t, pieces, "only llm-tasks stream")
+}
+
+func TestStreamCancelled(t *testing.T) {
+	t.Parallel()
+	p := &providers.Provider{ID: "sb", Settings: map[string]any{"latency_ms": 60_000}}
+	a, err := New(p)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pieces []string
+	start := time.Now()
+	_, err = a.Run(ctx, providers.Call{Service: jobs.LLMTasks, Provider: p, Input: json.RawMessage(`{"type":"text","prompt":"y"}`),
+		Stream: func(text string) {
+			pieces = append(pieces, text)
+			cancel()
+		}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, pieces, 1, "nothing more once ctx ended")
+	require.Less(t, time.Since(start), 30*time.Second)
+}
