@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,9 +19,11 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-// JobEventStore reads jobs' recorded lifecycle events (store.Store).
+// JobEventStore reads jobs' recorded lifecycle events and the pieces of
+// their streamed answers (store.JobStore).
 type JobEventStore interface {
 	JobEvents(ctx context.Context, id string, after, limit int) ([]store.JobEvent, error)
+	JobDeltas(ctx context.Context, id string, after, limit int) ([]store.JobDelta, error)
 }
 
 // DefaultEventsHeartbeat is how often an idle event stream sends a
@@ -51,7 +55,7 @@ func (h eventsHandler) stream(svc jobs.Service) gin.HandlerFunc {
 			return apierror.New(http.StatusNotAcceptable, apierror.CodeNotAcceptable,
 				"this route answers text/event-stream only: send Accept: text/event-stream")
 		}
-		after, err := lastEventID(c.GetHeader("Last-Event-ID"))
+		after, delta, err := lastEventID(c.GetHeader("Last-Event-ID"))
 		if err != nil {
 			return err
 		}
@@ -79,24 +83,48 @@ func (h eventsHandler) stream(svc jobs.Service) gin.HandlerFunc {
 		started := time.Now()
 		// The request duration metric leaves the stream out (docs/operations.md, Metrics).
 		defer func() { c.Set(waitedKey, time.Since(started)) }()
-		s := &eventStream{h: h, c: c, rc: rc, job: job, after: after}
+		s := &eventStream{h: h, c: c, rc: rc, job: job, after: after, delta: delta, streams: streamsAnswer(job)}
+		if s.streams && delta > 0 {
+			// The call of the last piece the client had: a piece of
+			// another one restarts the answer.
+			if last, err := h.events.JobDeltas(c.Request.Context(), job.ID, delta-1, 1); err == nil && len(last) == 1 {
+				s.call = last[0].CallID
+			}
+		}
 		s.run(c.Request.Context(), sub)
 		return nil
 	})
 }
 
 // lastEventID parses a reconnecting client's Last-Event-ID: the seq of
-// the last event it received, 0 when absent.
-func lastEventID(v string) (int, error) {
+// the last lifecycle event it received and, after a dot on a streamed
+// job's events, of the last piece of its answer; 0 when absent.
+func lastEventID(v string) (event, delta int, err error) {
 	if v == "" {
-		return 0, nil
+		return 0, 0, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation,
-			"header Last-Event-ID: must be the id of an event of this stream, a non-negative integer")
+	events, deltas, dotted := strings.Cut(v, ".")
+	event, err = strconv.Atoi(events)
+	if err == nil && dotted {
+		delta, err = strconv.Atoi(deltas)
 	}
-	return n, nil
+	if err != nil || event < 0 || delta < 0 {
+		return 0, 0, apierror.New(http.StatusUnprocessableEntity, apierror.CodeValidation,
+			"header Last-Event-ID: must be the id of an event of this stream, such as 3 or 3.12")
+	}
+	return event, delta, nil
+}
+
+// streamsAnswer reports whether the job's event stream carries its
+// answer as it is written: an llm-task that asked for a stream and has
+// not ended (docs/api.md, Streamed answers). An ended job's terminal
+// event holds the whole answer.
+func streamsAnswer(job *jobs.Record) bool {
+	if job.Service != jobs.LLMTasks || job.Terminal() || job.Options == "" {
+		return false
+	}
+	var options jobs.LLMTaskOptions
+	return json.Unmarshal([]byte(job.Options), &options) == nil && options.Stream
 }
 
 // eventStream is one client's stream of one job's events.
@@ -106,6 +134,10 @@ type eventStream struct {
 	rc    *http.ResponseController
 	job   *jobs.Record // the documents events are rendered with
 	after int          // the seq of the last event sent
+
+	streams bool   // the job's answer is streamed: its deltas are sent
+	delta   int    // the seq of the last delta sent
+	call    string // the provider call of the last delta sent
 }
 
 // run sends the recorded events, then new ones as the job changes, until
@@ -118,6 +150,14 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 	}
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
+	// Deltas do not change the job's row, which the watcher follows:
+	// while the answer is streamed, they are read on a tick of their own.
+	var deltaTick <-chan time.Time
+	if s.streams {
+		t := time.NewTicker(deltaPollInterval)
+		defer t.Stop()
+		deltaTick = t.C
+	}
 	terminal := s.job.Terminal()
 	for {
 		_, err := s.drain(ctx)
@@ -139,6 +179,7 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 				return // shutting down, or the job was deleted
 			}
 			terminal = st.Status.Terminal()
+		case <-deltaTick:
 		case <-ticker.C:
 			s.writeDeadline()
 			if _, err := s.c.Writer.WriteString(": keep-alive\n\n"); err != nil || s.rc.Flush() != nil {
@@ -153,6 +194,9 @@ func (s *eventStream) run(ctx context.Context, sub *jobwatch.Subscription) {
 // drain sends the job's events after the last one sent, and reports
 // whether the last of them is the job's terminal event.
 func (s *eventStream) drain(ctx context.Context) (bool, error) {
+	if err := s.drainDeltas(ctx); err != nil {
+		return false, err
+	}
 	ended := false
 	for {
 		evs, err := s.h.events.JobEvents(ctx, s.job.ID, s.after, eventsBatch)
@@ -160,6 +204,13 @@ func (s *eventStream) drain(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		for _, e := range evs {
+			if e.Kind == jobs.EventCompleted || e.Kind == jobs.EventFailed {
+				// The answer's last pieces were written before the
+				// job ended: they come before its end.
+				if err := s.drainDeltas(ctx); err != nil {
+					return false, err
+				}
+			}
 			if err := s.send(ctx, e); err != nil {
 				return false, err
 			}
@@ -213,8 +264,81 @@ func (s *eventStream) send(ctx context.Context, e store.JobEvent) error {
 		return err
 	}
 	s.writeDeadline()
-	if _, err := fmt.Fprintf(s.c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, jobs.EventName(svc, e.Kind), body); err != nil {
+	return s.write(e.Seq, s.delta, jobs.EventName(svc, e.Kind), body)
+}
+
+// write sends one event; its id is the event's seq, and on a streamed
+// job's stream the delta's after a dot.
+func (s *eventStream) write(seq, delta int, name string, body []byte) error {
+	id := strconv.Itoa(seq)
+	if s.streams {
+		id += "." + strconv.Itoa(delta)
+	}
+	s.writeDeadline()
+	if _, err := fmt.Fprintf(s.c.Writer, "id: %s\nevent: %s\ndata: %s\n\n", id, name, body); err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// deltaPollInterval is how often a streamed job's stream reads new
+// pieces of its answer.
+const deltaPollInterval = 100 * time.Millisecond
+
+// drainDeltas sends the pieces of the answer written since the last one
+// sent, each as an llm-task.delta event; a piece of a new provider call
+// comes after an llm-task.restarted event: the answer starts again.
+func (s *eventStream) drainDeltas(ctx context.Context) error {
+	if !s.streams {
+		return nil
+	}
+	for {
+		deltas, err := s.h.events.JobDeltas(ctx, s.job.ID, s.delta, eventsBatch)
+		if err != nil {
+			return err
+		}
+		for _, d := range deltas {
+			if s.call != "" && d.CallID != s.call {
+				if err := s.sendPiece(s.delta, EventRestarted, deltaAttributes{Provider: d.Provider}); err != nil {
+					return err
+				}
+			}
+			s.call, s.delta = d.CallID, d.Seq
+			if err := s.sendPiece(d.Seq, EventDelta, deltaAttributes{Provider: d.Provider, Text: d.Text}); err != nil {
+				return err
+			}
+		}
+		if len(deltas) < eventsBatch {
+			return nil
+		}
+	}
+}
+
+// The events of a streamed answer (docs/api.md, Streamed answers).
+const (
+	// EventDelta carries a new piece of the answer.
+	EventDelta jobs.EventKind = "delta"
+	// EventRestarted says the answer starts again, from another call of
+	// a provider (a retry, or a failover to another provider): the text
+	// streamed so far is dropped.
+	EventRestarted jobs.EventKind = "restarted"
+)
+
+// deltaAttributes are the attributes of a streamed answer's event.
+type deltaAttributes struct {
+	Provider string `json:"provider"`
+	Text     string `json:"text,omitempty"`
+}
+
+// sendPiece sends an event of the streamed answer, with the seq of the
+// last delta it includes.
+func (s *eventStream) sendPiece(delta int, kind jobs.EventKind, attrs deltaAttributes) error {
+	svc, _ := jobs.ServiceOf(s.job.Service)
+	name := jobs.EventName(svc, kind)
+	body, err := json.Marshal(map[string]any{"event": name, "data": map[string]any{
+		"id": s.job.ID, "type": svc.JobType, "attributes": attrs}})
+	if err != nil {
+		return err
+	}
+	return s.write(s.after, delta, name, body)
 }
