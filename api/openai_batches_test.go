@@ -1,0 +1,347 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+)
+
+// setupFiles is setup with a directory blob store, which keeps the
+// OpenAI-compatible files and batches (docs/openai.md, Files and
+// batches).
+func setupFiles(t *testing.T) *bundle {
+	t.Helper()
+	files := openTestFiles(t)
+	return setupConfigured(t, storetest.SQLite, func(cfg *api.Config) { cfg.Files = files })
+}
+
+// chatLine is a line of a batch's input file asking model-a question.
+func chatLine(customID, question string) string {
+	line, _ := json.Marshal(map[string]any{"custom_id": customID, "method": "POST", "url": "/v1/chat/completions",
+		"body": map[string]any{"model": "model-a", "messages": []map[string]string{{"role": "user", "content": question}}}})
+	return string(line)
+}
+
+// uploadBatchFile uploads lines as a file of purpose batch.
+func uploadBatchFile(t *testing.T, client *openai.Client, lines ...string) *openai.FileObject {
+	t.Helper()
+	f, err := client.Files.New(context.Background(), openai.FileNewParams{
+		File:    openai.File(strings.NewReader(strings.Join(lines, "\n")+"\n"), "batch.jsonl", "application/jsonl"),
+		Purpose: openai.FilePurposeBatch,
+	})
+	require.NoError(t, err)
+	return f
+}
+
+func newBatch(t *testing.T, client *openai.Client, fileID string) *openai.Batch {
+	t.Helper()
+	batch, err := client.Batches.New(context.Background(), openai.BatchNewParams{InputFileID: fileID,
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	require.NoError(t, err)
+	return batch
+}
+
+// finishBatchJobs records each job of gateway batch id, once all want of
+// them started, as its workflow would on finishing: finish says how.
+func (b *bundle) finishBatchJobs(t *testing.T, id string, want int, finish func(job *jobs.Record)) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(b.started()) == want }, 5*time.Second, 10*time.Millisecond, "the dispatcher starts them")
+	ctx := context.Background()
+	page, _, err := b.store.Jobs.ListJobs(ctx, store.JobFilter{Batch: id}, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, page, want)
+	for _, listed := range page {
+		job, err := b.store.Jobs.GetJob(ctx, listed.ID)
+		require.NoError(t, err)
+		completed := time.Now()
+		job.ProcessedAt, job.CompletedAt, job.Revision = &completed, &completed, job.Revision+1
+		finish(job)
+		require.NoError(t, b.store.Jobs.SaveJob(ctx, job))
+	}
+}
+
+// answered completes job with an answer naming its custom_id.
+func answered(job *jobs.Record) {
+	result, _ := json.Marshal(jobs.LLMTaskResult{Content: "answer to " + job.CustomID, FinishReason: "stop"})
+	job.Status, job.Provider, job.Result = jobs.StatusCompleted, "alpha", string(result)
+}
+
+// batchFileLine is a line of a batch's output or error file.
+type batchFileLine struct {
+	ID       string `json:"id"`
+	CustomID string `json:"custom_id"`
+	Response *struct {
+		StatusCode int             `json:"status_code"`
+		RequestID  string          `json:"request_id"`
+		Body       json.RawMessage `json:"body"`
+	} `json:"response"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// fileLines reads a file's content through the SDK, by custom_id.
+func fileLines(t *testing.T, client *openai.Client, id string) map[string]batchFileLine {
+	t.Helper()
+	resp, err := client.Files.Content(context.Background(), id)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	out := map[string]batchFileLine{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var line batchFileLine
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
+		out[line.CustomID] = line
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func TestOpenAIBatchThroughFiles(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	ctx := context.Background()
+	token := b.token(t, "llm-tasks:write", "llm-tasks:read")
+	client := b.openAIClient(token)
+
+	// The three lines an SDK user writes: upload, create, read.
+	f := uploadBatchFile(t, client, chatLine("q-1", "One?"), chatLine("q-2", "Two?"), chatLine("q-3", "Three?"))
+	require.True(t, strings.HasPrefix(f.ID, "file-"), f.ID)
+	require.Equal(t, "batch.jsonl", f.Filename)
+	require.Equal(t, openai.FileObjectPurposeBatch, f.Purpose)
+	require.Positive(t, f.Bytes)
+
+	batch, err := client.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID,
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h,
+		Metadata: shared.Metadata{"run": "nightly"}})
+	require.NoError(t, err)
+	require.Equal(t, openai.BatchStatusInProgress, batch.Status)
+	require.Equal(t, f.ID, batch.InputFileID)
+	require.Equal(t, "/v1/chat/completions", batch.Endpoint)
+	require.Equal(t, "24h", batch.CompletionWindow)
+	require.Equal(t, "nightly", batch.Metadata["run"])
+	require.EqualValues(t, 3, batch.RequestCounts.Total)
+	require.Zero(t, batch.RequestCounts.Completed)
+	require.Empty(t, batch.OutputFileID)
+
+	// The gateway's own batch and jobs are the same.
+	id, ok := strings.CutPrefix(batch.ID, "batch_")
+	require.True(t, ok, batch.ID)
+	r := b.do(t, "GET", "/v1/batches/"+id, token, nil)
+	r.requireStatus(t, http.StatusOK)
+	r = b.do(t, "GET", "/v1/jobs?filter[batch]="+id, token, nil)
+	r.requireStatus(t, http.StatusOK)
+	var listed struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &listed))
+	require.Len(t, listed.Data, 3)
+
+	b.finishBatchJobs(t, id, 3, answered)
+
+	batch, err = client.Batches.Get(ctx, batch.ID)
+	require.NoError(t, err)
+	require.Equal(t, openai.BatchStatusCompleted, batch.Status)
+	require.EqualValues(t, 3, batch.RequestCounts.Total)
+	require.EqualValues(t, 3, batch.RequestCounts.Completed)
+	require.Zero(t, batch.RequestCounts.Failed)
+	require.NotZero(t, batch.CompletedAt)
+	require.NotEmpty(t, batch.OutputFileID)
+	require.Empty(t, batch.ErrorFileID)
+
+	out, err := client.Files.Get(ctx, batch.OutputFileID)
+	require.NoError(t, err)
+	require.Equal(t, openai.FileObjectPurposeBatchOutput, out.Purpose)
+	lines := fileLines(t, client, batch.OutputFileID)
+	require.Len(t, lines, 3)
+	for _, customID := range []string{"q-1", "q-2", "q-3"} {
+		line := lines[customID]
+		require.NotNil(t, line.Response, customID)
+		require.Nil(t, line.Error)
+		require.Equal(t, http.StatusOK, line.Response.StatusCode)
+		var completion openai.ChatCompletion
+		require.NoError(t, json.Unmarshal(line.Response.Body, &completion))
+		require.Equal(t, "model-a", completion.Model)
+		require.Equal(t, "answer to "+customID, completion.Choices[0].Message.Content)
+		require.Equal(t, "chatcmpl-"+line.Response.RequestID, completion.ID)
+	}
+
+	page, err := client.Batches.List(ctx, openai.BatchListParams{})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	require.Equal(t, batch.ID, page.Data[0].ID)
+	files, err := client.Files.List(ctx, openai.FileListParams{})
+	require.NoError(t, err)
+	require.Len(t, files.Data, 1)
+	require.Equal(t, f.ID, files.Data[0].ID)
+}
+
+func TestOpenAIBatchErrorFile(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	ctx := context.Background()
+	client := b.openAIClient(b.token(t, "llm-tasks:write", "llm-tasks:read"))
+	tools := `{"custom_id":"tools","method":"POST","url":"/v1/chat/completions","body":{"model":"model-a","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}}`
+	f := uploadBatchFile(t, client, chatLine("good", "Hi?"), tools, chatLine("fails", "Hi?"))
+	batch := newBatch(t, client, f.ID)
+	require.EqualValues(t, 3, batch.RequestCounts.Total)
+	require.EqualValues(t, 1, batch.RequestCounts.Failed, "the refused line")
+
+	b.finishBatchJobs(t, strings.TrimPrefix(batch.ID, "batch_"), 2, func(job *jobs.Record) {
+		if job.CustomID == "good" {
+			answered(job)
+			return
+		}
+		job.Status, job.ErrorCode, job.ErrorMessage = jobs.StatusFailed, jobs.CodeProvidersExhausted, "every provider failed"
+	})
+	batch, err := client.Batches.Get(ctx, batch.ID)
+	require.NoError(t, err)
+	require.Equal(t, openai.BatchStatusCompleted, batch.Status)
+	require.EqualValues(t, 1, batch.RequestCounts.Completed)
+	require.EqualValues(t, 2, batch.RequestCounts.Failed)
+	require.Len(t, fileLines(t, client, batch.OutputFileID), 1)
+
+	errs := fileLines(t, client, batch.ErrorFileID)
+	require.Len(t, errs, 2)
+	var body struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	refused := errs["tools"]
+	require.Equal(t, http.StatusBadRequest, refused.Response.StatusCode)
+	require.NoError(t, json.Unmarshal(refused.Response.Body, &body))
+	require.Equal(t, "invalid_request_error", body.Error.Type)
+	require.Equal(t, "tools", *body.Error.Param)
+	require.Equal(t, "unsupported_parameter", *body.Error.Code)
+
+	failed := errs["fails"]
+	require.Equal(t, http.StatusBadGateway, failed.Response.StatusCode)
+	require.NoError(t, json.Unmarshal(failed.Response.Body, &body))
+	require.Equal(t, "server_error", body.Error.Type)
+	require.Equal(t, "providers_exhausted", *body.Error.Code)
+	require.NotEmpty(t, failed.Response.RequestID)
+}
+
+func TestOpenAIBatchCancel(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	ctx := context.Background()
+	client := b.openAIClient(b.token(t, "llm-tasks:write", "llm-tasks:read"))
+	batch := newBatch(t, client, uploadBatchFile(t, client, chatLine("a", "A?"), chatLine("b", "B?")).ID)
+	require.Eventually(t, func() bool { return len(b.started()) == 2 }, 5*time.Second, 10*time.Millisecond)
+
+	cancelled, err := client.Batches.Cancel(ctx, batch.ID)
+	require.NoError(t, err)
+	require.Contains(t, []openai.BatchStatus{openai.BatchStatusCancelling, openai.BatchStatusCancelled}, cancelled.Status)
+	require.NotZero(t, cancelled.CancellingAt)
+	require.Eventually(t, func() bool {
+		got, err := client.Batches.Get(ctx, batch.ID)
+		require.NoError(t, err)
+		cancelled = got
+		return got.Status == openai.BatchStatusCancelled
+	}, 5*time.Second, 10*time.Millisecond)
+	require.EqualValues(t, 2, cancelled.RequestCounts.Failed)
+	require.Empty(t, cancelled.OutputFileID)
+	for _, line := range fileLines(t, client, cancelled.ErrorFileID) {
+		require.Nil(t, line.Response)
+		require.Equal(t, "batch_cancelled", line.Error.Code)
+	}
+}
+
+func TestOpenAIFilesAndBatchesRefusals(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	ctx := context.Background()
+	client := b.openAIClient(b.token(t, "llm-tasks:write", "llm-tasks:read"))
+	f := uploadBatchFile(t, client, chatLine("a", "A?"))
+
+	_, err := client.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader("{}\n"), "x.jsonl", "application/jsonl"),
+		Purpose: openai.FilePurposeAssistants})
+	apiErr := openAIErrorOf(t, err)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, "purpose", apiErr.Param)
+
+	_, err = client.Files.Get(ctx, "file-0123456789abcdef0123456789abcdef")
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+	_, err = client.Batches.Get(ctx, "batch_0190aaaa-0000-7000-8000-000000000000")
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+	_, err = client.Batches.New(ctx, openai.BatchNewParams{InputFileID: "file-nope",
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	apiErr = openAIErrorOf(t, err)
+	require.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+	require.Equal(t, "input_file_id", apiErr.Param)
+
+	_, err = client.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID,
+		Endpoint: openai.BatchNewParamsEndpointV1Embeddings, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	apiErr = openAIErrorOf(t, err)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, "endpoint", apiErr.Param)
+
+	notJSONL := uploadBatchFile(t, client, "a,b,c")
+	_, err = client.Batches.New(ctx, openai.BatchNewParams{InputFileID: notJSONL.ID,
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	apiErr = openAIErrorOf(t, err)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, "input_file_id", apiErr.Param)
+	require.Contains(t, apiErr.Message, "JSONL")
+
+	// Another tenant sees neither the file nor the batch.
+	batch := newBatch(t, client, f.ID)
+	other := b.openAIClient(b.tokenFor(t, "globex", "bob", "llm-tasks:write", "llm-tasks:read"))
+	_, err = other.Files.Get(ctx, f.ID)
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+	_, err = other.Files.Content(ctx, f.ID)
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+	_, err = other.Batches.Get(ctx, batch.ID)
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+	_, err = other.Batches.Cancel(ctx, batch.ID)
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+
+	// Deleted, the file is gone; its content was what was uploaded.
+	resp, err := client.Files.Content(ctx, f.ID)
+	require.NoError(t, err)
+	content, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, chatLine("a", "A?")+"\n", string(content))
+	deleted, err := client.Files.Delete(ctx, f.ID)
+	require.NoError(t, err)
+	require.True(t, deleted.Deleted)
+	require.Equal(t, f.ID, deleted.ID)
+	_, err = client.Files.Get(ctx, f.ID)
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+}
+
+func TestOpenAIFilesWithoutAFileStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	client := b.openAIClient(b.token(t, "llm-tasks:write", "llm-tasks:read"))
+	_, err := client.Files.New(context.Background(), openai.FileNewParams{
+		File: openai.File(strings.NewReader(chatLine("a", "A?")), "batch.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	apiErr := openAIErrorOf(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
+	require.Equal(t, "server_error", apiErr.Type)
+	_, err = client.Batches.Get(context.Background(), "batch_x")
+	require.Equal(t, http.StatusServiceUnavailable, openAIErrorOf(t, err).StatusCode)
+	require.NotEmpty(t, fmt.Sprint(err))
+}
