@@ -231,7 +231,13 @@ type chatRequest struct {
 	ResponseFormat      json.RawMessage `json:"response_format"`
 	N                   *int            `json:"n"`
 	Stream              *bool           `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage *bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
+
+// streamed reports whether the request asks for stream: true.
+func (r *chatRequest) streamed() bool { return r.Stream != nil && *r.Stream }
 
 type chatMessage struct {
 	Role         string          `json:"role"`
@@ -276,6 +282,11 @@ func (h openAIHandler) chat(c *gin.Context) error {
 	if req.MaxCompletionTokens != nil {
 		c.Set(maxTokensParamKey, "max_completion_tokens")
 	}
+	if req.streamed() && h.events == nil {
+		e := invalidParam("stream", "Unsupported value: 'stream': this gateway serves no job events, so it cannot stream; send stream false or leave it out (docs/openai.md, Streaming).")
+		e.code = "unsupported_value"
+		return e
+	}
 	policyID, err := h.namedPolicy(c, by.Tenant, req.Model)
 	if err != nil {
 		return err
@@ -300,6 +311,10 @@ func (h openAIHandler) chat(c *gin.Context) error {
 	// (the OpenAI SDKs honour this header; docs/openai.md).
 	c.Header("X-Should-Retry", "false")
 	h.metrics.JobCreated(string(svc.ID))
+	if req.streamed() {
+		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage != nil && *req.StreamOptions.IncludeUsage
+		return h.streamChat(c, job, req.Model, includeUsage)
+	}
 	job, err = h.await(c, job)
 	if err != nil || c.Request.Context().Err() != nil {
 		return err // the client is gone when err is nil: nobody reads the answer
@@ -344,10 +359,8 @@ func parseChatRequest(body []byte) (*chatRequest, error) {
 		return nil, invalidParam("", "We could not parse the JSON body of your request.")
 	}
 	switch {
-	case req.Stream != nil && *req.Stream:
-		e := invalidParam("stream", "Unsupported value: 'stream': streaming is not offered by this gateway yet; send stream false or leave it out (docs/openai.md).")
-		e.code = "unsupported_value"
-		return nil, e
+	case req.StreamOptions != nil && !req.streamed():
+		return nil, invalidParam("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	case req.N != nil && *req.N != 1:
 		return nil, unsupportedParam("n", "more than one choice (n other than 1)")
 	case req.Model == "":
@@ -425,6 +438,9 @@ func chatJobBody(req *chatRequest, policyID string) ([]byte, error) {
 	}
 	if given(req.ResponseFormat) {
 		options["response_format"] = req.ResponseFormat
+	}
+	if req.streamed() {
+		options["stream"] = true
 	}
 	attributes := map[string]any{"input": map[string]any{"type": "messages", "messages": messages}}
 	if len(options) > 0 {
