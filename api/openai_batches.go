@@ -581,6 +581,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 	if plan.Existing != nil {
 		return b.answer(c, plan.Existing)
 	}
+	id := jobops.BatchID(by.Tenant, key)
 	refused, err := batches.Refusals(batch.Items, plan.Errors)
 	if err != nil {
 		b.ops.AbandonBatch(ctx, plan)
@@ -591,7 +592,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 		if e == nil {
 			e = refusalError(r)
 		}
-		line, err := json.Marshal(gin.H{"id": "batch_req_" + strconv.Itoa(r.Index), "custom_id": r.CustomID,
+		line, err := json.Marshal(gin.H{"id": "batch_req_" + id + "_" + strconv.Itoa(r.Index), "custom_id": r.CustomID,
 			"response": gin.H{"status_code": e.status, "request_id": nil, "body": errorBody(e)}, "error": nil})
 		if err != nil {
 			b.ops.AbandonBatch(ctx, plan)
@@ -612,7 +613,6 @@ func (b openAIBatches) create(c *gin.Context) error {
 		b.ops.AbandonBatch(ctx, plan)
 		return err
 	}
-	id := jobops.BatchID(by.Tenant, key)
 	// The sidecar first: a batch recorded is always shown.
 	if err := b.putJSON(ctx, batchMetaKey(by.Tenant, id), side); err != nil {
 		b.ops.AbandonBatch(ctx, plan)
@@ -894,7 +894,9 @@ func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *batch
 			case job.Status == jobs.StatusCompleted:
 				completion, err := chatCompletionOf(job, side.Models[job.CustomID])
 				if err != nil {
-					return nil, nil, err
+					// Its result is gone (retention): an error line.
+					line["error"] = gin.H{"code": "result_unavailable", "message": fmt.Sprintf("the result of job %s is no longer kept", job.ID)}
+					break
 				}
 				line["response"] = gin.H{"status_code": http.StatusOK, "request_id": job.ID, "body": completion}
 				target = &out
