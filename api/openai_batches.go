@@ -45,8 +45,8 @@ const openAIFormMemory = 1 << 20
 // openAIMetadataKeys bounds a batch's metadata, as OpenAI does.
 const openAIMetadataKeys = 16
 
-// blobFiles keeps uploaded files (blobstore.Store).
-type blobFiles interface {
+// openAIBlobFiles keeps uploaded files (blobstore.Store).
+type openAIBlobFiles interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader) (int64, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 	Delete(ctx context.Context, key string) error
@@ -60,7 +60,7 @@ type blobFiles interface {
 // batches).
 type openAIBatches struct {
 	// files keeps the files and sidecars; nil answers every route 503.
-	files blobFiles
+	files openAIBlobFiles
 	// ops and batches are the gateway's batches; nil answers the batch
 	// routes 503.
 	ops     BatchOps
@@ -76,7 +76,7 @@ type openAIBatches struct {
 func newOpenAIBatches(cfg Config) openAIBatches {
 	b := openAIBatches{batches: cfg.Batches, indexes: &sync.Mutex{},
 		namedPolicy: openAIHandler{catalog: cfg.Catalog, policies: cfg.Policies}.namedPolicy}
-	b.files, _ = cfg.Files.(blobFiles)
+	b.files, _ = cfg.Files.(openAIBlobFiles)
 	b.ops, _ = cfg.Jobs.(BatchOps)
 	if b.batches == nil {
 		b.ops = nil
@@ -100,8 +100,8 @@ func (b openAIBatches) routes(g gin.IRouter) {
 	g.POST("/batches/:id/cancel", write, handle(b.cancel))
 }
 
-// fileObject is OpenAI's file object.
-type fileObject struct {
+// openAIFile is OpenAI's file object.
+type openAIFile struct {
 	ID        string `json:"id"`
 	Object    string `json:"object"`
 	Bytes     int64  `json:"bytes"`
@@ -111,8 +111,8 @@ type fileObject struct {
 	Status    string `json:"status"`
 }
 
-// batchSidecar is what a batch keeps of its OpenAI request.
-type batchSidecar struct {
+// openAIBatchSidecar is what a batch keeps of its OpenAI request.
+type openAIBatchSidecar struct {
 	InputFileID      string            `json:"input_file_id"`
 	Endpoint         string            `json:"endpoint"`
 	CompletionWindow string            `json:"completion_window"`
@@ -135,35 +135,35 @@ const (
 	derivedErrorsSuffix = "_errors"
 )
 
-var uploadedFileID = regexp.MustCompile(`^file-[0-9a-f]{32}$`)
+var openAIUploadedFileID = regexp.MustCompile(`^file-[0-9a-f]{32}$`)
 
-// tenantPrefix is where a tenant's files and batches are kept.
-func tenantPrefix(tenant string) string { return "openai/" + url.PathEscape(tenant) + "/" }
+// openAITenantPrefix is where a tenant's files and batches are kept.
+func openAITenantPrefix(tenant string) string { return "openai/" + url.PathEscape(tenant) + "/" }
 
-func fileKey(tenant, id string) string     { return tenantPrefix(tenant) + "files/" + id }
-func fileMetaKey(tenant, id string) string { return fileKey(tenant, id) + ".json" }
-func filesIndexKey(tenant string) string   { return tenantPrefix(tenant) + "files.json" }
-func batchMetaKey(tenant, id string) string {
-	return tenantPrefix(tenant) + "batches/" + id + ".json"
+func openAIFileKey(tenant, id string) string     { return openAITenantPrefix(tenant) + "files/" + id }
+func openAIFileMetaKey(tenant, id string) string { return openAIFileKey(tenant, id) + ".json" }
+func openAIFilesIndexKey(tenant string) string   { return openAITenantPrefix(tenant) + "files.json" }
+func openAIBatchMetaKey(tenant, id string) string {
+	return openAITenantPrefix(tenant) + "batches/" + id + ".json"
 }
-func batchesIndexKey(tenant string) string { return tenantPrefix(tenant) + "batches.json" }
+func openAIBatchesIndexKey(tenant string) string { return openAITenantPrefix(tenant) + "batches.json" }
 
-// noFileStore answers the routes when the gateway keeps no files.
-func noFileStore() *openAIError {
+// openAINoFileStore answers the routes when the gateway keeps no files.
+func openAINoFileStore() *openAIError {
 	return &openAIError{status: http.StatusServiceUnavailable, typ: openAIServerError, code: "files_unavailable",
 		message: "this gateway has no file store configured, so it keeps no files nor OpenAI batches; send the batch's items to POST /v1/batches instead (docs/openai.md, Files and batches)"}
 }
 
-func noSuchFile(id string) *openAIError {
+func openAINoSuchFile(id string) *openAIError {
 	return &openAIError{status: http.StatusNotFound, typ: openAIInvalidRequest, param: "id", message: fmt.Sprintf("No such File object: %s", id)}
 }
 
-func noSuchBatch(id string) *openAIError {
+func openAINoSuchBatch(id string) *openAIError {
 	return &openAIError{status: http.StatusNotFound, typ: openAIInvalidRequest, param: "id", message: fmt.Sprintf("No such Batch object: %s", id)}
 }
 
-// tenantOf is the caller's tenant, which files and batches belong to.
-func tenantOf(c *gin.Context) (string, error) {
+// openAITenant is the caller's tenant, which files and batches belong to.
+func openAITenant(c *gin.Context) (string, error) {
 	tenant, _, err := auth.EffectiveIdentity(c)
 	if err != nil {
 		return "", err
@@ -177,12 +177,12 @@ func tenantOf(c *gin.Context) (string, error) {
 // upload handles POST /openai/v1/files: a JSONL file of purpose batch,
 // kept under the caller's tenant.
 func (b openAIBatches) upload(c *gin.Context) error {
-	tenant, err := tenantOf(c)
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return err
 	}
 	if b.files == nil {
-		return noFileStore()
+		return openAINoFileStore()
 	}
 	defer func() {
 		if form := c.Request.MultipartForm; form != nil {
@@ -217,17 +217,17 @@ func (b openAIBatches) upload(c *gin.Context) error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	obj := fileObject{ID: "file-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", ""), Object: "file",
+	obj := openAIFile{ID: "file-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", ""), Object: "file",
 		CreatedAt: time.Now().Unix(), Filename: headers[0].Filename, Purpose: purpose, Status: "processed"}
 	ctx := c.Request.Context()
-	if obj.Bytes, err = b.files.Put(ctx, fileKey(tenant, obj.ID), "application/jsonl", f); err != nil {
+	if obj.Bytes, err = b.files.Put(ctx, openAIFileKey(tenant, obj.ID), "application/jsonl", f); err != nil {
 		return err
 	}
-	if err := b.putJSON(ctx, fileMetaKey(tenant, obj.ID), obj); err != nil {
-		_ = b.files.Delete(ctx, fileKey(tenant, obj.ID))
+	if err := b.putJSON(ctx, openAIFileMetaKey(tenant, obj.ID), obj); err != nil {
+		_ = b.files.Delete(ctx, openAIFileKey(tenant, obj.ID))
 		return err
 	}
-	if err := b.addToIndex(ctx, filesIndexKey(tenant), obj.ID); err != nil {
+	if err := b.addToIndex(ctx, openAIFilesIndexKey(tenant), obj.ID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, obj)
@@ -295,9 +295,9 @@ func (b openAIBatches) removeFromIndex(ctx context.Context, key, id string) erro
 	return b.putJSON(ctx, key, slices.DeleteFunc(ids, func(s string) bool { return s == id }))
 }
 
-// page is the ids of a listing after after (none: from the first), at
-// most limit, and whether more follow.
-func page(ids []string, after string, limit int) ([]string, bool) {
+// openAIListPage is the ids of a listing after after (none: from the
+// first), at most limit, and whether more follow.
+func openAIListPage(ids []string, after string, limit int) ([]string, bool) {
 	if after != "" {
 		i := slices.Index(ids, after)
 		if i < 0 {
@@ -311,15 +311,15 @@ func page(ids []string, after string, limit int) ([]string, bool) {
 	return ids, false
 }
 
-// listLimit reads ?limit=, 1 to max, def when absent.
-func listLimit(c *gin.Context, def, max int) (int, error) {
+// openAIListLimit reads ?limit=, 1 to most, def when absent.
+func openAIListLimit(c *gin.Context, def, most int) (int, error) {
 	s := c.Query("limit")
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		return 0, invalidParam("limit", "Invalid 'limit': must be an integer from 1 to %d.", max)
+	if err != nil || n < 1 || n > most {
+		return 0, invalidParam("limit", "Invalid 'limit': must be an integer from 1 to %d.", most)
 	}
 	return n, nil
 }
@@ -327,53 +327,53 @@ func listLimit(c *gin.Context, def, max int) (int, error) {
 // file is the file id names, of the caller's tenant, and its content
 // when content is set; a batch's output or error file is derived from
 // its jobs. Another tenant's file is not found.
-func (b openAIBatches) file(c *gin.Context, id string, content bool) (*fileObject, []byte, error) {
-	tenant, err := tenantOf(c)
+func (b openAIBatches) file(c *gin.Context, id string, content bool) (*openAIFile, []byte, error) {
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	if b.files == nil {
-		return nil, nil, noFileStore()
+		return nil, nil, openAINoFileStore()
 	}
 	ctx := c.Request.Context()
 	if rest, ok := strings.CutPrefix(id, derivedFilePrefix); ok {
 		return b.derivedFile(c, tenant, id, rest)
 	}
-	if !uploadedFileID.MatchString(id) {
-		return nil, nil, noSuchFile(id)
+	if !openAIUploadedFileID.MatchString(id) {
+		return nil, nil, openAINoSuchFile(id)
 	}
-	var obj fileObject
-	if err := b.readJSON(ctx, fileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
-		return nil, nil, noSuchFile(id)
+	var obj openAIFile
+	if err := b.readJSON(ctx, openAIFileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
+		return nil, nil, openAINoSuchFile(id)
 	} else if err != nil {
 		return nil, nil, err
 	}
 	if !content {
 		return &obj, nil, nil
 	}
-	data, err := b.read(ctx, fileKey(tenant, id))
+	data, err := b.read(ctx, openAIFileKey(tenant, id))
 	if errors.Is(err, blobstore.ErrNotFound) {
-		return nil, nil, noSuchFile(id)
+		return nil, nil, openAINoSuchFile(id)
 	}
 	return &obj, data, err
 }
 
 // derivedFile is a finished batch's output or error file, built from its
 // jobs and its refused lines.
-func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*fileObject, []byte, error) {
+func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*openAIFile, []byte, error) {
 	batchID, output := strings.CutSuffix(rest, derivedOutputSuffix)
 	if !output {
 		var errs bool
 		if batchID, errs = strings.CutSuffix(rest, derivedErrorsSuffix); !errs {
-			return nil, nil, noSuchFile(id)
+			return nil, nil, openAINoSuchFile(id)
 		}
 	}
 	if b.ops == nil {
-		return nil, nil, noSuchFile(id)
+		return nil, nil, openAINoSuchFile(id)
 	}
 	gb, side, err := b.load(c.Request.Context(), tenant, batchID)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, blobstore.ErrNotFound) {
-		return nil, nil, noSuchFile(id)
+		return nil, nil, openAINoSuchFile(id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -387,7 +387,7 @@ func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*fi
 		named = view.OutputFileID
 	}
 	if named == nil || *named != id {
-		return nil, nil, noSuchFile(id)
+		return nil, nil, openAINoSuchFile(id)
 	}
 	out, errs, err := b.outputs(c.Request.Context(), gb, side)
 	if err != nil {
@@ -403,7 +403,7 @@ func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*fi
 	} else if view.CancelledAt != nil {
 		created = *view.CancelledAt
 	}
-	return &fileObject{ID: id, Object: "file", Bytes: int64(len(data)), CreatedAt: created, Filename: name,
+	return &openAIFile{ID: id, Object: "file", Bytes: int64(len(data)), CreatedAt: created, Filename: name,
 		Purpose: purpose, Status: "processed"}, data, nil
 }
 
@@ -438,15 +438,15 @@ func (b openAIBatches) deleteFile(c *gin.Context) error {
 	if strings.HasPrefix(id, derivedFilePrefix) {
 		return invalidParam("id", "The file %s is derived from its batch's jobs; it goes when they are deleted (docs/openai.md, Files and batches).", id)
 	}
-	tenant, _ := tenantOf(c)
+	tenant, _ := openAITenant(c)
 	ctx := c.Request.Context()
-	if err := b.files.Delete(ctx, fileKey(tenant, obj.ID)); err != nil {
+	if err := b.files.Delete(ctx, openAIFileKey(tenant, obj.ID)); err != nil {
 		return err
 	}
-	if err := b.files.Delete(ctx, fileMetaKey(tenant, obj.ID)); err != nil {
+	if err := b.files.Delete(ctx, openAIFileMetaKey(tenant, obj.ID)); err != nil {
 		return err
 	}
-	if err := b.removeFromIndex(ctx, filesIndexKey(tenant), obj.ID); err != nil {
+	if err := b.removeFromIndex(ctx, openAIFilesIndexKey(tenant), obj.ID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"id": obj.ID, "object": "file", "deleted": true})
@@ -456,34 +456,34 @@ func (b openAIBatches) deleteFile(c *gin.Context) error {
 // listFiles handles GET /openai/v1/files: the tenant's uploaded files,
 // newest first; ?purpose=, ?limit= and ?after= as OpenAI's.
 func (b openAIBatches) listFiles(c *gin.Context) error {
-	tenant, err := tenantOf(c)
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return err
 	}
 	if b.files == nil {
-		return noFileStore()
+		return openAINoFileStore()
 	}
-	limit, err := listLimit(c, 10000, 10000)
+	limit, err := openAIListLimit(c, 10000, 10000)
 	if err != nil {
 		return err
 	}
 	if p := c.Query("purpose"); p != "" && p != openAIBatchPurpose {
-		c.JSON(http.StatusOK, gin.H{"object": "list", "data": []fileObject{}, "has_more": false})
+		c.JSON(http.StatusOK, gin.H{"object": "list", "data": []openAIFile{}, "has_more": false})
 		return nil
 	}
 	ctx := c.Request.Context()
-	ids, err := b.index(ctx, filesIndexKey(tenant))
+	ids, err := b.index(ctx, openAIFilesIndexKey(tenant))
 	if err != nil {
 		return err
 	}
 	if c.Query("order") == "asc" {
 		slices.Reverse(ids)
 	}
-	ids, more := page(ids, c.Query("after"), limit)
-	data := make([]fileObject, 0, len(ids))
+	ids, more := openAIListPage(ids, c.Query("after"), limit)
+	data := make([]openAIFile, 0, len(ids))
 	for _, id := range ids {
-		var obj fileObject
-		if err := b.readJSON(ctx, fileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
+		var obj openAIFile
+		if err := b.readJSON(ctx, openAIFileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
 			continue
 		} else if err != nil {
 			return err
@@ -498,16 +498,16 @@ func (b openAIBatches) listFiles(c *gin.Context) error {
 	return nil
 }
 
-// batchRequest is OpenAI's create batch request.
-type batchRequest struct {
+// openAIBatchRequest is OpenAI's create batch request.
+type openAIBatchRequest struct {
 	InputFileID      string            `json:"input_file_id"`
 	Endpoint         string            `json:"endpoint"`
 	CompletionWindow string            `json:"completion_window"`
 	Metadata         map[string]string `json:"metadata"`
 }
 
-// batchLine is a line of a batch's input file.
-type batchLine struct {
+// openAIBatchLine is a line of a batch's input file.
+type openAIBatchLine struct {
 	CustomID *string         `json:"custom_id"`
 	Method   string          `json:"method"`
 	URL      string          `json:"url"`
@@ -523,14 +523,14 @@ func (b openAIBatches) create(c *gin.Context) error {
 		return err
 	}
 	if b.files == nil || b.ops == nil {
-		return noFileStore()
+		return openAINoFileStore()
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return err
 	}
 	received := time.Now()
-	var req batchRequest
+	var req openAIBatchRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return invalidParam("", "We could not parse the JSON body of your request: it must be a JSON object with input_file_id, endpoint and completion_window.")
 	}
@@ -556,7 +556,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 	if file.Purpose != openAIBatchPurpose {
 		return invalidParam("input_file_id", "The file %s has purpose %q, not 'batch'.", file.ID, file.Purpose)
 	}
-	side := batchSidecar{InputFileID: file.ID, Endpoint: req.Endpoint, CompletionWindow: req.CompletionWindow,
+	side := openAIBatchSidecar{InputFileID: file.ID, Endpoint: req.Endpoint, CompletionWindow: req.CompletionWindow,
 		Metadata: req.Metadata, Models: map[string]string{}}
 	items, openAIErrs, err := b.items(c, data, side.Models)
 	if err != nil {
@@ -590,10 +590,10 @@ func (b openAIBatches) create(c *gin.Context) error {
 	for _, r := range refused {
 		e := openAIErrs[r.Index]
 		if e == nil {
-			e = refusalError(r)
+			e = openAIRefusal(r)
 		}
 		line, err := json.Marshal(gin.H{"id": "batch_req_" + id + "_" + strconv.Itoa(r.Index), "custom_id": r.CustomID,
-			"response": gin.H{"status_code": e.status, "request_id": nil, "body": errorBody(e)}, "error": nil})
+			"response": gin.H{"status_code": e.status, "request_id": nil, "body": openAIErrorBody(e)}, "error": nil})
 		if err != nil {
 			b.ops.AbandonBatch(ctx, plan)
 			return err
@@ -604,7 +604,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 		b.ops.AbandonBatch(ctx, plan)
 		first := openAIErrs[refused[0].Index]
 		if first == nil {
-			first = refusalError(refused[0])
+			first = openAIRefusal(refused[0])
 		}
 		return invalidParam("input_file_id", "All %d lines of the file %s were refused; the first, %s: %s", len(items), file.ID, refused[0].CustomID, first.message)
 	}
@@ -614,7 +614,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 		return err
 	}
 	// The sidecar first: a batch recorded is always shown.
-	if err := b.putJSON(ctx, batchMetaKey(by.Tenant, id), side); err != nil {
+	if err := b.putJSON(ctx, openAIBatchMetaKey(by.Tenant, id), side); err != nil {
 		b.ops.AbandonBatch(ctx, plan)
 		return err
 	}
@@ -625,7 +625,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 	}
 	// Recorded: an SDK retrying this answer would make another batch.
 	c.Header("X-Should-Retry", "false")
-	if err := b.addToIndex(ctx, batchesIndexKey(by.Tenant), gb.ID); err != nil {
+	if err := b.addToIndex(ctx, openAIBatchesIndexKey(by.Tenant), gb.ID); err != nil {
 		return err
 	}
 	return b.answer(c, gb)
@@ -645,7 +645,7 @@ func (b openAIBatches) items(c *gin.Context, data []byte, models map[string]stri
 		if len(raw) == 0 {
 			continue
 		}
-		var line batchLine
+		var line openAIBatchLine
 		if err := json.Unmarshal(raw, &line); err != nil {
 			return nil, nil, invalidParam("input_file_id", "Line %d of the input file is not a JSON object: the file must be JSONL.", n)
 		}
@@ -684,7 +684,7 @@ func (b openAIBatches) items(c *gin.Context, data []byte, models map[string]stri
 // item is a line as an llm-task item, built as a chat completion's job
 // is, or why the line is refused (an *openAIError, or an item's refusal
 // as batches.Refusals lists it); err fails the request.
-func (b openAIBatches) item(c *gin.Context, line batchLine, customID string, models map[string]string) (req *jobops.SubmitRequest, refusal, err error) {
+func (b openAIBatches) item(c *gin.Context, line openAIBatchLine, customID string, models map[string]string) (req *jobops.SubmitRequest, refusal, err error) {
 	models[customID] = ""
 	if line.Method != http.MethodPost {
 		return nil, invalidParam("method", "Invalid 'method': %q; a line's method is POST.", line.Method), nil
@@ -692,7 +692,7 @@ func (b openAIBatches) item(c *gin.Context, line batchLine, customID string, mod
 	if line.URL != openAIBatchEndpoint {
 		return nil, invalidParam("url", "Invalid 'url': %q; the batch's endpoint is %s.", line.URL, openAIBatchEndpoint), nil
 	}
-	tenant, err := tenantOf(c)
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -719,9 +719,9 @@ func (b openAIBatches) item(c *gin.Context, line batchLine, customID string, mod
 	return req, refusal, nil
 }
 
-// refusalError is an item's refusal as OpenAI answers it: a 422 is a 400
+// openAIRefusal is an item's refusal as OpenAI answers it: a 422 is a 400
 // naming the parameter (docs/openai.md, Errors).
-func refusalError(r batches.Refusal) *openAIError {
+func openAIRefusal(r batches.Refusal) *openAIError {
 	e := &openAIError{status: r.Status, typ: openAIInvalidRequest, code: strings.ToLower(r.Error.Code), message: r.Error.Message}
 	switch {
 	case r.Status == http.StatusUnprocessableEntity:
@@ -741,8 +741,8 @@ func refusalError(r batches.Refusal) *openAIError {
 	return e
 }
 
-// errorBody is e as OpenAI's error body.
-func errorBody(e *openAIError) gin.H {
+// openAIErrorBody is e as OpenAI's error body.
+func openAIErrorBody(e *openAIError) gin.H {
 	return gin.H{"error": gin.H{"message": e.message, "type": e.typ, "param": nullIfEmpty(e.param), "code": nullIfEmpty(e.code)}}
 }
 
@@ -766,11 +766,11 @@ type openAIBatch struct {
 	ExpiredAt        *int64            `json:"expired_at"`
 	CancellingAt     *int64            `json:"cancelling_at"`
 	CancelledAt      *int64            `json:"cancelled_at"`
-	RequestCounts    batchCounts       `json:"request_counts"`
+	RequestCounts    openAIBatchCounts `json:"request_counts"`
 	Metadata         map[string]string `json:"metadata"`
 }
 
-type batchCounts struct {
+type openAIBatchCounts struct {
 	Total     int `json:"total"`
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
@@ -779,7 +779,7 @@ type batchCounts struct {
 // load is the gateway batch an OpenAI batch id (or the gateway's id)
 // names, of tenant's, with its sidecar; blobstore.ErrNotFound or
 // store.ErrNotFound when there is none.
-func (b openAIBatches) load(ctx context.Context, tenant, id string) (*store.Batch, *batchSidecar, error) {
+func (b openAIBatches) load(ctx context.Context, tenant, id string) (*store.Batch, *openAIBatchSidecar, error) {
 	id = strings.TrimPrefix(id, openAIBatchPrefix)
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
 		return nil, nil, store.ErrNotFound
@@ -791,25 +791,25 @@ func (b openAIBatches) load(ctx context.Context, tenant, id string) (*store.Batc
 	if gb.Tenant != tenant {
 		return nil, nil, store.ErrNotFound
 	}
-	var side batchSidecar
-	if err := b.readJSON(ctx, batchMetaKey(tenant, id), &side); err != nil {
+	var side openAIBatchSidecar
+	if err := b.readJSON(ctx, openAIBatchMetaKey(tenant, id), &side); err != nil {
 		return nil, nil, err
 	}
 	return gb, &side, nil
 }
 
 // visible is the batch the path names, of the caller's tenant.
-func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *batchSidecar, error) {
-	tenant, err := tenantOf(c)
+func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *openAIBatchSidecar, error) {
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	if b.files == nil || b.ops == nil {
-		return nil, nil, noFileStore()
+		return nil, nil, openAINoFileStore()
 	}
 	gb, side, err := b.load(c.Request.Context(), tenant, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, blobstore.ErrNotFound) {
-		return nil, nil, noSuchBatch(c.Param("id"))
+		return nil, nil, openAINoSuchBatch(c.Param("id"))
 	}
 	return gb, side, err
 }
@@ -817,7 +817,7 @@ func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *batchSidecar, err
 // render is a gateway batch as OpenAI's batch: its status is the
 // gateway's (docs/api.md, Batches), its refused lines count as failed,
 // its output and error files are named once it is finished.
-func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *batchSidecar) (*openAIBatch, error) {
+func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *openAIBatchSidecar) (*openAIBatch, error) {
 	doc, err := batches.Show(ctx, b.batches, gb)
 	if err != nil {
 		return nil, err
@@ -828,7 +828,7 @@ func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *batchS
 	out := &openAIBatch{ID: openAIBatchPrefix + gb.ID, Object: "batch", Endpoint: side.Endpoint, InputFileID: side.InputFileID,
 		CompletionWindow: side.CompletionWindow, Status: a.Status, CreatedAt: created, InProgressAt: &created, ExpiresAt: &expires,
 		Metadata: side.Metadata,
-		RequestCounts: batchCounts{Total: gb.Total + len(side.Refused), Completed: a.Counts[string(jobs.StatusCompleted)],
+		RequestCounts: openAIBatchCounts{Total: gb.Total + len(side.Refused), Completed: a.Counts[string(jobs.StatusCompleted)],
 			Failed: a.Counts[string(jobs.StatusFailed)] + len(side.Refused)}}
 	unix := func(t *time.Time) *int64 {
 		if t == nil {
@@ -861,8 +861,8 @@ func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *batchS
 
 // answer renders a batch.
 func (b openAIBatches) answer(c *gin.Context, gb *store.Batch) error {
-	var side batchSidecar
-	if err := b.readJSON(c.Request.Context(), batchMetaKey(gb.Tenant, gb.ID), &side); err != nil {
+	var side openAIBatchSidecar
+	if err := b.readJSON(c.Request.Context(), openAIBatchMetaKey(gb.Tenant, gb.ID), &side); err != nil {
 		return err
 	}
 	view, err := b.render(c.Request.Context(), gb, &side)
@@ -875,7 +875,7 @@ func (b openAIBatches) answer(c *gin.Context, gb *store.Batch) error {
 
 // outputs are a batch's output and error files: a line per finished job
 // in job id order, the refused lines first in the error file.
-func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *batchSidecar) ([]byte, []byte, error) {
+func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *openAIBatchSidecar) ([]byte, []byte, error) {
 	var out, errs bytes.Buffer
 	for _, line := range side.Refused {
 		errs.Write(append(line, '\n'))
@@ -904,7 +904,7 @@ func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *batch
 				line["error"] = gin.H{"code": "batch_cancelled", "message": "This request was cancelled with its batch before it finished."}
 			default:
 				e := jobFailure(job)
-				line["response"] = gin.H{"status_code": e.status, "request_id": job.ID, "body": errorBody(e)}
+				line["response"] = gin.H{"status_code": e.status, "request_id": job.ID, "body": openAIErrorBody(e)}
 			}
 			doc, err := json.Marshal(line)
 			if err != nil {
@@ -954,23 +954,23 @@ func (b openAIBatches) cancel(c *gin.Context) error {
 // list handles GET /openai/v1/batches: the tenant's batches made here,
 // newest first; ?limit= (1 to 100, default 20) and ?after=.
 func (b openAIBatches) list(c *gin.Context) error {
-	tenant, err := tenantOf(c)
+	tenant, err := openAITenant(c)
 	if err != nil {
 		return err
 	}
 	if b.files == nil || b.ops == nil {
-		return noFileStore()
+		return openAINoFileStore()
 	}
-	limit, err := listLimit(c, 20, 100)
+	limit, err := openAIListLimit(c, 20, 100)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request.Context()
-	ids, err := b.index(ctx, batchesIndexKey(tenant))
+	ids, err := b.index(ctx, openAIBatchesIndexKey(tenant))
 	if err != nil {
 		return err
 	}
-	ids, more := page(ids, strings.TrimPrefix(c.Query("after"), openAIBatchPrefix), limit)
+	ids, more := openAIListPage(ids, strings.TrimPrefix(c.Query("after"), openAIBatchPrefix), limit)
 	data := make([]*openAIBatch, 0, len(ids))
 	for _, id := range ids {
 		gb, side, err := b.load(ctx, tenant, id)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/require"
 
@@ -344,4 +345,37 @@ func TestOpenAIFilesWithoutAFileStore(t *testing.T) {
 	_, err = client.Batches.Get(context.Background(), "batch_x")
 	require.Equal(t, http.StatusServiceUnavailable, openAIErrorOf(t, err).StatusCode)
 	require.NotEmpty(t, fmt.Sprint(err))
+}
+
+func TestOpenAIBatchesListAndIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	ctx := context.Background()
+	client := b.openAIClient(b.token(t, "llm-tasks:write", "llm-tasks:read"))
+	f := uploadBatchFile(t, client, chatLine("a", "A?"))
+	params := openai.BatchNewParams{InputFileID: f.ID,
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h}
+
+	// With an Idempotency-Key, the same request again is the same batch.
+	first, err := client.Batches.New(ctx, params, option.WithHeader("Idempotency-Key", "nightly-1"))
+	require.NoError(t, err)
+	again, err := client.Batches.New(ctx, params, option.WithHeader("Idempotency-Key", "nightly-1"))
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID)
+	// Without one, each request is a batch.
+	second := newBatch(t, client, f.ID)
+	third := newBatch(t, client, f.ID)
+
+	page, err := client.Batches.List(ctx, openai.BatchListParams{Limit: openai.Int(2)})
+	require.NoError(t, err)
+	require.Equal(t, []string{third.ID, second.ID}, []string{page.Data[0].ID, page.Data[1].ID}, "newest first")
+	require.True(t, page.HasMore)
+	page, err = page.GetNextPage()
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	require.Equal(t, first.ID, page.Data[0].ID)
+	require.False(t, page.HasMore)
+
+	_, err = client.Batches.List(ctx, openai.BatchListParams{Limit: openai.Int(101)})
+	require.Equal(t, "limit", openAIErrorOf(t, err).Param)
 }
