@@ -579,6 +579,10 @@ func (b openAIBatches) create(c *gin.Context) error {
 		return jobopsError(err)
 	}
 	if plan.Existing != nil {
+		// Listed, should the first request have failed before it was.
+		if err := b.addToIndex(ctx, openAIBatchesIndexKey(by.Tenant), plan.Existing.ID); err != nil {
+			return err
+		}
 		return b.answer(c, plan.Existing)
 	}
 	id := jobops.BatchID(by.Tenant, key)
