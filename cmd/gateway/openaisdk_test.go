@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/ai-job-gateway/gateway/internal/media/mediatest"
 )
 
 // devKeyOf is the API key gateway dev printed and wrote to its data dir.
@@ -65,10 +69,13 @@ func requireCompletedJob(t *testing.T, g *gateway, key, id string) {
 
 // TestOpenAIGoSDK: the official Go SDK, pointed at gateway dev with its
 // base URL and a gateway API key, completes a chat plain and streamed, the
-// streamed one in several pieces with its usage, each a completed job in
-// GET /v1/jobs and in Temporal (docs/openai.md).
+// streamed one in several pieces with its usage, a transcription upload
+// and a 3-line batch through files, each chat a completed job in GET
+// /v1/jobs and in Temporal, and raises its error for a bad key
+// (docs/openai.md).
 func TestOpenAIGoSDK(t *testing.T) {
 	t.Parallel()
+	mediatest.RequireTools(t) // the transcription probes its upload
 	g := newGateway(t, "")
 	key := devKeyOf(t, g)
 	client := openai.NewClient(option.WithBaseURL(g.url("/openai/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
@@ -103,6 +110,58 @@ func TestOpenAIGoSDK(t *testing.T) {
 	require.Equal(t, "stop", acc.Choices[0].FinishReason)
 	require.Positive(t, acc.Usage.TotalTokens, "usage in the last chunk")
 	requireCompletedJob(t, g, key, raw.Header.Get("X-Gateway-Job-Id"))
+
+	// A transcription upload.
+	resp, err := http.Get(g.url("/dev/samples/tone.wav"))
+	require.NoError(t, err)
+	audio, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	transcription, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{
+		File: openai.File(bytes.NewReader(audio), "tone.wav", "audio/wav"), Model: "auto"})
+	require.NoError(t, err)
+	require.NotEmpty(t, transcription.Text)
+
+	// A 3-line batch through files.
+	var lines bytes.Buffer
+	for _, q := range []string{"one", "two", "three"} {
+		line, err := json.Marshal(map[string]any{"custom_id": "q-" + q, "method": "POST", "url": "/v1/chat/completions",
+			"body": map[string]any{"model": "auto", "messages": []map[string]string{{"role": "user", "content": "Count to " + q + "."}}}})
+		require.NoError(t, err)
+		lines.Write(append(line, '\n'))
+	}
+	file, err := client.Files.New(ctx, openai.FileNewParams{File: openai.File(&lines, "batch.jsonl", "application/jsonl"),
+		Purpose: openai.FilePurposeBatch})
+	require.NoError(t, err)
+	batch, err := client.Batches.New(ctx, openai.BatchNewParams{InputFileID: file.ID,
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		batch, err = client.Batches.Get(ctx, batch.ID)
+		require.NoError(t, err)
+		return batch.Status == openai.BatchStatusCompleted
+	}, 60*time.Second, 250*time.Millisecond, "the batch completes")
+	require.EqualValues(t, 3, batch.RequestCounts.Completed)
+	output, err := client.Files.Content(ctx, batch.OutputFileID)
+	require.NoError(t, err)
+	answers := bufio.NewScanner(output.Body)
+	seen := map[string]bool{}
+	for answers.Scan() {
+		var line struct {
+			CustomID string `json:"custom_id"`
+			Response struct {
+				StatusCode int                   `json:"status_code"`
+				Body       openai.ChatCompletion `json:"body"`
+			} `json:"response"`
+		}
+		require.NoError(t, json.Unmarshal(answers.Bytes(), &line))
+		require.Equal(t, http.StatusOK, line.Response.StatusCode)
+		require.NotEmpty(t, line.Response.Body.Choices[0].Message.Content)
+		seen[line.CustomID] = true
+		requireCompletedJob(t, g, key, strings.TrimPrefix(line.Response.Body.ID, "chatcmpl-"))
+	}
+	require.NoError(t, output.Body.Close())
+	require.Equal(t, map[string]bool{"q-one": true, "q-two": true, "q-three": true}, seen)
 
 	madeUp := openai.NewClient(option.WithBaseURL(g.url("/openai/v1/")), option.WithAPIKey("gwk_made_up"), option.WithMaxRetries(0))
 	_, err = madeUp.Models.List(ctx)
