@@ -229,6 +229,7 @@ var migrations = []*gormigrate.Migration{
 	migrationInFlightLimits,
 	migrationAuditEvents,
 	migrationJobDeltas,
+	migrationOpenAIObjects,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
