@@ -69,11 +69,11 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	if err != nil {
 		return BudgetOutput{}, err
 	}
-	apiKey, err := b.apiKey(ctx, t, in.JobID)
+	apiKey, options, err := b.fromRecord(ctx, t, in)
 	if err != nil {
 		return BudgetOutput{}, err
 	}
-	usage, known := jobs.EstimateUsage(in.Service, in.Input, nil, in.MediaSeconds)
+	usage, known := jobs.EstimateUsage(in.Service, in.Input, options, in.MediaSeconds)
 	err = b.Reserver.Reserve(ctx, t, jobs.Reservation{JobID: in.JobID, Application: in.Application, APIKey: apiKey,
 		Service: in.Service, Provider: in.Provider, Usage: usage, Known: known}, time.Now())
 	if errors.Is(err, jobs.ErrBudgetExceeded) {
@@ -82,25 +82,33 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 	return BudgetOutput{}, err
 }
 
-// apiKey is the id of the API key that created the job, "" for none. It
-// is read from the job's record, and only when one of t's budgets names
-// a key: BudgetInput, recorded in workflow histories, does not carry it.
-// A job without a record was deleted, and reserves nothing anyway.
-func (b *Budgets) apiKey(ctx context.Context, t *store.Tenant, jobID string) (string, error) {
-	if !store.NamesAPIKey(t.Budgets) {
-		return "", nil
+// fromRecord reads, from the job's record, what BudgetInput (recorded in
+// workflow histories) does not carry: the id of the API key that created
+// the job ("" for none), when one of t's budgets names a key, and an
+// llm-task's options, whose max_tokens bound its estimate. A job without
+// a record was deleted, and reserves nothing anyway.
+func (b *Budgets) fromRecord(ctx context.Context, t *store.Tenant, in BudgetInput) (apiKey string, options json.RawMessage, err error) {
+	namesKey := store.NamesAPIKey(t.Budgets)
+	if !namesKey && (in.Service != jobs.LLMTasks || b.Jobs == nil) {
+		return "", nil, nil
 	}
 	if b.Jobs == nil {
-		return "", errors.New("a budget of the tenant names an API key, and this worker reads no jobs to learn the job's")
+		return "", nil, errors.New("a budget of the tenant names an API key, and this worker reads no jobs to learn the job's")
 	}
-	job, err := b.Jobs.GetJob(ctx, jobID)
+	job, err := b.Jobs.GetJob(ctx, in.JobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return jobs.CallerKey(job.UserID), nil
+	if namesKey {
+		apiKey = jobs.CallerKey(job.UserID)
+	}
+	if job.Options != "" {
+		options = json.RawMessage(job.Options)
+	}
+	return apiKey, options, nil
 }
 
 // releaseBudget gives back the reservations of a job that ended

@@ -154,3 +154,28 @@ func TestReserveBudgetReadsTheJobsKeyWhenABudgetNamesOne(t *testing.T) {
 	require.Error(t, err, "a worker that reads no jobs cannot learn the key")
 	require.Len(t, r.got, 4)
 }
+
+// An llm-task's estimate allows for its options' max_tokens, which the
+// activity reads from the job's record (BudgetInput has no options).
+func TestReserveBudgetEstimatesAnLLMTaskByItsMaxTokens(t *testing.T) {
+	t.Parallel()
+	tenants := tenantsByID{"acme": {ID: "acme"}}
+	records := &jobsByID{records: map[string]*jobs.Record{
+		"short": {ID: "short", Tenant: "acme", Options: `{"max_tokens":16}`},
+		"plain": {ID: "plain", Tenant: "acme"},
+	}}
+	r := &fakeReserver{}
+	steps := activities.New(activities.Deps{Tenants: tenants, Jobs: records, Budgets: r}).Budgets
+	in := activities.BudgetInput{JobID: "short", Tenant: "acme", Service: jobs.LLMTasks,
+		Input: json.RawMessage(`{"type":"text","text":"Temporal keeps workflows durable.","prompt":"Summarise."}`)}
+	for _, id := range []string{"short", "plain", "deleted"} {
+		in.JobID = id
+		_, err := steps.ReserveBudget(context.Background(), in)
+		require.NoError(t, err)
+	}
+	require.Len(t, r.got, 3)
+	require.EqualValues(t, 16, *r.got[0].Usage.OutputTokens, "max_tokens bounds the answer")
+	require.EqualValues(t, jobs.DefaultOutputTokens, *r.got[1].Usage.OutputTokens, "else the default")
+	require.EqualValues(t, jobs.DefaultOutputTokens, *r.got[2].Usage.OutputTokens)
+	require.Equal(t, 3, records.reads)
+}
