@@ -40,6 +40,9 @@ func Unsupported(p *providers.Provider, req jobs.Requirements) (reason, message 
 	if req.JSONSchema && len(capability.JSONSchemaModels) == 0 {
 		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s lists no model that takes a JSON schema for its output", p.ID)
 	}
+	if req.TranslateToEnglish && !capability.TranslatesToEnglish {
+		return jobs.EvalOptionNotSupported, fmt.Sprintf("provider %s does not translate transcripts into English (options.translate_to_english)", p.ID)
+	}
 	return "", ""
 }
 

@@ -194,6 +194,7 @@ func TestUnsupported(t *testing.T) {
 		{"source language", jobs.Requirements{Service: jobs.Translations, SourceLanguage: "ja", TargetLanguage: "de"}, jobs.EvalOptionNotSupported},
 		{"model", jobs.Requirements{Service: jobs.LLMTasks, Model: "m2"}, jobs.EvalOptionNotSupported},
 		{"listed model", jobs.Requirements{Service: jobs.LLMTasks, Model: "m1"}, ""},
+		{"translation into English not offered", jobs.Requirements{Service: jobs.Transcriptions, TranslateToEnglish: true}, jobs.EvalOptionNotSupported},
 	}
 	for _, tt := range tests {
 		reason, message := policy.Unsupported(p, tt.req)
@@ -236,4 +237,34 @@ func TestRoutingByModel(t *testing.T) {
 	}
 	require.Equal(t, []string{"m1", "m2"}, policy.Models(cat, jobs.LLMTasks))
 	require.Empty(t, policy.Models(cat, jobs.Transcriptions))
+}
+
+// TestRoutingByTranslation: a transcription asking for English leaves
+// out, as option_not_supported, every provider whose capability does not
+// translate into English, by default and by a policy.
+func TestRoutingByTranslation(t *testing.T) {
+	t.Parallel()
+	english := capability(0.03, "timestamps", "language_detection")
+	english.TranslatesToEnglish = true
+	cat := append(catalog(), &providers.Provider{ID: "english", Services: map[jobs.ServiceID]*providers.Capability{jobs.Transcriptions: english}})
+	pol := &policy.Policy{ID: "p", Version: 1, Strategy: policy.StrategyPrice, Providers: []policy.Entry{
+		{ProviderID: "cheap", Priority: 1, Weight: 1}, {ProviderID: "english", Priority: 2, Weight: 1}}}
+	for name, pinned := range map[string]*policy.Policy{"default": nil, "policy": pol} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			needs := jobs.Requirements{Service: jobs.Transcriptions, Features: []string{"timestamps"}, TranslateToEnglish: true}
+			info, err := policy.Decide(policy.Request{Needs: needs, Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
+			require.NoError(t, err)
+			require.Equal(t, "english", info.ProviderID, "the dearest, but the only one that translates")
+			require.Equal(t, jobs.EvalOptionNotSupported, evaluation(t, info, "cheap").Reason)
+
+			needs.TranslateToEnglish = false
+			info, err = policy.Decide(policy.Request{Needs: needs, Catalog: cat, Policy: pinned, Attempt: 1, Now: now})
+			require.NoError(t, err)
+			require.Equal(t, "cheap", info.ProviderID, "without the option, the flag does not matter")
+		})
+	}
+	_, err := policy.Decide(policy.Request{Needs: jobs.Requirements{Service: jobs.Transcriptions, TranslateToEnglish: true},
+		Catalog: catalog(), Attempt: 1, Now: now})
+	require.ErrorIs(t, err, policy.ErrNoCandidate, "no provider translates")
 }

@@ -101,9 +101,14 @@ type Capability struct {
 	// for their output: llm-tasks with response_format json_schema are
 	// routed to them (docs/providers.md, The catalog file).
 	JSONSchemaModels []string `json:"json_schema_models,omitempty" yaml:"json_schema_models"`
-	Limits           Limits   `json:"limits" yaml:"limits"`
-	Pricing          Pricing  `json:"pricing" yaml:"pricing"`
-	Status           Status   `json:"status" yaml:"status"` // default active
+	// TranslatesToEnglish says a transcriptions capability can give the
+	// transcript in English whatever the spoken language: transcriptions
+	// with options.translate_to_english are routed to it
+	// (docs/providers.md, The catalog file).
+	TranslatesToEnglish bool    `json:"translates_to_english,omitempty" yaml:"translates_to_english"`
+	Limits              Limits  `json:"limits" yaml:"limits"`
+	Pricing             Pricing `json:"pricing" yaml:"pricing"`
+	Status              Status  `json:"status" yaml:"status"` // default active
 }
 
 // Limits are a capability's published limits; zero means not limited.
@@ -434,6 +439,9 @@ func validateCapability(sid jobs.ServiceID, c *Capability) []string {
 		if !slices.Contains(c.Models, m) {
 			add("json_schema_models: %q is not one of models; list it there too", m)
 		}
+	}
+	if c.TranslatesToEnglish && sid != jobs.Transcriptions {
+		add("translates_to_english: only transcriptions capabilities translate speech into English; remove it here")
 	}
 	checkLangs := func(field string, langs []string) {
 		if !slices.Contains(svc.CapabilityLists, field) {

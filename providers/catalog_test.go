@@ -26,6 +26,7 @@ providers:
       transcriptions:
         features: [language_detection, diarization, timestamps]
         languages: [en, de]
+        translates_to_english: true
         limits: {requests_per_minute: 600, requests_per_day: 100000, max_file_size_mb: 500, max_duration_seconds: 14400}
         pricing: {unit: per_minute, amount: 0.006, currency: USD}
       llm-tasks:
@@ -55,6 +56,7 @@ func TestParseCatalogExample(t *testing.T) {
 	require.NotNil(t, tr)
 	require.Equal(t, []string{"language_detection", "diarization", "timestamps"}, tr.Features)
 	require.Equal(t, []string{"en", "de"}, tr.Languages)
+	require.True(t, tr.TranslatesToEnglish)
 	require.Equal(t, providers.Limits{RequestsPerMinute: 600, RequestsPerDay: 100000, MaxFileSizeMB: 500, MaxDurationSeconds: 14400}, tr.Limits)
 	require.Equal(t, providers.Pricing{Unit: "per_minute", Amount: 0.006, Currency: "USD"}, tr.Pricing)
 	require.Equal(t, providers.StatusActive, tr.Status)
@@ -62,6 +64,7 @@ func TestParseCatalogExample(t *testing.T) {
 	llm := p.Services[jobs.LLMTasks]
 	require.NotNil(t, llm)
 	require.Equal(t, []string{"sandbox-model"}, llm.Models)
+	require.False(t, llm.TranslatesToEnglish, "false unless listed")
 	require.Equal(t, "per_token", llm.Pricing.Unit)
 
 	got, ok := c.Lookup("sandbox-fast")
@@ -111,6 +114,10 @@ func TestParseCatalogErrors(t *testing.T) {
 		{"features on llm-tasks", provider("", "llm-tasks:\n        features: [timestamps]\n        pricing: {unit: per_token, amount: 0.01, currency: USD}"),
 			[]string{"services.llm-tasks.features", "list models instead"}},
 		{"models outside llm-tasks", provider("", "transcriptions:\n        models: [m]"+okPricing), []string{"services.transcriptions.models"}},
+		{"translates_to_english outside transcriptions", provider("", "translations:\n        translates_to_english: true"+okPricing),
+			[]string{"services.translations.translates_to_english", "only transcriptions"}},
+		{"translates_to_english not a boolean", provider("", "transcriptions:\n        translates_to_english: sometimes"+okPricing),
+			[]string{`(provider "p1")`, "cannot unmarshal"}},
 		{"languages outside transcriptions", provider("", "translations:\n        languages: [en]"+okPricing), []string{"services.translations.languages", "only transcriptions"}},
 		{"source languages outside translations", provider("", "transcriptions:\n        source_languages: [en]"+okPricing), []string{"services.transcriptions.source_languages"}},
 		{"target languages outside translations", provider("", "llm-tasks:\n        target_languages: [en]"+okPricing), []string{"services.llm-tasks.target_languages"}},

@@ -15,6 +15,10 @@ type Requirements struct {
 	// JSONSchema asks for a model that takes a JSON schema for its
 	// output (llm-tasks with response_format json_schema).
 	JSONSchema bool
+	// TranslateToEnglish asks for a transcriptions capability that
+	// translates into English (transcriptions with
+	// options.translate_to_english).
+	TranslateToEnglish bool
 	// VideoLanguage is a video analysis's language ("auto" or "" when
 	// detected); capabilities list no video languages, so only policy
 	// conditions check it.

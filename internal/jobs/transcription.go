@@ -47,9 +47,10 @@ func (t *Transcription) Validate() error {
 }
 
 // Requirements asks for timestamps (the default) and diarization when
-// wanted, and for language detection when no language is given.
+// wanted, for language detection when no language is given, and for a
+// provider that translates into English when the job asks it.
 func (t *Transcription) Requirements() Requirements {
-	req := Requirements{Service: Transcriptions, Language: t.Options.Language}
+	req := Requirements{Service: Transcriptions, Language: t.Options.Language, TranslateToEnglish: t.Options.TranslateToEnglish}
 	if t.Options.WantsTimestamps() {
 		req.Features = append(req.Features, "timestamps")
 	}
@@ -109,6 +110,10 @@ type TranscriptionOptions struct {
 	Diarization  *bool  `json:"diarization,omitempty"`
 	Priority     string `json:"priority,omitempty"`
 	IncludeUsage bool   `json:"include_usage,omitempty"`
+	// TranslateToEnglish asks for the transcript in English, whatever the
+	// spoken language (an extension, docs/api.md, Extensions); language,
+	// when given, is still the spoken one.
+	TranslateToEnglish bool `json:"translate_to_english,omitempty"`
 }
 
 // WantsTimestamps reports the effective timestamps option (default true).

@@ -55,3 +55,16 @@ func TestWordsDoNotChangeSubtitles(t *testing.T) {
 		require.Equal(t, string(want), string(got), "%s renders segments, one cue each", mediaType)
 	}
 }
+
+func TestTranslateToEnglish(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"audio","url":"https://x.test/a"}`
+	req := parse(t, jobs.Transcriptions, in, `{"translate_to_english":true,"language":"de","timestamps":false}`).Requirements()
+	require.Equal(t, jobs.Requirements{Service: jobs.Transcriptions, Language: "de", TranslateToEnglish: true}, req,
+		"the language is still the spoken one")
+	require.False(t, parse(t, jobs.Transcriptions, in, `{"translate_to_english":false}`).Requirements().TranslateToEnglish)
+	require.False(t, parse(t, jobs.Transcriptions, in, `{}`).Requirements().TranslateToEnglish, "false by default")
+
+	_, err := spec(t, jobs.Transcriptions).Parse(json.RawMessage(in), json.RawMessage(`{"translate_to_english":"yes"}`))
+	require.Error(t, err, "a boolean")
+}

@@ -14,6 +14,7 @@ func Catalog(id string, latencyMS int64) string {
     settings: {latency_ms: %[2]d, fail_rate: 0}
     services:
       transcriptions:
+        translates_to_english: true
         features: [language_detection, diarization, timestamps]
         limits: {requests_per_minute: 10000000, requests_per_day: 1000000000, max_file_size_mb: 500, max_duration_seconds: 14400}
         pricing: {unit: per_minute, amount: 0.006, currency: USD}

@@ -78,10 +78,16 @@ func (j *transcription) result() any {
 		dur = round(j.probed, 2)
 	}
 	lang := j.opts.Language
-	if lang == "" || lang == "auto" {
-		lang = "en"
+	if lang == "" || lang == "auto" || j.opts.TranslateToEnglish {
+		lang = "en" // the language of the transcript
 	}
-	segs := speech(r, dur, "[sandbox] This transcript is simulated.")
+	first := "[sandbox] This transcript is simulated."
+	if j.opts.TranslateToEnglish {
+		// The simulated speech is English already; the first segment says
+		// it stands for a translation (docs/api.md, Extensions).
+		first = "[sandbox] This transcript is simulated, translated into English."
+	}
+	segs := speech(r, dur, first)
 	res := jobs.TranscriptionResult{Format: j.opts.EffectiveFormat(), Duration: dur, Language: lang}
 	var text strings.Builder
 	for i := range segs {

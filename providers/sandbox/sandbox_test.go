@@ -168,6 +168,12 @@ func TestTranscription(t *testing.T) {
 			}
 			require.Greater(t, len(speakers), 1)
 		}},
+		{"translated into English", `{"translate_to_english": true, "language": "de", "format": "vtt"}`, func(t *testing.T, res map[string]any) {
+			require.Equal(t, "en", res["language"], "the transcript's language, not the spoken one")
+			require.Equal(t, "vtt", res["format"])
+			require.Contains(t, res["segments"].([]any)[0].(map[string]any)["text"], "translated into English")
+			require.True(t, strings.HasPrefix(res["text"].(string), "[sandbox] This transcript is simulated, translated into English."))
+		}},
 		{"usage", `{"include_usage": true}`, func(t *testing.T, res map[string]any) {
 			u := res["usage"].(map[string]any)
 			require.NotContains(t, u, "input_tokens")
