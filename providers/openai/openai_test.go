@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,6 +337,54 @@ func TestTranscribe(t *testing.T) {
 			require.Equal(t, []int{0, 100}, b.reports)
 		})
 	}
+}
+
+// A transcription into English posts the audio to /v1/audio/translations,
+// which takes neither language nor timestamp granularities.
+func TestTranscribeIntoEnglish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var translations atomic.Int32
+	b.handle(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/media/talk.mp3":
+			_, _ = w.Write(audio)
+		case "/v1/audio/translations":
+			translations.Add(1)
+			assert.Equal(t, http.MethodPost, r.Method)
+			assert.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
+			if !assert.NoError(t, r.ParseMultipartForm(10<<20)) {
+				return
+			}
+			assert.Equal(t, []string{"gpt-test"}, r.MultipartForm.Value["model"])
+			assert.Equal(t, []string{"verbose_json"}, r.MultipartForm.Value["response_format"])
+			assert.NotContains(t, r.MultipartForm.Value, "language")
+			assert.NotContains(t, r.MultipartForm.Value, "timestamp_granularities[]")
+			f, hdr, err := r.FormFile("file")
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.Equal(t, "talk.mp3", hdr.Filename)
+			data, _ := io.ReadAll(f)
+			assert.Equal(t, audio, data)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"task":"translate","language":"english","duration":3.2,"text":"Good morning. How are you?",
+				"segments":[{"id":0,"start":0,"end":1.4,"text":" Good morning.","avg_logprob":-0.2},
+				            {"id":1,"start":1.4,"end":3.2,"text":" How are you?","avg_logprob":-0.1}]}`)
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL)
+		}
+	})
+	res, err := b.run(context.Background(), jobs.Transcriptions, `{"type":"audio","url":"`+b.vendor.URL+`/media/talk.mp3"}`,
+		`{"translate_to_english":true,"language":"de"}`)
+	require.NoError(t, err)
+	require.Equal(t, "en", res["language"], "the transcript's language, not the spoken one")
+	require.Equal(t, 3.2, res["duration"])
+	segs := res["segments"].([]any)
+	require.Len(t, segs, 2)
+	require.Equal(t, "Good morning.", segs[0].(map[string]any)["text"])
+	require.NotContains(t, segs[0], "words")
+	require.Equal(t, int32(1), translations.Load())
 }
 
 func TestTranscribeFailures(t *testing.T) {

@@ -50,7 +50,8 @@ type verboseTranscript struct {
 	} `json:"usage"`
 }
 
-// transcribe fetches the audio and posts it to /audio/transcriptions.
+// transcribe fetches the audio and posts it to /audio/transcriptions, or
+// to /audio/translations for a transcript in English.
 func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, error) {
 	var (
 		in   jobs.TranscriptionInput
@@ -83,7 +84,12 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		return nil, fmt.Errorf("openai: build request: %w", err)
 	}
 	fields := [][2]string{{"model", a.model}, {"response_format", "verbose_json"}}
-	if opts.Language != "" && opts.Language != "auto" {
+	endpoint := "/audio/transcriptions"
+	if opts.TranslateToEnglish {
+		// Translations take neither language nor timestamp granularities
+		// (docs/providers.md, openai).
+		endpoint = "/audio/translations"
+	} else if opts.Language != "" && opts.Language != "auto" {
 		// The API takes ISO 639-1 codes: send "pt" for "pt-BR".
 		lang := opts.Language
 		if tag, err := language.Parse(lang); err == nil {
@@ -92,7 +98,7 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 		}
 		fields = append(fields, [2]string{"language", lang})
 	}
-	if opts.WantsTimestamps() {
+	if opts.WantsTimestamps() && !opts.TranslateToEnglish {
 		// Asking for words alone would drop the segments.
 		fields = append(fields, [2]string{"timestamp_granularities[]", "segment"}, [2]string{"timestamp_granularities[]", "word"})
 	}
@@ -104,7 +110,7 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("openai: build request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+"/audio/transcriptions", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.baseURL+endpoint, &body)
 	if err != nil {
 		return nil, fmt.Errorf("openai: build request: %w", err)
 	}
@@ -120,7 +126,10 @@ func (a *Adapter) transcribe(ctx context.Context, call providers.Call) (any, err
 	}
 
 	res := jobs.TranscriptionResult{Format: opts.EffectiveFormat(), Duration: vt.Duration, Language: opts.Language}
-	if res.Language == "" || res.Language == "auto" {
+	switch {
+	case opts.TranslateToEnglish:
+		res.Language = "en" // the transcript's language
+	case res.Language == "" || res.Language == "auto":
 		res.Language = languageCode(vt.Language)
 	}
 	if opts.WantsTimestamps() {
