@@ -67,16 +67,7 @@ func (h eventsHandler) stream(svc jobs.Service) gin.HandlerFunc {
 		sub := h.watcher.Subscribe(job.ID)
 		defer sub.Close()
 
-		// A stream outlives the server's read and write timeouts.
-		rc := http.NewResponseController(c.Writer)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-		header := c.Writer.Header()
-		header.Set("Content-Type", mimeEventStream)
-		header.Set("Cache-Control", "no-cache")
-		header.Set("X-Accel-Buffering", "no")
-		c.Status(http.StatusOK)
-		c.Writer.WriteHeaderNow()
+		rc := startEventStream(c)
 		if err := rc.Flush(); err != nil {
 			return nil // the client is gone
 		}
@@ -94,6 +85,22 @@ func (h eventsHandler) stream(svc jobs.Service) gin.HandlerFunc {
 		s.run(c.Request.Context(), sub)
 		return nil
 	})
+}
+
+// startEventStream answers 200 with server-sent events' headers, for a
+// stream that outlives the server's read and write timeouts; each write
+// then sets its own deadline (streamWriteTimeout).
+func startEventStream(c *gin.Context) *http.ResponseController {
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	header := c.Writer.Header()
+	header.Set("Content-Type", mimeEventStream)
+	header.Set("Cache-Control", "no-cache")
+	header.Set("X-Accel-Buffering", "no") // nginx passes each event on at once
+	c.Status(http.StatusOK)
+	c.Writer.WriteHeaderNow()
+	return rc
 }
 
 // lastEventID parses a reconnecting client's Last-Event-ID: the seq of

@@ -58,15 +58,7 @@ type chatStream struct {
 // whose provider fails mid-answer, ends the stream with an error event:
 // what was sent cannot be taken back (docs/openai.md, Streaming).
 func (h openAIHandler) streamChat(c *gin.Context, job *jobs.Record, model string, includeUsage bool) error {
-	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
-	header := c.Writer.Header()
-	header.Set("Content-Type", mimeEventStream)
-	header.Set("Cache-Control", "no-cache")
-	header.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	c.Writer.WriteHeaderNow()
+	rc := startEventStream(c)
 	started := time.Now()
 	defer func() { c.Set(waitedKey, time.Since(started)) }()
 

@@ -45,14 +45,7 @@ func (b *bundle) playFirstJob(t *testing.T, steps ...streamStep) {
 	t.Cleanup(wg.Wait)
 	go func() {
 		defer wg.Done()
-		id := ""
-		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			b.mu.Lock()
-			if len(b.starts) > 0 {
-				id = b.starts[0].Input.JobID
-			}
-			b.mu.Unlock()
-		}
+		id := b.firstJobID()
 		ctx := context.Background()
 		for _, s := range steps {
 			time.Sleep(20 * time.Millisecond)

@@ -36,14 +36,7 @@ func (b *bundle) answerFirstJob(t *testing.T, result jobs.LLMTaskResult, usage j
 	t.Cleanup(wg.Wait)
 	go func() {
 		defer wg.Done()
-		id := ""
-		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			b.mu.Lock()
-			if len(b.starts) > 0 {
-				id = b.starts[0].Input.JobID
-			}
-			b.mu.Unlock()
-		}
+		id := b.firstJobID()
 		ctx := context.Background()
 		job, err := b.store.Jobs.GetJob(ctx, id)
 		if !assert.NoError(t, err) {
@@ -56,6 +49,24 @@ func (b *bundle) answerFirstJob(t *testing.T, result jobs.LLMTaskResult, usage j
 		job.Result, job.Usage, job.Revision = string(resultJSON), string(usageJSON), job.Revision+1
 		assert.NoError(t, b.store.Jobs.SaveJob(ctx, job))
 	}()
+}
+
+// firstJobID waits up to 10 s for the first job started, and is its id
+// ("" when none started).
+func (b *bundle) firstJobID() string {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b.mu.Lock()
+		started := len(b.starts) > 0
+		id := ""
+		if started {
+			id = b.starts[0].Input.JobID
+		}
+		b.mu.Unlock()
+		if started {
+			return id
+		}
+	}
+	return ""
 }
 
 // openAIErrorOf is err as the SDK's API error.
