@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/sse"
 	"github.com/ai-job-gateway/gateway/providers/internal/vendorhttp"
 )
 
@@ -36,9 +36,6 @@ type streamEvent struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
-
-// maxEventLine caps one line of a streamed answer.
-const maxEventLine = 4 << 20
 
 // stream posts req with stream true, hands each text delta to piece, and
 // returns the answer as send would have had it unstreamed: its text as
@@ -72,28 +69,19 @@ func (a *Adapter) stream(ctx context.Context, req messagesRequest, piece func(st
 		started bool
 		stopped bool
 		usage   tokenUsage
-		data    []string
 	)
-	lines := bufio.NewScanner(resp.Body)
-	lines.Buffer(make([]byte, 64<<10), maxEventLine)
-	for !stopped && lines.Scan() {
-		line := lines.Text()
-		if line != "" {
-			// The type is in the data as well as in the event line.
-			if v, ok := strings.CutPrefix(line, "data:"); ok {
-				data = append(data, strings.TrimPrefix(v, " "))
-			}
-			continue
-		}
-		if len(data) == 0 {
-			continue
+	// The type is in the data as well as in the event line.
+	events := sse.NewReader(resp.Body)
+	for !stopped {
+		data, ok := events.Next()
+		if !ok {
+			break
 		}
 		var ev streamEvent
-		if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev); err != nil {
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return out, providers.Permanent(jobs.CodeBadResponse,
 				fmt.Sprintf("provider %q sent an event that is not a Messages API stream event", a.provider.ID), err)
 		}
-		data = data[:0]
 		switch ev.Type {
 		case "message_start":
 			started = true
@@ -130,7 +118,7 @@ func (a *Adapter) stream(ctx context.Context, req messagesRequest, piece func(st
 		}
 		// ping, content_block_stop, and event types added later: nothing.
 	}
-	if err := lines.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return out, a.cut(ctx, err)
 	}
 	if !stopped {

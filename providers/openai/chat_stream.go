@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/providers/internal/sse"
 )
 
 // streamOptions is chat completions' stream_options: include_usage asks
@@ -40,9 +40,6 @@ type chatChunk struct {
 		Type    string `json:"type"`
 	} `json:"error"`
 }
-
-// maxEventLine caps one line of a streamed answer.
-const maxEventLine = 4 << 20
 
 // chatStream sends req as a streamed chat completion, hands each new piece
 // of the first choice's content to piece, and returns what chat returns
@@ -84,23 +81,12 @@ func (a *Adapter) chatStream(ctx context.Context, req chatRequest, piece func(st
 		choice bool
 		done   bool
 	)
-	lines := bufio.NewScanner(httpResp.Body)
-	lines.Buffer(make([]byte, 64<<10), maxEventLine)
-	var data []string
-	for !done && lines.Scan() {
-		line := lines.Text()
-		if line != "" {
-			// Only data lines matter; comments and other fields are skipped.
-			if v, ok := strings.CutPrefix(line, "data:"); ok {
-				data = append(data, strings.TrimPrefix(v, " "))
-			}
-			continue
+	events := sse.NewReader(httpResp.Body)
+	for !done {
+		event, ok := events.Next()
+		if !ok {
+			break
 		}
-		if len(data) == 0 {
-			continue
-		}
-		event := strings.Join(data, "\n")
-		data = data[:0]
 		if event == "[DONE]" {
 			done = true
 			break
@@ -130,10 +116,7 @@ func (a *Adapter) chatStream(ctx context.Context, req chatRequest, piece func(st
 			}
 		}
 	}
-	if !done && len(data) == 1 && data[0] == "[DONE]" {
-		done = true // the last event, without its blank line
-	}
-	if err := lines.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return "", "", resp, a.cut(ctx, err)
 	}
 	if !done {
