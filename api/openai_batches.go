@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,15 +50,26 @@ type openAIBlobFiles interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// openAIObjects keeps the files' metadata and the batches' OpenAI
+// attributes, and lists them (store.BatchStore).
+type openAIObjects interface {
+	PutOpenAIObject(ctx context.Context, o store.OpenAIObject) error
+	GetOpenAIObject(ctx context.Context, tenant, kind, id string) (*store.OpenAIObject, error)
+	DeleteOpenAIObject(ctx context.Context, tenant, kind, id string) error
+	ListOpenAIObjects(ctx context.Context, tenant, kind, after string, limit int) ([]store.OpenAIObject, error)
+	ListOpenAIObjectsOldestFirst(ctx context.Context, tenant, kind, after string, limit int) ([]store.OpenAIObject, error)
+}
+
 // openAIBatches serves OpenAI's files and batches under /openai/v1: a
-// file is kept in the blob store under its tenant's prefix with a JSON
-// sidecar of its metadata; a batch is one gateway batch of llm-tasks, its
-// OpenAI attributes in a sidecar of the blob store, its output and error
-// files derived from its jobs when read (docs/openai.md, Files and
-// batches).
+// file is kept in the blob store under its tenant's prefix, its metadata
+// in the store; a batch is one gateway batch of llm-tasks, its OpenAI
+// attributes in the store, its output and error files derived from its
+// jobs when read (docs/openai.md, Files and batches).
 type openAIBatches struct {
-	// files keeps the files and sidecars; nil answers every route 503.
-	files openAIBlobFiles
+	// files keeps the files' contents, objects their metadata and the
+	// batches' attributes; either nil answers every route 503.
+	files   openAIBlobFiles
+	objects openAIObjects
 	// ops and batches are the gateway's batches; nil answers the batch
 	// routes 503.
 	ops     BatchOps
@@ -68,15 +77,18 @@ type openAIBatches struct {
 	// namedPolicy is the routing policy a line's model names, as a chat
 	// completion's (openAIHandler.namedPolicy).
 	namedPolicy func(c *gin.Context, tenant, model string) (string, error)
-	// indexes serialises this process's updates of the listings.
-	indexes *sync.Mutex
 }
 
-// newOpenAIBatches is openAIBatches on cfg's batches and blob store.
+// newOpenAIBatches is openAIBatches on cfg's batches (whose store keeps
+// the objects) and blob store.
 func newOpenAIBatches(cfg Config) openAIBatches {
-	b := openAIBatches{batches: cfg.Batches, indexes: &sync.Mutex{},
+	b := openAIBatches{batches: cfg.Batches,
 		namedPolicy: openAIHandler{catalog: cfg.Catalog, policies: cfg.Policies}.namedPolicy}
 	b.files, _ = cfg.Files.(openAIBlobFiles)
+	b.objects, _ = cfg.Batches.(openAIObjects)
+	if b.objects == nil {
+		b.files = nil
+	}
 	b.ops, _ = cfg.Jobs.(BatchOps)
 	if b.batches == nil {
 		b.ops = nil
@@ -111,8 +123,9 @@ type openAIFile struct {
 	Status    string `json:"status"`
 }
 
-// openAIBatchSidecar is what a batch keeps of its OpenAI request.
-type openAIBatchSidecar struct {
+// openAIBatchAttributes is what a batch keeps of its OpenAI request, as
+// its store.OpenAIObject.
+type openAIBatchAttributes struct {
 	InputFileID      string            `json:"input_file_id"`
 	Endpoint         string            `json:"endpoint"`
 	CompletionWindow string            `json:"completion_window"`
@@ -137,16 +150,11 @@ const (
 
 var openAIUploadedFileID = regexp.MustCompile(`^file-[0-9a-f]{32}$`)
 
-// openAITenantPrefix is where a tenant's files and batches are kept.
+// openAITenantPrefix is where a tenant's files are kept.
 func openAITenantPrefix(tenant string) string { return "openai/" + url.PathEscape(tenant) + "/" }
 
-func openAIFileKey(tenant, id string) string     { return openAITenantPrefix(tenant) + "files/" + id }
-func openAIFileMetaKey(tenant, id string) string { return openAIFileKey(tenant, id) + ".json" }
-func openAIFilesIndexKey(tenant string) string   { return openAITenantPrefix(tenant) + "files.json" }
-func openAIBatchMetaKey(tenant, id string) string {
-	return openAITenantPrefix(tenant) + "batches/" + id + ".json"
-}
-func openAIBatchesIndexKey(tenant string) string { return openAITenantPrefix(tenant) + "batches.json" }
+// openAIFileKey is where an uploaded file's content is kept.
+func openAIFileKey(tenant, id string) string { return openAITenantPrefix(tenant) + "files/" + id }
 
 // openAINoFileStore answers the routes when the gateway keeps no files.
 func openAINoFileStore() *openAIError {
@@ -223,37 +231,35 @@ func (b openAIBatches) upload(c *gin.Context) error {
 	if obj.Bytes, err = b.files.Put(ctx, openAIFileKey(tenant, obj.ID), "application/jsonl", f); err != nil {
 		return err
 	}
-	if err := b.putJSON(ctx, openAIFileMetaKey(tenant, obj.ID), obj); err != nil {
+	if err := b.putObject(ctx, tenant, store.OpenAIFile, obj.ID, time.Time{}, obj); err != nil {
 		_ = b.files.Delete(ctx, openAIFileKey(tenant, obj.ID))
-		return err
-	}
-	if err := b.addToIndex(ctx, openAIFilesIndexKey(tenant), obj.ID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, obj)
 	return nil
 }
 
-// putJSON keeps v as JSON at key.
-func (b openAIBatches) putJSON(ctx context.Context, key string, v any) error {
+// putObject keeps v as tenant's object of kind and id, created at
+// created (zero: now).
+func (b openAIBatches) putObject(ctx context.Context, tenant, kind, id string, created time.Time, v any) error {
 	doc, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = b.files.Put(ctx, key, "application/json", bytes.NewReader(doc))
-	return err
+	return b.objects.PutOpenAIObject(ctx, store.OpenAIObject{Tenant: tenant, Kind: kind, ID: id, CreatedAt: created, Document: string(doc)})
 }
 
-// readJSON reads the JSON at key into v; blobstore.ErrNotFound when there
-// is none.
-func (b openAIBatches) readJSON(ctx context.Context, key string, v any) error {
-	doc, err := b.read(ctx, key)
+// object reads tenant's object of kind and id into v; store.ErrNotFound
+// when there is none.
+func (b openAIBatches) object(ctx context.Context, tenant, kind, id string, v any) error {
+	o, err := b.objects.GetOpenAIObject(ctx, tenant, kind, id)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(doc, v)
+	return json.Unmarshal([]byte(o.Document), v)
 }
 
+// read is the blob at key.
 func (b openAIBatches) read(ctx context.Context, key string) ([]byte, error) {
 	r, err := b.files.Open(ctx, key)
 	if err != nil {
@@ -263,52 +269,13 @@ func (b openAIBatches) read(ctx context.Context, key string) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// index is a listing's ids, newest first. The blob store lists nothing,
-// so each tenant's files and batches are listed in an object of their
-// own, updated by one request of this process at a time
-// (docs/openai.md, Files and batches).
-func (b openAIBatches) index(ctx context.Context, key string) ([]string, error) {
-	var ids []string
-	if err := b.readJSON(ctx, key, &ids); err != nil && !errors.Is(err, blobstore.ErrNotFound) {
-		return nil, err
+// openAIListPage is a page of a listing read with one object more than
+// limit: at most limit, and whether more follow.
+func openAIListPage(objs []store.OpenAIObject, limit int) ([]store.OpenAIObject, bool) {
+	if len(objs) > limit {
+		return objs[:limit], true
 	}
-	return ids, nil
-}
-
-func (b openAIBatches) addToIndex(ctx context.Context, key, id string) error {
-	b.indexes.Lock()
-	defer b.indexes.Unlock()
-	ids, err := b.index(ctx, key)
-	if err != nil || slices.Contains(ids, id) {
-		return err
-	}
-	return b.putJSON(ctx, key, append([]string{id}, ids...))
-}
-
-func (b openAIBatches) removeFromIndex(ctx context.Context, key, id string) error {
-	b.indexes.Lock()
-	defer b.indexes.Unlock()
-	ids, err := b.index(ctx, key)
-	if err != nil || !slices.Contains(ids, id) {
-		return err
-	}
-	return b.putJSON(ctx, key, slices.DeleteFunc(ids, func(s string) bool { return s == id }))
-}
-
-// openAIListPage is the ids of a listing after after (none: from the
-// first), at most limit, and whether more follow.
-func openAIListPage(ids []string, after string, limit int) ([]string, bool) {
-	if after != "" {
-		i := slices.Index(ids, after)
-		if i < 0 {
-			return nil, false
-		}
-		ids = ids[i+1:]
-	}
-	if len(ids) > limit {
-		return ids[:limit], true
-	}
-	return ids, false
+	return objs, false
 }
 
 // openAIListLimit reads ?limit=, 1 to most, def when absent.
@@ -343,7 +310,7 @@ func (b openAIBatches) file(c *gin.Context, id string, content bool) (*openAIFil
 		return nil, nil, openAINoSuchFile(id)
 	}
 	var obj openAIFile
-	if err := b.readJSON(ctx, openAIFileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
+	if err := b.object(ctx, tenant, store.OpenAIFile, id, &obj); errors.Is(err, store.ErrNotFound) {
 		return nil, nil, openAINoSuchFile(id)
 	} else if err != nil {
 		return nil, nil, err
@@ -371,14 +338,14 @@ func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*op
 	if b.ops == nil {
 		return nil, nil, openAINoSuchFile(id)
 	}
-	gb, side, err := b.load(c.Request.Context(), tenant, batchID)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, blobstore.ErrNotFound) {
+	gb, attrs, err := b.load(c.Request.Context(), tenant, batchID)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, openAINoSuchFile(id)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	view, err := b.render(c.Request.Context(), gb, side)
+	view, err := b.render(c.Request.Context(), gb, attrs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +356,7 @@ func (b openAIBatches) derivedFile(c *gin.Context, tenant, id, rest string) (*op
 	if named == nil || *named != id {
 		return nil, nil, openAINoSuchFile(id)
 	}
-	out, errs, err := b.outputs(c.Request.Context(), gb, side)
+	out, errs, err := b.outputs(c.Request.Context(), gb, attrs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -440,13 +407,12 @@ func (b openAIBatches) deleteFile(c *gin.Context) error {
 	}
 	tenant, _ := openAITenant(c)
 	ctx := c.Request.Context()
+	// The content first: should the row's deletion fail, the file is
+	// still listed and deleted again.
 	if err := b.files.Delete(ctx, openAIFileKey(tenant, obj.ID)); err != nil {
 		return err
 	}
-	if err := b.files.Delete(ctx, openAIFileMetaKey(tenant, obj.ID)); err != nil {
-		return err
-	}
-	if err := b.removeFromIndex(ctx, openAIFilesIndexKey(tenant), obj.ID); err != nil {
+	if err := b.objects.DeleteOpenAIObject(ctx, tenant, store.OpenAIFile, obj.ID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"id": obj.ID, "object": "file", "deleted": true})
@@ -472,20 +438,19 @@ func (b openAIBatches) listFiles(c *gin.Context) error {
 		return nil
 	}
 	ctx := c.Request.Context()
-	ids, err := b.index(ctx, openAIFilesIndexKey(tenant))
+	listing := b.objects.ListOpenAIObjects
+	if c.Query("order") == "asc" {
+		listing = b.objects.ListOpenAIObjectsOldestFirst
+	}
+	objs, err := listing(ctx, tenant, store.OpenAIFile, c.Query("after"), limit+1)
 	if err != nil {
 		return err
 	}
-	if c.Query("order") == "asc" {
-		slices.Reverse(ids)
-	}
-	ids, more := openAIListPage(ids, c.Query("after"), limit)
-	data := make([]openAIFile, 0, len(ids))
-	for _, id := range ids {
+	objs, more := openAIListPage(objs, limit)
+	data := make([]openAIFile, 0, len(objs))
+	for _, o := range objs {
 		var obj openAIFile
-		if err := b.readJSON(ctx, openAIFileMetaKey(tenant, id), &obj); errors.Is(err, blobstore.ErrNotFound) {
-			continue
-		} else if err != nil {
+		if err := json.Unmarshal([]byte(o.Document), &obj); err != nil {
 			return err
 		}
 		data = append(data, obj)
@@ -556,9 +521,9 @@ func (b openAIBatches) create(c *gin.Context) error {
 	if file.Purpose != openAIBatchPurpose {
 		return invalidParam("input_file_id", "The file %s has purpose %q, not 'batch'.", file.ID, file.Purpose)
 	}
-	side := openAIBatchSidecar{InputFileID: file.ID, Endpoint: req.Endpoint, CompletionWindow: req.CompletionWindow,
+	attrs := openAIBatchAttributes{InputFileID: file.ID, Endpoint: req.Endpoint, CompletionWindow: req.CompletionWindow,
 		Metadata: req.Metadata, Models: map[string]string{}}
-	items, openAIErrs, err := b.items(c, data, side.Models)
+	items, openAIErrs, err := b.items(c, data, attrs.Models)
 	if err != nil {
 		return err
 	}
@@ -579,10 +544,6 @@ func (b openAIBatches) create(c *gin.Context) error {
 		return jobopsError(err)
 	}
 	if plan.Existing != nil {
-		// Listed, should the first request have failed before it was.
-		if err := b.addToIndex(ctx, openAIBatchesIndexKey(by.Tenant), plan.Existing.ID); err != nil {
-			return err
-		}
 		return b.answer(c, plan.Existing)
 	}
 	id := jobops.BatchID(by.Tenant, key)
@@ -602,7 +563,7 @@ func (b openAIBatches) create(c *gin.Context) error {
 			b.ops.AbandonBatch(ctx, plan)
 			return err
 		}
-		side.Refused = append(side.Refused, line)
+		attrs.Refused = append(attrs.Refused, line)
 	}
 	if plan.Admitted() == 0 {
 		b.ops.AbandonBatch(ctx, plan)
@@ -617,21 +578,19 @@ func (b openAIBatches) create(c *gin.Context) error {
 		b.ops.AbandonBatch(ctx, plan)
 		return err
 	}
-	// The sidecar first: a batch recorded is always shown.
-	if err := b.putJSON(ctx, openAIBatchMetaKey(by.Tenant, id), side); err != nil {
+	// The attributes first: a batch recorded is always shown and listed.
+	if err := b.putObject(ctx, by.Tenant, store.OpenAIBatch, id, received, attrs); err != nil {
 		b.ops.AbandonBatch(ctx, plan)
 		return err
 	}
 	gb, err := b.ops.RecordBatch(ctx, plan, list)
 	if err != nil {
-		// The sidecar stays: the batch may have been recorded after all.
+		// The attributes stay: the batch may have been recorded after
+		// all; listed without it, they are skipped.
 		return jobopsError(err)
 	}
 	// Recorded: an SDK retrying this answer would make another batch.
 	c.Header("X-Should-Retry", "false")
-	if err := b.addToIndex(ctx, openAIBatchesIndexKey(by.Tenant), gb.ID); err != nil {
-		return err
-	}
 	return b.answer(c, gb)
 }
 
@@ -781,29 +740,39 @@ type openAIBatchCounts struct {
 }
 
 // load is the gateway batch an OpenAI batch id (or the gateway's id)
-// names, of tenant's, with its sidecar; blobstore.ErrNotFound or
-// store.ErrNotFound when there is none.
-func (b openAIBatches) load(ctx context.Context, tenant, id string) (*store.Batch, *openAIBatchSidecar, error) {
+// names, of tenant's, with its attributes; store.ErrNotFound when there
+// is none.
+func (b openAIBatches) load(ctx context.Context, tenant, id string) (*store.Batch, *openAIBatchAttributes, error) {
 	id = strings.TrimPrefix(id, openAIBatchPrefix)
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
 		return nil, nil, store.ErrNotFound
 	}
-	gb, err := b.batches.GetBatch(ctx, id)
+	o, err := b.objects.GetOpenAIObject(ctx, tenant, store.OpenAIBatch, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if gb.Tenant != tenant {
-		return nil, nil, store.ErrNotFound
-	}
-	var side openAIBatchSidecar
-	if err := b.readJSON(ctx, openAIBatchMetaKey(tenant, id), &side); err != nil {
+	return b.loaded(ctx, o)
+}
+
+// loaded is the gateway batch of o, a batch's attributes, with them;
+// store.ErrNotFound when there is none.
+func (b openAIBatches) loaded(ctx context.Context, o *store.OpenAIObject) (*store.Batch, *openAIBatchAttributes, error) {
+	gb, err := b.batches.GetBatch(ctx, o.ID)
+	if err != nil {
 		return nil, nil, err
 	}
-	return gb, &side, nil
+	if gb.Tenant != o.Tenant {
+		return nil, nil, store.ErrNotFound
+	}
+	var attrs openAIBatchAttributes
+	if err := json.Unmarshal([]byte(o.Document), &attrs); err != nil {
+		return nil, nil, err
+	}
+	return gb, &attrs, nil
 }
 
 // visible is the batch the path names, of the caller's tenant.
-func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *openAIBatchSidecar, error) {
+func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *openAIBatchAttributes, error) {
 	tenant, err := openAITenant(c)
 	if err != nil {
 		return nil, nil, err
@@ -811,17 +780,17 @@ func (b openAIBatches) visible(c *gin.Context) (*store.Batch, *openAIBatchSideca
 	if b.files == nil || b.ops == nil {
 		return nil, nil, openAINoFileStore()
 	}
-	gb, side, err := b.load(c.Request.Context(), tenant, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, blobstore.ErrNotFound) {
+	gb, attrs, err := b.load(c.Request.Context(), tenant, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, openAINoSuchBatch(c.Param("id"))
 	}
-	return gb, side, err
+	return gb, attrs, err
 }
 
 // render is a gateway batch as OpenAI's batch: its status is the
 // gateway's (docs/api.md, Batches), its refused lines count as failed,
 // its output and error files are named once it is finished.
-func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *openAIBatchSidecar) (*openAIBatch, error) {
+func (b openAIBatches) render(ctx context.Context, gb *store.Batch, attrs *openAIBatchAttributes) (*openAIBatch, error) {
 	doc, err := batches.Show(ctx, b.batches, gb)
 	if err != nil {
 		return nil, err
@@ -829,11 +798,11 @@ func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *openAI
 	a := doc.Attributes
 	created := gb.CreatedAt.Unix()
 	expires := gb.CreatedAt.Add(24 * time.Hour).Unix()
-	out := &openAIBatch{ID: openAIBatchPrefix + gb.ID, Object: "batch", Endpoint: side.Endpoint, InputFileID: side.InputFileID,
-		CompletionWindow: side.CompletionWindow, Status: a.Status, CreatedAt: created, InProgressAt: &created, ExpiresAt: &expires,
-		Metadata: side.Metadata,
-		RequestCounts: openAIBatchCounts{Total: gb.Total + len(side.Refused), Completed: a.Counts[string(jobs.StatusCompleted)],
-			Failed: a.Counts[string(jobs.StatusFailed)] + len(side.Refused)}}
+	out := &openAIBatch{ID: openAIBatchPrefix + gb.ID, Object: "batch", Endpoint: attrs.Endpoint, InputFileID: attrs.InputFileID,
+		CompletionWindow: attrs.CompletionWindow, Status: a.Status, CreatedAt: created, InProgressAt: &created, ExpiresAt: &expires,
+		Metadata: attrs.Metadata,
+		RequestCounts: openAIBatchCounts{Total: gb.Total + len(attrs.Refused), Completed: a.Counts[string(jobs.StatusCompleted)],
+			Failed: a.Counts[string(jobs.StatusFailed)] + len(attrs.Refused)}}
 	unix := func(t *time.Time) *int64 {
 		if t == nil {
 			return nil
@@ -865,11 +834,11 @@ func (b openAIBatches) render(ctx context.Context, gb *store.Batch, side *openAI
 
 // answer renders a batch.
 func (b openAIBatches) answer(c *gin.Context, gb *store.Batch) error {
-	var side openAIBatchSidecar
-	if err := b.readJSON(c.Request.Context(), openAIBatchMetaKey(gb.Tenant, gb.ID), &side); err != nil {
+	var attrs openAIBatchAttributes
+	if err := b.object(c.Request.Context(), gb.Tenant, store.OpenAIBatch, gb.ID, &attrs); err != nil {
 		return err
 	}
-	view, err := b.render(c.Request.Context(), gb, &side)
+	view, err := b.render(c.Request.Context(), gb, &attrs)
 	if err != nil {
 		return err
 	}
@@ -879,9 +848,9 @@ func (b openAIBatches) answer(c *gin.Context, gb *store.Batch) error {
 
 // outputs are a batch's output and error files: a line per finished job
 // in job id order, the refused lines first in the error file.
-func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *openAIBatchSidecar) ([]byte, []byte, error) {
+func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, attrs *openAIBatchAttributes) ([]byte, []byte, error) {
 	var out, errs bytes.Buffer
-	for _, line := range side.Refused {
+	for _, line := range attrs.Refused {
 		errs.Write(append(line, '\n'))
 	}
 	after := ""
@@ -896,7 +865,7 @@ func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *openA
 			target := &errs
 			switch {
 			case job.Status == jobs.StatusCompleted:
-				completion, err := chatCompletionOf(job, side.Models[job.CustomID])
+				completion, err := chatCompletionOf(job, attrs.Models[job.CustomID])
 				if err != nil {
 					// Its result is gone (retention): an error line.
 					line["error"] = gin.H{"code": "result_unavailable", "message": fmt.Sprintf("the result of job %s is no longer kept", job.ID)}
@@ -925,11 +894,11 @@ func (b openAIBatches) outputs(ctx context.Context, gb *store.Batch, side *openA
 
 // get handles GET /openai/v1/batches/{id}.
 func (b openAIBatches) get(c *gin.Context) error {
-	gb, side, err := b.visible(c)
+	gb, attrs, err := b.visible(c)
 	if err != nil {
 		return err
 	}
-	view, err := b.render(c.Request.Context(), gb, side)
+	view, err := b.render(c.Request.Context(), gb, attrs)
 	if err != nil {
 		return err
 	}
@@ -940,14 +909,14 @@ func (b openAIBatches) get(c *gin.Context) error {
 // cancel handles POST /openai/v1/batches/{id}/cancel: the batch's jobs
 // not finished are cancelled as POST /v1/batches/{id}/cancel does.
 func (b openAIBatches) cancel(c *gin.Context) error {
-	gb, side, err := b.visible(c)
+	gb, attrs, err := b.visible(c)
 	if err != nil {
 		return err
 	}
 	if gb, err = b.ops.CancelBatch(c.Request.Context(), gb.ID); err != nil {
 		return jobopsError(err)
 	}
-	view, err := b.render(c.Request.Context(), gb, side)
+	view, err := b.render(c.Request.Context(), gb, attrs)
 	if err != nil {
 		return err
 	}
@@ -970,21 +939,22 @@ func (b openAIBatches) list(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	ids, err := b.index(ctx, openAIBatchesIndexKey(tenant))
+	objs, err := b.objects.ListOpenAIObjects(ctx, tenant, store.OpenAIBatch, strings.TrimPrefix(c.Query("after"), openAIBatchPrefix), limit+1)
 	if err != nil {
 		return err
 	}
-	ids, more := openAIListPage(ids, strings.TrimPrefix(c.Query("after"), openAIBatchPrefix), limit)
-	data := make([]*openAIBatch, 0, len(ids))
-	for _, id := range ids {
-		gb, side, err := b.load(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, blobstore.ErrNotFound) {
+	objs, more := openAIListPage(objs, limit)
+	data := make([]*openAIBatch, 0, len(objs))
+	for i := range objs {
+		// Not recorded, or deleted with its jobs: skipped.
+		gb, attrs, err := b.loaded(ctx, &objs[i])
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		view, err := b.render(ctx, gb, side)
+		view, err := b.render(ctx, gb, attrs)
 		if err != nil {
 			return err
 		}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ai-job-gateway/gateway/api"
@@ -378,4 +380,73 @@ func TestOpenAIBatchesListAndIdempotencyKey(t *testing.T) {
 
 	_, err = client.Batches.List(ctx, openai.BatchListParams{Limit: openai.Int(101)})
 	require.Equal(t, "limit", openAIErrorOf(t, err).Param)
+}
+
+// Two API servers on one database and one file store, as two replicas
+// are, uploading a tenant's files at the same time: each lists them all
+// (docs/openai.md, Files and batches).
+func TestOpenAIFilesListedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	files := openTestFiles(t)
+	databaseURL := storetest.FreshPostgresURL(t)
+	withFiles := func(cfg *api.Config) { cfg.Files = files }
+	replicas := []*bundle{
+		setupConfigured(t, func(t testing.TB) *store.Store { return storetest.Open(t, databaseURL) }, withFiles),
+		setupConfigured(t, func(t testing.TB) *store.Store { return storetest.Open(t, databaseURL) }, withFiles),
+	}
+	clients := make([]*openai.Client, len(replicas))
+	for i, r := range replicas {
+		clients[i] = r.openAIClient(r.token(t, "llm-tasks:write", "llm-tasks:read"))
+	}
+
+	const each = 6
+	ids := make(chan string, each*len(clients))
+	var wg sync.WaitGroup
+	for _, client := range clients {
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f, err := client.Files.New(context.Background(), openai.FileNewParams{
+					File:    openai.File(strings.NewReader(chatLine(fmt.Sprint("q-", i), "Q?")+"\n"), "batch.jsonl", "application/jsonl"),
+					Purpose: openai.FilePurposeBatch,
+				})
+				if !assert.NoError(t, err) {
+					return
+				}
+				ids <- f.ID
+			}()
+		}
+	}
+	wg.Wait()
+	close(ids)
+	var want []string
+	for id := range ids {
+		want = append(want, id)
+	}
+	require.Len(t, want, each*len(clients))
+
+	for _, client := range clients {
+		// Paged three at a time through the SDK's cursor (after).
+		var listed []string
+		for page, err := client.Files.List(context.Background(), openai.FileListParams{Limit: openai.Int(3)}); ; page, err = page.GetNextPage() {
+			require.NoError(t, err)
+			if page == nil || len(page.Data) == 0 {
+				break
+			}
+			for _, f := range page.Data {
+				listed = append(listed, f.ID)
+			}
+		}
+		require.ElementsMatch(t, want, listed, "every replica's uploads, each once")
+	}
+
+	// A file deleted through one replica is gone from the other's listing.
+	_, err := clients[0].Files.Delete(context.Background(), want[0])
+	require.NoError(t, err)
+	page, err := clients[1].Files.List(context.Background(), openai.FileListParams{})
+	require.NoError(t, err)
+	require.Len(t, page.Data, len(want)-1)
+	_, err = clients[1].Files.Content(context.Background(), want[0])
+	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
 }
