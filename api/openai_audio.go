@@ -20,6 +20,7 @@ import (
 	"github.com/ai-job-gateway/gateway/activities"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
 )
 
 // OpenAIAudioMaxFileBytes is the largest audio file the OpenAI-compatible
@@ -75,8 +76,9 @@ func safeExtension(filename string) string {
 	return ext
 }
 
-// audioRequest is the part of OpenAI's transcription form the gateway
-// reads; prompt and temperature are ignored (docs/openai.md, Audio).
+// audioRequest is the part of OpenAI's transcription or translation form
+// the gateway reads; prompt and temperature are ignored (docs/openai.md,
+// Audio).
 type audioRequest struct {
 	file           *multipart.FileHeader
 	model          string
@@ -84,13 +86,24 @@ type audioRequest struct {
 	language       string
 	responseFormat string
 	words          bool
+	// translate asks for the transcript in English (audio/translations).
+	translate bool
 }
 
 // transcriptions handles POST /openai/v1/audio/transcriptions: the
 // uploaded file is stored under a new transcription job of the caller's
 // tenant, which fetches it through a signed link; the answer waits for
 // the job.
-func (h openAIHandler) transcriptions(c *gin.Context) error {
+func (h openAIHandler) transcriptions(c *gin.Context) error { return h.audio(c, false) }
+
+// translations handles POST /openai/v1/audio/translations as transcriptions,
+// the job's transcript in English (options.translate_to_english;
+// docs/openai.md, Audio).
+func (h openAIHandler) translations(c *gin.Context) error { return h.audio(c, true) }
+
+// audio makes the transcription job an audio form stands for, translated
+// into English when translate, and answers with its transcript.
+func (h openAIHandler) audio(c *gin.Context, translate bool) error {
 	by, err := creatorOf(c)
 	if err != nil {
 		return err
@@ -107,7 +120,7 @@ func (h openAIHandler) transcriptions(c *gin.Context) error {
 			_ = form.RemoveAll()
 		}
 	}()
-	req, err := h.parseAudioForm(c)
+	req, err := h.parseAudioForm(c, translate)
 	if err != nil {
 		return err
 	}
@@ -168,18 +181,11 @@ func (h openAIHandler) transcriptions(c *gin.Context) error {
 			job.ID, job.Status, openAIWait, svc.Endpoint(), job.ID)}
 }
 
-// translations handles POST /openai/v1/audio/translations: a transcription
-// job cannot translate into English, so it is refused (docs/openai.md,
-// Audio).
-func (h openAIHandler) translations(*gin.Context) error {
-	e := invalidParam("", "Audio translation into English is not supported by this gateway yet: its transcription jobs have no translate option; use POST %s/audio/transcriptions (docs/openai.md, Audio).", OpenAIPath)
-	e.code = "unsupported_endpoint"
-	return e
-}
-
-// parseAudioForm reads and checks a transcription form, its body bounded
-// here so that an oversized one is answered in OpenAI's shape.
-func (h openAIHandler) parseAudioForm(c *gin.Context) (*audioRequest, error) {
+// parseAudioForm reads and checks a transcription form, or a translation
+// form when translate (which has no language and no timestamp
+// granularities), its body bounded here so that an oversized one is
+// answered in OpenAI's shape.
+func (h openAIHandler) parseAudioForm(c *gin.Context, translate bool) (*audioRequest, error) {
 	if c.Request.ContentLength > openAIAudioMaxBodyBytes {
 		return nil, audioTooLarge()
 	}
@@ -205,7 +211,12 @@ func (h openAIHandler) parseAudioForm(c *gin.Context) (*audioRequest, error) {
 		}
 		return ""
 	}
-	req := &audioRequest{model: value("model"), language: value("language"), responseFormat: value("response_format")}
+	req := &audioRequest{model: value("model"), responseFormat: value("response_format"), translate: translate}
+	var granularities []string
+	if !translate {
+		req.language = value("language")
+		granularities = append(form.Value["timestamp_granularities[]"], form.Value["timestamp_granularities"]...)
+	}
 	files := form.File["file"]
 	switch {
 	case len(files) == 0:
@@ -230,7 +241,6 @@ func (h openAIHandler) parseAudioForm(c *gin.Context) (*audioRequest, error) {
 		e.code = "invalid_value"
 		return nil, e
 	}
-	granularities := append(form.Value["timestamp_granularities[]"], form.Value["timestamp_granularities"]...)
 	for _, g := range granularities {
 		switch g {
 		case "word":
@@ -245,9 +255,13 @@ func (h openAIHandler) parseAudioForm(c *gin.Context) (*audioRequest, error) {
 	if len(granularities) > 0 && req.responseFormat != "verbose_json" {
 		return nil, invalidParam("timestamp_granularities", "timestamp_granularities is only supported with response_format 'verbose_json'.")
 	}
-	switch {
+	switch capability := h.transcriptionsOf(req.model); {
 	case req.model == autoModel || req.model == whisperModel:
-	case transcribes(h, req.model):
+	case capability != nil && translate && !capability.TranslatesToEnglish:
+		e := invalidParam("model", "The provider '%s' does not translate into English (its transcriptions capability has no translates_to_english): send 'auto', '%s' or a provider that does (docs/openai.md, Audio).", req.model, whisperModel)
+		e.code = "unsupported_value"
+		return nil, e
+	case capability != nil:
 		req.provider = req.model
 	default:
 		e := invalidParam("model", "The model '%s' does not exist: send 'auto', '%s' or the id of a provider of transcriptions (docs/openai.md, Audio).", req.model, whisperModel)
@@ -257,15 +271,13 @@ func (h openAIHandler) parseAudioForm(c *gin.Context) (*audioRequest, error) {
 	return req, nil
 }
 
-// transcribes reports whether the catalog has a provider of that id
-// offering transcriptions.
-func transcribes(h openAIHandler, id string) bool {
-	for _, p := range h.catalog.Providers {
-		if p.ID == id && p.Services[jobs.Transcriptions] != nil {
-			return true
-		}
+// transcriptionsOf is the transcriptions capability of the catalog's
+// provider of that id, nil when there is none.
+func (h openAIHandler) transcriptionsOf(id string) *providers.Capability {
+	if p, ok := h.catalog.Lookup(id); ok {
+		return p.Services[jobs.Transcriptions]
 	}
-	return false
+	return nil
 }
 
 func audioTooLarge() *openAIError {
@@ -278,7 +290,7 @@ func audioTooLarge() *openAIError {
 // link differs with each request).
 func audioRequestBody(req *audioRequest, digest string) []byte {
 	body, _ := json.Marshal(map[string]any{"file_sha256": digest, "filename": req.file.Filename, "model": req.model,
-		"language": req.language, "response_format": req.responseFormat, "words": req.words})
+		"language": req.language, "response_format": req.responseFormat, "words": req.words, "translate": req.translate})
 	return body
 }
 
@@ -326,8 +338,8 @@ func (h openAIHandler) audioJobError(c *gin.Context, err error) error {
 }
 
 // transcriptionJobBody is the transcription create request (docs/api.md,
-// Transcriptions) a transcription form stands for: timestamps only when
-// the answer shows them.
+// Transcriptions) a transcription or translation form stands for:
+// timestamps only when the answer shows them.
 func transcriptionJobBody(req *audioRequest, link string) ([]byte, error) {
 	inputType := "audio"
 	if strings.HasPrefix(req.file.Header.Get("Content-Type"), "video/") {
@@ -341,6 +353,9 @@ func transcriptionJobBody(req *audioRequest, link string) ([]byte, error) {
 	}
 	if req.language != "" {
 		options["language"] = req.language
+	}
+	if req.translate {
+		options["translate_to_english"] = true
 	}
 	attributes := map[string]any{"input": map[string]any{"type": inputType, "url": link}, "options": options}
 	if req.provider != "" {
@@ -396,6 +411,9 @@ func writeTranscription(c *gin.Context, job *jobs.Record, req *audioRequest) err
 	case "verbose_json":
 		out := verboseTranscription{Task: "transcribe", Language: result.Language, Duration: result.Duration, Text: text,
 			Segments: []verboseSegment{}}
+		if req.translate {
+			out.Task, out.Language = "translate", "english" // as OpenAI names it
+		}
 		for i, s := range result.Segments {
 			out.Segments = append(out.Segments, verboseSegment{ID: i, Start: s.Start, End: s.End, Text: s.Text})
 			if req.words {

@@ -268,17 +268,105 @@ func TestOpenAITranscriptionWithoutBlobStore(t *testing.T) {
 	require.Equal(t, "uploads_unavailable", apiErr.Code)
 }
 
-func TestOpenAITranslationRefused(t *testing.T) {
+// A translation is one transcription job with options.translate_to_english,
+// answered in the response_format asked for.
+func TestOpenAITranslation(t *testing.T) {
+	t.Parallel()
+	english := jobs.TranscriptionResult{Format: "json", Duration: 4.5, Language: "en", Text: "Good morning. How are you?",
+		Segments: []jobs.Segment{{Start: 0, End: 1.5, Text: "Good morning."}, {Start: 2, End: 4.5, Text: "How are you?"}}}
+	tests := []struct {
+		format  openai.AudioTranslationNewParamsResponseFormat
+		options string
+		body    string
+	}{
+		{"", `{"timestamps": false, "translate_to_english": true}`, `{"text": "Good morning. How are you?"}`},
+		{openai.AudioTranslationNewParamsResponseFormatText, `{"timestamps": false, "translate_to_english": true}`, "Good morning. How are you?"},
+		{openai.AudioTranslationNewParamsResponseFormatSRT, `{"format": "srt", "timestamps": true, "translate_to_english": true}`,
+			"1\n00:00:00,000 --> 00:00:01,500\nGood morning.\n\n2\n00:00:02,000 --> 00:00:04,500\nHow are you?\n\n"},
+		{openai.AudioTranslationNewParamsResponseFormatVerboseJSON, `{"timestamps": true, "translate_to_english": true}`,
+			`{"task": "translate", "language": "english", "duration": 4.5, "text": "Good morning. How are you?",
+			"segments": [{"id": 0, "start": 0, "end": 1.5, "text": "Good morning."}, {"id": 1, "start": 2, "end": 4.5, "text": "How are you?"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.format), func(t *testing.T) {
+			t.Parallel()
+			b, _ := setupAudio(t)
+			started := b.answerFirstTranscription(t, english)
+			client := b.openAIClient(b.token(t, "transcriptions:write"))
+			var resp *http.Response
+			//lint:ignore SA1019 the route answers the SDK's call, deprecated or not
+			_, err := client.Audio.Translations.New(context.Background(), openai.AudioTranslationNewParams{
+				File:           openai.File(bytes.NewReader(sampleAudio), "rede.mp3", "audio/mpeg"),
+				Model:          "whisper-1",
+				Prompt:         openai.String("ignored"),
+				Temperature:    openai.Float(0.2),
+				ResponseFormat: tt.format,
+			}, option.WithResponseBodyInto(&resp))
+			require.NoError(t, err)
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			if strings.HasPrefix(tt.body, "{") {
+				require.JSONEq(t, tt.body, string(body))
+			} else {
+				require.Equal(t, tt.body, string(body))
+				require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain"))
+			}
+
+			start := <-started
+			require.Equal(t, start.JobID, resp.Header.Get(api.JobIDHeader))
+			require.Equal(t, jobs.Transcriptions, start.Service, "one transcription job")
+			require.Equal(t, "acme", start.Tenant)
+			require.Empty(t, start.Provider, "whisper-1 leaves the choice to routing")
+			require.JSONEq(t, tt.options, string(start.Options))
+		})
+	}
+}
+
+// The official client reads the json answer into its Translation; "auto"
+// is a model as for transcriptions.
+func TestOpenAITranslationSDKAnswer(t *testing.T) {
 	t.Parallel()
 	b, _ := setupAudio(t)
+	b.answerFirstTranscription(t, sampleTranscript)
 	client := b.openAIClient(b.token(t, "transcriptions:write"))
 	//lint:ignore SA1019 the route answers the SDK's call, deprecated or not
-	_, err := client.Audio.Translations.New(context.Background(), openai.AudioTranslationNewParams{
-		File: openai.File(bytes.NewReader(sampleAudio), "talk.mp3", "audio/mpeg"), Model: "whisper-1"})
-	apiErr := openAIErrorOf(t, err)
-	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
-	require.Equal(t, "unsupported_endpoint", apiErr.Code)
+	answer, err := client.Audio.Translations.New(context.Background(), openai.AudioTranslationNewParams{
+		File: openai.File(bytes.NewReader(sampleAudio), "talk.mp3", "audio/mpeg"), Model: "auto"})
+	require.NoError(t, err)
+	require.Equal(t, "Hello there. General Kenobi.", answer.Text)
+}
+
+// A provider whose transcriptions do not translate into English, named as
+// the model, is refused in OpenAI's shape, and no job is made.
+func TestOpenAITranslationRefusals(t *testing.T) {
+	t.Parallel()
+	b, files := setupAudio(t)
+	client := b.openAIClient(b.token(t, "transcriptions:write"))
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		model string
+		code  string
+	}{
+		{"provider without translates_to_english", "narrow", "unsupported_value"},
+		{"provider without transcriptions", "llm-only", "model_not_found"},
+		{"unknown model", "gpt-4o-transcribe", "model_not_found"},
+	}
+	for _, tc := range cases {
+		//lint:ignore SA1019 the route answers the SDK's call, deprecated or not
+		_, err := client.Audio.Translations.New(ctx, openai.AudioTranslationNewParams{
+			File: openai.File(bytes.NewReader(sampleAudio), "talk.mp3", "audio/mpeg"), Model: tc.model})
+		apiErr := openAIErrorOf(t, err)
+		require.Equal(t, http.StatusBadRequest, apiErr.StatusCode, tc.name)
+		require.Equal(t, "invalid_request_error", apiErr.Type, tc.name)
+		require.Equal(t, "model", apiErr.Param, tc.name)
+		require.Equal(t, tc.code, apiErr.Code, tc.name)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	require.Empty(t, b.starts)
+	require.Empty(t, b.starts, "a refused request makes no job")
+	n, err := files.DeletePrefix(ctx, "results/")
+	require.NoError(t, err)
+	require.Zero(t, n, "a refused request stores no file")
 }

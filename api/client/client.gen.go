@@ -2010,6 +2010,9 @@ type Capability struct {
 	SourceLanguages *[]string      `json:"source_languages,omitempty"`
 	Status          ProviderStatus `json:"status"`
 	TargetLanguages *[]string      `json:"target_languages,omitempty"`
+
+	// TranslatesToEnglish transcriptions only: the provider gives transcripts in English whatever the spoken language; transcriptions with options.translate_to_english are routed to it (absent: false)
+	TranslatesToEnglish *bool `json:"translates_to_english,omitempty"`
 }
 
 // CapabilityPricingUnit defines model for Capability.Pricing.Unit.
@@ -2709,6 +2712,9 @@ type TranscriptionOptions struct {
 	Language   *Language `json:"language,omitempty"`
 	Priority   *Priority `json:"priority,omitempty"`
 	Timestamps *bool     `json:"timestamps,omitempty"`
+
+	// TranslateToEnglish the transcript in English whatever the spoken language (extension); routed only to providers whose transcriptions capability has translates_to_english, and refused at create with 422 UNSUPPORTED_OPTION for a provider without it (docs/api.md, Extensions)
+	TranslateToEnglish *bool `json:"translate_to_english,omitempty"`
 }
 
 // TranscriptionOptionsFormat defines model for TranscriptionOptions.Format.
