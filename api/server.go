@@ -244,6 +244,7 @@ func router(cfg Config, docs gin.HandlerFunc) *gin.Engine {
 			vendorcallback.Path: CallbackMaxBodyBytes, "/v1/batches": BatchMaxBodyBytes, CodecPath + "/encode": CodecMaxBodyBytes, CodecPath + "/decode": CodecMaxBodyBytes,
 			CodecDevPath + "/:secret/encode": CodecMaxBodyBytes, CodecDevPath + "/:secret/decode": CodecMaxBodyBytes,
 			OpenAIPath + "/audio/transcriptions": openAIAudioRouteLimit,
+			OpenAIPath + "/audio/translations":   openAIAudioRouteLimit,
 			OpenAIPath + "/files":                BatchMaxBodyBytes,
 		}), interactive)
 	r.NoRoute(handle(notFoundRoute))
