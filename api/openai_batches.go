@@ -939,26 +939,38 @@ func (b openAIBatches) list(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	objs, err := b.objects.ListOpenAIObjects(ctx, tenant, store.OpenAIBatch, strings.TrimPrefix(c.Query("after"), openAIBatchPrefix), limit+1)
-	if err != nil {
-		return err
-	}
-	objs, more := openAIListPage(objs, limit)
-	data := make([]*openAIBatch, 0, len(objs))
-	for i := range objs {
-		// Not recorded, or deleted with its jobs: skipped.
-		gb, attrs, err := b.loaded(ctx, &objs[i])
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
+	after := strings.TrimPrefix(c.Query("after"), openAIBatchPrefix)
+	data := make([]*openAIBatch, 0, limit)
+	more := false
+	// A batch not recorded, or deleted with its jobs, is skipped: the
+	// page is filled from the rows after it.
+	for {
+		objs, err := b.objects.ListOpenAIObjects(ctx, tenant, store.OpenAIBatch, after, limit+1)
 		if err != nil {
 			return err
 		}
-		view, err := b.render(ctx, gb, attrs)
-		if err != nil {
-			return err
+		for i := range objs {
+			if len(data) == limit {
+				more = true
+				break
+			}
+			gb, attrs, err := b.loaded(ctx, &objs[i])
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			view, err := b.render(ctx, gb, attrs)
+			if err != nil {
+				return err
+			}
+			data = append(data, view)
 		}
-		data = append(data, view)
+		if more || len(objs) <= limit {
+			break
+		}
+		after = objs[len(objs)-1].ID
 	}
 	answer := gin.H{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
 	if len(data) > 0 {

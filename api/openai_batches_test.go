@@ -366,7 +366,15 @@ func TestOpenAIBatchesListAndIdempotencyKey(t *testing.T) {
 	require.Equal(t, first.ID, again.ID)
 	// Without one, each request is a batch.
 	second := newBatch(t, client, f.ID)
+	// A batch whose gateway batch is gone (deleted, or never recorded)
+	// is left out, its page filled from the next.
+	require.NoError(t, b.store.Batches.PutOpenAIObject(ctx, store.OpenAIObject{Tenant: tenantA, Kind: store.OpenAIBatch,
+		ID: "0190aaaa-0000-7000-8000-000000000001", Document: `{"endpoint":"/v1/chat/completions"}`}))
 	third := newBatch(t, client, f.ID)
+	for i := 2; i <= 4; i++ {
+		require.NoError(t, b.store.Batches.PutOpenAIObject(ctx, store.OpenAIObject{Tenant: tenantA, Kind: store.OpenAIBatch,
+			ID: fmt.Sprintf("0190aaaa-0000-7000-8000-00000000000%d", i), Document: `{"endpoint":"/v1/chat/completions"}`}))
+	}
 
 	page, err := client.Batches.List(ctx, openai.BatchListParams{Limit: openai.Int(2)})
 	require.NoError(t, err)
