@@ -40,6 +40,34 @@ const { data: chat, response } = await client.chat.completions
 out.chat = { id: chat.id, content: chat.choices[0].message.content, finish: chat.choices[0].finish_reason,
   job: response.headers.get("x-gateway-job-id") };
 
+const { data: stream, response: streamed } = await client.chat.completions
+  .create({ model: "auto", messages: [{ role: "user", content: "Say hello to the whole team." }], stream: true,
+    stream_options: { include_usage: true } })
+  .withResponse();
+out.stream = { pieces: 0, content: "", job: streamed.headers.get("x-gateway-job-id") };
+for await (const chunk of stream) {
+  const piece = chunk.choices[0]?.delta?.content;
+  if (piece) {
+    out.stream.pieces++;
+    out.stream.content += piece;
+  }
+  if (chunk.choices[0]?.finish_reason) out.stream.finish = chunk.choices[0].finish_reason;
+  if (chunk.usage) out.stream.totalTokens = chunk.usage.total_tokens;
+}
+
+const lines = ["one", "two", "three"].map((q) => JSON.stringify({ custom_id: "q-" + q, method: "POST",
+  url: "/v1/chat/completions", body: { model: "auto", messages: [{ role: "user", content: "Count to " + q + "." }] } }));
+const file = await client.files.create({ file: await OpenAI.toFile(Buffer.from(lines.join("\n") + "\n"), "batch.jsonl"), purpose: "batch" });
+let batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+for (let i = 0; i < 240 && !["completed", "failed", "cancelled"].includes(batch.status); i++) {
+  await new Promise((r) => setTimeout(r, 250));
+  batch = await client.batches.retrieve(batch.id);
+}
+const output = await (await client.files.content(batch.output_file_id)).text();
+out.batch = { status: batch.status, completed: batch.request_counts.completed,
+  answers: output.trim().split("\n").map((l) => JSON.parse(l)).map((l) => ({ custom_id: l.custom_id,
+    status: l.response.status_code, job: l.response.body.id.replace("chatcmpl-", ""), content: l.response.body.choices[0].message.content })) };
+
 const transcription = await client.audio.transcriptions.create({ file: fs.createReadStream(audio), model: "auto" });
 out.transcription = { text: transcription.text };
 
@@ -105,6 +133,23 @@ func TestOpenAINodeSDK(t *testing.T) {
 		Chat   struct {
 			ID, Content, Finish, Job string
 		} `json:"chat"`
+		Stream struct {
+			Pieces      int    `json:"pieces"`
+			Content     string `json:"content"`
+			Job         string `json:"job"`
+			Finish      string `json:"finish"`
+			TotalTokens int    `json:"totalTokens"`
+		} `json:"stream"`
+		Batch struct {
+			Status    string `json:"status"`
+			Completed int    `json:"completed"`
+			Answers   []struct {
+				CustomID string `json:"custom_id"`
+				Status   int    `json:"status"`
+				Job      string `json:"job"`
+				Content  string `json:"content"`
+			} `json:"answers"`
+		} `json:"batch"`
 		Transcription struct{ Text string } `json:"transcription"`
 		BadKey        struct {
 			Auth   bool `json:"auth"`
@@ -127,11 +172,23 @@ func TestOpenAINodeSDK(t *testing.T) {
 	require.True(t, got.BadInput.BadRequest, "n=2 raises BadRequestError")
 	require.Equal(t, "n", got.BadInput.Param)
 
-	// The chat is a completed job of the key's tenant.
-	g.token = key
-	status, body, _ := g.do(http.MethodGet, "/v1/llm-tasks/"+got.Chat.Job, "")
-	require.Equal(t, http.StatusOK, status, "%s", body)
-	var job jobDoc
-	require.NoError(t, json.Unmarshal(body, &job))
-	require.Equal(t, "completed", job.Data.Attributes.Status)
+	require.Greater(t, got.Stream.Pieces, 1, "the streamed answer came in pieces")
+	require.NotEmpty(t, got.Stream.Content)
+	require.Equal(t, "stop", got.Stream.Finish)
+	require.Positive(t, got.Stream.TotalTokens, "usage in the last chunk")
+	require.Equal(t, "completed", got.Batch.Status)
+	require.Equal(t, 3, got.Batch.Completed)
+	require.Len(t, got.Batch.Answers, 3)
+	ids := []string{got.Chat.Job, got.Stream.Job}
+	for _, a := range got.Batch.Answers {
+		require.Equal(t, http.StatusOK, a.Status, a.CustomID)
+		require.NotEmpty(t, a.Content, a.CustomID)
+		ids = append(ids, a.Job)
+	}
+
+	// Each chat is a completed job of the key's tenant, in GET /v1/jobs
+	// and in Temporal.
+	for _, id := range ids {
+		requireCompletedJob(t, g, key, id)
+	}
 }
