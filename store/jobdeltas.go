@@ -2,7 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 )
 
 // JobDelta is a piece of a job's streamed answer, as a provider wrote it
@@ -23,14 +29,24 @@ type JobDelta struct {
 // TableName is the table deltas live in.
 func (JobDelta) TableName() string { return "job_deltas" }
 
-// AppendJobDelta records d's text as the job's next delta. One call of a
-// job writes at a time, so numbering by the job's last delta is safe; two
-// calls of a job that overlap (an abandoned attempt still writing) may
-// collide, and the later write fails.
+// AppendJobDelta records d's text as the job's next delta, numbered after
+// the job's last. Two calls of a job may write at once (an abandoned
+// attempt still streaming beside its retry): a number taken meanwhile is
+// taken again, a few times.
 func (s *JobStore) AppendJobDelta(ctx context.Context, d JobDelta) error {
-	return s.db.WithContext(ctx).Exec("INSERT INTO job_deltas (job_id, seq, call_id, provider, text, created_at) VALUES "+
-		"(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM job_deltas WHERE job_id = ?), ?, ?, ?, ?)",
-		d.JobID, d.JobID, d.CallID, d.Provider, d.Text, microsNow()).Error
+	var err error
+	for try := 0; try < 3; try++ {
+		err = s.writeStatement(ctx, func(tx *gorm.DB) error {
+			return tx.Exec("INSERT INTO job_deltas (job_id, seq, call_id, provider, text, created_at) VALUES "+
+				"(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM job_deltas WHERE job_id = ?), ?, ?, ?, ?)",
+				d.JobID, d.JobID, d.CallID, d.Provider, d.Text, microsNow()).Error
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != uniqueViolation {
+			return err
+		}
+	}
+	return err
 }
 
 // JobDeltas reads up to limit deltas of job id after seq after, oldest
@@ -41,9 +57,18 @@ func (s *JobStore) JobDeltas(ctx context.Context, id string, after, limit int) (
 	return out, err
 }
 
-// DeleteJobDeltasBefore deletes the deltas written before t: they serve
-// clients following a job live, and the job's result holds the answer.
+// DeleteJobDeltasBefore deletes the deltas written before t of jobs not
+// pending or processing: they serve clients following a job live, and
+// the job's result holds the answer. A job in flight keeps its own, so
+// that their numbers go on (streams resume by them).
 func (s *JobStore) DeleteJobDeltasBefore(ctx context.Context, t time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Where("created_at < ?", t).Delete(&JobDelta{})
-	return res.RowsAffected, res.Error
+	var n int64
+	err := s.writeStatement(ctx, func(tx *gorm.DB) error {
+		res := tx.Where("created_at < ? AND job_id NOT IN (?)", t.UTC(),
+			tx.Model(&jobs.Record{}).Select("id").Where("status IN ?", []jobs.Status{jobs.StatusPending, jobs.StatusProcessing})).
+			Delete(&JobDelta{})
+		n = res.RowsAffected
+		return res.Error
+	})
+	return n, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
 
@@ -34,12 +35,29 @@ func TestJobDeltasAreNumberedReadInOrderAndSwept(t *testing.T) {
 		require.Len(t, after, 1)
 		require.Equal(t, " world", after[0].Text, "after a seq, with a limit")
 
-		n, err := s.Jobs.DeleteJobDeltasBefore(ctx, time.Now().Add(-time.Minute))
+		// A clock east of UTC names the same instant.
+		east := time.FixedZone("UTC+3", 3*60*60)
+		n, err := s.Jobs.DeleteJobDeltasBefore(ctx, time.Now().In(east).Add(-time.Minute))
 		require.NoError(t, err)
 		require.Zero(t, n, "recent deltas stay")
+
+		// A job in flight keeps its deltas, however old.
+		require.NoError(t, s.Jobs.InsertJob(ctx, job))
+		n, err = s.Jobs.DeleteJobDeltasBefore(ctx, time.Now().In(east).Add(time.Minute))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "only the deltas of the job the store does not hold in flight")
+		kept, err := s.Jobs.JobDeltas(ctx, job.ID, 0, 100)
+		require.NoError(t, err)
+		require.Len(t, kept, 4)
+
+		finished := *job
+		now := time.Now().UTC()
+		finished.Status, finished.Revision, finished.CompletedAt = jobs.StatusFailed, 1, &now
+		finished.ErrorCode, finished.ErrorMessage = jobs.CodeProvidersExhausted, "every eligible provider failed"
+		require.NoError(t, s.Jobs.SaveJob(ctx, &finished))
 		n, err = s.Jobs.DeleteJobDeltasBefore(ctx, time.Now().Add(time.Minute))
 		require.NoError(t, err)
-		require.EqualValues(t, 5, n)
+		require.EqualValues(t, 4, n, "once it ended")
 		left, err := s.Jobs.JobDeltas(ctx, job.ID, 0, 100)
 		require.NoError(t, err)
 		require.Empty(t, left)
