@@ -142,9 +142,10 @@ type eventStream struct {
 	job   *jobs.Record // the documents events are rendered with
 	after int          // the seq of the last event sent
 
-	streams bool   // the job's answer is streamed: its deltas are sent
-	delta   int    // the seq of the last delta sent
-	call    string // the provider call of the last delta sent
+	streams bool      // the job's answer is streamed: its deltas are sent
+	delta   int       // the seq of the last delta read
+	calls   callOrder // the provider calls whose deltas were read
+	call    string    // the provider call of the last delta sent
 }
 
 // run sends the recorded events, then new ones as the job changes, until
@@ -305,6 +306,10 @@ func (s *eventStream) drainDeltas(ctx context.Context) error {
 			return err
 		}
 		for _, d := range deltas {
+			if !s.calls.current(d.CallID) {
+				s.delta = d.Seq
+				continue
+			}
 			if s.call != "" && d.CallID != s.call {
 				if err := s.sendPiece(s.delta, EventRestarted, deltaAttributes{Provider: d.Provider}); err != nil {
 					return err
@@ -319,6 +324,31 @@ func (s *eventStream) drainDeltas(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// callOrder tells the provider calls of a streamed answer apart as their
+// pieces are read: a call whose first piece comes after another's
+// replaces it, and the pieces an abandoned attempt still writes after
+// that are left out.
+type callOrder struct {
+	seen   map[string]bool
+	newest string
+}
+
+// current reports whether a piece of call belongs to the newest call,
+// which it makes the newest if it is new.
+func (o *callOrder) current(call string) bool {
+	if call == o.newest {
+		return true
+	}
+	if o.seen[call] {
+		return false
+	}
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	o.seen[call], o.newest = true, call
+	return true
 }
 
 // The events of a streamed answer (docs/api.md, Streamed answers).

@@ -123,3 +123,29 @@ func stringOr(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// A piece an abandoned attempt writes after its retry began is left out.
+func TestEventStreamLeavesOutAReplacedCallsPieces(t *testing.T) {
+	t.Parallel()
+	b := setupStreaming(t)
+	p := b.streamedTask(t)
+	p.save(jobs.StatusProcessing, 0)
+	s := openEvents(t, b.server.URL, jobPath("llm-tasks", p.job.ID, "/events"), b.readToken(t))
+	p.delta("call-1", "alpha", "a")
+	p.delta("call-2", "alpha", "b")
+	p.delta("call-1", "alpha", "stale")
+	p.delta("call-2", "alpha", "c")
+	p.save(jobs.StatusCompleted, 100)
+	var got []string
+	for _, e := range s.rest(t) {
+		_, data := e.payload(t)
+		got = append(got, strings.TrimSpace(e.ID+" "+e.Event+" "+stringOr(data["attributes"].(map[string]any)["text"])))
+	}
+	require.Equal(t, []string{
+		"0.1 llm-task.delta a",
+		"0.1 llm-task.restarted",
+		"0.2 llm-task.delta b",
+		"0.4 llm-task.delta c",
+		"1.4 llm-task.completed",
+	}, got)
+}

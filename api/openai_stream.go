@@ -46,10 +46,12 @@ type chatStream struct {
 	model string
 	usage bool // stream_options.include_usage
 
-	delta   int    // the seq of the last piece read
-	call    string // the provider call of the last piece read
-	current string // the text of that call so far
-	sent    string // the text sent
+	delta   int       // the seq of the last piece read
+	calls   callOrder // the provider calls whose pieces were read
+	call    string    // the provider call of the last piece used
+	current string    // the text of that call so far
+	sent    string    // the text sent
+	wrote   time.Time // when the last event was written
 }
 
 // streamChat streams the answer of job, the llm-task a chat request with
@@ -67,17 +69,21 @@ func (h openAIHandler) streamChat(c *gin.Context, job *jobs.Record, model string
 	if s.chunk(chatChunkDelta{Role: "assistant", Content: &empty}, nil) != nil {
 		return nil // the client is gone
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), openAIWait)
+	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
 	ended := make(chan struct{})
 	if h.waiter != nil {
 		go func() {
-			h.waiter.WaitTerminal(ctx, job.ID)
-			close(ended)
+			if h.waiter.WaitTerminal(ctx, job.ID) {
+				close(ended)
+			}
 		}()
 	}
 	tick := time.NewTicker(deltaPollInterval)
 	defer tick.Stop()
+	// The stream lasts while the answer comes: it gives up after
+	// openAIWait without a new piece.
+	lastPiece := time.Now()
 	for {
 		select {
 		case <-tick.C:
@@ -90,58 +96,72 @@ func (h openAIHandler) streamChat(c *gin.Context, job *jobs.Record, model string
 		case <-ended:
 			return s.finish(ctx)
 		case <-ctx.Done():
-			if c.Request.Context().Err() != nil {
-				return nil // the client is gone
-			}
-			return s.finish(c.Request.Context())
+			return nil // the client is gone
 		}
-		if diverged, err := s.pieces(ctx); err != nil {
+		sent, diverged, err := s.pieces(ctx)
+		switch {
+		case err != nil:
 			return s.ended(ctx, err)
-		} else if diverged {
+		case diverged:
 			return s.fail(s.restartError())
+		case sent:
+			lastPiece = time.Now()
+		case time.Since(lastPiece) > openAIWait:
+			return s.finish(ctx) // still running: job_still_running
+		case time.Since(s.wrote) > DefaultEventsHeartbeat:
+			// Proxies keep an idle stream open.
+			if s.keepAlive() != nil {
+				return nil
+			}
 		}
 	}
 }
 
-// pieces sends the text of the answer written since the last piece read.
-// A new provider call (a retry, a failover) starts the answer again: its
-// text is sent from where the sent text ends, and when it does not start
-// with the sent text, the answer has diverged (true).
-func (s *chatStream) pieces(ctx context.Context) (bool, error) {
+// pieces sends the text of the answer written since the last piece read,
+// and reports whether it sent any. A new provider call (a retry, a
+// failover) starts the answer again: its text is sent from where the sent
+// text ends, and when it does not start with the sent text, the answer has
+// diverged. Pieces of a call a newer one replaced (an abandoned attempt
+// still writing) are left out.
+func (s *chatStream) pieces(ctx context.Context) (sent, diverged bool, err error) {
 	for {
 		deltas, err := s.h.events.JobDeltas(ctx, s.job.ID, s.delta, eventsBatch)
 		if err != nil {
-			return false, err
+			return sent, false, err
 		}
 		for _, d := range deltas {
+			s.delta = d.Seq
+			if !s.calls.current(d.CallID) {
+				continue
+			}
 			if d.CallID != s.call {
 				s.call, s.current = d.CallID, ""
 			}
-			s.delta, s.current = d.Seq, s.current+d.Text
+			s.current += d.Text
 			if len(s.current) <= len(s.sent) {
 				if !strings.HasPrefix(s.sent, s.current) {
-					return true, nil
+					return sent, true, nil
 				}
 				continue
 			}
 			rest, ok := strings.CutPrefix(s.current, s.sent)
 			if !ok {
-				return true, nil
+				return sent, true, nil
 			}
-			s.sent = s.current
+			s.sent, sent = s.current, true
 			if err := s.chunk(chatChunkDelta{Content: &rest}, nil); err != nil {
-				return false, err
+				return sent, false, err
 			}
 		}
 		if len(deltas) < eventsBatch {
-			return false, nil
+			return sent, false, nil
 		}
 	}
 }
 
 // finish sends the rest of the answer of the ended job, or its error.
 func (s *chatStream) finish(ctx context.Context) error {
-	if diverged, err := s.pieces(ctx); err != nil || !diverged {
+	if _, diverged, err := s.pieces(ctx); err != nil || !diverged {
 		return s.ended(ctx, err)
 	}
 	return s.fail(s.restartError())
@@ -244,9 +264,17 @@ func (s *chatStream) write(v any) error {
 
 // line sends one data line as an event.
 func (s *chatStream) line(data string) error {
+	return s.send("data: " + data + "\n\n")
+}
+
+// keepAlive sends a comment, which clients skip.
+func (s *chatStream) keepAlive() error { return s.send(": keep-alive\n\n") }
+
+func (s *chatStream) send(text string) error {
 	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := fmt.Fprintf(s.c.Writer, "data: %s\n\n", data); err != nil {
+	if _, err := s.c.Writer.WriteString(text); err != nil {
 		return err
 	}
+	s.wrote = time.Now()
 	return s.rc.Flush()
 }

@@ -157,6 +157,15 @@ func TestOpenAIChatStreamAcrossProviderCalls(t *testing.T) {
 		require.Equal(t, "Hello", content)
 		require.Equal(t, "stop", chunks[len(chunks)-1].Choices[0].FinishReason, "no usage chunk unless asked")
 	})
+	t.Run("an abandoned attempt still writing", func(t *testing.T) {
+		t.Parallel()
+		b := setupOpenAIStreaming(t)
+		b.playFirstJob(t, streamStep{call: "c1", text: "Hel"}, streamStep{call: "c2", text: "Hel"},
+			streamStep{call: "c1", text: "p me"}, streamStep{call: "c2", text: "lo"}, streamStep{end: completedWith("Hello", 1, 1)})
+		content, _, err := streamed(t, b.openAIClient(b.token(t, "llm-tasks:write")), helloParams)
+		require.NoError(t, err)
+		require.Equal(t, "Hello", content, "the replaced call's late piece is left out")
+	})
 	t.Run("another answer", func(t *testing.T) {
 		t.Parallel()
 		b := setupOpenAIStreaming(t)
