@@ -3068,7 +3068,7 @@ type IdempotencyKey = string
 type JobID = string
 
 // LastEventID defines model for LastEventID.
-type LastEventID = int
+type LastEventID = string
 
 // PageNumber defines model for PageNumber.
 type PageNumber = int
@@ -3360,7 +3360,7 @@ type StreamLLMTaskEventsParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 
-	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it; N, or N.D on a streamed llm-task's stream (docs/api.md, Following a job live; Streamed answers)
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -3555,7 +3555,7 @@ type StreamTranscriptionEventsParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 
-	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it; N, or N.D on a streamed llm-task's stream (docs/api.md, Following a job live; Streamed answers)
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -3627,7 +3627,7 @@ type StreamTranslationEventsParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 
-	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it; N, or N.D on a streamed llm-task's stream (docs/api.md, Following a job live; Streamed answers)
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -3720,7 +3720,7 @@ type StreamVideoAnalysisEventsParams struct {
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
 
-	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it (docs/api.md, Following a job live)
+	// LastEventID the id of the last event a reconnecting client received: the stream sends only the events after it; N, or N.D on a streamed llm-task's stream (docs/api.md, Following a job live; Streamed answers)
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -4348,7 +4348,11 @@ type ClientInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
 	StreamLLMTaskEvents(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4652,7 +4656,11 @@ type ClientInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
 	StreamTranscriptionEvents(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4735,7 +4743,11 @@ type ClientInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
 	StreamTranslationEvents(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4828,7 +4840,11 @@ type ClientInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
 	StreamVideoAnalysisEvents(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5580,7 +5596,11 @@ func (c *Client) CancelLLMTask(ctx context.Context, id JobID, params *CancelLLMT
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Corresponds with GET /v1/llm-tasks/{id}/events (the `StreamLLMTaskEvents` operationId).
 func (c *Client) StreamLLMTaskEvents(ctx context.Context, id JobID, params *StreamLLMTaskEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6314,7 +6334,11 @@ func (c *Client) CancelTranscription(ctx context.Context, id JobID, params *Canc
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Corresponds with GET /v1/transcriptions/{id}/events (the `StreamTranscriptionEvents` operationId).
 func (c *Client) StreamTranscriptionEvents(ctx context.Context, id JobID, params *StreamTranscriptionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6497,7 +6521,11 @@ func (c *Client) CancelTranslation(ctx context.Context, id JobID, params *Cancel
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Corresponds with GET /v1/translations/{id}/events (the `StreamTranslationEvents` operationId).
 func (c *Client) StreamTranslationEvents(ctx context.Context, id JobID, params *StreamTranslationEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6700,7 +6728,11 @@ func (c *Client) CancelVideoAnalysis(ctx context.Context, id JobID, params *Canc
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Corresponds with GET /v1/video-analyses/{id}/events (the `StreamVideoAnalysisEvents` operationId).
 func (c *Client) StreamVideoAnalysisEvents(ctx context.Context, id JobID, params *StreamVideoAnalysisEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8609,7 +8641,7 @@ func NewStreamLLMTaskEventsRequest(server string, id JobID, params *StreamLLMTas
 		if params.LastEventID != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
@@ -10306,7 +10338,7 @@ func NewStreamTranscriptionEventsRequest(server string, id JobID, params *Stream
 		if params.LastEventID != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
@@ -10819,7 +10851,7 @@ func NewStreamTranslationEventsRequest(server string, id JobID, params *StreamTr
 		if params.LastEventID != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
@@ -11473,7 +11505,7 @@ func NewStreamVideoAnalysisEventsRequest(server string, id JobID, params *Stream
 		if params.LastEventID != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
@@ -12184,7 +12216,11 @@ type ClientWithResponsesInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12530,7 +12566,11 @@ type ClientWithResponsesInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12629,7 +12669,11 @@ type ClientWithResponsesInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12740,7 +12784,11 @@ type ClientWithResponsesInterface interface {
 	// sequence number in the job), an `event` (the event name, as
 	// `transcription.progress`) and one `data` line: the event's webhook
 	// body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-	// `: keep-alive` comment every 15 s.
+	// `: keep-alive` comment every 15 s. An llm-task created with
+	// `options.stream: true` also gets `llm-task.delta` events with each
+	// new piece of its answer and `llm-task.restarted` when a provider
+	// call starts it again; their ids, and the others', are then `N.D`
+	// (docs/api.md, Streamed answers).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23250,7 +23298,11 @@ func (c *ClientWithResponses) CancelLLMTaskWithResponse(ctx context.Context, id 
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -23854,7 +23906,11 @@ func (c *ClientWithResponses) CancelTranscriptionWithResponse(ctx context.Contex
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24013,7 +24069,11 @@ func (c *ClientWithResponses) CancelTranslationWithResponse(ctx context.Context,
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24190,7 +24250,11 @@ func (c *ClientWithResponses) CancelVideoAnalysisWithResponse(ctx context.Contex
 // sequence number in the job), an `event` (the event name, as
 // `transcription.progress`) and one `data` line: the event's webhook
 // body, `{"event", "data"}` (docs/webhooks.md). An idle stream gets a
-// `: keep-alive` comment every 15 s.
+// `: keep-alive` comment every 15 s. An llm-task created with
+// `options.stream: true` also gets `llm-task.delta` events with each
+// new piece of its answer and `llm-task.restarted` when a provider
+// call starts it again; their ids, and the others', are then `N.D`
+// (docs/api.md, Streamed answers).
 //
 // Returns a wrapper object for the known response body format(s).
 //
