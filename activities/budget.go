@@ -89,7 +89,7 @@ func (b *Budgets) ReserveBudget(ctx context.Context, in BudgetInput) (BudgetOutp
 // a record was deleted, and reserves nothing anyway.
 func (b *Budgets) fromRecord(ctx context.Context, t *store.Tenant, in BudgetInput) (apiKey string, options json.RawMessage, err error) {
 	namesKey := store.NamesAPIKey(t.Budgets)
-	if !namesKey && (in.Service != jobs.LLMTasks || b.Jobs == nil) {
+	if !namesKey && (in.Service != jobs.LLMTasks || b.Jobs == nil || len(t.Budgets) == 0) {
 		return "", nil, nil
 	}
 	if b.Jobs == nil {

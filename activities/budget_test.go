@@ -156,10 +156,14 @@ func TestReserveBudgetReadsTheJobsKeyWhenABudgetNamesOne(t *testing.T) {
 }
 
 // An llm-task's estimate allows for its options' max_tokens, which the
-// activity reads from the job's record (BudgetInput has no options).
+// activity reads from the job's record (BudgetInput has no options), for
+// a tenant with budgets.
 func TestReserveBudgetEstimatesAnLLMTaskByItsMaxTokens(t *testing.T) {
 	t.Parallel()
-	tenants := tenantsByID{"acme": {ID: "acme"}}
+	tenants := tenantsByID{
+		"acme":  {ID: "acme", Budgets: []store.Budget{{ID: "day", Period: store.PeriodDay, Unit: "usd", Limit: 100}}},
+		"plain": {ID: "plain"},
+	}
 	records := &jobsByID{records: map[string]*jobs.Record{
 		"short": {ID: "short", Tenant: "acme", Options: `{"max_tokens":16}`},
 		"plain": {ID: "plain", Tenant: "acme"},
@@ -178,4 +182,9 @@ func TestReserveBudgetEstimatesAnLLMTaskByItsMaxTokens(t *testing.T) {
 	require.EqualValues(t, jobs.DefaultOutputTokens, *r.got[1].Usage.OutputTokens, "else the default")
 	require.EqualValues(t, jobs.DefaultOutputTokens, *r.got[2].Usage.OutputTokens)
 	require.Equal(t, 3, records.reads)
+
+	in.Tenant, in.JobID = "plain", "short"
+	_, err := steps.ReserveBudget(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, 3, records.reads, "a tenant without budgets: nothing read")
 }
