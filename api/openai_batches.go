@@ -197,10 +197,12 @@ func (b openAIBatches) upload(c *gin.Context) error {
 			_ = form.RemoveAll()
 		}
 	}()
+	allowUpload(c)
 	if err := c.Request.ParseMultipartForm(openAIFormMemory); err != nil {
 		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return err
+		var bodyErr *bodyReadError
+		if errors.As(err, &maxErr) || errors.As(err, &bodyErr) {
+			return err // 413, or the client's stalled or broken body
 		}
 		return invalidParam("", "The request must be a multipart/form-data form with the fields file and purpose.")
 	}

@@ -2,10 +2,13 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -457,4 +460,47 @@ func TestOpenAIFilesListedAcrossReplicas(t *testing.T) {
 	require.Len(t, page.Data, len(want)-1)
 	_, err = clients[1].Files.Content(context.Background(), want[0])
 	require.Equal(t, http.StatusNotFound, openAIErrorOf(t, err).StatusCode)
+}
+
+// An upload's body may take longer than the server's read timeout to
+// arrive (uploadReadTimeout): a batch file that trickles in over three
+// read timeouts is stored.
+func TestOpenAIUploadOutlastsTheReadTimeout(t *testing.T) {
+	t.Parallel()
+	b := setupFiles(t)
+	const readTimeout = 300 * time.Millisecond
+	addr := serveWith(t, b, api.ServerTimeouts{ReadHeader: readTimeout, Read: readTimeout, Write: time.Minute, Idle: time.Minute})
+
+	var body bytes.Buffer
+	form := multipart.NewWriter(&body)
+	require.NoError(t, form.WriteField("purpose", "batch"))
+	part, err := form.CreateFormFile("file", "batch.jsonl")
+	require.NoError(t, err)
+	_, err = io.WriteString(part, chatLine("q-1", "One?")+"\n")
+	require.NoError(t, err)
+	require.NoError(t, form.Close())
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST %s/files HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		api.OpenAIPath, addr, b.token(t, "llm-tasks:write"), form.FormDataContentType(), body.Len())
+	require.NoError(t, err)
+	raw := body.Bytes()
+	for i, third := 0, len(raw)/3; i < 3; i++ {
+		time.Sleep(readTimeout)
+		end := (i + 1) * third
+		if i == 2 {
+			end = len(raw)
+		}
+		_, err = conn.Write(raw[i*third : end])
+		require.NoError(t, err, "the server closed the upload")
+	}
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	answer, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	require.Contains(t, string(answer), `"purpose":"batch"`)
 }
