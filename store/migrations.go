@@ -230,6 +230,7 @@ var migrations = []*gormigrate.Migration{
 	migrationAuditEvents,
 	migrationJobDeltas,
 	migrationOpenAIObjects,
+	migrationConsoleSessions,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
