@@ -74,6 +74,8 @@ func housekeeper(acts *activities.Sweeps, st *store.Store, retention store.Reten
 			Run: rows(func(ctx context.Context, now time.Time) (int64, error) {
 				return st.Audit.DeleteExpiredAuditEvents(ctx, retention, now)
 			})},
+		// Console sessions past their 12 hours (docs/console.md, Sessions).
+		housekeeping.Sweep{Name: "console_sessions", Every: filesEvery, Shared: true, Run: rows(st.APIKeys.DeleteExpiredConsoleSessions)},
 		housekeeping.Sweep{Name: "scratch", Every: filesEvery, Run: acts.SweepScratch},
 	)
 	if notifier != nil {

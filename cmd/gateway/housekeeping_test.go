@@ -35,7 +35,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 		return shared, local
 	}
 	shared, local := names(housekeeper(&activities.Sweeps{}, st, store.RetentionDefaults{}, nil, nil, nil, slog.Default()))
-	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events"}, shared, "no blob store, no vendor callbacks, no notifier")
+	require.Equal(t, []string{"rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events", "console_sessions"}, shared, "no blob store, no vendor callbacks, no notifier")
 	require.Equal(t, []string{"scratch"}, local)
 
 	files, err := blobstore.Open(ctx, blobstore.Config{Dir: t.TempDir(), SigningKey: make([]byte, 32), BaseURL: "http://files.test"})
@@ -44,7 +44,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	acts := &activities.Sweeps{Files: activities.Blobs{Store: files, ScratchDir: t.TempDir()}, Callbacks: st.Jobs}
 	reconcile := newReconciler(st, mocks.NewClient(t), nil, nil, slog.Default())
 	shared, _ = names(housekeeper(acts, st, store.RetentionDefaults{}, &budgets.Notifier{Store: st.Usage, Tenants: st.Routing}, reconcile, nil, slog.Default()))
-	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events", "budget_notifications", "batches", "job_reconcile"}, shared, "job_reconcile last: it calls Temporal")
+	require.Equal(t, []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events", "console_sessions", "budget_notifications", "batches", "job_reconcile"}, shared, "job_reconcile last: it calls Temporal")
 
 	m := metrics.New()
 	housekeeper(acts, st, store.RetentionDefaults{}, &budgets.Notifier{Store: st.Usage, Tenants: st.Routing}, reconcile, m, slog.Default()).RunDue(ctx, time.Now())
@@ -52,7 +52,7 @@ func TestHousekeeperSweepsWhatThisWorkerHas(t *testing.T) {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
-	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events", "job_reconcile", "budget_notifications", "batches", "scratch"} {
+	for _, sweep := range []string{"work_files", "provider_callbacks", "rate_counters", "routing_decisions", "idempotency_keys", "budget_notifications_kept", "token_counters", "job_deltas", "audit_events", "console_sessions", "job_reconcile", "budget_notifications", "batches", "scratch"} {
 		require.Contains(t, string(body), `gateway_housekeeping_runs_total{outcome="ok",sweep="`+sweep+`"} 1`)
 	}
 }
