@@ -1,0 +1,4 @@
+package console
+
+// SessionID is sessionID, for tests.
+var SessionID = sessionID

@@ -1,0 +1,139 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+)
+
+// jobFilters are the console's filters of the jobs page, each passed to
+// GET /v1/jobs as filter[name] (docs/api.md, Jobs).
+var jobFilters = []string{"service", "status", "provider", "batch"}
+
+// jobsPageSize is how many jobs a page lists.
+const jobsPageSize = 25
+
+// jobDoc is a job as the API shows it (docs/api.md, Jobs).
+type jobDoc struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	Attributes struct {
+		Tenant   string `json:"tenant"`
+		UserID   string `json:"user_id"`
+		Provider string `json:"provider"`
+		Status   string `json:"status"`
+		Progress *int   `json:"progress"`
+		Error    *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RoutingHistory []jobs.RoutingInfo `json:"routing_history"`
+		CreatedAt      time.Time          `json:"created_at"`
+		ProcessedAt    *time.Time         `json:"processed_at"`
+		CompletedAt    *time.Time         `json:"completed_at"`
+		PolicyID       string             `json:"policy_id"`
+		Input          json.RawMessage    `json:"input"`
+		Options        json.RawMessage    `json:"options"`
+		Result         json.RawMessage    `json:"result"`
+		Usage          json.RawMessage    `json:"usage"`
+		Waiting        json.RawMessage    `json:"waiting"`
+	} `json:"attributes"`
+	Meta struct {
+		Client json.RawMessage `json:"client"`
+	} `json:"meta"`
+}
+
+// Service is the job's service, from its type.
+func (d *jobDoc) Service() string {
+	for _, s := range jobs.Services() {
+		if s.JobType == d.Type {
+			return string(s.ID)
+		}
+	}
+	return ""
+}
+
+// jobsPage is templates/jobs.html's data.
+type jobsPage struct {
+	Filters  map[string]string
+	Services []string
+	Statuses []string
+	Jobs     []jobDoc
+	Total    int64
+	// Error is the API's refusal of the filters.
+	Error      string
+	Prev, Next string // console links; "" at the ends
+}
+
+// jobs serves GET /console/jobs: the jobs GET /v1/jobs lists for the
+// session, newest first, with the page's filters.
+func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error {
+	p := jobsPage{Filters: map[string]string{}}
+	for _, svc := range jobs.Services() {
+		p.Services = append(p.Services, string(svc.ID))
+	}
+	for _, st := range jobs.Statuses() {
+		p.Statuses = append(p.Statuses, string(st))
+	}
+	in := r.URL.Query()
+	query := url.Values{"page[size]": {strconv.Itoa(jobsPageSize)}}
+	for _, name := range jobFilters {
+		if v := in.Get(name); v != "" {
+			p.Filters[name] = v
+			query.Set("filter["+name+"]", v)
+		}
+	}
+	if n := in.Get("page"); n != "" {
+		query.Set("page[number]", n)
+	}
+	a, err := c.callAs(r, s, http.MethodGet, "/v1/jobs", query, nil)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if a.Status != http.StatusOK {
+		status, p.Error = a.Status, a.message()
+	} else {
+		var list struct {
+			Data []jobDoc `json:"data"`
+			Meta struct {
+				Total int64 `json:"total"`
+			} `json:"meta"`
+			Links struct {
+				Prev *string `json:"prev"`
+				Next *string `json:"next"`
+			} `json:"links"`
+		}
+		if err := json.Unmarshal(a.Body, &list); err != nil {
+			return err
+		}
+		p.Jobs, p.Total = list.Data, list.Meta.Total
+		p.Prev, p.Next = pageLink(p.Filters, list.Links.Prev), pageLink(p.Filters, list.Links.Next)
+	}
+	c.render(w, status, "jobs", layout{Title: "Jobs", Nav: "jobs", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	return nil
+}
+
+// pageLink is the console's link to the page an API link names, with
+// filters; "" for none.
+func pageLink(filters map[string]string, link *string) string {
+	if link == nil {
+		return ""
+	}
+	u, err := url.Parse(*link)
+	if err != nil {
+		return ""
+	}
+	q := url.Values{}
+	for name, v := range filters {
+		q.Set(name, v)
+	}
+	if n := u.Query().Get("page[number]"); n != "" {
+		q.Set("page", n)
+	}
+	return Path + "jobs?" + q.Encode()
+}

@@ -1,0 +1,192 @@
+package console
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ai-job-gateway/gateway/store"
+)
+
+// Sessions (docs/console.md, Sessions).
+const (
+	// CookieName holds a session's token; the store keeps its SHA-256.
+	CookieName = "gateway_console"
+	// SessionTTL is how long a session lasts.
+	SessionTTL = 12 * time.Hour
+	// signInCookie holds the sign-in form's token (a double-submit
+	// cookie), so that another site cannot sign a browser in.
+	signInCookie = "gateway_console_sign_in"
+	// csrfField is the hidden field of every form's token.
+	csrfField = "csrf_token"
+	// maxFormBytes bounds a form's body.
+	maxFormBytes = 64 << 10
+)
+
+// session is a signed-in person's session with its credential opened.
+type session struct {
+	*store.ConsoleSession
+	credential string
+}
+
+// errSignedOut is a request without a live session.
+var errSignedOut = errors.New("console: not signed in")
+
+// session reads r's session: errSignedOut without a live one.
+func (c *Console) session(r *http.Request) (*session, error) {
+	cookie, err := r.Cookie(CookieName)
+	if err != nil || cookie.Value == "" {
+		return nil, errSignedOut
+	}
+	id := sessionID(cookie.Value)
+	row, err := c.cfg.Sessions.ConsoleSession(r.Context(), id, c.cfg.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errSignedOut
+	}
+	if err != nil {
+		return nil, err
+	}
+	credential, err := c.seal.open(row.Credential, id)
+	if err != nil {
+		// Sealed under another key: the session cannot be used.
+		return nil, errSignedOut
+	}
+	return &session{ConsoleSession: row, credential: credential}, nil
+}
+
+// sessionID is the store's id of a session's token.
+func sessionID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// startSession records a session for credential of tenant and sets its
+// cookie.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, tenant, credential string) error {
+	token, csrf := randomToken(), randomToken()
+	id := sessionID(token)
+	sealed, err := c.seal.seal(credential, id)
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Now().UTC().Truncate(time.Microsecond)
+	if err := c.cfg.Sessions.CreateConsoleSession(r.Context(), &store.ConsoleSession{ID: id, Tenant: tenant, Credential: sealed,
+		CSRFToken: csrf, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}); err != nil {
+		return err
+	}
+	http.SetCookie(w, cookie(r, CookieName, token, int(SessionTTL/time.Second)))
+	return nil
+}
+
+// endSession deletes s's row and r's cookie.
+func (c *Console) endSession(w http.ResponseWriter, r *http.Request, s *session) error {
+	http.SetCookie(w, cookie(r, CookieName, "", -1))
+	return c.cfg.Sessions.DeleteConsoleSession(r.Context(), s.ID)
+}
+
+// cookie is one of the console's cookies: HttpOnly, SameSite=Strict, for
+// the console's paths alone, Secure when r came over TLS. maxAge < 0
+// deletes it.
+func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: Path, MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+}
+
+// randomToken is 32 random bytes, URL-safe base64.
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sameToken compares a form's token with the expected one in constant
+// time; an empty expected token matches nothing.
+func sameToken(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// page is a signed-in page's handler.
+type page func(w http.ResponseWriter, r *http.Request, s *session) error
+
+// signedIn serves h to a person with a live session, sending others to
+// sign in. A POST must carry the session's CSRF token (403 otherwise).
+// When the API refuses the session's credential (401: revoked or
+// expired), the session ends.
+func (c *Console) signedIn(h page) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, err := c.session(r)
+		if errors.Is(err, errSignedOut) {
+			http.SetCookie(w, cookie(r, CookieName, "", -1))
+			http.Redirect(w, r, Path+"sign-in", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			c.cfg.Logger.Error("console: read session", "error", err)
+			c.problem(w, http.StatusInternalServerError, nil, "Something went wrong", "The session could not be read; try again.")
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if !sameToken(r.PostFormValue(csrfField), s.CSRFToken) {
+				c.problem(w, http.StatusForbidden, s, "Refused", "The form was not sent from this session's page (its CSRF token is missing or wrong). Reload the page and try again.")
+				return
+			}
+		}
+		err = h(w, r, s)
+		if errors.Is(err, errCredentialRefused) {
+			if err := c.endSession(w, r, s); err != nil {
+				c.cfg.Logger.Error("console: end session", "error", err)
+			}
+			http.Redirect(w, r, Path+"sign-in?ended=1", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			c.cfg.Logger.Error("console: page", "path", r.URL.Path, "error", err)
+			c.problem(w, http.StatusInternalServerError, s, "Something went wrong", "The page could not be made; try again.")
+		}
+	}
+}
+
+// sealer seals credentials with AES-GCM, each bound to its session's id.
+type sealer struct{ aead cipher.AEAD }
+
+func newSealer(key []byte) (sealer, error) {
+	if len(key) != 32 {
+		return sealer{}, fmt.Errorf("console: the seal key must be 32 bytes, not %d", len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return sealer{}, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return sealer{}, err
+	}
+	return sealer{aead: aead}, nil
+}
+
+// seal is a random nonce followed by the sealed text.
+func (s sealer) seal(text, id string) ([]byte, error) {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return s.aead.Seal(nonce, nonce, []byte(text), []byte(id)), nil
+}
+
+func (s sealer) open(sealed []byte, id string) (string, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return "", errors.New("console: sealed credential too short")
+	}
+	text, err := s.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
+	return string(text), err
+}
