@@ -186,10 +186,16 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	// token at the endpoint holding codecSecret (docs/operations.md, Codec
 	// server).
 	apiCfg.CodecOrigins, apiCfg.CodecDevSecret = uiOrigins, codecSecret
+	con, err := newConsole(st, apiCfg.APIKeys, signer, logger)
+	if err != nil {
+		return err
+	}
+	apiCfg.Routes = append(apiCfg.Routes, con.routes)
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return err
 	}
+	con.api = srv.Handler()
 	key, keyFile, err := devAPIKey(ctx, apiCfg.APIKeys, cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("dev API key: %w", err)
@@ -198,6 +204,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	// On the terminal, never in the logs: a developer's key for the
 	// walkthrough (docs/operations.md, What gateway dev runs).
 	fmt.Fprintf(os.Stdout, "API key for tenant %s (every job scope and usage:read; also in %s): %s\n", devKeyTenant, keyFile, key)
+	fmt.Fprintf(os.Stdout, "console: %s/console/ (sign in with the API key above)\n", base)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
 

@@ -78,10 +78,16 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if files != nil {
 		apiCfg.Files = files
 	}
+	con, err := newConsole(st, apiCfg.APIKeys, signer, logger)
+	if err != nil {
+		return err
+	}
+	apiCfg.Routes = append(apiCfg.Routes, con.routes)
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return err
 	}
+	con.api = srv.Handler()
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String(), "version", buildinfo.Read().Version)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
