@@ -379,6 +379,17 @@ func TestConsoleJobShowsTheRoutingAttempts(t *testing.T) {
 	p := b.get("/console/jobs/" + other.ID)
 	require.Equal(t, http.StatusNotFound, p.status, "another tenant's job")
 	require.NotContains(t, p.body, "globex")
+
+	// A key that may not read translations sees no translation job.
+	scopes := []string{"llm-tasks:read"}
+	narrow, err := h.keys.Issue(context.Background(), apikeys.Creator{Subject: "tester", Tenant: "acme", Scopes: scopes},
+		apikeys.NewKey{Name: "narrow", Scopes: scopes})
+	require.NoError(t, err)
+	n := h.browser(t)
+	n.signIn(narrow.Secret)
+	p = n.get("/console/jobs/" + job.ID + "?service=translations")
+	require.Equal(t, http.StatusNotFound, p.status, "what the key's scopes allow, no more")
+	require.NotContains(t, p.body, "beta broke")
 }
 
 func TestConsoleRefusesAPostWithoutItsCSRFToken(t *testing.T) {

@@ -47,9 +47,14 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) error 
 		case http.StatusGone:
 			c.problem(w, http.StatusGone, s, "Job deleted", a.message())
 			return nil
+		case http.StatusNotFound, http.StatusForbidden:
+			// Not a job of this service (or of this tenant), or a
+			// service the session may not read: the next one.
+			continue
+		default:
+			c.problem(w, a.Status, s, "The gateway refused", a.message())
+			return nil
 		}
-		// 404: not a job of this service (or of this tenant); 403:
-		// the session may not read this service.
 	}
 	c.problem(w, http.StatusNotFound, s, "No such job", "There is no job "+id+" that this session may read.")
 	return nil
