@@ -70,6 +70,11 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusUnauthorized, signInPage{Error: "This API key is not valid: it may be mistyped, revoked or expired."})
 		return
 	}
+	var limited *apikeys.LimitError
+	if errors.As(err, &limited) {
+		c.renderSignIn(w, r, http.StatusTooManyRequests, signInPage{Error: "This API key is over its request rate; try again in a minute."})
+		return
+	}
 	if err == nil {
 		err = c.startSession(w, r, id.Tenant, key)
 	}
