@@ -1,0 +1,121 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// tenantsPageSize is how many tenants a page lists.
+const tenantsPageSize = 50
+
+// tenantDoc is a tenant as GET /v1/tenants shows it (docs/api.md,
+// Tenants).
+type tenantDoc struct {
+	ID         string `json:"id"`
+	Attributes struct {
+		DefaultPolicyID *string `json:"default_policy_id"`
+		Services        map[string]struct {
+			Enabled bool `json:"enabled"`
+		} `json:"services"`
+		Providers map[string]struct {
+			Enabled bool `json:"enabled"`
+		} `json:"providers"`
+		Retention struct {
+			ResultsSeconds *int64 `json:"results_seconds"`
+			JobsSeconds    *int64 `json:"jobs_seconds"`
+			Effective      struct {
+				ResultsSeconds *int64 `json:"results_seconds"`
+				JobsSeconds    *int64 `json:"jobs_seconds"`
+			} `json:"effective"`
+		} `json:"retention"`
+		FairnessWeight  float64         `json:"fairness_weight"`
+		Budgets         json.RawMessage `json:"budgets"`
+		NotificationURL *string         `json:"notification_url"`
+		MaxInFlight     *int            `json:"max_in_flight"`
+	} `json:"attributes"`
+}
+
+// tenantsPage is templates/tenants.html's data.
+type tenantsPage struct {
+	Tenants    []tenantDoc
+	Total      int64
+	Prev, Next string
+}
+
+// tenants serves GET /console/tenants: GET /v1/tenants, a page at a time.
+func (c *Console) tenants(w http.ResponseWriter, r *http.Request, s *session) error {
+	query := url.Values{"page[size]": {strconv.Itoa(tenantsPageSize)}}
+	if n := r.URL.Query().Get("page"); n != "" {
+		query.Set("page[number]", n)
+	}
+	a, err := c.callAs(r, s, http.MethodGet, "/v1/tenants", query, nil)
+	if err != nil {
+		return err
+	}
+	if a.Status != http.StatusOK {
+		c.problem(w, a.Status, s, "The gateway refused", a.message())
+		return nil
+	}
+	var list struct {
+		Data []tenantDoc `json:"data"`
+		Meta struct {
+			Total int64 `json:"total"`
+		} `json:"meta"`
+		Links struct {
+			Prev *string `json:"prev"`
+			Next *string `json:"next"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(a.Body, &list); err != nil {
+		return err
+	}
+	p := tenantsPage{Tenants: list.Data, Total: list.Meta.Total,
+		Prev: numberedLink("tenants", nil, list.Links.Prev), Next: numberedLink("tenants", nil, list.Links.Next)}
+	c.render(w, http.StatusOK, "tenants", layout{Title: "Tenants", Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	return nil
+}
+
+// tenant serves GET /console/tenants/{slug}: GET /v1/tenants/{slug},
+// read only.
+func (c *Console) tenant(w http.ResponseWriter, r *http.Request, s *session) error {
+	slug := r.PathValue("slug")
+	a, err := c.callAs(r, s, http.MethodGet, "/v1/tenants/"+url.PathEscape(slug), nil, nil)
+	if err != nil {
+		return err
+	}
+	if a.Status != http.StatusOK {
+		c.problem(w, a.Status, s, "The gateway refused", a.message())
+		return nil
+	}
+	var doc struct {
+		Data tenantDoc `json:"data"`
+	}
+	if err := json.Unmarshal(a.Body, &doc); err != nil {
+		return err
+	}
+	c.render(w, http.StatusOK, "tenant", layout{Title: "Tenant " + doc.Data.ID, Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc.Data})
+	return nil
+}
+
+// numberedLink is the console's link to the page of console path page
+// that an API link names by page[number], with the console's query
+// values; "" for none.
+func numberedLink(page string, values url.Values, link *string) string {
+	if link == nil {
+		return ""
+	}
+	u, err := url.Parse(*link)
+	if err != nil {
+		return ""
+	}
+	q := url.Values{}
+	for name, v := range values {
+		q[name] = v
+	}
+	if n := u.Query().Get("page[number]"); n != "" {
+		q.Set("page", n)
+	}
+	return Path + page + "?" + q.Encode()
+}
