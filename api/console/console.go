@@ -86,7 +86,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg, seal: seal, pages: map[string]*template.Template{}}
-	for _, name := range []string{"sign-in", "jobs", "job", "problem"} {
+	for _, name := range []string{"sign-in", "jobs", "job", "problem", "providers", "services", "tenants", "tenant", "audit", "failed"} {
 		t, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -105,6 +105,16 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("POST "+Path+"sign-out", c.signedIn(c.signOut))
 	mux.HandleFunc("GET "+Path+"jobs", c.signedIn(c.jobs))
 	mux.HandleFunc("GET "+Path+"jobs/{id}", c.signedIn(c.job))
+	// Operators' pages (docs/console.md, Operators).
+	mux.HandleFunc("GET "+Path+"providers", c.signedIn(c.providers))
+	mux.HandleFunc("POST "+Path+"providers/{id}/services/{service}/breaker", c.signedIn(c.forceBreaker))
+	mux.HandleFunc("GET "+Path+"services", c.signedIn(c.services))
+	mux.HandleFunc("POST "+Path+"services/{id}", c.signedIn(c.setServiceStatus))
+	mux.HandleFunc("GET "+Path+"tenants", c.signedIn(c.tenants))
+	mux.HandleFunc("GET "+Path+"tenants/{slug}", c.signedIn(c.tenant))
+	mux.HandleFunc("GET "+Path+"audit", c.signedIn(c.audit))
+	mux.HandleFunc("GET "+Path+"failed", c.signedIn(c.failed))
+	mux.HandleFunc("POST "+Path+"failed/retry", c.signedIn(c.retryFailed))
 	c.handler = securityHeaders(mux)
 	return c, nil
 }
