@@ -18,7 +18,7 @@ import (
 )
 
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
-var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch", "webhook"}
+var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch", "webhook", "error_code", "application"}
 
 // jobLister lists jobs.
 type jobLister interface {
@@ -153,6 +153,15 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 				return f, invalid(key, "must be one of %s", statusList())
 			}
 			f.Status = status
+		case "error_code":
+			// A code of docs/api.md, Job error codes; any other lists none.
+			f.ErrorCode = value
+		case "application":
+			// The X-Application jobs were created with.
+			if !auth.SlugPattern.MatchString(value) {
+				return f, invalid(key, "must be an application name (pattern %s)", auth.SlugPattern)
+			}
+			f.Application = value
 		case "webhook":
 			// Jobs with a given-up webhook event (docs/webhooks.md).
 			if value != "failed" {

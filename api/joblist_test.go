@@ -85,6 +85,9 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 			Options:   `{"include_usage":true}`,
 			CreatedAt: fixedNow.Add(-time.Duration(i) * time.Minute),
 		}
+		if i%5 < 2 {
+			job.Application = "web"
+		}
 		if status != jobs.StatusPending {
 			job.Provider = []string{"alpha", "narrow"}[(i/3)%2]
 		}
@@ -93,6 +96,9 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 			job.Result = `{"content":"done"}`
 		case jobs.StatusFailed:
 			job.ErrorCode, job.ErrorMessage = "PROVIDERS_EXHAUSTED", "every candidate provider failed"
+			if i%8 == 3 {
+				job.ErrorCode = "NO_ELIGIBLE_PROVIDER"
+			}
 		case jobs.StatusProcessing:
 			job.Progress = 30
 		}
@@ -216,6 +222,13 @@ func TestListJobsFilters(t *testing.T) {
 				{"filter[service]=transcriptions&filter[status]=completed&filter[provider]=alpha", false, func(j *jobs.Record) bool {
 					return j.Tenant == tenantA && j.Service == "transcriptions" && j.Status == jobs.StatusCompleted && j.Provider == "alpha"
 				}},
+				{"filter[error_code]=NO_ELIGIBLE_PROVIDER", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.ErrorCode == "NO_ELIGIBLE_PROVIDER" }},
+				{"filter[application]=web", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.Application == "web" }},
+				{"filter[application]=web&filter[status]=failed&filter[error_code]=PROVIDERS_EXHAUSTED", false, func(j *jobs.Record) bool {
+					return j.Tenant == tenantA && j.Application == "web" && j.Status == jobs.StatusFailed && j.ErrorCode == "PROVIDERS_EXHAUSTED"
+				}},
+				{"filter[error_code]=NO_ELIGIBLE_PROVIDER", true, func(j *jobs.Record) bool { return j.ErrorCode == "NO_ELIGIBLE_PROVIDER" }},
+				{"filter[tenant]=" + tenantB + "&filter[application]=web", true, func(j *jobs.Record) bool { return j.Tenant == tenantB && j.Application == "web" }},
 				{"filter[user_id]=" + userB, true, func(j *jobs.Record) bool { return j.UserID == userB }},
 				{"filter[service]=llm-tasks", true, func(j *jobs.Record) bool { return j.Service == "llm-tasks" }},
 				{"filter[provider]=alpha", true, func(j *jobs.Record) bool { return j.Provider == "alpha" }},
@@ -255,7 +268,11 @@ func TestListJobsInvalidQuery(t *testing.T) {
 		{"filter[status]=pending&filter[status]=failed", "filter[status]"},
 		{"filter[provider]=", "filter[provider]"},
 		{"filter[user_id]=", "filter[user_id]"},
-		{"filter[application]=app", "filter[application]"},
+		{"filter[application]=App", "filter[application]"},
+		{"filter[application]=", "filter[application]"},
+		{"filter[error_code]=", "filter[error_code]"},
+		{"filter[error_code]=A&filter[error_code]=B", "filter[error_code]"},
+		{"filter[errors]=PROVIDER_ERROR", "filter[errors]"},
 		{"filter[statuses]=failed", "filter[statuses]"},
 		{"page[number]=0", "page[number]"},
 		{"page[number]=-1", "page[number]"},
@@ -417,7 +434,7 @@ func TestListJobsRepresentation(t *testing.T) {
 			require.NotContains(t, a, "routing")
 			require.NotContains(t, a, "provider")
 		case jobs.StatusFailed:
-			require.Equal(t, map[string]any{"code": "PROVIDERS_EXHAUSTED", "message": "every candidate provider failed"}, a["error"])
+			require.Equal(t, map[string]any{"code": job.ErrorCode, "message": "every candidate provider failed"}, a["error"])
 			require.Equal(t, job.Provider, a["provider"])
 			require.Contains(t, a, "completed_at")
 		case jobs.StatusProcessing:

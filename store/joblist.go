@@ -18,10 +18,15 @@ type JobFilter struct {
 	// Batch selects a batch's jobs (docs/api.md, Batches); job_counts does
 	// not count by it, so their total is a count of idx_jobs_batch.
 	Batch string
-	// ErrorCode selects jobs by their error code (gateway jobs retry). No
-	// index covers it and job_counts does not count by it, so the API does
-	// not offer it.
+	// ErrorCode selects jobs by their error code (gateway jobs retry,
+	// filter[error_code]). No index covers it and job_counts does not
+	// count by it: with a tenant it is one more condition on that
+	// tenant's range of idx_jobs_tenant_created, and the total is a count.
 	ErrorCode string
+	// Application selects jobs by their X-Application
+	// (filter[application]); like ErrorCode, a condition on the tenant's
+	// range and a counted total.
+	Application string
 	// WebhookFailed selects jobs with a webhook message whose delivery
 	// was given up and not delivered since (docs/webhooks.md).
 	WebhookFailed bool
@@ -75,12 +80,13 @@ func (s *JobStore) ListJobs(ctx context.Context, f JobFilter, offset, limit int)
 
 // countJobs is the number of jobs that match f: a sum over the buckets of
 // job_counts (migrationJobCounts) that match, or, with a user, a count of
-// that user's range of idx_jobs_user_tenant_created (with an error code, a
-// count of the jobs that match; likewise with WebhookFailed).
+// that user's range of idx_jobs_user_tenant_created (with an error code or
+// an application, a count of the jobs that match; likewise with
+// WebhookFailed).
 func (s *JobStore) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 	db := s.db.WithContext(ctx)
 	var total int64
-	if f.UserID != "" || f.ErrorCode != "" || f.Batch != "" || f.WebhookFailed {
+	if f.UserID != "" || f.ErrorCode != "" || f.Application != "" || f.Batch != "" || f.WebhookFailed {
 		err := f.where(db.Table("jobs")).Count(&total).Error
 		return total, err
 	}
@@ -89,7 +95,7 @@ func (s *JobStore) countJobs(ctx context.Context, f JobFilter) (int64, error) {
 }
 
 // where adds f's conditions on the table of q (jobs or job_counts, which
-// has no user_id, error_code, batch_id or webhook messages).
+// has no user_id, error_code, application, batch_id or webhook messages).
 func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 	table := q.Statement.Table
 	for _, cond := range []struct{ column, value string }{
@@ -99,6 +105,7 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 		{"provider", f.Provider},
 		{"status", string(f.Status)},
 		{"error_code", f.ErrorCode},
+		{"application", f.Application},
 		{"batch_id", f.Batch},
 	} {
 		if cond.value != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -328,6 +329,90 @@ func TestListJobsTotalSources(t *testing.T) {
 			_, total, err := s.Jobs.ListJobs(ctx, tc.f, 0, tc.limit)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, total, "filter %+v, limit %d", tc.f, tc.limit)
+		}
+	})
+}
+
+// TestListJobsByApplicationAndErrorCode: filter[application] and
+// filter[error_code] are conditions of the query, alone or together, and
+// their totals are counted (job_counts knows neither).
+func TestListJobsByApplicationAndErrorCode(t *testing.T) {
+	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
+		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		type seed struct{ tenant, app, code string }
+		var seeded []jobs.Record
+		for i, sd := range []seed{
+			{"acme", "web", "PROVIDER_ERROR"}, {"acme", "web", ""}, {"acme", "mobile", "PROVIDER_ERROR"},
+			{"acme", "", "PROVIDER_ERROR"}, {"acme", "web", "PROVIDERS_EXHAUSTED"}, {"globex", "web", "PROVIDER_ERROR"},
+			{"acme", "web", "PROVIDER_ERROR"},
+		} {
+			job := jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.Translations, Tenant: sd.tenant,
+				UserID: "alice", Status: jobs.StatusFailed, Application: sd.app, ErrorCode: sd.code,
+				CreatedAt: base.Add(time.Duration(i) * time.Second)}
+			require.NoError(t, s.Jobs.InsertJob(ctx, &job))
+			seeded = append(seeded, job)
+		}
+		ids := func(is ...int) []string {
+			out := []string{}
+			for _, i := range is {
+				out = append(out, seeded[i].ID)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			f    store.JobFilter
+			want []string // newest first
+		}{
+			{store.JobFilter{Tenant: "acme", Application: "web"}, ids(6, 4, 1, 0)},
+			{store.JobFilter{Tenant: "acme", ErrorCode: "PROVIDER_ERROR"}, ids(6, 3, 2, 0)},
+			{store.JobFilter{Tenant: "acme", Application: "web", ErrorCode: "PROVIDER_ERROR"}, ids(6, 0)},
+			{store.JobFilter{Application: "web", ErrorCode: "PROVIDER_ERROR"}, ids(6, 5, 0)},
+			{store.JobFilter{Tenant: "acme", Application: "mobile", Status: jobs.StatusFailed}, ids(2)},
+			{store.JobFilter{Tenant: "acme", Application: "desktop"}, ids()},
+		} {
+			// Pages of one job: the total is counted whenever one matches.
+			page, total, err := s.Jobs.ListJobs(ctx, tc.f, 0, 1)
+			require.NoError(t, err, "%+v", tc.f)
+			require.Equal(t, int64(len(tc.want)), total, "%+v", tc.f)
+			require.Equal(t, tc.want[:min(1, len(tc.want))], jobIDs(page), "%+v", tc.f)
+			page, total, err = s.Jobs.ListJobs(ctx, tc.f, 0, 10)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, jobIDs(page), "%+v", tc.f)
+			require.Equal(t, int64(len(tc.want)), total)
+		}
+	})
+}
+
+// On SQLite, a tenant's listing by error code and application walks the
+// tenant's range of idx_jobs_tenant_created newest first: the extra
+// conditions neither change the index nor add a sort.
+func TestListJobsByApplicationAndErrorCodeUsesTheTenantIndex(t *testing.T) {
+	eachStoreDB(t, func(ctx context.Context, t *testing.T, s *store.Store, db *sql.DB) {
+		if s.Dialect() != "sqlite" {
+			t.Skip("PostgreSQL plans by its statistics")
+		}
+		// The page's ids query ListJobs makes (JobFilter.where).
+		for _, query := range []string{
+			"SELECT jobs.id FROM jobs WHERE jobs.tenant = ? AND jobs.error_code = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 25",
+			"SELECT jobs.id FROM jobs WHERE jobs.tenant = ? AND jobs.application = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 25",
+			"SELECT jobs.id FROM jobs WHERE jobs.tenant = ? AND jobs.error_code = ? AND jobs.application = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 25",
+		} {
+			args := []any{"acme", "PROVIDER_ERROR"}
+			if strings.Count(query, "?") == 3 {
+				args = append(args, "web")
+			}
+			rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+			require.NoError(t, err)
+			var plan strings.Builder
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+				plan.WriteString(detail + "\n")
+			}
+			require.NoError(t, rows.Close())
+			require.Contains(t, plan.String(), "USING INDEX idx_jobs_tenant_created (tenant=?)", query)
+			require.NotContains(t, plan.String(), "TEMP B-TREE", query)
 		}
 	})
 }

@@ -3294,8 +3294,14 @@ type ListJobsParams struct {
 
 	// FilterWebhook failed: jobs with a webhook event given up and not delivered since (docs/webhooks.md)
 	FilterWebhook *ListJobsParamsFilterWebhook `form:"filter[webhook],omitempty" json:"filter[webhook],omitempty"`
-	PageNumber    *PageNumber                  `form:"page[number],omitempty" json:"page[number],omitempty"`
-	PageSize      *PageSize                    `form:"page[size],omitempty" json:"page[size],omitempty"`
+
+	// FilterErrorCode a failed job's error.code (docs/api.md, Job error codes)
+	FilterErrorCode *string `form:"filter[error_code],omitempty" json:"filter[error_code],omitempty"`
+
+	// FilterApplication the X-Application the jobs were created with
+	FilterApplication *string     `form:"filter[application],omitempty" json:"filter[application],omitempty"`
+	PageNumber        *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
+	PageSize          *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
 
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
@@ -8177,6 +8183,30 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		if params.FilterWebhook != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[webhook]", *params.FilterWebhook, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterErrorCode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[error_code]", *params.FilterErrorCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterApplication != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[application]", *params.FilterApplication, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
