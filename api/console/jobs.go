@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
@@ -12,7 +13,7 @@ import (
 
 // jobFilters are the console's filters of the jobs page, each passed to
 // GET /v1/jobs as filter[name] (docs/api.md, Jobs).
-var jobFilters = []string{"service", "status", "provider", "batch"}
+var jobFilters = []string{"service", "status", "error_code", "provider", "application", "batch"}
 
 // jobsPageSize is how many jobs a page lists.
 const jobsPageSize = 25
@@ -72,6 +73,11 @@ type jobsPage struct {
 // jobs serves GET /console/jobs: the jobs GET /v1/jobs lists for the
 // session, newest first, with the page's filters.
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error {
+	// The search box: a job's id opens its page.
+	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
+		http.Redirect(w, r, Path+"jobs/"+url.PathEscape(id), http.StatusSeeOther)
+		return nil
+	}
 	p := jobsPage{Filters: map[string]string{}}
 	for _, svc := range jobs.Services() {
 		p.Services = append(p.Services, string(svc.ID))

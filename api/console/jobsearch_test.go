@@ -1,0 +1,59 @@
+package console_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+)
+
+// The jobs page filters by error code and application through GET
+// /v1/jobs, and its search box opens a job by id (docs/console.md, Pages).
+func TestConsoleJobsByErrorCodeApplicationAndID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key, _ := h.key(t, "acme")
+	done := time.Now().UTC()
+	failed := func(app, code string) jobs.Record {
+		return h.seed(t, jobs.Record{Tenant: "acme", Application: app, Status: jobs.StatusFailed, Provider: "alpha",
+			ErrorCode: code, ErrorMessage: "no", ProcessedAt: &done, CompletedAt: &done})
+	}
+	webExhausted := failed("web", "PROVIDERS_EXHAUSTED")
+	mobileExhausted := failed("mobile", "PROVIDERS_EXHAUSTED")
+	webNoProvider := failed("web", "NO_ELIGIBLE_PROVIDER")
+	b := h.browser(t)
+	b.signIn(key)
+
+	p := b.get("/console/jobs?error_code=PROVIDERS_EXHAUSTED")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, webExhausted.ID)
+	require.Contains(t, p.body, mobileExhausted.ID)
+	require.NotContains(t, p.body, webNoProvider.ID)
+	require.Contains(t, p.body, `id="f-error_code" name="error_code" value="PROVIDERS_EXHAUSTED"`)
+
+	p = b.get("/console/jobs?error_code=PROVIDERS_EXHAUSTED&application=web")
+	require.Contains(t, p.body, webExhausted.ID)
+	require.NotContains(t, p.body, mobileExhausted.ID)
+	require.NotContains(t, p.body, webNoProvider.ID)
+	require.Contains(t, p.body, "1 jobs")
+	require.Contains(t, p.body, `id="f-application" name="application" value="web"`)
+
+	p = b.get("/console/jobs?application=Not%20An%20App")
+	require.Equal(t, http.StatusUnprocessableEntity, p.status)
+	require.Contains(t, p.body, "filter[application]", "the API's refusal is shown")
+
+	// The search box: an id opens the job's page.
+	p = b.get("/console/jobs")
+	require.Contains(t, p.body, `<label for="f-id">Job id</label>`)
+	p = b.get("/console/jobs?id=+" + webNoProvider.ID + "+")
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/console/jobs/"+webNoProvider.ID, p.header.Get("Location"))
+	p = b.get("/console/jobs/" + webNoProvider.ID)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, "NO_ELIGIBLE_PROVIDER")
+	p = b.get("/console/jobs?id=..%2F..%2Fsign-out")
+	require.Equal(t, "/console/jobs/..%2F..%2Fsign-out", p.header.Get("Location"), "the id stays one path segment")
+}
