@@ -86,7 +86,8 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg, seal: seal, pages: map[string]*template.Template{}}
-	for _, name := range []string{"sign-in", "jobs", "job", "problem", "providers", "services", "tenants", "tenant", "audit", "failed"} {
+	for _, name := range []string{"sign-in", "jobs", "job", "problem", "providers", "services", "tenants", "tenant", "audit", "failed",
+		"usage", "budgets", "keys", "key-secret", "key-revoke", "batches"} {
 		t, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -105,6 +106,15 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("POST "+Path+"sign-out", c.signedIn(c.signOut))
 	mux.HandleFunc("GET "+Path+"jobs", c.signedIn(c.jobs))
 	mux.HandleFunc("GET "+Path+"jobs/{id}", c.signedIn(c.job))
+	// The tenant's pages (docs/console.md, Usage, Budgets, API keys, Batches).
+	mux.HandleFunc("GET "+Path+"usage", c.signedIn(c.usage))
+	mux.HandleFunc("GET "+Path+"usage.csv", c.signedIn(c.usageCSV))
+	mux.HandleFunc("GET "+Path+"budgets", c.signedIn(c.budgets))
+	mux.HandleFunc("GET "+Path+"keys", c.signedIn(c.keys))
+	mux.HandleFunc("POST "+Path+"keys", c.signedIn(c.createKey))
+	mux.HandleFunc("POST "+Path+"keys/{id}/revoke", c.signedIn(c.revokeKey))
+	mux.HandleFunc("GET "+Path+"batches", c.signedIn(c.batch))
+	mux.HandleFunc("GET "+Path+"batches/{id}/results", c.signedIn(c.batchResults))
 	// Operators' pages (docs/console.md, Operators).
 	mux.HandleFunc("GET "+Path+"providers", c.signedIn(c.providers))
 	mux.HandleFunc("POST "+Path+"providers/{id}/services/{service}/breaker", c.signedIn(c.forceBreaker))
