@@ -35,6 +35,7 @@ type Issuer struct {
 	signer   jose.Signer
 	audience string
 	now      func() time.Time
+	codes    *codeStore // the authorization codes issued, shared by copies
 }
 
 // Open loads the signing key from dataDir (creating
@@ -93,7 +94,7 @@ func newIssuer(issuerURL string, key jose.JSONWebKey) (*Issuer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dev identity provider: signer: %w", err)
 	}
-	return &Issuer{url: issuerURL, key: key, signer: signer, audience: DefaultAudience, now: time.Now}, nil
+	return &Issuer{url: issuerURL, key: key, signer: signer, audience: DefaultAudience, now: time.Now, codes: &codeStore{}}, nil
 }
 
 func checkIssuerURL(issuerURL string) error {
@@ -137,6 +138,7 @@ type TokenRequest struct {
 	Scopes   []string // joined with spaces into the scope claim
 	Roles    []string // roles claim; omitted when empty
 	Audience string   // aud claim; empty means the issuer's default audience
+	Nonce    string   // nonce claim, of an ID token; omitted when empty
 	TTL      time.Duration
 }
 
@@ -145,6 +147,7 @@ type tokenClaims struct {
 	Tenant string   `json:"tenant_id,omitempty"`
 	Scope  string   `json:"scope,omitempty"`
 	Roles  []string `json:"roles,omitempty"`
+	Nonce  string   `json:"nonce,omitempty"`
 }
 
 // Mint signs an access token (JWT with kid header; claims iss, sub, aud, iat,
@@ -186,6 +189,7 @@ func (i *Issuer) Mint(req TokenRequest) (string, error) {
 		Tenant: req.Tenant,
 		Scope:  strings.Join(scopes, " "),
 		Roles:  roles,
+		Nonce:  req.Nonce,
 	}
 	token, err := jwt.Signed(i.signer).Claims(claims).Serialize()
 	if err != nil {

@@ -16,6 +16,8 @@ func (i *Issuer) Routes(r gin.IRouter) {
 	r.GET(Path+"/.well-known/openid-configuration", i.discovery)
 	r.GET(Path+"/jwks", i.jwks)
 	r.POST(Path+"/token", i.token)
+	r.GET(Path+"/authorize", i.authorize)
+	r.POST(Path+"/authorize", i.approve)
 }
 
 func (i *Issuer) discovery(c *gin.Context) {
@@ -23,9 +25,11 @@ func (i *Issuer) discovery(c *gin.Context) {
 		"issuer":                                i.url,
 		"jwks_uri":                              i.url + "/jwks",
 		"token_endpoint":                        i.url + "/token",
-		"grant_types_supported":                 []string{"client_credentials"},
+		"authorization_endpoint":                i.url + "/authorize",
+		"grant_types_supported":                 []string{"client_credentials", "authorization_code"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "none"},
-		"response_types_supported":              []string{"token"},
+		"response_types_supported":              []string{"code", "token"},
+		"code_challenge_methods_supported":      []string{"S256"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{string(jose.RS256)},
 		"claims_supported":                      []string{"iss", "sub", "aud", "iat", "nbf", "exp", "jti", "tenant_id", "scope", "roles"},
@@ -49,12 +53,15 @@ func (i *Issuer) token(c *gin.Context) {
 	}
 	form := c.Request.PostForm
 	switch grant := form.Get("grant_type"); grant {
+	case "authorization_code":
+		i.exchange(c, form)
+		return
 	case "client_credentials":
 	case "":
 		oauthError(c, http.StatusBadRequest, "invalid_request", "grant_type is required")
 		return
 	default:
-		oauthError(c, http.StatusBadRequest, "unsupported_grant_type", "only grant_type=client_credentials is supported")
+		oauthError(c, http.StatusBadRequest, "unsupported_grant_type", "only grant_type client_credentials and authorization_code are supported")
 		return
 	}
 
