@@ -1,0 +1,326 @@
+package console_test
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/ai-job-gateway/gateway/api"
+	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/api/console"
+	"github.com/ai-job-gateway/gateway/api/devidp"
+	"github.com/ai-job-gateway/gateway/app/apikeys"
+	"github.com/ai-job-gateway/gateway/app/jobops"
+	"github.com/ai-job-gateway/gateway/internal/jobs"
+	"github.com/ai-job-gateway/gateway/providers"
+	"github.com/ai-job-gateway/gateway/store"
+	"github.com/ai-job-gateway/gateway/store/storetest"
+	"github.com/ai-job-gateway/gateway/workflows"
+)
+
+// testSealKey is the seal key of the operators' harness.
+const testSealKey = "0123456789abcdef0123456789abcdef"
+
+// operator is the super-admin the operators' tests act as.
+const operator = "ops-alice"
+
+// opsHarness is harness with a dev issuer on the same server, the
+// breakers' store, and a Temporal without the histories of any job.
+type opsHarness struct {
+	*harness
+	issuer *devidp.Issuer
+}
+
+func newOpsHarness(t *testing.T) *opsHarness {
+	t.Helper()
+	h := &opsHarness{harness: &harness{store: storetest.SQLite(t)}}
+	var handler http.Handler
+	h.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(h.server.Close)
+	base := "http://" + h.server.Listener.Addr().String()
+	var err error
+	h.issuer, err = devidp.Open(t.TempDir(), base+devidp.Path)
+	require.NoError(t, err)
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	catalog, err := providers.ParseCatalog([]byte(testCatalog))
+	require.NoError(t, err)
+	temporal := mocks.NewClient(t)
+	temporal.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(&noHistory{}).Maybe()
+	starts := jobops.NewDispatcher(jobops.DispatcherConfig{Store: h.store.Jobs, Temporal: temporal, Generation: workflows.StampedGeneration, Logger: quiet})
+	ops, err := jobops.New(jobops.Config{Generation: workflows.StampedGeneration, Jobs: h.store.Jobs, Tenants: h.store.Routing,
+		Statuses: h.store.Routing, Policies: h.store.Routing, Rates: h.store.Routing, Batches: h.store.Batches, Catalog: catalog,
+		Temporal: temporal, Starts: starts, Audit: h.store.Audit, Logger: quiet})
+	require.NoError(t, err)
+	h.keys = apikeys.New(h.store.APIKeys, h.store.Routing, apikeys.TagsOf([]byte("test tags")), nil, quiet)
+	srv, err := api.New(api.Config{Store: h.store.Jobs, Batches: h.store.Batches, Jobs: ops, Catalog: catalog,
+		Verifier: auth.NewVerifier(h.issuer.URL(), devidp.DefaultAudience, h.server.Client()), APIKeys: h.keys, Audit: h.store.Audit,
+		Tenants: h.store.Routing, Statuses: h.store.Routing, Policies: h.store.Routing, Deliveries: h.store.Webhooks,
+		Usage: h.store.Usage, Breakers: h.store.Breakers, Routes: []func(gin.IRouter){h.issuer.Routes}, Logger: quiet})
+	require.NoError(t, err)
+	h.con, err = console.New(console.Config{API: srv.Handler(), Sessions: h.store.APIKeys, Keys: h.keys,
+		SealKey: []byte(testSealKey), Logger: quiet})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(console.Path, h.con)
+	mux.Handle("/", srv.Handler())
+	handler = mux
+	h.server.Start()
+	return h
+}
+
+// noHistory is Temporal's answer for a workflow it has no history of.
+type noHistory struct{}
+
+func (noHistory) HasNext() bool { return true }
+
+func (noHistory) Next() (*historypb.HistoryEvent, error) {
+	return nil, serviceerror.NewNotFound("workflow not found")
+}
+
+// operatorToken is a tenant-less super-admin's token with the operators'
+// scopes (docs/api.md, Authentication).
+func (h *opsHarness) operatorToken(t *testing.T) string {
+	t.Helper()
+	scopes := []string{"providers:write", "services:write", "audit:read", auth.ScopeCrossTenant}
+	for _, s := range jobs.Services() {
+		scopes = append(scopes, string(s.ID)+":read", string(s.ID)+":write")
+	}
+	token, err := h.issuer.Mint(devidp.TokenRequest{Subject: operator, Scopes: scopes, Roles: []string{auth.RoleSuperAdmin}})
+	require.NoError(t, err)
+	return token
+}
+
+// operatorBrowser is a browser with a session holding the operator's
+// token. The console signs in with API keys only, and no key is a
+// super-admin (app/apikeys: keys hold no admin:cross-tenant and no
+// roles), so the session is recorded as sign-in records one, sealed as
+// the console seals it (AES-GCM, the session's id as additional data).
+func (h *opsHarness) operatorBrowser(t *testing.T) (*browser, string) {
+	t.Helper()
+	token := h.operatorToken(t)
+	cookieValue, csrfToken := "operator-session-"+t.Name(), "operator-csrf"
+	id := console.SessionID(cookieValue)
+	block, err := aes.NewCipher([]byte(testSealKey))
+	require.NoError(t, err)
+	aead, err := cipher.NewGCM(block)
+	require.NoError(t, err)
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	require.NoError(t, h.store.APIKeys.CreateConsoleSession(context.Background(), &store.ConsoleSession{ID: id,
+		Credential: aead.Seal(nonce, nonce, []byte(token), []byte(id)), CSRFToken: csrfToken, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
+	b := h.browser(t)
+	u, err := url.Parse(h.server.URL + console.Path)
+	require.NoError(t, err)
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: console.CookieName, Value: cookieValue, Path: console.Path}})
+	return b, csrfToken
+}
+
+// apiGet reads path from the API with token.
+func (h *opsHarness) apiGet(t *testing.T, path, token string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.server.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := h.server.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var doc map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", doc)
+	return doc
+}
+
+func TestConsoleOperatorForcesABreakerOpen(t *testing.T) {
+	t.Parallel()
+	h := newOpsHarness(t)
+	b, token := h.operatorBrowser(t)
+
+	p := b.get("/console/providers")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	for _, want := range []string{"Alpha", "Beta", `<th scope="row">translations</th>`, `breaker-closed`,
+		`<label for="state-alpha-translations">`, `<label for="confirm-alpha-translations">I confirm</label>`, `name="csrf_token" value="` + token + `"`} {
+		require.Contains(t, p.body, want)
+	}
+	require.Contains(t, p.body, `aria-current="page">Providers</a>`)
+
+	force := "/console/providers/alpha/services/translations/breaker"
+	for _, form := range []url.Values{{"state": {"open"}, "confirm": {"yes"}}, {"csrf_token": {"wrong"}, "state": {"open"}, "confirm": {"yes"}}} {
+		refused := b.post(force, form)
+		require.Equal(t, http.StatusForbidden, refused.status, refused.body)
+		require.Contains(t, refused.body, "CSRF")
+	}
+	unconfirmed := b.post(force, url.Values{"csrf_token": {token}, "state": {"open"}})
+	require.Equal(t, http.StatusUnprocessableEntity, unconfirmed.status)
+	require.Contains(t, unconfirmed.body, "Tick the confirmation")
+	breakers, err := h.store.Breakers.Breakers(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, breakers, "nothing forced without CSRF token and confirmation")
+
+	done := b.post(force, url.Values{"csrf_token": {token}, "state": {"open"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
+	require.Equal(t, "/console/providers?forced=alpha%2Ftranslations", done.header.Get("Location"))
+	p = b.get(done.header.Get("Location"))
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "breaker-open")
+	require.Contains(t, p.body, `<span class="forced">open</span> by <code class="forced-by">`+operator+`</code>`)
+
+	// The API's provider document shows it, with who forced it.
+	doc := h.apiGet(t, "/v1/providers/alpha", h.operatorToken(t))
+	health := doc["data"].(map[string]any)["attributes"].(map[string]any)["services"].(map[string]any)["translations"].(map[string]any)["health"].(map[string]any)
+	require.Equal(t, "open", health["state"])
+	require.Equal(t, "open", health["forced"])
+	require.Equal(t, operator, health["forced_by"])
+	require.NotEmpty(t, health["forced_at"])
+
+	// The audit page shows the force, also filtered by action.
+	for _, path := range []string{"/console/audit", "/console/audit?action=breaker.force&target=breaker%2Falpha%2Ftranslations"} {
+		a := b.get(path)
+		require.Equal(t, http.StatusOK, a.status, a.body)
+		require.Contains(t, a.body, "<code>breaker.force</code>")
+		require.Contains(t, a.body, "<code>breaker/alpha/translations</code>")
+		require.Contains(t, a.body, "<code>"+operator+"</code>")
+	}
+	none := b.get("/console/audit?action=tenant.create")
+	require.Contains(t, none.body, "No events match.")
+
+	// Back to auto.
+	done = b.post(force, url.Values{"csrf_token": {token}, "state": {"auto"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
+	require.Contains(t, b.get("/console/providers").body, `<span class="forced">auto</span>`)
+}
+
+func TestConsoleOperatorSetsAServiceStatus(t *testing.T) {
+	t.Parallel()
+	h := newOpsHarness(t)
+	b, token := h.operatorBrowser(t)
+	p := b.get("/console/services")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<label for="status-translations">Status of translations</label>`)
+	require.Contains(t, p.body, `<option value="active" selected>`)
+
+	require.Equal(t, http.StatusForbidden, b.post("/console/services/translations", url.Values{"status": {"disabled"}, "confirm": {"yes"}}).status)
+	require.Equal(t, http.StatusUnprocessableEntity, b.post("/console/services/translations", url.Values{"csrf_token": {token}, "status": {"disabled"}}).status)
+	done := b.post("/console/services/translations", url.Values{"csrf_token": {token}, "status": {"disabled"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, done.status, done.body)
+	p = b.get(done.header.Get("Location"))
+	require.Contains(t, p.body, `<span class="status status-disabled">disabled</span>`)
+	doc := h.apiGet(t, "/v1/services/translations", h.operatorToken(t))
+	require.Equal(t, "disabled", doc["data"].(map[string]any)["attributes"].(map[string]any)["status"])
+	require.Contains(t, b.get("/console/audit?action=service.update").body, "<code>service/translations</code>")
+}
+
+func TestConsoleOperatorReadsTenants(t *testing.T) {
+	t.Parallel()
+	h := newOpsHarness(t)
+	weight := 2.5
+	require.NoError(t, h.store.Routing.CreateTenant(context.Background(), &store.Tenant{ID: "globex", FairnessWeight: &weight}))
+	b, _ := h.operatorBrowser(t)
+	p := b.get("/console/tenants")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/tenants/globex"><code>globex</code></a>`)
+	require.Contains(t, p.body, "2.5")
+	p = b.get("/console/tenants/globex")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Tenant globex")
+	require.Contains(t, p.body, "<dt>Fairness weight</dt><dd>2.5</dd>")
+	require.Equal(t, http.StatusNotFound, b.get("/console/tenants/nobody").status)
+}
+
+func TestConsoleOperatorRetriesFailedJobsAcrossTenants(t *testing.T) {
+	t.Parallel()
+	h := newOpsHarness(t)
+	done := time.Now().UTC()
+	notStarted := h.seed(t, jobs.Record{Tenant: "acme", Status: jobs.StatusFailed, ErrorCode: jobs.CodeNotStarted,
+		ErrorMessage: "never started", CompletedAt: &done})
+	providerFailed := h.seed(t, jobs.Record{Tenant: "globex", Status: jobs.StatusFailed, Provider: "beta", ErrorCode: "PROVIDER_ERROR",
+		ErrorMessage: "beta broke", CompletedAt: &done})
+	pending := h.seed(t, jobs.Record{Tenant: "acme"})
+	b, token := h.operatorBrowser(t)
+
+	p := b.get("/console/failed")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "2 failed jobs")
+	for _, want := range []string{notStarted.ID, providerFailed.ID, "globex", "acme", `<h2 id="h-code-PROVIDER_ERROR"><code>PROVIDER_ERROR</code> (1)</h2>`,
+		`<h2 id="h-code-` + jobs.CodeNotStarted + `">`, `<label class="inline" for="job-` + providerFailed.ID + `">`} {
+		require.Contains(t, p.body, want)
+	}
+	require.NotContains(t, p.body, pending.ID)
+
+	p = b.get("/console/failed?code=PROVIDER_ERROR")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, providerFailed.ID)
+	require.NotContains(t, p.body, notStarted.ID)
+	p = b.get("/console/failed?tenant=acme")
+	require.Contains(t, p.body, notStarted.ID)
+	require.NotContains(t, p.body, providerFailed.ID)
+
+	retry := url.Values{"csrf_token": {token}, "confirm": {"yes"}, "job": {notStarted.ID, providerFailed.ID, "0195a3c4-0000-7000-8000-000000000000"}}
+	require.Equal(t, http.StatusForbidden, b.post("/console/failed/retry", url.Values{"job": retry["job"], "confirm": {"yes"}}).status)
+	p = b.post("/console/failed/retry", retry)
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "never started (JOB_NOT_STARTED): submit it again", "each job's own answer")
+	require.Contains(t, p.body, "has no workflow history")
+	require.Equal(t, 3, strings.Count(p.body, `class="outcome-refused"`))
+	require.Contains(t, p.body, "<td>409</td>")
+	require.Contains(t, p.body, "<td>404</td>")
+}
+
+func TestConsoleOperatorPagesRefuseATenantsKey(t *testing.T) {
+	t.Parallel()
+	h := newOpsHarness(t)
+	key, _ := h.key(t, "acme")
+	b := h.browser(t)
+	jobsPage := b.signIn(key)
+	token := csrf(t, jobsPage)
+	require.Contains(t, jobsPage.body, `href="/console/providers"`, "the nav names the operators' pages")
+
+	for _, path := range []string{"/console/tenants", "/console/audit"} {
+		p := b.get(path)
+		require.Equal(t, http.StatusForbidden, p.status, path+": "+p.body)
+		require.Contains(t, p.body, `class="error" role="alert"`)
+	}
+	for path, form := range map[string]url.Values{
+		"/console/providers/alpha/services/translations/breaker": {"csrf_token": {token}, "state": {"open"}, "confirm": {"yes"}},
+		"/console/services/translations":                         {"csrf_token": {token}, "status": {"disabled"}, "confirm": {"yes"}},
+	} {
+		p := b.post(path, form)
+		require.Equal(t, http.StatusForbidden, p.status, path+": "+p.body)
+		require.Contains(t, p.body, "The gateway refused")
+	}
+	breakers, err := h.store.Breakers.Breakers(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, breakers)
+
+	// A tenant's failed jobs are its own, and it may not retry by the
+	// operators' route.
+	done := time.Now().UTC()
+	ours := h.seed(t, jobs.Record{Tenant: "acme", Status: jobs.StatusFailed, ErrorCode: "PROVIDER_ERROR", CompletedAt: &done})
+	theirs := h.seed(t, jobs.Record{Tenant: "globex", Status: jobs.StatusFailed, ErrorCode: "PROVIDER_ERROR", CompletedAt: &done})
+	p := b.get("/console/failed")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, ours.ID)
+	require.NotContains(t, p.body, theirs.ID)
+	p = b.post("/console/failed/retry", url.Values{"csrf_token": {token}, "confirm": {"yes"}, "job": {ours.ID}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "<td>403</td>")
+}
