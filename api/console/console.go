@@ -51,6 +51,8 @@ type Config struct {
 	// SealKey (32 bytes) seals the credential each session holds
 	// (AES-GCM).
 	SealKey []byte
+	// OIDC, when set, offers sign-in through the identity provider.
+	OIDC *OIDC
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -60,6 +62,7 @@ type Config struct {
 type Console struct {
 	cfg     Config
 	seal    sealer
+	oidc    oidcProvider
 	pages   map[string]*template.Template
 	handler http.Handler
 }
@@ -104,6 +107,8 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("GET "+Path+"sign-in", c.signInForm)
 	mux.HandleFunc("POST "+Path+"sign-in", c.signIn)
 	mux.HandleFunc("POST "+Path+"sign-out", c.signedIn(c.signOut))
+	mux.HandleFunc("GET "+Path+"sign-in/oidc", c.oidcStart)
+	mux.HandleFunc("GET "+Path+"oidc/callback", c.oidcCallback)
 	mux.HandleFunc("GET "+Path+"jobs", c.signedIn(c.jobs))
 	mux.HandleFunc("GET "+Path+"jobs/{id}", c.signedIn(c.job))
 	// The tenant's pages (docs/console.md, Usage, Budgets, API keys, Batches).

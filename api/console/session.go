@@ -71,6 +71,12 @@ func sessionID(token string) string {
 // startSession records a session for credential of tenant and sets its
 // cookie.
 func (c *Console) startSession(w http.ResponseWriter, r *http.Request, tenant, credential string) error {
+	return c.startSessionUntil(w, r, tenant, credential, c.cfg.Now().Add(SessionTTL))
+}
+
+// startSessionUntil is startSession for a session that ends at expires
+// (an OIDC access token's expiry).
+func (c *Console) startSessionUntil(w http.ResponseWriter, r *http.Request, tenant, credential string, expires time.Time) error {
 	token, csrf := randomToken(), randomToken()
 	id := sessionID(token)
 	sealed, err := c.seal.seal(credential, id)
@@ -78,11 +84,12 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, tenant, c
 		return err
 	}
 	now := c.cfg.Now().UTC().Truncate(time.Microsecond)
+	expires = expires.UTC().Truncate(time.Microsecond)
 	if err := c.cfg.Sessions.CreateConsoleSession(r.Context(), &store.ConsoleSession{ID: id, Tenant: tenant, Credential: sealed,
-		CSRFToken: csrf, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}); err != nil {
+		CSRFToken: csrf, CreatedAt: now, ExpiresAt: expires}); err != nil {
 		return err
 	}
-	http.SetCookie(w, cookie(r, CookieName, token, int(SessionTTL/time.Second)))
+	http.SetCookie(w, cookie(r, CookieName, token, int(expires.Sub(now)/time.Second)))
 	return nil
 }
 
@@ -99,6 +106,11 @@ func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: Path, MaxAge: maxAge, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
 }
+
+// encodeSealed and decodeSealed carry sealed bytes in a cookie.
+func encodeSealed(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func decodeSealed(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
 
 // randomToken is 32 random bytes, URL-safe base64.
 func randomToken() string {
