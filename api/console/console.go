@@ -53,6 +53,10 @@ type Config struct {
 	SealKey []byte
 	// OIDC, when set, offers sign-in through the identity provider.
 	OIDC *OIDC
+	// TemporalUIURL, when set, is the Temporal UI's page of the
+	// namespace's workflows (…/namespaces/{ns}/workflows); a job page
+	// links to its workflow under it.
+	TemporalUIURL string
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -111,6 +115,9 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("GET "+Path+"oidc/callback", c.oidcCallback)
 	mux.HandleFunc("GET "+Path+"jobs", c.signedIn(c.jobs))
 	mux.HandleFunc("GET "+Path+"jobs/{id}", c.signedIn(c.job))
+	if err := c.jobActionRoutes(mux); err != nil {
+		return nil, err
+	}
 	// The tenant's pages (docs/console.md, Usage, Budgets, API keys, Batches).
 	mux.HandleFunc("GET "+Path+"usage", c.signedIn(c.usage))
 	mux.HandleFunc("GET "+Path+"usage.csv", c.signedIn(c.usageCSV))

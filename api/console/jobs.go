@@ -68,6 +68,8 @@ type jobsPage struct {
 	// Error is the API's refusal of the filters.
 	Error      string
 	Prev, Next string // console links; "" at the ends
+	// Deleted is the id of a job just deleted from its page.
+	Deleted string
 }
 
 // jobs serves GET /console/jobs: the jobs GET /v1/jobs lists for the
@@ -78,7 +80,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 		http.Redirect(w, r, Path+"jobs/"+url.PathEscape(id), http.StatusSeeOther)
 		return nil
 	}
-	p := jobsPage{Filters: map[string]string{}}
+	p := jobsPage{Filters: map[string]string{}, Deleted: r.URL.Query().Get("deleted")}
 	for _, svc := range jobs.Services() {
 		p.Services = append(p.Services, string(svc.ID))
 	}
