@@ -16,6 +16,8 @@ type signInPage struct {
 	Error string
 	// Ended says a session just ended because its key was refused.
 	Ended bool
+	// OIDC offers sign-in through the identity provider.
+	OIDC bool
 }
 
 // signInForm serves GET /console/sign-in: the form for an API key
@@ -30,7 +32,7 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 
 // renderSignIn renders the form with a new double-submit token.
 func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status int, p signInPage) {
-	p.Token = randomToken()
+	p.Token, p.OIDC = randomToken(), c.cfg.OIDC != nil
 	http.SetCookie(w, cookie(r, signInCookie, p.Token, 3600))
 	c.render(w, status, "sign-in", layout{Title: "Sign in", Page: p})
 }

@@ -37,22 +37,26 @@ type config struct {
 	TemporalNamespace string
 	// TemporalCompression is --temporal-compression
 	// (temporalcompression.go).
-	TemporalCompression  string
-	TemporalDevListen    string
-	TemporalUIListen     string
-	OIDCIssuer           string
-	OIDCAudience         string
-	Region               string
-	LogLevel             string
-	LogFormat            string
-	AllowPrivateNetworks bool
-	CallbackURL          string
-	WebhookSigningKey    string
-	StartConcurrency     int
-	JobStarts            string
-	AcceptTarget         time.Duration
-	TrustedProxies       string
-	TenantCreateRate     int
+	TemporalCompression string
+	TemporalDevListen   string
+	TemporalUIListen    string
+	OIDCIssuer          string
+	OIDCAudience        string
+	// ConsoleOIDCClientID and ConsoleOIDCClientSecret are the console's
+	// client at the OIDC issuer (docs/console.md).
+	ConsoleOIDCClientID     string
+	ConsoleOIDCClientSecret string
+	Region                  string
+	LogLevel                string
+	LogFormat               string
+	AllowPrivateNetworks    bool
+	CallbackURL             string
+	WebhookSigningKey       string
+	StartConcurrency        int
+	JobStarts               string
+	AcceptTarget            time.Duration
+	TrustedProxies          string
+	TenantCreateRate        int
 	// Backlog bounds the outbox of accepted jobs (backlog.go).
 	Backlog jobops.BacklogLimits
 	BlobURL string
@@ -207,6 +211,9 @@ func (c *config) registerFlags(fs *flag.FlagSet, command string) {
 	}
 	str(&c.OIDCIssuer, "oidc-issuer", "OIDC_ISSUER_URL", "", "OIDC issuer URL (dev default: the built-in dev issuer)")
 	str(&c.OIDCAudience, "oidc-audience", "OIDC_AUDIENCE", "ai-job-gateway", "audience tokens must carry")
+	str(&c.ConsoleOIDCClientID, "console-oidc-client-id", "CONSOLE_OIDC_CLIENT_ID", "",
+		"the console's client id at the OIDC issuer, for people to sign in through it; empty: API keys only (dev default with its own issuer: gateway-console)")
+	c.ConsoleOIDCClientSecret = os.Getenv("CONSOLE_OIDC_CLIENT_SECRET") // a secret: environment only
 	createRate := serveTenantCreateRate
 	if command == "dev" {
 		createRate = 0

@@ -26,14 +26,29 @@ type consoleMount struct {
 	api http.Handler
 }
 
-// newConsole builds the console over st's sessions and keys' tenants.
-func newConsole(st *store.Store, keys *apikeys.Service, signer *webhooksign.Signer, logger *slog.Logger) (*consoleMount, error) {
+// consoleOIDC is the console's sign-in through issuerURL: with the
+// configured client, or, on dev's own issuer, the client dev's issuer
+// takes (any); nil without a client (API keys only).
+func consoleOIDC(cfg config, issuerURL string, devIssuer bool) *console.OIDC {
+	clientID := cfg.ConsoleOIDCClientID
+	if clientID == "" && devIssuer {
+		clientID = "gateway-console"
+	}
+	if clientID == "" || issuerURL == "" {
+		return nil
+	}
+	return &console.OIDC{IssuerURL: issuerURL, ClientID: clientID, ClientSecret: cfg.ConsoleOIDCClientSecret}
+}
+
+// newConsole builds the console over st's sessions and keys' tenants,
+// with sign-in through oidc when not nil.
+func newConsole(st *store.Store, keys *apikeys.Service, signer *webhooksign.Signer, oidc *console.OIDC, logger *slog.Logger) (*consoleMount, error) {
 	key, err := signer.DeriveKey(consolePurpose)
 	if err != nil {
 		return nil, err
 	}
 	m := &consoleMount{}
-	m.console, err = console.New(console.Config{API: http.HandlerFunc(m.serveAPI), Sessions: st.APIKeys, Keys: keys,
+	m.console, err = console.New(console.Config{API: http.HandlerFunc(m.serveAPI), Sessions: st.APIKeys, Keys: keys, OIDC: oidc,
 		SealKey: key, Logger: logger.With("component", "console")})
 	return m, err
 }

@@ -78,7 +78,7 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if files != nil {
 		apiCfg.Files = files
 	}
-	con, err := newConsole(st, apiCfg.APIKeys, signer, logger)
+	con, err := newConsole(st, apiCfg.APIKeys, signer, consoleOIDC(cfg, cfg.OIDCIssuer, false), logger)
 	if err != nil {
 		return err
 	}
