@@ -53,9 +53,10 @@ type usageForm struct {
 	Group, Measure, From, To string
 }
 
-// query is the console's query string of f (for the CSV link).
+// query is the console's query string of f (for the CSV link, whose
+// rows are the table's).
 func (f usageForm) query() string {
-	q := url.Values{"group": {f.Group}}
+	q := url.Values{"group": {f.Group}, "measure": {f.Measure}}
 	if f.From != "" {
 		q.Set("from", f.From)
 	}
@@ -199,10 +200,14 @@ func (m usageMeta) totals() []usageTotal {
 	return out
 }
 
-// usageReport calls GET /v1/usage?group_by=day,{group} for form; rows
-// and meta are read only from a 200.
+// usageReport calls GET /v1/usage?group_by=day,{group} for form (and
+// unit, for quantities); rows and meta are read only from a 200.
 func (c *Console) usageReport(r *http.Request, s *session, form usageForm) ([]usageRow, usageMeta, *answer, error) {
-	query := url.Values{"group_by": {"day," + form.Group}}
+	groupBy := "day," + form.Group
+	if form.Measure == "quantity" {
+		groupBy += ",unit" // a quantity is drawn in its own unit
+	}
+	query := url.Values{"group_by": {groupBy}}
 	if form.From != "" {
 		query.Set("from", form.From)
 	}
