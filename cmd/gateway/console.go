@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/gin-gonic/gin"
 
@@ -40,16 +41,34 @@ func consoleOIDC(cfg config, issuerURL string, devIssuer bool) *console.OIDC {
 	return &console.OIDC{IssuerURL: issuerURL, ClientID: clientID, ClientSecret: cfg.ConsoleOIDCClientSecret}
 }
 
+// consoleOption sets an optional field of the console's Config.
+type consoleOption func(*console.Config)
+
+// withTemporalUI links job pages to their workflows in the Temporal UI
+// at origins[0] (dev's embedded UI), in namespace; none without one.
+// serve has no flag naming the UI's address (docs/console.md).
+func withTemporalUI(origins []string, namespace string) consoleOption {
+	return func(c *console.Config) {
+		if len(origins) > 0 {
+			c.TemporalUIURL = origins[0] + "/namespaces/" + url.PathEscape(namespace) + "/workflows"
+		}
+	}
+}
+
 // newConsole builds the console over st's sessions and keys' tenants,
 // with sign-in through oidc when not nil.
-func newConsole(st *store.Store, keys *apikeys.Service, signer *webhooksign.Signer, oidc *console.OIDC, logger *slog.Logger) (*consoleMount, error) {
+func newConsole(st *store.Store, keys *apikeys.Service, signer *webhooksign.Signer, oidc *console.OIDC, logger *slog.Logger, opts ...consoleOption) (*consoleMount, error) {
 	key, err := signer.DeriveKey(consolePurpose)
 	if err != nil {
 		return nil, err
 	}
 	m := &consoleMount{}
-	m.console, err = console.New(console.Config{API: http.HandlerFunc(m.serveAPI), Sessions: st.APIKeys, Keys: keys, OIDC: oidc,
-		SealKey: key, Logger: logger.With("component", "console")})
+	cfg := console.Config{API: http.HandlerFunc(m.serveAPI), Sessions: st.APIKeys, Keys: keys, OIDC: oidc,
+		SealKey: key, Logger: logger.With("component", "console")}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	m.console, err = console.New(cfg)
 	return m, err
 }
 

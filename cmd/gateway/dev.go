@@ -186,7 +186,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	// token at the endpoint holding codecSecret (docs/operations.md, Codec
 	// server).
 	apiCfg.CodecOrigins, apiCfg.CodecDevSecret = uiOrigins, codecSecret
-	con, err := newConsole(st, apiCfg.APIKeys, signer, consoleOIDC(cfg, issuerURL, issuer != nil), logger)
+	con, err := newConsole(st, apiCfg.APIKeys, signer, consoleOIDC(cfg, issuerURL, issuer != nil), logger, withTemporalUI(uiOrigins, temporalNamespace(cfg)))
 	if err != nil {
 		return err
 	}
