@@ -12,14 +12,19 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/ai-job-gateway/gateway/api"
@@ -46,11 +51,14 @@ const operator = "ops-alice"
 type opsHarness struct {
 	*harness
 	issuer *devidp.Issuer
+
+	mu        sync.Mutex
+	histories map[string]*historypb.HistoryEvent
 }
 
 func newOpsHarness(t *testing.T) *opsHarness {
 	t.Helper()
-	h := &opsHarness{harness: &harness{store: storetest.SQLite(t)}}
+	h := &opsHarness{harness: &harness{store: storetest.SQLite(t)}, histories: map[string]*historypb.HistoryEvent{}}
 	var handler http.Handler
 	h.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(h.server.Close)
@@ -64,7 +72,10 @@ func newOpsHarness(t *testing.T) *opsHarness {
 	require.NoError(t, err)
 	temporal := mocks.NewClient(t)
 	temporal.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(&noHistory{}).Maybe()
+		Return(h.history).Maybe()
+	run := mocks.NewWorkflowRun(t)
+	run.On("GetRunID").Return("retry-run").Maybe()
+	temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(run, nil).Maybe()
 	starts := jobops.NewDispatcher(jobops.DispatcherConfig{Store: h.store.Jobs, Temporal: temporal, Generation: workflows.StampedGeneration, Logger: quiet})
 	ops, err := jobops.New(jobops.Config{Generation: workflows.StampedGeneration, Jobs: h.store.Jobs, Tenants: h.store.Routing,
 		Statuses: h.store.Routing, Policies: h.store.Routing, Rates: h.store.Routing, Batches: h.store.Batches, Catalog: catalog,
@@ -87,13 +98,42 @@ func newOpsHarness(t *testing.T) *opsHarness {
 	return h
 }
 
-// noHistory is Temporal's answer for a workflow it has no history of.
-type noHistory struct{}
+// ran records that job's workflow ran: its history starts with its
+// submission, as a retry reads it (app/jobops).
+func (h *opsHarness) ran(t *testing.T, job jobs.Record) {
+	t.Helper()
+	sub := jobs.Submission{JobID: job.ID, Service: job.Service, Tenant: job.Tenant, UserID: job.UserID,
+		Input: json.RawMessage(job.Input), CreatedAt: job.CreatedAt}
+	payload, err := converter.GetDefaultDataConverter().ToPayload(sub)
+	require.NoError(t, err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.histories[workflows.JobWorkflowID(job.ID)] = &historypb.HistoryEvent{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
+				Input: &commonpb.Payloads{Payloads: []*commonpb.Payload{payload}}}}}
+}
 
-func (noHistory) HasNext() bool { return true }
+// history is the mock Temporal's history of a workflow: what ran
+// recorded, else Temporal's NotFound.
+func (h *opsHarness) history(_ context.Context, workflowID, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &oneEvent{event: h.histories[workflowID]}
+}
 
-func (noHistory) Next() (*historypb.HistoryEvent, error) {
-	return nil, serviceerror.NewNotFound("workflow not found")
+// oneEvent yields its event, or Temporal's NotFound without one.
+type oneEvent struct{ event *historypb.HistoryEvent }
+
+func (it *oneEvent) HasNext() bool { return true }
+
+func (it *oneEvent) Next() (*historypb.HistoryEvent, error) {
+	if it.event == nil {
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}
+	event := it.event
+	it.event = nil
+	return event, nil
 }
 
 // operatorToken is a tenant-less super-admin's token with the operators'
@@ -110,10 +150,10 @@ func (h *opsHarness) operatorToken(t *testing.T) string {
 }
 
 // operatorBrowser is a browser with a session holding the operator's
-// token. The console signs in with API keys only, and no key is a
-// super-admin (app/apikeys: keys hold no admin:cross-tenant and no
-// roles), so the session is recorded as sign-in records one, sealed as
-// the console seals it (AES-GCM, the session's id as additional data).
+// token, as sign-in through the OIDC issuer makes one (no API key is a
+// super-admin: app/apikeys gives keys no roles and no
+// admin:cross-tenant): recorded directly, sealed as the console seals
+// it (AES-GCM, the session's id as additional data).
 func (h *opsHarness) operatorBrowser(t *testing.T) (*browser, string) {
 	t.Helper()
 	token := h.operatorToken(t)
@@ -255,12 +295,15 @@ func TestConsoleOperatorRetriesFailedJobsAcrossTenants(t *testing.T) {
 	providerFailed := h.seed(t, jobs.Record{Tenant: "globex", Status: jobs.StatusFailed, Provider: "beta", ErrorCode: "PROVIDER_ERROR",
 		ErrorMessage: "beta broke", CompletedAt: &done})
 	pending := h.seed(t, jobs.Record{Tenant: "acme"})
+	ranFailed := h.seed(t, jobs.Record{Tenant: "globex", Status: jobs.StatusFailed, Provider: "alpha", ErrorCode: "PROVIDER_ERROR",
+		ErrorMessage: "alpha broke", CompletedAt: &done})
+	h.ran(t, ranFailed)
 	b, token := h.operatorBrowser(t)
 
 	p := b.get("/console/failed")
 	require.Equal(t, http.StatusOK, p.status, p.body)
-	require.Contains(t, p.body, "2 failed jobs")
-	for _, want := range []string{notStarted.ID, providerFailed.ID, "globex", "acme", `<h2 id="h-code-PROVIDER_ERROR"><code>PROVIDER_ERROR</code> (1)</h2>`,
+	require.Contains(t, p.body, "3 failed jobs")
+	for _, want := range []string{notStarted.ID, providerFailed.ID, "globex", "acme", `<h2 id="h-code-PROVIDER_ERROR"><code>PROVIDER_ERROR</code> (2)</h2>`,
 		`<h2 id="h-code-` + jobs.CodeNotStarted + `">`, `<label class="inline" for="job-` + providerFailed.ID + `">`} {
 		require.Contains(t, p.body, want)
 	}
@@ -274,7 +317,7 @@ func TestConsoleOperatorRetriesFailedJobsAcrossTenants(t *testing.T) {
 	require.Contains(t, p.body, notStarted.ID)
 	require.NotContains(t, p.body, providerFailed.ID)
 
-	retry := url.Values{"csrf_token": {token}, "confirm": {"yes"}, "job": {notStarted.ID, providerFailed.ID, "0195a3c4-0000-7000-8000-000000000000"}}
+	retry := url.Values{"csrf_token": {token}, "confirm": {"yes"}, "job": {notStarted.ID, providerFailed.ID, ranFailed.ID, "0195a3c4-0000-7000-8000-000000000000"}}
 	require.Equal(t, http.StatusForbidden, b.post("/console/failed/retry", url.Values{"job": retry["job"], "confirm": {"yes"}}).status)
 	p = b.post("/console/failed/retry", retry)
 	require.Equal(t, http.StatusOK, p.status, p.body)
@@ -283,6 +326,10 @@ func TestConsoleOperatorRetriesFailedJobsAcrossTenants(t *testing.T) {
 	require.Equal(t, 3, strings.Count(p.body, `class="outcome-refused"`))
 	require.Contains(t, p.body, "<td>409</td>")
 	require.Contains(t, p.body, "<td>404</td>")
+	require.Equal(t, 1, strings.Count(p.body, `class="outcome-ok"`))
+	require.Contains(t, p.body, "<td>202</td>")
+	require.Contains(t, p.body, "retry started")
+	require.Contains(t, b.get("/console/audit?action=job.retry").body, "<code>job/"+ranFailed.ID+"</code>")
 }
 
 func TestConsoleOperatorPagesRefuseATenantsKey(t *testing.T) {
