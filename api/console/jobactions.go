@@ -45,7 +45,7 @@ type jobAction struct {
 	Name string
 	// Method and suffix make the API's route: method
 	// {resource}/{id}{suffix}.
-	Method, suffix string
+	Method, suffix          string
 	Title, Question, Button string
 }
 
