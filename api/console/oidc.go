@@ -163,12 +163,8 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		fail(a.Status, "The gateway refused the identity provider's token: "+a.message())
 		return
 	}
-	expires := c.cfg.Now().Add(SessionTTL)
-	if !token.Expiry.IsZero() && token.Expiry.Before(expires) {
-		expires = token.Expiry
-	}
 	if err == nil {
-		err = c.startSessionUntil(w, r, claims.Tenant, token.AccessToken, expires)
+		err = c.startSessionUntil(w, r, claims.Tenant, token.AccessToken, token.Expiry)
 	}
 	if err != nil {
 		c.cfg.Logger.Error("console: start session", "error", err)
@@ -198,4 +194,3 @@ func (c *Console) openFlow(r *http.Request) (oidcFlow, error) {
 	}
 	return flow, nil
 }
-

@@ -71,11 +71,11 @@ func sessionID(token string) string {
 // startSession records a session for credential of tenant and sets its
 // cookie.
 func (c *Console) startSession(w http.ResponseWriter, r *http.Request, tenant, credential string) error {
-	return c.startSessionUntil(w, r, tenant, credential, c.cfg.Now().Add(SessionTTL))
+	return c.startSessionUntil(w, r, tenant, credential, time.Time{})
 }
 
 // startSessionUntil is startSession for a session that ends at expires
-// (an OIDC access token's expiry).
+// (an OIDC access token's expiry) when that comes before SessionTTL.
 func (c *Console) startSessionUntil(w http.ResponseWriter, r *http.Request, tenant, credential string, expires time.Time) error {
 	token, csrf := randomToken(), randomToken()
 	id := sessionID(token)
@@ -84,6 +84,9 @@ func (c *Console) startSessionUntil(w http.ResponseWriter, r *http.Request, tena
 		return err
 	}
 	now := c.cfg.Now().UTC().Truncate(time.Microsecond)
+	if expires.IsZero() || expires.After(now.Add(SessionTTL)) {
+		expires = now.Add(SessionTTL)
+	}
 	expires = expires.UTC().Truncate(time.Microsecond)
 	if err := c.cfg.Sessions.CreateConsoleSession(r.Context(), &store.ConsoleSession{ID: id, Tenant: tenant, Credential: sealed,
 		CSRFToken: csrf, CreatedAt: now, ExpiresAt: expires}); err != nil {

@@ -174,13 +174,13 @@ func (i *Issuer) sameOrigin(raw string) bool {
 
 // exchange is the token endpoint's authorization_code grant: the code's
 // access token, and an ID token for the client with the request's nonce.
-func (i *Issuer) exchange(c *gin.Context, form url.Values) {
+func (i *Issuer) exchange(c *gin.Context, clientID string, form url.Values) {
 	g, ok := i.codes.take(form.Get("code"), i.now())
 	switch {
 	case !ok:
 		oauthError(c, http.StatusBadRequest, "invalid_grant", "the code is unknown, used or expired")
 		return
-	case form.Get("redirect_uri") != g.redirectURI || form.Get("client_id") != g.clientID:
+	case form.Get("redirect_uri") != g.redirectURI || clientID != g.clientID:
 		oauthError(c, http.StatusBadRequest, "invalid_grant", "redirect_uri or client_id differs from the authorization request's")
 		return
 	case !pkceMatches(form.Get("code_verifier"), g.challenge):

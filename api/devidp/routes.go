@@ -52,11 +52,9 @@ func (i *Issuer) token(c *gin.Context) {
 		return
 	}
 	form := c.Request.PostForm
-	switch grant := form.Get("grant_type"); grant {
-	case "authorization_code":
-		i.exchange(c, form)
-		return
-	case "client_credentials":
+	grant := form.Get("grant_type")
+	switch grant {
+	case "authorization_code", "client_credentials":
 	case "":
 		oauthError(c, http.StatusBadRequest, "invalid_request", "grant_type is required")
 		return
@@ -82,6 +80,10 @@ func (i *Issuer) token(c *gin.Context) {
 	if clientID == "" {
 		c.Header("WWW-Authenticate", `Basic realm="dev-oidc"`)
 		oauthError(c, http.StatusUnauthorized, "invalid_client", "send client_id in the body or as HTTP Basic credentials")
+		return
+	}
+	if grant == "authorization_code" {
+		i.exchange(c, clientID, form)
 		return
 	}
 
