@@ -115,6 +115,7 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("GET "+Path+"oidc/callback", c.oidcCallback)
 	mux.HandleFunc("GET "+Path+"jobs", c.signedIn(c.jobs))
 	mux.HandleFunc("GET "+Path+"jobs/{id}", c.signedIn(c.job))
+	mux.HandleFunc("GET "+Path+"jobs/{id}/events", c.signedIn(c.jobEvents))
 	if err := c.jobActionRoutes(mux); err != nil {
 		return nil, err
 	}

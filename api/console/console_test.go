@@ -21,6 +21,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/console"
 	"github.com/ai-job-gateway/gateway/app/apikeys"
+	"github.com/ai-job-gateway/gateway/app/jobwatch"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/providers"
@@ -74,7 +75,7 @@ func newHarness(t *testing.T) *harness {
 	srv, err := api.New(api.Config{Store: h.store.Jobs, Batches: h.store.Batches, Jobs: ops, Catalog: catalog,
 		Verifier: auth.NewVerifier("http://127.0.0.1:1/dev/oidc", "ai-job-gateway", nil), APIKeys: h.keys, Audit: h.store.Audit,
 		Tenants: h.store.Routing, Statuses: h.store.Routing, Policies: h.store.Routing, Deliveries: h.store.Webhooks,
-		Usage: h.store.Usage, Logger: quiet})
+		Usage: h.store.Usage, Watcher: jobwatch.New(h.store.Jobs, 10*time.Millisecond, quiet), Events: h.store.Jobs, Logger: quiet})
 	require.NoError(t, err)
 	h.con, err = console.New(console.Config{API: srv.Handler(), Sessions: h.store.APIKeys, Keys: h.keys,
 		SealKey: []byte("0123456789abcdef0123456789abcdef"), Logger: quiet})
