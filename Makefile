@@ -46,8 +46,8 @@ test: test-tools ## run every test: unit, workflow, API, and integration on Post
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-tools
-test-tools: ## install what the media and engine tests run (ffmpeg, tesseract, Apertium APy, PocketSphinx, flite) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
-	@scripts/install-engines --if-possible
+test-tools: ## install what the media, engine and browser tests run (ffmpeg, tesseract, Apertium APy, PocketSphinx, flite, Chromium) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
+	@scripts/install-engines --if-possible --browser
 
 BUSY_LOOPS ?= 2
 
