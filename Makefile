@@ -79,9 +79,10 @@ BENCH_JOBS ?= 1000000
 BENCHTIME  ?= 2s
 
 .PHONY: bench
-bench: ## every benchmark: bench-load, bench-list, bench-media, bench-events, bench-auth, bench-fairness, then bench-overload (all run; fails if a gateway request or job of any failed, or bench-fairness or bench-overload misses its target)
+bench: ## every benchmark: bench-load, bench-list, bench-console, bench-media, bench-events, bench-auth, bench-fairness, then bench-overload (all run; fails if a gateway request or job of any failed, or bench-fairness or bench-overload misses its target)
 	@status=0; $(MAKE) --no-print-directory bench-load || status=1; \
 	$(MAKE) --no-print-directory bench-list || status=1; \
+	$(MAKE) --no-print-directory bench-console || status=1; \
 	$(MAKE) --no-print-directory bench-media || status=1; \
 	$(MAKE) --no-print-directory bench-events || status=1; \
 	$(MAKE) --no-print-directory bench-auth || status=1; \
@@ -107,6 +108,10 @@ bench-events: ## benchmark: 2,000 clients following 100 jobs' event streams on o
 .PHONY: bench-list
 bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once) and the SQLite store's job writes; about two minutes
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 -timeout 30m ./store/
+
+.PHONY: bench-console
+bench-console: ## benchmark: the console's pages' server time for the largest tenant on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once; fails if a page's p99 is over 300 ms; a few minutes)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench ConsolePages -benchtime 1x -count=1 -timeout 40m ./api/console/
 
 BENCH_LOAD_FLAGS ?=
 
