@@ -24,6 +24,9 @@ type jobPage struct {
 	// DownloadURL is the result's download link; TemporalURL the job's
 	// workflow in the Temporal UI. "" for none.
 	DownloadURL, TemporalURL string
+	// EventPrefix is the service's event names' prefix, for the live
+	// status of a job not yet ended (assets/live.js).
+	EventPrefix string
 }
 
 // job serves GET /console/jobs/{id}: the job as GET /v1/{resource}/{id}
@@ -33,7 +36,7 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) error 
 	if err != nil || !ok {
 		return err
 	}
-	p := jobPage{Job: doc, Service: string(svc.ID)}
+	p := jobPage{Job: doc, Service: string(svc.ID), EventPrefix: svc.EventPrefix}
 	if err := c.jobExtras(r, s, svc, &p); err != nil {
 		return err
 	}
