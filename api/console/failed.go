@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,21 +81,12 @@ func (c *Console) failed(w http.ResponseWriter, r *http.Request, s *session) err
 		c.problem(w, a.Status, s, "The gateway refused", a.message())
 		return nil
 	}
-	var list struct {
-		Data []jobDoc `json:"data"`
-		Meta struct {
-			Total int64 `json:"total"`
-		} `json:"meta"`
-		Links struct {
-			Prev *string `json:"prev"`
-			Next *string `json:"next"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal(a.Body, &list); err != nil {
+	list, err := decodeList[jobDoc](a.Body)
+	if err != nil {
 		return err
 	}
 	p.Total, p.Listed = list.Meta.Total, len(list.Data)
-	p.Prev, p.Next = numberedLink("failed", kept, list.Links.Prev), numberedLink("failed", kept, list.Links.Next)
+	p.Prev, p.Next = list.pageLinks("failed", kept)
 	p.Groups = groupByCode(list.Data, p.Filters["code"])
 	c.render(w, http.StatusOK, "failed", layout{Title: "Failed jobs", Nav: "failed", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil

@@ -106,42 +106,17 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 	if a.Status != http.StatusOK {
 		status, p.Error = a.Status, a.message()
 	} else {
-		var list struct {
-			Data []jobDoc `json:"data"`
-			Meta struct {
-				Total int64 `json:"total"`
-			} `json:"meta"`
-			Links struct {
-				Prev *string `json:"prev"`
-				Next *string `json:"next"`
-			} `json:"links"`
-		}
-		if err := json.Unmarshal(a.Body, &list); err != nil {
+		list, err := decodeList[jobDoc](a.Body)
+		if err != nil {
 			return err
 		}
+		kept := url.Values{}
+		for name, v := range p.Filters {
+			kept.Set(name, v)
+		}
 		p.Jobs, p.Total = list.Data, list.Meta.Total
-		p.Prev, p.Next = pageLink(p.Filters, list.Links.Prev), pageLink(p.Filters, list.Links.Next)
+		p.Prev, p.Next = list.pageLinks("jobs", kept)
 	}
 	c.render(w, status, "jobs", layout{Title: "Jobs", Nav: "jobs", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
-}
-
-// pageLink is the console's link to the page an API link names, with
-// filters; "" for none.
-func pageLink(filters map[string]string, link *string) string {
-	if link == nil {
-		return ""
-	}
-	u, err := url.Parse(*link)
-	if err != nil {
-		return ""
-	}
-	q := url.Values{}
-	for name, v := range filters {
-		q.Set(name, v)
-	}
-	if n := u.Query().Get("page[number]"); n != "" {
-		q.Set("page", n)
-	}
-	return Path + "jobs?" + q.Encode()
 }

@@ -58,21 +58,12 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request, s *session) er
 		c.problem(w, a.Status, s, "The gateway refused", a.message())
 		return nil
 	}
-	var list struct {
-		Data []tenantDoc `json:"data"`
-		Meta struct {
-			Total int64 `json:"total"`
-		} `json:"meta"`
-		Links struct {
-			Prev *string `json:"prev"`
-			Next *string `json:"next"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal(a.Body, &list); err != nil {
+	list, err := decodeList[tenantDoc](a.Body)
+	if err != nil {
 		return err
 	}
-	p := tenantsPage{Tenants: list.Data, Total: list.Meta.Total,
-		Prev: numberedLink("tenants", nil, list.Links.Prev), Next: numberedLink("tenants", nil, list.Links.Next)}
+	p := tenantsPage{Tenants: list.Data, Total: list.Meta.Total}
+	p.Prev, p.Next = list.pageLinks("tenants", nil)
 	c.render(w, http.StatusOK, "tenants", layout{Title: "Tenants", Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }
@@ -97,25 +88,4 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request, s *session) err
 	}
 	c.render(w, http.StatusOK, "tenant", layout{Title: "Tenant " + doc.Data.ID, Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc.Data})
 	return nil
-}
-
-// numberedLink is the console's link to the page of console path page
-// that an API link names by page[number], with the console's query
-// values; "" for none.
-func numberedLink(page string, values url.Values, link *string) string {
-	if link == nil {
-		return ""
-	}
-	u, err := url.Parse(*link)
-	if err != nil {
-		return ""
-	}
-	q := url.Values{}
-	for name, v := range values {
-		q[name] = v
-	}
-	if n := u.Query().Get("page[number]"); n != "" {
-		q.Set("page", n)
-	}
-	return Path + page + "?" + q.Encode()
 }
