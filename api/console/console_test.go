@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/mocks"
@@ -20,6 +22,7 @@ import (
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
 	"github.com/ai-job-gateway/gateway/api/console"
+	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/app/jobwatch"
@@ -57,15 +60,30 @@ type harness struct {
 	store  *store.Store
 	keys   *apikeys.Service
 	con    *console.Console
+	// issuer is a dev identity provider on the same server, which the
+	// API trusts and the console signs people in through.
+	issuer *devidp.Issuer
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, mocks.NewClient(t))
+}
+
+// newHarnessWith is newHarness over temporal, a mock the caller has told
+// what to answer.
+func newHarnessWith(t *testing.T, temporal *mocks.Client) *harness {
+	t.Helper()
 	h := &harness{store: storetest.SQLite(t)}
+	var handler http.Handler
+	h.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(h.server.Close)
+	var err error
+	h.issuer, err = devidp.Open(t.TempDir(), "http://"+h.server.Listener.Addr().String()+devidp.Path)
+	require.NoError(t, err)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	catalog, err := providers.ParseCatalog([]byte(testCatalog))
 	require.NoError(t, err)
-	temporal := mocks.NewClient(t)
 	starts := jobops.NewDispatcher(jobops.DispatcherConfig{Store: h.store.Jobs, Temporal: temporal, Generation: workflows.StampedGeneration, Logger: quiet})
 	ops, err := jobops.New(jobops.Config{Generation: workflows.StampedGeneration, Jobs: h.store.Jobs, Tenants: h.store.Routing,
 		Statuses: h.store.Routing, Policies: h.store.Routing, Rates: h.store.Routing, Batches: h.store.Batches, Catalog: catalog,
@@ -73,18 +91,20 @@ func newHarness(t *testing.T) *harness {
 	require.NoError(t, err)
 	h.keys = apikeys.New(h.store.APIKeys, h.store.Routing, apikeys.TagsOf([]byte("test tags")), nil, quiet)
 	srv, err := api.New(api.Config{Store: h.store.Jobs, Batches: h.store.Batches, Jobs: ops, Catalog: catalog,
-		Verifier: auth.NewVerifier("http://127.0.0.1:1/dev/oidc", "ai-job-gateway", nil), APIKeys: h.keys, Audit: h.store.Audit,
+		Verifier: auth.NewVerifier(h.issuer.URL(), devidp.DefaultAudience, h.server.Client()), APIKeys: h.keys, Audit: h.store.Audit,
 		Tenants: h.store.Routing, Statuses: h.store.Routing, Policies: h.store.Routing, Deliveries: h.store.Webhooks,
-		Usage: h.store.Usage, Watcher: jobwatch.New(h.store.Jobs, 10*time.Millisecond, quiet), Events: h.store.Jobs, Logger: quiet})
+		Usage: h.store.Usage, Breakers: h.store.Breakers, Watcher: jobwatch.New(h.store.Jobs, 10*time.Millisecond, quiet), Events: h.store.Jobs,
+		Routes: []func(gin.IRouter){h.issuer.Routes}, Logger: quiet})
 	require.NoError(t, err)
 	h.con, err = console.New(console.Config{API: srv.Handler(), Sessions: h.store.APIKeys, Keys: h.keys,
-		SealKey: []byte("0123456789abcdef0123456789abcdef"), Logger: quiet})
+		SealKey: []byte("0123456789abcdef0123456789abcdef"), Logger: quiet,
+		OIDC: &console.OIDC{IssuerURL: h.issuer.URL(), ClientID: "gateway-console", Client: h.server.Client()}})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(console.Path, h.con)
 	mux.Handle("/", srv.Handler())
-	h.server = httptest.NewServer(mux)
-	t.Cleanup(h.server.Close)
+	handler = mux
+	h.server.Start()
 	return h
 }
 
@@ -188,6 +208,40 @@ func csrf(t *testing.T, p page) string {
 	m := csrfInput.FindStringSubmatch(p.body)
 	require.NotNil(t, m, "a form with a CSRF token: %s", p.body)
 	return m[1]
+}
+
+var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// signInAs signs b in through the dev identity provider, as subject of
+// tenant with scopes and roles (docs/console.md, Signing in with OIDC),
+// and returns the jobs page.
+func (b *browser) signInAs(subject, tenant string, scopes, roles []string) page {
+	b.t.Helper()
+	p := b.get("/console/sign-in/oidc")
+	require.Equal(b.t, http.StatusSeeOther, p.status, p.body)
+	authorize, err := url.Parse(p.header.Get("Location"))
+	require.NoError(b.t, err)
+	resp, err := b.client.Get(authorize.String())
+	require.NoError(b.t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	require.NoError(b.t, resp.Body.Close())
+	require.Equal(b.t, http.StatusOK, resp.StatusCode, "%s", body)
+	form := url.Values{"subject": {subject}, "tenant_id": {tenant},
+		"grant_scope": {strings.Join(scopes, " ")}, "roles": {strings.Join(roles, " ")}}
+	for _, m := range hiddenInput.FindAllStringSubmatch(string(body), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	resp, err = b.client.PostForm(b.h.issuer.URL()+"/authorize", form)
+	require.NoError(b.t, err)
+	_ = resp.Body.Close()
+	require.Equal(b.t, http.StatusSeeOther, resp.StatusCode)
+	callback, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(b.t, err)
+	p = b.get(callback.RequestURI())
+	require.Equal(b.t, http.StatusSeeOther, p.status, p.body)
+	require.Equal(b.t, "/console/jobs", p.header.Get("Location"))
+	return b.get("/console/jobs")
 }
 
 // signIn signs b in with key and returns the jobs page.

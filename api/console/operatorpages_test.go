@@ -2,21 +2,14 @@ package console_test
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -27,30 +20,20 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/api/console"
 	"github.com/ai-job-gateway/gateway/api/devidp"
-	"github.com/ai-job-gateway/gateway/app/apikeys"
-	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
 	"github.com/ai-job-gateway/gateway/workflows"
 )
-
-// testSealKey is the seal key of the operators' harness.
-const testSealKey = "0123456789abcdef0123456789abcdef"
 
 // operator is the super-admin the operators' tests act as.
 const operator = "ops-alice"
 
-// opsHarness is harness with a dev issuer on the same server, the
-// breakers' store, and a Temporal without the histories of any job.
+// opsHarness is harness with a Temporal that holds the histories of the
+// jobs a test says ran, for retries.
 type opsHarness struct {
 	*harness
-	issuer *devidp.Issuer
 
 	mu        sync.Mutex
 	histories map[string]*historypb.HistoryEvent
@@ -58,43 +41,14 @@ type opsHarness struct {
 
 func newOpsHarness(t *testing.T) *opsHarness {
 	t.Helper()
-	h := &opsHarness{harness: &harness{store: storetest.SQLite(t)}, histories: map[string]*historypb.HistoryEvent{}}
-	var handler http.Handler
-	h.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(h.server.Close)
-	base := "http://" + h.server.Listener.Addr().String()
-	var err error
-	h.issuer, err = devidp.Open(t.TempDir(), base+devidp.Path)
-	require.NoError(t, err)
-
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	catalog, err := providers.ParseCatalog([]byte(testCatalog))
-	require.NoError(t, err)
+	h := &opsHarness{histories: map[string]*historypb.HistoryEvent{}}
 	temporal := mocks.NewClient(t)
 	temporal.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(h.history).Maybe()
 	run := mocks.NewWorkflowRun(t)
 	run.On("GetRunID").Return("retry-run").Maybe()
 	temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(run, nil).Maybe()
-	starts := jobops.NewDispatcher(jobops.DispatcherConfig{Store: h.store.Jobs, Temporal: temporal, Generation: workflows.StampedGeneration, Logger: quiet})
-	ops, err := jobops.New(jobops.Config{Generation: workflows.StampedGeneration, Jobs: h.store.Jobs, Tenants: h.store.Routing,
-		Statuses: h.store.Routing, Policies: h.store.Routing, Rates: h.store.Routing, Batches: h.store.Batches, Catalog: catalog,
-		Temporal: temporal, Starts: starts, Audit: h.store.Audit, Logger: quiet})
-	require.NoError(t, err)
-	h.keys = apikeys.New(h.store.APIKeys, h.store.Routing, apikeys.TagsOf([]byte("test tags")), nil, quiet)
-	srv, err := api.New(api.Config{Store: h.store.Jobs, Batches: h.store.Batches, Jobs: ops, Catalog: catalog,
-		Verifier: auth.NewVerifier(h.issuer.URL(), devidp.DefaultAudience, h.server.Client()), APIKeys: h.keys, Audit: h.store.Audit,
-		Tenants: h.store.Routing, Statuses: h.store.Routing, Policies: h.store.Routing, Deliveries: h.store.Webhooks,
-		Usage: h.store.Usage, Breakers: h.store.Breakers, Routes: []func(gin.IRouter){h.issuer.Routes}, Logger: quiet})
-	require.NoError(t, err)
-	h.con, err = console.New(console.Config{API: srv.Handler(), Sessions: h.store.APIKeys, Keys: h.keys,
-		SealKey: []byte(testSealKey), Logger: quiet})
-	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle(console.Path, h.con)
-	mux.Handle("/", srv.Handler())
-	handler = mux
-	h.server.Start()
+	h.harness = newHarnessWith(t, temporal)
 	return h
 }
 
@@ -140,39 +94,29 @@ func (it *oneEvent) Next() (*historypb.HistoryEvent, error) {
 // scopes (docs/api.md, Authentication).
 func (h *opsHarness) operatorToken(t *testing.T) string {
 	t.Helper()
-	scopes := []string{"providers:write", "services:write", "audit:read", auth.ScopeCrossTenant}
-	for _, s := range jobs.Services() {
-		scopes = append(scopes, string(s.ID)+":read", string(s.ID)+":write")
-	}
-	token, err := h.issuer.Mint(devidp.TokenRequest{Subject: operator, Scopes: scopes, Roles: []string{auth.RoleSuperAdmin}})
+	token, err := h.issuer.Mint(devidp.TokenRequest{Subject: operator, Scopes: operatorScopes(), Roles: []string{auth.RoleSuperAdmin}})
 	require.NoError(t, err)
 	return token
 }
 
-// operatorBrowser is a browser with a session holding the operator's
-// token, as sign-in through the OIDC issuer makes one (no API key is a
-// super-admin: app/apikeys gives keys no roles and no
-// admin:cross-tenant): recorded directly, sealed as the console seals
-// it (AES-GCM, the session's id as additional data).
+// operatorBrowser is a browser signed in through the OIDC issuer as the
+// operator, a tenant-less super-admin (no API key is one: app/apikeys
+// gives keys no roles and no admin:cross-tenant), and its session's CSRF
+// token.
 func (h *opsHarness) operatorBrowser(t *testing.T) (*browser, string) {
 	t.Helper()
-	token := h.operatorToken(t)
-	cookieValue, csrfToken := "operator-session-"+t.Name(), "operator-csrf"
-	id := console.SessionID(cookieValue)
-	block, err := aes.NewCipher([]byte(testSealKey))
-	require.NoError(t, err)
-	aead, err := cipher.NewGCM(block)
-	require.NoError(t, err)
-	nonce := make([]byte, aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, h.store.APIKeys.CreateConsoleSession(context.Background(), &store.ConsoleSession{ID: id,
-		Credential: aead.Seal(nonce, nonce, []byte(token), []byte(id)), CSRFToken: csrfToken, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
 	b := h.browser(t)
-	u, err := url.Parse(h.server.URL + console.Path)
-	require.NoError(t, err)
-	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: console.CookieName, Value: cookieValue, Path: console.Path}})
-	return b, csrfToken
+	p := b.signInAs(operator, "", operatorScopes(), []string{auth.RoleSuperAdmin})
+	return b, csrf(t, p)
+}
+
+// operatorScopes are the operator's: every job scope and the operators'.
+func operatorScopes() []string {
+	scopes := []string{"providers:write", "services:write", "audit:read", auth.ScopeCrossTenant}
+	for _, s := range jobs.Services() {
+		scopes = append(scopes, string(s.ID)+":read", string(s.ID)+":write")
+	}
+	return scopes
 }
 
 // apiGet reads path from the API with token.

@@ -2,104 +2,21 @@ package console_test
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/mocks"
 
-	"github.com/ai-job-gateway/gateway/api"
-	"github.com/ai-job-gateway/gateway/api/auth"
-	"github.com/ai-job-gateway/gateway/api/console"
-	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/app/apikeys"
-	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/providers"
 	"github.com/ai-job-gateway/gateway/store"
-	"github.com/ai-job-gateway/gateway/store/storetest"
-	"github.com/ai-job-gateway/gateway/workflows"
 )
-
-// tenantSealKey is the token harness's Config.SealKey.
-const tenantSealKey = "0123456789abcdef0123456789abcdef"
-
-// newTokenHarness is newHarness whose API also verifies tokens of a dev
-// issuer it serves, for sessions holding a token: an API key never holds
-// keys:write (docs/api.md, API keys), so keys are created and revoked
-// with a token.
-func newTokenHarness(t *testing.T) (*harness, *devidp.Issuer) {
-	t.Helper()
-	h := &harness{store: storetest.SQLite(t)}
-	var handler http.Handler
-	h.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(h.server.Close)
-	issuer, err := devidp.Open(t.TempDir(), "http://"+h.server.Listener.Addr().String()+devidp.Path)
-	require.NoError(t, err)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	catalog, err := providers.ParseCatalog([]byte(testCatalog))
-	require.NoError(t, err)
-	temporal := mocks.NewClient(t)
-	starts := jobops.NewDispatcher(jobops.DispatcherConfig{Store: h.store.Jobs, Temporal: temporal, Generation: workflows.StampedGeneration, Logger: quiet})
-	ops, err := jobops.New(jobops.Config{Generation: workflows.StampedGeneration, Jobs: h.store.Jobs, Tenants: h.store.Routing,
-		Statuses: h.store.Routing, Policies: h.store.Routing, Rates: h.store.Routing, Batches: h.store.Batches, Catalog: catalog,
-		Temporal: temporal, Starts: starts, Audit: h.store.Audit, Logger: quiet})
-	require.NoError(t, err)
-	h.keys = apikeys.New(h.store.APIKeys, h.store.Routing, apikeys.TagsOf([]byte("test tags")), nil, quiet)
-	srv, err := api.New(api.Config{Store: h.store.Jobs, Batches: h.store.Batches, Jobs: ops, Catalog: catalog,
-		Verifier: auth.NewVerifier(issuer.URL(), "ai-job-gateway", h.server.Client()), APIKeys: h.keys, Audit: h.store.Audit,
-		Tenants: h.store.Routing, Statuses: h.store.Routing, Policies: h.store.Routing, Deliveries: h.store.Webhooks,
-		Usage: h.store.Usage, Routes: []func(gin.IRouter){issuer.Routes}, Logger: quiet})
-	require.NoError(t, err)
-	h.con, err = console.New(console.Config{API: srv.Handler(), Sessions: h.store.APIKeys, Keys: h.keys,
-		SealKey: []byte(tenantSealKey), Logger: quiet})
-	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle(console.Path, h.con)
-	mux.Handle("/", srv.Handler())
-	handler = mux
-	h.server.Start()
-	return h, issuer
-}
-
-// tokenSession signs b in with a token of tenant holding scopes: its
-// session is recorded as the console records one (docs/console.md,
-// Sessions: the credential sealed with AES-GCM under the seal key, bound
-// to the session's id), since the console signs in with keys only.
-func (b *browser) tokenSession(issuer *devidp.Issuer, tenant string, scopes ...string) {
-	b.t.Helper()
-	token, err := issuer.Mint(devidp.TokenRequest{Tenant: tenant, Subject: "alice", Scopes: scopes, Audience: "ai-job-gateway"})
-	require.NoError(b.t, err)
-	cookie := uuid.NewString()
-	id := console.SessionID(cookie)
-	block, err := aes.NewCipher([]byte(tenantSealKey))
-	require.NoError(b.t, err)
-	aead, err := cipher.NewGCM(block)
-	require.NoError(b.t, err)
-	nonce := make([]byte, aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(b.t, b.h.store.APIKeys.CreateConsoleSession(context.Background(), &store.ConsoleSession{ID: id, Tenant: tenant,
-		Credential: aead.Seal(nonce, nonce, []byte(token), []byte(id)), CSRFToken: "csrf-" + cookie, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
-	u, err := url.Parse(b.h.server.URL + console.Path)
-	require.NoError(b.t, err)
-	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: console.CookieName, Value: cookie, Path: console.Path}})
-	p := b.get("/console/jobs")
-	require.Equal(b.t, http.StatusOK, p.status, p.body)
-}
 
 // issue makes a key of tenant with scopes.
 func (h *harness) issue(t *testing.T, tenant string, scopes ...string) apikeys.Issued {
@@ -244,9 +161,9 @@ var secretPattern = regexp.MustCompile(`gwk_[a-z2-7]{16}_[a-z2-7]{52}`)
 
 func TestConsoleKeysCreateShowsTheSecretOnceAndRevokeEndsItsSession(t *testing.T) {
 	t.Parallel()
-	h, issuer := newTokenHarness(t)
+	h := newHarness(t)
 	admin := h.browser(t)
-	admin.tokenSession(issuer, "acme", "keys:read", "keys:write", "translations:read", "translations:write", "usage:read")
+	admin.signInAs("alice", "acme", []string{"keys:read", "keys:write", "translations:read", "translations:write", "usage:read"}, nil)
 
 	list := admin.get("/console/keys")
 	require.Equal(t, http.StatusOK, list.status, list.body)
