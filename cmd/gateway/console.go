@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
 
 	"github.com/gin-gonic/gin"
 
@@ -43,17 +42,6 @@ func consoleOIDC(cfg config, issuerURL string, devIssuer bool) *console.OIDC {
 
 // consoleOption sets an optional field of the console's Config.
 type consoleOption func(*console.Config)
-
-// withTemporalUI links job pages to their workflows in the Temporal UI
-// at origins[0] (dev's embedded UI), in namespace; none without one.
-// serve has no flag naming the UI's address (docs/console.md).
-func withTemporalUI(origins []string, namespace string) consoleOption {
-	return func(c *console.Config) {
-		if len(origins) > 0 {
-			c.TemporalUIURL = origins[0] + "/namespaces/" + url.PathEscape(namespace) + "/workflows"
-		}
-	}
-}
 
 // newConsole builds the console over st's sessions and keys' tenants,
 // with sign-in through oidc when not nil.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/auth"
+	"github.com/ai-job-gateway/gateway/api/console"
 	"github.com/ai-job-gateway/gateway/api/devidp"
 	"github.com/ai-job-gateway/gateway/cmd/gateway/internal/devtemporal"
 	"github.com/ai-job-gateway/gateway/internal/blobstore"
@@ -225,5 +227,16 @@ func serveFiles(files *blobstore.Store) func(gin.IRouter) {
 		h := gin.WrapH(files.Handler())
 		r.GET(blobstore.FilesPath+"*key", h)
 		r.HEAD(blobstore.FilesPath+"*key", h)
+	}
+}
+
+// withTemporalUI links job pages to their workflows in the Temporal UI
+// at origins[0] (dev's embedded UI), in namespace; none without one.
+// serve has no flag naming the UI's address (docs/console.md).
+func withTemporalUI(origins []string, namespace string) consoleOption {
+	return func(c *console.Config) {
+		if len(origins) > 0 {
+			c.TemporalUIURL = origins[0] + "/namespaces/" + url.PathEscape(namespace) + "/workflows"
+		}
 	}
 }
