@@ -167,6 +167,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"jobs?service=transcriptions&status=failed", fixed("/console/jobs?service=transcriptions&status=failed")},
 		{"jobs?status=pending", fixed("/console/jobs?status=pending")},
 		{"jobs?error_code=PROVIDERS_EXHAUSTED", fixed("/console/jobs?error_code=PROVIDERS_EXHAUSTED")},
+		// No seeded job has an application: the filter's worst case.
+		{"jobs?application=billing", fixed("/console/jobs?application=billing")},
 		// The jobs page's Older link followed 20 times: pages 2 to 21,
 		// each timed.
 		{"jobs, Older ×20", func(tb testing.TB) []time.Duration {
