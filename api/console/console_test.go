@@ -238,9 +238,11 @@ func (b *browser) signInAs(subject, tenant string, scopes, roles []string) page 
 	require.Equal(b.t, http.StatusSeeOther, resp.StatusCode)
 	callback, err := url.Parse(resp.Header.Get("Location"))
 	require.NoError(b.t, err)
+	// The callback goes on to the jobs from its own page, so that the
+	// browser sends the new SameSite=Strict cookie.
 	p = b.get(callback.RequestURI())
-	require.Equal(b.t, http.StatusSeeOther, p.status, p.body)
-	require.Equal(b.t, "/console/jobs", p.header.Get("Location"))
+	require.Equal(b.t, http.StatusOK, p.status, p.body)
+	require.Contains(b.t, p.body, `<meta http-equiv="refresh" content="0;url=/console/jobs">`)
 	return b.get("/console/jobs")
 }
 
@@ -555,4 +557,32 @@ func TestConsoleSecurityHeadersOnEveryResponse(t *testing.T) {
 		require.NotContains(t, p.body, "style=", "no inline style")
 		require.NotRegexp(t, `(src|href)="(https?:)?//`, p.body, "nothing from elsewhere")
 	}
+}
+
+// A link from another site arrives without the SameSite=Strict cookie:
+// the console follows it again from its own page instead of signing the
+// person out, and keeps the session; without a cookie at all, from this
+// site, it is the sign-in page.
+func TestConsoleLinkFromAnotherSite(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key, _ := h.key(t, "acme")
+	b := h.browser(t)
+	b.signIn(key)
+
+	req, err := http.NewRequest(http.MethodGet, h.server.URL+"/console/jobs?status=failed", nil)
+	require.NoError(t, err)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := http.DefaultClient.Do(req) // as the browser sends it: no cookie
+	require.NoError(t, err)
+	p := read(t, resp)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `content="0;url=/console/jobs?status=failed"`)
+	require.Empty(t, p.header.Values("Set-Cookie"), "nothing deleted")
+	require.Equal(t, http.StatusOK, b.get("/console/jobs?status=failed").status, "the session lives on")
+
+	resp, err = http.Get(h.server.URL + "/console/jobs")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, "/console/sign-in", resp.Request.URL.Path)
 }

@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ai-job-gateway/gateway/store"
@@ -107,7 +109,14 @@ func (c *Console) endSession(w http.ResponseWriter, r *http.Request, s *session)
 // deletes it.
 func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: Path, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(r)}
+}
+
+// overTLS reports whether r came over TLS, to the gateway or to a proxy
+// before it: the API's router keeps X-Forwarded-Proto only from its
+// trusted proxies (docs/operations.md, Behind a proxy).
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // encodeSealed and decodeSealed carry sealed bytes in a cookie.
@@ -139,8 +148,7 @@ func (c *Console) signedIn(h page) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.session(r)
 		if errors.Is(err, errSignedOut) {
-			http.SetCookie(w, cookie(r, CookieName, "", -1))
-			http.Redirect(w, r, Path+"sign-in", http.StatusSeeOther)
+			c.signedOut(w, r)
 			return
 		}
 		if err != nil {
@@ -169,6 +177,38 @@ func (c *Console) signedIn(h page) http.HandlerFunc {
 		}
 	}
 }
+
+// signedOut answers a request without a live session. A link followed
+// from another site arrives without the SameSite=Strict cookie: it gets a
+// page that follows the link again from here, with the cookie. Others are
+// sent to sign in; a cookie sent and refused is deleted.
+func (c *Console) signedOut(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		c.continueAt(w, r.URL.RequestURI())
+		return
+	}
+	if _, err := r.Cookie(CookieName); err == nil {
+		http.SetCookie(w, cookie(r, CookieName, "", -1))
+	}
+	http.Redirect(w, r, Path+"sign-in", http.StatusSeeOther)
+}
+
+// continueAt answers a page that goes on to the console's path at once:
+// a navigation that starts from the console's own page, so its
+// SameSite=Strict cookie is sent (a redirect would still count as the
+// other site's).
+func (c *Console) continueAt(w http.ResponseWriter, path string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = continuePage.Execute(w, path)
+}
+
+var continuePage = template.Must(template.New("continue").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={{.}}">
+<title>AI job gateway</title></head>
+<body><p><a href="{{.}}">Continue to the console</a></p></body></html>
+`))
 
 // sealer seals credentials with AES-GCM, each bound to its session's id.
 type sealer struct{ aead cipher.AEAD }

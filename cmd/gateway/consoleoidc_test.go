@@ -47,6 +47,16 @@ func TestConsoleSignInThroughOIDC(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	// The callback goes on to the jobs from its own page, so that a
+	// browser sends the new SameSite=Strict cookie.
+	require.Equal(t, "/console/oidc/callback", resp.Request.URL.Path)
+	require.Contains(t, string(page), `content="0;url=/console/jobs"`)
+	resp, err = browser.Get(g.url("/console/jobs"))
+	require.NoError(t, err)
+	page, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
 	require.Equal(t, "/console/jobs", resp.Request.URL.Path, "signed in, on the jobs page")
 	require.Contains(t, string(page), "acme")
 
