@@ -57,6 +57,9 @@ func (c *Console) call(r *http.Request, credential, method, path string, query u
 	if err != nil {
 		return nil, err
 	}
+	if splitsSegment(req) {
+		return &answer{Status: http.StatusNotFound, Header: http.Header{}}, nil
+	}
 	req.Host, req.RemoteAddr, req.TLS = r.Host, r.RemoteAddr, r.TLS
 	req.Header.Set("Authorization", "Bearer "+credential)
 	req.Header.Set("Accept", "application/json")
@@ -70,6 +73,11 @@ func (c *Console) call(r *http.Request, credential, method, path string, query u
 	}
 	return &answer{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
 }
+
+// splitsSegment reports whether req's path holds an escaped slash: an
+// id a person typed with "/" in it would otherwise reach another route
+// of the API, whose router matches the unescaped path.
+func splitsSegment(req *http.Request) bool { return req.URL.RawPath != "" }
 
 // callAs is call as s, ending s when the API refuses its credential.
 func (c *Console) callAs(r *http.Request, s *session, method, path string, query url.Values, body any) (*answer, error) {

@@ -136,6 +136,10 @@ func (c *Console) stream(r *http.Request, s *session, path string, out interface
 	if err != nil {
 		return err
 	}
+	if splitsSegment(req) {
+		out.WriteHeader(http.StatusNotFound)
+		return nil
+	}
 	req.Host, req.RemoteAddr, req.TLS = r.Host, r.RemoteAddr, r.TLS
 	req.Header.Set("Authorization", "Bearer "+s.credential)
 	req.Header.Set("Accept", "application/x-ndjson, application/json")

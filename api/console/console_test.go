@@ -586,3 +586,17 @@ func TestConsoleLinkFromAnotherSite(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, "/console/sign-in", resp.Request.URL.Path)
 }
+
+// An id with an escaped "/" stays one segment: it does not reach another
+// route of the API.
+func TestConsoleKeepsAnIDOneSegment(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key, _ := h.key(t, "acme")
+	job := h.seed(t, jobs.Record{Tenant: "acme"})
+	b := h.browser(t)
+	b.signIn(key)
+	// /v1/translations/{id}/events would answer; {id}%2Fevents is no job.
+	p := b.get("/console/jobs/" + job.ID + "%2Fevents?service=translations")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+}

@@ -22,6 +22,10 @@ func (c *Console) jobEvents(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
+	if splitsSegment(req) {
+		w.WriteHeader(http.StatusNotFound)
+		return nil
+	}
 	req.Host, req.RemoteAddr, req.TLS = r.Host, r.RemoteAddr, r.TLS
 	req.Header.Set("Authorization", "Bearer "+s.credential)
 	req.Header.Set("Accept", "text/event-stream")
