@@ -112,6 +112,14 @@ func (f JobFilter) where(q *gorm.DB) *gorm.DB {
 			q = q.Where(table+"."+cond.column+" = ?", cond.value)
 		}
 	}
+	// The partial indexes of error codes and applications hold only
+	// jobs that have one: said here, the planner uses them for any value.
+	if f.ErrorCode != "" {
+		q = q.Where(table + ".error_code <> ''")
+	}
+	if f.Application != "" {
+		q = q.Where(table + ".application <> ''")
+	}
 	if f.WebhookFailed {
 		q = q.Where("EXISTS (SELECT 1 FROM webhook_messages m WHERE m.job_id = jobs.id AND m.given_up_at IS NOT NULL)")
 	}

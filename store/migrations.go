@@ -231,6 +231,7 @@ var migrations = []*gormigrate.Migration{
 	migrationJobDeltas,
 	migrationOpenAIObjects,
 	migrationConsoleSessions,
+	migrationJobFilterIndexes,
 }
 
 // tableMigration creates the tables of models, then runs stmts (their
