@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,9 +23,18 @@ const chromiumPath = "/usr/bin/chromium"
 
 // browserCatalog fails every llm-task over: both providers always fail,
 // so a job tries one, fails over to the other and ends
-// PROVIDERS_EXHAUSTED with two attempts.
+// PROVIDERS_EXHAUSTED with two attempts. Translations succeed, and are
+// billed, for the usage chart.
 var browserCatalog = "providers:\n" + sandboxLLMProvider("sandbox-broken-a", "Broken A", 0, 1, "0.000001") +
-	sandboxLLMProvider("sandbox-broken-b", "Broken B", 0, 1, "0.000002")
+	sandboxLLMProvider("sandbox-broken-b", "Broken B", 0, 1, "0.000002") + `  - id: sandbox-translator
+    name: Translator
+    adapter: sandbox
+    settings: {latency_ms: 0, fail_rate: 0}
+    services:
+      translations:
+        features: [language_detection, formality]
+        pricing: {unit: per_character, amount: 0.00002, currency: USD}
+`
 
 // TestConsoleInABrowser: a person signs in to gateway dev's console with
 // its API key in headless Chromium, finds a failed job by its error code,
@@ -50,6 +60,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		`"webhook":{"url":"`+hook.URL+`/hooks"}}}}`).Data.ID
 	doc := g.waitFailed("llm-tasks", failed, 2*time.Minute, "PROVIDERS_EXHAUSTED")
 	require.Len(t, doc.Data.Attributes.RoutingHistory, 2, "one failover")
+	billed := g.create("translations", `{"data":{"type":"translation-job","attributes":{"input":{"type":"text","content":"Hello, team.","target_language":"de"}}}}`).Data.ID
+	g.waitEnded("translations", billed, time.Minute, "completed")
 	other := g.createUnroutable().Data.ID
 	g.waitFailed("llm-tasks", other, time.Minute, "NO_ELIGIBLE_PROVIDER")
 	require.Eventually(t, func() bool { return len(hook.received()) > 0 }, time.Minute, 100*time.Millisecond, "the webhook's first attempt")
@@ -69,7 +81,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		requests = append(requests, e.Request.URL)
-		if err != nil || u.Host != g.listen {
+		// data: URLs are the browser's own (a date input's icon), not fetched.
+		if err != nil || (u.Scheme != "data" && u.Host != g.listen) {
 			foreign = append(foreign, e.Request.URL)
 		}
 	}))
@@ -115,11 +128,37 @@ func TestConsoleInABrowser(t *testing.T) {
 		browserLoad(t, ctx, chromedp.Reload())
 	}
 
+	// The usage chart is drawn: an SVG with a bar of the day's cost.
+	browserLoad(t, ctx, chromedp.Navigate(g.url("/console/usage")))
+	bars := browserRun(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.usage-chart rect.bar").length`))
+	require.Positive(t, bars, "the usage chart has bars")
+	width := browserRun(t, ctx, chromedp.Evaluate[float64](`document.querySelector("svg.usage-chart").getBoundingClientRect().width`))
+	require.Positive(t, width, "and is laid out")
+
 	// Sign out: back to the form, and the jobs are closed.
 	browserLoad(t, ctx, chromedp.Click(chromedp.CSS(`header form button[type="submit"]`)))
 	require.Equal(t, g.url("/console/sign-in"), browserRun(t, ctx, chromedp.Location()))
 	browserLoad(t, ctx, chromedp.Navigate(g.url("/console/jobs")))
 	require.Equal(t, g.url("/console/sign-in"), browserRun(t, ctx, chromedp.Location()))
+
+	// Signed in again, the key is revoked: the next page ends the session.
+	browserDo(t, ctx, chromedp.WaitVisible(chromedp.ID("api_key")), chromedp.SendKeys(chromedp.ID("api_key"), key))
+	browserLoad(t, ctx, chromedp.Click(chromedp.CSS(`form.sign-in button[type="submit"]`)))
+	require.Equal(t, g.url("/console/jobs"), browserRun(t, ctx, chromedp.Location()))
+	keyID := strings.SplitN(strings.TrimPrefix(key, "gwk_"), "_", 2)[0]
+	g.token = g.mint("acme", "keys:write")
+	status, body, _ := g.do(http.MethodDelete, "/v1/api-keys/"+keyID, "")
+	require.Equal(t, http.StatusNoContent, status, "%s", body)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		browserLoad(t, ctx, chromedp.Navigate(g.url("/console/jobs")))
+		if browserRun(t, ctx, chromedp.Location()) == g.url("/console/sign-in?ended=1") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the revoked key's session goes on")
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Contains(t, browserRun(t, ctx, chromedp.Text(chromedp.CSS("main"))), "revoked or expired")
 }
 
 // newBrowser starts headless Chromium for t, in a profile of its own; on
