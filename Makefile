@@ -109,6 +109,10 @@ bench-events: ## benchmark: 2,000 clients following 100 jobs' event streams on o
 bench-list: ## benchmarks: job listing latency on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once) and the SQLite store's job writes; about two minutes
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 -timeout 30m ./store/
 
+.PHONY: console-screenshots
+console-screenshots: ## the screenshots of docs/console.md, taken by the console's browser test in headless Chromium (make test-tools installs it)
+	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/images $(GO) test -run '^TestConsoleInABrowser$$' -count=1 ./cmd/gateway/
+
 .PHONY: bench-console
 bench-console: ## benchmark: the console's pages' server time for the largest tenant on PostgreSQL at BENCH_JOBS jobs (default one million, seeded once; fails if a page's p99 is over 300 ms; a few minutes)
 	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' BENCH_JOBS='$(BENCH_JOBS)' $(GO) test -run '^$$' -bench ConsolePages -benchtime 1x -count=1 -timeout 40m ./api/console/

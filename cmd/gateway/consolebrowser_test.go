@@ -99,6 +99,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	browserLoad(t, ctx, chromedp.Click(chromedp.CSS(`form.sign-in button[type="submit"]`)))
 	require.Equal(t, g.url("/console/jobs"), browserRun(t, ctx, chromedp.Location()))
 	require.Contains(t, browserRun(t, ctx, chromedp.Text(chromedp.CSS("header .who"))), "acme")
+	screenshot(t, ctx, "jobs")
 
 	// Filter the jobs by the error code.
 	browserDo(t, ctx, chromedp.SetValue(chromedp.ID("f-error_code"), "PROVIDERS_EXHAUSTED"))
@@ -115,6 +116,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.Contains(t, timeline, want)
 	}
 	require.Contains(t, browserRun(t, ctx, chromedp.Text(chromedp.CSS("p.error"))), "PROVIDERS_EXHAUSTED")
+	screenshot(t, ctx, "job")
 
 	// Resend the webhook and see the resend's attempt.
 	before := countResends(t, ctx)
@@ -134,6 +136,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Positive(t, bars, "the usage chart has bars")
 	width := browserRun(t, ctx, chromedp.Evaluate[float64](`document.querySelector("svg.usage-chart").getBoundingClientRect().width`))
 	require.Positive(t, width, "and is laid out")
+	screenshot(t, ctx, "usage")
 
 	// Sign out: back to the form, and the jobs are closed.
 	browserLoad(t, ctx, chromedp.Click(chromedp.CSS(`header form button[type="submit"]`)))
@@ -159,6 +162,19 @@ func TestConsoleInABrowser(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Contains(t, browserRun(t, ctx, chromedp.Text(chromedp.CSS("main"))), "revoked or expired")
+}
+
+// screenshot saves the page as docs/console.md shows it, as
+// $CONSOLE_SCREENSHOTS/console-<name>.png, when that is set (make
+// console-screenshots).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("CONSOLE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := browserRun(t, ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644))
 }
 
 // newBrowser starts headless Chromium for t, in a profile of its own; on
