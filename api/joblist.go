@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -18,7 +19,8 @@ import (
 )
 
 // jobFilterNames are the filter[…] query parameters of GET /v1/jobs.
-var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch", "webhook", "error_code", "application"}
+var jobFilterNames = []string{"tenant", "user_id", "service", "provider", "status", "batch", "webhook", "error_code", "application",
+	"custom_id", "created_from", "created_before"}
 
 // jobLister lists jobs.
 type jobLister interface {
@@ -162,6 +164,19 @@ func parseJobFilter(c *gin.Context) (store.JobFilter, error) {
 				return f, invalid(key, "must be an application name (pattern %s)", auth.SlugPattern)
 			}
 			f.Application = value
+		case "custom_id":
+			// The custom_id a batch item gave its job (docs/api.md, Batches).
+			f.CustomID = value
+		case "created_from", "created_before":
+			at, err := time.Parse(time.RFC3339Nano, value)
+			if err != nil {
+				return f, invalid(key, "must be an RFC 3339 time, such as 2026-12-01T00:00:00Z")
+			}
+			if field == "created_from" {
+				f.CreatedFrom = at
+			} else {
+				f.CreatedBefore = at
+			}
 		case "webhook":
 			// Jobs with a given-up webhook event (docs/webhooks.md).
 			if value != "failed" {

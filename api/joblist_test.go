@@ -88,6 +88,9 @@ func seedListJobs(t *testing.T, b *bundle) *listSeeded {
 		if i%5 < 2 {
 			job.Application = "web"
 		}
+		if i%7 == 0 {
+			job.CustomID = "row-7"
+		}
 		if status != jobs.StatusPending {
 			job.Provider = []string{"alpha", "narrow"}[(i/3)%2]
 		}
@@ -228,6 +231,11 @@ func TestListJobsFilters(t *testing.T) {
 					return j.Tenant == tenantA && j.Application == "web" && j.Status == jobs.StatusFailed && j.ErrorCode == "PROVIDERS_EXHAUSTED"
 				}},
 				{"filter[error_code]=NO_ELIGIBLE_PROVIDER", true, func(j *jobs.Record) bool { return j.ErrorCode == "NO_ELIGIBLE_PROVIDER" }},
+				{"filter[custom_id]=row-7", false, func(j *jobs.Record) bool { return j.Tenant == tenantA && j.CustomID == "row-7" }},
+				{"filter[created_from]=" + fixedNow.Add(-10*time.Minute).Format(time.RFC3339) + "&filter[created_before]=" + fixedNow.Add(-3*time.Minute).Format(time.RFC3339), false,
+					func(j *jobs.Record) bool {
+						return j.Tenant == tenantA && !j.CreatedAt.Before(fixedNow.Add(-10*time.Minute)) && j.CreatedAt.Before(fixedNow.Add(-3*time.Minute))
+					}},
 				{"filter[tenant]=" + tenantB + "&filter[application]=web", true, func(j *jobs.Record) bool { return j.Tenant == tenantB && j.Application == "web" }},
 				{"filter[user_id]=" + userB, true, func(j *jobs.Record) bool { return j.UserID == userB }},
 				{"filter[service]=llm-tasks", true, func(j *jobs.Record) bool { return j.Service == "llm-tasks" }},
@@ -272,6 +280,9 @@ func TestListJobsInvalidQuery(t *testing.T) {
 		{"filter[application]=", "filter[application]"},
 		{"filter[error_code]=", "filter[error_code]"},
 		{"filter[error_code]=A&filter[error_code]=B", "filter[error_code]"},
+		{"filter[created_from]=yesterday", "filter[created_from]"},
+		{"filter[created_before]=2026-12-01", "filter[created_before]"},
+		{"filter[custom_id]=", "filter[custom_id]"},
 		{"filter[errors]=PROVIDER_ERROR", "filter[errors]"},
 		{"filter[statuses]=failed", "filter[statuses]"},
 		{"page[number]=0", "page[number]"},

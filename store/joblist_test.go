@@ -339,15 +339,15 @@ func TestListJobsTotalSources(t *testing.T) {
 func TestListJobsByApplicationAndErrorCode(t *testing.T) {
 	eachStore(t, func(ctx context.Context, t *testing.T, s *store.Store) {
 		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-		type seed struct{ tenant, app, code string }
+		type seed struct{ tenant, app, code, custom string }
 		var seeded []jobs.Record
 		for i, sd := range []seed{
-			{"acme", "web", "PROVIDER_ERROR"}, {"acme", "web", ""}, {"acme", "mobile", "PROVIDER_ERROR"},
-			{"acme", "", "PROVIDER_ERROR"}, {"acme", "web", "PROVIDERS_EXHAUSTED"}, {"globex", "web", "PROVIDER_ERROR"},
-			{"acme", "web", "PROVIDER_ERROR"},
+			{"acme", "web", "PROVIDER_ERROR", "row-1"}, {"acme", "web", "", ""}, {"acme", "mobile", "PROVIDER_ERROR", "row-2"},
+			{"acme", "", "PROVIDER_ERROR", ""}, {"acme", "web", "PROVIDERS_EXHAUSTED", "row-1"}, {"globex", "web", "PROVIDER_ERROR", "row-1"},
+			{"acme", "web", "PROVIDER_ERROR", ""},
 		} {
 			job := jobs.Record{ID: uuid.Must(uuid.NewV7()).String(), Service: jobs.Translations, Tenant: sd.tenant,
-				UserID: "alice", Status: jobs.StatusFailed, Application: sd.app, ErrorCode: sd.code,
+				UserID: "alice", Status: jobs.StatusFailed, Application: sd.app, ErrorCode: sd.code, CustomID: sd.custom,
 				CreatedAt: base.Add(time.Duration(i) * time.Second)}
 			require.NoError(t, s.Jobs.InsertJob(ctx, &job))
 			seeded = append(seeded, job)
@@ -369,6 +369,11 @@ func TestListJobsByApplicationAndErrorCode(t *testing.T) {
 			{store.JobFilter{Application: "web", ErrorCode: "PROVIDER_ERROR"}, ids(6, 5, 0)},
 			{store.JobFilter{Tenant: "acme", Application: "mobile", Status: jobs.StatusFailed}, ids(2)},
 			{store.JobFilter{Tenant: "acme", Application: "desktop"}, ids()},
+			{store.JobFilter{Tenant: "acme", CustomID: "row-1"}, ids(4, 0)},
+			{store.JobFilter{Tenant: "acme", CustomID: "row-3"}, ids()},
+			{store.JobFilter{Tenant: "acme", CreatedFrom: base.Add(2 * time.Second), CreatedBefore: base.Add(5 * time.Second)}, ids(4, 3, 2)},
+			{store.JobFilter{Tenant: "acme", CreatedFrom: base.Add(4 * time.Second)}, ids(6, 4)},
+			{store.JobFilter{Tenant: "acme", CreatedBefore: base.Add(time.Second), ErrorCode: "PROVIDER_ERROR"}, ids(0)},
 		} {
 			// Pages of one job: the total is counted whenever one matches.
 			page, total, err := s.Jobs.ListJobs(ctx, tc.f, 0, 1)

@@ -255,7 +255,7 @@ func TestSQLiteDoesWithoutTheSingleFilterListIndexes(t *testing.T) {
 		singleFilter := []string{
 			"idx_jobs_tenant_status_created", "idx_jobs_tenant_service_created", "idx_jobs_tenant_provider_created",
 			"idx_jobs_status_created", "idx_jobs_service_created", "idx_jobs_provider_created",
-			"idx_jobs_tenant_error_created", "idx_jobs_tenant_application_created", // partial: jobs that have one
+			"idx_jobs_tenant_error_created", "idx_jobs_tenant_application_created", "idx_jobs_tenant_custom_created", // partial: jobs that have one
 		}
 		want := append(kept, singleFilter...)
 		if s.Dialect() == "sqlite" {

@@ -3299,9 +3299,18 @@ type ListJobsParams struct {
 	FilterErrorCode *string `form:"filter[error_code],omitempty" json:"filter[error_code],omitempty"`
 
 	// FilterApplication the X-Application the jobs were created with
-	FilterApplication *string     `form:"filter[application],omitempty" json:"filter[application],omitempty"`
-	PageNumber        *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
-	PageSize          *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
+	FilterApplication *string `form:"filter[application],omitempty" json:"filter[application],omitempty"`
+
+	// FilterCustomId the custom_id a batch item gave its job (docs/api.md, Batches)
+	FilterCustomId *string `form:"filter[custom_id],omitempty" json:"filter[custom_id],omitempty"`
+
+	// FilterCreatedFrom jobs created at or after this time (RFC 3339)
+	FilterCreatedFrom *time.Time `form:"filter[created_from],omitempty" json:"filter[created_from],omitempty"`
+
+	// FilterCreatedBefore jobs created before this time (RFC 3339)
+	FilterCreatedBefore *time.Time  `form:"filter[created_before],omitempty" json:"filter[created_before],omitempty"`
+	PageNumber          *PageNumber `form:"page[number],omitempty" json:"page[number],omitempty"`
+	PageSize            *PageSize   `form:"page[size],omitempty" json:"page[size],omitempty"`
 
 	// XEffectiveTenantId act as this tenant (needs admin:cross-tenant)
 	XEffectiveTenantId *XEffectiveTenant `json:"X-Effective-Tenant-Id,omitempty"`
@@ -8207,6 +8216,42 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		if params.FilterApplication != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[application]", *params.FilterApplication, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterCustomId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[custom_id]", *params.FilterCustomId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterCreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[created_from]", *params.FilterCreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FilterCreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter[created_before]", *params.FilterCreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
