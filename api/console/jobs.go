@@ -13,7 +13,12 @@ import (
 
 // jobFilters are the console's filters of the jobs page, each passed to
 // GET /v1/jobs as filter[name] (docs/api.md, Jobs).
-var jobFilters = []string{"service", "status", "error_code", "provider", "application", "batch"}
+var jobFilters = []string{"service", "status", "error_code", "provider", "application", "batch", "custom_id"}
+
+// jobDays are the page's day filters, UTC days (YYYY-MM-DD), and the API's
+// time filters they become: from the start of from, before the start of
+// to.
+var jobDays = map[string]string{"from": "created_from", "to": "created_before"}
 
 // jobsPageSize is how many jobs a page lists.
 const jobsPageSize = 25
@@ -93,6 +98,12 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 		if v := in.Get(name); v != "" {
 			p.Filters[name] = v
 			query.Set("filter["+name+"]", v)
+		}
+	}
+	for name, filter := range jobDays {
+		if v := in.Get(name); v != "" {
+			p.Filters[name] = v
+			query.Set("filter["+filter+"]", v+"T00:00:00Z")
 		}
 	}
 	if n := in.Get("page"); n != "" {

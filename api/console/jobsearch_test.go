@@ -57,3 +57,35 @@ func TestConsoleJobsByErrorCodeApplicationAndID(t *testing.T) {
 	p = b.get("/console/jobs?id=..%2F..%2Fsign-out")
 	require.Equal(t, "/console/jobs/..%2F..%2Fsign-out", p.header.Get("Location"), "the id stays one path segment")
 }
+
+// The jobs page filters by a batch item's custom id and by the days the
+// jobs were created (UTC days, the second excluded).
+func TestConsoleJobsByCustomIDAndDays(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key, _ := h.key(t, "acme")
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 12, 0, 0, 0, time.UTC) }
+	first := h.seed(t, jobs.Record{Tenant: "acme", CustomID: "row-1", CreatedAt: day(1)})
+	second := h.seed(t, jobs.Record{Tenant: "acme", CustomID: "row-2", CreatedAt: day(2)})
+	third := h.seed(t, jobs.Record{Tenant: "acme", CustomID: "row-1", CreatedAt: day(3)})
+	b := h.browser(t)
+	b.signIn(key)
+
+	p := b.get("/console/jobs?custom_id=row-1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, first.ID)
+	require.Contains(t, p.body, third.ID)
+	require.NotContains(t, p.body, second.ID)
+	require.Contains(t, p.body, `id="f-custom_id" name="custom_id" value="row-1"`)
+
+	p = b.get("/console/jobs?from=2026-11-02&to=2026-11-03")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, second.ID)
+	require.NotContains(t, p.body, first.ID)
+	require.NotContains(t, p.body, third.ID, "the second day is excluded")
+	require.Contains(t, p.body, `id="f-from" name="from" type="date" value="2026-11-02"`)
+
+	p = b.get("/console/jobs?from=yesterday")
+	require.Equal(t, http.StatusUnprocessableEntity, p.status)
+	require.Contains(t, p.body, "filter[created_from]", "the API's refusal is shown")
+}
