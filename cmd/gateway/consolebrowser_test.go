@@ -138,6 +138,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Positive(t, width, "and is laid out")
 	screenshot(t, ctx, "usage")
 
+	// On a phone's width, the pages fit: nothing wider than the screen.
+	browserDo(t, ctx, chromedp.EmulateViewport(390, 844))
+	for _, path := range []string{"/console/jobs", "/console/jobs/" + failed + "?service=llm-tasks", "/console/usage"} {
+		browserLoad(t, ctx, chromedp.Navigate(g.url(path)))
+		overflow := browserRun(t, ctx, chromedp.Evaluate[float64](`document.documentElement.scrollWidth - window.innerWidth`))
+		require.LessOrEqual(t, overflow, 0.0, "%s is wider than a phone's screen", path)
+	}
+	browserDo(t, ctx, chromedp.EmulateViewport(1280, 900))
+
 	// Sign out: back to the form, and the jobs are closed.
 	browserLoad(t, ctx, chromedp.Click(chromedp.CSS(`header form button[type="submit"]`)))
 	require.Equal(t, g.url("/console/sign-in"), browserRun(t, ctx, chromedp.Location()))
