@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ai-job-gateway/gateway/internal/metrics"
 )
@@ -66,6 +67,43 @@ func TestAlertRules(t *testing.T) {
 			require.Positive(t, selectors, name)
 		}
 	}
+}
+
+// TestPrometheusLoadsTheAlertRules checks that the compose stack's
+// Prometheus loads deploy/prometheus/alerts.yaml: each of
+// deploy/prometheus.yaml's rule_files is a file the prometheus service
+// mounts, and the alert rules are one of them.
+func TestPrometheusLoadsTheAlertRules(t *testing.T) {
+	t.Parallel()
+	deploy := filepath.Join("..", "..", "deploy")
+	var config struct {
+		RuleFiles []string `yaml:"rule_files"`
+	}
+	data, err := os.ReadFile(filepath.Join(deploy, "prometheus.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &config))
+	var compose struct {
+		Services map[string]struct {
+			Volumes []string `yaml:"volumes"`
+		} `yaml:"services"`
+	}
+	data, err = os.ReadFile(filepath.Join(deploy, "docker-compose.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &compose))
+	mounted := map[string]string{} // target: source
+	for _, v := range compose.Services["prometheus"].Volumes {
+		parts := strings.Split(v, ":")
+		require.GreaterOrEqual(t, len(parts), 2, v)
+		mounted[parts[1]] = filepath.Clean(parts[0])
+	}
+	require.NotEmpty(t, config.RuleFiles)
+	var sources []string
+	for _, f := range config.RuleFiles {
+		src, ok := mounted[f]
+		require.True(t, ok, "rule file %s is not mounted into the prometheus service", f)
+		sources = append(sources, src)
+	}
+	require.Contains(t, sources, filepath.Join("prometheus", "alerts.yaml"))
 }
 
 // exposedLabels scrapes a registry with one sample of every gateway metric
