@@ -32,6 +32,7 @@ func TestDashboardUsesTheseMetrics(t *testing.T) {
 
 	m := metrics.New()
 	recordOneOfEach(m)
+	m.Usage("llm-tasks", "p", "token", 10, "USD", 0.1, false) // the cost panels
 	exposed := scrape(t, m)
 
 	name := regexp.MustCompile(`\b(gateway_[a-z_]+|process_[a-z_]+|go_[a-z_]+)`)
