@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ai-job-gateway/gateway/api/apierror"
+	"github.com/ai-job-gateway/gateway/app/jobops"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"github.com/ai-job-gateway/gateway/store"
 )
@@ -43,6 +44,9 @@ func renderErrors(logger *slog.Logger) gin.HandlerFunc {
 		}
 		apiErr := classify(c, logger, c.Errors.Last().Err)
 		body := gin.H{"code": apiErr.Code, "message": apiErr.Message}
+		if apiErr.Pointer != "" {
+			body["pointer"] = apiErr.Pointer // the member at fault (docs/api.md, Errors)
+		}
 		if id := RequestID(c.Request.Context()); id != "" {
 			body["request_id"] = id // what to quote to support
 		}
@@ -105,9 +109,18 @@ func asAPIError(err error) *apierror.Error {
 	}
 	var reqErr *jobs.RequestError
 	if errors.As(err, &reqErr) {
-		return apierror.Unprocessable(reqErr.Code, "%s", reqErr.Error())
+		return apierror.Unprocessable(reqErr.Code, "%s", reqErr.Error()).At(reqErr.Pointer)
 	}
 	return nil
+}
+
+// refusalPointer is the JSON pointer, in the create request's body, of the
+// member a job operation's refusal is about ("" when none is).
+func refusalPointer(refusal *jobops.Error) string {
+	if refusal.Pointer == "" {
+		return ""
+	}
+	return jobs.PtrAttributes + refusal.Pointer
 }
 
 // unavailableRetryAfter is the Retry-After, in seconds, of a request

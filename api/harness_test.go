@@ -694,7 +694,8 @@ func (r *response) requireStatus(t *testing.T, status int) {
 }
 
 // requireError checks an error response: status, the {error: {code,
-// message}} shape with nothing else, and that the message names each of
+// message}} shape with nothing else but pointer (which the message starts
+// with) and request_id, and that the message names each of
 // pointers (JSON pointers, or header and scope names) as a whole. It
 // returns the message.
 func requireError(t *testing.T, r *response, status int, code string, pointers ...string) string {
@@ -705,12 +706,16 @@ func requireError(t *testing.T, r *response, status int, code string, pointers .
 		Error struct {
 			Code      string `json:"code"`
 			Message   string `json:"message"`
+			Pointer   string `json:"pointer"`
 			RequestID string `json:"request_id"`
 		} `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&body), "error body must be {error: {code, message, request_id}}: %s", r.Body)
+	require.NoError(t, dec.Decode(&body), "error body must be {error: {code, message, pointer, request_id}}: %s", r.Body)
+	if p := body.Error.Pointer; p != "" {
+		require.True(t, strings.HasPrefix(body.Error.Message, p+": "), "the message %q starts with error.pointer %s", body.Error.Message, p)
+	}
 	require.Equal(t, code, body.Error.Code, "body: %s", r.Body)
 	require.NotEmpty(t, body.Error.Message)
 	require.Equal(t, r.Header.Get("X-Request-Id"), body.Error.RequestID, "the error names the request's id")

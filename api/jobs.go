@@ -146,7 +146,7 @@ func jobopsError(err error) error {
 	if refusal.Status() == 0 {
 		return err
 	}
-	apiErr := apierror.New(refusal.Status(), refusal.Code(), "%s", refusal.ClientMessage())
+	apiErr := apierror.New(refusal.Status(), refusal.Code(), "%s", refusal.ClientMessage()).At(refusalPointer(refusal))
 	switch {
 	case refusal.RetryAfter > 0:
 		apiErr.WithHeader("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))

@@ -1,10 +1,12 @@
 // Package apierror is the one error type API handlers and middleware return;
-// the API renders it as {"error": {"code", "message"}}.
+// the API renders it as {"error": {"code", "message", "pointer"}}
+// (docs/api.md, Errors).
 package apierror
 
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error is an API error with its HTTP status and machine-readable code.
@@ -12,6 +14,10 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Pointer is the JSON pointer of the request body's member at fault,
+	// rendered as error.pointer; empty when no one member is (a query
+	// parameter or a header is named in Message only; docs/api.md, Errors).
+	Pointer string
 	// Header holds extra response headers (WWW-Authenticate, Retry-After).
 	Header http.Header
 }
@@ -21,6 +27,16 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Cod
 // New builds an error with a formatted message.
 func New(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// At returns the error with the JSON pointer of the request body's member
+// at fault; a pointer that is not one (empty, or not starting with /, such
+// as "header X-Application") leaves it without.
+func (e *Error) At(pointer string) *Error {
+	if strings.HasPrefix(pointer, "/") {
+		e.Pointer = pointer
+	}
+	return e
 }
 
 // WithHeader returns the error with one more response header.
@@ -114,9 +130,11 @@ func NotFound(format string, args ...any) *Error {
 }
 
 // Validation is the 422 for a request field that breaks a rule; pointer is
-// the field's JSON pointer.
+// the field's JSON pointer, which the message starts with and error.pointer
+// repeats (At), or the name of a header or query parameter, which only the
+// message carries.
 func Validation(pointer, format string, args ...any) *Error {
-	return New(http.StatusUnprocessableEntity, CodeValidation, "%s: %s", pointer, fmt.Sprintf(format, args...))
+	return New(http.StatusUnprocessableEntity, CodeValidation, "%s: %s", pointer, fmt.Sprintf(format, args...)).At(pointer)
 }
 
 // Unprocessable is a 422 with a specific code.

@@ -2162,6 +2162,11 @@ type Error struct {
 		Code    ErrorCode `json:"code"`
 		Message string    `json:"message"`
 
+		// Pointer the JSON pointer (RFC 6901) of the request body's member at fault, which the message starts with (/data/attributes/input/url); absent when no one member of the body is (a header, a query parameter, or an error that is not about a member). Validation stops at the first member at fault, so there is one pointer.
+		//
+		// Examples: /data/attributes/input/url
+		Pointer *string `json:"pointer,omitempty"`
+
 		// RequestId the request's X-Request-Id, to quote when asking for support
 		RequestId *string `json:"request_id,omitempty"`
 	} `json:"error"`
