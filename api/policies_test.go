@@ -391,6 +391,9 @@ func TestPoliciesValidation(t *testing.T) {
 				return
 			}
 			requireError(t, r, tc.status, tc.code, tc.pointer)
+			got, ok := errorPointer(t, r)
+			require.True(t, ok, "error.pointer: %s", r.Body)
+			require.Equal(t, tc.pointer, got)
 		})
 	}
 	t.Run("nothing was stored", func(t *testing.T) {

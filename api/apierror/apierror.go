@@ -137,7 +137,13 @@ func Validation(pointer, format string, args ...any) *Error {
 	return New(http.StatusUnprocessableEntity, CodeValidation, "%s: %s", pointer, fmt.Sprintf(format, args...)).At(pointer)
 }
 
-// Unprocessable is a 422 with a specific code.
+// Unprocessable is a 422 with a specific code. A message that starts
+// with the JSON pointer of the member at fault ("/data/…: …") gives the
+// error its Pointer.
 func Unprocessable(code, format string, args ...any) *Error {
-	return New(http.StatusUnprocessableEntity, code, format, args...)
+	e := New(http.StatusUnprocessableEntity, code, format, args...)
+	if pointer, _, ok := strings.Cut(e.Message, ": "); ok && !strings.ContainsRune(pointer, ' ') {
+		e.At(pointer)
+	}
+	return e
 }
