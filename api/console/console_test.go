@@ -600,3 +600,18 @@ func TestConsoleKeepsAnIDOneSegment(t *testing.T) {
 	p := b.get("/console/jobs/" + job.ID + "%2Fevents?service=translations")
 	require.Equal(t, http.StatusNotFound, p.status, p.body)
 }
+
+// A notice names only an id: a link cannot make the console say a
+// sentence of its choosing.
+func TestConsoleNoticesNameIDsOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key, _ := h.key(t, "acme")
+	b := h.browser(t)
+	b.signIn(key)
+	p := b.get("/console/jobs?deleted=0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f")
+	require.Contains(t, p.body, "<code>0195a3c4-7b1e-7c2d-9e3f-4a5b6c7d8e9f</code> was deleted")
+	p = b.get("/console/jobs?deleted=" + url.QueryEscape("all your jobs; call +1 555 0100 to restore them"))
+	require.NotContains(t, p.body, "was deleted")
+	require.NotContains(t, p.body, "555")
+}

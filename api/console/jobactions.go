@@ -104,7 +104,7 @@ func (c *Console) jobExtras(r *http.Request, s *session, svc jobs.Service, p *jo
 		p.DeliveriesError = message
 	}
 	p.Deliveries = list
-	p.Resent = r.URL.Query().Get("resent")
+	p.Resent = notice(r, "resent")
 	return nil
 }
 

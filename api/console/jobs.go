@@ -85,7 +85,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 		http.Redirect(w, r, Path+"jobs/"+url.PathEscape(id), http.StatusSeeOther)
 		return nil
 	}
-	p := jobsPage{Filters: map[string]string{}, Deleted: r.URL.Query().Get("deleted")}
+	p := jobsPage{Filters: map[string]string{}, Deleted: notice(r, "deleted")}
 	for _, svc := range jobs.Services() {
 		p.Services = append(p.Services, string(svc.ID))
 	}

@@ -61,7 +61,7 @@ func keyScopes() []string {
 
 // keys serves GET /console/keys: the tenant's keys and the create form.
 func (c *Console) keys(w http.ResponseWriter, r *http.Request, s *session) error {
-	return c.renderKeys(w, r, s, http.StatusOK, keysPage{Form: keyForm{Scopes: map[string]bool{}}, Revoked: r.URL.Query().Get("revoked")})
+	return c.renderKeys(w, r, s, http.StatusOK, keysPage{Form: keyForm{Scopes: map[string]bool{}}, Revoked: notice(r, "revoked")})
 }
 
 // renderKeys lists the keys into p and renders it, at status unless the

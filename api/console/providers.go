@@ -81,7 +81,7 @@ func (c *Console) providers(w http.ResponseWriter, r *http.Request, s *session) 
 	if err := json.Unmarshal(a.Body, &list); err != nil {
 		return err
 	}
-	p := providersPage{States: breakerStates, Forced: r.URL.Query().Get("forced")}
+	p := providersPage{States: breakerStates, Forced: notice(r, "forced")}
 	for _, d := range list.Data {
 		row := providerRow{ID: d.ID, Name: d.Attributes.Name, Status: d.Attributes.Status, StatusReason: d.Attributes.StatusReason}
 		for _, id := range sortedKeys(d.Attributes.Services) {

@@ -47,7 +47,7 @@ func (c *Console) services(w http.ResponseWriter, r *http.Request, s *session) e
 	if err := json.Unmarshal(a.Body, &list); err != nil {
 		return err
 	}
-	p := servicesPage{Services: list.Data, Statuses: serviceStatuses, Updated: r.URL.Query().Get("updated")}
+	p := servicesPage{Services: list.Data, Statuses: serviceStatuses, Updated: notice(r, "updated")}
 	c.render(w, http.StatusOK, "services", layout{Title: "Services", Nav: "services", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }
