@@ -78,10 +78,8 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *session,
 			status = a.Status
 		}
 	} else {
-		var list struct {
-			Data []keyDoc `json:"data"`
-		}
-		if err := json.Unmarshal(a.Body, &list); err != nil {
+		list, err := decodeList[keyDoc](a.Body)
+		if err != nil {
 			return err
 		}
 		p.Keys = list.Data

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -75,10 +74,8 @@ func (c *Console) providers(w http.ResponseWriter, r *http.Request, s *session) 
 		c.problem(w, a.Status, s, "The gateway refused", a.message())
 		return nil
 	}
-	var list struct {
-		Data []providerDoc `json:"data"`
-	}
-	if err := json.Unmarshal(a.Body, &list); err != nil {
+	list, err := decodeList[providerDoc](a.Body)
+	if err != nil {
 		return err
 	}
 	p := providersPage{States: breakerStates, Forced: notice(r, "forced")}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -41,10 +40,8 @@ func (c *Console) services(w http.ResponseWriter, r *http.Request, s *session) e
 		c.problem(w, a.Status, s, "The gateway refused", a.message())
 		return nil
 	}
-	var list struct {
-		Data []serviceDoc `json:"data"`
-	}
-	if err := json.Unmarshal(a.Body, &list); err != nil {
+	list, err := decodeList[serviceDoc](a.Body)
+	if err != nil {
 		return err
 	}
 	p := servicesPage{Services: list.Data, Statuses: serviceStatuses, Updated: notice(r, "updated")}
