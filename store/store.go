@@ -22,12 +22,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/ai-job-gateway/gateway/store/internal/sqlitedialect"
 	"github.com/ai-job-gateway/gateway/store/internal/sqlitewrite"
 )
 
@@ -132,7 +132,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil {
-		if d, ok := dialector.(sqlite.Dialector); ok {
+		if d, ok := dialector.(sqlitedialect.Dialector); ok {
 			sqlDB, _ := d.Conn.(*sqlitewrite.Pool).GetDBConn()
 			_ = sqlDB.Close()
 		}
@@ -190,11 +190,11 @@ func dialectorFor(databaseURL string) (gorm.Dialector, string, error) {
 			}
 		}
 		dsn := sqlitewrite.DSN(path)
-		sqlDB, err := sql.Open(sqlite.DriverName, dsn)
+		sqlDB, err := sql.Open(sqlitedialect.DriverName, dsn)
 		if err != nil {
 			return nil, "", fmt.Errorf("open database: %w", err)
 		}
-		return sqlite.Dialector{DSN: dsn, Conn: sqlitewrite.NewPool(sqlDB)}, "sqlite", nil
+		return sqlitedialect.Dialector{Conn: sqlitewrite.NewPool(sqlDB)}, "sqlite", nil
 	default:
 		return nil, "", fmt.Errorf("database URL %q: use postgres://user@host:port/db or sqlite:path/to/file.db", redact(databaseURL))
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/ai-job-gateway/gateway/store/internal/sqlitedialect"
 )
 
 // How a SQLite store's write-ahead log is copied into the database file:
@@ -46,7 +46,7 @@ func StartCheckpointer(path string, gate *Gate) (*Checkpointer, error) {
 }
 
 func startCheckpointer(path string, gate *Gate, every time.Duration, restartFrames int) (*Checkpointer, error) {
-	db, err := sql.Open(sqlite.DriverName, path+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open(sqlitedialect.DriverName, path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, fmt.Errorf("open database for checkpoints: %w", err)
 	}

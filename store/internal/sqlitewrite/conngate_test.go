@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/ai-job-gateway/gateway/store/internal/sqlitedialect"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -23,7 +23,7 @@ func openDB(t *testing.T) (db *gorm.DB, pool *Pool, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "gateway.db")
 	pool = NewPool(openSQL(t, path))
-	db, err := gorm.Open(sqlite.Dialector{DSN: DSN(path), Conn: pool}, &gorm.Config{
+	db, err := gorm.Open(sqlitedialect.Dialector{Conn: pool}, &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
 	})
@@ -35,7 +35,7 @@ func openDB(t *testing.T) (db *gorm.DB, pool *Pool, path string) {
 // the test ends.
 func openSQL(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open(sqlite.DriverName, DSN(path))
+	db, err := sql.Open(sqlitedialect.DriverName, DSN(path))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1)
