@@ -4,8 +4,11 @@ package ttlcache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Cache is a small read-through cache, safe for concurrent use, of
@@ -19,6 +22,8 @@ type Cache[K comparable, V any] struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
+
+	loads singleflight.Group // concurrent misses of a key share one load
 
 	mu      sync.Mutex
 	gen     uint64 // bumped by forget and clear
@@ -35,7 +40,10 @@ func New[K comparable, V any](ttl time.Duration, max int, now func() time.Time) 
 }
 
 // Get returns key's value, calling load when it is missing or expired.
-// Errors are not kept.
+// Concurrent misses of one key share one load, so an expiry under load is
+// one query, not a stampede on the database; each caller waits for it
+// until its own ctx ends. The shared load runs without the first caller's
+// cancellation (the store bounds its statements). Errors are not kept.
 func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context) (V, error)) (V, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && c.fresh(e) {
@@ -44,7 +52,24 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context)
 	}
 	gen := c.gen
 	c.mu.Unlock()
+	// A load begun before a write (another generation) is not shared with
+	// callers after it: they see the write.
+	flight := fmt.Sprintf("%d/%#v", gen, key)
+	loaded := c.loads.DoChan(flight, func() (any, error) {
+		return c.loadAndKeep(context.WithoutCancel(ctx), key, gen, load)
+	})
+	select {
+	case r := <-loaded:
+		v, _ := r.Val.(V)
+		return v, r.Err
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+}
 
+// loadAndKeep loads key's value and keeps it unless a write came meanwhile.
+func (c *Cache[K, V]) loadAndKeep(ctx context.Context, key K, gen uint64, load func(context.Context) (V, error)) (V, error) {
 	started := c.now()
 	v, err := load(ctx)
 	if err != nil || c.ttl == 0 {

@@ -187,3 +187,73 @@ func TestTTLCacheFullOfFreshEntriesDropsATenth(t *testing.T) {
 	_, _ = c.Get(ctx, 21, load)
 	require.Len(t, c.entries, 20, "room without dropping")
 }
+
+// TestTTLCacheMissesShareOneLoad: callers that miss a key while its load
+// is running wait for that load instead of starting their own, so an
+// expiry is one query; a caller whose context ends stops waiting alone.
+func TestTTLCacheMissesShareOneLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := New[string, int](time.Minute, 10, time.Now)
+	var calls atomic.Int64
+	release := make(chan struct{})
+	load := func(context.Context) (int, error) {
+		calls.Add(1)
+		<-release
+		return 7, nil
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			v, err := c.Get(ctx, "k", load)
+			if err != nil || v != 7 {
+				t.Errorf("get = %d, %v", v, err)
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	impatient, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error)
+	go func() {
+		_, err := c.Get(impatient, "k", load)
+		gaveUp <- err
+	}()
+	cancel()
+	require.ErrorIs(t, <-gaveUp, context.Canceled)
+	time.Sleep(20 * time.Millisecond) // the others are surely waiting by now
+	close(release)
+	wg.Wait()
+	require.Equal(t, int64(1), calls.Load(), "twenty misses, one load")
+	v, err := c.Get(ctx, "k", load)
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+	require.Equal(t, int64(1), calls.Load(), "and it was kept")
+}
+
+// TestTTLCacheLoadBeforeAWriteIsNotShared: a caller that comes after a
+// write does not wait for a load that began before it; it reads anew.
+func TestTTLCacheLoadBeforeAWriteIsNotShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := New[string, string](time.Minute, 10, time.Now)
+	started, release := make(chan struct{}), make(chan struct{})
+	old := make(chan string)
+	go func() {
+		v, _ := c.Get(ctx, "k", func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "old", nil
+		})
+		old <- v
+	}()
+	<-started
+	c.Forget("k") // a write through this cache
+	v, err := c.Get(ctx, "k", func(context.Context) (string, error) { return "new", nil })
+	require.NoError(t, err)
+	require.Equal(t, "new", v)
+	close(release)
+	require.Equal(t, "old", <-old)
+	v, err = c.Get(ctx, "k", func(context.Context) (string, error) { return "newer", nil })
+	require.NoError(t, err)
+	require.Equal(t, "new", v, "the load after the write was kept, not the one before it")
+}
