@@ -1540,22 +1540,22 @@ export interface components {
         TranscriptionOptions: {
             language?: components["schemas"]["Language"];
             /** @default true */
-            timestamps: boolean;
+            timestamps?: boolean;
             /**
              * @default json
              * @enum {string}
              */
-            format: "srt" | "vtt" | "json";
+            format?: "srt" | "vtt" | "json";
             /** @default false */
-            diarization: boolean;
+            diarization?: boolean;
             priority?: components["schemas"]["Priority"];
             /** @default false */
-            include_usage: boolean;
+            include_usage?: boolean;
             /**
              * @description the transcript in English whatever the spoken language (extension); routed only to providers whose transcriptions capability has translates_to_english, and refused at create with 422 UNSUPPORTED_OPTION for a provider without it (docs/api.md, Extensions)
              * @default false
              */
-            translate_to_english: boolean;
+            translate_to_english?: boolean;
         };
         TranscriptionResult: {
             /** @enum {string} */
@@ -1605,7 +1605,7 @@ export interface components {
             formality?: "default" | "formal" | "informal";
             priority?: components["schemas"]["Priority"];
             /** @default false */
-            include_usage: boolean;
+            include_usage?: boolean;
         };
         TranslationResult: {
             source_language: string;
@@ -1627,10 +1627,10 @@ export interface components {
             /** @description a BCP 47 code */
             language?: string;
             /** @default 0.5 */
-            confidence_threshold: number;
+            confidence_threshold?: number;
             priority?: components["schemas"]["Priority"];
             /** @default false */
-            include_usage: boolean;
+            include_usage?: boolean;
         };
         TimedInstance: {
             start: number;
@@ -1689,7 +1689,7 @@ export interface components {
                 /** @enum {string} */
                 overall?: "positive" | "neutral" | "negative";
                 score?: number;
-                instances?: Record<string, never>[];
+                instances?: Record<string, unknown>[];
             };
             topics?: components["schemas"]["Detection"][];
             brands?: components["schemas"]["Detection"][];
@@ -1716,7 +1716,7 @@ export interface components {
             /** @enum {string} */
             creativity?: "precise" | "balanced" | "creative";
             /** @default false */
-            include_usage: boolean;
+            include_usage?: boolean;
             /** @description the answer's tokens at most; the provider's default when absent */
             max_tokens?: number;
             /** @description the sampling temperature; not with creativity */
@@ -1727,7 +1727,7 @@ export interface components {
              * @description ask providers that stream for the answer as it is written: the job's event stream then carries llm-task.delta events (docs/api.md, Streamed answers)
              * @default false
              */
-            stream: boolean;
+            stream?: boolean;
             /** @description text (the default), a JSON object, or JSON that matches json_schema.schema (draft 2020-12, self-contained), which the gateway checks before the job completes: an answer that does not match fails over to the next provider, and the job fails OUTPUT_INVALID when none gives one */
             response_format?: {
                 /** @enum {string} */
@@ -1736,7 +1736,7 @@ export interface components {
                     name: string;
                     description?: string;
                     /** @description self-contained: no $ref; at most 32 levels deep and 24 alternatives (anyOf, oneOf, allOf) in all */
-                    schema: Record<string, never>;
+                    schema: Record<string, unknown>;
                     strict?: boolean;
                 };
             };
@@ -1780,7 +1780,7 @@ export interface components {
         };
         JobMeta: {
             /** @description the client's meta.client */
-            client?: Record<string, never>;
+            client?: Record<string, unknown>;
             system?: {
                 region: string;
                 worker_id: string;
@@ -1809,12 +1809,12 @@ export interface components {
              */
             result_expires_at?: string;
             /** @description as submitted */
-            input?: Record<string, never>;
+            input?: Record<string, unknown>;
             /** @description as submitted */
-            options?: Record<string, never>;
+            options?: Record<string, unknown>;
             policy_id?: string;
             /** @description the service's result object */
-            result?: Record<string, never>;
+            result?: Record<string, unknown>;
             usage?: components["schemas"]["JobUsage"];
             /** @description while an unfinished job waits out an outage, why and until when (docs/providers.md, Waiting out an outage) */
             waiting?: {
@@ -1903,14 +1903,14 @@ export interface components {
          *     (api/client).
          */
         CreateJobAttributes: {
-            input: Record<string, never>;
-            options?: Record<string, never> | null;
+            input: Record<string, unknown>;
+            options?: Record<string, unknown> | null;
             webhook?: components["schemas"]["Webhook"] | null;
             provider?: string | null;
             policy_id?: string | null;
         };
         CreateJobMeta: {
-            client?: Record<string, never> | null;
+            client?: Record<string, unknown> | null;
         } | null;
         CreateTranscription: {
             data: {
@@ -1966,7 +1966,7 @@ export interface components {
             /** @enum {string} */
             type: "transcription-job" | "translation-job" | "video-analysis-job" | "llm-task-job";
             /** @description as the create of type takes them (CreateTranscription, CreateTranslation, CreateVideoAnalysis, CreateLLMTask) */
-            attributes: Record<string, never>;
+            attributes: Record<string, unknown>;
             meta?: components["schemas"]["CreateJobMeta"];
         };
         CreateBatch: {
@@ -2205,7 +2205,7 @@ export interface components {
              * @description say what would be resent
              * @default false
              */
-            dry_run: boolean;
+            dry_run?: boolean;
         };
         WebhookRecovery: {
             /** @description one resend per job */
@@ -2458,7 +2458,7 @@ export interface components {
             readonly provider_name?: string;
             priority: number;
             /** @default 1 */
-            weight: number;
+            weight?: number;
             conditions?: {
                 max_file_size_mb?: number;
                 languages?: string[];
@@ -2514,7 +2514,7 @@ export interface components {
                     services?: string[] | null;
                     providers?: components["schemas"]["PolicyProvider"][];
                 };
-                meta?: Record<string, never>;
+                meta?: Record<string, unknown>;
             };
         };
         /** @description a key the gateway issued (docs/api.md, API keys); its secret is only in the answers of create and rotate */
@@ -2640,7 +2640,7 @@ export interface components {
                      * @description how long the previous secret keeps working, in seconds (24 h at most); 0, null or absent: refused at once by the process that rotated it, within a second by every other
                      * @default 0
                      */
-                    grace_period_seconds: number | null;
+                    grace_period_seconds?: number | null;
                 } | null;
             };
         };
@@ -2873,7 +2873,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
@@ -2916,7 +2916,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             /** @description a check fails; the body names it */
@@ -2925,7 +2925,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
@@ -6179,7 +6179,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
