@@ -44,8 +44,8 @@ build-prod: ## build the production binary deploy/Dockerfile builds (PROD_TAGS=n
 	CGO_ENABLED=0 $(GO) build -tags '$(PROD_TAGS)' -trimpath -ldflags="$(LDFLAGS)" -o $(PROD_BIN) ./cmd/gateway
 
 .PHONY: test
-test: test-tools ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite (installs the media tools and engines first when it can)
-	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -count=1 -timeout 30m ./...
+test: test-tools ## run every test: unit, workflow, API, and integration on PostgreSQL and SQLite (installs the media tools and engines first when it can; where no PostgreSQL answers at TEST_DATABASE_URL, on a throwaway one of its own)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' scripts/with-postgres $(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-tools
 test-tools: ## install what the media, engine and browser tests run (ffmpeg, tesseract, Apertium APy, PocketSphinx, flite, Chromium) when it is missing and apt-get can (root on Debian or Ubuntu); otherwise say how: those tests then skip
@@ -59,7 +59,7 @@ test-busy: ## run every test (make test) beside BUSY_LOOPS busy loops (default 2
 
 .PHONY: test-short
 test-short: ## the fast tests only (no embedded Temporal server)
-	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' scripts/with-postgres $(GO) test -short -count=1 ./...
 
 FUZZTIME ?= 10s
 

@@ -38,7 +38,7 @@ func FreshPostgresURL(t testing.TB) string {
 	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
 	u, drop, err := benchdb.NewSchema(context.Background(), PostgresURL(), schema)
 	if err != nil {
-		t.Fatalf("storetest: %v (make test needs PostgreSQL: on Debian or Ubuntu, apt-get install postgresql, then pg_ctlcluster $(ls /etc/postgresql) main start; or set TEST_DATABASE_URL)", err)
+		t.Fatalf("storetest: %v (run the tests with make test, which starts a throwaway PostgreSQL when none answers at TEST_DATABASE_URL, or scripts/with-postgres go test ...)", err)
 	}
 	t.Cleanup(drop)
 	return u
