@@ -137,15 +137,25 @@ bench-fairness: ## benchmark: tenant B's ten jobs' time to start right after ten
 bench-scaleout: ## benchmark: jobs completed per second with 1 and 2 workers and their slots, 200 ms provider calls, 1,000 jobs in flight (production shape, PostgreSQL; about 4 minutes)
 	$(GO) run ./cmd/gatewaybench -phases scaleout -shapes production -json bin/bench-scaleout.json
 
+TS_SDK := clients/typescript
+
 .PHONY: generate
-generate: ## regenerate the typed Go client api/client from api/openapi.yaml (oapi-codegen, a tool of go.mod; docs/api.md, Go client)
+generate: ## regenerate from api/openapi.yaml the typed Go client api/client (oapi-codegen, a tool of go.mod; docs/api.md, Go client) and the TypeScript SDK's types clients/typescript/src/schema.ts (its pinned openapi-typescript, after npm ci when its node_modules is missing or older than its lock; skipped, saying so, without npm)
 	$(GO) generate ./api/client
+	@if command -v npm >/dev/null 2>&1; then \
+	  if [ ! $(TS_SDK)/node_modules/.package-lock.json -nt $(TS_SDK)/package-lock.json ]; then \
+	    (cd $(TS_SDK) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	  fi; \
+	  (cd $(TS_SDK) && npm run --silent generate) || exit 1; \
+	else \
+	  echo "npm is missing: $(TS_SDK)/src/schema.ts was not regenerated, nor checked (install Node.js and npm)"; \
+	fi
 
 .PHONY: generate-check
-generate-check: ## regenerate api/client and fail if that changed it (the committed client is stale)
+generate-check: ## regenerate api/client and clients/typescript/src and fail if that changed them (a committed client is stale; the TypeScript part is skipped without npm)
 	@$(MAKE) --no-print-directory generate
-	@git diff --exit-code -- api/client && test -z "$$(git ls-files --others --exclude-standard -- api/client)" || \
-	  (git status --short -- api/client; echo "api/client is not what api/openapi.yaml generates: run make generate and commit it"; exit 1)
+	@git diff --exit-code -- api/client $(TS_SDK)/src && test -z "$$(git ls-files --others --exclude-standard -- api/client $(TS_SDK)/src)" || \
+	  (git status --short -- api/client $(TS_SDK)/src; echo "api/client or $(TS_SDK)/src is not what api/openapi.yaml generates: run make generate and commit it"; exit 1)
 
 .PHONY: lint
 lint: generate-check ## the generated client is current (generate-check), gofmt, go vet and staticcheck
