@@ -1,9 +1,14 @@
 // Compiled only (tsc -p tsconfig.test.json): the requests and answers are
 // typed from api/openapi.yaml, so each @ts-expect-error line below must
 // stay an error, and the README's example must compile.
+import { createServer } from "node:http";
+
 import {
   createGatewayClient,
+  fetchWebhookPublicKey,
   followJobEvents,
+  type GatewayClient,
+  GatewayError,
   type JobEvent,
   unwrap,
   verifyWebhook,
@@ -11,16 +16,48 @@ import {
   type WebhookEvent,
 } from "../src/index.js";
 
-export async function readmeExample(token: string): Promise<string | undefined> {
-  const gateway = createGatewayClient({ baseUrl: "http://127.0.0.1:8080", token });
-  const created = await unwrap(
-    gateway.POST("/v1/translations", {
-      body: { data: { type: "translation-job", attributes: { input: { type: "text", content: "Hello world", target_language: "de" } } } },
-    }),
-  );
+// README.md's examples, as they are there.
+export async function readmeExample(): Promise<void> {
+  const gateway = createGatewayClient({ baseUrl: "http://127.0.0.1:8080", token: process.env.GATEWAY_TOKEN });
+  const created = await unwrap(gateway.POST("/v1/translations", {
+    body: { data: { type: "translation-job", attributes: { input: { type: "text", content: "Hello world", target_language: "de" } } } },
+  }));
   const job = await waitForJob(gateway, "translations", created.data.id);
   const result = await unwrap(gateway.GET("/v1/translations/{id}/result", { params: { path: { id: job.id } } }));
-  return typeof result === "string" ? result : result.content;
+  console.log(job.attributes.status, typeof result === "string" ? result : result.content);
+}
+
+export async function readmeErrorExample(form: { setError(pointer: string, message?: string): void }): Promise<void> {
+  const gateway = createGatewayClient({ baseUrl: "http://127.0.0.1:8080", token: "gwk_…" });
+  const body = { data: { type: "translation-job" as const, attributes: { input: { type: "text" as const, content: "Hi", target_language: "de" } } } };
+  try {
+    await unwrap(gateway.POST("/v1/translations", { body }));
+  } catch (e) {
+    if (e instanceof GatewayError && e.pointer) form.setError(e.pointer, e.error?.message);
+  }
+}
+
+export async function readmeEventsExample(gateway: GatewayClient, id: string): Promise<void> {
+  for await (const event of followJobEvents(gateway, "llm-tasks", id)) {
+    if (event.event === "llm-task.delta") process.stdout.write(event.data.attributes.text);
+    else console.log(event.event, event.data.attributes);
+  }
+}
+
+export async function readmeReceiverExample(): Promise<void> {
+  const key = await fetchWebhookPublicKey(createGatewayClient({ baseUrl: "http://127.0.0.1:8080" }));
+  createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk) => chunks.push(chunk)).on("end", () => {
+      try {
+        const { id, payload } = verifyWebhook(key, req.headers, Buffer.concat(chunks));
+        console.log(id, payload.event); // drop a webhook-id seen before: delivery is at least once
+        res.writeHead(204).end();
+      } catch {
+        res.writeHead(400).end();
+      }
+    });
+  }).listen(8081);
 }
 
 export async function typedRequests(token: string): Promise<void> {

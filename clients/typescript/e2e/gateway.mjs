@@ -1,5 +1,5 @@
 // The SDK against a running gateway (cmd/gateway/typescriptsdk_test.go
-// starts `gateway dev` and runs this): node test/gateway.e2e.mjs <base URL>
+// starts `gateway dev` and runs this): node e2e/gateway.mjs <base URL>
 // <token>. It creates jobs and a batch, waits for them, reads results,
 // follows an event stream and verifies the webhooks the gateway sends to a
 // receiver it runs itself; it prints what it saw as one JSON object, and
