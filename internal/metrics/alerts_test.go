@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
@@ -24,7 +26,8 @@ import (
 // read, and every metric and label it queries is one this package exposes.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
-	groups, errs := rulefmt.ParseFile(filepath.Join("..", "..", "deploy", "prometheus", "alerts.yaml"), false)
+	promql := parser.NewParser(parser.Options{})
+	groups, errs := rulefmt.ParseFile(filepath.Join("..", "..", "deploy", "prometheus", "alerts.yaml"), false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
 	require.Empty(t, errs)
 	require.NotEmpty(t, groups.Groups)
 
@@ -34,7 +37,7 @@ func TestAlertRules(t *testing.T) {
 	for _, g := range groups.Groups {
 		require.NotEmpty(t, g.Rules, g.Name)
 		for _, r := range g.Rules {
-			name := r.Alert.Value
+			name := r.Alert
 			require.NotEmpty(t, name, "group %s: a recording rule", g.Name)
 			require.False(t, seen[name], "alert %s twice", name)
 			seen[name] = true
@@ -46,7 +49,7 @@ func TestAlertRules(t *testing.T) {
 			require.True(t, ok, "%s: runbook_url %q", name, r.Annotations["runbook_url"])
 			require.True(t, anchors[runbook], "%s: docs/operations.md has no section #%s", name, runbook)
 
-			expr, err := parser.ParseExpr(r.Expr.Value)
+			expr, err := promql.ParseExpr(r.Expr)
 			require.NoError(t, err, name)
 			selectors := 0
 			parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
