@@ -108,7 +108,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	require.Zero(t, counts["fail"], "%s", out)
 
 	g := newGateway(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, node, "e2e/gateway.mjs", g.url(""), g.token)
 	run.Dir = sdk

@@ -44,7 +44,7 @@ const receiver = createServer((req, res) => {
 await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
 const hookUrl = `http://127.0.0.1:${receiver.address().port}/hooks`;
 
-async function webhook(event, timeoutMs = 30_000) {
+async function webhook(event, timeoutMs = 120_000) {
   for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
     const hit = received.find((r) => r.verified?.payload.event === event || JSON.parse(r.body).event === event);
     if (hit) return hit;
@@ -66,7 +66,7 @@ try {
         webhook: { url: hookUrl, headers: { "X-Receiver-Token": "sdk-test" } } } } },
     }),
   );
-  const job = await waitForJob(gateway, "llm-tasks", created.data.id, { timeoutMs: 60_000 });
+  const job = await waitForJob(gateway, "llm-tasks", created.data.id, { timeoutMs: 120_000 });
   const result = await unwrap(gateway.GET("/v1/llm-tasks/{id}/result", { params: { path: { id: job.id } } }));
   out.job = { id: job.id, createdStatus: created.data.attributes.status, status: job.attributes.status, content: result.content,
     finish: result.finish_reason };
@@ -116,7 +116,7 @@ try {
       body: { data: { type: "batch", attributes: { items, webhook: { url: hookUrl } } } },
     }),
   );
-  const ended = await waitForBatch(gateway, batch.data.id, { timeoutMs: 60_000 });
+  const ended = await waitForBatch(gateway, batch.data.id, { timeoutMs: 120_000 });
   const lines = await batchResults(gateway, batch.data.id);
   const batchHook = await webhook("batch.completed");
   out.batch = { id: batch.data.id, status: ended.attributes.status, counts: ended.attributes.counts,
