@@ -311,9 +311,10 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 2, run([]string{"version", "extra"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), `unexpected argument "extra"`)
 
-	stderr.Reset()
+	stdout.Reset()
 	require.Equal(t, 0, run([]string{"help"}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "gateway version ")
+	require.Contains(t, stdout.String(), "Usage:\n  gateway <command>")
+	require.Contains(t, stdout.String(), "\n  version ")
 }
 
 func TestMaxOutageWaitFlag(t *testing.T) {
@@ -348,14 +349,24 @@ func TestWebhooksCommandArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"webhooks", "resend"}, "takes one job id"},
 		{[]string{"webhooks", "recover"}, "needs --since"},
 		{[]string{"webhooks", "recover", "--since", "yesterday"}, "use RFC 3339"},
 		{[]string{"webhooks", "recover", "--since", "2026-11-26T10:00:00Z", "--until", "2026-11-26T09:00:00Z"}, "--until must be after --since"},
-		{[]string{"webhooks", "replay"}, "unknown subcommand"},
 	} {
 		var stdout, stderr strings.Builder
 		require.Equal(t, 1, run(append(tc.args, "--data-dir", t.TempDir()), &stdout, &stderr), "%v", tc.args)
+		require.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+	}
+	// Usage mistakes: exit 2.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"webhooks", "resend"}, "give one job id"},
+		{[]string{"webhooks", "replay"}, `unknown command "replay"`},
+	} {
+		var stdout, stderr strings.Builder
+		require.Equal(t, 2, run(append(tc.args, "--data-dir", t.TempDir()), &stdout, &stderr), "%v", tc.args)
 		require.Contains(t, stderr.String(), tc.want, "%v", tc.args)
 	}
 	var stdout, stderr strings.Builder

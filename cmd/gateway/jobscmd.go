@@ -34,23 +34,10 @@ type jobsFlags struct {
 	webhook string
 }
 
-const jobsUsage = `gateway jobs: look at jobs as an SRE, with the configuration of serve.
-
-Usage:
-  gateway jobs list    [--tenant T] [--service S] [--status S] [--provider P] [--error-code C] [--webhook failed] [--limit N] [-o text|json]
-  gateway jobs show    ID [-o text|json]
-  gateway jobs history ID [--out FILE] [--raw]   the workflow history, as gateway replay reads it
-  gateway jobs retry   ID... | --tenant T --service S --provider P --error-code C [--dry-run] [--rate N] [--limit N]
-  gateway jobs cancel  ID...
-
-An id that is not found is named on standard error, and the command exits 1.
-`
-
 func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 	switch sub {
 	case "list", "show":
-		fs.StringVar(&f.output, "o", "text", "output format: text, or json (an array for list, an object for show; docs/operations.md)")
-		fs.StringVar(&f.output, "output", "text", "the same as -o")
+		registerOutput(fs, &f.output, "output format: text, or json (an array for list, an object for show; docs/operations.md)")
 	}
 	switch sub {
 	case "list":
@@ -99,7 +86,7 @@ func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []st
 		}
 		return jobHistoryFile(ctx, cfg, args[0], f.out, f.raw, stdout, logger)
 	}
-	return fmt.Errorf("unknown subcommand %q\n\n%s", sub, jobsUsage)
+	return fmt.Errorf("unknown command %q", sub)
 }
 
 // jobNotFound is the error of an id the store (or Temporal) does not have.

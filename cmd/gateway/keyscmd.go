@@ -19,18 +19,6 @@ import (
 	"github.com/ai-job-gateway/gateway/store"
 )
 
-const keysUsage = `gateway keys: the API keys the gateway issues (docs/api.md, API keys), in the store of serve.
-
-Usage:
-  gateway keys create --tenant T --name N --scope S[,S...] [--application A] [--expires-in D | --expires-at T] [--requests-per-minute N] [--max-in-flight N] [--tokens-per-minute N] [-o text|json]
-  gateway keys list   --tenant T [-o text|json]
-  gateway keys revoke --tenant T ID
-  gateway keys rotate --tenant T [--grace D] ID [-o text|json]
-
-create and rotate print the key's secret this once: alone on standard output
-(-o text; what the key is goes to standard error), or as "secret" (-o json).
-`
-
 // Bounds of a key's attributes, as the API has them (docs/api.md, API
 // keys).
 const (
@@ -75,8 +63,7 @@ func (f *keysFlags) register(fs *flag.FlagSet, sub string) {
 	}
 	switch sub {
 	case "create", "list", "rotate":
-		fs.StringVar(&f.output, "o", "text", "output format: text or json")
-		fs.StringVar(&f.output, "output", "text", "the same as -o")
+		registerOutput(fs, &f.output, "output format: text or json")
 	}
 }
 
@@ -84,7 +71,7 @@ func (f *keysFlags) register(fs *flag.FlagSet, sub string) {
 // is a usage mistake, naming its flag.
 func (f *keysFlags) check(sub string, args []string, now time.Time) error {
 	if !slices.Contains([]string{"create", "list", "revoke", "rotate"}, sub) {
-		return fmt.Errorf("unknown subcommand %q\n\n%s", sub, keysUsage)
+		return fmt.Errorf("unknown command %q", sub)
 	}
 	switch {
 	case f.tenant == "":
@@ -181,6 +168,9 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 type scopeList []string
 
 func (s *scopeList) String() string { return strings.Join(*s, ",") }
+
+// Type names --scope's value in -h.
+func (s *scopeList) Type() string { return "scopes" }
 
 func (s *scopeList) Set(v string) error {
 	*s = append(*s, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)

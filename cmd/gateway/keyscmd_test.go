@@ -206,8 +206,8 @@ func TestKeysCommandRefuses(t *testing.T) {
 		{[]string{"rotate", "--tenant", "acme", "--grace", "-1s", "abc"}, "--grace -1s"},
 		{[]string{"revoke", "--tenant", "acme"}, "give one key id"},
 		{[]string{"revoke", "--tenant", "acme", "a", "b"}, "give one key id"},
-		{[]string{"frob", "--tenant", "acme"}, `unknown subcommand "frob"`},
-		{[]string{"list", "--tenant", "acme", "--name", "x"}, "flag provided but not defined: -name"},
+		{[]string{"frob", "--tenant", "acme"}, `unknown command "frob"`},
+		{[]string{"list", "--tenant", "acme", "--name", "x"}, "unknown flag: --name"},
 	} {
 		code, stdout, stderr := s.run(c.args...)
 		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
@@ -216,7 +216,7 @@ func TestKeysCommandRefuses(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	require.Equal(t, 2, run([]string{"keys"}, &out, &errOut))
-	require.Contains(t, errOut.String(), "gateway keys create --tenant T")
+	require.Contains(t, errOut.String(), "gateway keys create --tenant acme")
 
 	for _, scope := range []string{"keys:write", "admin:cross-tenant", "admin:codec"} {
 		code, stdout, stderr := s.run("create", "--tenant", "acme", "--name", "ci", "--scope", "llm-tasks:write,"+scope)

@@ -33,6 +33,9 @@ func (w *outageWaits) String() string {
 	return strings.Join(parts, ",")
 }
 
+// Type names --max-outage-wait's value in -h.
+func (w *outageWaits) Type() string { return "durations" }
+
 // Set parses the flag's value.
 func (w *outageWaits) Set(value string) error {
 	out := outageWaits{}

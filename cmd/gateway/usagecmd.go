@@ -33,8 +33,7 @@ func (f *usageFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "start, RFC 3339 or YYYY-MM-DD in UTC (default: the start of the month --to ends)")
 	fs.StringVar(&f.to, "to", "", "end, excluded, RFC 3339 or YYYY-MM-DD in UTC (default: now)")
 	fs.StringVar(&f.groupBy, "group-by", "", "comma-separated keys: service, provider, application, api_key, unit, day, tenant (default: one row per currency)")
-	fs.StringVar(&f.output, "o", "text", "output format: text, json or csv")
-	fs.StringVar(&f.output, "output", "text", "the same as -o")
+	registerOutput(fs, &f.output, "output format: text, json or csv")
 }
 
 // query turns the flags into a store query, now being the clock.

@@ -21,16 +21,6 @@ type webhooksFlags struct {
 	dryRun                    bool
 }
 
-const webhooksUsage = `gateway webhooks: send jobs' webhook events again, with the configuration of serve.
-
-Usage:
-  gateway webhooks resend  ID                  every event the job's webhook was sent, in order
-  gateway webhooks recover --since T [--until T] [--url U] [--tenant T] [--dry-run]
-                                               the deliveries given up in the window, in order per job
-
-Times are RFC 3339 (2026-11-26T09:00:00Z). See docs/webhooks.md.
-`
-
 func (f *webhooksFlags) register(fs *flag.FlagSet, sub string) {
 	if sub != "recover" {
 		return
@@ -59,7 +49,7 @@ func runWebhooks(ctx context.Context, cfg config, sub string, f webhooksFlags, a
 			return err
 		}
 	default:
-		return fmt.Errorf("unknown subcommand %q\n\n%s", sub, webhooksUsage)
+		return fmt.Errorf("unknown command %q", sub)
 	}
 	st, err := openJobStore(ctx, cfg)
 	if err != nil {
