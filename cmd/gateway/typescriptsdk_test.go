@@ -96,7 +96,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	t.Parallel()
 	sdk := buildTypeScriptSDK(t, node, npm)
 
-	unit := exec.Command(node, "--test", "test/")
+	unit := exec.Command(node, "--test", "--test-timeout=60000", "test/")
 	unit.Dir = sdk
 	out, err := unit.CombinedOutput()
 	require.NoError(t, err, "node --test:\n%s", out)

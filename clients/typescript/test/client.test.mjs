@@ -18,6 +18,7 @@ const sse = (id, name, data) => `id: ${id}\r\nevent: ${name}\r\ndata: ${JSON.str
 let server;
 let baseUrl;
 const seen = []; // [path, headers] of each request
+let endlessClosed; // resolved when the client closes the endless stream
 
 before(async () => {
   let waits = 0;
@@ -41,6 +42,11 @@ before(async () => {
         }
         assert.equal(req.headers["last-event-id"], "2");
         return res.end(sse(3, "transcription.completed", job("streamed", "completed", 100)));
+      case "/v1/transcriptions/endless/events":
+        // One event, then the stream stays open, as a running job's does.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(sse(1, "transcription.progress", job("endless", "processing", 0)));
+        return new Promise((resolve) => res.on("close", resolve)).then(endlessClosed.resolve);
       case "/v1/transcriptions/gone/events":
         return json(410, { error: { code: "JOB_DELETED", message: "transcription-job gone was deleted" } });
       case "/v1/transcriptions/old/events":
@@ -111,6 +117,33 @@ test("an event stream that ends early is resumed after the last event, and ends 
     assert.equal(headers.accept, "text/event-stream");
     assert.equal(headers.authorization, "Bearer gwk_test");
   }
+});
+
+test("leaving the loop early closes the stream", async () => {
+  let resolve;
+  endlessClosed = { resolve: () => resolve() };
+  const closed = new Promise((r) => (resolve = r));
+  for await (const event of followJobEvents(client(), "transcriptions", "endless")) {
+    assert.equal(event.id, "1");
+    break;
+  }
+  await closed; // the test times out otherwise
+});
+
+test("an abort signal stops the stream", async () => {
+  let resolve;
+  endlessClosed = { resolve: () => resolve() };
+  const closed = new Promise((r) => (resolve = r));
+  const abort = new AbortController();
+  const events = [];
+  await assert.rejects(async () => {
+    for await (const event of followJobEvents(client(), "transcriptions", "endless", { signal: abort.signal })) {
+      events.push(event.id);
+      abort.abort(new Error("enough"));
+    }
+  }, /enough/);
+  assert.deepEqual(events, ["1"]);
+  await closed;
 });
 
 test("a deleted job's stream throws its 410", async () => {
