@@ -97,11 +97,12 @@ command or flag, a wrong argument, a setting missing or invalid).`,
   gateway jobs list --status failed -o json`,
 		Args: cobra.ArbitraryArgs,
 		// gateway alone, -h, --version and unknown commands: holdsCommands.
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		CompletionOptions:  cobra.CompletionOptions{DisableDefaultCmd: true},
-		RunE:               holdsCommands,
+		DisableFlagParsing:    true,
+		DisableFlagsInUseLine: true,
+		SilenceErrors:         true,
+		SilenceUsage:          true,
+		CompletionOptions:     cobra.CompletionOptions{DisableDefaultCmd: true},
+		RunE:                  holdsCommands,
 	}
 	root.Flags().Bool("version", false, "print the version, as gateway version does")
 	root.SetOut(stdout)
@@ -145,9 +146,10 @@ func holdsCommands(cmd *cobra.Command, args []string) error {
 func parentCommand(use, short, long, example string, subcommands ...*cobra.Command) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example,
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		RunE:               holdsCommands,
+		Args:                  cobra.ArbitraryArgs,
+		DisableFlagParsing:    true,
+		DisableFlagsInUseLine: true,
+		RunE:                  holdsCommands,
 	}
 	cmd.AddCommand(subcommands...)
 	return cmd
