@@ -91,14 +91,7 @@ console.log(JSON.stringify(out));
 func TestOpenAINodeSDK(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t) // the transcription probes its upload
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the official openai npm package needs it")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed")
-	}
+	node, npm := requireNode(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"openai-sdk-test","private":true,"type":"module"}`), 0o644))
 	install := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "openai@"+openAINodeVersion)

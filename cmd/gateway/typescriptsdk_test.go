@@ -31,7 +31,7 @@ func requireNode(t *testing.T) (node, npm string) {
 		if os.Getenv("GATEWAY_REQUIRE_NODE") == "1" {
 			t.Fatalf("GATEWAY_REQUIRE_NODE=1 but Node.js is missing: %v", err)
 		}
-		t.Skipf("the TypeScript SDK's test needs node and npm: %v", err)
+		t.Skipf("this test needs node and npm: %v", err)
 	}
 	return node, npm
 }
