@@ -128,7 +128,7 @@ func holdsCommands(cmd *cobra.Command, args []string) error {
 		return cmd.Help()
 	}
 	if !cmd.HasParent() && args[0] == "--version" {
-		return versionCommand().RunE(cmd, args[1:])
+		return printVersion(cmd, args[1:])
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("unknown flag: %s", args[0])
@@ -525,14 +525,17 @@ func versionCommand() *cobra.Command {
 		Short:   "print the version, VCS revision and Go version (also gateway --version)",
 		Example: `  gateway version`,
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read())
-			return err
-		},
+		RunE:    printVersion,
 	}
+}
+
+// printVersion is gateway version and gateway --version.
+func printVersion(cmd *cobra.Command, args []string) error {
+	if err := noArgs(cmd, args); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read())
+	return err
 }
 
 // completionShells are the shells gateway completion writes scripts for.
