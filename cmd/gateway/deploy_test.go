@@ -272,7 +272,7 @@ func TestComposeStack(t *testing.T) {
 				require.NoError(t, err, "%s mounts %s", name, src)
 			}
 		}
-		if svc.Image != "ai-job-gateway" && svc.Image != "ai-job-gateway-dev" {
+		if repository, _, _ := strings.Cut(svc.Image, ":"); repository != "ai-job-gateway" && repository != "ai-job-gateway-dev" {
 			continue
 		}
 		gateways++
