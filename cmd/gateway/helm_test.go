@@ -346,8 +346,8 @@ func TestHelmChartRendersWhatTheGatewayRuns(t *testing.T) {
 }
 
 // TestHelmChartMatchesTheKustomizeBase checks that the chart's containers
-// run as deploy/k8s's do: the same commands and flags, ports, probes,
-// resources, grace periods and security contexts.
+// run as deploy/k8s's do: the same image and release, commands and flags,
+// ports, probes, resources, grace periods and security contexts.
 func TestHelmChartMatchesTheKustomizeBase(t *testing.T) {
 	t.Parallel()
 	base := map[string]corev1.PodSpec{}
@@ -371,8 +371,19 @@ func TestHelmChartMatchesTheKustomizeBase(t *testing.T) {
 		"gw-gateway-worker":  release.get("Deployment", "gw-gateway-worker").(*appsv1.Deployment).Spec.Template.Spec,
 		"gw-gateway-migrate": release.get("Job", "gw-gateway-migrate").(*batchv1.Job).Spec.Template.Spec,
 	}
+	var kustomization struct {
+		Images []struct {
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "k8s", "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, k8syaml.Unmarshal(data, &kustomization))
+	require.NotEmpty(t, kustomization.Images)
 	for name, want := range base {
 		got := charted[name]
+		require.Equal(t, kustomization.Images[0].NewName+":"+kustomization.Images[0].NewTag, got.Containers[0].Image, "%s: the image and release deploy/k8s runs", name)
 		require.Equal(t, want.SecurityContext, got.SecurityContext, name)
 		require.Equal(t, want.TerminationGracePeriodSeconds, got.TerminationGracePeriodSeconds, name)
 		require.Len(t, got.Containers, len(want.Containers), name)
