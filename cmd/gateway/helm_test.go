@@ -636,6 +636,10 @@ func checkHelmSelectors(t *testing.T, name string, release helmRelease) {
 	}
 }
 
+// kedaTemporalSettings are the trigger metadata KEDA's temporal scaler
+// reads (KEDA 2.17 and later; versioning settings left out).
+var kedaTemporalSettings = []string{"endpoint", "namespace", "taskQueue", "queueTypes", "targetQueueSize", "activationTargetQueueSize", "tlsServerName", "enableTLS", "unsafeSsl", "minConnectTimeout"}
+
 // checkHelmKEDA checks the worker's ScaledObject: KEDA's temporal scaler
 // on the gateway's task queue, at the pods' Temporal, authenticated as the
 // pods are.
@@ -654,11 +658,15 @@ func checkHelmKEDA(t *testing.T, release helmRelease) {
 			require.Equal(t, env["TEMPORAL_ADDRESS"].Value, trigger.Metadata["endpoint"])
 			require.Equal(t, env["TEMPORAL_NAMESPACE"].Value, trigger.Metadata["namespace"])
 			require.Regexp(t, `^[1-9][0-9]*$`, trigger.Metadata["targetQueueSize"])
+			for key := range trigger.Metadata {
+				require.Contains(t, kedaTemporalSettings, key, "a setting KEDA's temporal scaler has")
+			}
 			require.NotNil(t, trigger.AuthenticationRef)
 			auth, ok := release.get("TriggerAuthentication", trigger.AuthenticationRef.Name).(*kedaTriggerAuthentication)
 			require.True(t, ok, "the trigger's authentication is in the release")
 			refs := map[string]string{}
 			for _, ref := range auth.Spec.SecretTargetRef {
+				require.Contains(t, []string{"apiKey", "cert", "key", "keyPassword", "ca"}, ref.Parameter, "an authentication parameter of KEDA's temporal scaler")
 				refs[ref.Parameter] = ref.Name + "/" + ref.Key
 			}
 			key := env["TEMPORAL_API_KEY"].ValueFrom.SecretKeyRef
