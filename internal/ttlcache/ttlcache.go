@@ -4,6 +4,7 @@ package ttlcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,9 +42,11 @@ func New[K comparable, V any](ttl time.Duration, max int, now func() time.Time) 
 
 // Get returns key's value, calling load when it is missing or expired.
 // Concurrent misses of one key share one load, so an expiry under load is
-// one query, not a stampede on the database; each caller waits for it
-// until its own ctx ends. The shared load runs without the first caller's
-// cancellation (the store bounds its statements). Errors are not kept.
+// one query, not a stampede on the database. The load runs in the
+// goroutine and under the context (deadline included) of the caller that
+// began it, and the others wait for it; one whose load ended with that
+// caller's context, while its own goes on, loads again. A load that
+// panics panics in every caller. Errors are not kept.
 func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context) (V, error)) (V, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && c.fresh(e) {
@@ -52,19 +55,22 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context)
 	}
 	gen := c.gen
 	c.mu.Unlock()
+	if c.ttl == 0 {
+		return load(ctx) // nothing kept, nothing shared
+	}
 	// A load begun before a write (another generation) is not shared with
 	// callers after it: they see the write.
 	flight := fmt.Sprintf("%d/%#v", gen, key)
-	loaded := c.loads.DoChan(flight, func() (any, error) {
-		return c.loadAndKeep(context.WithoutCancel(ctx), key, gen, load)
-	})
-	select {
-	case r := <-loaded:
-		v, _ := r.Val.(V)
-		return v, r.Err
-	case <-ctx.Done():
-		var zero V
-		return zero, ctx.Err()
+	for {
+		v, err, shared := c.loads.Do(flight, func() (any, error) {
+			return c.loadAndKeep(ctx, key, gen, load)
+		})
+		if err != nil && shared && ctx.Err() == nil &&
+			(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue // another caller's load, ended by its context
+		}
+		value, _ := v.(V)
+		return value, err
 	}
 }
 
@@ -72,7 +78,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context)
 func (c *Cache[K, V]) loadAndKeep(ctx context.Context, key K, gen uint64, load func(context.Context) (V, error)) (V, error) {
 	started := c.now()
 	v, err := load(ctx)
-	if err != nil || c.ttl == 0 {
+	if err != nil {
 		return v, err
 	}
 	c.mu.Lock()

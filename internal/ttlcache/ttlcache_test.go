@@ -190,7 +190,7 @@ func TestTTLCacheFullOfFreshEntriesDropsATenth(t *testing.T) {
 
 // TestTTLCacheMissesShareOneLoad: callers that miss a key while its load
 // is running wait for that load instead of starting their own, so an
-// expiry is one query; a caller whose context ends stops waiting alone.
+// expiry is one query.
 func TestTTLCacheMissesShareOneLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -212,14 +212,6 @@ func TestTTLCacheMissesShareOneLoad(t *testing.T) {
 		})
 	}
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
-	impatient, cancel := context.WithCancel(ctx)
-	gaveUp := make(chan error)
-	go func() {
-		_, err := c.Get(impatient, "k", load)
-		gaveUp <- err
-	}()
-	cancel()
-	require.ErrorIs(t, <-gaveUp, context.Canceled)
 	time.Sleep(20 * time.Millisecond) // the others are surely waiting by now
 	close(release)
 	wg.Wait()
@@ -228,6 +220,57 @@ func TestTTLCacheMissesShareOneLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 7, v)
 	require.Equal(t, int64(1), calls.Load(), "and it was kept")
+}
+
+// TestTTLCacheSharedLoadKeepsItsCallersContext: the load runs under the
+// context of the caller that began it, deadline included; a caller that
+// waited for it, when that context ended it, loads again under its own.
+func TestTTLCacheSharedLoadKeepsItsCallersContext(t *testing.T) {
+	t.Parallel()
+	c := New[string, int](time.Minute, 10, time.Now)
+	first, cancel := context.WithTimeout(context.Background(), time.Hour)
+	started := make(chan struct{})
+	var calls atomic.Int64
+	load := func(ctx context.Context) (int, error) {
+		if calls.Add(1) == 1 {
+			_, ok := ctx.Deadline()
+			require.True(t, ok, "the caller's deadline reaches its load")
+			close(started)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		return 8, nil
+	}
+	firstErr := make(chan error)
+	go func() {
+		_, err := c.Get(first, "k", load)
+		firstErr <- err
+	}()
+	<-started
+	second := make(chan int)
+	go func() {
+		v, err := c.Get(context.Background(), "k", load)
+		require.NoError(t, err)
+		second <- v
+	}()
+	time.Sleep(20 * time.Millisecond) // the second waits for the first's load
+	cancel()
+	require.ErrorIs(t, <-firstErr, context.Canceled)
+	require.Equal(t, 8, <-second, "the second loaded again")
+	require.Equal(t, int64(2), calls.Load())
+}
+
+// TestTTLCacheLoadThatPanics: a load's panic is its caller's, to recover
+// as any panic of a request; the cache goes on.
+func TestTTLCacheLoadThatPanics(t *testing.T) {
+	t.Parallel()
+	c := New[string, int](time.Minute, 10, time.Now)
+	require.Panics(t, func() {
+		_, _ = c.Get(context.Background(), "k", func(context.Context) (int, error) { panic("nil store") })
+	})
+	v, err := c.Get(context.Background(), "k", func(context.Context) (int, error) { return 9, nil })
+	require.NoError(t, err)
+	require.Equal(t, 9, v)
 }
 
 // TestTTLCacheLoadBeforeAWriteIsNotShared: a caller that comes after a
