@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -36,6 +37,19 @@ type commandFailed struct{ err error }
 func (e commandFailed) Error() string { return e.err.Error() }
 func (e commandFailed) Unwrap() error { return e.err }
 
+// usageMistake is a flag's value or an argument a command refused after
+// parsing (docs/operations.md, The command line): exit 2, as a value that
+// does not parse.
+type usageMistake struct{ err error }
+
+func (e usageMistake) Error() string { return e.err.Error() }
+func (e usageMistake) Unwrap() error { return e.err }
+
+// usageErrorf is a usage mistake, said as fmt.Errorf says it.
+func usageErrorf(format string, a ...any) error {
+	return usageMistake{fmt.Errorf(format, a...)}
+}
+
 // errUsageShown: the usage is on standard error already; exit 2.
 var errUsageShown = errors.New("usage shown")
 
@@ -48,11 +62,14 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 		cmd = root
 	}
 	var failed commandFailed
+	var mistake usageMistake
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsageShown):
 		return 2
+	case errors.As(err, &mistake):
+		err = mistake.err
 	case errors.As(err, &failed):
 		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), failed.err)
 		return 1
@@ -157,14 +174,17 @@ func parentCommand(use, short, long, example string, subcommands ...*cobra.Comma
 
 // withFlags adds to cmd the flags register binds on a Go flag set. Each
 // keeps the default it was registered with, so that -h never shows a
-// secret read from the environment afterwards (webhooks.go); --output is
-// also -o.
+// secret read from the environment afterwards (webhooks.go), and a URL's
+// password shows as xxxxx; --output is also -o.
 func withFlags(cmd *cobra.Command, register func(fs *flag.FlagSet)) *cobra.Command {
 	fs := flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)
 	register(fs)
 	fs.VisitAll(func(f *flag.Flag) {
 		pf := pflag.PFlagFromGoFlag(f)
 		pf.DefValue = f.DefValue
+		if u, err := url.Parse(pf.DefValue); err == nil && u.User != nil {
+			pf.DefValue = u.Redacted() // DATABASE_URL's password, say
+		}
 		if pf.DefValue == "0s" {
 			pf.DefValue = "0" // a zero duration: no "(default 0s)" in -h
 		}

@@ -95,12 +95,13 @@ func TestCLIHelpOfEachCommandIsItsOwn(t *testing.T) {
 func TestCLIHelpShowsNoSecret(t *testing.T) {
 	// Not parallel: it sets environment variables.
 	t.Setenv("GATEWAY_WEBHOOK_SIGNING_KEY", "whsk_not-to-be-printed")
-	t.Setenv("DATABASE_URL", "postgres://shown-as-default")
+	t.Setenv("DATABASE_URL", "postgres://gateway:s3cret@db.example:5432/gateway")
 	var stdout strings.Builder
 	require.Equal(t, 0, run([]string{"serve", "-h"}, &stdout, io.Discard))
 	require.Contains(t, stdout.String(), "--webhook-signing-key")
 	require.NotContains(t, stdout.String(), "not-to-be-printed")
-	require.Contains(t, stdout.String(), `(default "postgres://shown-as-default")`, "the environment's value is the default")
+	require.NotContains(t, stdout.String(), "s3cret", "a URL's password")
+	require.Contains(t, stdout.String(), `(default "postgres://gateway:xxxxx@db.example:5432/gateway")`, "the environment's value is the default")
 }
 
 // TestCLIUsageMistakes: an unknown command or flag, a bad flag value or a
@@ -148,8 +149,8 @@ func TestCLIUsageMistakes(t *testing.T) {
 func TestCLIFlagsAfterArguments(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr strings.Builder
-	require.Equal(t, 1, run([]string{"providers", "-o", "yaml"}, &stdout, &stderr))
-	require.Equal(t, "gateway providers: -o \"yaml\": use text or json\n", stderr.String())
+	require.Equal(t, 2, run([]string{"providers", "-o", "yaml"}, &stdout, &stderr), "a value the command refuses is a usage mistake")
+	require.Equal(t, "gateway providers: -o \"yaml\": use text or json (run \"gateway providers -h\")\n", stderr.String())
 	stderr.Reset()
 	dir := t.TempDir()
 	require.Equal(t, 1, run([]string{"jobs", "show", "01936f2a-0000-7000-8000-000000000000", "--data-dir", dir, "-o", "json"}, &stdout, &stderr))

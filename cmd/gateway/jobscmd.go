@@ -65,7 +65,7 @@ func (f *jobsFlags) register(fs *flag.FlagSet, sub string) {
 // runJobs runs a `gateway jobs` subcommand.
 func runJobs(ctx context.Context, cfg config, sub string, f jobsFlags, args []string, stdout, stderr io.Writer, logger *slog.Logger) error {
 	if f.output != "" && f.output != "text" && f.output != "json" {
-		return fmt.Errorf("-o %q: use text or json", f.output)
+		return usageErrorf("-o %q: use text or json", f.output)
 	}
 	switch sub {
 	case "list":
@@ -179,7 +179,7 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 	if f.status != "" {
 		status := jobs.Status(f.status)
 		if !status.Valid() {
-			return fmt.Errorf("--status %q: use pending, processing, completed or failed", f.status)
+			return usageErrorf("--status %q: use pending, processing, completed or failed", f.status)
 		}
 		f.filter.Status = status
 	}
@@ -188,10 +188,10 @@ func listJobs(ctx context.Context, cfg config, f jobsFlags, stdout io.Writer) er
 	case "failed":
 		f.filter.WebhookFailed = true
 	default:
-		return fmt.Errorf("--webhook %q: use failed", f.webhook)
+		return usageErrorf("--webhook %q: use failed", f.webhook)
 	}
 	if f.limit < 1 || f.limit > 1000 {
-		return errors.New("--limit must be between 1 and 1000")
+		return usageErrorf("--limit must be between 1 and 1000")
 	}
 	st, err := openJobStore(ctx, cfg)
 	if err != nil {

@@ -89,7 +89,7 @@ func TestJobsListJSON(t *testing.T) {
 	require.Contains(t, stdout, "2 of 2 matching jobs")
 
 	code, _, stderr = runJobsCommand(dir, "list", "-o", "yaml")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "a usage mistake")
 	require.Contains(t, stderr, `-o "yaml": use text or json`)
 }
 

@@ -99,16 +99,16 @@ func retryTargets(ctx context.Context, st *store.Store, f jobsFlags, ids []strin
 // resumes: jobs already retried are no longer failed.
 func retryJobs(ctx context.Context, cfg config, f jobsFlags, ids []string, stdout, stderr io.Writer, logger *slog.Logger) error {
 	if len(ids) > 0 && f.filter != (store.JobFilter{}) {
-		return errors.New("jobs retry takes job ids or filters, not both")
+		return usageErrorf("jobs retry takes job ids or filters, not both")
 	}
 	if len(ids) == 0 && f.filter == (store.JobFilter{}) {
-		return errors.New("jobs retry needs job ids or at least one filter (--tenant, --service, --provider, --error-code)")
+		return usageErrorf("jobs retry needs job ids or at least one filter (--tenant, --service, --provider, --error-code)")
 	}
 	if f.rate <= 0 {
-		return errors.New("--rate must be more than 0")
+		return usageErrorf("--rate must be more than 0")
 	}
 	if f.limit < 1 {
-		return errors.New("--limit must be at least 1")
+		return usageErrorf("--limit must be at least 1")
 	}
 	st, err := openJobStore(ctx, cfg)
 	if err != nil {

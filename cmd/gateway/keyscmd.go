@@ -75,11 +75,11 @@ func (f *keysFlags) check(sub string, args []string, now time.Time) error {
 	}
 	switch {
 	case f.tenant == "":
-		return errors.New("--tenant is required: the tenant whose keys these are")
+		return usageErrorf("--tenant is required: the tenant whose keys these are")
 	case !auth.SlugPattern.MatchString(f.tenant):
-		return fmt.Errorf("--tenant %q: must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", f.tenant)
+		return usageErrorf("--tenant %q: must be a tenant slug: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", f.tenant)
 	case f.output != "" && f.output != "text" && f.output != "json":
-		return fmt.Errorf("-o %q: use text or json", f.output)
+		return usageErrorf("-o %q: use text or json", f.output)
 	}
 	switch sub {
 	case "create", "list":
@@ -93,7 +93,7 @@ func (f *keysFlags) check(sub string, args []string, now time.Time) error {
 		f.id = args[0]
 	}
 	if sub == "rotate" && (f.grace < 0 || f.grace > apikeys.MaxGrace) {
-		return fmt.Errorf("--grace %s: use a duration from 0 to 24h", f.grace)
+		return usageErrorf("--grace %s: use a duration from 0 to 24h", f.grace)
 	}
 	if sub != "create" {
 		return nil
@@ -108,22 +108,22 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 	k := apikeys.NewKey{Name: f.name, Scopes: f.scopes, Tenant: f.tenant}
 	switch {
 	case strings.TrimSpace(f.name) == "":
-		return k, errors.New("--name is required: what the key is for, such as ci-pipeline")
+		return k, usageErrorf("--name is required: what the key is for, such as ci-pipeline")
 	case utf8.RuneCountInString(f.name) > maxKeyName:
-		return k, fmt.Errorf("--name: must be at most %d characters", maxKeyName)
+		return k, usageErrorf("--name: must be at most %d characters", maxKeyName)
 	case strings.IndexFunc(f.name, unicode.IsControl) >= 0:
-		return k, errors.New("--name: must not contain control characters")
+		return k, usageErrorf("--name: must not contain control characters")
 	case len(f.scopes) == 0:
-		return k, errors.New("--scope is required: the scopes the key gets, such as --scope translations:write,translations:read")
+		return k, usageErrorf("--scope is required: the scopes the key gets, such as --scope translations:write,translations:read")
 	}
 	for i, s := range f.scopes {
 		if slices.Index(f.scopes, s) < i {
-			return k, fmt.Errorf("--scope %q is given twice", s)
+			return k, usageErrorf("--scope %q is given twice", s)
 		}
 	}
 	if f.application != "" {
 		if !auth.SlugPattern.MatchString(f.application) {
-			return k, fmt.Errorf("--application %q: must be an application name: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", f.application)
+			return k, usageErrorf("--application %q: must be an application name: 2 to 63 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", f.application)
 		}
 		k.Application = &f.application
 	}
@@ -131,7 +131,7 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 	case f.expiresIn != 0 && f.expiresAt != "":
 		return k, errors.New("give --expires-in or --expires-at, not both")
 	case f.expiresIn < 0:
-		return k, fmt.Errorf("--expires-in %s: use a positive duration, such as 720h", f.expiresIn)
+		return k, usageErrorf("--expires-in %s: use a positive duration, such as 720h", f.expiresIn)
 	case f.expiresIn > 0:
 		at := now.Add(f.expiresIn).UTC().Truncate(time.Second)
 		k.ExpiresAt = &at
@@ -139,25 +139,25 @@ func (f *keysFlags) key(now time.Time) (apikeys.NewKey, error) {
 		at, err := time.Parse(time.DateOnly, f.expiresAt)
 		if err != nil {
 			if at, err = time.Parse(time.RFC3339, f.expiresAt); err != nil {
-				return k, fmt.Errorf("--expires-at %q: use an RFC 3339 time, such as 2027-01-31T00:00:00Z, or YYYY-MM-DD", f.expiresAt)
+				return k, usageErrorf("--expires-at %q: use an RFC 3339 time, such as 2027-01-31T00:00:00Z, or YYYY-MM-DD", f.expiresAt)
 			}
 		}
 		if !at.After(now) {
-			return k, fmt.Errorf("--expires-at %s: must be in the future", f.expiresAt)
+			return k, usageErrorf("--expires-at %s: must be in the future", f.expiresAt)
 		}
 		at = at.UTC()
 		k.ExpiresAt = &at
 	}
 	if f.requestsPerMinute < 0 || f.requestsPerMinute > maxKeyRequestsPerMinute {
-		return k, fmt.Errorf("--requests-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.requestsPerMinute, maxKeyRequestsPerMinute)
+		return k, usageErrorf("--requests-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.requestsPerMinute, maxKeyRequestsPerMinute)
 	}
 	k.Limits.RequestsPerMinute = f.requestsPerMinute
 	if f.maxInFlight < 0 || f.maxInFlight > maxKeyInFlight {
-		return k, fmt.Errorf("--max-in-flight %d: use a whole number from 1 to %d (or 0: no limit)", f.maxInFlight, maxKeyInFlight)
+		return k, usageErrorf("--max-in-flight %d: use a whole number from 1 to %d (or 0: no limit)", f.maxInFlight, maxKeyInFlight)
 	}
 	k.Limits.MaxInFlight = f.maxInFlight
 	if f.tokensPerMinute < 0 || f.tokensPerMinute > maxKeyTokensPerMinute {
-		return k, fmt.Errorf("--tokens-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.tokensPerMinute, maxKeyTokensPerMinute)
+		return k, usageErrorf("--tokens-per-minute %d: use a whole number from 1 to %d (or 0: no limit)", f.tokensPerMinute, maxKeyTokensPerMinute)
 	}
 	k.Limits.TokensPerMinute = f.tokensPerMinute
 	return k, nil
@@ -202,7 +202,7 @@ func runKeys(ctx context.Context, cfg config, sub string, f keysFlags, stdout, s
 		issued, err := keys.Issue(ctx, by, f.newKey)
 		var reserved *apikeys.ReservedScopeError
 		if errors.As(err, &reserved) {
-			return fmt.Errorf("--scope: %w", err)
+			return usageErrorf("--scope: %w", err)
 		}
 		if err != nil {
 			return err

@@ -220,7 +220,7 @@ func TestKeysCommandRefuses(t *testing.T) {
 
 	for _, scope := range []string{"keys:write", "admin:cross-tenant", "admin:codec"} {
 		code, stdout, stderr := s.run("create", "--tenant", "acme", "--name", "ci", "--scope", "llm-tasks:write,"+scope)
-		require.Equal(t, 1, code, stderr)
+		require.Equal(t, 2, code, stderr)
 		require.Contains(t, stderr, `--scope: the scope "`+scope+`" is not for API keys`)
 		require.Empty(t, stdout)
 	}

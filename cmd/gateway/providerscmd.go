@@ -35,7 +35,7 @@ type providerRow struct {
 // statuses and circuit breakers as the store has them.
 func runProviders(ctx context.Context, cfg config, output string, stdout io.Writer) error {
 	if output != "text" && output != "json" {
-		return fmt.Errorf("-o %q: use text or json", output)
+		return usageErrorf("-o %q: use text or json", output)
 	}
 	catalog, err := providers.LoadCatalog(cfg.ProvidersFile)
 	if err != nil {

@@ -41,7 +41,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 	q := store.UsageQuery{Tenant: f.tenant, Provider: f.provider}
 	if f.service != "" {
 		if _, ok := jobs.LookupService(f.service); !ok {
-			return q, fmt.Errorf("--service %q: not a service", f.service)
+			return q, usageErrorf("--service %q: not a service", f.service)
 		}
 		q.Service = jobs.ServiceID(f.service)
 	}
@@ -55,7 +55,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return t.UTC(), nil
 		}
-		return time.Time{}, fmt.Errorf("--%s %q: use an RFC 3339 time or YYYY-MM-DD", name, v)
+		return time.Time{}, usageErrorf("--%s %q: use an RFC 3339 time or YYYY-MM-DD", name, v)
 	}
 	var err error
 	q.To = now.UTC()
@@ -72,7 +72,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 		}
 	}
 	if !q.From.Before(q.To) {
-		return q, fmt.Errorf("--from %s is not before --to %s", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
+		return q, usageErrorf("--from %s is not before --to %s", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
 	}
 	if f.groupBy == "" {
 		return q, nil
@@ -80,7 +80,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 	for _, part := range strings.Split(f.groupBy, ",") {
 		k := store.UsageKey(strings.TrimSpace(part))
 		if !slices.Contains(store.UsageKeys(), k) || slices.Contains(q.GroupBy, k) {
-			return q, fmt.Errorf("--group-by %q: give each of service, provider, application, api_key, unit, day, tenant at most once", f.groupBy)
+			return q, usageErrorf("--group-by %q: give each of service, provider, application, api_key, unit, day, tenant at most once", f.groupBy)
 		}
 		q.GroupBy = append(q.GroupBy, k)
 	}
@@ -90,7 +90,7 @@ func (f usageFlags) query(now time.Time) (store.UsageQuery, error) {
 // runUsage prints the usage ledger's sums as the store has them.
 func runUsage(ctx context.Context, cfg config, f usageFlags, stdout io.Writer) error {
 	if f.output != "text" && f.output != "json" && f.output != "csv" {
-		return fmt.Errorf("-o %q: use text, json or csv", f.output)
+		return usageErrorf("-o %q: use text, json or csv", f.output)
 	}
 	q, err := f.query(time.Now())
 	if err != nil {

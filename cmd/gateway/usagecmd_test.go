@@ -85,9 +85,9 @@ func TestUsageCommand(t *testing.T) {
 	require.Equal(t, float64(3), report.Totals[1]["jobs"])
 
 	code, _, stderr = runUsageCommand(dir, "--group-by", "colour")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "a usage mistake")
 	require.Contains(t, stderr, "--group-by")
 	code, _, stderr = runUsageCommand(dir, "--from", "2026-12-01", "--to", "2026-11-01")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--from")
 }

@@ -106,18 +106,18 @@ func runWebhooks(ctx context.Context, cfg config, sub string, f webhooksFlags, a
 func (f webhooksFlags) request() (jobops.RecoverRequest, error) {
 	req := jobops.RecoverRequest{URL: f.url, Tenant: f.tenant, DryRun: f.dryRun}
 	if f.since == "" {
-		return req, errors.New("webhooks recover needs --since")
+		return req, usageErrorf("webhooks recover needs --since")
 	}
 	var err error
 	if req.Since, err = time.Parse(time.RFC3339, f.since); err != nil {
-		return req, fmt.Errorf("--since %q: use RFC 3339, such as 2026-11-26T09:00:00Z", f.since)
+		return req, usageErrorf("--since %q: use RFC 3339, such as 2026-11-26T09:00:00Z", f.since)
 	}
 	if f.until != "" {
 		if req.Until, err = time.Parse(time.RFC3339, f.until); err != nil {
-			return req, fmt.Errorf("--until %q: use RFC 3339, such as 2026-11-26T09:00:00Z", f.until)
+			return req, usageErrorf("--until %q: use RFC 3339, such as 2026-11-26T09:00:00Z", f.until)
 		}
 		if !req.Until.After(req.Since) {
-			return req, errors.New("--until must be after --since")
+			return req, usageErrorf("--until must be after --since")
 		}
 	}
 	return req, nil
