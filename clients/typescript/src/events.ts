@@ -96,9 +96,16 @@ export async function* followJobEvents(
       // A stream that ended at once with nothing new: the job may have
       // ended with no event to send (one that finished before the gateway
       // recorded events), or the gateway is stopping.
-      const { data } = await getJob(client, service, { params: { path: { id } }, signal: options.signal });
-      if (data && isFinished(data.data)) {
-        return;
+      try {
+        const { data } = await getJob(client, service, { params: { path: { id } }, signal: options.signal });
+        if (data && isFinished(data.data)) {
+          return;
+        }
+      } catch (error) {
+        if (options.signal?.aborted) {
+          throw error;
+        }
+        failure = error; // the gateway is down: try again, as for a stream
       }
     }
     if (failure !== undefined && ++failures > maxRetries) {

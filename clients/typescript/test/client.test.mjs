@@ -53,6 +53,15 @@ before(async () => {
         return res.writeHead(200, { "content-type": "text/event-stream" }).end();
       case "/v1/transcriptions/old":
         return json(200, { data: job("old", "completed", 100) });
+      case "/v1/transcriptions/flaky/events":
+        // First an empty stream (the gateway stopping), then the end.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        if (seen.filter(([path]) => path === req.url).length === 1) {
+          return res.end();
+        }
+        return res.end(sse(1, "transcription.completed", job("flaky", "completed", 100)));
+      case "/v1/transcriptions/flaky":
+        return req.socket.destroy(); // the gateway is down meanwhile
       default:
         return json(404, { error: { code: "NOT_FOUND", message: req.url } });
     }
@@ -161,6 +170,14 @@ test("a finished job whose stream has no events ends without reconnecting", asyn
   }
   assert.deepEqual(events, []);
   assert.equal(seen.filter(([path]) => path === "/v1/transcriptions/old/events").length, 1);
+});
+
+test("a job read that fails between two streams is retried like a stream", async () => {
+  const events = [];
+  for await (const event of followJobEvents(client(), "transcriptions", "flaky", { retryDelayMs: 10 })) {
+    events.push(event.event);
+  }
+  assert.deepEqual(events, ["transcription.completed"]);
 });
 
 test("the event stream parser: line ends, split chunks, comments, multi-line data, an unfinished event", async () => {
