@@ -39,6 +39,7 @@ type k8sObject struct {
 		Selector struct {
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
+		Replicas       *int `yaml:"replicas"`
 		ScaleTargetRef struct {
 			Kind string `yaml:"kind"`
 			Name string `yaml:"name"`
@@ -199,7 +200,9 @@ func TestKubernetesManifests(t *testing.T) {
 				}
 			}
 		case "HorizontalPodAutoscaler":
-			require.NotNil(t, byKind(o.Spec.ScaleTargetRef.Kind, o.Spec.ScaleTargetRef.Name), "%s scales what exists", o.Metadata.Name)
+			target := byKind(o.Spec.ScaleTargetRef.Kind, o.Spec.ScaleTargetRef.Name)
+			require.NotNil(t, target, "%s scales what exists", o.Metadata.Name)
+			require.Nil(t, target.Spec.Replicas, "%s: the autoscaler owns its replicas; kubectl apply would set them back", o.Metadata.Name)
 		case "PodDisruptionBudget":
 			matched := false
 			for _, d := range objects {
