@@ -517,6 +517,7 @@ func checkHelmPods(t *testing.T, name string, release helmRelease, known map[str
 			env := containerEnv(c)
 			for variable, e := range env {
 				require.True(t, known[variable], "%s: %s sets %s, which the gateway does not read", name, n, variable)
+				require.NotRegexp(t, `^[0-9.]+e[+-][0-9]+$`, e.Value, "%s: %s: %s in a number form the gateway does not parse", name, n, variable)
 				if slices.Contains(secretValued, variable) {
 					require.Empty(t, e.Value, "%s: %s: %s is written into the manifest", name, n, variable)
 					require.NotNil(t, e.ValueFrom, "%s: %s: %s", name, n, variable)

@@ -129,7 +129,7 @@ The connection to Temporal and the database, which every command reads
 {{- include "gateway.secretEnv" (dict "name" "GATEWAY_WEBHOOK_SIGNING_KEY" "ref" $root.Values.webhookSigningKey "root" $root) }}
 {{- range $name, $value := merge (deepCopy .env) $root.Values.env }}
 - name: {{ $name }}
-  value: {{ $value | toString | quote }}
+  value: {{ include "gateway.envValue" $value }}
 {{- end }}
 {{- end }}
 
@@ -174,4 +174,14 @@ imagePullSecrets:
 automountServiceAccountToken: false
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end }}
+
+{{/* An env value as a quoted string: a whole number from the values (which
+Helm reads as a float) as digits, not 1e+06. */}}
+{{- define "gateway.envValue" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{ int64 . | toString | quote }}
+{{- else -}}
+{{ toString . | quote }}
+{{- end -}}
 {{- end }}
