@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -28,26 +27,8 @@ type listBenchCase struct {
 // "matches", the mean number of jobs its filter selects (meta.total),
 // which comes from job_counts unless the filter has a user.
 func BenchmarkListJobs(b *testing.B) {
-	n, err := benchdb.Jobs()
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	url := storetest.FreshPostgresURL(b)
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	if err := benchdb.SeedJobs(ctx, url, n); err != nil {
-		b.Fatal(err)
-	}
-	// Printed, not logged: a parent benchmark's log shows only with -v.
-	fmt.Printf("seeded %d jobs in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+	s, n := storetest.SeededPostgres(b)
 	if _, total, err := s.Jobs.ListJobs(ctx, store.JobFilter{}, 0, 1); err != nil || total != int64(n) {
 		b.Fatalf("after the seed: job_counts says %d jobs, want %d (%v)", total, n, err)
 	}

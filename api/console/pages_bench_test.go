@@ -85,27 +85,8 @@ var (
 // server time and fails when a p99 is over pageTarget (issue 52, item 5;
 // docs/benchmarks.md, Console pages).
 func BenchmarkConsolePages(b *testing.B) {
-	n, err := benchdb.Jobs()
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	dbURL := storetest.FreshPostgresURL(b)
-	s, err := store.Open(ctx, dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	if err := benchdb.SeedJobs(ctx, dbURL, n); err != nil {
-		b.Fatal(err)
-	}
-	// Printed, not logged: a benchmark's log shows only with -v.
-	fmt.Printf("seeded %d jobs in %s\n", n, time.Since(start).Round(100*time.Millisecond))
-
+	s, n := storetest.SeededPostgres(b)
 	bc := newBenchConsole(b, s)
 	tenant := benchdb.SeedTenant(0)
 	scopes := []string{"usage:read"}

@@ -6,11 +6,13 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for schema set-up
@@ -48,6 +50,26 @@ func FreshPostgresURL(t testing.TB) string {
 func Postgres(t testing.TB) *store.Store {
 	t.Helper()
 	return open(t, FreshPostgresURL(t))
+}
+
+// SeededPostgres opens a migrated store on a fresh PostgreSQL schema
+// holding BENCH_JOBS seeded jobs (benchdb.Jobs, benchdb.SeedJobs), for the
+// benchmarks of reads at scale, and returns it with the number of jobs.
+func SeededPostgres(b testing.TB) (*store.Store, int) {
+	b.Helper()
+	n, err := benchdb.Jobs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	databaseURL := FreshPostgresURL(b)
+	s := open(b, databaseURL)
+	start := time.Now()
+	if err := benchdb.SeedJobs(context.Background(), databaseURL, n); err != nil {
+		b.Fatal(err)
+	}
+	// Printed, not logged: a benchmark's log shows only with -v.
+	fmt.Printf("seeded %d jobs in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+	return s, n
 }
 
 // SQLite opens a migrated store on a new SQLite file.
