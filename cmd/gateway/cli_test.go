@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,4 +211,29 @@ func TestCLIReadmeCommands(t *testing.T) {
 		require.Contains(t, commands, path, "README.md's table of commands names gateway %s, which does not exist", path)
 	}
 	require.Len(t, listed, len(commands), "no command twice: %v", slices.Sorted(slices.Values(listed)))
+}
+
+// TestCLIContractFlags: the command line of docs/operations.md,
+// Configuration: each setting of `gateway dev` is a flag named with its
+// environment variable, the environment wins over the default and a flag
+// over the environment, through the CLI as it parses them.
+func TestCLIContractFlags(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	var help strings.Builder
+	require.Equal(t, 0, run([]string{"dev", "-h"}, &help, io.Discard))
+	for flagName, env := range map[string]string{
+		"listen": "GATEWAY_LISTEN", "data-dir": "GATEWAY_DATA_DIR", "providers": "GATEWAY_PROVIDERS_FILE",
+		"database-url": "DATABASE_URL", "temporal-address": "TEMPORAL_ADDRESS", "temporal-ui-listen": "TEMPORAL_UI_LISTEN",
+		"oidc-issuer": "OIDC_ISSUER_URL", "oidc-audience": "OIDC_AUDIENCE",
+	} {
+		require.Regexp(t, `(?m)^\s+--`+flagName+` string\s.*\(env `+env+`\)`, help.String(), flagName)
+	}
+
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer healthy.Close()
+	t.Setenv("GATEWAY_LISTEN", strings.TrimPrefix(healthy.URL, "http://"))
+	require.Equal(t, 0, run([]string{"healthcheck"}, io.Discard, io.Discard), "the environment over the default")
+	var stderr strings.Builder
+	require.Equal(t, 1, run([]string{"healthcheck", "--url", "http://127.0.0.1:1/healthz"}, io.Discard, &stderr), "the flag over the environment")
+	require.Contains(t, stderr.String(), "127.0.0.1:1")
 }
