@@ -122,6 +122,8 @@ func (c *AsyncCalls) CheckProvider(ctx context.Context, in CheckInput) (CheckOut
 	if err != nil {
 		return CheckOutput{}, err
 	}
+	stop := heartbeat(ctx, c.HeartbeatInterval, new(atomic.Int64))
+	defer stop()
 	call := providers.Call{JobID: in.Call.JobID, Service: in.Call.Service, Provider: provider,
 		Input: in.Call.Input, Options: in.Call.Options, Submitted: in.Since}
 	if c.Callbacks != nil && in.Call.Attempt > 0 {

@@ -39,9 +39,12 @@ const (
 )
 
 // checkOptions: one short read of the provider's status, retried a few
-// times before the provider is failed over.
+// times before the provider is failed over. The check heartbeats, so a
+// worker that dies during it is noticed after HeartbeatTimeout, not after
+// the whole StartToCloseTimeout.
 var checkOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 2 * time.Minute,
+	HeartbeatTimeout:    10 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,

@@ -17,13 +17,16 @@ import (
 // fakeAssemblyAI speaks AssemblyAI's transcript API (see
 // providers/assemblyai for the protocol tests): uploads and transcripts
 // are counted, and the transcript stays "processing" until released.
+// With holdFirstCheck, the first read of the transcript answers only once
+// the test closes it.
 type fakeAssemblyAI struct {
 	*httptest.Server
-	mu       sync.Mutex
-	uploads  int
-	submits  int
-	checks   int
-	released bool
+	mu             sync.Mutex
+	uploads        int
+	submits        int
+	checks         int
+	released       bool
+	holdFirstCheck chan struct{}
 }
 
 const fakeAssemblyAIKey = "fake-assemblyai-key"
@@ -48,6 +51,14 @@ func newFakeAssemblyAI(t *testing.T, released bool) *fakeAssemblyAI {
 			fmt.Fprintf(w, `{"id":"transcript-%d","status":"queued"}`, f.submits)
 		case "GET /v2/transcript/transcript-1":
 			f.checks++
+			if hold := f.holdFirstCheck; hold != nil && f.checks == 1 {
+				f.mu.Unlock()
+				select {
+				case <-hold:
+				case <-r.Context().Done():
+				}
+				f.mu.Lock()
+			}
 			if !f.released {
 				_, _ = io.WriteString(w, `{"id":"transcript-1","status":"processing"}`)
 				return
@@ -77,6 +88,15 @@ func (f *fakeAssemblyAI) checked() int {
 	return f.checks
 }
 
+// holdTheFirstCheck makes the first read of the transcript wait until the
+// returned channel is closed.
+func (f *fakeAssemblyAI) holdTheFirstCheck() chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdFirstCheck = make(chan struct{})
+	return f.holdFirstCheck
+}
+
 func (f *fakeAssemblyAI) release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -92,6 +112,7 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 	t.Parallel()
 	mediatest.RequireTools(t)
 	vendor := newFakeAssemblyAI(t, false)
+	hold := vendor.holdTheFirstCheck()
 	g := newGatewayEnv(t, "", "", []string{"FAKE_ASSEMBLYAI_KEY=" + fakeAssemblyAIKey},
 		"--providers", writeCatalog(t, "providers:\n"+vendor.provider()))
 
@@ -104,8 +125,12 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 	// docs/providers.md), which is not what this test is about.
 	require.Eventually(t, func() bool { return vendor.checked() > 0 }, 60*time.Second, 100*time.Millisecond)
 
-	// The vendor works while the gateway is down and back.
+	// The gateway dies in the middle of a check, and the vendor works
+	// while it is down and back. The cut check runs again once its
+	// heartbeat is missed (seconds), not at its start-to-close timeout
+	// (two minutes, longer than this test waits).
 	g.kill()
+	close(hold)
 	g.start()
 	vendor.release()
 
