@@ -36,24 +36,16 @@ import (
 
 // devMemoryLimit is the soft memory limit of `gateway dev` unless GOMEMLIMIT
 // is set: the embedded Temporal server's caches would otherwise let the
-// heap grow to twice its live size before collecting.
+// heap grow to twice its live size before collecting. GOGC stays Go's
+// default: at 25 the collector took a sixth of the CPU under load and
+// slowed a small tenant's jobs behind a flood (docs/operations.md, Memory).
 const devMemoryLimit = 256 << 20
-
-// devGCPercent is `gateway dev`'s GOGC unless GOGC is set: the heap may
-// grow by a quarter of its live size between collections instead of
-// doubling. With a thousand jobs in flight that keeps about 45 MiB off the
-// process's resident memory for no measurable CPU per job
-// (docs/benchmarks-results.md, What was changed, change 6).
-const devGCPercent = 25
 
 // runDev runs the whole stack in one process.
 func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	worker.SetStickyWorkflowCacheSize(devWorkflowCacheSize)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(devMemoryLimit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(devGCPercent)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
