@@ -134,21 +134,11 @@ func (b *bench) overloadRun(ctx context.Context, shape string, run, rate int) (f
 	b.logf("overload: %d creates/s offered for %s, backlog bound %d a tenant", rate, dur, b.opts.OverloadBacklog)
 	before, _ := countJobs(ctx, db)
 	start, cpu := time.Now(), readCPU(d.measured())
-	samples := openLoop(ctx, rate, dur, func(ctx context.Context) (string, error) {
-		resp, err := gw.api.call(ctx, http.MethodPost, "/v1/llm-tasks", []byte(jobBody), http.StatusAccepted, nil)
-		if resp != nil && resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
-			return "shed", nil
-		}
-		return "", err
-	})
+	samples := openLoop(ctx, rate, dur, gw.createOrShed)
 	used := cpu.since(d.measured()).use(0)
 	after, _ := countJobs(ctx, db)
 	completed := float64(after.completed-before.completed) / time.Since(start).Seconds()
 
-	// outcome is the creates that returned id: "" accepted, "shed" shed.
-	outcome := func(samples []sample, id string) []sample {
-		return slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.err != nil || s.id != id })
-	}
 	for at := start; at.Before(start.Add(dur)); at = at.Add(overloadSlice) {
 		in := slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.due.Before(at) || !s.due.Before(at.Add(overloadSlice)) })
 		a, _ := summary(outcome(in, ""))
@@ -180,6 +170,23 @@ func (b *bench) overloadRun(ctx context.Context, shape string, run, rate int) (f
 			rate, p99s[0], p99s[1], len(failed), targetAcceptedP99, targetShedP99)
 	}
 	return completed, nil
+}
+
+// createOrShed creates a job of the gateway's and returns "" when it is
+// accepted and "shed" when it is refused with 429 and Retry-After, the
+// gateway's answer to a tenant over its backlog bound.
+func (s *system) createOrShed(ctx context.Context) (string, error) {
+	resp, err := s.api.call(ctx, http.MethodPost, "/v1/llm-tasks", []byte(jobBody), http.StatusAccepted, nil)
+	if resp != nil && resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+		return "shed", nil
+	}
+	return "", err
+}
+
+// outcome is the samples of createOrShed that returned id: "" accepted,
+// "shed" shed.
+func outcome(samples []sample, id string) []sample {
+	return slices.DeleteFunc(slices.Clone(samples), func(s sample) bool { return s.err != nil || s.id != id })
 }
 
 // storeAndGateway are the production store's database and the gateway.
