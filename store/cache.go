@@ -31,7 +31,8 @@ const cacheEntries = 10_000
 // Values returned share memory with the cache where copying them would
 // cost (the lists of a policy.Policy): callers must not modify them.
 type Cache struct {
-	*Store
+	// Store is the store the Cache reads through, with its other domains.
+	Store *Store
 	// RoutingStore's methods are the Cache's, cached where the Cache
 	// defines them.
 	*RoutingStore

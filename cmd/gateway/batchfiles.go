@@ -24,12 +24,12 @@ const batchFileTimeout = 5 * time.Minute
 // with their starts in the outbox, which the dispatchers' sweeps take.
 func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, scratch string, m *metrics.Metrics, logger *slog.Logger) (*batches.FileReader, error) {
 	ops, err := jobops.New(jobops.Config{
-		Jobs:                   st.Jobs,
+		Jobs:                   st.Store.Jobs,
 		Tenants:                st,
 		Statuses:               st,
 		Policies:               st,
 		Rates:                  st,
-		Batches:                st.Batches,
+		Batches:                st.Store.Batches,
 		Catalog:                registry.Catalog(),
 		Temporal:               tc,
 		Starts:                 outboxStarts{},
@@ -44,7 +44,7 @@ func batchFileReader(ctx context.Context, cfg config, st *store.Cache, tc client
 	if err != nil {
 		return nil, err
 	}
-	return &batches.FileReader{Ops: ops, Store: st.Batches, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
+	return &batches.FileReader{Ops: ops, Store: st.Store.Batches, Client: netguard.NewMediaClient(cfg.AllowPrivateNetworks, batchFileTimeout),
 		ScratchDir: scratch, Logger: logger.With("component", "batch-files")}, nil
 }
 

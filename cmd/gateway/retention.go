@@ -22,9 +22,9 @@ import (
 // dispatcher starts no job: Delete does not start any.
 func retentionDeleter(cfg config, st *store.Cache, tc client.Client, registry *providers.Registry, logger *slog.Logger) (*jobops.Service, error) {
 	return jobops.New(jobops.Config{
-		Jobs: st.Jobs, Tenants: st, Statuses: st, Policies: st, Rates: st, Batches: st.Batches,
+		Jobs: st.Store.Jobs, Tenants: st, Statuses: st, Policies: st, Rates: st, Batches: st.Store.Batches,
 		Catalog: registry.Catalog(), Temporal: tc, DataConverter: cfg.temporal.DataConverter, Logger: logger,
-		Starts: jobops.NewDispatcher(jobops.DispatcherConfig{Store: st.Jobs, Temporal: tc, Logger: logger}),
+		Starts: jobops.NewDispatcher(jobops.DispatcherConfig{Store: st.Store.Jobs, Temporal: tc, Logger: logger}),
 	})
 }
 

@@ -107,8 +107,8 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	}
 	ops, err := jobops.New(jobops.Config{
 		CallbackTokens:         callbackTokens,
-		Callbacks:              st.Jobs,
-		Jobs:                   st.Jobs,
+		Callbacks:              st.Store.Jobs,
+		Jobs:                   st.Store.Jobs,
 		Tenants:                st,
 		Statuses:               st,
 		Policies:               st,
@@ -121,11 +121,11 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Backlog:                backlog,
 		DataConverter:          cfg.temporal.DataConverter,
 		Budgets:                budgetReserver(st.Store, registry, m, logger),
-		Webhooks:               st.Webhooks,
-		Batches:                st.Batches,
+		Webhooks:               st.Store.Webhooks,
+		Batches:                st.Store.Batches,
 		WebhookGiveUpAfter:     cfg.WebhookGiveUpAfter,
 		Generation:             cfg.JobGeneration,
-		Audit:                  st.Audit,
+		Audit:                  st.Store.Audit,
 		Logger:                 logger,
 	})
 	if err != nil {
@@ -137,12 +137,12 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 	}
 	return api.Config{
 		TrustedProxies: proxies,
-		Store:          st.Jobs,
+		Store:          st.Store.Jobs,
 		Jobs:           ops,
 		Catalog:        registry.Catalog(),
 		Verifier:       verifier,
-		APIKeys:        apikeys.New(st.APIKeys, st, keyTags, nil, logger.With("component", "api-keys")),
-		Audit:          st.Audit,
+		APIKeys:        apikeys.New(st.Store.APIKeys, st, keyTags, nil, logger.With("component", "api-keys")),
+		Audit:          st.Store.Audit,
 		Tenants:        st,
 		Statuses:       st,
 		Policies:       st,
@@ -152,10 +152,10 @@ func apiConfig(cfg config, st *store.Cache, tc client.Client, starts *jobops.Dis
 		Version:        buildinfo.Read().Version,
 		Logger:         logger,
 		WebhookKey:     signer,
-		Deliveries:     st.Webhooks,
+		Deliveries:     st.Store.Webhooks,
 		Webhooks:       ops,
-		Usage:          st.Usage,
-		Batches:        st.Batches,
+		Usage:          st.Store.Usage,
+		Batches:        st.Store.Batches,
 		Callbacks:      ops,
 		Tracing:        tracing.Enabled(),
 		Codec:          cfg.codec,
@@ -470,10 +470,10 @@ func startWorker(ctx context.Context, cfg config, tc client.Client, st *store.Ca
 	if err != nil {
 		return nil, err
 	}
-	deps := activities.Deps{Store: st.Jobs, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
-		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Jobs, Deltas: st.Jobs,
-		RetentionStore: retentionStore{st.Housekeeping, st.Jobs}, Deleter: deleter, RetentionDefaults: cfg.Retention,
-		Tenants: st.Routing, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
+	deps := activities.Deps{Store: st.Store.Jobs, Routing: st, Breakers: st, Providers: registry, Temporal: tc, WorkerID: nodeID, Metrics: m,
+		Namespace: temporalNamespace(cfg), DataConverter: cfg.temporal.DataConverter, Tombstones: st.Store.Jobs, Deltas: st.Store.Jobs,
+		RetentionStore: retentionStore{st.Store.Housekeeping, st.Store.Jobs}, Deleter: deleter, RetentionDefaults: cfg.Retention,
+		Tenants: st.Store.Routing, Budgets: budgetReserver(st.Store, registry, m, logger), MaxOutageWait: cfg.MaxOutageWait,
 		Logger: logger.With("component", "breakers")}
 	if err := network.wire(&deps, st.Store); err != nil {
 		return nil, err
