@@ -44,41 +44,16 @@ func (h apiKeysHandler) routes(v1 *gin.RouterGroup) {
 	v1.POST("/api-keys/:id/rotate", write, handle(h.rotate))
 }
 
-// apiKeyAttributes is a key as the API shows it; Secret only in the
-// answers of create and rotate.
-type apiKeyAttributes struct {
-	Name                    string          `json:"name"`
-	Tenant                  string          `json:"tenant"`
-	Scopes                  []string        `json:"scopes"`
-	Application             *string         `json:"application"`
-	CreatedBy               string          `json:"created_by"`
-	CreatedAt               time.Time       `json:"created_at"`
-	ExpiresAt               *time.Time      `json:"expires_at"`
-	LastUsedAt              *time.Time      `json:"last_used_at"`
-	PreviousSecretExpiresAt *time.Time      `json:"previous_secret_expires_at"`
-	Limits                  store.KeyLimits `json:"limits"`
-	Secret                  string          `json:"secret,omitempty"`
-}
-
 type apiKeyResource struct {
-	ID         string           `json:"id"`
-	Type       string           `json:"type"`
-	Attributes apiKeyAttributes `json:"attributes"`
+	ID         string             `json:"id"`
+	Type       string             `json:"type"`
+	Attributes apikeys.Attributes `json:"attributes"`
 }
 
 // apiKeyView shows k at now; secret is "" but in the answers of create
 // and rotate.
 func apiKeyView(k store.APIKey, secret string, now time.Time) apiKeyResource {
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
-	return apiKeyResource{ID: k.ID, Type: "api-key", Attributes: apiKeyAttributes{Name: k.Name, Tenant: k.Tenant,
-		Scopes: k.Scopes, Application: k.Application, CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt.UTC(),
-		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), PreviousSecretExpiresAt: k.PreviousSecretUntil(now), Limits: k.Limits, Secret: secret}}
+	return apiKeyResource{ID: k.ID, Type: "api-key", Attributes: apikeys.View(k, secret, now)}
 }
 
 // create handles POST /v1/api-keys.

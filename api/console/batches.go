@@ -61,19 +61,16 @@ func (c *Console) batch(w http.ResponseWriter, r *http.Request, s *session) erro
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
 	if a.Status != http.StatusOK {
-		status, p.Error = a.Status, a.message()
+		p.Error = a.message()
 	} else {
-		var doc struct {
-			Data batches.Document `json:"data"`
-		}
-		if err := json.Unmarshal(a.Body, &doc); err != nil {
+		doc, err := decodeData[batches.Document](a.Body)
+		if err != nil {
 			return err
 		}
-		p.Batch = &doc.Data
+		p.Batch = &doc
 		for _, name := range batchCountNames {
-			if n, ok := doc.Data.Attributes.Counts[name]; ok {
+			if n, ok := doc.Attributes.Counts[name]; ok {
 				p.Counts = append(p.Counts, batchCount{Name: name, Count: n})
 			}
 		}
@@ -81,7 +78,7 @@ func (c *Console) batch(w http.ResponseWriter, r *http.Request, s *session) erro
 			return err
 		}
 	}
-	c.render(w, status, "batches", layout{Title: "Batches", Nav: "batches", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	c.render(w, a.Status, "batches", layout{Title: "Batches", Nav: "batches", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }
 

@@ -60,9 +60,8 @@ func (c *Console) budgets(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	var p budgetsPage
-	status := http.StatusOK
 	if a.Status != http.StatusOK {
-		status, p.Error = a.Status, a.message()
+		p.Error = a.message()
 	} else {
 		var list struct {
 			Data []budgetDoc `json:"data"`
@@ -76,7 +75,7 @@ func (c *Console) budgets(w http.ResponseWriter, r *http.Request, s *session) er
 			p.Budgets = append(p.Budgets, budgetBar(b))
 		}
 	}
-	c.render(w, status, "budgets", layout{Title: "Budgets", Nav: "budgets", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	c.render(w, a.Status, "budgets", layout{Title: "Budgets", Nav: "budgets", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -65,13 +64,11 @@ func (c *Console) findJob(w http.ResponseWriter, r *http.Request, s *session, id
 		}
 		switch a.Status {
 		case http.StatusOK:
-			var doc struct {
-				Data jobDoc `json:"data"`
-			}
-			if err := json.Unmarshal(a.Body, &doc); err != nil {
+			doc, err := decodeData[jobDoc](a.Body)
+			if err != nil {
 				return jobDoc{}, svc, false, err
 			}
-			return doc.Data, svc, true, nil
+			return doc, svc, true, nil
 		case http.StatusGone:
 			c.problem(w, http.StatusGone, s, "Job deleted", a.message())
 			return jobDoc{}, svc, false, nil

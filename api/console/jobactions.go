@@ -137,13 +137,11 @@ func (c *Console) deliveries(r *http.Request, s *session, svc jobs.Service, id s
 	if a.Status != http.StatusOK {
 		return nil, a.Status, a.message(), nil
 	}
-	var doc struct {
-		Data []delivery `json:"data"`
-	}
-	if err := json.Unmarshal(a.Body, &doc); err != nil {
+	doc, err := decodeData[[]delivery](a.Body)
+	if err != nil {
 		return nil, 0, "", err
 	}
-	return doc.Data, http.StatusOK, "", nil
+	return doc, http.StatusOK, "", nil
 }
 
 // formService is the service a job action's form names (the job page

@@ -113,9 +113,8 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
 	if a.Status != http.StatusOK {
-		status, p.Error = a.Status, a.message()
+		p.Error = a.message()
 	} else {
 		list, err := decodeList[jobDoc](a.Body)
 		if err != nil {
@@ -128,6 +127,6 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) error
 		p.Jobs, p.Total = list.Data, list.Meta.Total
 		p.Prev, p.Next = list.pageLinks("jobs", kept)
 	}
-	c.render(w, status, "jobs", layout{Title: "Jobs", Nav: "jobs", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	c.render(w, a.Status, "jobs", layout{Title: "Jobs", Nav: "jobs", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }

@@ -1,32 +1,21 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/internal/jobs"
-	"github.com/ai-job-gateway/gateway/store"
 )
 
 // keyDoc is an API key as GET /v1/api-keys shows it (docs/api.md, API
 // keys); Secret only in POST /v1/api-keys's answer.
 type keyDoc struct {
-	ID         string `json:"id"`
-	Attributes struct {
-		Name        string          `json:"name"`
-		Scopes      []string        `json:"scopes"`
-		Application *string         `json:"application"`
-		CreatedBy   string          `json:"created_by"`
-		CreatedAt   time.Time       `json:"created_at"`
-		ExpiresAt   *time.Time      `json:"expires_at"`
-		LastUsedAt  *time.Time      `json:"last_used_at"`
-		Limits      store.KeyLimits `json:"limits"`
-		Secret      string          `json:"secret"`
-	} `json:"attributes"`
+	ID         string             `json:"id"`
+	Attributes apikeys.Attributes `json:"attributes"`
 }
 
 // keyForm is the create form's values.
@@ -117,15 +106,13 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	if a.Status != http.StatusCreated {
 		return c.renderKeys(w, r, s, a.Status, keysPage{Form: form, CreateError: a.message()})
 	}
-	var doc struct {
-		Data keyDoc `json:"data"`
-	}
-	if err := json.Unmarshal(a.Body, &doc); err != nil {
+	doc, err := decodeData[keyDoc](a.Body)
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	c.render(w, http.StatusCreated, "key-secret", layout{Title: "Key " + doc.Data.Attributes.Name + " created", Nav: "keys",
-		Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc.Data})
+	c.render(w, http.StatusCreated, "key-secret", layout{Title: "Key " + doc.Attributes.Name + " created", Nav: "keys",
+		Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc})
 	return nil
 }
 
@@ -144,14 +131,12 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) 
 			c.problem(w, a.Status, s, "The gateway refused", a.message())
 			return nil
 		}
-		var doc struct {
-			Data keyDoc `json:"data"`
-		}
-		if err := json.Unmarshal(a.Body, &doc); err != nil {
+		doc, err := decodeData[keyDoc](a.Body)
+		if err != nil {
 			return err
 		}
-		c.render(w, http.StatusOK, "key-revoke", layout{Title: "Revoke key " + doc.Data.Attributes.Name, Nav: "keys",
-			Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc.Data})
+		c.render(w, http.StatusOK, "key-revoke", layout{Title: "Revoke key " + doc.Attributes.Name, Nav: "keys",
+			Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc})
 		return nil
 	}
 	a, err := c.callAs(r, s, http.MethodDelete, path, nil, nil)

@@ -53,3 +53,12 @@ func numberedLink(page string, values url.Values, link *string) string {
 	}
 	return Path + page + "?" + q.Encode()
 }
+
+// decodeData reads the answer of one document, {"data": ...}.
+func decodeData[T any](body []byte) (T, error) {
+	var doc struct {
+		Data T `json:"data"`
+	}
+	err := json.Unmarshal(body, &doc)
+	return doc.Data, err
+}

@@ -80,12 +80,10 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request, s *session) err
 		c.problem(w, a.Status, s, "The gateway refused", a.message())
 		return nil
 	}
-	var doc struct {
-		Data tenantDoc `json:"data"`
-	}
-	if err := json.Unmarshal(a.Body, &doc); err != nil {
+	doc, err := decodeData[tenantDoc](a.Body)
+	if err != nil {
 		return err
 	}
-	c.render(w, http.StatusOK, "tenant", layout{Title: "Tenant " + doc.Data.ID, Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc.Data})
+	c.render(w, http.StatusOK, "tenant", layout{Title: "Tenant " + doc.ID, Nav: "tenants", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: doc})
 	return nil
 }

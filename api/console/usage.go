@@ -127,15 +127,14 @@ func (c *Console) usage(w http.ResponseWriter, r *http.Request, s *session) erro
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
 	if a.Status != http.StatusOK {
-		status, p.Error = a.Status, a.message()
+		p.Error = a.message()
 	} else {
 		p.Rows, p.Totals = rows, meta.totals()
 		p.From, p.To = meta.From, meta.To
 		p.Charts = usageCharts(rows, form, meta)
 	}
-	c.render(w, status, "usage", layout{Title: "Usage", Nav: "usage", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
+	c.render(w, a.Status, "usage", layout{Title: "Usage", Nav: "usage", Tenant: s.Tenant, CSRF: s.CSRFToken, Page: p})
 	return nil
 }
 

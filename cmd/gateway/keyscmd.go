@@ -256,32 +256,13 @@ func operatorSubject() string {
 // keyJSON is a key in -o json, with the names of the API's attributes
 // (docs/api.md, API keys); Secret only when created or rotated.
 type keyJSON struct {
-	ID                      string          `json:"id"`
-	Secret                  string          `json:"secret,omitempty"`
-	Name                    string          `json:"name"`
-	Tenant                  string          `json:"tenant"`
-	Scopes                  []string        `json:"scopes"`
-	Application             *string         `json:"application"`
-	CreatedBy               string          `json:"created_by"`
-	CreatedAt               time.Time       `json:"created_at"`
-	ExpiresAt               *time.Time      `json:"expires_at"`
-	LastUsedAt              *time.Time      `json:"last_used_at"`
-	PreviousSecretExpiresAt *time.Time      `json:"previous_secret_expires_at"`
-	Limits                  store.KeyLimits `json:"limits"`
+	ID string `json:"id"`
+	apikeys.Attributes
 }
 
 // newKeyJSON is k at now, with secret ("" but when created or rotated).
 func newKeyJSON(k store.APIKey, secret string, now time.Time) keyJSON {
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
-	return keyJSON{ID: k.ID, Secret: secret, Name: k.Name, Tenant: k.Tenant, Scopes: k.Scopes, Application: k.Application,
-		CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt),
-		PreviousSecretExpiresAt: k.PreviousSecretUntil(now), Limits: k.Limits}
+	return keyJSON{ID: k.ID, Attributes: apikeys.View(k, secret, now)}
 }
 
 // writeIssuedKey shows a key created (or rotated): with -o text its
