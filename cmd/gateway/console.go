@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ai-job-gateway/gateway/api"
 	"github.com/ai-job-gateway/gateway/api/console"
 	"github.com/ai-job-gateway/gateway/app/apikeys"
 	"github.com/ai-job-gateway/gateway/internal/webhooksign"
@@ -42,6 +43,23 @@ func consoleOIDC(cfg config, issuerURL string, devIssuer bool) *console.OIDC {
 
 // consoleOption sets an optional field of the console's Config.
 type consoleOption func(*console.Config)
+
+// newAPI builds the API of apiCfg with the console at /console/ on its
+// router: the console over st's sessions and the API's keys, with sign-in
+// through oidc when not nil.
+func newAPI(apiCfg api.Config, st *store.Store, signer *webhooksign.Signer, oidc *console.OIDC, logger *slog.Logger, opts ...consoleOption) (*api.Server, error) {
+	con, err := newConsole(st, apiCfg.APIKeys, signer, oidc, logger, opts...)
+	if err != nil {
+		return nil, err
+	}
+	apiCfg.Routes = append(apiCfg.Routes, con.routes)
+	srv, err := api.New(apiCfg)
+	if err != nil {
+		return nil, err
+	}
+	con.api = srv.Handler()
+	return srv, nil
+}
 
 // newConsole builds the console over st's sessions and keys' tenants,
 // with sign-in through oidc when not nil.

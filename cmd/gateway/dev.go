@@ -136,10 +136,7 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	defer files.Close()
 
 	nodeID := nodeID()
-	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID, workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks, callbackURL: cfg.CallbackURL},
-		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks,
-			fetch: cfg.mediaFetchLimits(), fetchesPerTenant: cfg.MediaFetchesPerTenant},
-		m, logger)
+	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID, cfg.workerNetwork(signer), cfg.workerMedia(files, logger), m, logger)
 	if err != nil {
 		return err
 	}
@@ -180,16 +177,10 @@ func runDev(ctx context.Context, cfg config, logger *slog.Logger) error {
 	// token at the endpoint holding codecSecret (docs/operations.md, Codec
 	// server).
 	apiCfg.CodecOrigins, apiCfg.CodecDevSecret = uiOrigins, codecSecret
-	con, err := newConsole(st, apiCfg.APIKeys, signer, consoleOIDC(cfg, issuerURL, issuer != nil), logger, withTemporalUI(uiOrigins, temporalNamespace(cfg)))
+	srv, err := newAPI(apiCfg, st, signer, consoleOIDC(cfg, issuerURL, issuer != nil), logger, withTemporalUI(uiOrigins, temporalNamespace(cfg)))
 	if err != nil {
 		return err
 	}
-	apiCfg.Routes = append(apiCfg.Routes, con.routes)
-	srv, err := api.New(apiCfg)
-	if err != nil {
-		return err
-	}
-	con.api = srv.Handler()
 	key, keyFile, err := devAPIKey(ctx, apiCfg.APIKeys, cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("dev API key: %w", err)

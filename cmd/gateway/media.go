@@ -149,6 +149,12 @@ type workerMedia struct {
 	fetchesPerTenant int
 }
 
+// workerMedia is the worker's media settings of c, over files.
+func (c config) workerMedia(files *blobstore.Store, logger *slog.Logger) workerMedia {
+	return workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(c.DataDir, "scratch"), linkTTL: c.LinkTTL,
+		allowPrivate: c.AllowPrivateNetworks, fetch: c.mediaFetchLimits(), fetchesPerTenant: c.MediaFetchesPerTenant}
+}
+
 // findMediaTools looks for ffmpeg and ffprobe, and says once what is
 // missing: the gateway runs without them, failing jobs whose media must
 // be probed with a clear error.

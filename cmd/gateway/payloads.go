@@ -252,22 +252,32 @@ func decryptHistory(ctx context.Context, cfg config, history *historypb.History,
 	if err != nil || keys == nil {
 		return err
 	}
-	st, err := openSecretsStore(ctx, cfg)
+	decoder, closeStore, err := historyDecoder(ctx, cfg, keys, logger)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	enc, err := payloadEncryptor(ctx, keys, st, decryptingOnly, logger)
-	if err != nil {
-		return err
-	}
-	decoder := enc.Decoder()
+	defer closeStore()
 	return proxy.VisitPayloads(ctx, history, proxy.VisitPayloadsOptions{
 		SkipSearchAttributes: true,
 		Visitor: func(_ *proxy.VisitPayloadsContext, payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 			return decoder.Decode(payloads)
 		},
 	})
+}
+
+// historyDecoder decrypts histories' payloads with keys and the store's
+// scope secrets, read-only; closeStore closes the store it reads them from.
+func historyDecoder(ctx context.Context, cfg config, keys *payloadcodec.Keyring, logger *slog.Logger) (decoder converter.PayloadCodec, closeStore func(), err error) {
+	st, err := openSecretsStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	enc, err := payloadEncryptor(ctx, keys, st, decryptingOnly, logger)
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return enc.Decoder(), func() { _ = st.Close() }, nil
 }
 
 // openSecretsStore opens the store whose scope secrets decrypt histories

@@ -78,16 +78,12 @@ func runReplay(ctx context.Context, cfg config, flags replayFlags, targets []str
 	var opts worker.WorkflowReplayerOptions
 	var decoder converter.PayloadCodec
 	if keys != nil {
-		st, err := openSecretsStore(ctx, cfg)
+		var closeStore func()
+		decoder, closeStore, err = historyDecoder(ctx, cfg, keys, logger)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		enc, err := payloadEncryptor(ctx, keys, st, decryptingOnly, logger)
-		if err != nil {
-			return err
-		}
-		decoder = enc.Decoder()
+		defer closeStore()
 		opts.DataConverter = payloadcodec.DataConverter(converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), replayCodec{decoder}))
 		opts.FailureConverter = failureConverter(opts.DataConverter)
 	}

@@ -78,16 +78,10 @@ func runServe(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if files != nil {
 		apiCfg.Files = files
 	}
-	con, err := newConsole(st, apiCfg.APIKeys, signer, consoleOIDC(cfg, cfg.OIDCIssuer, false), logger)
+	srv, err := newAPI(apiCfg, st, signer, consoleOIDC(cfg, cfg.OIDCIssuer, false), logger)
 	if err != nil {
 		return err
 	}
-	apiCfg.Routes = append(apiCfg.Routes, con.routes)
-	srv, err := api.New(apiCfg)
-	if err != nil {
-		return err
-	}
-	con.api = srv.Handler()
 	logger.Info("gateway serve ready", "api", "http://"+listener.Addr().String(), "version", buildinfo.Read().Version)
 	return serveHTTP(ctx, listener, srv.Handler(), logger)
 }
@@ -320,10 +314,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer files.Close()
-	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), workerNetwork{signer: signer, allowPrivate: cfg.AllowPrivateNetworks, callbackURL: cfg.CallbackURL},
-		workerMedia{files: files, tools: findMediaTools(logger), scratch: filepath.Join(cfg.DataDir, "scratch"), linkTTL: cfg.LinkTTL, allowPrivate: cfg.AllowPrivateNetworks,
-			fetch: cfg.mediaFetchLimits(), fetchesPerTenant: cfg.MediaFetchesPerTenant},
-		m, logger)
+	w, err := startWorker(ctx, cfg, tc, reads, registry, nodeID(), cfg.workerNetwork(signer), cfg.workerMedia(files, logger), m, logger)
 	if err != nil {
 		return err
 	}

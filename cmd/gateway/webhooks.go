@@ -97,6 +97,11 @@ type workerNetwork struct {
 	callbackURL string
 }
 
+// workerNetwork is the worker's network settings of c, signing with signer.
+func (c config) workerNetwork(signer *webhooksign.Signer) workerNetwork {
+	return workerNetwork{signer: signer, allowPrivate: c.AllowPrivateNetworks, callbackURL: c.CallbackURL}
+}
+
 // wire gives the activities the webhook signer, client, delivery record and
 // the jobs payloads are rendered from, and, unless private networks are allowed, a guarded client for media
 // size checks.
