@@ -6,7 +6,6 @@ import (
 
 	"github.com/ai-job-gateway/gateway/internal/jobs"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // InFlightLimit bounds the jobs not yet finished (pending or processing)
@@ -57,12 +56,9 @@ func (s *JobStore) createJobWithin(ctx context.Context, job *jobs.Record, start 
 				return &InFlightError{Limit: limit, InFlight: n}
 			}
 		}
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		created = true
-		return tx.Create(start).Error
+		var err error
+		created, err = insertJobAndStart(tx, job, start)
+		return err
 	})
 	return created, err
 }

@@ -51,14 +51,21 @@ func (s *JobStore) CreateJob(ctx context.Context, job *jobs.Record, start *JobSt
 	}
 	created := false
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		created = true
-		return tx.Create(start).Error
+		var err error
+		created, err = insertJobAndStart(tx, job, start)
+		return err
 	})
 	return created, err
+}
+
+// insertJobAndStart records job and its start in tx, unless a job with
+// that id exists already (false, nothing written).
+func insertJobAndStart(tx *gorm.DB, job *jobs.Record, start *JobStart) (bool, error) {
+	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(job)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return false, res.Error
+	}
+	return true, tx.Create(start).Error
 }
 
 // createJobPostgres is CreateJob in one statement, which commits alone:
