@@ -128,13 +128,13 @@ func TestAsyncVendorJobSurvivesARestartAndIsSubmittedOnce(t *testing.T) {
 	// The gateway dies in the middle of a check, and the vendor works
 	// while it is down and back. The cut check runs again once its
 	// heartbeat is missed (seconds), not at its start-to-close timeout
-	// (two minutes, longer than this test waits).
+	// (two minutes, twice what this test waits).
 	g.kill()
 	close(hold)
 	g.start()
 	vendor.release()
 
-	done := g.waitEnded("transcriptions", id, 120*time.Second, "completed")
+	done := g.waitEnded("transcriptions", id, 60*time.Second, "completed")
 	uploads, submits := vendor.counts()
 	require.Equal(t, 1, uploads, "the audio is uploaded once")
 	require.Equal(t, 1, submits, "the job is submitted once")

@@ -38,7 +38,8 @@ import (
 // is set: the embedded Temporal server's caches would otherwise let the
 // heap grow to twice its live size before collecting. GOGC stays Go's
 // default: at 25 the collector took a sixth of the CPU under load and
-// slowed a small tenant's jobs behind a flood (docs/operations.md, Memory).
+// slowed a small tenant's jobs behind a flood (docs/operations.md, What
+// gateway dev runs).
 const devMemoryLimit = 256 << 20
 
 // runDev runs the whole stack in one process.

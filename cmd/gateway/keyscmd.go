@@ -256,13 +256,14 @@ func operatorSubject() string {
 // keyJSON is a key in -o json, with the names of the API's attributes
 // (docs/api.md, API keys); Secret only when created or rotated.
 type keyJSON struct {
-	ID string `json:"id"`
+	ID     string `json:"id"`
+	Secret string `json:"secret,omitempty"` // second, as docs/operations.md shows it
 	apikeys.Attributes
 }
 
 // newKeyJSON is k at now, with secret ("" but when created or rotated).
 func newKeyJSON(k store.APIKey, secret string, now time.Time) keyJSON {
-	return keyJSON{ID: k.ID, Attributes: apikeys.View(k, secret, now)}
+	return keyJSON{ID: k.ID, Secret: secret, Attributes: apikeys.View(k, "", now)}
 }
 
 // writeIssuedKey shows a key created (or rotated): with -o text its
